@@ -1,0 +1,294 @@
+//! Creating a plan, all or nothing: config first, then services, then pods, each stage
+//! with a bounded number of requests in flight. Every attempt is written in a
+//! [`Ledger`] before it is sent, so that whatever stops the spawn (an error, Ctrl-C)
+//! can delete exactly what this invocation created, and nothing else.
+
+use std::sync::Mutex;
+
+use anyhow::{Result, anyhow};
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::PostParams;
+
+use super::retry::{AsyncRecover, CallError, retry};
+use super::{Cluster, Kind, ObjectRef, RunObject};
+use crate::plan::{INVOCATION_ANNOTATION, Plan, run_selector};
+
+/// What became of one create request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// Sent, no final answer yet (or never: the spawn was interrupted).
+    InFlight,
+    Created {
+        uid: String,
+    },
+    /// Refused, and no attempt can have been carried out.
+    Refused,
+    /// Failed after an attempt whose outcome is unknown (a dropped connection…).
+    Unknown,
+}
+
+/// Every create this invocation sent, in order.
+#[derive(Debug)]
+pub struct Ledger {
+    /// The plan's invocation id (see [`INVOCATION_ANNOTATION`]).
+    invocation: String,
+    entries: Mutex<Vec<(ObjectRef, Outcome)>>,
+}
+
+impl Ledger {
+    pub fn new(plan: &Plan) -> Ledger {
+        Ledger {
+            invocation: plan.invocation.clone(),
+            entries: Mutex::default(),
+        }
+    }
+
+    fn open(&self, object: ObjectRef) -> usize {
+        let mut entries = self.entries.lock().expect("ledger lock");
+        entries.push((object, Outcome::InFlight));
+        entries.len() - 1
+    }
+
+    fn close(&self, at: usize, outcome: Outcome) {
+        self.entries.lock().expect("ledger lock")[at].1 = outcome;
+    }
+
+    fn snapshot(&self) -> Vec<(ObjectRef, Outcome)> {
+        self.entries.lock().expect("ledger lock").clone()
+    }
+
+    /// What this invocation certainly created.
+    pub fn created(&self) -> Vec<ObjectRef> {
+        self.snapshot()
+            .into_iter()
+            .filter(|(_, o)| matches!(o, Outcome::Created { .. }))
+            .map(|(r, _)| r)
+            .collect()
+    }
+}
+
+/// Objects labelled with the run's tag that already exist, a few per kind.
+pub async fn existing(cluster: &Cluster, tag: &str) -> Result<Vec<ObjectRef>> {
+    let selector = run_selector(tag);
+    let (pods, services, config_maps, secrets) = tokio::try_join!(
+        names::<Pod>(cluster, &selector),
+        names::<Service>(cluster, &selector),
+        names::<ConfigMap>(cluster, &selector),
+        names::<Secret>(cluster, &selector),
+    )?;
+    Ok([pods, services, config_maps, secrets].concat())
+}
+
+async fn names<K: RunObject>(cluster: &Cluster, selector: &str) -> Result<Vec<ObjectRef>> {
+    let items = cluster
+        .list::<K>(selector)
+        .await
+        .map_err(|e| cluster.explain(&format!("listing {}", K::KIND.plural()), &e))?;
+    Ok(items
+        .iter()
+        .map(|o| ObjectRef {
+            kind: K::KIND,
+            name: o.meta().name.clone().unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// Creates every object of `plan`. On error the ledger tells what to roll back.
+pub async fn create(
+    cluster: &Cluster,
+    plan: &Plan,
+    ledger: &Ledger,
+    max_in_flight: usize,
+) -> Result<()> {
+    let max_in_flight = max_in_flight.max(1);
+    let config = stream::iter(
+        std::iter::once(Obj::ConfigMap(&plan.config_map))
+            .chain(plan.secret.as_ref().map(Obj::Secret)),
+    );
+    run_stage(cluster, ledger, config, max_in_flight).await?;
+    run_stage(
+        cluster,
+        ledger,
+        stream::iter(plan.services.iter().map(Obj::Service)),
+        max_in_flight,
+    )
+    .await?;
+    run_stage(
+        cluster,
+        ledger,
+        stream::iter(plan.pods.iter().map(Obj::Pod)),
+        max_in_flight,
+    )
+    .await
+}
+
+enum Obj<'a> {
+    ConfigMap(&'a ConfigMap),
+    Secret(&'a Secret),
+    Service(&'a Service),
+    Pod(&'a Pod),
+}
+
+async fn run_stage<'a>(
+    cluster: &Cluster,
+    ledger: &Ledger,
+    objects: impl futures::Stream<Item = Obj<'a>>,
+    max_in_flight: usize,
+) -> Result<()> {
+    objects
+        .map(Ok)
+        .try_for_each_concurrent(max_in_flight, |obj| async move {
+            match obj {
+                Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
+                Obj::Secret(o) => create_one(cluster, ledger, o).await,
+                Obj::Service(o) => create_one(cluster, ledger, o).await,
+                Obj::Pod(o) => create_one(cluster, ledger, o).await,
+            }
+        })
+        .await
+}
+
+async fn create_one<K: RunObject>(cluster: &Cluster, ledger: &Ledger, obj: &K) -> Result<()> {
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let object = ObjectRef {
+        kind: K::KIND,
+        name: name.clone(),
+    };
+    let at = ledger.open(object.clone());
+    let api = cluster.api::<K>();
+    let params = PostParams::default();
+    let mut recover = FindOwn::<K> {
+        api: api.clone(),
+        name: name.clone(),
+        invocation: invocation_of(obj),
+        unknown: false,
+    };
+    let result = retry(&cluster.policy, || api.create(&params, obj), &mut recover).await;
+    match result {
+        Ok(created) => {
+            let uid = created.meta().uid.clone().unwrap_or_default();
+            ledger.close(at, Outcome::Created { uid });
+            Ok(())
+        }
+        Err(err) => {
+            let unknown = recover.unknown || err.outcome_unknown();
+            ledger.close(
+                at,
+                if unknown {
+                    Outcome::Unknown
+                } else {
+                    Outcome::Refused
+                },
+            );
+            Err(cluster.explain(&format!("creating {object}"), &err))
+        }
+    }
+}
+
+fn invocation_of<K: RunObject>(obj: &K) -> Option<String> {
+    obj.meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(INVOCATION_ANNOTATION).cloned())
+}
+
+/// A create that answers 409 after an earlier attempt was lost may have landed: if the
+/// object there carries this invocation's annotation, it is ours and the create is done.
+struct FindOwn<K: RunObject> {
+    api: kube::Api<K>,
+    name: String,
+    invocation: Option<String>,
+    unknown: bool,
+}
+
+impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
+    async fn recover(&mut self, err: CallError, _earlier_unknown: bool) -> Result<K, CallError> {
+        self.unknown |= err.outcome_unknown();
+        if err.code() == Some(409)
+            && self.invocation.is_some()
+            && let Ok(Some(found)) = self.api.get_opt(&self.name).await
+            && invocation_of(&found) == self.invocation
+        {
+            return Ok(found);
+        }
+        Err(err)
+    }
+}
+
+/// Deletes what the ledger says this invocation created (or may have created), pods
+/// first. Returns the objects it could not delete, with the reason.
+pub async fn roll_back(cluster: &Cluster, ledger: &Ledger) -> Vec<(ObjectRef, String)> {
+    let mut entries: Vec<(ObjectRef, Outcome)> = ledger
+        .snapshot()
+        .into_iter()
+        .filter(|(_, o)| *o != Outcome::Refused)
+        .collect();
+    entries.sort_by_key(|(r, _)| r.kind);
+    let invocation = Some(ledger.invocation.clone());
+    let results = stream::iter(entries)
+        .map(|(object, outcome)| {
+            let invocation = invocation.clone();
+            async move {
+                let result = match object.kind {
+                    Kind::Pod => undo::<Pod>(cluster, &object, &outcome, &invocation).await,
+                    Kind::Service => undo::<Service>(cluster, &object, &outcome, &invocation).await,
+                    Kind::ConfigMap => {
+                        undo::<ConfigMap>(cluster, &object, &outcome, &invocation).await
+                    }
+                    Kind::Secret => undo::<Secret>(cluster, &object, &outcome, &invocation).await,
+                };
+                result.err().map(|e| (object, e.to_string()))
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    let mut left: Vec<_> = results.into_iter().flatten().collect();
+    left.sort();
+    left
+}
+
+async fn undo<K: RunObject>(
+    cluster: &Cluster,
+    object: &ObjectRef,
+    outcome: &Outcome,
+    invocation: &Option<String>,
+) -> Result<(), CallError> {
+    let uid = match outcome {
+        Outcome::Created { uid } => uid.clone(),
+        _ => {
+            // Maybe created: only if the object there is ours.
+            let api = cluster.api::<K>();
+            let found = retry(
+                &cluster.policy,
+                || api.get_opt(&object.name),
+                super::retry::Plain,
+            )
+            .await?;
+            match found {
+                Some(o) if invocation.is_some() && invocation_of(&o) == *invocation => {
+                    o.meta().uid.clone().unwrap_or_default()
+                }
+                _ => return Ok(()),
+            }
+        }
+    };
+    cluster.delete_exact::<K>(&object.name, &uid).await
+}
+
+/// The one-line report of a failed spawn and its rollback.
+pub fn rollback_report(
+    left: &[(ObjectRef, String)],
+    tag: &str,
+    namespace: &str,
+) -> Option<anyhow::Error> {
+    if left.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = left.iter().map(|(o, why)| format!("{o} ({why})")).collect();
+    Some(anyhow!(
+        "rollback could not delete {}; remove them with: tf-spawner -d -t {tag} -n {namespace}",
+        names.join(", ")
+    ))
+}

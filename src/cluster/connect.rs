@@ -1,0 +1,76 @@
+//! Finding the cluster the way kubectl does: `--kubeconfig`, else `$KUBECONFIG`, else
+//! `~/.kube/config`, else the in-cluster service account; `--context` picks a context.
+
+use anyhow::{Context, Result, anyhow};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::cli::ClusterArgs;
+
+/// Reads the client configuration. No request is made.
+pub async fn load_config(args: &ClusterArgs) -> Result<kube::Config> {
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    if let Some(path) = &args.kubeconfig {
+        let file = Kubeconfig::read_from(path).map_err(|e| {
+            anyhow!(
+                "cannot read kubeconfig {}: {}",
+                path.display(),
+                source_text(&e)
+            )
+        })?;
+        return kube::Config::from_custom_kubeconfig(file, &options)
+            .await
+            .map_err(|e| anyhow!("kubeconfig {}: {}", path.display(), source_text(&e)));
+    }
+    match Kubeconfig::read() {
+        Ok(file) => kube::Config::from_custom_kubeconfig(file, &options)
+            .await
+            .map_err(|e| anyhow!("kubeconfig: {}", source_text(&e))),
+        Err(file_err) => {
+            if args.context.is_some() {
+                return Err(anyhow!(
+                    "--context needs a kubeconfig, and none could be read: {}",
+                    source_text(&file_err)
+                ));
+            }
+            kube::Config::incluster().map_err(|_| {
+                anyhow!(
+                    "no Kubernetes configuration found: {} (set --kubeconfig or KUBECONFIG, or run inside a pod)",
+                    source_text(&file_err)
+                )
+            })
+        }
+    }
+}
+
+/// `-n`, else the context's namespace, else `default`; without reaching the cluster,
+/// and without failing when there is no configuration at all (for `--dry-run`).
+pub async fn namespace_offline(args: &ClusterArgs) -> String {
+    if let Some(ns) = &args.namespace {
+        return ns.clone();
+    }
+    load_config(args)
+        .await
+        .map(|c| c.default_namespace)
+        .unwrap_or_else(|_| "default".to_string())
+}
+
+pub fn client(config: kube::Config) -> Result<kube::Client> {
+    kube::Client::try_from(config).context("cannot set up the Kubernetes client")
+}
+
+/// The error and its sources in one line, without Debug noise.
+fn source_text(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !text.contains(&next) {
+            text = format!("{text}: {next}");
+        }
+        source = s.source();
+    }
+    text
+}

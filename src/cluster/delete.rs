@@ -1,0 +1,130 @@
+//! Deleting a run: every pod, service, config map and secret labelled
+//! `training_attempt=TAG` in the namespace, and nothing else. One collection DELETE per
+//! kind; servers that refuse it (services before Kubernetes 1.22 answer 405) get a
+//! list and one DELETE per object.
+
+use anyhow::{Result, anyhow};
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::{DeleteParams, ListParams};
+
+use super::retry::{CallError, Plain, retry};
+use super::{Cluster, Kind, ObjectRef, RunObject};
+use crate::plan::run_selector;
+
+/// What a delete removed, and what it could not.
+#[derive(Debug, Default)]
+pub struct Deleted {
+    pub removed: Vec<ObjectRef>,
+    /// Kinds whose deletion failed, with the reason.
+    pub failed: Vec<(Kind, String)>,
+}
+
+pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
+    let selector = run_selector(tag);
+    let (pods, services, config_maps, secrets) = tokio::join!(
+        delete_kind::<Pod>(cluster, &selector, max_in_flight),
+        delete_kind::<Service>(cluster, &selector, max_in_flight),
+        delete_kind::<ConfigMap>(cluster, &selector, max_in_flight),
+        delete_kind::<Secret>(cluster, &selector, max_in_flight),
+    );
+    let mut out = Deleted::default();
+    for (kind, result) in [
+        (Kind::Pod, pods),
+        (Kind::Service, services),
+        (Kind::ConfigMap, config_maps),
+        (Kind::Secret, secrets),
+    ] {
+        match result {
+            Ok(mut names) => {
+                names.sort();
+                out.removed
+                    .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
+            }
+            Err(why) => out.failed.push((kind, why)),
+        }
+    }
+    out
+}
+
+async fn delete_kind<K: RunObject>(
+    cluster: &Cluster,
+    selector: &str,
+    max_in_flight: usize,
+) -> Result<Vec<String>, String> {
+    let api = cluster.api::<K>();
+    let list_params = ListParams::default().labels(selector);
+    let delete_params = DeleteParams::default();
+    let result = retry(
+        &cluster.policy,
+        || api.delete_collection(&delete_params, &list_params),
+        Plain,
+    )
+    .await;
+    match result {
+        Ok(either) => match either.left() {
+            Some(list) => Ok(list
+                .items
+                .iter()
+                .filter_map(|o| o.meta().name.clone())
+                .collect()),
+            // A Status instead of the list: done, but the server did not say what.
+            None => Ok(Vec::new()),
+        },
+        Err(e) if matches!(e.code(), Some(405) | Some(404)) => {
+            delete_one_by_one::<K>(cluster, selector, max_in_flight).await
+        }
+        Err(e) => Err(explain::<K>(cluster, &e)),
+    }
+}
+
+async fn delete_one_by_one<K: RunObject>(
+    cluster: &Cluster,
+    selector: &str,
+    max_in_flight: usize,
+) -> Result<Vec<String>, String> {
+    let items = cluster
+        .list::<K>(selector)
+        .await
+        .map_err(|e| explain::<K>(cluster, &e))?;
+    let results: Vec<Result<String, String>> = stream::iter(items)
+        .map(|o| async move {
+            let name = o.meta().name.clone().unwrap_or_default();
+            let uid = o.meta().uid.clone().unwrap_or_default();
+            cluster
+                .delete_exact::<K>(&name, &uid)
+                .await
+                .map(|()| name.clone())
+                .map_err(|e| format!("{}/{name}: {e}", K::KIND.as_str()))
+        })
+        .buffer_unordered(max_in_flight.max(1))
+        .collect()
+        .await;
+    let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    if let Some(Err(first)) = failed.into_iter().next() {
+        return Err(first);
+    }
+    Ok(ok.into_iter().filter_map(Result::ok).collect())
+}
+
+fn explain<K: RunObject>(cluster: &Cluster, e: &CallError) -> String {
+    cluster
+        .explain(&format!("deleting {}", K::KIND.plural()), e)
+        .to_string()
+}
+
+/// The error for a delete that left objects behind.
+pub fn failure(deleted: &Deleted, tag: &str, namespace: &str) -> Option<anyhow::Error> {
+    if deleted.failed.is_empty() {
+        return None;
+    }
+    let reasons: Vec<&str> = deleted.failed.iter().map(|(_, why)| why.as_str()).collect();
+    let kinds: Vec<&str> = deleted.failed.iter().map(|(k, _)| k.plural()).collect();
+    Some(anyhow!(
+        "{}; {} of run '{tag}' may be left in namespace '{namespace}' (see: kubectl get {} -n {namespace} -l {})",
+        reasons.join("; "),
+        kinds.join(", "),
+        kinds.join(","),
+        run_selector(tag)
+    ))
+}

@@ -1,0 +1,171 @@
+//! Everything that talks to the Kubernetes API lives under this module.
+
+pub mod apply;
+pub mod connect;
+pub mod delete;
+pub mod retry;
+
+use std::fmt;
+
+use anyhow::Result;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::{Api, DeleteParams, ListParams, Preconditions};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::cli::ClusterArgs;
+use retry::{CallError, Plain, RetryPolicy, retry};
+
+/// The kinds of object a run is made of, in the order they are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Pod,
+    Service,
+    ConfigMap,
+    Secret,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Pod, Kind::Service, Kind::ConfigMap, Kind::Secret];
+
+    /// kubectl's name for the kind (`pod/NAME`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Pod => "pod",
+            Kind::Service => "service",
+            Kind::ConfigMap => "configmap",
+            Kind::Secret => "secret",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Pod => "pods",
+            Kind::Service => "services",
+            Kind::ConfigMap => "configmaps",
+            Kind::Secret => "secrets",
+        }
+    }
+}
+
+/// `kind/name`, as kubectl prints it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    pub kind: Kind,
+    pub name: String,
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.kind.as_str(), self.name)
+    }
+}
+
+/// A namespaced core/v1 object type tf-spawner manages.
+pub trait RunObject:
+    kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    const KIND: Kind;
+}
+
+impl RunObject for Pod {
+    const KIND: Kind = Kind::Pod;
+}
+impl RunObject for Service {
+    const KIND: Kind = Kind::Service;
+}
+impl RunObject for ConfigMap {
+    const KIND: Kind = Kind::ConfigMap;
+}
+impl RunObject for Secret {
+    const KIND: Kind = Kind::Secret;
+}
+
+/// A connection to one namespace of one cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: kube::Client,
+    pub namespace: String,
+    pub server: String,
+    pub policy: RetryPolicy,
+}
+
+impl Cluster {
+    pub async fn connect(args: &ClusterArgs, policy: RetryPolicy) -> Result<Cluster> {
+        let config = connect::load_config(args).await?;
+        let namespace = args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let server = config.cluster_url.to_string();
+        let client = connect::client(config)?;
+        Ok(Cluster {
+            client,
+            namespace,
+            server,
+            policy,
+        })
+    }
+
+    pub fn api<K: RunObject>(&self) -> Api<K> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Lists objects of one kind matching a label selector, with retries.
+    pub async fn list<K: RunObject>(&self, selector: &str) -> Result<Vec<K>, CallError> {
+        let api = self.api::<K>();
+        let params = ListParams::default().labels(selector);
+        let list = retry(&self.policy, || api.list(&params), Plain).await?;
+        Ok(list.items)
+    }
+
+    /// Deletes one object if it is still the one with `uid`; a missing object is fine.
+    pub async fn delete_exact<K: RunObject>(&self, name: &str, uid: &str) -> Result<(), CallError> {
+        let api = self.api::<K>();
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match retry(&self.policy, || api.delete(name, &params), Plain).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(404) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An error about this cluster, phrased for a user.
+    pub fn explain(&self, doing: &str, err: &CallError) -> anyhow::Error {
+        match err.code() {
+            Some(401) => anyhow::anyhow!(
+                "{doing}: the API server at {} rejected the credentials (401 Unauthorized); check the kubeconfig's user or token",
+                self.server
+            ),
+            Some(404)
+                if err
+                    .status()
+                    .is_some_and(|s| s.message.starts_with("namespaces ")) =>
+            {
+                anyhow::anyhow!(
+                    "{doing}: namespace '{}' does not exist (choose another with -n)",
+                    self.namespace
+                )
+            }
+            Some(_) => anyhow::anyhow!("{doing}: {err}"),
+            None => anyhow::anyhow!(
+                "{doing}: cannot reach the Kubernetes API server at {}: {err}",
+                self.server
+            ),
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Retrying what is safe to retry, as client-go does: 429 (after the server's
+//! Retry-After), 500, 503, 504, timeouts and dropped connections, with bounded
+//! exponential backoff and jitter. Other 4xx answers are final.
+
+use std::future::Future;
+use std::time::Duration;
+
+use rand::Rng;
+
+/// Bounds for one API call.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// Each attempt's time limit.
+    pub timeout: Duration,
+    /// The first backoff; it doubles up to `max_backoff`.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 5,
+            timeout: Duration::from_secs(30),
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why an attempt failed.
+#[derive(Debug)]
+pub enum CallError {
+    Api(kube::Error),
+    Timeout(Duration),
+}
+
+impl CallError {
+    pub fn status(&self) -> Option<&kube::core::Status> {
+        match self {
+            CallError::Api(kube::Error::Api(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn code(&self) -> Option<u16> {
+        self.status().map(|s| s.code)
+    }
+
+    /// Whether the request may have reached the server and been carried out although
+    /// no answer says so.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            CallError::Timeout(_) => true,
+            CallError::Api(kube::Error::Api(s)) => s.code >= 500,
+            CallError::Api(_) => true,
+        }
+    }
+
+    fn retryable(&self) -> bool {
+        match self.code() {
+            Some(code) => matches!(code, 429 | 500 | 502 | 503 | 504),
+            None => match self {
+                CallError::Timeout(_) => true,
+                CallError::Api(e) => is_transport(e),
+            },
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        let details = self.status()?.details.as_ref()?;
+        (details.retry_after_seconds > 0)
+            .then(|| Duration::from_secs(u64::from(details.retry_after_seconds)))
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Timeout(d) => write!(f, "no answer within {}s", d.as_secs_f32()),
+            CallError::Api(kube::Error::Api(s)) => {
+                let reason = if s.reason.is_empty() {
+                    "Error"
+                } else {
+                    &s.reason
+                };
+                write!(f, "{} ({reason}, {})", s.message.trim_end(), s.code)
+            }
+            CallError::Api(e) => f.write_str(&transport_text(e)),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Connection-level failures (refused, reset, TLS), as opposed to an answer.
+fn is_transport(e: &kube::Error) -> bool {
+    matches!(
+        e,
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_)
+    )
+}
+
+fn transport_text(e: &kube::Error) -> String {
+    let mut parts = vec![];
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p: &String| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    // The innermost cause ("Connection refused", "certificate unknown") is what a user
+    // can act on; the wrappers ("ServiceError: client error (Connect)") are noise.
+    parts.last().cloned().unwrap_or_default()
+}
+
+/// Runs `call` until it succeeds, fails for good, or the attempts are used up. Every
+/// attempt's error goes to `on_error` first, which may turn it into a success (a create
+/// whose earlier attempt did land, for instance).
+pub async fn retry<T, F, Fut>(
+    policy: &RetryPolicy,
+    mut call: F,
+    mut on_error: impl AsyncRecover<T>,
+) -> Result<T, CallError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut attempt = 1;
+    let mut backoff = policy.backoff;
+    let mut earlier_unknown = false;
+    loop {
+        let result = match tokio::time::timeout(policy.timeout, call()).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => CallError::Api(e),
+            Err(_) => CallError::Timeout(policy.timeout),
+        };
+        let err = match on_error.recover(result, earlier_unknown).await {
+            Ok(value) => return Ok(value),
+            Err(err) => err,
+        };
+        if attempt >= policy.attempts || !err.retryable() {
+            return Err(err);
+        }
+        earlier_unknown |= err.outcome_unknown();
+        let jitter = rand::rng().random_range(0.0..0.5);
+        let wait = err
+            .retry_after()
+            .unwrap_or_else(|| backoff.mul_f64(1.0 + jitter))
+            .min(
+                policy
+                    .max_backoff
+                    .max(err.retry_after().unwrap_or_default()),
+            );
+        tracing::debug!(attempt, error = %err, ?wait, "retrying");
+        tokio::time::sleep(wait).await;
+        backoff = (backoff * 2).min(policy.max_backoff);
+        attempt += 1;
+    }
+}
+
+/// Turns some errors into successes; see [`retry`].
+pub trait AsyncRecover<T> {
+    /// `earlier_unknown`: an earlier attempt may have been carried out.
+    fn recover(
+        &mut self,
+        err: CallError,
+        earlier_unknown: bool,
+    ) -> impl Future<Output = Result<T, CallError>>;
+}
+
+/// No recovery: every error stands.
+pub struct Plain;
+
+impl<T> AsyncRecover<T> for Plain {
+    async fn recover(&mut self, err: CallError, _: bool) -> Result<T, CallError> {
+        Err(err)
+    }
+}

@@ -1,0 +1,101 @@
+//! `tf-spawner [OPTIONS] TRAINING_SCRIPT`: plan a run, then create it (or print it).
+
+use anyhow::Result;
+
+use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::cluster::apply::{self, Ledger};
+use crate::cluster::{Cluster, connect};
+use crate::errors::ExitError;
+use crate::plan::{self, Plan};
+use crate::{inputs, render, signals};
+
+pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
+    let tag = inputs::choose_tag(args);
+    if args.dry_run {
+        let namespace = connect::namespace_offline(cluster_args).await;
+        let request = inputs::spawn_request(args, tag, namespace)?;
+        let plan = plan::build(&request)?;
+        print!("{}", render::render(&plan, args.output)?);
+        return Ok(());
+    }
+
+    // Inputs are checked before the configuration, so a bad flag is reported as such
+    // even on a machine without a cluster.
+    let config = connect::load_config(cluster_args).await;
+    let namespace = match (&cluster_args.namespace, &config) {
+        (Some(ns), _) => ns.clone(),
+        (None, Ok(c)) => c.default_namespace.clone(),
+        (None, Err(_)) => "default".to_string(),
+    };
+    let request = inputs::spawn_request(args, tag, namespace)?;
+    let plan = plan::build(&request)?;
+    config?;
+    let cluster = Cluster::connect(cluster_args, super::retry_policy(args)).await?;
+
+    let existing = apply::existing(&cluster, &plan.tag).await?;
+    if !existing.is_empty() {
+        let shown: Vec<String> = existing.iter().take(3).map(ToString::to_string).collect();
+        anyhow::bail!(
+            "run '{}' already exists in namespace '{}' ({}{}); delete it first with: tf-spawner -d -t {} -n {}",
+            plan.tag,
+            plan.namespace,
+            shown.join(", "),
+            if existing.len() > 3 { ", …" } else { "" },
+            plan.tag,
+            plan.namespace
+        );
+    }
+
+    let ledger = Ledger::new(&plan);
+    let outcome = tokio::select! {
+        result = apply::create(&cluster, &plan, &ledger, args.max_in_flight) => result.map_err(Stop::Failed),
+        code = signals::stop_requested() => Err(Stop::Signal(code)),
+    };
+    match outcome {
+        Ok(()) => {
+            report(&plan);
+            Ok(())
+        }
+        Err(stop) => {
+            let left = apply::roll_back(&cluster, &ledger).await;
+            let rollback = apply::rollback_report(&left, &plan.tag, &plan.namespace);
+            let err = match stop {
+                Stop::Failed(e) => e,
+                Stop::Signal(code) => {
+                    ExitError::new(code, "interrupted; the objects created so far were deleted")
+                        .into()
+                }
+            };
+            Err(match rollback {
+                Some(r) => err.context(r.to_string()),
+                None => err,
+            })
+        }
+    }
+}
+
+enum Stop {
+    Failed(anyhow::Error),
+    Signal(u8),
+}
+
+fn report(plan: &Plan) {
+    let (tag, ns) = (&plan.tag, &plan.namespace);
+    println!("generated with label training_attempt={tag}");
+    let mut parts = vec![format!("configmap/{}", plan::config_map_name(tag))];
+    if plan.secret.is_some() {
+        parts.push(format!("secret/{}", plan::secret_name(tag)));
+    }
+    parts.push(format!("{} services", plan.services.len()));
+    parts.push(format!("{} pods", plan.pods.len()));
+    println!("created in namespace {ns}: {}", parts.join(", "));
+    let first = plan
+        .pods
+        .first()
+        .and_then(|p| p.metadata.name.clone())
+        .unwrap_or_default();
+    println!("next:");
+    println!("  kubectl get pods -n {ns} -l training_attempt={tag}");
+    println!("  kubectl logs -n {ns} -f {first}");
+    println!("  tf-spawner -d -t {tag} -n {ns}");
+}

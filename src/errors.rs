@@ -1,0 +1,73 @@
+//! Errors that decide the exit code. Everything else is a runtime error (exit 1).
+
+use std::fmt;
+
+pub const EXIT_RUNTIME: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_INTERRUPTED: u8 = 130;
+pub const EXIT_TERMINATED: u8 = 143;
+
+/// A problem with the command line or an input file, found before any API call: exit 2.
+#[derive(Debug)]
+pub struct UsageError(String);
+
+impl UsageError {
+    pub fn new(message: impl Into<String>) -> Self {
+        UsageError(message.into())
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// An error that ends the program with a specific exit code (a verdict, a signal).
+#[derive(Debug)]
+pub struct ExitError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl ExitError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        ExitError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ExitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+/// The exit code for an error that reached `main`.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    if let Some(e) = err.downcast_ref::<ExitError>() {
+        e.code
+    } else if err.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else {
+        EXIT_RUNTIME
+    }
+}
+
+/// One line: the error and its causes, joined with ": ".
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}

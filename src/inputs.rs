@@ -1,0 +1,139 @@
+//! From command-line flags to a [`SpawnRequest`]: reading the files and checking every
+//! value, so that a bad input is a usage error before any API call.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cli::SpawnArgs;
+use crate::envfile::{self, EnvVars};
+use crate::errors::UsageError;
+use crate::plan::{SpawnRequest, Templates};
+use crate::roles::{Role, Roles};
+use crate::tag;
+use crate::template;
+
+/// The tag a spawn uses: `-r` makes a random one, else `-t`.
+pub fn choose_tag(args: &SpawnArgs) -> String {
+    if args.randomize_tag {
+        tag::random()
+    } else {
+        args.tag.clone()
+    }
+}
+
+pub fn spawn_request(
+    args: &SpawnArgs,
+    tag: String,
+    namespace: String,
+) -> Result<SpawnRequest, UsageError> {
+    let roles = Roles::new(
+        args.roles.strategy,
+        args.roles.chief,
+        args.roles.ps,
+        args.workers,
+        args.roles.evaluator,
+    )?;
+    tag::validate(&tag, &roles.longest_suffix())?;
+    if args.port == 0 {
+        return Err(UsageError::new("--port must be between 1 and 65535"));
+    }
+    if let Some(image) = &args.image
+        && (image.trim().is_empty() || image.chars().any(char::is_whitespace))
+    {
+        return Err(UsageError::new(format!(
+            "--image {image:?} is not a valid image name"
+        )));
+    }
+    let script_path = args.script.as_deref().ok_or_else(|| {
+        UsageError::new(
+            "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
+        )
+    })?;
+    let script = read(script_path, "training script")?;
+    let entrypoint = args
+        .command
+        .as_deref()
+        .map(|p| read(p, "entrypoint (-c)"))
+        .transpose()?;
+    let env = match &args.env_file {
+        Some(path) => read_env_file(path)?,
+        None => EnvVars::new(),
+    };
+    let worker = match &args.pod_file {
+        Some(path) => load_template(path)?,
+        None => template::parse(
+            "templates/pod.yaml (built in)",
+            template::DEFAULT_TEMPLATE.as_bytes(),
+        )
+        .map_err(UsageError::new)?,
+    };
+    let mut by_role = BTreeMap::new();
+    for (role, path) in [
+        (Role::Chief, &args.roles.chief_pod_file),
+        (Role::Ps, &args.roles.ps_pod_file),
+        (Role::Evaluator, &args.roles.evaluator_pod_file),
+    ] {
+        if let Some(path) = path {
+            if roles.count(role) == 0 {
+                return Err(UsageError::new(format!(
+                    "--{role}-pod-file given, but the run has no {role} task"
+                )));
+            }
+            by_role.insert(role, load_template(path)?);
+        }
+    }
+    Ok(SpawnRequest {
+        tag,
+        namespace,
+        port: args.port,
+        image: args.image.clone(),
+        roles,
+        templates: Templates { worker, by_role },
+        script,
+        entrypoint,
+        env,
+        invocation: invocation_id(),
+    })
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {
+    if path.is_dir() {
+        return Err(UsageError::new(format!(
+            "{what} {} is a directory, not a file",
+            path.display()
+        )));
+    }
+    std::fs::read(path).map_err(|e| {
+        UsageError::new(format!(
+            "cannot read {what} {}: {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    })
+}
+
+fn read_env_file(path: &Path) -> Result<EnvVars, UsageError> {
+    let bytes = read(path, "env file (-e)")?;
+    envfile::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)
+}
+
+fn load_template(path: &Path) -> Result<Pod, UsageError> {
+    let bytes = read(path, "pod template")?;
+    template::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)
+}
+
+/// "No such file or directory", without the "(os error 2)" suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn invocation_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}

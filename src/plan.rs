@@ -1,0 +1,329 @@
+//! The plan: every object a spawn creates, built from the inputs without any I/O.
+//! `--dry-run` prints it; `apply` creates exactly it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvFromSource, EnvVar, Pod,
+    PodSpec, Secret, SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::envfile::{EnvVars, RESERVED};
+use crate::errors::UsageError;
+use crate::roles::{ClusterSpec, Role, Roles, Task};
+
+pub const RUN_LABEL: &str = "training_attempt";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "tf-spawner";
+pub const ROLE_LABEL: &str = "tf-spawner/replica-type";
+pub const INDEX_LABEL: &str = "tf-spawner/replica-index";
+/// Marks the objects of one invocation, so that a retried create can recognise its own
+/// object and a rollback never deletes an object another invocation made.
+pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
+
+/// The image when neither `-i` nor the template names one.
+pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
+/// The container that gets the TF variables when the template has one of this name.
+pub const TF_CONTAINER: &str = "tensorflow";
+pub const SCRIPT_DIR: &str = "/script";
+pub const SCRIPT_KEY: &str = "training-script.py";
+pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
+pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
+pub const PORT_NAME: &str = "tf-grpc";
+/// What an API server accepts in one ConfigMap (data and binaryData together).
+pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
+
+/// Everything a spawn needs, already read from disk and checked.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub tag: String,
+    pub namespace: String,
+    pub port: u16,
+    /// `-i`: overrides every template's image.
+    pub image: Option<String>,
+    pub roles: Roles,
+    pub templates: Templates,
+    pub script: Vec<u8>,
+    pub entrypoint: Option<Vec<u8>>,
+    pub env: EnvVars,
+    /// A random id written on every object (see [`INVOCATION_ANNOTATION`]).
+    pub invocation: String,
+}
+
+/// One pod template per role; roles without their own use the worker's.
+#[derive(Debug, Clone)]
+pub struct Templates {
+    pub worker: Pod,
+    pub by_role: BTreeMap<Role, Pod>,
+}
+
+impl Templates {
+    pub fn for_role(&self, role: Role) -> &Pod {
+        self.by_role.get(&role).unwrap_or(&self.worker)
+    }
+}
+
+/// The objects of one run, in creation order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub tag: String,
+    pub namespace: String,
+    pub invocation: String,
+    pub config_map: ConfigMap,
+    pub secret: Option<Secret>,
+    pub services: Vec<Service>,
+    pub pods: Vec<Pod>,
+}
+
+impl Plan {
+    pub fn object_count(&self) -> usize {
+        1 + usize::from(self.secret.is_some()) + self.services.len() + self.pods.len()
+    }
+}
+
+/// The label selector that finds every object of run `tag`.
+pub fn run_selector(tag: &str) -> String {
+    format!("{RUN_LABEL}={tag}")
+}
+
+pub fn config_map_name(tag: &str) -> String {
+    format!("{tag}-script")
+}
+
+pub fn secret_name(tag: &str) -> String {
+    format!("{tag}-env")
+}
+
+pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
+    let config_map = script_config_map(req)?;
+    let secret = (!req.env.is_empty()).then(|| env_secret(req));
+    let cluster = ClusterSpec::new(&req.roles, &req.tag, &req.namespace, req.port);
+    let services = req
+        .roles
+        .tasks()
+        .filter(|t| t.role.in_cluster())
+        .map(|t| service(req, t))
+        .collect();
+    let pods = req
+        .roles
+        .tasks()
+        .map(|t| pod(req, &cluster, t))
+        .collect::<Result<_, _>>()?;
+    Ok(Plan {
+        tag: req.tag.clone(),
+        namespace: req.namespace.clone(),
+        invocation: req.invocation.clone(),
+        config_map,
+        secret,
+        services,
+        pods,
+    })
+}
+
+fn run_labels(tag: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (RUN_LABEL.to_string(), tag.to_string()),
+        (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
+    ])
+}
+
+fn task_selector(tag: &str, task: Task) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (RUN_LABEL.to_string(), tag.to_string()),
+        (ROLE_LABEL.to_string(), task.role.to_string()),
+        (INDEX_LABEL.to_string(), task.index.to_string()),
+    ])
+}
+
+fn task_labels(tag: &str, task: Task) -> BTreeMap<String, String> {
+    let mut labels = run_labels(tag);
+    labels.extend(task_selector(tag, task));
+    labels
+}
+
+fn meta(req: &SpawnRequest, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: Some(req.namespace.clone()),
+        labels: Some(labels),
+        annotations: Some(BTreeMap::from([(
+            INVOCATION_ANNOTATION.to_string(),
+            req.invocation.clone(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+fn script_config_map(req: &SpawnRequest) -> Result<ConfigMap, UsageError> {
+    let size = req.script.len() + req.entrypoint.as_ref().map_or(0, Vec::len);
+    if size > MAX_CONFIG_MAP_BYTES {
+        return Err(UsageError::new(format!(
+            "the training script{} is {size} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
+            if req.entrypoint.is_some() {
+                " and entrypoint"
+            } else {
+                ""
+            }
+        )));
+    }
+    let mut data = BTreeMap::new();
+    let mut binary_data = BTreeMap::new();
+    let files = std::iter::once((SCRIPT_KEY, &req.script))
+        .chain(req.entrypoint.as_ref().map(|e| (ENTRYPOINT_KEY, e)));
+    for (key, bytes) in files {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                data.insert(key.to_string(), text.to_string());
+            }
+            Err(_) => {
+                binary_data.insert(key.to_string(), ByteString(bytes.clone()));
+            }
+        }
+    }
+    Ok(ConfigMap {
+        metadata: meta(req, config_map_name(&req.tag), run_labels(&req.tag)),
+        data: (!data.is_empty()).then_some(data),
+        binary_data: (!binary_data.is_empty()).then_some(binary_data),
+        ..ConfigMap::default()
+    })
+}
+
+fn env_secret(req: &SpawnRequest) -> Secret {
+    let data = req
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), ByteString(v.clone().into_bytes())))
+        .collect();
+    Secret {
+        metadata: meta(req, secret_name(&req.tag), run_labels(&req.tag)),
+        type_: Some("Opaque".to_string()),
+        data: Some(data),
+        ..Secret::default()
+    }
+}
+
+fn service(req: &SpawnRequest, task: Task) -> Service {
+    Service {
+        metadata: meta(req, task.name(&req.tag), task_labels(&req.tag, task)),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".to_string()),
+            publish_not_ready_addresses: Some(true),
+            selector: Some(task_selector(&req.tag, task)),
+            ports: Some(vec![ServicePort {
+                name: Some(PORT_NAME.to_string()),
+                port: i32::from(req.port),
+                target_port: Some(IntOrString::Int(i32::from(req.port))),
+                protocol: Some("TCP".to_string()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Result<Pod, UsageError> {
+    let template = req.templates.for_role(task.role);
+    let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
+    let template_meta = &template.metadata;
+
+    let mut labels = template_meta.labels.clone().unwrap_or_default();
+    labels.extend(task_labels(&req.tag, task));
+    let mut metadata = meta(req, task.name(&req.tag), labels);
+    if let Some(theirs) = &template_meta.annotations {
+        let ours = metadata.annotations.get_or_insert_with(BTreeMap::new);
+        for (k, v) in theirs {
+            ours.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+
+    spec.restart_policy
+        .get_or_insert_with(|| "Never".to_string());
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != SCRIPT_VOLUME);
+    volumes.push(Volume {
+        name: SCRIPT_VOLUME.to_string(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_map_name(&req.tag),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+
+    let at = spec
+        .containers
+        .iter()
+        .position(|c| c.name == TF_CONTAINER)
+        .unwrap_or(0);
+    let container = spec.containers.get_mut(at).ok_or_else(|| {
+        UsageError::new(format!(
+            "the pod template for {} has no containers",
+            task.role
+        ))
+    })?;
+    set_up_tf_container(req, cluster, task, container);
+    Ok(Pod {
+        metadata,
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
+    c.image = req
+        .image
+        .clone()
+        .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
+        .or_else(|| Some(DEFAULT_IMAGE.to_string()));
+    c.command = Some(if req.entrypoint.is_some() {
+        vec!["bash".into(), format!("{SCRIPT_DIR}/{ENTRYPOINT_KEY}")]
+    } else {
+        vec!["python".into(), format!("{SCRIPT_DIR}/{SCRIPT_KEY}")]
+    });
+    c.args = None;
+
+    let env = c.env.get_or_insert_with(Vec::new);
+    env.retain(|e| !RESERVED.contains(&e.name.as_str()));
+    let mut ours = vec![("TF_CONFIG", cluster.tf_config(task))];
+    if task.role == Role::Worker {
+        ours.push(("WORKER_NUMBER", task.index.to_string()));
+    }
+    ours.push(("TOT_WORKERS", req.roles.workers.to_string()));
+    env.extend(ours.into_iter().map(|(name, value)| EnvVar {
+        name: name.to_string(),
+        value: Some(value),
+        value_from: None,
+    }));
+
+    if !req.env.is_empty() {
+        c.env_from.get_or_insert_with(Vec::new).push(EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: secret_name(&req.tag),
+                optional: Some(false),
+            }),
+            ..EnvFromSource::default()
+        });
+    }
+
+    let port = i32::from(req.port);
+    let ports = c.ports.get_or_insert_with(Vec::new);
+    ports.retain(|p| p.container_port != port && p.name.as_deref() != Some(PORT_NAME));
+    ports.push(ContainerPort {
+        name: Some(PORT_NAME.to_string()),
+        container_port: port,
+        protocol: Some("TCP".to_string()),
+        ..ContainerPort::default()
+    });
+
+    let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+    mounts.retain(|m| m.name != SCRIPT_VOLUME && m.mount_path != SCRIPT_DIR);
+    mounts.push(VolumeMount {
+        name: SCRIPT_VOLUME.to_string(),
+        mount_path: SCRIPT_DIR.to_string(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    });
+}

@@ -1,0 +1,292 @@
+//! The tasks of a training cluster and the `TF_CONFIG` each one reads.
+//!
+//! tf.distribute wants the same `cluster` in every training task and its own `task`.
+//! The evaluator is not part of the training cluster (TensorFlow's docs; it would
+//! otherwise be counted in collective ops): it sees the training cluster and its own
+//! task `{"type":"evaluator","index":0}`, and no other task connects to it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::cli::Strategy;
+use crate::errors::UsageError;
+
+/// Upper bound on tasks in one run: far beyond real runs, low enough to catch a typo.
+pub const MAX_TASKS: u32 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Chief,
+    Ps,
+    Worker,
+    Evaluator,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Chief, Role::Ps, Role::Worker, Role::Evaluator];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Chief => "chief",
+            Role::Ps => "ps",
+            Role::Worker => "worker",
+            Role::Evaluator => "evaluator",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether peers connect to this task (it is in `cluster` and gets a Service).
+    pub fn in_cluster(self) -> bool {
+        self != Role::Evaluator
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One task: a pod `TAG-ROLE-INDEX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Task {
+    pub role: Role,
+    pub index: u32,
+}
+
+impl Task {
+    /// `ROLE-INDEX`, the suffix of the object names and the log prefix.
+    pub fn id(self) -> String {
+        format!("{}-{}", self.role, self.index)
+    }
+
+    pub fn name(self, tag: &str) -> String {
+        format!("{tag}-{}", self.id())
+    }
+}
+
+/// How many tasks of each role a run has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    pub chief: bool,
+    pub ps: u32,
+    pub workers: u32,
+    pub evaluator: bool,
+}
+
+impl Roles {
+    /// Checks a combination against what TensorFlow can run; a strategy preset adds
+    /// the roles it implies (a chief for parameter-server).
+    pub fn new(
+        strategy: Option<Strategy>,
+        chief: bool,
+        ps: u32,
+        workers: u32,
+        evaluator: bool,
+    ) -> Result<Roles, UsageError> {
+        if workers == 0 {
+            return Err(UsageError::new(
+                "--workers must be at least 1 (tf.distribute needs a worker)",
+            ));
+        }
+        let chief = match strategy {
+            Some(Strategy::MultiWorker) if ps > 0 => {
+                return Err(UsageError::new(
+                    "--strategy multi-worker (MultiWorkerMirroredStrategy) has no parameter servers: drop --ps, or use --strategy parameter-server",
+                ));
+            }
+            Some(Strategy::ParameterServer) if ps == 0 => {
+                return Err(UsageError::new(
+                    "--strategy parameter-server needs at least one parameter server: add --ps N",
+                ));
+            }
+            Some(Strategy::ParameterServer) => true,
+            None if ps > 0 && !chief => {
+                return Err(UsageError::new(
+                    "parameter servers need a coordinator: add --chief, or use --strategy parameter-server",
+                ));
+            }
+            _ => chief,
+        };
+        let total = u64::from(workers) + u64::from(ps) + u64::from(chief) + u64::from(evaluator);
+        if total > u64::from(MAX_TASKS) {
+            return Err(UsageError::new(format!(
+                "{total} tasks requested; a run has at most {MAX_TASKS} (check --workers and --ps)"
+            )));
+        }
+        Ok(Roles {
+            chief,
+            ps,
+            workers,
+            evaluator,
+        })
+    }
+
+    /// Workers only: the original tool's shape.
+    pub fn workers(workers: u32) -> Result<Roles, UsageError> {
+        Roles::new(None, false, 0, workers, false)
+    }
+
+    pub fn count(&self, role: Role) -> u32 {
+        match role {
+            Role::Chief => u32::from(self.chief),
+            Role::Ps => self.ps,
+            Role::Worker => self.workers,
+            Role::Evaluator => u32::from(self.evaluator),
+        }
+    }
+
+    /// Every task, chief first, then parameter servers, workers, evaluator.
+    pub fn tasks(&self) -> impl Iterator<Item = Task> + '_ {
+        Role::ALL
+            .into_iter()
+            .flat_map(move |role| (0..self.count(role)).map(move |index| Task { role, index }))
+    }
+
+    /// The object-name suffix of greatest length, for tag length checks.
+    pub fn longest_suffix(&self) -> String {
+        self.tasks()
+            .filter(|t| t.index + 1 == self.count(t.role))
+            .map(|t| format!("-{}", t.id()))
+            .max_by_key(String::len)
+            .unwrap_or_default()
+    }
+
+    /// The task whose exit decides the run: the chief, else worker 0.
+    pub fn deciding_task(&self) -> Task {
+        if self.chief {
+            Task {
+                role: Role::Chief,
+                index: 0,
+            }
+        } else {
+            Task {
+                role: Role::Worker,
+                index: 0,
+            }
+        }
+    }
+}
+
+/// Builds `TF_CONFIG` values for one run.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    cluster: BTreeMap<&'static str, Vec<String>>,
+}
+
+#[derive(Serialize)]
+struct TfConfig<'a> {
+    cluster: &'a BTreeMap<&'static str, Vec<String>>,
+    task: TaskRef,
+}
+
+#[derive(Serialize)]
+struct TaskRef {
+    #[serde(rename = "type")]
+    role: Role,
+    index: u32,
+}
+
+impl ClusterSpec {
+    /// Host names are the tasks' headless services: `TAG-ROLE-I.NAMESPACE.svc:PORT`.
+    pub fn new(roles: &Roles, tag: &str, namespace: &str, port: u16) -> ClusterSpec {
+        Self::with_hosts(roles, |task| {
+            format!("{}.{namespace}.svc:{port}", task.name(tag))
+        })
+    }
+
+    /// A cluster whose addresses come from `host` (local runs use 127.0.0.1 and free ports).
+    pub fn with_hosts(roles: &Roles, mut host: impl FnMut(Task) -> String) -> ClusterSpec {
+        let mut cluster: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+        for task in roles.tasks().filter(|t| t.role.in_cluster()) {
+            cluster
+                .entry(task.role.as_str())
+                .or_default()
+                .push(host(task));
+        }
+        ClusterSpec { cluster }
+    }
+
+    /// Compact JSON, cluster keys sorted: `{"cluster":{...},"task":{"type":"worker","index":0}}`.
+    pub fn tf_config(&self, task: Task) -> String {
+        let config = TfConfig {
+            cluster: &self.cluster,
+            task: TaskRef {
+                role: task.role,
+                index: task.index,
+            },
+        };
+        serde_json::to_string(&config).expect("TF_CONFIG is plain strings and numbers")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_only_matches_the_original_shape() {
+        let roles = Roles::workers(2).unwrap();
+        let spec = ClusterSpec::new(&roles, "t", "ns", 1999);
+        assert_eq!(
+            spec.tf_config(Task {
+                role: Role::Worker,
+                index: 1
+            }),
+            r#"{"cluster":{"worker":["t-worker-0.ns.svc:1999","t-worker-1.ns.svc:1999"]},"task":{"type":"worker","index":1}}"#
+        );
+    }
+
+    #[test]
+    fn roles_are_sorted_and_the_evaluator_is_outside_the_cluster() {
+        let roles = Roles::new(Some(Strategy::ParameterServer), false, 1, 1, true).unwrap();
+        assert!(roles.chief);
+        let spec = ClusterSpec::new(&roles, "t", "ns", 5);
+        assert_eq!(
+            spec.tf_config(Task {
+                role: Role::Evaluator,
+                index: 0
+            }),
+            r#"{"cluster":{"chief":["t-chief-0.ns.svc:5"],"ps":["t-ps-0.ns.svc:5"],"worker":["t-worker-0.ns.svc:5"]},"task":{"type":"evaluator","index":0}}"#
+        );
+        let ids: Vec<String> = roles.tasks().map(Task::id).collect();
+        assert_eq!(ids, ["chief-0", "ps-0", "worker-0", "evaluator-0"]);
+    }
+
+    #[test]
+    fn refuses_what_tensorflow_cannot_run() {
+        let e = |r: Result<Roles, UsageError>| r.unwrap_err().to_string();
+        assert!(e(Roles::workers(0)).contains("--workers must be at least 1"));
+        assert!(
+            e(Roles::new(
+                Some(Strategy::ParameterServer),
+                true,
+                0,
+                2,
+                false
+            ))
+            .contains("add --ps N")
+        );
+        assert!(
+            e(Roles::new(Some(Strategy::MultiWorker), false, 1, 2, false)).contains("drop --ps")
+        );
+        assert!(e(Roles::new(None, false, 2, 2, false)).contains("add --chief"));
+        assert!(e(Roles::workers(20_000)).contains("at most 10000"));
+    }
+
+    #[test]
+    fn longest_suffix_and_deciding_task() {
+        let roles = Roles::new(None, true, 2, 10, true).unwrap();
+        assert_eq!(roles.longest_suffix(), "-evaluator-0");
+        assert_eq!(roles.deciding_task().id(), "chief-0");
+        let roles = Roles::workers(100).unwrap();
+        assert_eq!(roles.longest_suffix(), "-worker-99");
+        assert_eq!(roles.deciding_task().id(), "worker-0");
+    }
+}

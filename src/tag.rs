@@ -1,0 +1,88 @@
+//! Run tags: the `training_attempt` label value and the prefix of every object name.
+
+use rand::Rng;
+
+use crate::errors::UsageError;
+
+/// Kubernetes service names (DNS-1035 labels) and label values are at most 63 characters.
+pub const MAX_NAME_LEN: usize = 63;
+
+/// Checks that `tag` makes valid object names on a real API server, given the longest
+/// name suffix the run will use (e.g. `-worker-99`).
+pub fn validate(tag: &str, longest_suffix: &str) -> Result<(), UsageError> {
+    let why = if tag.is_empty() {
+        Some("it is empty".to_string())
+    } else if !tag.starts_with(|c: char| c.is_ascii_lowercase()) {
+        Some("it must start with a lowercase letter".to_string())
+    } else if !tag.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit()) {
+        Some("it must end with a lowercase letter or a digit".to_string())
+    } else if let Some(c) = tag
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        Some(format!(
+            "{c:?} is not allowed (use lowercase letters, digits and '-')"
+        ))
+    } else if tag.len() + longest_suffix.len() > MAX_NAME_LEN {
+        Some(format!(
+            "the longest object name, '{tag}{longest_suffix}', would exceed {MAX_NAME_LEN} characters; use a tag of at most {} characters",
+            MAX_NAME_LEN.saturating_sub(longest_suffix.len())
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(UsageError::new(format!("invalid tag '{tag}': {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// A random tag that is always a valid DNS-1035 label: `tf-` and 8 hex digits.
+pub fn random() -> String {
+    let n: u32 = rand::rng().random();
+    format!("tf-{n:08x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_dns_labels() {
+        assert!(validate("tf-spawner", "-worker-1").is_ok());
+        assert!(validate("a", "-worker-1").is_ok());
+        assert!(validate("run-2024-01", "-worker-1").is_ok());
+    }
+
+    #[test]
+    fn rejects_bad_tags_with_the_reason() {
+        for (tag, needle) in [
+            ("", "empty"),
+            ("1abc", "start with a lowercase letter"),
+            ("Abc", "start with a lowercase letter"),
+            ("abc-", "end with"),
+            ("ab_c", "'_' is not allowed"),
+            ("ab.c", "'.' is not allowed"),
+        ] {
+            let err = validate(tag, "-worker-1").unwrap_err().to_string();
+            assert!(err.contains(needle), "{tag:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn length_accounts_for_the_longest_name() {
+        let tag = "a".repeat(54);
+        assert!(validate(&tag, "-worker-9").is_ok()); // 54 + 9 = 63
+        let err = validate(&tag, "-worker-10").unwrap_err().to_string();
+        assert!(err.contains("at most 53 characters"), "{err}");
+    }
+
+    #[test]
+    fn random_tags_are_valid_and_differ() {
+        let a = random();
+        let b = random();
+        assert_ne!(a, b);
+        assert!(validate(&a, "-worker-999").is_ok());
+        assert_eq!(a.len(), 11);
+    }
+}

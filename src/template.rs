@@ -1,0 +1,116 @@
+//! Pod templates: the built-in one (embedded, so the tool works from any directory) or
+//! a user's YAML file holding one `v1` Pod.
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// `templates/pod.yaml`, compiled into the binary.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/pod.yaml");
+
+/// Larger than any sensible pod spec; a bigger file is almost certainly the wrong file.
+pub const MAX_TEMPLATE_BYTES: usize = 1024 * 1024;
+
+/// Parses a pod template. `origin` names the file in error messages.
+pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
+    if bytes.len() > MAX_TEMPLATE_BYTES {
+        return Err(format!(
+            "pod template {origin} is {} bytes; a pod template is at most {MAX_TEMPLATE_BYTES} bytes",
+            bytes.len()
+        ));
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| format!("pod template {origin} is not valid UTF-8"))?;
+    let doc: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| {
+        format!(
+            "pod template {origin} is not valid YAML: {}",
+            first_line(&e.to_string())
+        )
+    })?;
+    let kind = doc.get("kind").and_then(|k| k.as_str());
+    let api_version = doc.get("apiVersion").and_then(|k| k.as_str());
+    if kind != Some("Pod") || api_version != Some("v1") {
+        return Err(format!(
+            "pod template {origin} must be a Pod (apiVersion: v1, kind: Pod), found {}",
+            match (api_version, kind) {
+                (Some(a), Some(k)) => format!("apiVersion: {a}, kind: {k}"),
+                _ => "no apiVersion/kind".to_string(),
+            }
+        ));
+    }
+    let pod: Pod = serde_json::from_value(doc).map_err(|e| {
+        format!(
+            "pod template {origin} is not a valid Pod: {}",
+            first_line(&e.to_string())
+        )
+    })?;
+    let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
+    if containers == 0 {
+        return Err(format!(
+            "pod template {origin} has no containers (spec.containers needs at least one)"
+        ));
+    }
+    Ok(pod)
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_templates_parse() {
+        let pod = parse("templates/pod.yaml", DEFAULT_TEMPLATE.as_bytes()).unwrap();
+        assert_eq!(pod.spec.unwrap().containers[0].name, "tensorflow");
+        let gpu = include_str!("../templates/pod-gpu.yaml");
+        let pod = parse("templates/pod-gpu.yaml", gpu.as_bytes()).unwrap();
+        let c = &pod.spec.unwrap().containers[0];
+        assert!(c.image.as_deref().unwrap().contains("gpu"));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_pod() {
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Service\nmetadata: {name: x}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "pod template t.yaml must be a Pod (apiVersion: v1, kind: Pod), found apiVersion: v1, kind: Service"
+        );
+        let e = parse("t.yaml", b"- a\n- b\n").unwrap_err();
+        assert!(e.contains("found no apiVersion/kind"), "{e}");
+    }
+
+    #[test]
+    fn refuses_invalid_yaml_and_empty_pods() {
+        let e = parse("t.yaml", b"apiVersion: v1\nkind: Pod\n  spec: [\n").unwrap_err();
+        assert!(
+            e.starts_with("pod template t.yaml is not valid YAML"),
+            "{e}"
+        );
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("has no containers"), "{e}");
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  containers: 3\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("pod template t.yaml is not a valid Pod"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn refuses_huge_files() {
+        let big = vec![b'#'; MAX_TEMPLATE_BYTES + 1];
+        assert!(parse("t.yaml", &big).unwrap_err().contains("at most"));
+    }
+}
