@@ -4,6 +4,10 @@ use std::fmt;
 
 pub const EXIT_RUNTIME: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
+/// The training ran and failed (a replica failed, or the deciding task exited non-zero).
+pub const EXIT_TRAINING_FAILED: u8 = 3;
+/// A wait ran out of time (`--timeout`).
+pub const EXIT_TIMEOUT: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 pub const EXIT_TERMINATED: u8 = 143;
 

@@ -1,0 +1,7 @@
+//! The fast suite: the real binary against the in-process API test server.
+
+mod support;
+
+mod bad_input;
+mod delete;
+mod spawn;

@@ -1,0 +1,173 @@
+//! Running the binary as a user would, against a test server, in a temp dir.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use kube_testserver::{Options, TestServer};
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tf-spawner");
+pub const SCRIPT: &str = "import os\nprint(os.environ['TF_CONFIG'])\n";
+
+/// A test server, a temp dir as HOME and working directory, and a kubeconfig in it.
+pub struct Env {
+    pub server: TestServer,
+    pub dir: TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+/// What the user saw.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    #[track_caller]
+    pub fn success(&self) -> &Self {
+        assert_eq!(self.code, 0, "expected success, got {self:#?}");
+        self
+    }
+
+    /// Asserts the exit code and that stderr is one clear line (no panic, no backtrace).
+    #[track_caller]
+    pub fn failure(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "expected exit {code}, got {self:#?}");
+        assert!(self.stderr.starts_with("error: "), "{self:#?}");
+        assert_eq!(self.stderr.trim_end().lines().count(), 1, "one line: {self:#?}");
+        assert!(!self.stderr.contains("panicked"), "{self:#?}");
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Self {
+        assert!(self.stderr.contains(needle), "stderr lacks {needle:?}: {self:#?}");
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Self {
+        assert!(self.stdout.contains(needle), "stdout lacks {needle:?}: {self:#?}");
+        self
+    }
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env::with(Options::default())
+    }
+
+    pub fn with(options: Options) -> Env {
+        let server = TestServer::start_with(options);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = server.write_kubeconfig(dir.path(), "admin", None);
+        Env {
+            server,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a file in the temp dir and returns its path.
+    pub fn write(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, content).expect("write test file");
+        path
+    }
+
+    /// `train.py` in the temp dir.
+    pub fn script(&self) -> PathBuf {
+        self.write("train.py", SCRIPT)
+    }
+
+    /// The binary with a clean environment: HOME and the working directory in the temp
+    /// dir, KUBECONFIG pointing at the test server, no colour.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        run(self.cmd().args(args))
+    }
+
+    /// Runs with the given kubeconfig instead of the admin one.
+    pub fn run_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        run(self.cmd().env("KUBECONFIG", kubeconfig).args(args))
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Output {
+        let script = self.script();
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(script.to_str().unwrap());
+        self.run(&all)
+    }
+
+    pub fn list(&self, resource: &str, namespace: &str) -> Vec<Value> {
+        self.server.list(resource, namespace)
+    }
+
+    /// Names of every pod, service, config map and secret in `namespace`, as `kind/name`.
+    pub fn names(&self, namespace: &str) -> Vec<String> {
+        let mut names = vec![];
+        for (resource, kind) in [
+            ("pods", "pod"),
+            ("services", "service"),
+            ("configmaps", "configmap"),
+            ("secrets", "secret"),
+        ] {
+            for obj in self.server.list(resource, namespace) {
+                names.push(format!("{kind}/{}", obj["metadata"]["name"].as_str().unwrap()));
+            }
+        }
+        names.sort();
+        names
+    }
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run tf-spawner");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The env var `name` of the TF container of a stored pod.
+pub fn env_var(pod: &Value, name: &str) -> Option<String> {
+    pod["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == "tensorflow")
+        .or_else(|| pod["spec"]["containers"].get(0))?["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str().map(String::from))
+}
+
+/// TF_CONFIG of a stored pod, parsed.
+pub fn tf_config(pod: &Value) -> Value {
+    serde_json::from_str(&env_var(pod, "TF_CONFIG").expect("TF_CONFIG set")).expect("TF_CONFIG is JSON")
+}
+
+pub fn name(obj: &Value) -> &str {
+    obj["metadata"]["name"].as_str().unwrap_or_default()
+}
