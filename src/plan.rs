@@ -327,3 +327,103 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
         ..VolumeMount::default()
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{OutputFormat, Strategy};
+    use crate::render::render;
+    use crate::template;
+
+    fn request(roles: Roles) -> SpawnRequest {
+        SpawnRequest {
+            tag: "demo".into(),
+            namespace: "physics".into(),
+            port: 1999,
+            image: None,
+            roles,
+            templates: Templates {
+                worker: template::parse("t", template::DEFAULT_TEMPLATE.as_bytes()).unwrap(),
+                by_role: BTreeMap::new(),
+            },
+            script: b"print('hello')\n".to_vec(),
+            entrypoint: None,
+            env: EnvVars::new(),
+            invocation: "0123456789abcdef".into(),
+        }
+    }
+
+    #[test]
+    fn two_workers_match_the_fixture() {
+        let plan = build(&request(Roles::workers(2).unwrap())).unwrap();
+        insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    }
+
+    #[test]
+    fn parameter_server_with_env_and_entrypoint_matches_the_fixture() {
+        let mut req = request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
+        req.env.insert("S3_SECRET_KEY".into(), "never-printed".into());
+        req.entrypoint = Some(b"#!/bin/bash\npython /script/training-script.py\n".to_vec());
+        req.image = Some("my/tf:1".into());
+        let plan = build(&req).unwrap();
+        let yaml = render(&plan, OutputFormat::Yaml).unwrap();
+        assert!(!yaml.contains("never-printed"));
+        insta::assert_snapshot!(yaml);
+    }
+
+    #[test]
+    fn every_role_gets_its_template() {
+        let mut req = request(Roles::new(None, true, 1, 2, true).unwrap());
+        for (role, image) in [(Role::Chief, "chief:1"), (Role::Ps, "ps:1"), (Role::Evaluator, "eval:1")] {
+            let mut pod = req.templates.worker.clone();
+            pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
+            req.templates.by_role.insert(role, pod);
+        }
+        let plan = build(&req).unwrap();
+        let images: Vec<(String, String)> = plan
+            .pods
+            .iter()
+            .map(|p| {
+                (
+                    p.metadata.name.clone().unwrap(),
+                    p.spec.as_ref().unwrap().containers[0].image.clone().unwrap(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("demo-chief-0", "chief:1"),
+            ("demo-ps-0", "ps:1"),
+            ("demo-worker-0", DEFAULT_IMAGE),
+            ("demo-worker-1", DEFAULT_IMAGE),
+            ("demo-evaluator-0", "eval:1"),
+        ];
+        let expected: Vec<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        assert_eq!(images, expected);
+        // No service for the evaluator: nothing connects to it.
+        let services: Vec<String> = plan.services.iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        assert_eq!(services, ["demo-chief-0", "demo-ps-0", "demo-worker-0", "demo-worker-1"]);
+    }
+
+    #[test]
+    fn only_workers_get_worker_number() {
+        let plan = build(&request(Roles::new(None, true, 1, 2, false).unwrap())).unwrap();
+        for pod in &plan.pods {
+            let env = pod.spec.as_ref().unwrap().containers[0].env.clone().unwrap();
+            let names: Vec<&str> = env.iter().map(|e| e.name.as_str()).collect();
+            let is_worker = pod.metadata.name.as_deref().unwrap().contains("-worker-");
+            assert_eq!(names.contains(&"WORKER_NUMBER"), is_worker, "{names:?}");
+            assert!(names.contains(&"TF_CONFIG") && names.contains(&"TOT_WORKERS"));
+        }
+    }
+
+    #[test]
+    fn binary_scripts_use_binary_data_and_size_is_bounded() {
+        let mut req = request(Roles::workers(1).unwrap());
+        req.script = vec![0xff, 0xfe, 0x00];
+        let plan = build(&req).unwrap();
+        assert!(plan.config_map.data.is_none());
+        assert_eq!(plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0, vec![0xff, 0xfe, 0x00]);
+        req.script = vec![b'#'; MAX_CONFIG_MAP_BYTES + 1];
+        assert!(build(&req).unwrap_err().to_string().contains("at most 1048576 bytes"));
+    }
+}
