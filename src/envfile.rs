@@ -145,3 +145,31 @@ mod tests {
         assert!(e.len() < 120, "{e}");
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any bytes: a result or an error naming a line, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            if let Err(e) = super::parse("f", &bytes) {
+                prop_assert!(e.starts_with("f:"), "{}", e);
+                prop_assert!(!e.contains('\n'));
+            }
+        }
+
+        /// Lines that look like env files: every accepted key is a valid name.
+        #[test]
+        fn accepted_keys_are_valid(text in "((export )?[ -~]{0,12}=[ -~]{0,20}\n|#[ -~]*\n|\n){0,20}") {
+            if let Ok(vars) = super::parse("f", text.as_bytes()) {
+                for key in vars.keys() {
+                    prop_assert!(super::is_env_name(key));
+                }
+            }
+        }
+    }
+}

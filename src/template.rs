@@ -114,3 +114,22 @@ mod tests {
         assert!(parse("t.yaml", &big).unwrap_err().contains("at most"));
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+            let _ = super::parse("t", &bytes);
+        }
+
+        #[test]
+        fn yaml_like_text_never_panics(text in "(apiVersion: v1\nkind: Pod\n)?([a-z]{1,8}:( [\\[\\]{}a-z0-9\"-]{0,10})?\n(  - [a-z]{0,5}: [a-z0-9]{0,5}\n){0,3}){0,8}") {
+            let _ = super::parse("t", text.as_bytes());
+        }
+    }
+}
