@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Keras MNIST with MultiWorkerMirroredStrategy, for tf-spawner.
+
+    tf-spawner -w 4 examples/mnist.py
+
+Every worker runs this same script; tf-spawner gives each one TF_CONFIG. The chief
+(the `chief` task if there is one, else worker 0) saves the trained model to
+MODEL_DIR; the other workers must save too (saving is a collective step) but write to
+a temporary directory that is deleted afterwards.
+
+Environment:
+  MODEL_DIR             where the chief saves the model (default /tmp/model)
+  MNIST_NPZ             a local copy of mnist.npz (keys x_train, y_train, x_test, y_test);
+                        without it the dataset is downloaded (see load_mnist)
+  EPOCHS                number of epochs (default 3)
+  BATCH_PER_REPLICA     batch size per replica (default 64)
+  STEPS_PER_EPOCH       steps per epoch (default: one pass over the training set)
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+import tensorflow as tf
+
+# The strategy must be built before anything else touches TensorFlow: building it
+# starts this task's gRPC server on its TF_CONFIG address, which must happen before
+# TensorFlow's runtime is initialised. Training then waits until every peer is up.
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def read_tf_config():
+    """(task type, task index, cluster) from TF_CONFIG; a lone process is worker 0."""
+    tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    task = tf_config.get("task") or {}
+    return task.get("type", "worker"), int(task.get("index", 0)), tf_config.get("cluster", {})
+
+
+def is_chief(task_type, task_index, cluster):
+    if task_type == "chief":
+        return True
+    return task_type == "worker" and task_index == 0 and "chief" not in cluster
+
+
+def env_int(name, default):
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def load_mnist():
+    """MNIST as float32 images in [0, 1] with a channel axis, and int64 labels.
+
+    tf.keras.datasets.mnist.load_data() DOWNLOADS the dataset (about 11 MB, from
+    storage.googleapis.com) into ~/.keras/datasets on every pod. Offline clusters should
+    put a copy of mnist.npz somewhere the pods can read (a volume in the pod template,
+    or baked into the image) and set MNIST_NPZ=/data/mnist.npz, e.g. in the -e env file.
+    """
+    path = os.environ.get("MNIST_NPZ", "").strip()
+    if path:
+        with np.load(path) as data:
+            (x_train, y_train) = data["x_train"], data["y_train"]
+            (x_test, y_test) = data["x_test"], data["y_test"]
+    else:
+        (x_train, y_train), (x_test, y_test) = tf.keras.datasets.mnist.load_data()
+
+    def prepare(x, y):
+        return (x.astype("float32") / 255.0)[..., np.newaxis], y.astype("int64")
+
+    return prepare(x_train, y_train), prepare(x_test, y_test)
+
+
+def make_dataset(x, y, global_batch, training):
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    if training:
+        # Same seed on every worker: with DATA sharding each worker runs the whole
+        # pipeline and keeps its own share of every batch, so the order must agree.
+        dataset = dataset.shuffle(10000, seed=42).repeat()
+    # The batch is the GLOBAL batch; the strategy splits it between the workers.
+    dataset = dataset.batch(global_batch)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def build_model():
+    model = tf.keras.Sequential([
+        tf.keras.layers.Input(shape=(28, 28, 1)),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Conv2D(64, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(128, activation="relu"),
+        tf.keras.layers.Dense(10),
+    ])
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate=1e-3),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def main():
+    task_type, task_index, cluster = read_tf_config()
+    name = "%s-%d" % (task_type, task_index)
+    chief = is_chief(task_type, task_index, cluster)
+    replicas = strategy.num_replicas_in_sync
+    global_batch = env_int("BATCH_PER_REPLICA", 64) * replicas
+    epochs = env_int("EPOCHS", 3)
+    print("%s: %d replicas in sync, global batch %d, chief=%s, cluster=%s"
+          % (name, replicas, global_batch, chief, json.dumps(cluster)), flush=True)
+
+    (x_train, y_train), (x_test, y_test) = load_mnist()
+    steps_per_epoch = env_int("STEPS_PER_EPOCH", len(x_train) // global_batch)
+    train = make_dataset(x_train, y_train, global_batch, training=True)
+    test = make_dataset(x_test, y_test, global_batch, training=False)
+
+    with strategy.scope():
+        model = build_model()
+    model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2)
+    loss, accuracy = model.evaluate(test, verbose=0)
+    print("%s: test loss %.4f, test accuracy %.4f" % (name, loss, accuracy), flush=True)
+
+    # Every worker saves; only the chief's copy is kept.
+    model_dir = os.environ.get("MODEL_DIR", "").strip() or "/tmp/model"
+    target = model_dir if chief else tempfile.mkdtemp(prefix="mnist-%s-" % name)
+    os.makedirs(target, exist_ok=True)
+    # The .keras file format works with Keras 3 and with Keras 2 from TF 2.12 on.
+    path = os.path.join(target, "mnist.keras")
+    model.save(path)
+    if chief:
+        print("%s: model saved to %s" % (name, path), flush=True)
+    else:
+        shutil.rmtree(target, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001 - any failure must make the pod fail
+        traceback.print_exc()
+        sys.exit(1)

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""ParameterServerStrategy training for tf-spawner.
+
+    tf-spawner --strategy parameter-server --ps 2 -w 4 examples/parameter_server.py
+
+One script, three behaviours chosen by the task type in TF_CONFIG:
+
+  worker, ps   start a TensorFlow server and serve forever (`Server.join()`); the
+               coordinator sends them the work and holds the variables on the ps tasks.
+  chief        the coordinator: builds the ParameterServerStrategy, trains a small Keras
+               model on synthetic data with model.fit, then exits 0. Its exit decides the
+               run; the worker and ps pods never end on their own.
+  evaluator    optional side-car (tf-spawner --evaluator): evaluates the checkpoints the
+               coordinator writes to CHECKPOINT_DIR. That needs a directory both pods can
+               see (a shared volume in the pod templates); without one it just exits 0.
+
+Model.fit with ParameterServerStrategy needs Keras 2 (TF 2.5 to 2.15, or tf_keras with
+TF >= 2.16, selected below through TF_USE_LEGACY_KERAS); Keras 3 does not support it.
+
+Environment:
+  EPOCHS            number of epochs (default 5)
+  STEPS_PER_EPOCH   steps per epoch (default 50); required by this strategy
+  GLOBAL_BATCH      global batch size (default 64)
+  CHECKPOINT_DIR    shared directory for checkpoints (optional, see evaluator above)
+"""
+
+import importlib.util
+import os
+import sys
+import traceback
+
+# With TF >= 2.16, tf.keras is Keras 3 unless this is set and tf_keras is installed.
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import tensorflow as tf  # noqa: E402
+
+FEATURES = 10
+
+
+def env_int(name, default):
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def build_model():
+    """A small regression model, compiled. Used by the coordinator and the evaluator."""
+    model = tf.keras.Sequential([
+        tf.keras.layers.Dense(32, activation="relu", input_shape=(FEATURES,)),
+        tf.keras.layers.Dense(1),
+    ])
+    # Legacy optimizers are the ones documented with ParameterServerStrategy.
+    optimizers = getattr(tf.keras.optimizers, "legacy", tf.keras.optimizers)
+    model.compile(optimizer=optimizers.SGD(learning_rate=0.05), loss="mse", metrics=["mae"])
+    return model
+
+
+def synthetic_dataset(batch_size):
+    """Endless batches of y = x . w + noise, with a fixed w so the loss can go down."""
+    w = tf.reshape(tf.range(1.0, FEATURES + 1.0) / FEATURES, (FEATURES, 1))
+
+    def make(_):
+        x = tf.random.normal((batch_size, FEATURES))
+        y = tf.matmul(x, w) + 0.01 * tf.random.normal((batch_size, 1))
+        return x, y
+
+    return tf.data.Dataset.from_tensors(0).repeat().map(make).prefetch(2)
+
+
+def run_server(resolver):
+    """A worker or ps task: serve the coordinator until the pod is deleted."""
+    # Let the coordinator, not this task, decide what to do when a peer fails.
+    os.environ["GRPC_FAIL_FAST"] = "use_caller"
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=resolver.task_type,
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    print("%s-%d: serving the coordinator at %s" % (resolver.task_type, resolver.task_id, server.target),
+          flush=True)
+    server.join()
+
+
+def run_coordinator(resolver):
+    keras_version = str(getattr(tf.keras, "__version__", "2"))
+    if keras_version.startswith("3"):
+        raise RuntimeError("model.fit with ParameterServerStrategy needs Keras 2: "
+                           "pip install tf_keras (matching your TensorFlow) in the image")
+
+    num_ps = len(resolver.cluster_spec().as_dict().get("ps", []))
+    # Shard big variables over the parameter servers (small ones stay whole).
+    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
+        min_shard_bytes=256 << 10, max_shards=max(1, num_ps))
+    strategy_class = getattr(tf.distribute, "ParameterServerStrategy", None) \
+        or tf.distribute.experimental.ParameterServerStrategy
+    strategy = strategy_class(resolver, variable_partitioner=partitioner)
+
+    epochs = env_int("EPOCHS", 5)
+    steps_per_epoch = env_int("STEPS_PER_EPOCH", 50)
+    global_batch = env_int("GLOBAL_BATCH", 64)
+
+    def dataset_fn(input_context):
+        # Called on every worker: each builds its own input pipeline.
+        batch = input_context.get_per_replica_batch_size(global_batch)
+        return synthetic_dataset(batch)
+
+    with strategy.scope():
+        model = build_model()
+
+    callbacks = []
+    checkpoint_dir = os.environ.get("CHECKPOINT_DIR", "").strip()
+    if checkpoint_dir:
+        callbacks.append(tf.keras.callbacks.ModelCheckpoint(
+            filepath=os.path.join(checkpoint_dir, "ckpt-{epoch}"), save_weights_only=True))
+
+    history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn),
+                        epochs=epochs, steps_per_epoch=steps_per_epoch,
+                        callbacks=callbacks, verbose=2)
+    losses = history.history.get("loss", [])
+    print("chief: trained %d epochs of %d steps with %d ps; loss %s"
+          % (epochs, steps_per_epoch, num_ps, " -> ".join("%.4f" % l for l in losses)),
+          flush=True)
+
+
+def run_evaluator():
+    checkpoint_dir = os.environ.get("CHECKPOINT_DIR", "").strip()
+    sidecar = getattr(tf.keras.utils, "SidecarEvaluator", None)
+    if not checkpoint_dir or sidecar is None:
+        print("evaluator-0: nothing to do (set CHECKPOINT_DIR to a directory shared with "
+              "the chief, with Keras 2, to evaluate its checkpoints); exiting 0", flush=True)
+        return
+    model = build_model()
+    # Evaluates each new checkpoint as it appears; stops after EPOCHS evaluations, or
+    # when no new checkpoint has shown up for a while.
+    sidecar(model=model, data=synthetic_dataset(64), checkpoint_dir=checkpoint_dir,
+            steps=10, max_evaluations=env_int("EPOCHS", 5)).start()
+    print("evaluator-0: done", flush=True)
+
+
+def main():
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    task_type = resolver.task_type
+    if task_type in ("worker", "ps"):
+        run_server(resolver)
+    elif task_type == "chief":
+        run_coordinator(resolver)
+    elif task_type == "evaluator":
+        run_evaluator()
+    else:
+        raise RuntimeError("unexpected task type %r: run this under tf-spawner "
+                           "--strategy parameter-server (TF_CONFIG with chief, ps, worker)"
+                           % (task_type,))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001 - any failure must make the pod fail
+        traceback.print_exc()
+        sys.exit(1)
