@@ -2,6 +2,7 @@
 //! Turning these into a spawn request (reading files, checking values) is `inputs.rs`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, ValueEnum};
 
@@ -27,7 +28,7 @@ pub struct Cli {
 }
 
 /// How to reach the cluster: kubectl's conventions.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
     /// Kubernetes namespace [default: the kubeconfig context's namespace, else "default"]
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
@@ -40,6 +41,22 @@ pub struct ClusterArgs {
     /// The kubeconfig context to use [default: the current context]
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+
+    /// Time limit of each API request (e.g. 30s, 2m); a request that takes longer is retried
+    #[arg(long, global = true, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+
+    /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
+    #[arg(long, global = true, default_value_t = 4, value_name = "N")]
+    pub retries: u32,
+}
+
+/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 30s, 5m, 1h)"))
 }
 
 #[derive(Debug, Args, Clone)]

@@ -5,6 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::{Result, bail};
 
 use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::cluster::retry::RetryPolicy;
 use crate::cluster::{Cluster, apply, delete};
 use crate::errors::UsageError;
 
@@ -17,7 +18,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     }
     let tag = &args.tag;
     crate::tag::validate(tag, "")?;
-    let cluster = Cluster::connect(cluster_args, super::retry_policy(args)).await?;
+    let cluster = Cluster::connect(cluster_args, RetryPolicy::from_args(cluster_args)).await?;
     let ns = cluster.namespace.clone();
 
     if !args.yes && std::io::stdin().is_terminal() {

@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::cluster::retry::RetryPolicy;
 use crate::cluster::apply::{self, Ledger};
 use crate::cluster::{Cluster, connect};
 use crate::errors::ExitError;
@@ -30,7 +31,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     let request = inputs::spawn_request(args, tag, namespace)?;
     let plan = plan::build(&request)?;
     config?;
-    let cluster = Cluster::connect(cluster_args, super::retry_policy(args)).await?;
+    let cluster = Cluster::connect(cluster_args, RetryPolicy::from_args(cluster_args)).await?;
 
     let existing = apply::existing(&cluster, &plan.tag).await?;
     if !existing.is_empty() {
