@@ -7,15 +7,18 @@
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod duration;
 pub mod envfile;
 pub mod errors;
 pub mod inputs;
 pub mod plan;
+pub mod progress;
 pub mod render;
 pub mod roles;
 pub mod signals;
 pub mod tag;
 pub mod template;
+pub mod verdict;
 
 use std::process::ExitCode;
 

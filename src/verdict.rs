@@ -1,0 +1,957 @@
+//! From pods to a verdict, without I/O: what each task is doing, why a pod is not
+//! starting, and whether the run as a whole is Pending, Running, Succeeded or Failed.
+//!
+//! The rule (TFJob's): the run succeeds when the chief, or worker 0 when there is no
+//! chief, exits 0 (with `--all-workers`, every worker must have exited 0 too); it fails
+//! as soon as any task fails: its pod is Failed, its TF container exited non-zero under
+//! `restartPolicy: Never`, its pod was deleted before the end, or it cannot start for a
+//! reason that will not fix itself (an image that cannot be pulled, a bad config).
+//! Parameter servers never exit on their own: they do not count for success.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use serde::Serialize;
+
+use crate::plan::{INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::roles::{Role, Task};
+
+/// A pod's phase as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl Phase {
+    fn parse(s: Option<&str>) -> Phase {
+        match s {
+            Some("Pending") | None => Phase::Pending,
+            Some("Running") => Phase::Running,
+            Some("Succeeded") => Phase::Succeeded,
+            Some("Failed") => Phase::Failed,
+            Some(_) => Phase::Unknown,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Unknown => "Unknown",
+        }
+    }
+}
+
+/// A terminated container: its exit code, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub code: i32,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// Why a pod is not (yet) running: a waiting reason or the scheduler's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub reason: String,
+    pub message: Option<String>,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.message {
+            Some(m) if !m.is_empty() => write!(f, "{}: {}", self.reason, one_line(m)),
+            _ => f.write_str(&self.reason),
+        }
+    }
+}
+
+/// What tf-spawner needs to know about one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    pub name: String,
+    /// From the replica labels; `None` for a pod labelled with the tag by someone else.
+    pub task: Option<Task>,
+    pub phase: Phase,
+    /// Ready containers, containers.
+    pub ready: (u32, u32),
+    pub restarts: u32,
+    pub node: Option<String>,
+    /// Creation time, seconds since the epoch.
+    pub created: Option<i64>,
+    /// The TF container's current terminated state.
+    pub terminated: Option<Exit>,
+    /// The TF container's terminated state, else its last one (after a restart).
+    pub last_exit: Option<Exit>,
+    /// Pod-level reason and message (`Evicted`, …).
+    pub pod_reason: Option<Reason>,
+    /// Why the pod is not running: Unschedulable, or a container's waiting reason.
+    pub waiting: Option<Reason>,
+    /// `restartPolicy: Never` (the default of tf-spawner's pods).
+    pub restart_never: bool,
+    /// The training cluster the pod's `TF_CONFIG` describes.
+    pub cluster: Vec<Task>,
+    /// The container whose logs are the task's: `tensorflow`, else the first.
+    pub container: Option<String>,
+}
+
+impl PodView {
+    pub fn from_pod(pod: &Pod) -> PodView {
+        let meta = &pod.metadata;
+        let labels = meta.labels.clone().unwrap_or_default();
+        let task = match (labels.get(ROLE_LABEL), labels.get(INDEX_LABEL)) {
+            (Some(role), Some(index)) => Role::parse(role)
+                .zip(index.parse::<u32>().ok())
+                .map(|(role, index)| Task { role, index }),
+            _ => None,
+        };
+        let spec = pod.spec.as_ref();
+        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+        let tf = containers
+            .iter()
+            .find(|c| c.name == TF_CONTAINER)
+            .or_else(|| containers.first());
+        let container = tf.map(|c| c.name.clone());
+        let status = pod.status.as_ref();
+        let statuses: &[ContainerStatus] = status
+            .and_then(|s| s.container_statuses.as_deref())
+            .unwrap_or_default();
+        let tf_status = statuses
+            .iter()
+            .find(|s| Some(&s.name) == container.as_ref())
+            .or_else(|| statuses.first());
+        let exit_of = |t: &k8s_openapi::api::core::v1::ContainerStateTerminated| Exit {
+            code: t.exit_code,
+            reason: t.reason.clone().filter(|r| !r.is_empty()),
+            message: t.message.clone().filter(|m| !m.is_empty()),
+        };
+        let terminated = tf_status
+            .and_then(|s| s.state.as_ref())
+            .and_then(|s| s.terminated.as_ref())
+            .map(exit_of);
+        let last_exit = terminated.clone().or_else(|| {
+            tf_status
+                .and_then(|s| s.last_state.as_ref())
+                .and_then(|s| s.terminated.as_ref())
+                .map(exit_of)
+        });
+
+        let unschedulable = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .map(|c| Reason {
+                reason: c.reason.clone().unwrap_or_else(|| "Unschedulable".into()),
+                message: c.message.clone(),
+            });
+        // The TF container's waiting reason first, then any other container's, then
+        // init containers' (a stuck init container keeps the pod Pending).
+        let init: &[ContainerStatus] = status
+            .and_then(|s| s.init_container_statuses.as_deref())
+            .unwrap_or_default();
+        let waiting = unschedulable.or_else(|| {
+            tf_status
+                .into_iter()
+                .chain(statuses.iter())
+                .chain(init.iter())
+                .filter_map(|s| s.state.as_ref()?.waiting.as_ref())
+                .find_map(|w| {
+                    let reason = w.reason.clone().filter(|r| !r.is_empty())?;
+                    Some(Reason {
+                        reason,
+                        message: w.message.clone().filter(|m| !m.is_empty()),
+                    })
+                })
+        });
+        let pod_reason = status.and_then(|s| {
+            let reason = s.reason.clone().filter(|r| !r.is_empty())?;
+            Some(Reason {
+                reason,
+                message: s.message.clone().filter(|m| !m.is_empty()),
+            })
+        });
+
+        let cluster = tf
+            .and_then(|c| c.env.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|e| e.name == "TF_CONFIG")
+            .and_then(|e| e.value.as_deref())
+            .map(cluster_of)
+            .unwrap_or_default();
+
+        PodView {
+            name: meta.name.clone().unwrap_or_default(),
+            task,
+            phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
+            ready: (
+                statuses.iter().filter(|s| s.ready).count() as u32,
+                containers.len() as u32,
+            ),
+            restarts: statuses.iter().map(|s| s.restart_count.max(0) as u32).sum(),
+            node: spec.and_then(|s| s.node_name.clone()),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            terminated,
+            last_exit,
+            pod_reason,
+            waiting,
+            restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
+            cluster,
+            container,
+        }
+    }
+
+    /// `worker-1`, or the pod name for a pod without replica labels.
+    pub fn label(&self) -> String {
+        self.task.map_or_else(|| self.name.clone(), Task::id)
+    }
+
+    /// What the task is doing, from this pod alone.
+    pub fn state(&self) -> State {
+        match self.phase {
+            Phase::Failed => State::Failed,
+            Phase::Succeeded => State::Succeeded,
+            // The TF container has ended and will not restart: its exit code decides,
+            // even if a sidecar keeps the pod Running.
+            _ if self.restart_never && self.terminated.is_some() => {
+                if self.terminated.as_ref().is_some_and(|t| t.code == 0) {
+                    State::Succeeded
+                } else {
+                    State::Failed
+                }
+            }
+            Phase::Running => State::Running,
+            Phase::Pending | Phase::Unknown => State::Pending,
+        }
+    }
+
+    /// Seconds since the pod was created.
+    pub fn age(&self, now: i64) -> Option<u64> {
+        self.created.map(|c| (now - c).max(0) as u64)
+    }
+}
+
+/// The tasks named in a `TF_CONFIG`'s `cluster`.
+fn cluster_of(tf_config: &str) -> Vec<Task> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(tf_config) else {
+        return Vec::new();
+    };
+    let Some(cluster) = value.get("cluster").and_then(|c| c.as_object()) else {
+        return Vec::new();
+    };
+    let mut tasks = Vec::new();
+    for (role, hosts) in cluster {
+        let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) else {
+            continue;
+        };
+        tasks.extend((0..hosts.len() as u32).map(|index| Task { role, index }));
+    }
+    tasks
+}
+
+/// What one task is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl State {
+    pub fn finished(self) -> bool {
+        matches!(self, State::Succeeded | State::Failed)
+    }
+}
+
+/// Waiting reasons that will not fix themselves: the run fails at once.
+const FATAL_WAITING: &[&str] = &[
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "ErrImageNeverPull",
+];
+/// `ErrImagePull` may be a passing registry hiccup: fatal the second time it is seen.
+const PULL_ERROR: &str = "ErrImagePull";
+const PULL_ERRORS_FATAL: u32 = 2;
+
+/// The run's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Pending,
+    Running,
+    Succeeded,
+    Failed(Failure),
+}
+
+impl Verdict {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Pending => "Pending",
+            Verdict::Running => "Running",
+            Verdict::Succeeded => "Succeeded",
+            Verdict::Failed(_) => "Failed",
+        }
+    }
+
+    pub fn is_final(&self) -> bool {
+        matches!(self, Verdict::Succeeded | Verdict::Failed(_))
+    }
+}
+
+/// Why a run failed: which pod, and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub pod: String,
+    pub task: Option<Task>,
+    pub kind: FailureKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The pod failed, or its TF container exited non-zero.
+    Exited {
+        code: Option<i32>,
+        reason: Option<String>,
+        message: Option<String>,
+    },
+    /// The pod cannot start (image pull, bad config).
+    CannotStart(Reason),
+    /// The pod was deleted (or never created) before the run finished.
+    Gone,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let who = match self.task {
+            Some(t) => format!("pod {} ({})", self.pod, t.id()),
+            None => format!("pod {}", self.pod),
+        };
+        match &self.kind {
+            FailureKind::Exited {
+                code,
+                reason,
+                message,
+            } => {
+                write!(f, "{who} failed")?;
+                if let Some(code) = code {
+                    write!(f, ": exit code {code}")?;
+                }
+                if let Some(reason) = reason {
+                    write!(f, ", reason {reason}")?;
+                }
+                if let Some(message) = message {
+                    write!(f, ": {}", one_line(message))?;
+                }
+                Ok(())
+            }
+            FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
+            FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
+        }
+    }
+}
+
+/// Pod counts of one role, and the first reason one of them is stuck.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RoleCounts {
+    pub total: u32,
+    pub pending: u32,
+    pub running: u32,
+    pub succeeded: u32,
+    pub failed: u32,
+}
+
+impl RoleCounts {
+    pub fn finished(&self) -> u32 {
+        self.succeeded + self.failed
+    }
+}
+
+/// One role's summary: counts and the first stuck task with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleSummary {
+    pub role: Option<Role>,
+    pub counts: RoleCounts,
+    pub stuck: Option<(String, Reason)>,
+}
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Live(PodView),
+    /// Seen, then deleted.
+    Gone(PodView),
+}
+
+impl Entry {
+    fn view(&self) -> &PodView {
+        match self {
+            Entry::Live(v) | Entry::Gone(v) => v,
+        }
+    }
+}
+
+/// The pods of one run as seen so far, fed by a list and then watch events.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    tag: String,
+    all_workers: bool,
+    pods: BTreeMap<String, Entry>,
+    /// How many updates showed `ErrImagePull`, per pod.
+    pull_errors: BTreeMap<String, u32>,
+}
+
+impl Tracker {
+    pub fn new(tag: &str, all_workers: bool) -> Tracker {
+        Tracker {
+            tag: tag.to_string(),
+            all_workers,
+            pods: BTreeMap::new(),
+            pull_errors: BTreeMap::new(),
+        }
+    }
+
+    /// A pod was added or changed.
+    pub fn update(&mut self, view: PodView) {
+        if view
+            .waiting
+            .as_ref()
+            .is_some_and(|w| w.reason == PULL_ERROR)
+        {
+            *self.pull_errors.entry(view.name.clone()).or_default() += 1;
+        }
+        self.pods.insert(view.name.clone(), Entry::Live(view));
+    }
+
+    /// A pod was deleted.
+    pub fn remove(&mut self, name: &str) {
+        if let Some(entry) = self.pods.remove(name) {
+            self.pods
+                .insert(name.to_string(), Entry::Gone(entry.view().clone()));
+        }
+    }
+
+    /// A fresh list: pods missing from it were deleted meanwhile.
+    pub fn replace(&mut self, views: Vec<PodView>) {
+        let listed: BTreeSet<String> = views.iter().map(|v| v.name.clone()).collect();
+        let missing: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(name, e)| matches!(e, Entry::Live(_)) && !listed.contains(*name))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in missing {
+            self.remove(&name);
+        }
+        for view in views {
+            self.update(view);
+        }
+    }
+
+    /// Pods currently there, by name.
+    pub fn live(&self) -> impl Iterator<Item = &PodView> {
+        self.pods.values().filter_map(|e| match e {
+            Entry::Live(v) => Some(v),
+            Entry::Gone(_) => None,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    /// Every task of the run: the ones seen, and the ones the pods' `TF_CONFIG` names.
+    fn expected(&self) -> BTreeSet<Task> {
+        let mut tasks: BTreeSet<Task> = BTreeSet::new();
+        for entry in self.pods.values() {
+            let v = entry.view();
+            tasks.extend(v.task);
+            tasks.extend(v.cluster.iter().copied());
+        }
+        tasks
+    }
+
+    /// The state of every task (and unlabelled pod), in task order, with its pod name
+    /// and the failure if it failed.
+    fn states(&self) -> Vec<(Option<Task>, String, State, Option<Failure>)> {
+        let mut by_task: BTreeMap<Task, &Entry> = BTreeMap::new();
+        let mut unlabelled: Vec<&Entry> = Vec::new();
+        for entry in self.pods.values() {
+            match entry.view().task {
+                // A live pod wins over a deleted one of the same task.
+                Some(t) => {
+                    if !matches!(by_task.get(&t), Some(Entry::Live(_))) {
+                        by_task.insert(t, entry);
+                    }
+                }
+                None => unlabelled.push(entry),
+            }
+        }
+        let mut out = Vec::new();
+        for task in self.expected() {
+            let row = match by_task.get(&task) {
+                Some(entry) => self.entry_state(entry),
+                None => {
+                    let pod = task.name(&self.tag);
+                    let failure = Failure {
+                        pod: pod.clone(),
+                        task: Some(task),
+                        kind: FailureKind::Gone,
+                    };
+                    (pod, State::Failed, Some(failure))
+                }
+            };
+            out.push((Some(task), row.0, row.1, row.2));
+        }
+        for entry in unlabelled {
+            let (pod, state, failure) = self.entry_state(entry);
+            out.push((None, pod, state, failure));
+        }
+        out
+    }
+
+    fn entry_state(&self, entry: &Entry) -> (String, State, Option<Failure>) {
+        let v = entry.view();
+        let failure = |kind| {
+            Some(Failure {
+                pod: v.name.clone(),
+                task: v.task,
+                kind,
+            })
+        };
+        let state = v.state();
+        match entry {
+            // A pod that finished and was then deleted (by --cleanup, say) keeps its
+            // outcome; one deleted before the end failed.
+            Entry::Gone(_) if !state.finished() => {
+                (v.name.clone(), State::Failed, failure(FailureKind::Gone))
+            }
+            _ if state == State::Failed => {
+                let exit = v.terminated.clone().or_else(|| v.last_exit.clone());
+                let (reason, message) = match (&exit, &v.pod_reason) {
+                    (Some(e), _) if e.reason.is_some() => (e.reason.clone(), e.message.clone()),
+                    (_, Some(r)) => (Some(r.reason.clone()), r.message.clone()),
+                    (Some(e), None) => (None, e.message.clone()),
+                    (None, None) => (None, None),
+                };
+                let kind = FailureKind::Exited {
+                    code: exit.map(|e| e.code),
+                    reason,
+                    message,
+                };
+                (v.name.clone(), State::Failed, failure(kind))
+            }
+            _ if state == State::Pending && self.cannot_start(v) => {
+                let reason = v.waiting.clone().expect("cannot_start implies a reason");
+                (
+                    v.name.clone(),
+                    State::Failed,
+                    failure(FailureKind::CannotStart(reason)),
+                )
+            }
+            _ => (v.name.clone(), state, None),
+        }
+    }
+
+    fn cannot_start(&self, v: &PodView) -> bool {
+        let Some(w) = &v.waiting else { return false };
+        FATAL_WAITING.contains(&w.reason.as_str())
+            || (w.reason == PULL_ERROR
+                && self.pull_errors.get(&v.name).copied().unwrap_or(0) >= PULL_ERRORS_FATAL)
+    }
+
+    /// The run's verdict (see the module docs).
+    pub fn verdict(&self) -> Verdict {
+        let states = self.states();
+        if states.is_empty() {
+            return Verdict::Pending;
+        }
+        if let Some(failure) = states.iter().find_map(|s| s.3.clone()) {
+            return Verdict::Failed(failure);
+        }
+        let has_chief = states
+            .iter()
+            .any(|s| s.0.is_some_and(|t| t.role == Role::Chief));
+        let deciding = if has_chief {
+            Task {
+                role: Role::Chief,
+                index: 0,
+            }
+        } else {
+            Task {
+                role: Role::Worker,
+                index: 0,
+            }
+        };
+        let state_of = |task: Task| states.iter().find(|s| s.0 == Some(task)).map(|s| s.2);
+        let deciding_done = state_of(deciding) == Some(State::Succeeded);
+        let workers_done = !self.all_workers
+            || states
+                .iter()
+                .filter(|s| s.0.is_some_and(|t| t.role == Role::Worker))
+                .all(|s| s.2 == State::Succeeded);
+        if deciding_done && workers_done {
+            return Verdict::Succeeded;
+        }
+        if states.iter().any(|s| s.2 == State::Pending) {
+            Verdict::Pending
+        } else {
+            Verdict::Running
+        }
+    }
+
+    /// Every task has started: each pod is Running or finished, none is missing.
+    pub fn started(&self) -> bool {
+        let states = self.states();
+        !states.is_empty() && states.iter().all(|s| s.2 != State::Pending)
+    }
+
+    /// Counts per role (chief, ps, worker, evaluator; then pods without a role), and
+    /// the first reason a pod of that role is not running.
+    pub fn summary(&self) -> Vec<RoleSummary> {
+        let states = self.states();
+        let mut out: Vec<RoleSummary> = Vec::new();
+        for (task, name, state, failure) in &states {
+            let role = task.map(|t| t.role);
+            let at = match out.iter().position(|r| r.role == role) {
+                Some(at) => at,
+                None => {
+                    out.push(RoleSummary {
+                        role,
+                        counts: RoleCounts::default(),
+                        stuck: None,
+                    });
+                    out.len() - 1
+                }
+            };
+            let summary = &mut out[at];
+            summary.counts.total += 1;
+            match state {
+                State::Pending => summary.counts.pending += 1,
+                State::Running => summary.counts.running += 1,
+                State::Succeeded => summary.counts.succeeded += 1,
+                State::Failed => summary.counts.failed += 1,
+            }
+            let label = task.map_or_else(|| name.clone(), Task::id);
+            let reason = match failure {
+                Some(f) => Some(failure_reason(f)),
+                None => self
+                    .pods
+                    .get(name)
+                    .and_then(|e| e.view().waiting.clone())
+                    .filter(|_| !state.finished()),
+            };
+            if summary.stuck.is_none()
+                && let Some(reason) = reason
+            {
+                summary.stuck = Some((label, reason));
+            }
+        }
+        out.sort_by_key(|r| r.role.map_or(usize::MAX, |role| role as usize));
+        out
+    }
+}
+
+/// A failure as a short reason for a progress line.
+fn failure_reason(f: &Failure) -> Reason {
+    match &f.kind {
+        FailureKind::Exited { code, reason, .. } => Reason {
+            reason: reason.clone().unwrap_or_else(|| "Failed".into()),
+            message: code.map(|c| format!("exit code {c}")),
+        },
+        FailureKind::CannotStart(r) => r.clone(),
+        FailureKind::Gone => Reason {
+            reason: "Deleted".into(),
+            message: None,
+        },
+    }
+}
+
+/// Joins a multi-line message into one line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// A pod of run `t` as the API would return it.
+    pub(crate) fn pod(task: &str, phase: &str) -> Value {
+        let (role, index) = task.rsplit_once('-').unwrap();
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": format!("t-{task}"),
+                "labels": {"training_attempt": "t", "tf-spawner/replica-type": role, "tf-spawner/replica-index": index},
+                "creationTimestamp": "2024-01-01T00:00:00Z"
+            },
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "tensorflow", "image": "tf"}]},
+            "status": {"phase": phase}
+        })
+    }
+
+    fn with_tf_config(mut pod: Value, cluster: Value) -> Value {
+        let config = json!({"cluster": cluster, "task": {"type": "worker", "index": 0}});
+        pod["spec"]["containers"][0]["env"] =
+            json!([{"name": "TF_CONFIG", "value": config.to_string()}]);
+        pod
+    }
+
+    fn terminated(mut pod: Value, code: i32, reason: &str) -> Value {
+        pod["status"]["containerStatuses"] = json!([{
+            "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+            "state": {"terminated": {"exitCode": code, "reason": reason, "message": "boom"}}
+        }]);
+        pod
+    }
+
+    fn waiting(mut pod: Value, reason: &str, message: &str) -> Value {
+        pod["status"]["containerStatuses"] = json!([{
+            "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+            "state": {"waiting": {"reason": reason, "message": message}}
+        }]);
+        pod
+    }
+
+    pub(crate) fn view(value: Value) -> PodView {
+        PodView::from_pod(&serde_json::from_value(value).unwrap())
+    }
+
+    fn tracker(pods: Vec<Value>, all_workers: bool) -> Tracker {
+        let mut t = Tracker::new("t", all_workers);
+        t.replace(pods.into_iter().map(view).collect());
+        t
+    }
+
+    #[test]
+    fn reads_a_pod() {
+        let mut p = terminated(pod("worker-1", "Failed"), 137, "OOMKilled");
+        p["spec"]["nodeName"] = json!("node-a");
+        let v = view(p);
+        assert_eq!(
+            v.task,
+            Some(Task {
+                role: Role::Worker,
+                index: 1
+            })
+        );
+        assert_eq!(v.phase, Phase::Failed);
+        assert_eq!(v.node.as_deref(), Some("node-a"));
+        assert_eq!(v.terminated.as_ref().unwrap().code, 137);
+        assert_eq!(v.ready, (0, 1));
+        assert_eq!(v.container.as_deref(), Some("tensorflow"));
+        assert_eq!(v.age(1704067200 + 90), Some(90));
+        assert_eq!(v.label(), "worker-1");
+    }
+
+    #[test]
+    fn worker_zero_decides_without_a_chief() {
+        let t = tracker(
+            vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")],
+            false,
+        );
+        assert_eq!(t.verdict(), Verdict::Succeeded);
+        let t = tracker(
+            vec![pod("worker-0", "Running"), pod("worker-1", "Succeeded")],
+            false,
+        );
+        assert_eq!(t.verdict(), Verdict::Running);
+    }
+
+    #[test]
+    fn all_workers_must_succeed_with_the_option() {
+        let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")];
+        assert_eq!(tracker(pods.clone(), true).verdict(), Verdict::Running);
+        let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Succeeded")];
+        assert_eq!(tracker(pods, true).verdict(), Verdict::Succeeded);
+    }
+
+    #[test]
+    fn the_chief_decides_and_parameter_servers_never_exit() {
+        let pods = vec![
+            pod("chief-0", "Running"),
+            pod("ps-0", "Running"),
+            pod("worker-0", "Succeeded"),
+        ];
+        assert_eq!(tracker(pods, false).verdict(), Verdict::Running);
+        let pods = vec![
+            pod("chief-0", "Succeeded"),
+            pod("ps-0", "Running"),
+            pod("worker-0", "Running"),
+        ];
+        assert_eq!(tracker(pods, false).verdict(), Verdict::Succeeded);
+    }
+
+    #[test]
+    fn any_failure_fails_the_run_and_names_the_pod() {
+        let pods = vec![
+            pod("worker-0", "Running"),
+            terminated(pod("worker-1", "Failed"), 2, "Error"),
+        ];
+        let Verdict::Failed(f) = tracker(pods, false).verdict() else {
+            panic!()
+        };
+        assert_eq!(f.pod, "t-worker-1");
+        assert_eq!(
+            f.to_string(),
+            "pod t-worker-1 (worker-1) failed: exit code 2, reason Error: boom"
+        );
+        // Never restarts: a non-zero exit is a failure even before the phase says so.
+        let pods = vec![terminated(pod("worker-0", "Running"), 1, "Error")];
+        assert!(matches!(tracker(pods, false).verdict(), Verdict::Failed(_)));
+        // An evicted pod has no container exit.
+        let mut evicted = pod("worker-0", "Failed");
+        evicted["status"]["reason"] = json!("Evicted");
+        evicted["status"]["message"] = json!("The node was low on resource: memory.");
+        let Verdict::Failed(f) = tracker(vec![evicted], false).verdict() else {
+            panic!()
+        };
+        assert_eq!(
+            f.to_string(),
+            "pod t-worker-0 (worker-0) failed, reason Evicted: The node was low on resource: memory."
+        );
+    }
+
+    #[test]
+    fn pending_while_any_pod_is_pending() {
+        let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Pending")];
+        let t = tracker(pods, false);
+        assert_eq!(t.verdict(), Verdict::Pending);
+        assert!(!t.started());
+        let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Running")];
+        let t = tracker(pods, false);
+        assert_eq!(t.verdict(), Verdict::Running);
+        assert!(t.started());
+    }
+
+    #[test]
+    fn a_deleted_pod_fails_an_unfinished_run() {
+        let mut t = tracker(
+            vec![pod("worker-0", "Running"), pod("worker-1", "Running")],
+            false,
+        );
+        t.remove("t-worker-1");
+        let Verdict::Failed(f) = t.verdict() else {
+            panic!()
+        };
+        assert_eq!(
+            f.to_string(),
+            "pod t-worker-1 (worker-1) was deleted before the run finished"
+        );
+        // A re-list that misses a pod means the same.
+        let mut t = tracker(vec![pod("worker-0", "Running")], false);
+        t.replace(vec![]);
+        assert!(matches!(t.verdict(), Verdict::Failed(_)));
+        // A finished pod deleted afterwards keeps its outcome.
+        let mut t = tracker(vec![pod("worker-0", "Succeeded")], false);
+        t.remove("t-worker-0");
+        assert_eq!(t.verdict(), Verdict::Succeeded);
+    }
+
+    #[test]
+    fn tasks_named_in_tf_config_but_missing_count_as_deleted() {
+        let cluster = json!({"worker": ["a:1", "b:1"]});
+        let t = tracker(
+            vec![with_tf_config(pod("worker-1", "Running"), cluster)],
+            false,
+        );
+        let Verdict::Failed(f) = t.verdict() else {
+            panic!()
+        };
+        assert_eq!(f.pod, "t-worker-0");
+        assert_eq!(f.kind, FailureKind::Gone);
+    }
+
+    #[test]
+    fn stuck_reasons_and_fail_fast() {
+        let mut unschedulable = pod("worker-1", "Pending");
+        unschedulable["status"]["conditions"] = json!([{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+        }]);
+        let t = tracker(vec![pod("worker-0", "Running"), unschedulable], false);
+        assert_eq!(t.verdict(), Verdict::Pending);
+        let summary = t.summary();
+        assert_eq!(summary.len(), 1);
+        let (who, reason) = summary[0].stuck.clone().unwrap();
+        assert_eq!(who, "worker-1");
+        assert_eq!(
+            reason.to_string(),
+            "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+        );
+
+        for reason in [
+            "ContainerCreating",
+            "CrashLoopBackOff",
+            "CreateContainerError",
+        ] {
+            let t = tracker(
+                vec![waiting(pod("worker-0", "Pending"), reason, "m")],
+                false,
+            );
+            assert_eq!(t.verdict(), Verdict::Pending, "{reason}");
+        }
+        for reason in [
+            "ImagePullBackOff",
+            "InvalidImageName",
+            "CreateContainerConfigError",
+        ] {
+            let t = tracker(
+                vec![waiting(pod("worker-0", "Pending"), reason, "bad")],
+                false,
+            );
+            let Verdict::Failed(f) = t.verdict() else {
+                panic!("{reason}")
+            };
+            assert_eq!(
+                f.to_string(),
+                format!("pod t-worker-0 (worker-0) cannot start: {reason}: bad")
+            );
+        }
+        // ErrImagePull: the second sighting is final.
+        let pulling = waiting(pod("worker-0", "Pending"), "ErrImagePull", "not found");
+        let mut t = tracker(vec![pulling.clone()], false);
+        assert_eq!(t.verdict(), Verdict::Pending);
+        t.update(view(pulling));
+        assert!(matches!(t.verdict(), Verdict::Failed(_)));
+    }
+
+    #[test]
+    fn summary_counts_per_role_in_role_order() {
+        let t = tracker(
+            vec![
+                pod("worker-0", "Running"),
+                pod("worker-1", "Pending"),
+                pod("worker-2", "Succeeded"),
+                pod("chief-0", "Running"),
+                pod("ps-0", "Running"),
+            ],
+            false,
+        );
+        let s = t.summary();
+        let roles: Vec<Option<Role>> = s.iter().map(|r| r.role).collect();
+        assert_eq!(
+            roles,
+            [Some(Role::Chief), Some(Role::Ps), Some(Role::Worker)]
+        );
+        assert_eq!(
+            s[2].counts,
+            RoleCounts {
+                total: 3,
+                pending: 1,
+                running: 1,
+                succeeded: 1,
+                failed: 0
+            }
+        );
+    }
+}
