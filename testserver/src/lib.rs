@@ -1,0 +1,351 @@
+//! An in-process fake kube-apiserver (core/v1) for tf-spawner's tests.
+//!
+//! The server runs on its own tokio runtime, so tests can be plain `#[test]`
+//! functions or async ones. It answers like a real kube-apiserver: the same
+//! validation, the same `Status` errors, watches, logs, RBAC-like 403s, and it
+//! can inject faults and latency.
+
+mod faults;
+mod logs;
+mod objects;
+mod routes;
+mod selector;
+mod server;
+mod status;
+mod store;
+mod tls;
+mod validate;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+pub use faults::{Fault, FaultAction};
+use server::Shared;
+use store::Store;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Serve HTTPS (default) or plain HTTP.
+    pub tls: bool,
+    /// `DELETE .../services?labelSelector=` allowed (true, newer servers) or 405 (false, 1.20).
+    pub collection_delete_services: bool,
+    /// A single DELETE of a service/configmap/secret answers a `Status` (1.20) instead of the object.
+    pub single_delete_returns_status: bool,
+    /// Namespaces that exist at start.
+    pub namespaces: Vec<String>,
+    /// Users besides the built-in `admin`.
+    pub users: Vec<User>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            tls: true,
+            collection_delete_services: true,
+            single_delete_returns_status: false,
+            namespaces: vec!["default".to_string()],
+            users: vec![],
+        }
+    }
+}
+
+impl Options {
+    /// The observed behaviour of the project's 1.20 server.
+    pub fn v1_20() -> Options {
+        Options {
+            collection_delete_services: false,
+            single_delete_returns_status: true,
+            ..Options::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub name: String,
+    pub token: String,
+    /// None = all namespaces and cluster-scoped resources.
+    pub namespace: Option<String>,
+    /// Resources this user gets 403 on, e.g. `["secrets"]` or `["pods/log"]`.
+    pub denied_resources: Vec<String>,
+}
+
+impl User {
+    /// A user limited to one namespace, whose token is `<name>-token`.
+    pub fn namespaced(name: &str, namespace: &str) -> User {
+        User {
+            name: name.to_string(),
+            token: format!("{name}-token"),
+            namespace: Some(namespace.to_string()),
+            denied_resources: vec![],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// The raw (still percent-encoded) query string, "" when none.
+    pub query: String,
+    /// Final status code; 0 while still being handled or when the connection was dropped.
+    pub status: u16,
+    /// "" when the request was not authenticated.
+    pub user: String,
+    /// Time until the answer's head (for streams: until the stream started).
+    pub duration: Duration,
+}
+
+impl RecordedRequest {
+    /// A decoded query parameter.
+    pub fn param(&self, key: &str) -> Option<String> {
+        server::parse_query(&self.query).remove(key)
+    }
+}
+
+pub struct TestServer {
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    port: u16,
+    tls: bool,
+    ca_pem: String,
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        TestServer::start_with(Options::default())
+    }
+
+    pub fn start_with(opts: Options) -> TestServer {
+        let tls = tls::generate();
+        let mut admin = [0u8; 16];
+        rand::Rng::fill(&mut rand::rng(), &mut admin);
+        let admin_token: String = admin.iter().map(|b| format!("{b:02x}")).collect();
+        let mut store = Store::new();
+        for ns in &opts.namespaces {
+            add_namespace(&mut store, ns);
+        }
+        let use_tls = opts.tls;
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            opts,
+            admin_token,
+            requests: Mutex::new(vec![]),
+            faults: Mutex::new(vec![]),
+            latency: Mutex::new(Duration::ZERO),
+        });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("local addr").port();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("kube-testserver")
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let acceptor = use_tls.then(|| tokio_rustls::TlsAcceptor::from(tls.config.clone()));
+        let sh = shared.clone();
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            server::serve(listener, sh, acceptor).await;
+        });
+        TestServer {
+            shared,
+            runtime: Some(runtime),
+            port,
+            tls: use_tls,
+            ca_pem: tls.ca_pem,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    pub fn ca_pem(&self) -> String {
+        self.ca_pem.clone()
+    }
+
+    pub fn admin_token(&self) -> String {
+        self.shared.admin_token.clone()
+    }
+
+    fn token_of(&self, user: &str) -> String {
+        if user == "admin" {
+            return self.admin_token();
+        }
+        self.shared
+            .opts
+            .users
+            .iter()
+            .find(|u| u.name == user)
+            .map(|u| u.token.clone())
+            .unwrap_or_else(|| panic!("kube-testserver: unknown user {user:?}"))
+    }
+
+    /// Writes `dir/kubeconfig` (admin) or `dir/kubeconfig-<user>` with one context
+    /// "test", and returns its path.
+    pub fn write_kubeconfig(&self, dir: &Path, user: &str, namespace: Option<&str>) -> PathBuf {
+        let token = self.token_of(user);
+        let ca = if self.tls {
+            let data = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+            format!("\n    certificate-authority-data: {data}")
+        } else {
+            String::new()
+        };
+        let ns = namespace.map_or(String::new(), |n| format!("\n    namespace: {n}"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {url}{ca}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: {user}{ns}\ncurrent-context: test\nusers:\n- name: {user}\n  user:\n    token: {token}\npreferences: {{}}\n",
+            url = self.url(),
+        );
+        let file = if user == "admin" {
+            "kubeconfig".to_string()
+        } else {
+            format!("kubeconfig-{user}")
+        };
+        let path = dir.join(file);
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
+    }
+
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.shared.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Objects of a resource in a namespace ("" for cluster-scoped resources).
+    pub fn list(&self, resource: &str, namespace: &str) -> Vec<Value> {
+        self.store().list(resource, Some(namespace))
+    }
+
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Value> {
+        self.store().get(resource, namespace, name).cloned()
+    }
+
+    /// Seeds an object without validation: metadata is filled as on a create
+    /// (a pod keeps a `status` it brings), the namespace is created if needed, and
+    /// watchers see ADDED.
+    pub fn insert(&self, resource: &str, namespace: &str, mut obj: Value) {
+        let mut st = self.store();
+        if objects::is_namespaced(resource) && !st.namespace_exists(namespace) {
+            add_namespace(&mut st, namespace);
+        }
+        if let Some(kind) = objects::kind_of(resource) {
+            obj["kind"] = json!(kind);
+            obj["apiVersion"] = json!("v1");
+        }
+        if !obj.get("metadata").is_some_and(Value::is_object) {
+            obj["metadata"] = json!({});
+        }
+        let given_status = obj.get("status").cloned();
+        if resource == "secrets" {
+            objects::normalize_secret(&mut obj);
+        }
+        objects::fill_new(&mut st, resource, namespace, &mut obj);
+        if let (Some(s), "pods") = (given_status, resource) {
+            objects::merge_patch(&mut obj["status"], &s);
+        }
+        st.put(resource, namespace, obj);
+    }
+
+    pub fn create_namespace(&self, name: &str) {
+        let mut st = self.store();
+        if !st.namespace_exists(name) {
+            add_namespace(&mut st, name);
+        }
+    }
+
+    /// All namespaced objects of every resource.
+    pub fn object_count(&self) -> usize {
+        self.store().namespaced_count()
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn clear_requests(&self) {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    pub fn add_fault(&self, f: Fault) {
+        self.shared
+            .faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(faults::FaultState { fault: f, seen: 0 });
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared
+            .faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Added before every answer.
+    pub fn set_latency(&self, d: Duration) {
+        *self
+            .shared
+            .latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = d;
+    }
+
+    /// Replaces a pod's status (watchers see MODIFIED). A missing pod is ignored.
+    pub fn set_pod_status(&self, namespace: &str, name: &str, status: Value) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
+            pod["status"] = status;
+            st.put("pods", namespace, pod);
+        }
+    }
+
+    /// Sets `status.phase`, keeping the rest of the status.
+    pub fn set_pod_phase(&self, namespace: &str, name: &str, phase: &str) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
+            pod["status"]["phase"] = json!(phase);
+            st.put("pods", namespace, pod);
+        }
+    }
+
+    /// Appends to the pod's container log (each line stamped with the current time).
+    pub fn append_log(&self, namespace: &str, pod: &str, text: &str) {
+        self.store().append_log(namespace, pod, text);
+    }
+
+    /// Ends the followers' streams, as when the container exits.
+    pub fn close_log(&self, namespace: &str, pod: &str) {
+        self.store().close_log(namespace, pod);
+    }
+}
+
+fn add_namespace(store: &mut Store, name: &str) {
+    let mut ns = json!({ "kind": "Namespace", "apiVersion": "v1", "metadata": { "name": name } });
+    objects::fill_new(store, "namespaces", "", &mut ns);
+    store.put("namespaces", "", ns);
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

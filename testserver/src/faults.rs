@@ -1,0 +1,107 @@
+//! Injected faults: which request gets which failure.
+
+use std::time::Duration;
+
+/// A fault for the `nth`..`nth+times` requests matching `method` and `path_contains`
+/// (matched against the path and the raw query, `path?query`).
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub method: Option<String>,
+    pub path_contains: Option<String>,
+    /// 1-based index among the matching requests.
+    pub nth: usize,
+    pub times: usize,
+    pub action: FaultAction,
+}
+
+#[derive(Debug, Clone)]
+pub enum FaultAction {
+    Status { code: u16, retry_after: Option<u64> },
+    DropConnection,
+    Hang(Duration),
+}
+
+impl Fault {
+    /// Matches requests of `method` ("" or "*" = any) whose `path?query` contains `path`.
+    pub fn on(method: &str, path: &str) -> Fault {
+        Fault {
+            method: (!method.is_empty() && method != "*").then(|| method.to_uppercase()),
+            path_contains: (!path.is_empty()).then(|| path.to_string()),
+            nth: 1,
+            times: 1,
+            action: FaultAction::Status {
+                code: 500,
+                retry_after: None,
+            },
+        }
+    }
+    pub fn any() -> Fault {
+        Fault::on("", "")
+    }
+    pub fn nth(mut self, n: usize) -> Fault {
+        self.nth = n.max(1);
+        self
+    }
+    pub fn times(mut self, n: usize) -> Fault {
+        self.times = n;
+        self
+    }
+    /// Every matching request from `nth` on.
+    pub fn always(self) -> Fault {
+        self.times(usize::MAX)
+    }
+    pub fn status(mut self, code: u16) -> Fault {
+        self.action = FaultAction::Status {
+            code,
+            retry_after: None,
+        };
+        self
+    }
+    /// 429 with a Retry-After header.
+    pub fn too_many_requests(mut self, retry_after: u64) -> Fault {
+        self.action = FaultAction::Status {
+            code: 429,
+            retry_after: Some(retry_after),
+        };
+        self
+    }
+    pub fn drop_connection(mut self) -> Fault {
+        self.action = FaultAction::DropConnection;
+        self
+    }
+    pub fn hang(mut self, d: Duration) -> Fault {
+        self.action = FaultAction::Hang(d);
+        self
+    }
+}
+
+pub(crate) struct FaultState {
+    pub fault: Fault,
+    pub seen: usize,
+}
+
+/// Counts the request against every fault it matches; returns the action of the
+/// first fault whose window it falls in.
+pub(crate) fn check(faults: &mut [FaultState], method: &str, target: &str) -> Option<FaultAction> {
+    let mut hit = None;
+    for st in faults.iter_mut() {
+        let f = &st.fault;
+        let method_ok = f
+            .method
+            .as_deref()
+            .is_none_or(|m| m.eq_ignore_ascii_case(method));
+        let path_ok = f
+            .path_contains
+            .as_deref()
+            .is_none_or(|p| target.contains(p));
+        if !(method_ok && path_ok) {
+            continue;
+        }
+        st.seen += 1;
+        let end = f.nth.saturating_add(f.times);
+        if hit.is_none() && st.seen >= f.nth && st.seen < end {
+            hit = Some(f.action.clone());
+        }
+    }
+    hit
+}

@@ -1,0 +1,308 @@
+//! Connection handling: TLS, HTTP/1.1, authentication, faults, latency and the
+//! request log around the routes.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+
+use crate::faults::{self, FaultAction, FaultState};
+use crate::routes::{self, Ctx, Reply};
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::{Options, RecordedRequest};
+
+pub struct Identity {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub denied: Vec<String>,
+}
+
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub opts: Options,
+    pub admin_token: String,
+    pub requests: Mutex<Vec<RecordedRequest>>,
+    pub faults: Mutex<Vec<FaultState>>,
+    pub latency: Mutex<Duration>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub enum RespBody {
+    Full(Option<Bytes>),
+    Channel(mpsc::Receiver<Bytes>),
+}
+
+impl Body for RespBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            RespBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            RespBody::Channel(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, RespBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RespBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            RespBody::Full(None) => SizeHint::with_exact(0),
+            RespBody::Channel(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// Returned by the service to make hyper close the connection without answering.
+#[derive(Debug)]
+pub struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by an injected fault")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<TlsAcceptor>) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = tcp.set_nodelay(true);
+        let shared = shared.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(TokioTimer::new());
+            match tls {
+                Some(acceptor) => {
+                    if let Ok(stream) = acceptor.accept(tcp).await {
+                        let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                    }
+                }
+                None => {
+                    let _ = builder.serve_connection(TokioIo::new(tcp), svc).await;
+                }
+            }
+        });
+    }
+}
+
+fn authenticate(sh: &Shared, req: &Request<Incoming>) -> Option<Identity> {
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let token = header.strip_prefix("Bearer ")?.trim();
+    if token == sh.admin_token {
+        return Some(Identity {
+            name: "admin".into(),
+            namespace: None,
+            denied: vec![],
+        });
+    }
+    sh.opts
+        .users
+        .iter()
+        .find(|u| u.token == token)
+        .map(|u| Identity {
+            name: u.name.clone(),
+            namespace: u.namespace.clone(),
+            denied: u.denied_resources.clone(),
+        })
+}
+
+fn percent_decode(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| Some(hex(*bytes.get(i + 1)?)? * 16 + hex(*bytes.get(i + 2)?)?))
+            .flatten();
+        match (bytes[i], escaped) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 2;
+            }
+            (b'+', None) => out.push(b' '),
+            (b, None) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn parse_query(q: &str) -> HashMap<String, String> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<RespBody>, Dropped> {
+    let start = Instant::now();
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let idx = {
+        let mut log = lock(&sh.requests);
+        log.push(RecordedRequest {
+            method: method.clone(),
+            path: path.clone(),
+            query: raw_query.clone(),
+            status: 0,
+            user: String::new(),
+            duration: Duration::ZERO,
+        });
+        log.len() - 1
+    };
+    let identity = authenticate(&sh, &req);
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Err(Dropped),
+    };
+    let user_name = identity
+        .as_ref()
+        .map(|i| i.name.clone())
+        .unwrap_or_default();
+    let finish = |status: u16| {
+        let mut log = lock(&sh.requests);
+        if let Some(r) = log.get_mut(idx) {
+            r.status = status;
+            r.user = user_name.clone();
+            r.duration = start.elapsed();
+        }
+    };
+
+    let result = match &identity {
+        None => Err(ApiError::unauthorized()),
+        Some(user) => {
+            let target = if raw_query.is_empty() {
+                path.clone()
+            } else {
+                format!("{path}?{raw_query}")
+            };
+            let fault = faults::check(&mut lock(&sh.faults), &method, &target);
+            let latency = *lock(&sh.latency);
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
+            match fault {
+                Some(FaultAction::DropConnection) => {
+                    finish(0);
+                    return Err(Dropped);
+                }
+                Some(FaultAction::Status { code, retry_after }) => {
+                    Err(ApiError::from_code(code, retry_after))
+                }
+                Some(FaultAction::Hang(d)) => {
+                    tokio::time::sleep(d).await;
+                    run_route(&sh, &method, &path, &raw_query, &body, &content_type, user)
+                }
+                None => run_route(&sh, &method, &path, &raw_query, &body, &content_type, user),
+            }
+        }
+    };
+    let resp = match result {
+        Ok(reply) => reply_response(reply),
+        Err(e) => error_response(&e),
+    };
+    finish(resp.status().as_u16());
+    Ok(resp)
+}
+
+fn run_route(
+    sh: &Arc<Shared>,
+    method: &str,
+    path: &str,
+    raw_query: &str,
+    body: &[u8],
+    content_type: &str,
+    user: &Identity,
+) -> Result<Reply, ApiError> {
+    let ctx = Ctx {
+        method,
+        path,
+        query: parse_query(raw_query),
+        body,
+        content_type,
+        user,
+    };
+    routes::route(sh, &ctx)
+}
+
+fn response(code: u16, content_type: &str, body: RespBody) -> Response<RespBody> {
+    Response::builder()
+        .status(code)
+        .header(hyper::header::CONTENT_TYPE, content_type)
+        .header("Cache-Control", "no-cache, private")
+        .body(body)
+        .expect("valid response")
+}
+
+fn reply_response(reply: Reply) -> Response<RespBody> {
+    match reply {
+        Reply::Json(code, v) => {
+            let bytes = serde_json::to_vec(&v).unwrap_or_default();
+            response(
+                code,
+                "application/json",
+                RespBody::Full(Some(Bytes::from(bytes))),
+            )
+        }
+        Reply::Text(code, t) => response(code, "text/plain", RespBody::Full(Some(Bytes::from(t)))),
+        Reply::Stream(code, ct, rx) => response(code, ct, RespBody::Channel(rx)),
+    }
+}
+
+fn error_response(e: &ApiError) -> Response<RespBody> {
+    let bytes = serde_json::to_vec(&e.to_json()).unwrap_or_default();
+    let mut resp = response(
+        e.code,
+        "application/json",
+        RespBody::Full(Some(Bytes::from(bytes))),
+    );
+    if let Some(secs) = e.retry_after {
+        resp.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            secs.to_string().parse().expect("header"),
+        );
+    }
+    resp
+}

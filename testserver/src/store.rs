@@ -1,0 +1,220 @@
+//! The object store, its event history (for watches) and the pods' logs.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+const HISTORY: usize = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub rv: u64,
+    pub resource: String,
+    pub namespace: String,
+    pub kind: &'static str,
+    pub object: Value,
+    /// The state before a MODIFIED event, to tell a watch with a selector that an
+    /// object entered or left it.
+    pub prev: Option<Value>,
+}
+
+#[derive(Debug, Clone)]
+pub enum LogEvent {
+    Line {
+        namespace: String,
+        pod: String,
+        at: jiff::Timestamp,
+        text: String,
+    },
+    Closed {
+        namespace: String,
+        pod: String,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct PodLog {
+    pub lines: Vec<(jiff::Timestamp, String)>,
+    pub closed: bool,
+}
+
+type Key = (String, String);
+
+pub struct Store {
+    objects: BTreeMap<String, BTreeMap<Key, Value>>,
+    rv: u64,
+    history: VecDeque<Event>,
+    /// Every event after this resourceVersion is still in `history`.
+    history_floor: u64,
+    events: broadcast::Sender<Event>,
+    pub logs: HashMap<Key, PodLog>,
+    pub log_events: broadcast::Sender<LogEvent>,
+    ip_counter: u32,
+}
+
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+impl Store {
+    pub fn new() -> Store {
+        Store {
+            objects: BTreeMap::new(),
+            rv: 1,
+            history: VecDeque::new(),
+            history_floor: 1,
+            events: broadcast::channel(16_384).0,
+            logs: HashMap::new(),
+            log_events: broadcast::channel(16_384).0,
+            ip_counter: 0,
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn next_cluster_ip(&mut self) -> String {
+        self.ip_counter += 1;
+        let n = self.ip_counter + 10;
+        format!("10.96.{}.{}", (n >> 8) & 0xff, n & 0xff)
+    }
+
+    pub fn get(&self, resource: &str, ns: &str, name: &str) -> Option<&Value> {
+        self.objects
+            .get(resource)?
+            .get(&(ns.to_string(), name.to_string()))
+    }
+
+    /// Objects of a resource, sorted by namespace and name; `ns` None = all.
+    pub fn list(&self, resource: &str, ns: Option<&str>) -> Vec<Value> {
+        let Some(map) = self.objects.get(resource) else {
+            return vec![];
+        };
+        map.iter()
+            .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn namespace_exists(&self, ns: &str) -> bool {
+        self.get("namespaces", "", ns).is_some()
+    }
+
+    pub fn namespaced_count(&self) -> usize {
+        self.objects
+            .iter()
+            .filter(|(r, _)| r.as_str() != "namespaces")
+            .map(|(_, m)| m.len())
+            .sum()
+    }
+
+    fn emit(
+        &mut self,
+        resource: &str,
+        ns: &str,
+        kind: &'static str,
+        object: Value,
+        prev: Option<Value>,
+    ) {
+        let ev = Event {
+            rv: self.rv,
+            resource: resource.to_string(),
+            namespace: ns.to_string(),
+            kind,
+            object,
+            prev,
+        };
+        self.history.push_back(ev.clone());
+        while self.history.len() > HISTORY {
+            if let Some(old) = self.history.pop_front() {
+                self.history_floor = old.rv;
+            }
+        }
+        // No receivers is fine.
+        let _ = self.events.send(ev);
+    }
+
+    /// Stores `obj` (new or replacing), stamping a fresh resourceVersion, and emits
+    /// ADDED or MODIFIED. Returns the stored object.
+    pub fn put(&mut self, resource: &str, ns: &str, mut obj: Value) -> Value {
+        self.rv += 1;
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        obj["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let prev = self
+            .objects
+            .entry(resource.to_string())
+            .or_default()
+            .insert((ns.to_string(), name), obj.clone());
+        let kind = if prev.is_some() { "MODIFIED" } else { "ADDED" };
+        self.emit(resource, ns, kind, obj.clone(), prev);
+        obj
+    }
+
+    pub fn remove(&mut self, resource: &str, ns: &str, name: &str) -> Option<Value> {
+        let mut obj = self
+            .objects
+            .get_mut(resource)?
+            .remove(&(ns.to_string(), name.to_string()))?;
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        self.emit(resource, ns, "DELETED", obj.clone(), None);
+        if resource == "pods" {
+            self.logs.remove(&(ns.to_string(), name.to_string()));
+            let _ = self.log_events.send(LogEvent::Closed {
+                namespace: ns.to_string(),
+                pod: name.to_string(),
+            });
+        }
+        Some(obj)
+    }
+
+    /// Subscribes to future events and returns the past events after `since`
+    /// (None = nothing from the past). Err(floor) when `since` is too old.
+    pub fn subscribe(
+        &self,
+        since: Option<u64>,
+    ) -> Result<(Vec<Event>, broadcast::Receiver<Event>), u64> {
+        let rx = self.events.subscribe();
+        let past = match since {
+            None => vec![],
+            Some(rv) if rv < self.history_floor => return Err(self.history_floor),
+            Some(rv) => self.history.iter().filter(|e| e.rv > rv).cloned().collect(),
+        };
+        Ok((past, rx))
+    }
+
+    pub fn append_log(&mut self, ns: &str, pod: &str, text: &str) {
+        let at = jiff::Timestamp::now();
+        let log = self
+            .logs
+            .entry((ns.to_string(), pod.to_string()))
+            .or_default();
+        for line in text.split_inclusive('\n') {
+            log.lines.push((at, line.to_string()));
+            let _ = self.log_events.send(LogEvent::Line {
+                namespace: ns.to_string(),
+                pod: pod.to_string(),
+                at,
+                text: line.to_string(),
+            });
+        }
+    }
+
+    pub fn close_log(&mut self, ns: &str, pod: &str) {
+        self.logs
+            .entry((ns.to_string(), pod.to_string()))
+            .or_default()
+            .closed = true;
+        let _ = self.log_events.send(LogEvent::Closed {
+            namespace: ns.to_string(),
+            pod: pod.to_string(),
+        });
+    }
+}
