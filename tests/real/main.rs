@@ -1,0 +1,10 @@
+//! The suite against a real kube-apiserver (v1.20, no nodes), named by the admin
+//! kubeconfig in `TF_SPAWNER_TEST_KUBECONFIG`; every test is skipped, with a notice,
+//! without it. `.ci/run` builds, starts and stops the server
+//! (`../shared/tools/kube-apiserver/`) around `cargo test --test real_server`.
+
+mod delete;
+mod dry_run;
+mod limited;
+mod spawn;
+mod support;
