@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_PORT: u16 = 1999;
@@ -17,7 +17,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
     version,
     about = "Run distributed TensorFlow training on Kubernetes: one pod and one headless service per task, no operator.",
     long_about = None,
-    after_help = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner"
+    after_help = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -25,6 +26,114 @@ pub struct Cli {
 
     #[command(flatten)]
     pub spawn: SpawnArgs,
+
+    /// Follow an existing run instead of spawning one
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Verbs for runs that exist (spawning and `-d` need none).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Wait until a run ends (or starts, with --for start) and exit with its outcome:
+    /// 0 Succeeded, 3 Failed, 4 timed out
+    Wait(WaitArgs),
+    /// Show the pods of a run and the run's verdict
+    Status(StatusArgs),
+    /// Print the logs of every pod of a run as one stream, each line prefixed by its task
+    Logs(LogsArgs),
+    /// List the runs in the namespace (or in every namespace with -A)
+    List(ListArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct WaitArgs {
+    /// The run's tag
+    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    pub tag: String,
+
+    /// What to wait for: the verdict (end), or every pod running or finished (start)
+    #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
+    pub until: WaitFor,
+
+    /// Give up after this long (e.g. 90s, 10m, 1h) with exit code 4
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+
+    /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
+    #[arg(long)]
+    pub all_workers: bool,
+
+    /// After the verdict (or a timeout), write every pod's full log to DIR/POD.log
+    #[arg(long, value_name = "DIR")]
+    pub save_logs: Option<PathBuf>,
+
+    /// After the verdict (or a timeout), delete the run's objects (logs are saved first)
+    #[arg(long)]
+    pub cleanup: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitFor {
+    /// Every pod is running or finished
+    Start,
+    /// The run has succeeded or failed
+    End,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct StatusArgs {
+    /// The run's tag
+    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    pub tag: String,
+
+    /// The verdict requires every worker to have exited 0
+    #[arg(long)]
+    pub all_workers: bool,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LogsArgs {
+    /// The run's tag
+    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    pub tag: String,
+
+    /// Keep streaming until the pods end; pods that start later are picked up
+    #[arg(short, long)]
+    pub follow: bool,
+
+    /// Only lines newer than this (e.g. 10s, 5m, 1h)
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub since: Option<Duration>,
+
+    /// Only the last N lines of each pod
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
+
+    /// Prefix each line with the time the container wrote it (RFC 3339)
+    #[arg(long)]
+    pub timestamps: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ListArgs {
+    /// List the runs of every namespace the credentials can read
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
 }
 
 /// How to reach the cluster: kubectl's conventions.
@@ -116,6 +225,14 @@ pub struct SpawnArgs {
     /// Most API requests in flight at once while creating or deleting
     #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, value_name = "N")]
     pub max_in_flight: usize,
+
+    /// After creating the run, wait until every pod is running (exit 3 if one cannot start)
+    #[arg(long)]
+    pub wait: bool,
+
+    /// With --wait: give up after this long (e.g. 90s, 10m) with exit code 4
+    #[arg(long, requires = "wait", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
 
     #[command(flatten)]
     pub roles: RoleArgs,

@@ -11,6 +11,7 @@ pub mod duration;
 pub mod envfile;
 pub mod errors;
 pub mod inputs;
+pub mod output;
 pub mod plan;
 pub mod progress;
 pub mod render;
@@ -49,6 +50,13 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(command) = &cli.command {
+        return match command {
+            cli::Command::Wait(args) => commands::wait::exec(&cli.cluster, args).await,
+            cli::Command::Status(args) => commands::status::exec(&cli.cluster, args).await,
+            _ => anyhow::bail!("not implemented yet"),
+        };
+    }
     if cli.spawn.delete {
         commands::delete::exec(&cli.cluster, &cli.spawn).await
     } else {

@@ -3,7 +3,9 @@
 pub mod apply;
 pub mod connect;
 pub mod delete;
+pub mod logs;
 pub mod retry;
+pub mod watch;
 
 use std::fmt;
 

@@ -2,3 +2,5 @@
 
 pub mod delete;
 pub mod spawn;
+pub mod status;
+pub mod wait;

@@ -55,6 +55,18 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     match outcome {
         Ok(()) => {
             report(&plan);
+            if args.wait {
+                let wait = super::wait::Wait {
+                    tag: plan.tag.clone(),
+                    until: crate::cli::WaitFor::Start,
+                    timeout: args.timeout,
+                    all_workers: false,
+                    save_logs: None,
+                    cleanup: false,
+                    max_in_flight: args.max_in_flight,
+                };
+                super::wait::run(&cluster, &wait).await?;
+            }
             Ok(())
         }
         Err(stop) => {

@@ -1,0 +1,249 @@
+//! `tf-spawner status -t TAG [-o json]`: the pods of a run and its verdict.
+
+use anyhow::{Result, bail};
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+
+use crate::cli::{ClusterArgs, ReportFormat, StatusArgs};
+use crate::cluster::Cluster;
+use crate::cluster::retry::RetryPolicy;
+use crate::duration::age;
+use crate::output;
+use crate::plan::run_selector;
+use crate::verdict::{PodView, Tracker, Verdict, one_line};
+
+/// `status -o json`: the documented, stable shape.
+#[derive(Debug, Serialize)]
+pub struct StatusJson {
+    pub tag: String,
+    pub namespace: String,
+    /// Pending, Running, Succeeded or Failed.
+    pub verdict: &'static str,
+    /// Why the run failed (which pod, exit code, reason), else null.
+    pub failure: Option<String>,
+    pub pods: Vec<PodJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PodJson {
+    pub name: String,
+    /// chief, ps, worker or evaluator; null for a pod without tf-spawner's labels.
+    pub role: Option<&'static str>,
+    pub index: Option<u32>,
+    /// The pod's phase: Pending, Running, Succeeded, Failed or Unknown.
+    pub phase: &'static str,
+    /// Ready containers / containers, e.g. "1/1".
+    pub ready: String,
+    pub restarts: u32,
+    pub node: Option<String>,
+    pub age_seconds: Option<u64>,
+    /// Exit code of the TF container when it has terminated (now or before a restart).
+    pub exit_code: Option<i32>,
+    /// The terminated container's reason, else why the pod is waiting
+    /// (Unschedulable, ImagePullBackOff…), else the pod's reason (Evicted…).
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+pub async fn exec(cluster_args: &ClusterArgs, args: &StatusArgs) -> Result<()> {
+    crate::tag::validate(&args.tag, "")?;
+    let cluster = Cluster::connect(cluster_args, RetryPolicy::from_args(cluster_args)).await?;
+    let tracker = snapshot(&cluster, &args.tag, args.all_workers).await?;
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let text = match args.output {
+        ReportFormat::Json => {
+            let json = to_json(&tracker, &args.tag, &cluster.namespace, now);
+            serde_json::to_string_pretty(&json)? + "\n"
+        }
+        ReportFormat::Table => render(&tracker, now),
+    };
+    output::print(&text)?;
+    Ok(())
+}
+
+/// The run's pods, listed once; an error when there are none.
+pub async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
+    let pods = cluster
+        .list::<Pod>(&run_selector(tag))
+        .await
+        .map_err(|e| cluster.explain("listing pods", &e))?;
+    if pods.is_empty() {
+        bail!(
+            "no pods labelled {} in namespace '{}' (the runs there: tf-spawner list -n {})",
+            run_selector(tag),
+            cluster.namespace,
+            cluster.namespace
+        );
+    }
+    let mut tracker = Tracker::new(tag, all_workers);
+    tracker.replace(pods.iter().map(PodView::from_pod).collect());
+    Ok(tracker)
+}
+
+/// What `reason` and `message` say for one pod (see [`PodJson`]).
+fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
+    if let Some(exit) = &v.last_exit {
+        (exit.reason.clone(), exit.message.clone())
+    } else if let Some(w) = &v.waiting {
+        (Some(w.reason.clone()), w.message.clone())
+    } else if let Some(r) = &v.pod_reason {
+        (Some(r.reason.clone()), r.message.clone())
+    } else {
+        (None, None)
+    }
+}
+
+pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> StatusJson {
+    let verdict = tracker.verdict();
+    StatusJson {
+        tag: tag.to_string(),
+        namespace: namespace.to_string(),
+        verdict: verdict.name(),
+        failure: match &verdict {
+            Verdict::Failed(f) => Some(f.to_string()),
+            _ => None,
+        },
+        pods: sorted(tracker)
+            .into_iter()
+            .map(|v| {
+                let (reason, message) = reason_of(v);
+                PodJson {
+                    name: v.name.clone(),
+                    role: v.task.map(|t| t.role.as_str()),
+                    index: v.task.map(|t| t.index),
+                    phase: v.phase.as_str(),
+                    ready: format!("{}/{}", v.ready.0, v.ready.1),
+                    restarts: v.restarts,
+                    node: v.node.clone(),
+                    age_seconds: v.age(now),
+                    exit_code: v.last_exit.as_ref().map(|e| e.code),
+                    reason,
+                    message,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Pods in task order (chief, ps, workers, evaluator), then any others by name.
+fn sorted(tracker: &Tracker) -> Vec<&PodView> {
+    let mut pods: Vec<&PodView> = tracker.live().collect();
+    pods.sort_by(|a, b| match (a.task, b.task) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.name.cmp(&b.name),
+    });
+    pods
+}
+
+/// The table, the reasons of pods that are stuck, and the verdict line.
+pub fn render(tracker: &Tracker, now: i64) -> String {
+    let pods = sorted(tracker);
+    let rows: Vec<Vec<String>> = pods
+        .iter()
+        .map(|v| {
+            let phase = match &v.waiting {
+                Some(w) if v.terminated.is_none() => format!("{} ({})", v.phase.as_str(), w.reason),
+                _ => v.phase.as_str().to_string(),
+            };
+            let exit = v
+                .last_exit
+                .as_ref()
+                .map_or_else(String::new, |e| match &e.reason {
+                    Some(r) => format!("{} ({r})", e.code),
+                    None => e.code.to_string(),
+                });
+            vec![
+                v.name.clone(),
+                v.label(),
+                phase,
+                format!("{}/{}", v.ready.0, v.ready.1),
+                v.restarts.to_string(),
+                v.node.clone().unwrap_or_else(|| "-".into()),
+                v.age(now).map_or_else(|| "-".into(), age),
+                exit,
+            ]
+        })
+        .collect();
+    let mut out = output::table(
+        &[
+            "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT",
+        ],
+        &rows,
+    );
+    for v in &pods {
+        if v.terminated.is_none()
+            && let Some(w) = &v.waiting
+            && w.message.is_some()
+        {
+            out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
+        }
+    }
+    let verdict = tracker.verdict();
+    match &verdict {
+        Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
+        v => out.push_str(&format!("verdict: {}\n", v.name())),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::tests::{pod, view};
+
+    #[test]
+    fn json_has_the_documented_keys() {
+        let mut t = Tracker::new("t", false);
+        t.replace(vec![
+            view(pod("worker-1", "Running")),
+            view(pod("worker-0", "Succeeded")),
+        ]);
+        let json = serde_json::to_value(to_json(&t, "t", "ns", 1704067260)).unwrap();
+        assert_eq!(json["verdict"], "Succeeded");
+        assert_eq!(json["failure"], serde_json::Value::Null);
+        let first = &json["pods"][0];
+        let mut keys: Vec<&str> = first
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "age_seconds",
+                "exit_code",
+                "index",
+                "message",
+                "name",
+                "node",
+                "phase",
+                "ready",
+                "reason",
+                "restarts",
+                "role"
+            ]
+        );
+        assert_eq!(first["name"], "t-worker-0");
+        assert_eq!(first["role"], "worker");
+        assert_eq!(first["index"], 0);
+        assert_eq!(first["ready"], "0/1");
+        assert_eq!(first["age_seconds"], 60);
+    }
+
+    #[test]
+    fn table_ends_with_the_verdict() {
+        let mut t = Tracker::new("t", false);
+        t.replace(vec![view(pod("worker-0", "Running"))]);
+        let text = render(&t, 1704067200 + 5);
+        assert!(text.starts_with("NAME "), "{text}");
+        assert!(
+            text.contains("t-worker-0   worker-0   Running   0/1"),
+            "{text}"
+        );
+        assert!(text.ends_with("verdict: Running\n"), "{text}");
+    }
+}
