@@ -97,7 +97,8 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<TlsAc
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
             let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.timer(TokioTimer::new());
+            // Idle keep-alive connections of a long benchmark must not be cut.
+            builder.timer(TokioTimer::new()).header_read_timeout(None);
             match tls {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(tcp).await {
