@@ -564,3 +564,32 @@ fn works_from_plain_tests_and_graceful_pod_deletion() {
         assert_eq!(api_error(pods.get("bound").await.unwrap_err()).code, 404);
     });
 }
+
+#[tokio::test]
+async fn generate_name_and_expired_watch() {
+    let server = TestServer::start();
+    let (client, _dir) = client(&server, "admin", None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "generateName": "cfg-" } })).unwrap();
+    let created = cms.create(&PostParams::default(), &cm).await.unwrap();
+    let name = created.metadata.name.unwrap();
+    assert!(name.starts_with("cfg-") && name.len() == 9, "{name}");
+
+    for i in 0..10_001 {
+        server.insert(
+            "configmaps",
+            "default",
+            json!({ "metadata": { "name": format!("c{i}") } }),
+        );
+    }
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(5), "2")
+        .await
+        .unwrap()
+        .boxed();
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Error(e) => assert_eq!(e.code, 410),
+        other => panic!("{other:?}"),
+    }
+}
