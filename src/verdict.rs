@@ -648,8 +648,13 @@ impl Tracker {
                     .and_then(|e| e.view().waiting.clone())
                     .filter(|_| !state.finished()),
             };
-            if summary.stuck.is_none()
-                && let Some(reason) = reason
+            // The first reason of the role, unless a later one says more than the
+            // routine ContainerCreating / PodInitializing.
+            if let Some(reason) = reason
+                && summary
+                    .stuck
+                    .as_ref()
+                    .is_none_or(|(_, r)| routine(r) && !routine(&reason))
             {
                 summary.stuck = Some((label, reason));
             }
@@ -657,6 +662,11 @@ impl Tracker {
         out.sort_by_key(|r| r.role.map_or(usize::MAX, |role| role as usize));
         out
     }
+}
+
+/// Reasons every starting pod goes through.
+fn routine(r: &Reason) -> bool {
+    matches!(r.reason.as_str(), "ContainerCreating" | "PodInitializing")
 }
 
 /// A failure as a short reason for a progress line.

@@ -4,4 +4,5 @@ mod support;
 
 mod bad_input;
 mod delete;
+mod follow;
 mod spawn;

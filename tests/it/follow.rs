@@ -1,0 +1,485 @@
+//! Following a run: `wait` (progress, stuck reasons, fail-fast, verdicts, exit codes,
+//! --save-logs, --cleanup), `spawn --wait`, `status`. The test drives pod states on the
+//! test server while the binary waits; it synchronises on the binary's watch request,
+//! never on time.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, Output};
+
+const NS: &str = "default";
+
+/// Spawns run `tag` with `args` (e.g. `-w 2`), and checks it was created.
+pub fn spawn_run(env: &Env, tag: &str, args: &[&str]) {
+    let mut all = vec!["-t", tag];
+    all.extend_from_slice(args);
+    env.spawn(&all).success();
+}
+
+/// A container status of the TF container.
+pub fn container(ready: bool, state: Value) -> Value {
+    json!([{
+        "name": "tensorflow", "ready": ready, "restartCount": 0,
+        "image": "tf", "imageID": "", "state": state
+    }])
+}
+
+pub fn running(env: &Env, pod: &str) {
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": "Running", "containerStatuses": container(true, json!({"running": {}}))}),
+    );
+}
+
+pub fn exited(env: &Env, pod: &str, code: i32) {
+    let (phase, reason) = if code == 0 {
+        ("Succeeded", "Completed")
+    } else {
+        ("Failed", "Error")
+    };
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": phase, "containerStatuses": container(false, json!({
+            "terminated": {"exitCode": code, "reason": reason}
+        }))}),
+    );
+}
+
+pub fn waiting(env: &Env, pod: &str, reason: &str, message: &str) {
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": "Pending", "containerStatuses": container(false, json!({
+            "waiting": {"reason": reason, "message": message}
+        }))}),
+    );
+}
+
+pub fn unschedulable(env: &Env, pod: &str, message: &str) {
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message
+        }]}),
+    );
+}
+
+/// Starts the binary in the background.
+pub fn start(env: &Env, args: &[&str]) -> Child {
+    env.cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tf-spawner")
+}
+
+pub fn finish(child: Child) -> Output {
+    let out = child.wait_with_output().expect("tf-spawner ends");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Blocks until the binary has opened `n` pod watches in all (so it has seen the state
+/// set before). A safety net of 60 s turns a hang into a failure.
+pub fn await_watches(env: &Env, n: usize) {
+    let start = Instant::now();
+    loop {
+        let count = env
+            .server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true"))
+            .count();
+        if count >= n {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no pod watch after 60s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A failure whose stderr may carry log lines before the one `error:` line, which is last.
+#[track_caller]
+pub fn failed_with_logs(out: &Output, code: i32) {
+    assert_eq!(out.code, code, "expected exit {code}, got {out:#?}");
+    let last = out.stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: "), "{out:#?}");
+    assert_eq!(out.stderr.matches("error: ").count(), 1, "{out:#?}");
+    assert!(!out.stderr.contains("panicked"), "{out:#?}");
+}
+
+fn status_json(env: &Env, args: &[&str]) -> Value {
+    let mut all = vec!["status", "-o", "json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all);
+    out.success();
+    serde_json::from_str(&out.stdout).expect("status -o json is JSON")
+}
+
+#[test]
+fn wait_shows_progress_and_stuck_reasons_until_success() {
+    let env = Env::new();
+    spawn_run(&env, "prog", &["-w", "2"]);
+    waiting(&env, "prog-worker-0", "ContainerCreating", "");
+    unschedulable(
+        &env,
+        "prog-worker-1",
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+    );
+    let child = start(&env, &["wait", "-t", "prog"]);
+    await_watches(&env, 1);
+    running(&env, "prog-worker-0");
+    running(&env, "prog-worker-1");
+    exited(&env, "prog-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("worker    0/2 running, 2 pending, 0 finished — worker-1: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        .stdout_has("run prog: Succeeded");
+    // Plain lines (not a terminal): no escape codes, one line per change.
+    assert!(!out.stdout.contains('\x1b'), "{out:#?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let mut deduped = lines.clone();
+    deduped.dedup();
+    assert_eq!(lines, deduped, "a line is printed only when it changes");
+    // One list and one watch, however many updates.
+    let pod_requests = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/pods"))
+        .count();
+    assert!(pod_requests <= 3, "{pod_requests} pod requests");
+}
+
+#[test]
+fn spawn_wait_returns_once_every_pod_runs() {
+    let env = Env::new();
+    let child = {
+        let script = env.script();
+        start(
+            &env,
+            &["-t", "sw", "-w", "2", "--wait", script.to_str().unwrap()],
+        )
+    };
+    await_watches(&env, 1);
+    running(&env, "sw-worker-0");
+    running(&env, "sw-worker-1");
+    let out = finish(child);
+    out.success()
+        .stdout_has("generated with label training_attempt=sw")
+        .stdout_has("worker    2/2 running")
+        .stdout_has("run sw: all 2 pods started");
+}
+
+#[test]
+fn each_stuck_reason_is_reported() {
+    let env = Env::new();
+    spawn_run(&env, "stuck", &["-w", "5"]);
+    unschedulable(
+        &env,
+        "stuck-worker-0",
+        "0/3 nodes are available: 3 Insufficient cpu.",
+    );
+    waiting(&env, "stuck-worker-1", "ContainerCreating", "");
+    waiting(
+        &env,
+        "stuck-worker-2",
+        "CrashLoopBackOff",
+        "back-off 5m0s restarting failed container",
+    );
+    waiting(
+        &env,
+        "stuck-worker-3",
+        "CreateContainerError",
+        "context deadline exceeded",
+    );
+    waiting(
+        &env,
+        "stuck-worker-4",
+        "ErrImagePull",
+        "rpc error: not found",
+    );
+    let out = env.run(&["status", "-t", "stuck"]);
+    out.success()
+        .stdout_has("Pending (Unschedulable)")
+        .stdout_has("worker-0: Unschedulable: 0/3 nodes are available: 3 Insufficient cpu.")
+        .stdout_has("Pending (ContainerCreating)")
+        .stdout_has("worker-2: CrashLoopBackOff: back-off 5m0s restarting failed container")
+        .stdout_has("worker-3: CreateContainerError: context deadline exceeded")
+        .stdout_has("worker-4: ErrImagePull: rpc error: not found")
+        .stdout_has("verdict: Pending");
+    // A reason that may fix itself keeps wait waiting, and the timeout names it.
+    let out = env.run(&["wait", "-t", "stuck", "--for", "start", "--timeout", "1s"]);
+    out.failure(4)
+        .stderr_has("timed out after 1s waiting for run 'stuck' to start (verdict so far: Pending; worker-0: Unschedulable");
+}
+
+#[test]
+fn an_image_that_cannot_be_pulled_fails_fast() {
+    let env = Env::new();
+    spawn_run(&env, "pull", &["-w", "2"]);
+    running(&env, "pull-worker-0");
+    waiting(
+        &env,
+        "pull-worker-1",
+        "ImagePullBackOff",
+        "Back-off pulling image \"nope:1\"",
+    );
+    let out = env.run(&["wait", "-t", "pull"]);
+    out.failure(3).stderr_has(
+        "run 'pull' failed: pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\"",
+    );
+
+    // ErrImagePull: the second sighting is final.
+    let env = Env::new();
+    spawn_run(&env, "pull2", &["-w", "1"]);
+    waiting(&env, "pull2-worker-0", "ErrImagePull", "pull access denied");
+    let child = start(&env, &["wait", "-t", "pull2"]);
+    await_watches(&env, 1);
+    waiting(
+        &env,
+        "pull2-worker-0",
+        "ErrImagePull",
+        "pull access denied, again",
+    );
+    let out = finish(child);
+    out.failure(3)
+        .stderr_has("cannot start: ErrImagePull: pull access denied, again");
+}
+
+#[test]
+fn a_missing_secret_fails_spawn_wait() {
+    let env = Env::new();
+    let script = env.script();
+    let child = start(
+        &env,
+        &["-t", "cfg", "-w", "1", "--wait", script.to_str().unwrap()],
+    );
+    await_watches(&env, 1);
+    waiting(
+        &env,
+        "cfg-worker-0",
+        "CreateContainerConfigError",
+        "secret \"creds\" not found",
+    );
+    let out = finish(child);
+    out.failure(3)
+        .stderr_has("cannot start: CreateContainerConfigError: secret \"creds\" not found");
+}
+
+#[test]
+fn worker_zero_decides_and_the_exit_code_says_so() {
+    let env = Env::new();
+    spawn_run(&env, "ok", &["-w", "2"]);
+    running(&env, "ok-worker-1");
+    exited(&env, "ok-worker-0", 0);
+    env.run(&["wait", "-t", "ok"])
+        .success()
+        .stdout_has("run ok: Succeeded");
+    // With --all-workers, worker 1 still running keeps the run going.
+    let out = env.run(&["wait", "-t", "ok", "--all-workers", "--timeout", "1s"]);
+    out.failure(4).stderr_has("verdict so far: Running");
+    assert_eq!(
+        status_json(&env, &["-t", "ok", "--all-workers"])["verdict"],
+        "Running"
+    );
+    exited(&env, "ok-worker-1", 0);
+    env.run(&["wait", "-t", "ok", "--all-workers"]).success();
+}
+
+#[test]
+fn any_failed_replica_fails_the_run_with_its_last_log_lines() {
+    let env = Env::new();
+    spawn_run(&env, "bad", &["-w", "3"]);
+    running(&env, "bad-worker-0");
+    running(&env, "bad-worker-2");
+    running(&env, "bad-worker-1");
+    let lines: String = (1..=30).map(|i| format!("step {i}\n")).collect();
+    env.server.append_log(NS, "bad-worker-1", &lines);
+    env.server
+        .append_log(NS, "bad-worker-1", "Traceback: ValueError: bad shape\n");
+    let child = start(&env, &["wait", "-t", "bad"]);
+    await_watches(&env, 1);
+    exited(&env, "bad-worker-1", 2);
+    let out = finish(child);
+    failed_with_logs(&out, 3);
+    out.stderr_has("last log lines of pod bad-worker-1:")
+        .stderr_has("worker-1 | step 30\nworker-1 | Traceback: ValueError: bad shape\n")
+        .stderr_has(
+            "error: run 'bad' failed: pod bad-worker-1 (worker-1) failed: exit code 2, reason Error",
+        );
+    assert!(
+        !out.stderr.contains("step 11\n"),
+        "only the last 20 lines: {out:#?}"
+    );
+    assert!(out.stderr.contains("step 12\n"), "{out:#?}");
+}
+
+#[test]
+fn the_chief_decides_when_there_is_one() {
+    let env = Env::new();
+    spawn_run(
+        &env,
+        "ps",
+        &["--strategy", "parameter-server", "--ps", "1", "-w", "2"],
+    );
+    running(&env, "ps-chief-0");
+    running(&env, "ps-ps-0");
+    running(&env, "ps-worker-1");
+    exited(&env, "ps-worker-0", 0);
+    let status = status_json(&env, &["-t", "ps"]);
+    assert_eq!(status["verdict"], "Running", "{status:#}");
+    let child = start(&env, &["wait", "-t", "ps"]);
+    await_watches(&env, 1);
+    exited(&env, "ps-chief-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("chief     1/1 running")
+        .stdout_has("ps        1/1 running")
+        .stdout_has("run ps: Succeeded");
+}
+
+#[test]
+fn a_deleted_pod_fails_the_run() {
+    let env = Env::new();
+    spawn_run(&env, "gone", &["-w", "2"]);
+    running(&env, "gone-worker-0");
+    running(&env, "gone-worker-1");
+    let child = start(&env, &["wait", "-t", "gone"]);
+    await_watches(&env, 1);
+    let out = env.run(&["-d", "-t", "gone"]);
+    out.success();
+    let out = finish(child);
+    out.failure(3)
+        .stderr_has("was deleted before the run finished");
+}
+
+#[test]
+fn timeout_exits_4() {
+    let env = Env::new();
+    spawn_run(&env, "slow", &["-w", "1"]);
+    running(&env, "slow-worker-0");
+    env.run(&["wait", "-t", "slow", "--timeout", "1s"])
+        .failure(4)
+        .stderr_has("timed out after 1s waiting for run 'slow' to end (verdict so far: Running)");
+}
+
+#[test]
+fn save_logs_then_cleanup_leaves_the_logs_and_zero_objects() {
+    let env = Env::new();
+    spawn_run(
+        &env,
+        "ci",
+        &[
+            "-w",
+            "2",
+            "-e",
+            env.write("env", "TOKEN=x\n").to_str().unwrap(),
+        ],
+    );
+    let served = [
+        ("ci-worker-0", "epoch 1 loss 0.5\nepoch 2 loss 0.25\n"),
+        ("ci-worker-1", "worker one\n"),
+    ];
+    for (pod, text) in served {
+        running(&env, pod);
+        env.server.append_log(NS, pod, text);
+    }
+    exited(&env, "ci-worker-0", 0);
+    exited(&env, "ci-worker-1", 0);
+    let out = env.run(&["wait", "-t", "ci", "--save-logs", "out/logs", "--cleanup"]);
+    out.success()
+        .stdout_has("saved 2 pod logs in out/logs")
+        .stdout_has("run ci: Succeeded");
+    for (pod, text) in served {
+        let saved = std::fs::read_to_string(env.path(&format!("out/logs/{pod}.log"))).unwrap();
+        assert_eq!(saved, text);
+    }
+    assert_eq!(env.names(NS), Vec::<String>::new());
+}
+
+#[test]
+fn a_failed_run_is_cleaned_up_too_and_keeps_exit_3() {
+    let env = Env::new();
+    spawn_run(&env, "fc", &["-w", "1"]);
+    running(&env, "fc-worker-0");
+    env.server.append_log(NS, "fc-worker-0", "oops\n");
+    exited(&env, "fc-worker-0", 1);
+    let out = env.run(&["wait", "-t", "fc", "--save-logs", "out", "--cleanup"]);
+    failed_with_logs(&out, 3);
+    assert_eq!(
+        std::fs::read_to_string(env.path("out/fc-worker-0.log")).unwrap(),
+        "oops\n"
+    );
+    assert_eq!(env.names(NS), Vec::<String>::new());
+}
+
+#[test]
+fn status_json_has_the_documented_keys() {
+    let env = Env::new();
+    spawn_run(&env, "st", &["-w", "2"]);
+    running(&env, "st-worker-0");
+    exited(&env, "st-worker-1", 3);
+    let status = status_json(&env, &["-t", "st"]);
+    assert_eq!(status["tag"], "st");
+    assert_eq!(status["namespace"], NS);
+    assert_eq!(status["verdict"], "Failed");
+    assert_eq!(
+        status["failure"],
+        "pod st-worker-1 (worker-1) failed: exit code 3, reason Error"
+    );
+    let pods = status["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 2);
+    for key in [
+        "name",
+        "role",
+        "index",
+        "phase",
+        "ready",
+        "restarts",
+        "node",
+        "age_seconds",
+        "exit_code",
+        "reason",
+        "message",
+    ] {
+        assert!(pods[0].get(key).is_some(), "{key} missing in {status:#}");
+    }
+    assert_eq!(pods[0]["name"], "st-worker-0");
+    assert_eq!(pods[0]["phase"], "Running");
+    assert_eq!(pods[0]["ready"], "1/1");
+    assert_eq!(pods[1]["role"], "worker");
+    assert_eq!(pods[1]["index"], 1);
+    assert_eq!(pods[1]["exit_code"], 3);
+    assert_eq!(pods[1]["reason"], "Error");
+
+    let out = env.run(&["status", "-t", "st"]);
+    out.success()
+        .stdout_has("NAME          ROLE       PHASE")
+        .stdout_has("3 (Error)")
+        .stdout_has("verdict: Failed — pod st-worker-1 (worker-1) failed: exit code 3");
+}
+
+#[test]
+fn an_unknown_tag_is_a_clear_error() {
+    let env = Env::new();
+    env.run(&["status", "-t", "nope"])
+        .failure(1)
+        .stderr_has("no pods labelled training_attempt=nope in namespace 'default'");
+    env.run(&["wait", "-t", "nope"])
+        .failure(1)
+        .stderr_has("no pods labelled training_attempt=nope");
+}
