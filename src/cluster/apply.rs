@@ -75,16 +75,31 @@ pub async fn existing(cluster: &Cluster, tag: &str) -> Result<Vec<ObjectRef>> {
         names::<Pod>(cluster, &selector),
         names::<Service>(cluster, &selector),
         names::<ConfigMap>(cluster, &selector),
-        names::<Secret>(cluster, &selector),
+        secret_names(cluster, &selector),
     )?;
     Ok([pods, services, config_maps, secrets].concat())
 }
 
+/// Like [`names`], but credentials without rights on secrets (403) see none: they can
+/// still run without an env file, and with one the secret's create is refused (403) and
+/// the spawn rolled back.
+async fn secret_names(cluster: &Cluster, selector: &str) -> Result<Vec<ObjectRef>> {
+    match cluster.list::<Secret>(selector).await {
+        Err(e) if e.code() == Some(403) => Ok(Vec::new()),
+        result => to_refs(cluster, result),
+    }
+}
+
 async fn names<K: RunObject>(cluster: &Cluster, selector: &str) -> Result<Vec<ObjectRef>> {
-    let items = cluster
-        .list::<K>(selector)
-        .await
-        .map_err(|e| cluster.explain(&format!("listing {}", K::KIND.plural()), &e))?;
+    to_refs(cluster, cluster.list::<K>(selector).await)
+}
+
+fn to_refs<K: RunObject>(
+    cluster: &Cluster,
+    result: Result<Vec<K>, CallError>,
+) -> Result<Vec<ObjectRef>> {
+    let items =
+        result.map_err(|e| cluster.explain(&format!("listing {}", K::KIND.plural()), &e))?;
     Ok(items
         .iter()
         .map(|o| ObjectRef {

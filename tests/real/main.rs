@@ -6,5 +6,6 @@
 mod delete;
 mod dry_run;
 mod limited;
+mod roles;
 mod spawn;
 mod support;

@@ -528,6 +528,17 @@ async fn a_missing_namespace_is_a_clear_error() {
         !real.namespace_exists(&ns).await,
         "the namespace must not be created"
     );
+
+    // Deleting there: the 1.20 server lists and collection-deletes in a missing
+    // namespace without complaint (200, empty) and answers 405 for services; the tool
+    // reports nothing to delete, naming the namespace.
+    let out = real
+        .run(Cred::Admin, &["-n", &ns, "-d", "-t", "lost"])
+        .await;
+    out.success().stdout_has(&format!(
+        "nothing labelled training_attempt=lost in namespace {ns}"
+    ));
+    assert!(!real.namespace_exists(&ns).await);
 }
 
 #[tokio::test]

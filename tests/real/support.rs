@@ -196,6 +196,31 @@ impl Real {
         self.run_raw(&full, &[]).await
     }
 
+    /// Spawns run `tag` of `workers` workers in `namespace` as admin, with the built-in
+    /// template and [`SCRIPT`], and asserts it worked: the starting point of tests of
+    /// the verbs that follow a run (drive its pods with [`Real::set_running`] and
+    /// [`Real::set_terminated`]; pod logs here are always empty, 204).
+    pub async fn spawn_run(&self, namespace: &str, tag: &str, workers: u32) -> Output {
+        let script = self.script();
+        let workers = workers.to_string();
+        let out = self
+            .run(
+                Cred::Admin,
+                &[
+                    "-n",
+                    namespace,
+                    "-t",
+                    tag,
+                    "-w",
+                    &workers,
+                    script.to_str().unwrap(),
+                ],
+            )
+            .await;
+        out.success();
+        out
+    }
+
     /// Runs the binary with exactly these arguments and extra environment variables.
     pub async fn run_raw(&self, args: &[OsString], env: &[(&str, OsString)]) -> Output {
         let mut cmd = tokio::process::Command::new(BIN);
