@@ -175,11 +175,11 @@ pub struct SpawnArgs {
     pub script: Option<PathBuf>,
 
     /// Number of worker pods (and services)
-    #[arg(short, long, default_value_t = DEFAULT_WORKERS, value_name = "N")]
+    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_name = "N")]
     pub workers: u32,
 
     /// gRPC port used in TF_CONFIG, on the containers and on the services
-    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
     pub port: u16,
 
     /// Entrypoint script file run with bash instead of `python /script/training-script.py`

@@ -361,8 +361,10 @@ mod tests {
 
     #[test]
     fn parameter_server_with_env_and_entrypoint_matches_the_fixture() {
-        let mut req = request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
-        req.env.insert("S3_SECRET_KEY".into(), "never-printed".into());
+        let mut req =
+            request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
+        req.env
+            .insert("S3_SECRET_KEY".into(), "never-printed".into());
         req.entrypoint = Some(b"#!/bin/bash\npython /script/training-script.py\n".to_vec());
         req.image = Some("my/tf:1".into());
         let plan = build(&req).unwrap();
@@ -374,7 +376,11 @@ mod tests {
     #[test]
     fn every_role_gets_its_template() {
         let mut req = request(Roles::new(None, true, 1, 2, true).unwrap());
-        for (role, image) in [(Role::Chief, "chief:1"), (Role::Ps, "ps:1"), (Role::Evaluator, "eval:1")] {
+        for (role, image) in [
+            (Role::Chief, "chief:1"),
+            (Role::Ps, "ps:1"),
+            (Role::Evaluator, "eval:1"),
+        ] {
             let mut pod = req.templates.worker.clone();
             pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
             req.templates.by_role.insert(role, pod);
@@ -386,7 +392,10 @@ mod tests {
             .map(|p| {
                 (
                     p.metadata.name.clone().unwrap(),
-                    p.spec.as_ref().unwrap().containers[0].image.clone().unwrap(),
+                    p.spec.as_ref().unwrap().containers[0]
+                        .image
+                        .clone()
+                        .unwrap(),
                 )
             })
             .collect();
@@ -397,18 +406,36 @@ mod tests {
             ("demo-worker-1", DEFAULT_IMAGE),
             ("demo-evaluator-0", "eval:1"),
         ];
-        let expected: Vec<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         assert_eq!(images, expected);
         // No service for the evaluator: nothing connects to it.
-        let services: Vec<String> = plan.services.iter().map(|s| s.metadata.name.clone().unwrap()).collect();
-        assert_eq!(services, ["demo-chief-0", "demo-ps-0", "demo-worker-0", "demo-worker-1"]);
+        let services: Vec<String> = plan
+            .services
+            .iter()
+            .map(|s| s.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(
+            services,
+            [
+                "demo-chief-0",
+                "demo-ps-0",
+                "demo-worker-0",
+                "demo-worker-1"
+            ]
+        );
     }
 
     #[test]
     fn only_workers_get_worker_number() {
         let plan = build(&request(Roles::new(None, true, 1, 2, false).unwrap())).unwrap();
         for pod in &plan.pods {
-            let env = pod.spec.as_ref().unwrap().containers[0].env.clone().unwrap();
+            let env = pod.spec.as_ref().unwrap().containers[0]
+                .env
+                .clone()
+                .unwrap();
             let names: Vec<&str> = env.iter().map(|e| e.name.as_str()).collect();
             let is_worker = pod.metadata.name.as_deref().unwrap().contains("-worker-");
             assert_eq!(names.contains(&"WORKER_NUMBER"), is_worker, "{names:?}");
@@ -422,8 +449,16 @@ mod tests {
         req.script = vec![0xff, 0xfe, 0x00];
         let plan = build(&req).unwrap();
         assert!(plan.config_map.data.is_none());
-        assert_eq!(plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0, vec![0xff, 0xfe, 0x00]);
+        assert_eq!(
+            plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0,
+            vec![0xff, 0xfe, 0x00]
+        );
         req.script = vec![b'#'; MAX_CONFIG_MAP_BYTES + 1];
-        assert!(build(&req).unwrap_err().to_string().contains("at most 1048576 bytes"));
+        assert!(
+            build(&req)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 1048576 bytes")
+        );
     }
 }

@@ -57,7 +57,10 @@ pub async fn namespace_offline(args: &ClusterArgs) -> String {
         .unwrap_or_else(|_| "default".to_string())
 }
 
-pub fn client(config: kube::Config) -> Result<kube::Client> {
+pub fn client(mut config: kube::Config) -> Result<kube::Client> {
+    // Retries are ours (cluster/retry.rs): they also cover 500s and dropped
+    // connections, honour Retry-After, and know when a create may have landed.
+    config.default_retry = false;
     kube::Client::try_from(config).context("cannot set up the Kubernetes client")
 }
 

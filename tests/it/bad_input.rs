@@ -8,7 +8,10 @@ use crate::support::Env;
 fn refused(env: &Env, args: &[&str], code: i32, needle: &str) {
     let out = env.run(args);
     out.failure(code).stderr_has(needle);
-    assert!(env.names("default").is_empty(), "nothing created for {args:?}");
+    assert!(
+        env.names("default").is_empty(),
+        "nothing created for {args:?}"
+    );
 }
 
 #[test]
@@ -16,32 +19,96 @@ fn bad_flags_and_files_are_usage_errors_before_any_call() {
     let env = Env::new();
     let script = env.script();
     let s = script.to_str().unwrap();
-    let not_pod = env.write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n");
+    let not_pod = env.write(
+        "svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n",
+    );
     let bad_yaml = env.write("bad.yaml", "apiVersion: v1\nkind: Pod\nspec: [\n");
-    let empty_pod = env.write("empty.yaml", "apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n");
+    let empty_pod = env.write(
+        "empty.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers: []\n",
+    );
     let bad_env = env.write("bad.env", "A=1\nthis line is wrong\n");
     let reserved_env = env.write("res.env", "TF_CONFIG={}\n");
     let binary_env = env.write("bin.env", b"A=\xff\xfe\n");
     let dir = env.path("");
 
-    refused(&env, &["missing.py"], 2, "cannot read training script missing.py: No such file or directory");
+    refused(
+        &env,
+        &["missing.py"],
+        2,
+        "cannot read training script missing.py: No such file or directory",
+    );
     refused(&env, &[], 2, "the training script is missing");
     refused(&env, &[dir.to_str().unwrap()], 2, "is a directory");
-    refused(&env, &["--pod-file", "nope.yaml", s], 2, "cannot read pod template nope.yaml");
-    refused(&env, &["--pod-file", not_pod.to_str().unwrap(), s], 2, "must be a Pod");
-    refused(&env, &["--pod-file", bad_yaml.to_str().unwrap(), s], 2, "is not valid YAML");
-    refused(&env, &["--pod-file", empty_pod.to_str().unwrap(), s], 2, "has no containers");
+    refused(
+        &env,
+        &["--pod-file", "nope.yaml", s],
+        2,
+        "cannot read pod template nope.yaml",
+    );
+    refused(
+        &env,
+        &["--pod-file", not_pod.to_str().unwrap(), s],
+        2,
+        "must be a Pod",
+    );
+    refused(
+        &env,
+        &["--pod-file", bad_yaml.to_str().unwrap(), s],
+        2,
+        "is not valid YAML",
+    );
+    refused(
+        &env,
+        &["--pod-file", empty_pod.to_str().unwrap(), s],
+        2,
+        "has no containers",
+    );
     refused(&env, &["-t", "Bad_Tag", s], 2, "invalid tag 'Bad_Tag'");
-    refused(&env, &["-t", "9lives", s], 2, "must start with a lowercase letter");
-    refused(&env, &["-t", &"a".repeat(60), s], 2, "would exceed 63 characters");
+    refused(
+        &env,
+        &["-t", "9lives", s],
+        2,
+        "must start with a lowercase letter",
+    );
+    refused(
+        &env,
+        &["-t", &"a".repeat(60), s],
+        2,
+        "would exceed 63 characters",
+    );
     refused(&env, &["-w", "0", s], 2, "--workers must be at least 1");
     refused(&env, &["-w", "100000", s], 2, "at most 10000");
-    refused(&env, &["-e", bad_env.to_str().unwrap(), s], 2, "bad.env:2: expected KEY=VALUE");
-    refused(&env, &["-e", reserved_env.to_str().unwrap(), s], 2, "TF_CONFIG is set by tf-spawner");
-    refused(&env, &["-e", binary_env.to_str().unwrap(), s], 2, "not valid UTF-8");
-    refused(&env, &["-c", "nope.sh", s], 2, "cannot read entrypoint (-c) nope.sh");
+    refused(
+        &env,
+        &["-e", bad_env.to_str().unwrap(), s],
+        2,
+        "bad.env:2: expected KEY=VALUE",
+    );
+    refused(
+        &env,
+        &["-e", reserved_env.to_str().unwrap(), s],
+        2,
+        "TF_CONFIG is set by tf-spawner",
+    );
+    refused(
+        &env,
+        &["-e", binary_env.to_str().unwrap(), s],
+        2,
+        "not valid UTF-8",
+    );
+    refused(
+        &env,
+        &["-c", "nope.sh", s],
+        2,
+        "cannot read entrypoint (-c) nope.sh",
+    );
     refused(&env, &["-i", "", s], 2, "--image");
-    assert!(env.server.requests().is_empty(), "no API call for bad input");
+    assert!(
+        env.server.requests().is_empty(),
+        "no API call for bad input"
+    );
 }
 
 #[test]
@@ -51,7 +118,10 @@ fn port_out_of_range_is_a_usage_error() {
     for port in ["0", "65536", "-1", "abc"] {
         let out = env.run(&["-p", port, script.to_str().unwrap()]);
         assert_eq!(out.code, 2, "{port}: {out:#?}");
-        assert!(out.stderr.contains("--port") || out.stderr.contains("-p"), "{out:#?}");
+        assert!(
+            out.stderr.contains("--port") || out.stderr.contains("-p"),
+            "{out:#?}"
+        );
     }
     assert!(env.names("default").is_empty());
 }
@@ -60,7 +130,12 @@ fn port_out_of_range_is_a_usage_error() {
 fn oversized_script_is_refused() {
     let env = Env::new();
     let big = env.write("big.py", vec![b'#'; 1024 * 1024 + 1]);
-    refused(&env, &[big.to_str().unwrap()], 2, "a ConfigMap holds at most 1048576 bytes");
+    refused(
+        &env,
+        &[big.to_str().unwrap()],
+        2,
+        "a ConfigMap holds at most 1048576 bytes",
+    );
 }
 
 #[test]
@@ -68,7 +143,10 @@ fn non_utf8_script_goes_into_binary_data() {
     let env = Env::new();
     let script = env.write("latin1.py", b"# caf\xe9\nprint(1)\n");
     env.run(&["-t", "bin", script.to_str().unwrap()]).success();
-    let cm = env.server.get("configmaps", "default", "bin-script").unwrap();
+    let cm = env
+        .server
+        .get("configmaps", "default", "bin-script")
+        .unwrap();
     assert!(cm["data"].get("training-script.py").is_none());
     assert!(cm["binaryData"]["training-script.py"].is_string());
 }
@@ -82,7 +160,8 @@ fn unreachable_server() {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
     );
     let out = env.run_as(&kubeconfig, &[script.to_str().unwrap()]);
-    out.failure(1).stderr_has("cannot reach the Kubernetes API server at https://127.0.0.1:1");
+    out.failure(1)
+        .stderr_has("cannot reach the Kubernetes API server at https://127.0.0.1:1");
 }
 
 #[test]
@@ -101,14 +180,19 @@ fn rejected_token() {
     let token = env.server.admin_token();
     let bad = env.write("badtoken.yaml", text.replace(&token, "not-the-token"));
     let out = env.run_as(&bad, &[script.to_str().unwrap()]);
-    out.failure(1).stderr_has("rejected the credentials (401 Unauthorized)");
+    out.failure(1)
+        .stderr_has("rejected the credentials (401 Unauthorized)");
     assert!(env.names("default").is_empty());
 }
 
 #[test]
 fn missing_namespace() {
     let env = Env::new();
-    refused_in(&env, &["-n", "nowhere"], "namespace 'nowhere' does not exist");
+    refused_in(
+        &env,
+        &["-n", "nowhere"],
+        "namespace 'nowhere' does not exist",
+    );
 }
 
 fn refused_in(env: &Env, args: &[&str], needle: &str) {
@@ -130,10 +214,25 @@ fn a_failure_at_each_create_step_leaves_nothing() {
             path_contains: None,
             nth: k,
             times: 1,
-            action: FaultAction::Status { code: 422, retry_after: None },
+            action: FaultAction::Status {
+                code: 422,
+                retry_after: None,
+            },
         });
-        let out = env.spawn(&["-w", "3", "-t", &format!("f{k}"), "-e", file.to_str().unwrap()]);
+        let out = env.spawn(&[
+            "-w",
+            "3",
+            "-t",
+            &format!("f{k}"),
+            "-e",
+            file.to_str().unwrap(),
+        ]);
         out.failure(1);
-        assert_eq!(env.server.object_count(), 0, "step {k}: {:?}", env.names("default"));
+        assert_eq!(
+            env.server.object_count(),
+            0,
+            "step {k}: {:?}",
+            env.names("default")
+        );
     }
 }

@@ -26,9 +26,14 @@ fn delete_removes_the_run_and_leaves_others_untouched() {
     let env = Env::new();
     seed_unrelated(&env);
     let file = env.write("e.env", "A=1\n");
-    env.spawn(&["-t", "one", "-e", file.to_str().unwrap()]).success();
+    env.spawn(&["-t", "one", "-e", file.to_str().unwrap()])
+        .success();
     env.spawn(&["-t", "two"]).success();
-    let two_before = env.names("default").into_iter().filter(|n| n.contains("/two-")).count();
+    let two_before = env
+        .names("default")
+        .into_iter()
+        .filter(|n| n.contains("/two-"))
+        .count();
 
     let out = env.run(&["-d", "-t", "one"]);
     out.success()
@@ -38,7 +43,10 @@ fn delete_removes_the_run_and_leaves_others_untouched() {
         .stdout_has("deleted secret/one-env");
     let left = env.names("default");
     assert!(left.iter().all(|n| !n.contains("/one-")), "{left:?}");
-    assert_eq!(left.iter().filter(|n| n.contains("/two-")).count(), two_before);
+    assert_eq!(
+        left.iter().filter(|n| n.contains("/two-")).count(),
+        two_before
+    );
     assert!(left.contains(&"pod/keep-worker-0".to_string()));
     assert!(left.contains(&"configmap/keep-script".to_string()));
 }
@@ -51,7 +59,11 @@ fn delete_uses_collection_deletes() {
     env.run(&["-d", "-t", "col"]).success();
     let requests = env.server.requests();
     assert_eq!(requests.len(), 4, "{requests:?}");
-    assert!(requests.iter().all(|r| r.method == "DELETE" && r.query.contains("labelSelector")));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.method == "DELETE" && r.query.contains("labelSelector"))
+    );
     assert!(env.names("default").is_empty());
 }
 
@@ -67,17 +79,23 @@ fn delete_falls_back_when_services_refuse_collection_delete() {
     env.run(&["-d", "-t", "old"])
         .success()
         .stdout_has("deleted service/old-worker-2");
-    assert_eq!(env.names("default"), ["configmap/keep-script", "pod/keep-worker-0"]);
+    assert_eq!(
+        env.names("default"),
+        ["configmap/keep-script", "pod/keep-worker-0"]
+    );
 }
 
 #[test]
 fn delete_needs_no_template_or_script_and_nothing_to_delete_is_fine() {
     let env = Env::new();
     let out = env.run(&["-d", "-t", "ghost"]);
-    out.success().stdout_has("nothing labelled training_attempt=ghost in namespace default");
+    out.success()
+        .stdout_has("nothing labelled training_attempt=ghost in namespace default");
     // The default tag, -y accepted.
     env.spawn(&[]).success();
-    env.run(&["-d", "-y"]).success().stdout_has("deleted pod/tf-spawner-worker-0");
+    env.run(&["-d", "-y"])
+        .success()
+        .stdout_has("deleted pod/tf-spawner-worker-0");
     assert!(env.names("default").is_empty());
 }
 

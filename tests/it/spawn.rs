@@ -39,8 +39,14 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
             assert_eq!(labels["tf-spawner/replica-index"], i.to_string());
             let c = &pod["spec"]["containers"][0];
             assert_eq!(c["name"], "tensorflow");
-            assert_eq!(c["command"], json!(["python", "/script/training-script.py"]));
-            assert_eq!(c["ports"], json!([{"name": "tf-grpc", "containerPort": 1999, "protocol": "TCP"}]));
+            assert_eq!(
+                c["command"],
+                json!(["python", "/script/training-script.py"])
+            );
+            assert_eq!(
+                c["ports"],
+                json!([{"name": "tf-grpc", "containerPort": 1999, "protocol": "TCP"}])
+            );
             assert_eq!(pod["spec"]["restartPolicy"], "Never");
             assert_eq!(
                 c["volumeMounts"],
@@ -64,7 +70,10 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
             assert_eq!(svc["metadata"]["labels"]["training_attempt"], "run");
         }
 
-        let cm = env.server.get("configmaps", "default", "run-script").expect("config map");
+        let cm = env
+            .server
+            .get("configmaps", "default", "run-script")
+            .expect("config map");
         assert_eq!(cm["data"]["training-script.py"], crate::support::SCRIPT);
         assert_eq!(cm["metadata"]["labels"]["training_attempt"], "run");
         assert!(env.list("secrets", "default").is_empty());
@@ -75,8 +84,14 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
 fn default_tag_port_and_image() {
     let env = Env::new();
     env.spawn(&[]).success();
-    let pod = env.server.get("pods", "default", "tf-spawner-worker-1").expect("default tag, 2 workers");
-    assert_eq!(pod["spec"]["containers"][0]["image"], "tensorflow/tensorflow:2.15.0");
+    let pod = env
+        .server
+        .get("pods", "default", "tf-spawner-worker-1")
+        .expect("default tag, 2 workers");
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        "tensorflow/tensorflow:2.15.0"
+    );
     assert_eq!(
         tf_config(&pod)["cluster"]["worker"][1],
         "tf-spawner-worker-1.default.svc:1999"
@@ -88,12 +103,33 @@ fn default_tag_port_and_image() {
 fn port_namespace_and_image_flags() {
     let env = Env::new();
     env.server.create_namespace("physics");
-    env.spawn(&["-p", "2222", "-n", "physics", "-i", "registry.example/tf:1", "-t", "x"])
-        .success();
-    let pod = env.server.get("pods", "physics", "x-worker-0").expect("pod in physics");
-    assert_eq!(pod["spec"]["containers"][0]["image"], "registry.example/tf:1");
-    assert_eq!(pod["spec"]["containers"][0]["ports"][0]["containerPort"], 2222);
-    assert_eq!(tf_config(&pod)["cluster"]["worker"][0], "x-worker-0.physics.svc:2222");
+    env.spawn(&[
+        "-p",
+        "2222",
+        "-n",
+        "physics",
+        "-i",
+        "registry.example/tf:1",
+        "-t",
+        "x",
+    ])
+    .success();
+    let pod = env
+        .server
+        .get("pods", "physics", "x-worker-0")
+        .expect("pod in physics");
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        "registry.example/tf:1"
+    );
+    assert_eq!(
+        pod["spec"]["containers"][0]["ports"][0]["containerPort"],
+        2222
+    );
+    assert_eq!(
+        tf_config(&pod)["cluster"]["worker"][0],
+        "x-worker-0.physics.svc:2222"
+    );
     let svc = env.server.get("services", "physics", "x-worker-0").unwrap();
     assert_eq!(svc["spec"]["ports"][0]["port"], 2222);
     assert!(env.names("default").is_empty());
@@ -103,12 +139,22 @@ fn port_namespace_and_image_flags() {
 fn namespace_comes_from_the_kubeconfig_context() {
     let env = Env::new();
     env.server.create_namespace("team");
-    let kubeconfig = env.server.write_kubeconfig(&env.path("ctx"), "admin", Some("team"));
+    std::fs::create_dir_all(env.path("ctx")).unwrap();
+    let kubeconfig = env
+        .server
+        .write_kubeconfig(&env.path("ctx"), "admin", Some("team"));
     let script = env.script();
-    env.run_as(&kubeconfig, &["-t", "c", script.to_str().unwrap()]).success();
+    env.run_as(&kubeconfig, &["-t", "c", script.to_str().unwrap()])
+        .success();
     assert_eq!(env.list("pods", "team").len(), 2);
     // --kubeconfig wins over $KUBECONFIG.
-    let out = env.run(&["--kubeconfig", kubeconfig.to_str().unwrap(), "-t", "d", script.to_str().unwrap()]);
+    let out = env.run(&[
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "-t",
+        "d",
+        script.to_str().unwrap(),
+    ]);
     out.success();
     assert!(env.server.get("pods", "team", "d-worker-0").is_some());
 }
@@ -144,8 +190,15 @@ spec:
       volumeMounts: [{name: data, mountPath: /data}]
 "#,
     );
-    env.spawn(&["--pod-file", template.to_str().unwrap(), "-w", "1", "-t", "tpl"])
-        .success();
+    env.spawn(&[
+        "--pod-file",
+        template.to_str().unwrap(),
+        "-w",
+        "1",
+        "-t",
+        "tpl",
+    ])
+    .success();
     let pod = env.server.get("pods", "default", "tpl-worker-0").unwrap();
     let spec = &pod["spec"];
     assert_eq!(spec["restartPolicy"], "OnFailure");
@@ -157,15 +210,31 @@ spec:
     let sidecar = &spec["containers"][0];
     assert_eq!(sidecar["name"], "sidecar");
     assert_eq!(sidecar["command"], json!(["sleep", "3600"]));
-    assert!(sidecar.get("env").is_none(), "TF variables only go to the tensorflow container");
+    assert!(
+        sidecar.get("env").is_none(),
+        "TF variables only go to the tensorflow container"
+    );
     let tf = &spec["containers"][1];
     assert_eq!(tf["image"], "my/tf:2");
     assert_eq!(tf["resources"]["limits"]["cpu"], "2");
-    let env_names: Vec<&str> = tf["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(env_names, ["KEEP", "TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"]);
+    let env_names: Vec<&str> = tf["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        env_names,
+        ["KEEP", "TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"]
+    );
     assert_eq!(env_var(&pod, "WORKER_NUMBER").unwrap(), "0");
     assert_eq!(tf_config(&pod)["task"]["type"], "worker");
-    let mounts: Vec<&str> = tf["volumeMounts"].as_array().unwrap().iter().map(|m| m["mountPath"].as_str().unwrap()).collect();
+    let mounts: Vec<&str> = tf["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
     assert_eq!(mounts, ["/data", "/script"]);
     assert_eq!(spec["volumes"].as_array().unwrap().len(), 2);
 }
@@ -177,8 +246,15 @@ fn first_container_gets_the_variables_when_none_is_named_tensorflow() {
         "pod.yaml",
         "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: main\n  - name: other\n    image: busybox\n",
     );
-    env.spawn(&["--pod-file", template.to_str().unwrap(), "-w", "1", "-t", "first"])
-        .success();
+    env.spawn(&[
+        "--pod-file",
+        template.to_str().unwrap(),
+        "-w",
+        "1",
+        "-t",
+        "first",
+    ])
+    .success();
     let pod = env.server.get("pods", "default", "first-worker-0").unwrap();
     assert_eq!(pod["spec"]["containers"][0]["name"], "main");
     assert!(env_var(&pod, "TF_CONFIG").is_some());
@@ -189,11 +265,19 @@ fn first_container_gets_the_variables_when_none_is_named_tensorflow() {
 fn gpu_template_ships_and_image_flag_overrides_it() {
     let env = Env::new();
     let gpu = concat!(env!("CARGO_MANIFEST_DIR"), "/templates/pod-gpu.yaml");
-    env.spawn(&["--pod-file", gpu, "-w", "1", "-t", "g"]).success();
+    env.spawn(&["--pod-file", gpu, "-w", "1", "-t", "g"])
+        .success();
     let pod = env.server.get("pods", "default", "g-worker-0").unwrap();
-    assert_eq!(pod["spec"]["containers"][0]["image"], "tensorflow/tensorflow:2.15.0-gpu");
-    assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
-    env.spawn(&["--pod-file", gpu, "-w", "1", "-t", "h", "-i", "other:1"]).success();
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        "tensorflow/tensorflow:2.15.0-gpu"
+    );
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "1"
+    );
+    env.spawn(&["--pod-file", gpu, "-w", "1", "-t", "h", "-i", "other:1"])
+        .success();
     let pod = env.server.get("pods", "default", "h-worker-0").unwrap();
     assert_eq!(pod["spec"]["containers"][0]["image"], "other:1");
 }
@@ -203,11 +287,18 @@ fn entrypoint_goes_into_the_config_map_and_runs_with_bash() {
     let env = Env::new();
     let entry = "#!/bin/bash\n# set up\nif true; then\n  echo ready\nfi\npython /script/training-script.py\n";
     let path = env.write("entry.sh", entry);
-    env.spawn(&["-c", path.to_str().unwrap(), "-t", "ep"]).success();
-    let cm = env.server.get("configmaps", "default", "ep-script").unwrap();
+    env.spawn(&["-c", path.to_str().unwrap(), "-t", "ep"])
+        .success();
+    let cm = env
+        .server
+        .get("configmaps", "default", "ep-script")
+        .unwrap();
     assert_eq!(cm["data"]["entrypoint.sh"], entry);
     let pod = env.server.get("pods", "default", "ep-worker-0").unwrap();
-    assert_eq!(pod["spec"]["containers"][0]["command"], json!(["bash", "/script/entrypoint.sh"]));
+    assert_eq!(
+        pod["spec"]["containers"][0]["command"],
+        json!(["bash", "/script/entrypoint.sh"])
+    );
 }
 
 #[test]
@@ -217,8 +308,12 @@ fn env_file_values_go_to_a_secret_never_into_pod_specs() {
         "creds.env",
         "# S3\n\nexport S3_ENDPOINT = https://s3.example\nS3_SECRET_KEY=\"planted-secret-value\"\n",
     );
-    env.spawn(&["-e", file.to_str().unwrap(), "-t", "sec"]).success();
-    let secret = env.server.get("secrets", "default", "sec-env").expect("secret");
+    env.spawn(&["-e", file.to_str().unwrap(), "-t", "sec"])
+        .success();
+    let secret = env
+        .server
+        .get("secrets", "default", "sec-env")
+        .expect("secret");
     assert_eq!(secret["metadata"]["labels"]["training_attempt"], "sec");
     use base64::Engine;
     let decoded = base64::engine::general_purpose::STANDARD
@@ -241,10 +336,20 @@ fn random_tag_is_valid_printed_and_used() {
     let out = env.spawn(&["-r", "-t", "ignored"]);
     out.success();
     let line = out.stdout.lines().next().unwrap();
-    let tag = line.strip_prefix("generated with label training_attempt=").unwrap();
+    let tag = line
+        .strip_prefix("generated with label training_attempt=")
+        .unwrap();
     assert!(tag.starts_with(|c: char| c.is_ascii_lowercase()), "{tag}");
-    assert!(env.server.get("pods", "default", &format!("{tag}-worker-0")).is_some());
-    assert!(env.server.get("pods", "default", "ignored-worker-0").is_none());
+    assert!(
+        env.server
+            .get("pods", "default", &format!("{tag}-worker-0"))
+            .is_some()
+    );
+    assert!(
+        env.server
+            .get("pods", "default", "ignored-worker-0")
+            .is_none()
+    );
 }
 
 #[test]
@@ -252,9 +357,12 @@ fn two_runs_coexist_in_one_namespace() {
     let env = Env::new();
     env.spawn(&["-t", "alpha"]).success();
     env.spawn(&["-t", "beta", "-w", "3"]).success();
-    assert_eq!(env.names("default").len(), 3 + 4 + 2);
+    assert_eq!(env.names("default").len(), (1 + 2 + 2) + (1 + 3 + 3));
     // Each service selects only its own run's pod.
-    let svc = env.server.get("services", "default", "beta-worker-0").unwrap();
+    let svc = env
+        .server
+        .get("services", "default", "beta-worker-0")
+        .unwrap();
     assert_eq!(svc["spec"]["selector"]["training_attempt"], "beta");
 }
 
@@ -269,18 +377,33 @@ fn a_second_run_with_the_same_tag_is_refused_and_nothing_changes() {
         .stderr_has("run 'dup' already exists in namespace 'default'")
         .stderr_has("tf-spawner -d -t dup -n default");
     assert_eq!(env.list("pods", "default"), before);
-    assert!(env.server.requests().iter().all(|r| r.method == "GET"), "only reads");
+    assert!(
+        env.server.requests().iter().all(|r| r.method == "GET"),
+        "only reads"
+    );
 }
 
 #[test]
 fn dry_run_prints_the_plan_and_creates_nothing() {
     let env = Env::new();
     let file = env.write("e.env", "TOKEN=planted-dry-run-secret\n");
-    let out = env.spawn(&["--dry-run", "-w", "3", "-t", "dry", "-e", file.to_str().unwrap()]);
+    let out = env.spawn(&[
+        "--dry-run",
+        "-w",
+        "3",
+        "-t",
+        "dry",
+        "-e",
+        file.to_str().unwrap(),
+    ]);
     out.success();
     assert!(env.server.requests().is_empty(), "no API call at all");
     assert!(!out.stdout.contains("planted-dry-run-secret"));
-    let docs: Vec<&str> = out.stdout.split("---\n").filter(|d| !d.trim().is_empty()).collect();
+    let docs: Vec<&str> = out
+        .stdout
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .collect();
     assert_eq!(docs.len(), 1 + 1 + 3 + 3);
     assert!(docs[1].contains("kind: Secret") && docs[1].contains("TOKEN: <redacted>"));
 
@@ -288,7 +411,12 @@ fn dry_run_prints_the_plan_and_creates_nothing() {
     out.success();
     let list: Value = serde_json::from_str(&out.stdout).expect("JSON List");
     assert_eq!(list["kind"], "List");
-    let kinds: Vec<&str> = list["items"].as_array().unwrap().iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["ConfigMap", "Service", "Service", "Pod", "Pod"]);
 }
 
@@ -300,9 +428,27 @@ fn dry_run_output_is_what_gets_created() {
     env.spawn(&["-t", "same"]).success();
     for item in planned["items"].as_array().unwrap() {
         let resource = format!("{}s", item["kind"].as_str().unwrap().to_lowercase());
-        let stored = env.server.get(&resource, "default", name(item)).expect("planned object stored");
+        let stored = env
+            .server
+            .get(&resource, "default", name(item))
+            .expect("planned object stored");
         assert_eq!(stored["metadata"]["labels"], item["metadata"]["labels"]);
-        assert_eq!(stored["spec"]["containers"], item["spec"]["containers"]);
+        // The server adds defaults (imagePullPolicy…); everything planned is stored as planned.
+        for field in [
+            "command",
+            "env",
+            "image",
+            "ports",
+            "volumeMounts",
+            "resources",
+        ] {
+            assert_eq!(
+                stored["spec"]["containers"][0][field], item["spec"]["containers"][0][field],
+                "{field}"
+            );
+        }
+        assert_eq!(stored["spec"]["selector"], item["spec"]["selector"]);
+        assert_eq!(stored["data"], item["data"]);
     }
 }
 
@@ -310,7 +456,10 @@ fn dry_run_output_is_what_gets_created() {
 fn context_flag_selects_a_context() {
     let env = Env::new();
     env.server.create_namespace("ctxns");
-    let path = env.server.write_kubeconfig(&env.path("multi"), "admin", Some("ctxns"));
+    std::fs::create_dir_all(env.path("multi")).unwrap();
+    let path = env
+        .server
+        .write_kubeconfig(&env.path("multi"), "admin", Some("ctxns"));
     // Add a second context pointing at the same cluster with another namespace, and make it current.
     let text = std::fs::read_to_string(&path).unwrap();
     let mut doc: Value = serde_saphyr::from_str(&text).unwrap();
@@ -322,8 +471,15 @@ fn context_flag_selects_a_context() {
     std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
     let script = env.script();
     let ctx = doc["contexts"][0]["name"].as_str().unwrap().to_string();
-    env.run_as(&path, &["--context", &ctx, "-t", "cx", script.to_str().unwrap()]).success();
+    env.run_as(
+        &path,
+        &["--context", &ctx, "-t", "cx", script.to_str().unwrap()],
+    )
+    .success();
     assert!(env.server.get("pods", "ctxns", "cx-worker-0").is_some());
-    let out = env.run_as(&path, &["--context", "nope", "-t", "cy", script.to_str().unwrap()]);
+    let out = env.run_as(
+        &path,
+        &["--context", "nope", "-t", "cy", script.to_str().unwrap()],
+    );
     out.failure(1).stderr_has("nope");
 }

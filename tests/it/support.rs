@@ -39,20 +39,30 @@ impl Output {
     pub fn failure(&self, code: i32) -> &Self {
         assert_eq!(self.code, code, "expected exit {code}, got {self:#?}");
         assert!(self.stderr.starts_with("error: "), "{self:#?}");
-        assert_eq!(self.stderr.trim_end().lines().count(), 1, "one line: {self:#?}");
+        assert_eq!(
+            self.stderr.trim_end().lines().count(),
+            1,
+            "one line: {self:#?}"
+        );
         assert!(!self.stderr.contains("panicked"), "{self:#?}");
         self
     }
 
     #[track_caller]
     pub fn stderr_has(&self, needle: &str) -> &Self {
-        assert!(self.stderr.contains(needle), "stderr lacks {needle:?}: {self:#?}");
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}: {self:#?}"
+        );
         self
     }
 
     #[track_caller]
     pub fn stdout_has(&self, needle: &str) -> &Self {
-        assert!(self.stdout.contains(needle), "stdout lacks {needle:?}: {self:#?}");
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}: {self:#?}"
+        );
         self
     }
 }
@@ -133,7 +143,10 @@ impl Env {
             ("secrets", "secret"),
         ] {
             for obj in self.server.list(resource, namespace) {
-                names.push(format!("{kind}/{}", obj["metadata"]["name"].as_str().unwrap()));
+                names.push(format!(
+                    "{kind}/{}",
+                    obj["metadata"]["name"].as_str().unwrap()
+                ));
             }
         }
         names.sort();
@@ -165,7 +178,8 @@ pub fn env_var(pod: &Value, name: &str) -> Option<String> {
 
 /// TF_CONFIG of a stored pod, parsed.
 pub fn tf_config(pod: &Value) -> Value {
-    serde_json::from_str(&env_var(pod, "TF_CONFIG").expect("TF_CONFIG set")).expect("TF_CONFIG is JSON")
+    serde_json::from_str(&env_var(pod, "TF_CONFIG").expect("TF_CONFIG set"))
+        .expect("TF_CONFIG is JSON")
 }
 
 pub fn name(obj: &Value) -> &str {
