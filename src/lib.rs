@@ -54,7 +54,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         return match command {
             cli::Command::Wait(args) => commands::wait::exec(&cli.cluster, args).await,
             cli::Command::Status(args) => commands::status::exec(&cli.cluster, args).await,
-            _ => anyhow::bail!("not implemented yet"),
+            cli::Command::Logs(args) => commands::logs::exec(&cli.cluster, args).await,
+            cli::Command::List(args) => commands::list::exec(&cli.cluster, args).await,
         };
     }
     if cli.spawn.delete {

@@ -1,6 +1,8 @@
 //! One module per command: each turns parsed flags into library calls and prints.
 
 pub mod delete;
+pub mod list;
+pub mod logs;
 pub mod spawn;
 pub mod status;
 pub mod wait;

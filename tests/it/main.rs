@@ -5,4 +5,6 @@ mod support;
 mod bad_input;
 mod delete;
 mod follow;
+mod list;
+mod logs;
 mod spawn;
