@@ -16,8 +16,15 @@ pub struct Fault {
 
 #[derive(Debug, Clone)]
 pub enum FaultAction {
-    Status { code: u16, retry_after: Option<u64> },
+    Status {
+        code: u16,
+        retry_after: Option<u64>,
+    },
+    /// Close the connection without an answer; the request is not carried out.
     DropConnection,
+    /// Carry the request out, then close the connection without an answer (a lost
+    /// response: the client cannot tell whether it happened).
+    DropResponse,
     Hang(Duration),
 }
 
@@ -67,6 +74,10 @@ impl Fault {
     }
     pub fn drop_connection(mut self) -> Fault {
         self.action = FaultAction::DropConnection;
+        self
+    }
+    pub fn drop_response(mut self) -> Fault {
+        self.action = FaultAction::DropResponse;
         self
     }
     pub fn hang(mut self, d: Duration) -> Fault {

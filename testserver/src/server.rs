@@ -229,6 +229,11 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
                     finish(0);
                     return Err(Dropped);
                 }
+                Some(FaultAction::DropResponse) => {
+                    let _ = run_route(&sh, &method, &path, &raw_query, &body, &content_type, user);
+                    finish(0);
+                    return Err(Dropped);
+                }
                 Some(FaultAction::Status { code, retry_after }) => {
                     Err(ApiError::from_code(code, retry_after))
                 }

@@ -1,0 +1,150 @@
+//! Least privilege (a credential limited to one namespace) and secrets that never leak.
+
+use kube_testserver::{Options, User};
+
+use crate::support::{Env, Output, run};
+
+fn limited_env() -> Env {
+    let mut options = Options {
+        namespaces: vec!["default".into(), "team-a".into(), "team-b".into()],
+        ..Options::default()
+    };
+    options.users.push(User::namespaced("team-a", "team-a"));
+    let mut nosecrets = User::namespaced("team-a-nosecrets", "team-a");
+    nosecrets.denied_resources = vec!["secrets".into()];
+    options.users.push(nosecrets);
+    Env::with(options)
+}
+
+fn kubeconfig(env: &Env, user: &str) -> std::path::PathBuf {
+    let dir = env.path(user);
+    std::fs::create_dir_all(&dir).unwrap();
+    env.server.write_kubeconfig(&dir, user, Some("team-a"))
+}
+
+#[test]
+fn a_namespace_limited_credential_can_spawn_and_delete_in_its_namespace() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a");
+    let script = env.script();
+    let file = env.write("e.env", "A=1\n");
+    env.run_as(
+        &kc,
+        &[
+            "-t",
+            "lim",
+            "-w",
+            "3",
+            "-e",
+            file.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+    )
+    .success();
+    assert_eq!(env.names("team-a").len(), 1 + 1 + 3 + 3);
+    env.run_as(&kc, &["-d", "-t", "lim"]).success();
+    assert!(env.names("team-a").is_empty());
+    for r in env.server.requests() {
+        assert!(
+            r.path.starts_with("/api/v1/namespaces/team-a/"),
+            "cluster-scoped or cross-namespace call: {} {}",
+            r.method,
+            r.path
+        );
+        assert!(
+            r.status < 400,
+            "{} {} answered {}",
+            r.method,
+            r.path,
+            r.status
+        );
+    }
+}
+
+#[test]
+fn elsewhere_it_gets_a_clear_403_and_nothing_is_created() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a");
+    let script = env.script();
+    let out = env.run_as(&kc, &["-n", "team-b", "-t", "x", script.to_str().unwrap()]);
+    out.failure(1).stderr_has("forbidden").stderr_has("team-b");
+    assert_eq!(env.server.object_count(), 0);
+    env.run_as(&kc, &["-n", "team-b", "-d", "-t", "x"])
+        .failure(1)
+        .stderr_has("forbidden");
+}
+
+#[test]
+fn without_rights_on_secrets_an_env_file_fails_cleanly() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a-nosecrets");
+    let script = env.script();
+    let file = env.write("e.env", "A=1\n");
+    let out = env.run_as(
+        &kc,
+        &[
+            "-t",
+            "ns",
+            "-e",
+            file.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+    );
+    out.failure(1).stderr_has("secrets");
+    assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
+    // Without -e the same credential works.
+    env.run_as(&kc, &["-t", "ns", script.to_str().unwrap()])
+        .success();
+}
+
+const PLANTED: &str = "planted-Secret-V4lue";
+
+fn no_leak(out: &Output) {
+    assert!(
+        !out.stdout.contains(PLANTED),
+        "stdout leaks the secret: {}",
+        out.stdout
+    );
+    assert!(
+        !out.stderr.contains(PLANTED),
+        "stderr leaks the secret: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn env_file_values_never_appear_in_any_output() {
+    let env = Env::new();
+    let file = env.write(
+        "s.env",
+        format!("S3_SECRET_KEY={PLANTED}\nexport TOKEN='{PLANTED}'\n"),
+    );
+    let f = file.to_str().unwrap();
+    let script = env.script();
+    let s = script.to_str().unwrap();
+    let mut outputs = vec![
+        env.run(&["--dry-run", "-e", f, s]),
+        env.run(&["--dry-run", "-o", "json", "-e", f, s]),
+        env.run(&["-t", "leak", "-e", f, s]),
+        env.run(&["-t", "leak", "-e", f, s]), // refused: already exists
+        env.run(&["-d", "-t", "leak"]),
+    ];
+    // A failing spawn (the pods are rejected) and its rollback.
+    env.server
+        .add_fault(kube_testserver::Fault::on("POST", "/pods").status(422));
+    outputs.push(env.run(&["-t", "leak2", "-e", f, s]));
+    // Verbose logging, where the binary supports it.
+    outputs.push(run(env
+        .cmd()
+        .env("RUST_LOG", "trace")
+        .args(["-t", "leak3", "-e", f, s])));
+    for out in &outputs {
+        no_leak(out);
+    }
+    assert_eq!(outputs[0].code, 0);
+    assert_eq!(outputs[3].code, 1);
+    assert_eq!(outputs[5].code, 1);
+    for pod in env.list("pods", "default") {
+        assert!(!pod.to_string().contains(PLANTED));
+    }
+}
