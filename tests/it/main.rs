@@ -4,7 +4,9 @@ mod support;
 
 mod bad_input;
 mod delete;
+mod faults;
 mod follow;
 mod list;
 mod logs;
+mod security;
 mod spawn;
