@@ -127,7 +127,7 @@ async fn delete_removes_every_kind_and_nothing_else() {
 
 #[tokio::test]
 async fn two_tags_coexist_and_deleting_one_leaves_the_other() {
-    let Some(real) = Real::new("two_tags_coexist").await else {
+    let Some(real) = Real::new("two_tags_coexist_and_deleting_one_leaves_the_other").await else {
         return;
     };
     let ns = real.namespace("coexist").await;

@@ -142,7 +142,9 @@ async fn team_a_is_forbidden_elsewhere() {
 
 #[tokio::test]
 async fn without_secrets_rights_an_env_file_is_a_clear_error_and_creates_nothing() {
-    let Some(real) = Real::new("without_secrets_rights_an_env_file").await else {
+    let Some(real) =
+        Real::new("without_secrets_rights_an_env_file_is_a_clear_error_and_creates_nothing").await
+    else {
         return;
     };
     let tag = real.tag_in(TEAM_NS, "nosec");

@@ -418,7 +418,8 @@ spec:
 
 #[tokio::test]
 async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
-    let Some(real) = Real::new("second_run_with_the_same_tag_is_refused").await else {
+    let Some(real) = Real::new("second_run_with_the_same_tag_is_refused_and_changes_nothing").await
+    else {
         return;
     };
     let ns = real.namespace("again").await;
@@ -457,7 +458,8 @@ async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
 
 #[tokio::test]
 async fn a_rejection_only_the_server_makes_rolls_everything_back() {
-    let Some(real) = Real::new("a_rejection_only_the_server_makes").await else {
+    let Some(real) = Real::new("a_rejection_only_the_server_makes_rolls_everything_back").await
+    else {
         return;
     };
     let ns = real.namespace("rollback").await;
