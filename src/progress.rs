@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::output;
 use crate::verdict::{RoleSummary, Tracker, one_line};
 
 /// Whether stdout is a terminal that may get escape codes (colours, redrawing):
@@ -90,9 +91,9 @@ impl Progress {
                         bar.set_prefix(key);
                         bar
                     });
+                    bar.set_message(role_text(role));
                     bar.set_length(u64::from(role.counts.total));
                     bar.set_position(u64::from(role.counts.running + role.counts.finished()));
-                    bar.set_message(role_text(role));
                 }
             }
             Progress::Plain { last } => {
@@ -118,20 +119,11 @@ impl Progress {
             for bar in bars.values() {
                 bar.abandon();
             }
-        }
-    }
-
-    /// Prints a line without breaking the bars.
-    pub fn println(&self, line: &str) {
-        match self {
-            Progress::Bars { multi, .. } => {
-                let _ = multi.println(line);
+            if !bars.is_empty() {
+                // The cursor is left at the end of the last bar.
+                let _ = output::print("\n");
             }
-            _ => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
+            bars.clear();
         }
     }
 }

@@ -483,3 +483,65 @@ fn an_unknown_tag_is_a_clear_error() {
         .failure(1)
         .stderr_has("no pods labelled training_attempt=nope");
 }
+
+/// Runs `args` on a pseudo-terminal (util-linux `script`), or `None` without it.
+fn on_terminal(env: &Env, args: &[&str], no_color: bool) -> Option<Output> {
+    let script = std::process::Command::new("script")
+        .arg("--version")
+        .output();
+    if !script.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no `script` to make a terminal");
+        return None;
+    }
+    let line = std::iter::once(crate::support::BIN)
+        .chain(args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The binary's clean environment (see `Env::cmd`), given to `script`.
+    let base = env.cmd();
+    let mut cmd = std::process::Command::new("script");
+    cmd.current_dir(env.dir.path()).env_clear();
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env_remove("NO_COLOR").env("TERM", "xterm-256color");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    cmd.args(["-qec", &line, "/dev/null"]).stdin(Stdio::null());
+    Some(crate::support::run(&mut cmd))
+}
+
+#[test]
+fn a_terminal_gets_bars_unless_no_color() {
+    let env = Env::new();
+    spawn_run(&env, "tty", &["-w", "2"]);
+    running(&env, "tty-worker-1");
+    exited(&env, "tty-worker-0", 0);
+    let Some(out) = on_terminal(&env, &["wait", "-t", "tty"], false) else {
+        return;
+    };
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(
+        out.stdout.contains("\x1b["),
+        "bars redraw in place: {out:#?}"
+    );
+    assert!(
+        out.stdout.contains("1/2 running, 0 pending, 1 finished"),
+        "{out:#?}"
+    );
+    assert!(
+        out.stdout.contains("finished\r\nrun tty: Succeeded\r\n")
+            || out.stdout.contains(" \r\nrun tty: Succeeded\r\n"),
+        "the verdict on its own line: {out:#?}"
+    );
+    let out = on_terminal(&env, &["wait", "-t", "tty"], true).unwrap();
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert!(
+        !out.stdout.contains('\x1b'),
+        "NO_COLOR: plain lines: {out:#?}"
+    );
+    assert!(out.stdout.contains("worker    1/2 running"), "{out:#?}");
+}
