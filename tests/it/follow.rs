@@ -545,3 +545,23 @@ fn a_terminal_gets_bars_unless_no_color() {
     );
     assert!(out.stdout.contains("worker    1/2 running"), "{out:#?}");
 }
+
+#[test]
+fn a_big_run_costs_one_list_and_one_watch() {
+    let env = Env::new();
+    spawn_run(&env, "big", &["-w", "150"]);
+    for i in 1..150 {
+        running(&env, &format!("big-worker-{i}"));
+    }
+    env.server.clear_requests();
+    let child = start(&env, &["wait", "-t", "big"]);
+    await_watches(&env, 1);
+    running(&env, "big-worker-0");
+    exited(&env, "big-worker-0", 0);
+    finish(child)
+        .success()
+        .stdout_has("worker    150/150 running")
+        .stdout_has("run big: Succeeded");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+}
