@@ -8,5 +8,7 @@ mod faults;
 mod follow;
 mod list;
 mod logs;
+mod perf;
+mod roles;
 mod security;
 mod spawn;
