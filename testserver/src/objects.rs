@@ -153,6 +153,24 @@ pub fn default_pod(pod: &mut Value) {
     set_default(spec, "schedulerName", json!("default-scheduler"));
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "enableServiceLinks", json!(true));
+    set_default(spec, "priority", json!(0));
+    set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    // The DefaultTolerationSeconds admission plugin, on by default on real servers.
+    if !spec.get("tolerations").is_some_and(Value::is_array) {
+        spec["tolerations"] = json!([]);
+    }
+    let tolerations = spec["tolerations"].as_array_mut().expect("just set");
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let present = tolerations
+            .iter()
+            .any(|t| t["key"] == key && (t.get("effect").is_none() || t["effect"] == "NoExecute"));
+        if !present {
+            tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
     for list in ["initContainers", "containers"] {
         let Some(ctrs) = spec.get_mut(list).and_then(Value::as_array_mut) else {
             continue;

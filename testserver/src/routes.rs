@@ -557,12 +557,17 @@ fn delete(sh: &Arc<Shared>, c: &Ctx, resource: &str, ns: &str, name: &str) -> Re
         return Err(ApiError::not_found(resource, name));
     };
     if let Some(pre) = opts.get("preconditions") {
-        for (k, field) in [("uid", "uid"), ("resourceVersion", "resourceVersion")] {
-            if let Some(want) = pre.get(k).and_then(Value::as_str)
-                && Some(want) != obj["metadata"][field].as_str()
-            {
-                return Err(ApiError::conflict(resource, name));
-            }
+        let have_uid = obj["metadata"]["uid"].as_str().unwrap_or("");
+        if let Some(want) = pre.get("uid").and_then(Value::as_str)
+            && want != have_uid
+        {
+            let kind = objects::kind_of(resource).unwrap_or(resource);
+            return Err(ApiError::uid_precondition(kind, name, want, have_uid));
+        }
+        if let Some(want) = pre.get("resourceVersion").and_then(Value::as_str)
+            && Some(want) != obj["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(ApiError::conflict(resource, name));
         }
     }
     if dry_run(c, Some(&opts)) {

@@ -185,6 +185,18 @@ impl ApiError {
         .with_details(name, resource)
     }
 
+    /// What a real server says when a delete's uid precondition does not hold.
+    pub fn uid_precondition(kind: &str, name: &str, want: &str, have: &str) -> ApiError {
+        ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {kind} {name:?}: the UID in the precondition ({want}) does not match the UID in record ({have}). The object might have been deleted and then recreated"
+            ),
+        )
+        .with_details(name, kind)
+    }
+
     pub fn forbidden(
         user: &str,
         verb: &str,
