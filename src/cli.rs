@@ -169,6 +169,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 #[derive(Debug, Args, Clone)]
+#[command(group = clap::ArgGroup::new("waits").args(["wait", "local"]).multiple(true))]
 pub struct SpawnArgs {
     /// The TensorFlow script to run; mounted in every pod at /script/training-script.py
     #[arg(value_name = "TRAINING_SCRIPT")]
@@ -230,9 +231,18 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub wait: bool,
 
-    /// With --wait: give up after this long (e.g. 90s, 10m) with exit code 4
-    #[arg(long, requires = "wait", value_parser = parse_duration, value_name = "DURATION")]
+    /// With --wait or --local: give up after this long (e.g. 90s, 10m) with exit code 4
+    #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
+
+    /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
+    /// run's verdict, instead of creating pods; no cluster needed
+    #[arg(long, conflicts_with_all = ["delete", "dry_run"])]
+    pub local: bool,
+
+    /// With --local: the Python interpreter that runs the training script
+    #[arg(long, default_value = "python3", requires = "local", value_name = "PROGRAM")]
+    pub python: String,
 
     #[command(flatten)]
     pub roles: RoleArgs,

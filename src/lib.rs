@@ -11,6 +11,7 @@ pub mod duration;
 pub mod envfile;
 pub mod errors;
 pub mod inputs;
+pub mod local;
 pub mod output;
 pub mod plan;
 pub mod progress;

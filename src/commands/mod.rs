@@ -2,6 +2,7 @@
 
 pub mod delete;
 pub mod list;
+pub mod local;
 pub mod logs;
 pub mod spawn;
 pub mod status;

@@ -11,6 +11,9 @@ use crate::plan::{self, Plan};
 use crate::{inputs, render, signals};
 
 pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
+    if args.local {
+        return super::local::exec(cluster_args, args).await;
+    }
     let tag = inputs::choose_tag(args);
     if args.dry_run {
         let namespace = connect::namespace_offline(cluster_args).await;

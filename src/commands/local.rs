@@ -1,0 +1,93 @@
+//! `tf-spawner --local [OPTIONS] TRAINING_SCRIPT`: the run's tasks as processes on this
+//! machine, their logs merged and prefixed, and the end-wait's verdict and exit codes.
+
+use anyhow::Result;
+use futures::FutureExt;
+
+use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
+use crate::local::{self, Outcome, RunOptions};
+use crate::progress::fancy_stdout;
+use crate::roles::Task;
+use crate::{inputs, output, signals};
+
+pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
+    // Catch Ctrl-C from now on, so no task can outlive an interruption.
+    let mut stop = Box::pin(signals::stop_requested());
+    if let Some(code) = (&mut stop).now_or_never() {
+        return Err(ExitError::new(code, "interrupted before the run started").into());
+    }
+    let tag = inputs::choose_tag(args);
+    // The namespace is only a name here: nothing talks to a cluster.
+    let namespace = cluster_args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
+    let request = inputs::spawn_request(args, tag, namespace)?;
+    let plan = local::plan(&request, &args.python)?;
+
+    let mut header = format!(
+        "local run {}: {} task{} ({}), files in {}\n",
+        plan.tag,
+        plan.tasks.len(),
+        if plan.tasks.len() == 1 { "" } else { "s" },
+        plan.tasks
+            .iter()
+            .map(|t| match &t.address {
+                Some(a) => format!("{} {a}", t.task.id()),
+                None => t.task.id(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.dir().display()
+    );
+    if args.randomize_tag {
+        header.insert_str(0, &format!("generated with tag {}\n", plan.tag));
+    }
+    let _ = output::print(&header);
+
+    let options = RunOptions {
+        timeout: args.timeout,
+        colour: fancy_stdout(),
+    };
+    let outcome = local::run(&plan, &options, &mut stop).await?;
+    let tag = &plan.tag;
+    match outcome {
+        Outcome::Succeeded { .. } => {
+            let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
+            Ok(())
+        }
+        Outcome::Failed {
+            task,
+            ended,
+            stopped,
+        } => {
+            let who = task.map_or_else(|| "a task".to_string(), Task::id);
+            let how = ended.map_or_else(|| "failed".to_string(), |e| e.to_string());
+            let after = if stopped.is_empty() {
+                String::new()
+            } else {
+                format!("; stopped {}", local::ids(&stopped))
+            };
+            Err(ExitError::new(
+                EXIT_TRAINING_FAILED,
+                format!("local run '{tag}' failed: {who} {how}{after}"),
+            )
+            .into())
+        }
+        Outcome::TimedOut { after, running } => Err(ExitError::new(
+            EXIT_TIMEOUT,
+            format!(
+                "timed out after {} waiting for local run '{tag}' to end; stopped {}",
+                humantime::format_duration(after),
+                local::ids(&running)
+            ),
+        )
+        .into()),
+        Outcome::Interrupted(code) => Err(ExitError::new(
+            code,
+            format!("interrupted; the tasks of local run '{tag}' were stopped"),
+        )
+        .into()),
+    }
+}

@@ -1,0 +1,777 @@
+//! Local runs (`tf-spawner --local`): the tasks of a run as processes on this machine.
+//!
+//! The plan is the cluster's, with `127.0.0.1` and a free port per task instead of the
+//! services: every task gets the same `cluster` in `TF_CONFIG` (the evaluator outside
+//! it), `WORKER_NUMBER` (workers), `TOT_WORKERS`, the env file's variables, and
+//! `TF_SPAWNER_SCRIPT_DIR`: a private temp dir holding `training-script.py` (and
+//! `entrypoint.sh` with `-c`), where the pod sees `/script`.
+//!
+//! Each task runs in its own process group, so that stopping a task stops whatever it
+//! started (an entrypoint's children too). When a task's main process ends, the rest of
+//! its group is killed, as a container's would be. When the run has a verdict (or times
+//! out, or is interrupted), the tasks still running get SIGTERM, then SIGKILL after
+//! [`GRACE`]. A guard kills every group still alive if anything goes wrong on the way.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::errors::UsageError;
+use crate::output;
+use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
+use crate::roles::{ClusterSpec, Role, Roles, Task};
+use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
+
+/// How long tasks get between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(5);
+/// How long to wait for processes to go after SIGKILL (or for their output to end).
+const AFTER_KILL: Duration = Duration::from_secs(5);
+/// The variable that tells a task where its script and entrypoint are.
+pub const SCRIPT_DIR_VAR: &str = "TF_SPAWNER_SCRIPT_DIR";
+/// Lines of output in flight between the tasks and the terminal.
+const LINES_IN_FLIGHT: usize = 1024;
+
+/// One task's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalTask {
+    pub task: Task,
+    /// `127.0.0.1:PORT`, for tasks in the training cluster.
+    pub address: Option<String>,
+    /// Set on top of tf-spawner's own environment, in this order.
+    pub env: Vec<(String, String)>,
+}
+
+/// A local run ready to start: the files in place, a command, the tasks.
+#[derive(Debug)]
+pub struct LocalPlan {
+    pub tag: String,
+    pub roles: Roles,
+    /// The interpreter (or `bash` with `-c`) and its argument.
+    pub program: String,
+    pub args: Vec<PathBuf>,
+    pub tasks: Vec<LocalTask>,
+    /// Removed when the plan is dropped.
+    pub dir: TempDir,
+}
+
+impl LocalPlan {
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// `n` distinct free TCP ports on 127.0.0.1: bound to port 0 together, then released.
+/// Another program may take one before the task binds it: a task then fails to listen.
+pub fn free_ports(n: usize) -> io::Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind(("127.0.0.1", 0)))
+        .collect::<io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+/// The environment tf-spawner sets for `task` (after the env file's variables).
+pub fn task_env(
+    req: &SpawnRequest,
+    cluster: &ClusterSpec,
+    task: Task,
+    dir: &Path,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = req
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.push(("TF_CONFIG".into(), cluster.tf_config(task)));
+    if task.role == Role::Worker {
+        env.push(("WORKER_NUMBER".into(), task.index.to_string()));
+    }
+    env.push(("TOT_WORKERS".into(), req.roles.workers.to_string()));
+    env.push((SCRIPT_DIR_VAR.into(), dir.display().to_string()));
+    env
+}
+
+/// The tasks with their addresses and environments, for a run whose files are in `dir`.
+pub fn tasks(req: &SpawnRequest, ports: &[u16], dir: &Path) -> Vec<LocalTask> {
+    let mut by_task: BTreeMap<Task, String> = BTreeMap::new();
+    let mut next = ports.iter();
+    for task in req.roles.tasks().filter(|t| t.role.in_cluster()) {
+        let port = next.next().expect("a port per cluster task");
+        by_task.insert(task, format!("127.0.0.1:{port}"));
+    }
+    let cluster = ClusterSpec::with_hosts(&req.roles, |t| by_task[&t].clone());
+    req.roles
+        .tasks()
+        .map(|task| LocalTask {
+            task,
+            address: by_task.get(&task).cloned(),
+            env: task_env(req, &cluster, task, dir),
+        })
+        .collect()
+}
+
+/// Writes the script (and entrypoint) into a private temp dir and plans every task.
+pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
+    if python.trim().is_empty() {
+        return Err(UsageError::new("--python must name an interpreter").into());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("tf-spawner-")
+        .tempdir()
+        .context("creating a temp dir for the script")?;
+    let script = dir.path().join(SCRIPT_KEY);
+    std::fs::write(&script, &req.script)
+        .with_context(|| format!("writing {}", script.display()))?;
+    let (program, args) = match &req.entrypoint {
+        Some(entrypoint) => {
+            let path = dir.path().join(ENTRYPOINT_KEY);
+            std::fs::write(&path, entrypoint)
+                .with_context(|| format!("writing {}", path.display()))?;
+            ("bash".to_string(), vec![path])
+        }
+        None => (python.to_string(), vec![script]),
+    };
+    let in_cluster = req.roles.tasks().filter(|t| t.role.in_cluster()).count();
+    let ports = free_ports(in_cluster).context("finding free ports on 127.0.0.1")?;
+    let tasks = tasks(req, &ports, dir.path());
+    Ok(LocalPlan {
+        tag: req.tag.clone(),
+        roles: req.roles,
+        program,
+        args,
+        tasks,
+        dir,
+    })
+}
+
+/// How a task's main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Ended {
+    fn from_status(status: ExitStatus) -> Ended {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ended::Code(code),
+            (None, Some(sig)) => Ended::Signal(sig),
+            (None, None) => Ended::Code(-1),
+        }
+    }
+
+    /// As a container runtime reports it: the code, or 128 + the signal.
+    pub fn code(self) -> i32 {
+        match self {
+            Ended::Code(c) => c,
+            Ended::Signal(s) => 128 + s,
+        }
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Code(c) => write!(f, "exited with code {c}"),
+            Ended::Signal(s) => write!(f, "was killed by signal {s}{}", signal_name(*s)),
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => " (SIGINT)",
+        libc::SIGTERM => " (SIGTERM)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        _ => "",
+    }
+}
+
+/// The verdict rule of the cluster end-wait, applied to local tasks: each task is seen
+/// as a pod that never restarts, running until its process ends.
+pub fn verdict(tag: &str, states: &[(Task, Option<Ended>)]) -> Verdict {
+    let mut tracker = Tracker::new(tag, false);
+    tracker.replace(
+        states
+            .iter()
+            .map(|(task, ended)| view(tag, *task, *ended))
+            .collect(),
+    );
+    tracker.verdict()
+}
+
+fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
+    let terminated = ended.map(|e| Exit {
+        code: e.code(),
+        reason: None,
+        message: None,
+    });
+    let phase = match ended {
+        None => Phase::Running,
+        Some(Ended::Code(0)) => Phase::Succeeded,
+        Some(_) => Phase::Failed,
+    };
+    PodView {
+        name: task.name(tag),
+        task: Some(task),
+        phase,
+        ready: (u32::from(ended.is_none()), 1),
+        restarts: 0,
+        node: None,
+        created: None,
+        last_exit: terminated.clone(),
+        terminated,
+        pod_reason: None,
+        waiting: None,
+        restart_never: true,
+        cluster: Vec::new(),
+        container: None,
+    }
+}
+
+/// How a local run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The deciding task exited 0; `stopped` were still running and were stopped.
+    Succeeded { deciding: Task, stopped: Vec<Task> },
+    /// `task` failed (or, for a verdict without a task, `task` is None).
+    Failed {
+        task: Option<Task>,
+        ended: Option<Ended>,
+        stopped: Vec<Task>,
+    },
+    /// `--timeout` passed; `running` were stopped.
+    TimedOut { after: Duration, running: Vec<Task> },
+    /// SIGINT or SIGTERM: the exit code (130, 143).
+    Interrupted(u8),
+}
+
+/// What the runner needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub timeout: Option<Duration>,
+    /// Colour the task prefixes.
+    pub colour: bool,
+}
+
+enum Event {
+    Line(usize, Vec<u8>),
+    /// A stdout or stderr stream reached its end.
+    Closed,
+    Exited(usize, ExitStatus),
+}
+
+/// Process groups started so far; the ones whose leader has not been reaped are killed
+/// when this is dropped (an error, a panic, an early return).
+struct Groups(Vec<(i32, Arc<AtomicBool>)>);
+
+impl Groups {
+    fn signal(&self, at: usize, sig: i32) {
+        let (pgid, gone) = &self.0[at];
+        if !gone.load(Ordering::SeqCst) {
+            kill_group(*pgid, sig);
+        }
+    }
+}
+
+impl Drop for Groups {
+    fn drop(&mut self) {
+        for at in 0..self.0.len() {
+            self.signal(at, libc::SIGKILL);
+        }
+    }
+}
+
+fn kill_group(pgid: i32, sig: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// Starts every task, prints their output, and returns when the run has an outcome and
+/// every process has been stopped.
+pub async fn run(
+    plan: &LocalPlan,
+    options: &RunOptions,
+    stop: &mut (impl Future<Output = u8> + Unpin),
+) -> Result<Outcome> {
+    let (tx, mut rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
+    let mut groups = Groups(Vec::new());
+    let unbuffered = std::env::var_os("PYTHONUNBUFFERED").is_none();
+    for (at, local) in plan.tasks.iter().enumerate() {
+        let mut cmd = tokio::process::Command::new(&plan.program);
+        cmd.args(&plan.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if unbuffered && !local.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED") {
+            cmd.env("PYTHONUNBUFFERED", "1");
+        }
+        cmd.envs(local.env.iter().map(|(k, v)| (k, v)));
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(UsageError::new(format!(
+                    "cannot run {}: not found{}",
+                    plan.program,
+                    if plan.program == "bash" {
+                        ""
+                    } else {
+                        " (choose the interpreter with --python)"
+                    }
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "starting {} for {}",
+                    plan.program,
+                    local.task.id()
+                )));
+            }
+        };
+        let pid = child.id().map_or(0, |p| p as i32);
+        let gone = Arc::new(AtomicBool::new(false));
+        groups.0.push((pid, gone.clone()));
+        if let Some(out) = child.stdout.take() {
+            tokio::spawn(read_lines(at, out, tx.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(read_lines(at, err, tx.clone()));
+        }
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            gone.store(true, Ordering::SeqCst);
+            // Whatever the task started dies with it, as in a container.
+            kill_group(pid, libc::SIGKILL);
+            if let Ok(status) = status {
+                let _ = tx.send(Event::Exited(at, status)).await;
+            }
+        });
+    }
+    drop(tx);
+
+    let mut printer = Printer::new(plan, options.colour);
+    let mut ended: Vec<Option<Ended>> = vec![None; plan.tasks.len()];
+    let mut streams_open = 2 * plan.tasks.len();
+    let started = Instant::now();
+    let timeout_at = options.timeout.map(|t| started + t);
+    let mut outcome: Option<Outcome> = None;
+    // Set once the outcome is known: when to escalate to SIGKILL, then to give up.
+    let mut kill_at: Option<Instant> = None;
+    let mut give_up_at: Option<Instant> = None;
+
+    loop {
+        let all_ended = ended.iter().all(Option::is_some);
+        if all_ended && outcome.is_none() {
+            // Every process ended without a verdict: cannot happen with the rule (the
+            // deciding task's end decides), but never hang.
+            outcome = Some(Outcome::Failed {
+                task: None,
+                ended: None,
+                stopped: Vec::new(),
+            });
+        }
+        if all_ended && (streams_open == 0 || give_up_at.is_some_and(|t| Instant::now() >= t)) {
+            break;
+        }
+        if all_ended && give_up_at.is_none() {
+            // Output may be held open by a process that left its group: wait a little.
+            give_up_at = Some(Instant::now() + AFTER_KILL);
+        }
+        // Before the outcome: the timeout; then SIGKILL time; then the end of patience.
+        let next_deadline = if outcome.is_none() {
+            timeout_at
+        } else if give_up_at.is_none() {
+            kill_at
+        } else {
+            give_up_at
+        };
+        let sleep = async {
+            match next_deadline {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = rx.recv() => match event {
+                Some(Event::Line(at, line)) => printer.line(at, &line),
+                Some(Event::Closed) => streams_open -= 1,
+                Some(Event::Exited(at, status)) => {
+                    let how = Ended::from_status(status);
+                    ended[at] = Some(how);
+                    if outcome.is_none() {
+                        let states: Vec<(Task, Option<Ended>)> = plan
+                            .tasks
+                            .iter()
+                            .zip(&ended)
+                            .map(|(t, e)| (t.task, *e))
+                            .collect();
+                        if let Some(o) = decide(&plan.tag, &states) {
+                            printer.note(&decision_note(&o));
+                            outcome = Some(o);
+                        }
+                    }
+                }
+                None => {
+                    streams_open = 0;
+                    for e in ended.iter_mut().filter(|e| e.is_none()) {
+                        *e = Some(Ended::Code(-1));
+                    }
+                }
+            },
+            () = sleep => {
+                let now = Instant::now();
+                if outcome.is_none() {
+                    let running = running(plan, &ended);
+                    let after = options.timeout.unwrap_or_default();
+                    printer.note(&format!(
+                        "timed out after {}; stopping {}",
+                        humantime::format_duration(after),
+                        ids(&running)
+                    ));
+                    outcome = Some(Outcome::TimedOut { after, running });
+                } else if give_up_at.is_none() {
+                    let left = running(plan, &ended);
+                    printer.note(&format!(
+                        "{} still running {}s after SIGTERM: sending SIGKILL",
+                        ids(&left),
+                        GRACE.as_secs()
+                    ));
+                    for at in 0..plan.tasks.len() {
+                        groups.signal(at, libc::SIGKILL);
+                    }
+                    give_up_at = Some(now + AFTER_KILL);
+                } else {
+                    break;
+                }
+            }
+            code = &mut *stop => {
+                if outcome.is_none() {
+                    let left = running(plan, &ended);
+                    printer.note(&format!("interrupted; stopping {}", ids(&left)));
+                    outcome = Some(Outcome::Interrupted(code));
+                } else {
+                    // Asked again while stopping: no more grace.
+                    for at in 0..plan.tasks.len() {
+                        groups.signal(at, libc::SIGKILL);
+                    }
+                    give_up_at.get_or_insert(Instant::now() + AFTER_KILL);
+                }
+            }
+        }
+        if outcome.is_some() && kill_at.is_none() {
+            for at in 0..plan.tasks.len() {
+                if ended[at].is_none() {
+                    groups.signal(at, libc::SIGTERM);
+                }
+            }
+            kill_at = Some(Instant::now() + GRACE);
+        }
+    }
+    drop(groups);
+    Ok(outcome.expect("the loop ends with an outcome"))
+}
+
+/// The outcome once the verdict is final, with the tasks that are still running.
+fn decide(tag: &str, states: &[(Task, Option<Ended>)]) -> Option<Outcome> {
+    let still: Vec<Task> = states
+        .iter()
+        .filter(|(_, e)| e.is_none())
+        .map(|(t, _)| *t)
+        .collect();
+    match verdict(tag, states) {
+        Verdict::Succeeded => {
+            let roles_chief = states.iter().any(|(t, _)| t.role == Role::Chief);
+            let deciding = Task {
+                role: if roles_chief {
+                    Role::Chief
+                } else {
+                    Role::Worker
+                },
+                index: 0,
+            };
+            Some(Outcome::Succeeded {
+                deciding,
+                stopped: still,
+            })
+        }
+        Verdict::Failed(failure) => Some(failed(&failure, states, still)),
+        _ => None,
+    }
+}
+
+fn failed(failure: &Failure, states: &[(Task, Option<Ended>)], stopped: Vec<Task>) -> Outcome {
+    let ended = failure
+        .task
+        .and_then(|t| states.iter().find(|(s, _)| *s == t))
+        .and_then(|(_, e)| *e)
+        .or(match &failure.kind {
+            FailureKind::Exited { code: Some(c), .. } => Some(Ended::Code(*c)),
+            _ => None,
+        });
+    Outcome::Failed {
+        task: failure.task,
+        ended,
+        stopped,
+    }
+}
+
+fn decision_note(outcome: &Outcome) -> String {
+    let stopping = |tasks: &[Task]| {
+        if tasks.is_empty() {
+            String::new()
+        } else {
+            format!("; stopping {}", ids(tasks))
+        }
+    };
+    match outcome {
+        Outcome::Succeeded { deciding, stopped } => {
+            format!("{} exited 0: Succeeded{}", deciding.id(), stopping(stopped))
+        }
+        Outcome::Failed {
+            task,
+            ended,
+            stopped,
+        } => format!(
+            "{} {}: Failed{}",
+            task.map_or_else(|| "a task".to_string(), Task::id),
+            ended.map_or_else(|| "failed".to_string(), |e| e.to_string()),
+            stopping(stopped)
+        ),
+        Outcome::TimedOut { .. } | Outcome::Interrupted(_) => String::new(),
+    }
+}
+
+fn running(plan: &LocalPlan, ended: &[Option<Ended>]) -> Vec<Task> {
+    plan.tasks
+        .iter()
+        .zip(ended)
+        .filter(|(_, e)| e.is_none())
+        .map(|(t, _)| t.task)
+        .collect()
+}
+
+/// `worker-0, ps-1`, or `no task` for none.
+pub fn ids(tasks: &[Task]) -> String {
+    if tasks.is_empty() {
+        "no task".to_string()
+    } else {
+        tasks.iter().map(|t| t.id()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+async fn read_lines(at: usize, stream: impl AsyncRead + Unpin, tx: mpsc::Sender<Event>) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                }
+                if tx.send(Event::Line(at, line)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = tx.send(Event::Closed).await;
+}
+
+/// Prints task lines with their prefixes, and tf-spawner's own notes; after the reader
+/// closed the pipe, prints nothing (the run goes on to its verdict).
+struct Printer {
+    prefixes: Vec<String>,
+    note_prefix: String,
+    closed: bool,
+}
+
+impl Printer {
+    fn new(plan: &LocalPlan, colour: bool) -> Printer {
+        let width = plan
+            .tasks
+            .iter()
+            .map(|t| t.task.id().len())
+            .max()
+            .unwrap_or(0);
+        let prefixes = plan
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(n, t)| output::prefix(&t.task.id(), width, colour.then_some(n)))
+            .collect();
+        Printer {
+            prefixes,
+            note_prefix: format!("local run {}: ", plan.tag),
+            closed: false,
+        }
+    }
+
+    fn line(&mut self, at: usize, line: &[u8]) {
+        let text = format!("{}{}\n", self.prefixes[at], String::from_utf8_lossy(line));
+        self.print(&text);
+    }
+
+    fn note(&mut self, text: &str) {
+        if !text.is_empty() {
+            let text = format!("{}{text}\n", self.note_prefix);
+            self.print(&text);
+        }
+    }
+
+    fn print(&mut self, text: &str) {
+        if !self.closed {
+            // A closed pipe ends the printing, not the run; other errors are as rare
+            // and as harmless to the run.
+            self.closed = !matches!(output::print(text), Ok(true));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Templates;
+
+    fn request(roles: Roles) -> SpawnRequest {
+        SpawnRequest {
+            tag: "t".into(),
+            namespace: "ns".into(),
+            port: 1999,
+            image: None,
+            roles,
+            templates: Templates {
+                worker: Default::default(),
+                by_role: BTreeMap::new(),
+            },
+            script: b"print(1)\n".to_vec(),
+            entrypoint: None,
+            env: [("A".to_string(), "1".to_string())].into(),
+            invocation: "0".into(),
+        }
+    }
+
+    fn worker(index: u32) -> Task {
+        Task {
+            role: Role::Worker,
+            index,
+        }
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports(5).unwrap();
+        let mut sorted = ports.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 5);
+        assert!(ports.iter().all(|p| *p > 0));
+    }
+
+    #[test]
+    fn tasks_share_the_cluster_and_the_evaluator_is_outside() {
+        let roles = Roles::new(None, true, 1, 2, true).unwrap();
+        let req = request(roles);
+        let tasks = tasks(&req, &[1001, 1002, 1003, 1004], Path::new("/tmp/d"));
+        let ids: Vec<String> = tasks.iter().map(|t| t.task.id()).collect();
+        assert_eq!(
+            ids,
+            ["chief-0", "ps-0", "worker-0", "worker-1", "evaluator-0"]
+        );
+        assert_eq!(tasks[0].address.as_deref(), Some("127.0.0.1:1001"));
+        assert_eq!(tasks[4].address, None);
+        let env =
+            |t: &LocalTask, k: &str| t.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let w1 = &tasks[3];
+        assert_eq!(
+            env(w1, "TF_CONFIG").unwrap(),
+            r#"{"cluster":{"chief":["127.0.0.1:1001"],"ps":["127.0.0.1:1002"],"worker":["127.0.0.1:1003","127.0.0.1:1004"]},"task":{"type":"worker","index":1}}"#
+        );
+        assert_eq!(env(w1, "WORKER_NUMBER").as_deref(), Some("1"));
+        assert_eq!(env(&tasks[0], "WORKER_NUMBER"), None);
+        assert_eq!(env(&tasks[4], "TOT_WORKERS").as_deref(), Some("2"));
+        assert_eq!(env(&tasks[4], "A").as_deref(), Some("1"));
+        assert_eq!(env(&tasks[4], SCRIPT_DIR_VAR).as_deref(), Some("/tmp/d"));
+    }
+
+    #[test]
+    fn the_verdict_rule_is_the_cluster_one() {
+        let ps = Task {
+            role: Role::Ps,
+            index: 0,
+        };
+        let chief = Task {
+            role: Role::Chief,
+            index: 0,
+        };
+        // Worker 0 decides without a chief.
+        let s = [(worker(0), Some(Ended::Code(0))), (worker(1), None)];
+        assert_eq!(
+            decide("t", &s),
+            Some(Outcome::Succeeded {
+                deciding: worker(0),
+                stopped: vec![worker(1)]
+            })
+        );
+        assert_eq!(
+            decide("t", &[(worker(0), None), (worker(1), Some(Ended::Code(0)))]),
+            None
+        );
+        // Any failure fails the run, a signal too.
+        let s = [(worker(0), None), (worker(1), Some(Ended::Signal(9)))];
+        assert_eq!(
+            decide("t", &s),
+            Some(Outcome::Failed {
+                task: Some(worker(1)),
+                ended: Some(Ended::Signal(9)),
+                stopped: vec![worker(0)]
+            })
+        );
+        // The chief decides; parameter servers never end on their own.
+        let s = [
+            (chief, Some(Ended::Code(0))),
+            (ps, None),
+            (worker(0), Some(Ended::Code(0))),
+        ];
+        assert!(matches!(
+            decide("t", &s),
+            Some(Outcome::Succeeded { deciding, .. }) if deciding == chief
+        ));
+        assert_eq!(
+            decide("t", &[(chief, None), (worker(0), Some(Ended::Code(0)))]),
+            None
+        );
+        assert_eq!(
+            Ended::Signal(15).to_string(),
+            "was killed by signal 15 (SIGTERM)"
+        );
+        assert_eq!(Ended::Code(3).to_string(), "exited with code 3");
+    }
+}
