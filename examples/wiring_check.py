@@ -220,14 +220,21 @@ class WiringCheck:
                     if self.contacted_by.issuperset(self.peers):
                         break
                 time.sleep(0.05)
+
+        code = self.report(timeout, server is not None)
+        if server is not None:
+            # Print first, then linger: a run that stops the other tasks as soon as its
+            # deciding task exits (tf-spawner --local does) still gets every line.
             if linger > 0:
                 time.sleep(linger)  # a late evaluator may still want an answer
             stop.set()
             server.close()
+        return code
 
+    def report(self, timeout, listening):
         with self.lock:
             unreached = [p for p in self.peers if p not in self.values]
-            silent = [p for p in self.peers if p not in self.contacted_by] if server else []
+            silent = [p for p in self.peers if p not in self.contacted_by] if listening else []
             problems = []
             for p in unreached:
                 problems.append("cannot reach %s at %s (%s)"
