@@ -64,9 +64,29 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
     };
     let key = (ns.to_string(), name.to_string());
     let log = st.logs.get(&key);
-    if log.is_none() && pod["status"]["phase"].as_str() == Some("Pending") {
+    let waiting = pod["status"]["containerStatuses"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == container.as_str()))
+        .and_then(|c| c["state"].get("waiting"))
+        .map(|w| {
+            w["reason"]
+                .as_str()
+                .unwrap_or("ContainerCreating")
+                .to_string()
+        });
+    let never_ran = log.is_none_or(|l| l.lines.is_empty());
+    let reason = match waiting {
+        Some(reason) => Some(reason),
+        None if pod["status"]["phase"].as_str() == Some("Pending") => {
+            Some("ContainerCreating".to_string())
+        }
+        None => None,
+    };
+    if let Some(reason) = reason
+        && never_ran
+    {
         return Err(ApiError::bad_request(format!(
-            "container {container:?} in pod {name:?} is waiting to start: ContainerCreating"
+            "container {container:?} in pod {name:?} is waiting to start: {reason}"
         )));
     }
     let cutoff = since.map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s));

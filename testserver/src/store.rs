@@ -154,6 +154,20 @@ impl Store {
             .insert((ns.to_string(), name), obj.clone());
         let kind = if prev.is_some() { "MODIFIED" } else { "ADDED" };
         self.emit(resource, ns, kind, obj.clone(), prev);
+        // As on a real server, following a container's log ends when the container does.
+        if resource == "pods" && pod_finished(&obj) {
+            let name = obj["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let closed = self
+                .logs
+                .get(&(ns.to_string(), name.clone()))
+                .is_some_and(|l| l.closed);
+            if !closed {
+                self.close_log(ns, &name);
+            }
+        }
         obj
     }
 
@@ -217,4 +231,15 @@ impl Store {
             pod: pod.to_string(),
         });
     }
+}
+
+/// Whether a pod's phase is final, or all its containers have terminated.
+fn pod_finished(pod: &Value) -> bool {
+    let status = &pod["status"];
+    if matches!(status["phase"].as_str(), Some("Succeeded" | "Failed")) {
+        return true;
+    }
+    status["containerStatuses"].as_array().is_some_and(|cs| {
+        !cs.is_empty() && cs.iter().all(|c| c["state"].get("terminated").is_some())
+    })
 }
