@@ -1,13 +1,17 @@
 //! `tf-spawner -d [-t TAG]`: delete every object of a run.
 
+use std::cell::Cell;
 use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
 use crate::cli::{ClusterArgs, SpawnArgs};
 use crate::cluster::retry::RetryPolicy;
 use crate::cluster::{Cluster, apply, delete};
-use crate::errors::UsageError;
+use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
+use crate::plan::run_selector;
+use crate::signals;
 
 pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     if args.randomize_tag {
@@ -47,7 +51,93 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     if deleted.removed.is_empty() {
         println!("nothing labelled training_attempt={tag} in namespace {ns}");
     }
+    if args.wait {
+        wait_gone(&cluster, tag, args.timeout).await?;
+    }
     Ok(())
+}
+
+/// `-d --wait`: until the pods that linger for their grace period are gone, or the
+/// `--timeout` (exit 4), or a signal.
+async fn wait_gone(cluster: &Cluster, tag: &str, timeout: Option<Duration>) -> Result<()> {
+    let ns = cluster.namespace.as_str();
+    let start = Instant::now();
+    let first: Cell<Option<usize>> = Cell::new(None);
+    let left = Cell::new(0);
+    let follow = delete::wait_gone(cluster, tag, |n| {
+        if first.get().is_none() {
+            first.set(Some(n));
+            if n > 0 {
+                eprintln!("waiting for {} to terminate…", pods(n));
+            }
+        }
+        left.set(n);
+    });
+    let deadline = async {
+        match timeout {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopped = tokio::select! {
+        done = follow => {
+            done?;
+            None
+        }
+        () = deadline => Some(EXIT_TIMEOUT),
+        code = signals::stop_requested() => Some(code),
+    };
+    let waited = first.get().unwrap_or(0);
+    match stopped {
+        None => {
+            if waited > 0 {
+                println!(
+                    "{} of run '{tag}' terminated in {:.1}s",
+                    pods(waited),
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        Some(code) => {
+            let why = if code == EXIT_TIMEOUT {
+                format!(
+                    "timed out after {}",
+                    humantime::format_duration(timeout.unwrap_or_default())
+                )
+            } else {
+                "interrupted".to_string()
+            };
+            Err(ExitError::new(
+                code,
+                format!(
+                    "{why}: the run's objects were deleted, but {} (see: kubectl get pods -n {ns} -l {})",
+                    match first.get() {
+                        Some(_) => format!("{} still terminating", are(left.get())),
+                        None => "its pods may still be terminating".to_string(),
+                    },
+                    run_selector(tag)
+                ),
+            )
+            .into())
+        }
+    }
+}
+
+fn pods(n: usize) -> String {
+    if n == 1 {
+        "1 pod".to_string()
+    } else {
+        format!("{n} pods")
+    }
+}
+
+fn are(n: usize) -> String {
+    if n == 1 {
+        "1 pod is".to_string()
+    } else {
+        format!("{n} pods are")
+    }
 }
 
 fn confirm(question: &str) -> Result<bool> {

@@ -1,0 +1,343 @@
+//! Spawn and delete against the API test server with a fixed added latency per request.
+//!
+//! Run with `cargo bench --bench spawn_delete` (a plain binary, `harness = false`; `cargo
+//! test` does not run it). For N = 1, 10, 100 and 1,000 workers and 2 ms and 10 ms of
+//! latency it runs the release binary to spawn (default `--max-in-flight`) and then
+//! delete (`-d -y`) a run, and prints wall times, the requests the server saw, the mean
+//! number of requests in flight, the child's peak RSS, and two references measured or
+//! computed in the same run:
+//!
+//! - the sequential floor: the same spawn with `--max-in-flight 1`;
+//! - the ideal: Σ over the spawn's sequential stages of ⌈requests / in-flight⌉ × latency
+//!   (stages: the 4 lists that check the tag is free, the config map, the services, the
+//!   pods; a delete is one stage of 4 collection DELETEs).
+//!
+//! It also times `--version` and `--dry-run -w 1000` (min and median of several runs).
+//!
+//! Peak memory is the child's `ru_maxrss` from `wait4`. On Linux a child's `ru_maxrss`
+//! also counts the high-water mark of the process that spawned it (it is carried over
+//! across `exec`), and this process holds the test server's store, so the children are
+//! started by a small launcher process, itself started before the server; its own peak
+//! (printed) is the floor below which the figure means nothing.
+//!
+//! `SPAWN_DELETE_QUICK=1` limits the run to N ≤ 100 (a smoke test of the bench itself).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube_testserver::TestServer;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tf-spawner");
+const LAUNCHER_ENV: &str = "SPAWN_DELETE_LAUNCHER";
+/// tf-spawner's default `--max-in-flight`.
+const IN_FLIGHT: u64 = 32;
+const SCRIPT: &str = "import os\nprint(os.environ['TF_CONFIG'])\n";
+
+fn main() {
+    if std::env::var_os(LAUNCHER_ENV).is_some() {
+        launcher();
+        return;
+    }
+    // First, while this process is small: see the module comment.
+    let mut launcher = Launcher::start();
+    let quick = std::env::var_os("SPAWN_DELETE_QUICK").is_some();
+
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = server.write_kubeconfig(dir.path(), "admin", None);
+    let script = dir.path().join("train.py");
+    std::fs::write(&script, SCRIPT).expect("write script");
+    let kubeconfig = kubeconfig.to_str().expect("utf-8 path").to_string();
+    let script = script.to_str().expect("utf-8 path").to_string();
+
+    println!("# tf-spawner spawn/delete benchmark");
+    println!("machine: {}", machine());
+    println!("binary: {BIN}");
+    println!(
+        "launcher peak RSS (floor of the RSS figures): {:.1} MB",
+        launcher.own_peak_kb() as f64 / 1024.0
+    );
+    println!();
+
+    // Planning and start-up.
+    let version = repeat(&mut launcher, dir.path(), &["--version"], 21);
+    let dry_args = ["--dry-run", "-w", "1000", script.as_str()];
+    let dry = repeat(&mut launcher, dir.path(), &dry_args, 11);
+    println!("| command | runs | min | median | peak RSS |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, r) in [("--version", &version), ("--dry-run -w 1000", &dry)] {
+        println!(
+            "| `{name}` | {} | {} | {} | {} |",
+            r.runs,
+            ms(r.min),
+            ms(r.median),
+            mb(r.peak_kb)
+        );
+    }
+    println!();
+
+    println!(
+        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | spawn RSS | delete | delete req. | delete RSS |"
+    );
+    println!(
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let sizes: &[u64] = if quick {
+        &[1, 10, 100]
+    } else {
+        &[1, 10, 100, 1000]
+    };
+    for latency_ms in [2u64, 10] {
+        let latency = Duration::from_millis(latency_ms);
+        server.set_latency(latency);
+        for &n in sizes {
+            let workers = n.to_string();
+            let tag = format!("b{latency_ms}-{n}");
+            let k = ["--kubeconfig", kubeconfig.as_str()];
+            let spawn_args = [&k[..], &["-t", &tag, "-w", &workers, &script]].concat();
+            let delete_args = [&k[..], &["-d", "-y", "-t", &tag]].concat();
+
+            // Concurrent spawn and delete: the median of three.
+            let mut spawns = vec![];
+            let mut deletes = vec![];
+            for _ in 0..3 {
+                server.clear_requests();
+                let s = launcher.run(dir.path(), &spawn_args);
+                s.check("spawn");
+                let requests = server.requests();
+                let busy: Duration = requests.iter().map(|r| r.duration).sum();
+                spawns.push((s, requests.len(), busy));
+                assert_eq!(server.object_count(), 1 + 2 * n as usize, "spawned run");
+
+                server.clear_requests();
+                let d = launcher.run(dir.path(), &delete_args);
+                d.check("delete");
+                deletes.push((d, server.requests().len()));
+                assert_eq!(server.object_count(), 0, "deleted run");
+            }
+            spawns.sort_by_key(|(s, ..)| s.wall);
+            deletes.sort_by_key(|(d, _)| d.wall);
+            let (spawn, spawn_requests, busy) = &spawns[1];
+            let (delete, delete_requests) = &deletes[1];
+            let spawn_peak = spawns.iter().map(|(s, ..)| s.peak_kb).max().unwrap_or(0);
+            let delete_peak = deletes.iter().map(|(d, _)| d.peak_kb).max().unwrap_or(0);
+
+            // The sequential floor: the same spawn one request at a time.
+            let floor_args = [&spawn_args[..], &["--max-in-flight", "1"]].concat();
+            let floor = launcher.run(dir.path(), &floor_args);
+            floor.check("spawn --max-in-flight 1");
+            launcher.run(dir.path(), &delete_args).check("delete");
+
+            let rounds = 1 + 1 + 2 * n.div_ceil(IN_FLIGHT);
+            let ideal = latency * rounds as u32;
+            println!(
+                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {delete_requests} | {} |",
+                ms(spawn.wall),
+                ms(ideal),
+                spawn.wall.as_secs_f64() / ideal.as_secs_f64(),
+                ms(floor.wall),
+                floor.wall.as_secs_f64() / spawn.wall.as_secs_f64(),
+                busy.as_secs_f64() / spawn.wall.as_secs_f64(),
+                mb(spawn_peak),
+                ms(delete.wall),
+                mb(delete_peak),
+            );
+        }
+    }
+    println!();
+    println!(
+        "spawn, delete: median of 3; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. in flight = Σ request durations at the server ÷ spawn wall time."
+    );
+}
+
+/// One run of the binary, as the launcher reports it.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    wall: Duration,
+    peak_kb: u64,
+    stderr: String,
+}
+
+impl Run {
+    fn check(&self, what: &str) {
+        assert_eq!(self.code, 0, "{what} failed: {}", self.stderr);
+    }
+}
+
+struct Summary {
+    runs: usize,
+    min: Duration,
+    median: Duration,
+    peak_kb: u64,
+}
+
+fn repeat(launcher: &mut Launcher, dir: &Path, args: &[&str], runs: usize) -> Summary {
+    let mut all: Vec<Run> = (0..runs).map(|_| launcher.run(dir, args)).collect();
+    for r in &all {
+        r.check(&args.join(" "));
+    }
+    all.sort_by_key(|r| r.wall);
+    Summary {
+        runs,
+        min: all[0].wall,
+        median: all[runs / 2].wall,
+        peak_kb: all.iter().map(|r| r.peak_kb).max().unwrap_or(0),
+    }
+}
+
+/// The launcher process: reads `dir \t arg \t arg …` lines, runs the binary with stdout
+/// to /dev/null, and answers `code \t wall-ns \t maxrss-kB \t stderr-with-escapes`.
+struct Launcher {
+    child: Child,
+    to: ChildStdin,
+    from: BufReader<ChildStdout>,
+}
+
+impl Launcher {
+    fn start() -> Launcher {
+        let exe = std::env::current_exe().expect("current exe");
+        let mut child = Command::new(exe)
+            .env(LAUNCHER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the launcher");
+        let to = child.stdin.take().expect("launcher stdin");
+        let from = BufReader::new(child.stdout.take().expect("launcher stdout"));
+        Launcher { child, to, from }
+    }
+
+    fn run(&mut self, dir: &Path, args: &[&str]) -> Run {
+        let mut line = dir.to_str().expect("utf-8 path").to_string();
+        for a in args {
+            line.push('\t');
+            line.push_str(a);
+        }
+        writeln!(self.to, "{line}").expect("to launcher");
+        self.to.flush().expect("to launcher");
+        let mut answer = String::new();
+        self.from.read_line(&mut answer).expect("from launcher");
+        let mut parts = answer.trim_end_matches('\n').splitn(4, '\t');
+        let mut next = || parts.next().expect("launcher answer").to_string();
+        let code = next().parse().expect("code");
+        let wall = Duration::from_nanos(next().parse().expect("wall"));
+        let peak_kb = next().parse().expect("maxrss");
+        let stderr = next().replace("\\n", "\n");
+        Run {
+            code,
+            wall,
+            peak_kb,
+            stderr,
+        }
+    }
+
+    /// The launcher's own peak RSS (an empty line asks for it).
+    fn own_peak_kb(&mut self) -> u64 {
+        writeln!(self.to).expect("to launcher");
+        self.to.flush().expect("to launcher");
+        let mut answer = String::new();
+        self.from.read_line(&mut answer).expect("from launcher");
+        answer.trim().parse().expect("launcher peak")
+    }
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn launcher() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let line = line.expect("read request");
+        if line.is_empty() {
+            writeln!(out, "{}", vm_hwm_kb()).expect("answer");
+            out.flush().expect("answer");
+            continue;
+        }
+        let mut fields = line.split('\t');
+        let dir = fields.next().expect("dir");
+        let start = Instant::now();
+        let mut child = Command::new(BIN)
+            .args(fields)
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tf-spawner");
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut stderr)
+            .expect("read stderr");
+        let (code, peak_kb) = wait4(&child);
+        let wall = start.elapsed();
+        writeln!(
+            out,
+            "{code}\t{}\t{peak_kb}\t{}",
+            wall.as_nanos(),
+            stderr.replace('\n', "\\n").replace('\t', " ")
+        )
+        .expect("answer");
+        out.flush().expect("answer");
+    }
+}
+
+/// Reaps the child: its exit code (128 + signal when killed) and peak RSS in kB.
+fn wait4(child: &Child) -> (i32, u64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain out-parameters; `pid` is our own unreaped child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    (code, usage.ru_maxrss.max(0) as u64)
+}
+
+fn vm_hwm_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    format!("{cpus} CPUs available, {model}, {}", std::env::consts::OS)
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1000.0;
+    if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+fn mb(kb: u64) -> String {
+    format!("{:.1} MB", kb as f64 / 1024.0)
+}

@@ -1,0 +1,93 @@
+//! Request counts of large runs (timings belong to `cargo bench --bench spawn_delete`)
+//! and `-d --wait`.
+
+use serde_json::json;
+
+use crate::support::Env;
+
+/// Methods of the requests the server saw, counted.
+fn count(env: &Env, method: &str) -> usize {
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| r.method == method)
+        .count()
+}
+
+#[test]
+fn spawn_sends_one_create_per_object_and_delete_a_constant_number() {
+    let env = Env::new();
+    for (tag, workers) in [("small", 1), ("large", 100)] {
+        env.server.clear_requests();
+        env.spawn(&["-t", tag, "-w", &workers.to_string()])
+            .success();
+        // Four lists (is the tag free?), then the config map, the services, the pods.
+        assert_eq!(count(&env, "GET"), 4, "{tag}");
+        assert_eq!(count(&env, "POST"), 1 + 2 * workers, "{tag}");
+        assert_eq!(env.server.requests().len(), 4 + 1 + 2 * workers, "{tag}");
+
+        env.server.clear_requests();
+        env.run(&["-d", "-y", "-t", tag])
+            .success()
+            .stdout_has(&format!("deleted pod/{tag}-worker-{}", workers - 1));
+        let requests = env.server.requests();
+        assert_eq!(requests.len(), 4, "{tag}: {requests:?}");
+        assert!(requests.iter().all(|r| r.method == "DELETE"));
+    }
+    assert!(env.names("default").is_empty());
+}
+
+/// Pods of the run bound to a node: a DELETE leaves them terminating for a while.
+fn seed_pods_on_a_node(env: &Env, tag: &str, n: usize) {
+    for i in 0..n {
+        env.server.insert(
+            "pods",
+            "default",
+            json!({"metadata": {"name": format!("{tag}-worker-{i}"),
+                                "labels": {"training_attempt": tag}},
+                   "spec": {"nodeName": "node-1",
+                            "containers": [{"name": "tensorflow", "image": "busybox"}]}}),
+        );
+    }
+}
+
+#[test]
+fn delete_wait_returns_once_the_terminating_pods_are_gone() {
+    let env = Env::new();
+    seed_pods_on_a_node(&env, "slow", 2);
+    env.server.clear_requests();
+    env.run(&["-d", "-y", "--wait", "-t", "slow"])
+        .success()
+        .stdout_has("deleted pod/slow-worker-1")
+        .stdout_has("2 pods of run 'slow' terminated")
+        .stderr_has("waiting for 2 pods to terminate…");
+    assert!(env.list("pods", "default").is_empty());
+    // The collection deletes, then one list and one watch, whatever the number of pods.
+    assert_eq!(count(&env, "DELETE"), 4);
+    let gets = count(&env, "GET");
+    assert!((1..=3).contains(&gets), "{:?}", env.server.requests());
+}
+
+#[test]
+fn delete_wait_with_nothing_lingering_costs_one_list() {
+    let env = Env::new();
+    env.spawn(&["-t", "quick", "-w", "3"]).success();
+    env.server.clear_requests();
+    let out = env.run(&["-d", "-y", "--wait", "-t", "quick"]);
+    out.success().stdout_has("deleted pod/quick-worker-2");
+    assert!(!out.stderr.contains("waiting"), "{out:#?}");
+    assert_eq!(count(&env, "DELETE"), 4);
+    assert_eq!(count(&env, "GET"), 1);
+    assert!(env.names("default").is_empty());
+}
+
+#[test]
+fn delete_wait_gives_up_at_the_timeout() {
+    let env = Env::new();
+    seed_pods_on_a_node(&env, "stuck", 1);
+    // The test server keeps a terminating pod for about a second.
+    env.run(&["-d", "-y", "--wait", "--timeout", "10ms", "-t", "stuck"])
+        .failure(4)
+        .stderr_has("timed out after 10ms")
+        .stderr_has("kubectl get pods -n default -l training_attempt=stuck");
+}
