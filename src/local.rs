@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,10 +29,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::errors::UsageError;
-use crate::output;
 use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
 use crate::roles::{ClusterSpec, Role, Roles, Task};
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
+use crate::{output, signals};
 
 /// How long tasks get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -382,6 +383,9 @@ pub async fn run(
     // Set once the outcome is known: when to escalate to SIGKILL, then to give up.
     let mut kill_at: Option<Instant> = None;
     let mut give_up_at: Option<Instant> = None;
+    // After `stop` fired: a second request, which skips what is left of the grace.
+    let mut stop_fired = false;
+    let mut again: Pin<Box<dyn Future<Output = u8>>> = Box::pin(std::future::pending());
 
     loop {
         let all_ended = ended.iter().all(Option::is_some);
@@ -468,31 +472,39 @@ pub async fn run(
                     break;
                 }
             }
-            code = &mut *stop => {
+            code = &mut *stop, if !stop_fired => {
+                stop_fired = true;
+                again = Box::pin(signals::stop_requested());
                 if outcome.is_none() {
                     let left = running(plan, &ended);
                     printer.note(&format!("interrupted; stopping {}", ids(&left)));
                     outcome = Some(Outcome::Interrupted(code));
                 } else {
-                    // Asked again while stopping: no more grace.
-                    for at in 0..plan.tasks.len() {
-                        groups.signal(at, libc::SIGKILL);
-                    }
-                    give_up_at.get_or_insert(Instant::now() + AFTER_KILL);
+                    kill_now(&groups, &mut give_up_at);
                 }
+            }
+            _ = &mut again => {
+                again = Box::pin(std::future::pending());
+                kill_now(&groups, &mut give_up_at);
             }
         }
         if outcome.is_some() && kill_at.is_none() {
-            for at in 0..plan.tasks.len() {
-                if ended[at].is_none() {
-                    groups.signal(at, libc::SIGTERM);
-                }
+            for (at, _) in ended.iter().enumerate().filter(|(_, e)| e.is_none()) {
+                groups.signal(at, libc::SIGTERM);
             }
             kill_at = Some(Instant::now() + GRACE);
         }
     }
     drop(groups);
     Ok(outcome.expect("the loop ends with an outcome"))
+}
+
+/// Asked to stop while stopping: no more grace.
+fn kill_now(groups: &Groups, give_up_at: &mut Option<Instant>) {
+    for at in 0..groups.0.len() {
+        groups.signal(at, libc::SIGKILL);
+    }
+    give_up_at.get_or_insert(Instant::now() + AFTER_KILL);
 }
 
 /// The outcome once the verdict is final, with the tasks that are still running.

@@ -7,6 +7,7 @@ mod delete;
 mod faults;
 mod follow;
 mod list;
+mod local;
 mod logs;
 mod perf;
 mod roles;

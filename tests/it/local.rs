@@ -1,0 +1,374 @@
+//! `--local`: the tasks as processes on this machine (python3 required).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Env, Output, run};
+
+const WIRING_CHECK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/wiring_check.py");
+
+/// Each task prints what it was given as one JSON line, then exits 0; the deciding
+/// task (chief, else worker 0) waits until the others have printed, so every line is
+/// there before the run's verdict stops anyone.
+const REPORT: &str = r#"
+import json, os, sys, time
+cfg = json.loads(os.environ["TF_CONFIG"])
+me = "%s-%s" % (cfg["task"]["type"], cfg["task"]["index"])
+d = os.environ.get("TF_SPAWNER_SCRIPT_DIR")
+print(json.dumps({
+    "tf_config": cfg,
+    "worker_number": os.environ.get("WORKER_NUMBER"),
+    "tot_workers": os.environ.get("TOT_WORKERS"),
+    "from_env_file": os.environ.get("FROM_ENV_FILE"),
+    "script_dir": d,
+    "script_there": d is not None and os.path.isfile(os.path.join(d, "training-script.py")),
+}), flush=True)
+marks = os.environ["MARKS"]
+open(os.path.join(marks, me), "w").close()
+deciding = "chief-0" if "chief" in cfg["cluster"] else "worker-0"
+if me == deciding:
+    expected = sum(len(v) for v in cfg["cluster"].values()) + int(os.environ["EXTRA"])
+    end = time.time() + 60
+    while len(os.listdir(marks)) < expected and time.time() < end:
+        time.sleep(0.05)
+"#;
+
+/// Every task writes `PID CHILD_PID` to PIDS/TASK (the child: a sleeping process in
+/// the task's group). Once all have, MODE decides: `ok` worker 0 exits 0, `fail`
+/// worker 1 exits 1; the others sleep, worker 2 deaf to SIGTERM. `hang`: all sleep.
+const PIDS: &str = r#"
+import json, os, signal, subprocess, sys, time
+cfg = json.loads(os.environ["TF_CONFIG"])
+me = "%s-%s" % (cfg["task"]["type"], cfg["task"]["index"])
+child = subprocess.Popen(["sleep", "600"])
+d = os.environ["PIDS"]
+with open(os.path.join(d, me + ".tmp"), "w") as f:
+    f.write("%d %d" % (os.getpid(), child.pid))
+os.rename(os.path.join(d, me + ".tmp"), os.path.join(d, me))
+print("%s started" % me, flush=True)
+mode = os.environ["MODE"]
+if me == "worker-2":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+end = time.time() + 60
+while len([n for n in os.listdir(d) if "." not in n]) < int(os.environ["TASKS"]) and time.time() < end:
+    time.sleep(0.05)
+if mode == "ok" and me == "worker-0":
+    sys.exit(0)
+if mode == "fail" and me == "worker-1":
+    sys.exit(1)
+time.sleep(600)
+"#;
+
+/// `task id -> its lines`, from `task | line` output; other lines are left out.
+fn lines_by_task(stdout: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in stdout.lines() {
+        if let Some((prefix, text)) = line.split_once(" | ") {
+            out.entry(prefix.trim().to_string())
+                .or_default()
+                .push(text.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn wiring_check_agrees_with_three_and_five_tasks() {
+    let env = Env::new();
+    for n in [3u32, 5] {
+        let out = run(env.cmd().env("WIRING_LINGER", "3").args([
+            "--local",
+            "-w",
+            &n.to_string(),
+            WIRING_CHECK,
+        ]));
+        out.success();
+        let by_task = lines_by_task(&out.stdout);
+        assert_eq!(by_task.len(), n as usize, "{out:#?}");
+        let mut sums = vec![];
+        for i in 0..n {
+            let id = format!("worker-{i}");
+            let lines = &by_task[&id];
+            let want = format!("{id}: cluster of {n} tasks agrees on ");
+            let line = lines
+                .iter()
+                .find(|l| l.starts_with(&want))
+                .unwrap_or_else(|| panic!("{id} did not agree: {out:#?}"));
+            sums.push(line[want.len()..].to_string());
+        }
+        sums.dedup();
+        assert_eq!(sums.len(), 1, "{out:#?}");
+        out.stdout_has("run tf-spawner (local): Succeeded");
+    }
+}
+
+#[test]
+fn each_task_gets_its_tf_config_env_file_and_script_dir() {
+    let env = Env::new();
+    let script = env.write("report.py", REPORT);
+    let envfile = env.write("vars.env", "FROM_ENV_FILE='hello world'\n");
+    for (flags, extra) in [
+        (vec!["-w", "3"], "0"),
+        (vec!["--chief", "--ps", "2", "-w", "2", "--evaluator"], "1"),
+    ] {
+        let marks = tempfile::tempdir().unwrap();
+        let mut args = vec!["--local", "-t", "mine", "-e", envfile.to_str().unwrap()];
+        args.extend(&flags);
+        args.push(script.to_str().unwrap());
+        let out = run(env
+            .cmd()
+            // Nothing talks to a cluster: a missing kubeconfig does not matter.
+            .env("KUBECONFIG", env.path("no-such-kubeconfig"))
+            .env("MARKS", marks.path())
+            .env("EXTRA", extra)
+            .args(&args));
+        out.success();
+        let seen: BTreeMap<String, Value> = lines_by_task(&out.stdout)
+            .into_iter()
+            .map(|(id, lines)| {
+                assert_eq!(lines.len(), 1, "{id}: {out:#?}");
+                (id, serde_json::from_str(&lines[0]).expect("one JSON line"))
+            })
+            .collect();
+        let ids: Vec<&str> = seen.keys().map(String::as_str).collect();
+        let workers = if extra == "1" { 2 } else { 3 };
+        if extra == "1" {
+            assert_eq!(
+                ids,
+                [
+                    "chief-0",
+                    "evaluator-0",
+                    "ps-0",
+                    "ps-1",
+                    "worker-0",
+                    "worker-1"
+                ]
+            );
+        } else {
+            assert_eq!(ids, ["worker-0", "worker-1", "worker-2"]);
+        }
+        let cluster = &seen["worker-0"]["tf_config"]["cluster"];
+        let mut ports = vec![];
+        for (role, hosts) in cluster.as_object().unwrap() {
+            assert_ne!(role, "evaluator", "the evaluator is outside the cluster");
+            for host in hosts.as_array().unwrap() {
+                let port = host.as_str().unwrap().strip_prefix("127.0.0.1:").unwrap();
+                ports.push(port.parse::<u16>().unwrap());
+            }
+        }
+        let count = ports.len();
+        ports.sort();
+        ports.dedup();
+        assert_eq!(ports.len(), count, "a port per task: {cluster}");
+        assert_eq!(count, ids.len() - usize::from(extra == "1"));
+        assert_eq!(cluster["worker"].as_array().unwrap().len(), workers);
+
+        let dirs: Vec<&Value> = seen.values().map(|v| &v["script_dir"]).collect();
+        for (id, report) in &seen {
+            let (role, index) = id.rsplit_once('-').unwrap();
+            let tf_config = &report["tf_config"];
+            assert_eq!(&tf_config["cluster"], cluster, "{id}");
+            assert_eq!(tf_config["task"]["type"], role, "{id}");
+            assert_eq!(tf_config["task"]["index"].to_string(), index, "{id}");
+            let number = (role == "worker").then(|| index.to_string());
+            assert_eq!(report["worker_number"].as_str(), number.as_deref(), "{id}");
+            assert_eq!(report["tot_workers"], workers.to_string(), "{id}");
+            assert_eq!(report["from_env_file"], "hello world", "{id}");
+            assert_eq!(report["script_there"], true, "{id}");
+            assert_eq!(&report["script_dir"], dirs[0], "{id}");
+        }
+        // The private dir is removed at the end.
+        assert!(!Path::new(dirs[0].as_str().unwrap()).exists());
+    }
+}
+
+#[test]
+fn an_entrypoint_runs_and_nothing_it_started_remains() {
+    let env = Env::new();
+    let pids = tempfile::tempdir().unwrap();
+    let script = env.write("train.py", "print('training here')\n");
+    let entry = env.write(
+        "entry.sh",
+        "echo \"entry in ${TF_SPAWNER_SCRIPT_DIR:-/script}\"\n\
+         sleep 600 &\n\
+         echo $! > \"$PIDS/$WORKER_NUMBER\"\n\
+         exec python3 \"${TF_SPAWNER_SCRIPT_DIR:-/script}/training-script.py\"\n",
+    );
+    let out = run(env.cmd().env("PIDS", pids.path()).args([
+        "--local",
+        "-w",
+        "2",
+        "-c",
+        entry.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]));
+    out.success();
+    let by_task = lines_by_task(&out.stdout);
+    assert!(by_task["worker-0"].contains(&"training here".to_string()));
+    assert!(by_task["worker-0"][0].starts_with("entry in /"), "{out:#?}");
+    let left = read_pids(pids.path());
+    assert!(!left.is_empty());
+    assert_all_gone(&left);
+}
+
+#[test]
+fn success_stops_the_others_and_leaves_no_process() {
+    let (out, pids) = pid_run("ok", 3, None);
+    out.success();
+    out.stdout_has("worker-0 exited 0: Succeeded; stopping worker-1, worker-2");
+    assert_eq!(pids.len(), 6);
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_failed_task_exits_3_and_stops_the_others_even_deaf_ones() {
+    let started = Instant::now();
+    let (out, pids) = pid_run("fail", 3, None);
+    out.failure(3).stderr_has(
+        "local run 'tf-spawner' failed: worker-1 exited with code 1; stopped worker-0, worker-2",
+    );
+    // worker-2 ignores SIGTERM: SIGKILL follows after the grace period.
+    out.stdout_has("worker-2 still running 5s after SIGTERM: sending SIGKILL");
+    assert!(started.elapsed() < Duration::from_secs(50));
+    assert_eq!(pids.len(), 6);
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn the_wiring_check_failure_is_reported_and_bounded() {
+    let env = Env::new();
+    let started = Instant::now();
+    let out = run(env.cmd().env("TF_SPAWNER_FAIL_TASK", "worker-1").args([
+        "--local",
+        "-w",
+        "3",
+        WIRING_CHECK,
+    ]));
+    out.failure(3).stderr_has("worker-1 exited with code 1");
+    out.stdout_has("worker-1 | worker-1: failing on purpose");
+    // The others would wait 60 s for worker 1.
+    assert!(started.elapsed() < Duration::from_secs(40));
+}
+
+#[test]
+fn timeout_exits_4() {
+    let (out, pids) = pid_run("hang", 2, Some("1s"));
+    out.failure(4)
+        .stderr_has("timed out after 1s waiting for local run 'tf-spawner' to end");
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn sigint_stops_every_task_with_exit_130() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let script = env.write("pids.py", PIDS);
+    let child = env
+        .cmd()
+        .env("PIDS", dir.path())
+        .env("MODE", "hang")
+        .env("TASKS", "3")
+        .args(["--local", "--chief", "-w", "2", script.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    while read_pids(dir.path()).len() < 6 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pids = read_pids(dir.path());
+    assert_eq!(pids.len(), 6);
+    // SAFETY: signals our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let out = Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    out.failure(130).stderr_has("interrupted");
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn bad_local_flags() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    env.run(&["--local", "--python", "no-such-python-here", script])
+        .failure(2)
+        .stderr_has("cannot run no-such-python-here: not found");
+    let out = env.run(&["--python", "python3", script]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    let out = env.run(&["--local", "--dry-run", script]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    env.run(&["--local", "-w", "0", script])
+        .failure(2)
+        .stderr_has("--workers must be at least 1");
+    env.run(&["--local", "-t", "Bad_Tag", script]).failure(2);
+}
+
+/// Runs PIDS with `MODE` and `workers` workers; returns the output and every PID.
+fn pid_run(mode: &str, workers: u32, timeout: Option<&str>) -> (Output, Vec<i32>) {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let script = env.write("pids.py", PIDS);
+    let workers = workers.to_string();
+    let mut args = vec!["--local", "-w", &workers];
+    if let Some(t) = timeout {
+        args.extend(["--timeout", t]);
+    }
+    args.push(script.to_str().unwrap());
+    let out = run(env
+        .cmd()
+        .env("PIDS", dir.path())
+        .env("MODE", mode)
+        .env("TASKS", &workers)
+        .args(&args));
+    (out, read_pids(dir.path()))
+}
+
+fn read_pids(dir: &Path) -> Vec<i32> {
+    let mut pids = vec![];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        pids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    pids
+}
+
+/// Gone, or a zombie waiting for init to reap it.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            !matches!(state, Some(Some('Z' | 'X')))
+        }
+        Err(_) => false,
+    }
+}
+
+#[track_caller]
+fn assert_all_gone(pids: &[i32]) {
+    // The kernel may take a moment to finish off a killed process.
+    let end = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
