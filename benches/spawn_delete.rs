@@ -251,6 +251,8 @@ impl Drop for Launcher {
     }
 }
 
+// The child is reaped by `wait4`, not `Child::wait`, to read its rusage.
+#[allow(clippy::zombie_processes)]
 fn launcher() {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();

@@ -86,8 +86,10 @@ fn delete_wait_gives_up_at_the_timeout() {
     let env = Env::new();
     seed_pods_on_a_node(&env, "stuck", 1);
     // The test server keeps a terminating pod for about a second.
-    env.run(&["-d", "-y", "--wait", "--timeout", "10ms", "-t", "stuck"])
-        .failure(4)
-        .stderr_has("timed out after 10ms")
-        .stderr_has("kubectl get pods -n default -l training_attempt=stuck");
+    let out = env.run(&["-d", "-y", "--wait", "--timeout", "10ms", "-t", "stuck"]);
+    assert_eq!(out.code, 4, "{out:#?}");
+    // The progress line, then the error as the last line.
+    let last = out.stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: timed out after 10ms"), "{out:#?}");
+    assert!(last.contains("kubectl get pods -n default -l training_attempt=stuck"));
 }
