@@ -27,6 +27,9 @@ pub struct Cli {
     #[command(flatten)]
     pub spawn: SpawnArgs,
 
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
     /// Follow an existing run instead of spawning one
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -44,6 +47,41 @@ pub enum Command {
     Logs(LogsArgs),
     /// List the runs in the namespace (or in every namespace with -A)
     List(ListArgs),
+    /// Show the effective defaults (namespace, image, pod file, port, workers) and where
+    /// each comes from: a flag, the config file, the kubeconfig or the built-in default
+    Config(ConfigArgs),
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout
+    Man,
+}
+
+/// Diagnostics and verbosity, for every command.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GlobalArgs {
+    /// Log to stderr: -v one line per API call (method, path, status, duration, attempt),
+    /// -vv also retries and the client's internals [RUST_LOG works too]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Print nothing on stdout, only errors on stderr; a new run still prints its tag,
+    /// so RUN=$(tf-spawner -q -r train.py) works
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ConfigArgs {
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -219,9 +257,10 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Output format of --dry-run
-    #[arg(short, long, value_enum, default_value_t = OutputFormat::Yaml, value_name = "FORMAT")]
-    pub output: OutputFormat,
+    /// Output format: of --dry-run's objects [default: yaml]; of a spawn's or a delete's
+    /// summary [default: text] (json: {"tag","namespace","created"|"deleted":[{"kind","name"}]})
+    #[arg(short, long, value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
 
     /// Most API requests in flight at once while creating or deleting
     #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, value_name = "N")]

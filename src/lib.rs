@@ -7,6 +7,8 @@
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod defaults;
+pub mod diagnostics;
 pub mod duration;
 pub mod envfile;
 pub mod errors;
@@ -15,6 +17,7 @@ pub mod local;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod quiet;
 pub mod render;
 pub mod roles;
 pub mod signals;
@@ -24,13 +27,54 @@ pub mod verdict;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use cli::Cli;
 
+/// The prefix of kubectl plugins: `kubectl foo-bar` runs `kubectl-foo_bar`.
+const KUBECTL_PLUGIN_PREFIX: &str = "kubectl-";
+
+/// The name help and usage show: `kubectl tf-spawner` when the binary runs as the
+/// kubectl plugin `kubectl-tf_spawner` (kubectl turns `-` in the command into `_` in
+/// the file name), else `tf-spawner`.
+pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
+    let file = argv0
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .and_then(|f| f.to_str())
+        .unwrap_or("");
+    match file.strip_prefix(KUBECTL_PLUGIN_PREFIX) {
+        Some(plugin) if !plugin.is_empty() => format!("kubectl {}", plugin.replace('_', "-")),
+        _ => "tf-spawner".to_string(),
+    }
+}
+
 /// Parses the command line, runs the command, and maps errors to exit codes.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv0 = std::env::args_os().next();
+    let matches = Cli::command()
+        .bin_name(display_name(argv0.as_deref()))
+        .get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    diagnostics::init(cli.global.verbose);
+    match &cli.command {
+        Some(cli::Command::Completions(args)) => {
+            return finish(commands::completions::completions(args));
+        }
+        Some(cli::Command::Man) => return finish(commands::completions::man()),
+        _ => {}
+    }
+    let defaults = match defaults::load() {
+        Ok(d) => d,
+        Err(e) => return finish(Err(e.into())),
+    };
+    let origins = defaults::apply(&mut cli, &matches, &defaults);
+    if cli.global.quiet
+        && let Err(e) = quiet::silence_stdout()
+    {
+        let err = anyhow::anyhow!("cannot silence stdout for --quiet: {e}");
+        return finish(Err(err));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -41,7 +85,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(errors::EXIT_RUNTIME);
         }
     };
-    match runtime.block_on(run(cli)) {
+    finish(runtime.block_on(run(cli, defaults, origins)))
+}
+
+/// Prints an error as one line on stderr and maps it to the exit code.
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {}", errors::one_line(&err));
@@ -50,9 +99,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(
+    cli: Cli,
+    defaults: defaults::Defaults,
+    origins: defaults::Origins,
+) -> anyhow::Result<()> {
     if let Some(command) = &cli.command {
         return match command {
+            cli::Command::Config(args) => {
+                commands::config::exec(&cli.cluster, &cli.spawn, args, &defaults, &origins).await
+            }
+            cli::Command::Completions(args) => commands::completions::completions(args),
+            cli::Command::Man => commands::completions::man(),
             cli::Command::Wait(args) => commands::wait::exec(&cli.cluster, args).await,
             cli::Command::Status(args) => commands::status::exec(&cli.cluster, args).await,
             cli::Command::Logs(args) => commands::logs::exec(&cli.cluster, args).await,

@@ -61,7 +61,9 @@ pub fn client(mut config: kube::Config) -> Result<kube::Client> {
     // Retries are ours (cluster/retry.rs): they also cover 500s and dropped
     // connections, honour Retry-After, and know when a create may have landed.
     config.default_retry = false;
-    kube::Client::try_from(config).context("cannot set up the Kubernetes client")
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .context("cannot set up the Kubernetes client")?;
+    Ok(builder.with_layer(&super::apilog::ApiLogLayer).build())
 }
 
 /// The error and its sources in one line, without Debug noise.

@@ -1,5 +1,6 @@
 //! Everything that talks to the Kubernetes API lives under this module.
 
+pub mod apilog;
 pub mod apply;
 pub mod connect;
 pub mod delete;

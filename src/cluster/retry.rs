@@ -6,6 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use rand::Rng;
+use tracing::Instrument;
 
 /// Bounds for one API call.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +145,9 @@ where
     let mut backoff = policy.backoff;
     let mut earlier_unknown = false;
     loop {
-        let result = match tokio::time::timeout(policy.timeout, call()).await {
+        // `-v` logs each request inside this span, so its line names the attempt.
+        let span = tracing::info_span!("api", attempt);
+        let result = match tokio::time::timeout(policy.timeout, call().instrument(span)).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) => CallError::Api(e),
             Err(_) => CallError::Timeout(policy.timeout),

@@ -28,8 +28,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     if !args.yes && std::io::stdin().is_terminal() {
         let found = apply::existing(&cluster, tag).await?;
         if found.is_empty() {
-            println!("nothing labelled training_attempt={tag} in namespace {ns}");
-            return Ok(());
+            return report(tag, &ns, &[], args.output);
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         eprintln!("{}", shown.join("\n"));
@@ -42,16 +41,16 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     }
 
     let deleted = delete::delete_run(&cluster, tag, args.max_in_flight).await;
-    for object in &deleted.removed {
-        println!("deleted {object}");
-    }
+    // What was deleted is printed even when some of it failed (the error follows on stderr).
+    report(tag, &ns, &deleted.removed, args.output)?;
     if let Some(err) = delete::failure(&deleted, tag, &ns) {
         return Err(err);
     }
-    if deleted.removed.is_empty() {
-        println!("nothing labelled training_attempt={tag} in namespace {ns}");
-    }
     if args.wait {
+        if args.output.is_some() {
+            // The summary stays parseable: the wait's messages are not added to it.
+            crate::quiet::silence_stdout()?;
+        }
         wait_gone(&cluster, tag, args.timeout).await?;
     }
     Ok(())
@@ -122,6 +121,29 @@ async fn wait_gone(cluster: &Cluster, tag: &str, timeout: Option<Duration>) -> R
             .into())
         }
     }
+}
+
+/// `deleted pod/…` lines, or with `-o json|yaml` the summary
+/// `{"tag","namespace","deleted":[{"kind","name"}]}` (see `commands/summary.rs`).
+fn report(
+    tag: &str,
+    ns: &str,
+    removed: &[crate::cluster::ObjectRef],
+    format: Option<crate::cli::OutputFormat>,
+) -> Result<()> {
+    use super::summary;
+    if let Some(format) = format {
+        let text = summary::render(&summary::deleted(tag, ns, removed), format)?;
+        crate::output::print(&text)?;
+        return Ok(());
+    }
+    for object in removed {
+        println!("deleted {object}");
+    }
+    if removed.is_empty() {
+        println!("nothing labelled training_attempt={tag} in namespace {ns}");
+    }
+    Ok(())
 }
 
 fn pods(n: usize) -> String {

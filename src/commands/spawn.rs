@@ -2,13 +2,15 @@
 
 use anyhow::Result;
 
-use crate::cli::{ClusterArgs, SpawnArgs};
-use crate::cluster::retry::RetryPolicy;
+use crate::cli::{ClusterArgs, OutputFormat, SpawnArgs};
 use crate::cluster::apply::{self, Ledger};
+use crate::cluster::retry::RetryPolicy;
 use crate::cluster::{Cluster, connect};
 use crate::errors::ExitError;
 use crate::plan::{self, Plan};
-use crate::{inputs, render, signals};
+use crate::{inputs, output, quiet, render, signals};
+
+use super::summary;
 
 pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     if args.local {
@@ -19,7 +21,10 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
         let namespace = connect::namespace_offline(cluster_args).await;
         let request = inputs::spawn_request(args, tag, namespace)?;
         let plan = plan::build(&request)?;
-        print!("{}", render::render(&plan, args.output)?);
+        print!(
+            "{}",
+            render::render(&plan, args.output.unwrap_or(OutputFormat::Yaml))?
+        );
         return Ok(());
     }
 
@@ -57,8 +62,12 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     };
     match outcome {
         Ok(()) => {
-            report(&plan);
+            report(&plan, args.output)?;
             if args.wait {
+                if args.output.is_some() {
+                    // The summary stays parseable: the wait's progress is not added to it.
+                    quiet::silence_stdout()?;
+                }
                 let wait = super::wait::Wait {
                     tag: plan.tag.clone(),
                     until: crate::cli::WaitFor::Start,
@@ -95,8 +104,19 @@ enum Stop {
     Signal(u8),
 }
 
-fn report(plan: &Plan) {
+/// What a successful spawn prints: with `-q` only the tag, with `-o json|yaml` the
+/// summary (see `summary.rs`), else a human report and the next commands.
+fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     let (tag, ns) = (&plan.tag, &plan.namespace);
+    if quiet::is_quiet() {
+        quiet::data(&format!("{tag}\n"))?;
+        return Ok(());
+    }
+    if let Some(format) = format {
+        let created = summary::created(tag, ns, &summary::plan_objects(plan));
+        output::print(&summary::render(&created, format)?)?;
+        return Ok(());
+    }
     println!("generated with label training_attempt={tag}");
     let mut parts = vec![format!("configmap/{}", plan::config_map_name(tag))];
     if plan.secret.is_some() {
@@ -114,4 +134,5 @@ fn report(plan: &Plan) {
     println!("  kubectl get pods -n {ns} -l training_attempt={tag}");
     println!("  kubectl logs -n {ns} -f {first}");
     println!("  tf-spawner -d -t {tag} -n {ns}");
+    Ok(())
 }

@@ -4,6 +4,7 @@ mod support;
 
 mod bad_input;
 mod delete;
+mod ecosystem;
 mod faults;
 mod follow;
 mod list;

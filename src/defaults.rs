@@ -1,0 +1,284 @@
+//! The per-user defaults file: `$TF_SPAWNER_CONFIG`, else
+//! `$XDG_CONFIG_HOME/tf-spawner/config.yaml`, else `~/.config/tf-spawner/config.yaml`.
+//!
+//! ```yaml
+//! namespace: team-a
+//! image: registry.example.org/tf:2.15-gpu
+//! pod_file: templates/pod-gpu.yaml   # relative to this file's directory
+//! port: 2222
+//! workers: 4
+//! ```
+//!
+//! Every key is optional. A value from the file replaces the built-in default (and, for
+//! the namespace, the kubeconfig context's); a flag on the command line beats both.
+//! A bad file is a usage error (exit 2) naming the file and the key.
+
+use std::path::{Path, PathBuf};
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde_json::Value;
+
+use crate::cli::Cli;
+use crate::errors::UsageError;
+
+/// The variable that names the file (it must then exist).
+pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
+
+/// The keys, in the order `tf-spawner config` shows them.
+pub const KEYS: [&str; 5] = ["namespace", "image", "pod_file", "port", "workers"];
+
+/// What the file says; every value is optional.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Defaults {
+    /// Where the file is (or would be); `None` without HOME and the variables.
+    pub path: Option<PathBuf>,
+    pub found: bool,
+    pub namespace: Option<String>,
+    pub image: Option<String>,
+    pub pod_file: Option<PathBuf>,
+    pub port: Option<u16>,
+    pub workers: Option<u32>,
+}
+
+/// Where the file is looked for.
+pub fn path() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(p) = var(ENV_VAR) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(xdg) = var("XDG_CONFIG_HOME").map(PathBuf::from)
+        && xdg.is_absolute()
+    {
+        return Some(xdg.join("tf-spawner/config.yaml"));
+    }
+    var("HOME").map(|home| PathBuf::from(home).join(".config/tf-spawner/config.yaml"))
+}
+
+/// Reads the file if there is one. A missing file is fine, except when
+/// `$TF_SPAWNER_CONFIG` names it.
+pub fn load() -> Result<Defaults, UsageError> {
+    let Some(path) = path() else {
+        return Ok(Defaults::default());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && std::env::var_os(ENV_VAR).is_none_or(|v| v.is_empty()) =>
+        {
+            return Ok(Defaults {
+                path: Some(path),
+                ..Defaults::default()
+            });
+        }
+        Err(e) => {
+            return Err(UsageError::new(format!(
+                "cannot read config file {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    parse(&text, &path)
+}
+
+/// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`.
+pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
+    let file = path.display();
+    let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.lines().next().unwrap_or_default().trim().to_string();
+        UsageError::new(format!("config file {file}: not valid YAML: {msg}"))
+    })?;
+    let mut defaults = Defaults {
+        path: Some(path.to_path_buf()),
+        found: true,
+        ..Defaults::default()
+    };
+    let map = match doc {
+        Value::Null => return Ok(defaults),
+        Value::Object(map) => map,
+        _ => {
+            return Err(UsageError::new(format!(
+                "config file {file}: expected keys ({}), not a single value",
+                KEYS.join(", ")
+            )));
+        }
+    };
+    for (key, value) in map {
+        let bad = |expected: &str| {
+            UsageError::new(format!(
+                "config file {file}: key '{key}': expected {expected}, got {}",
+                short(&value)
+            ))
+        };
+        let text = || match &value {
+            Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            _ => Err(bad("a non-empty string")),
+        };
+        match key.as_str() {
+            "namespace" => defaults.namespace = Some(text()?),
+            "image" => defaults.image = Some(text()?),
+            "pod_file" => {
+                let p = PathBuf::from(text()?);
+                defaults.pod_file = Some(resolve(&p, path));
+            }
+            "port" => {
+                let port = value
+                    .as_u64()
+                    .and_then(|n| u16::try_from(n).ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| bad("a port number from 1 to 65535"))?;
+                defaults.port = Some(port);
+            }
+            "workers" => {
+                let n = value
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad("a whole number of workers"))?;
+                defaults.workers = Some(n);
+            }
+            _ => {
+                return Err(UsageError::new(format!(
+                    "config file {file}: unknown key '{key}' (the keys are: {})",
+                    KEYS.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(defaults)
+}
+
+/// `~/x` is under HOME; a relative path is relative to the config file's directory.
+fn resolve(p: &Path, config: &Path) -> PathBuf {
+    if let Ok(rest) = p.strip_prefix("~")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    config.parent().unwrap_or(Path::new(".")).join(p)
+}
+
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 40 {
+        format!("{}…", text.chars().take(40).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// Where a setting came from, before the kubeconfig and built-in defaults are looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    File,
+    Unset,
+}
+
+/// The origin of each of [`KEYS`], in that order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origins(pub [Origin; 5]);
+
+impl Origins {
+    pub fn of(&self, key: &str) -> Origin {
+        KEYS.iter()
+            .position(|k| *k == key)
+            .map_or(Origin::Unset, |i| self.0[i])
+    }
+}
+
+/// Fills the settings the command line left alone from the file.
+pub fn apply(cli: &mut Cli, matches: &ArgMatches, defaults: &Defaults) -> Origins {
+    let on_command_line = |id: &str| {
+        matches!(
+            source(matches, id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    let mut origins = [Origin::Unset; 5];
+    for (i, key) in KEYS.iter().enumerate() {
+        if on_command_line(key) {
+            origins[i] = Origin::Flag;
+            continue;
+        }
+        let used = match *key {
+            "namespace" => defaults
+                .namespace
+                .clone()
+                .map(|v| cli.cluster.namespace = Some(v))
+                .is_some(),
+            "image" => defaults
+                .image
+                .clone()
+                .map(|v| cli.spawn.image = Some(v))
+                .is_some(),
+            "pod_file" => defaults
+                .pod_file
+                .clone()
+                .map(|v| cli.spawn.pod_file = Some(v))
+                .is_some(),
+            "port" => defaults.port.map(|v| cli.spawn.port = v).is_some(),
+            "workers" => defaults.workers.map(|v| cli.spawn.workers = v).is_some(),
+            _ => false,
+        };
+        if used {
+            origins[i] = Origin::File;
+        }
+    }
+    Origins(origins)
+}
+
+/// The value source of `id` at the top level or in the subcommand (global flags such
+/// as `-n` may be given after the verb).
+fn source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
+    let mut found = matches
+        .try_get_raw(id)
+        .ok()
+        .and_then(|_| matches.value_source(id));
+    if let Some((_, sub)) = matches.subcommand()
+        && sub.try_get_raw(id).is_ok()
+        && sub.value_source(id) == Some(ValueSource::CommandLine)
+    {
+        found = Some(ValueSource::CommandLine);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_parses_and_a_relative_pod_file_is_anchored_at_the_file() {
+        let d = parse(
+            "namespace: team\nimage: img:1\npod_file: gpu.yaml\nport: 2222\nworkers: 4\n",
+            Path::new("/etc/tfs/config.yaml"),
+        )
+        .unwrap();
+        assert_eq!(d.namespace.as_deref(), Some("team"));
+        assert_eq!(d.image.as_deref(), Some("img:1"));
+        assert_eq!(d.pod_file, Some(PathBuf::from("/etc/tfs/gpu.yaml")));
+        assert_eq!((d.port, d.workers), (Some(2222), Some(4)));
+        assert!(parse("", Path::new("c.yaml")).unwrap().found);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let err = |text: &str| parse(text, Path::new("/c.yaml")).unwrap_err().to_string();
+        assert_eq!(
+            err("port: 70000\n"),
+            "config file /c.yaml: key 'port': expected a port number from 1 to 65535, got 70000"
+        );
+        assert_eq!(
+            err("imag: x\n"),
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers)"
+        );
+        assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
+        assert!(err("image: ''\n").contains("key 'image'"));
+        assert!(!err("image: [a\n").contains('\n'));
+    }
+}
