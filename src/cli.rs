@@ -177,7 +177,7 @@ pub enum ReportFormat {
 /// How to reach the cluster: kubectl's conventions.
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
-    /// Kubernetes namespace [default: the kubeconfig context's namespace, else "default"]
+    /// Kubernetes namespace [default: the config file's, else the kubeconfig context's, else "default"]
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
@@ -225,7 +225,7 @@ pub struct SpawnArgs {
     #[arg(short, long, value_name = "FILE")]
     pub command: Option<PathBuf>,
 
-    /// Pod template (YAML) [default: the built-in templates/pod.yaml]
+    /// Pod template (YAML) [default: the config file's pod_file, else the built-in templates/pod.yaml]
     #[arg(long, value_name = "FILE")]
     pub pod_file: Option<PathBuf>,
 
@@ -241,7 +241,7 @@ pub struct SpawnArgs {
     #[arg(short, long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,
 
-    /// Container image [default: the template's, else the pinned TensorFlow image]
+    /// Container image [default: the config file's, else the template's, else the pinned TensorFlow image]
     #[arg(short, long, value_name = "IMAGE")]
     pub image: Option<String>,
 
