@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
     about = "Run distributed TensorFlow training on Kubernetes: one pod and one headless service per task, no operator.",
     long_about = None,
     after_help = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T",
-    args_conflicts_with_subcommands = true
+    subcommand_negates_reqs = true
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -280,7 +280,12 @@ pub struct SpawnArgs {
     pub local: bool,
 
     /// With --local: the Python interpreter that runs the training script
-    #[arg(long, default_value = "python3", requires = "local", value_name = "PROGRAM")]
+    #[arg(
+        long,
+        default_value = "python3",
+        requires = "local",
+        value_name = "PROGRAM"
+    )]
     pub python: String,
 
     #[command(flatten)]

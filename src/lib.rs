@@ -56,6 +56,9 @@ pub fn main() -> ExitCode {
         .bin_name(display_name(argv0.as_deref()))
         .get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Err(e) = spawn_flags_only_for_spawn(&matches) {
+        return finish(Err(e.into()));
+    }
     diagnostics::init(cli.global.verbose);
     match &cli.command {
         Some(cli::Command::Completions(args)) => {
@@ -86,6 +89,28 @@ pub fn main() -> ExitCode {
         }
     };
     finish(runtime.block_on(run(cli, defaults, origins)))
+}
+
+/// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag
+/// there would be silently ignored, so it is refused.
+fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::UsageError> {
+    let Some((verb, _)) = matches.subcommand() else {
+        return Ok(());
+    };
+    let spawn_args = <cli::SpawnArgs as clap::Args>::augment_args(clap::Command::new("spawn"));
+    for arg in spawn_args.get_arguments() {
+        let id = arg.get_id().as_str();
+        if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            let flag = match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None => "the training script".to_string(),
+            };
+            return Err(errors::UsageError::new(format!(
+                "{flag} belongs to spawning a run, not to `{verb}`; see tf-spawner {verb} --help"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Prints an error as one line on stderr and maps it to the exit code.

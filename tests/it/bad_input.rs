@@ -236,3 +236,23 @@ fn a_failure_at_each_create_step_leaves_nothing() {
         );
     }
 }
+
+#[test]
+fn global_flags_go_before_or_after_a_verb_but_spawn_flags_not_before_one() {
+    let env = Env::new();
+    env.server.create_namespace("ns2");
+    env.spawn(&["-t", "gl", "-n", "ns2"]).success();
+    env.run(&["-n", "ns2", "status", "-t", "gl"])
+        .success()
+        .stdout_has("gl-worker-0");
+    env.run(&["status", "-t", "gl", "-n", "ns2"])
+        .success()
+        .stdout_has("gl-worker-1");
+    env.run(&["-w", "3", "status", "-t", "gl"])
+        .failure(2)
+        .stderr_has("--workers belongs to spawning a run, not to `status`");
+    let script = env.script();
+    env.run(&[script.to_str().unwrap(), "list"])
+        .failure(2)
+        .stderr_has("the training script belongs to spawning a run");
+}
