@@ -37,7 +37,7 @@ pub const PORT_NAME: &str = "tf-grpc";
 pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
 
 /// Everything a spawn needs, already read from disk and checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SpawnRequest {
     pub tag: String,
     pub namespace: String,
@@ -54,7 +54,7 @@ pub struct SpawnRequest {
 }
 
 /// One pod template per role; roles without their own use the worker's.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Templates {
     pub worker: Pod,
     pub by_role: BTreeMap<Role, Pod>,
@@ -75,12 +75,46 @@ pub struct Plan {
     pub config_map: ConfigMap,
     pub secret: Option<Secret>,
     pub services: Vec<Service>,
-    pub pods: Vec<Pod>,
+    pub pods: Pods,
 }
 
 impl Plan {
     pub fn object_count(&self) -> usize {
         1 + usize::from(self.secret.is_some()) + self.services.len() + self.pods.len()
+    }
+}
+
+/// The run's pods, built when asked for, one at a time: every pod's `TF_CONFIG` lists the
+/// whole cluster, so holding all of them at once would cost memory that grows as N²
+/// (44 MB for 1,000 workers), where a spawn only needs the pods in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pods {
+    request: SpawnRequest,
+    cluster: ClusterSpec,
+}
+
+impl Pods {
+    pub fn len(&self) -> usize {
+        self.request.roles.tasks().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pods in creation order (chief, parameter servers, workers, evaluator).
+    pub fn iter(&self) -> impl Iterator<Item = Pod> + '_ {
+        self.request
+            .roles
+            .tasks()
+            .map(|task| pod(&self.request, &self.cluster, task))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = String> + '_ {
+        self.request
+            .roles
+            .tasks()
+            .map(|t| t.name(&self.request.tag))
     }
 }
 
@@ -107,11 +141,22 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         .filter(|t| t.role.in_cluster())
         .map(|t| service(req, t))
         .collect();
-    let pods = req
-        .roles
-        .tasks()
-        .map(|t| pod(req, &cluster, t))
-        .collect::<Result<_, _>>()?;
+    for role in Role::ALL.into_iter().filter(|r| req.roles.count(*r) > 0) {
+        let template = req.templates.for_role(role);
+        if template
+            .spec
+            .as_ref()
+            .is_none_or(|s| s.containers.is_empty())
+        {
+            return Err(UsageError::new(format!(
+                "the pod template for {role} has no containers"
+            )));
+        }
+    }
+    let pods = Pods {
+        request: req.clone(),
+        cluster,
+    };
     Ok(Plan {
         tag: req.tag.clone(),
         namespace: req.namespace.clone(),
@@ -225,7 +270,7 @@ fn service(req: &SpawnRequest, task: Task) -> Service {
     }
 }
 
-fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Result<Pod, UsageError> {
+fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let template = req.templates.for_role(task.role);
     let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
     let template_meta = &template.metadata;
@@ -258,18 +303,15 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Result<Pod, Usa
         .iter()
         .position(|c| c.name == TF_CONTAINER)
         .unwrap_or(0);
-    let container = spec.containers.get_mut(at).ok_or_else(|| {
-        UsageError::new(format!(
-            "the pod template for {} has no containers",
-            task.role
-        ))
-    })?;
-    set_up_tf_container(req, cluster, task, container);
-    Ok(Pod {
+    // `build` checked that every template has a container.
+    if let Some(container) = spec.containers.get_mut(at) {
+        set_up_tf_container(req, cluster, task, container);
+    }
+    Pod {
         metadata,
         spec: Some(spec),
         status: None,
-    })
+    }
 }
 
 fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
@@ -431,7 +473,7 @@ mod tests {
     #[test]
     fn only_workers_get_worker_number() {
         let plan = build(&request(Roles::new(None, true, 1, 2, false).unwrap())).unwrap();
-        for pod in &plan.pods {
+        for pod in plan.pods.iter() {
             let env = pod.spec.as_ref().unwrap().containers[0]
                 .env
                 .clone()

@@ -1,45 +1,83 @@
 //! `--dry-run` output: the plan as a YAML stream or a JSON `List`, both accepted by
-//! `kubectl apply -f -`. Secret values are never printed.
+//! `kubectl apply -f -`. Secret values are never printed. Objects are written one at a
+//! time, so a 1,000-worker plan never sits in memory whole.
+
+use std::io::{self, Write};
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cli::OutputFormat;
 use crate::plan::Plan;
 
 pub const REDACTED: &str = "<redacted>";
 
-pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
-    let objects = objects(plan)?;
+/// Writes the plan to `out`.
+pub fn write(plan: &Plan, format: OutputFormat, out: &mut impl Write) -> Result<()> {
     match format {
         OutputFormat::Json => {
-            let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
-            Ok(serde_json::to_string_pretty(&list)? + "\n")
+            out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [")?;
+            let mut first = true;
+            for_each_object(plan, |object| {
+                out.write_all(if first { b"\n" } else { b",\n" })?;
+                first = false;
+                let text = serde_json::to_string_pretty(&object)?;
+                for (i, line) in text.lines().enumerate() {
+                    if i > 0 {
+                        out.write_all(b"\n")?;
+                    }
+                    out.write_all(b"    ")?;
+                    out.write_all(line.as_bytes())?;
+                }
+                Ok(())
+            })?;
+            out.write_all(b"\n  ]\n}\n")?;
         }
-        OutputFormat::Yaml => {
-            let mut out = String::new();
-            for object in &objects {
-                out.push_str("---\n");
-                out.push_str(&serde_saphyr::to_string(object).context("cannot write YAML")?);
-            }
-            Ok(out)
+        OutputFormat::Yaml => for_each_object(plan, |object| {
+            out.write_all(b"---\n")?;
+            let yaml = serde_saphyr::to_string(&object).context("cannot write YAML")?;
+            out.write_all(yaml.as_bytes())?;
+            Ok(())
+        })?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The whole output as a string (for tests and small plans).
+pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
+    let mut out = Vec::new();
+    write(plan, format, &mut out)?;
+    Ok(String::from_utf8(out).context("output is UTF-8")?)
+}
+
+/// Writes to stdout; a reader that goes away (`| head`) ends the output quietly.
+pub fn to_stdout(plan: &Plan, format: OutputFormat) -> Result<()> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match write(plan, format, &mut out) {
+        Err(e)
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(crate::output::is_broken_pipe) =>
+        {
+            Ok(())
         }
+        other => other,
     }
 }
 
-/// The plan's objects as JSON values in creation order, the secret redacted.
-pub fn objects(plan: &Plan) -> Result<Vec<Value>> {
-    let mut objects = vec![serde_json::to_value(&plan.config_map)?];
+/// Calls `f` with each object of the plan as JSON, in creation order, the secret redacted.
+fn for_each_object(plan: &Plan, mut f: impl FnMut(Value) -> Result<()>) -> Result<()> {
+    f(serde_json::to_value(&plan.config_map)?)?;
     if let Some(secret) = &plan.secret {
-        objects.push(redact(serde_json::to_value(secret)?));
+        f(redact(serde_json::to_value(secret)?))?;
     }
     for service in &plan.services {
-        objects.push(serde_json::to_value(service)?);
+        f(serde_json::to_value(service)?)?;
     }
-    for pod in &plan.pods {
-        objects.push(serde_json::to_value(pod)?);
+    for pod in plan.pods.iter() {
+        f(serde_json::to_value(&pod)?)?;
     }
-    Ok(objects)
+    Ok(())
 }
 
 /// Keeps the keys (so the output still shows which variables are set), drops the values.

@@ -175,7 +175,7 @@ impl Roles {
 }
 
 /// Builds `TF_CONFIG` values for one run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterSpec {
     cluster: BTreeMap<&'static str, Vec<String>>,
 }

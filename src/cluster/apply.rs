@@ -132,7 +132,7 @@ pub async fn create(
     run_stage(
         cluster,
         ledger,
-        stream::iter(plan.pods.iter().map(Obj::Pod)),
+        stream::iter(plan.pods.iter().map(|p| Obj::Pod(Box::new(p)))),
         max_in_flight,
     )
     .await
@@ -142,7 +142,8 @@ enum Obj<'a> {
     ConfigMap(&'a ConfigMap),
     Secret(&'a Secret),
     Service(&'a Service),
-    Pod(&'a Pod),
+    /// Built as it is sent (see `plan::Pods`).
+    Pod(Box<Pod>),
 }
 
 async fn run_stage<'a>(
@@ -158,7 +159,7 @@ async fn run_stage<'a>(
                 Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
                 Obj::Secret(o) => create_one(cluster, ledger, o).await,
                 Obj::Service(o) => create_one(cluster, ledger, o).await,
-                Obj::Pod(o) => create_one(cluster, ledger, o).await,
+                Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
             }
         })
         .await

@@ -21,11 +21,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
         let namespace = connect::namespace_offline(cluster_args).await;
         let request = inputs::spawn_request(args, tag, namespace)?;
         let plan = plan::build(&request)?;
-        print!(
-            "{}",
-            render::render(&plan, args.output.unwrap_or(OutputFormat::Yaml))?
-        );
-        return Ok(());
+        return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
 
     // Inputs are checked before the configuration, so a bad flag is reported as such
@@ -125,11 +121,7 @@ fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     parts.push(format!("{} services", plan.services.len()));
     parts.push(format!("{} pods", plan.pods.len()));
     println!("created in namespace {ns}: {}", parts.join(", "));
-    let first = plan
-        .pods
-        .first()
-        .and_then(|p| p.metadata.name.clone())
-        .unwrap_or_default();
+    let first = plan.pods.names().next().unwrap_or_default();
     println!("next:");
     println!("  kubectl get pods -n {ns} -l training_attempt={tag}");
     println!("  kubectl logs -n {ns} -f {first}");

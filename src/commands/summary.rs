@@ -54,9 +54,9 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
         kind: Kind::Service,
         name: name(&s.metadata),
     }));
-    objects.extend(plan.pods.iter().map(|p| ObjectRef {
+    objects.extend(plan.pods.names().map(|name| ObjectRef {
         kind: Kind::Pod,
-        name: name(&p.metadata),
+        name,
     }));
     objects
 }
