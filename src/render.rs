@@ -48,7 +48,7 @@ pub fn write(plan: &Plan, format: OutputFormat, out: &mut impl Write) -> Result<
 pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
     let mut out = Vec::new();
     write(plan, format, &mut out)?;
-    Ok(String::from_utf8(out).context("output is UTF-8")?)
+    String::from_utf8(out).context("output is UTF-8")
 }
 
 /// Writes to stdout; a reader that goes away (`| head`) ends the output quietly.
