@@ -5,6 +5,7 @@
 
 mod delete;
 mod dry_run;
+mod follow;
 mod limited;
 mod roles;
 mod spawn;

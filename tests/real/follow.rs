@@ -1,0 +1,232 @@
+//! wait, status and list against the real server, with pod phases driven by patching
+//! `pods/status` (there is no kubelet). Pod logs here are always empty (204).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+async fn later<F: std::future::Future>(f: F) -> F::Output {
+    // Give the binary time to list and start its watch first.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    f.await
+}
+
+#[tokio::test]
+async fn wait_follows_phases_to_success_saves_logs_and_cleans_up() {
+    let Some(real) = Real::new("wait_follows_phases_to_success_saves_logs_and_cleans_up").await
+    else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "ok", 2).await;
+    let logs = real.dir.path().join("logs");
+    let logs_arg = logs.to_str().unwrap().to_string();
+    let args = [
+        "-n",
+        &ns,
+        "wait",
+        "-t",
+        "ok",
+        "--timeout",
+        "60s",
+        "--save-logs",
+        &logs_arg,
+        "--cleanup",
+    ];
+    let (out, ()) = tokio::join!(
+        real.run(Cred::Admin, &args,),
+        later(async {
+            real.set_running(&ns, "ok-worker-0", "tensorflow").await;
+            real.set_running(&ns, "ok-worker-1", "tensorflow").await;
+            real.set_terminated(&ns, "ok-worker-1", "tensorflow", 0)
+                .await;
+            real.set_terminated(&ns, "ok-worker-0", "tensorflow", 0)
+                .await;
+        }),
+    );
+    out.success();
+    for pod in ["ok-worker-0", "ok-worker-1"] {
+        assert!(logs.join(format!("{pod}.log")).is_file(), "{pod}: {out:#?}");
+    }
+    assert!(
+        real.run_objects(&ns, "ok").await.is_empty(),
+        "--cleanup left objects"
+    );
+}
+
+#[tokio::test]
+async fn wait_names_the_failed_pod_and_exits_3() {
+    let Some(real) = Real::new("wait_names_the_failed_pod_and_exits_3").await else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "bad", 2).await;
+    let args = ["-n", &ns, "wait", "-t", "bad", "--timeout", "60s"];
+    let (out, ()) = tokio::join!(
+        real.run(Cred::Admin, &args),
+        later(async {
+            real.set_running(&ns, "bad-worker-0", "tensorflow").await;
+            real.set_terminated(&ns, "bad-worker-1", "tensorflow", 1)
+                .await;
+        }),
+    );
+    assert_eq!(out.code, 3, "{out:#?}");
+    let last = out
+        .stderr
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        last.starts_with("error: ") && last.contains("bad-worker-1"),
+        "{out:#?}"
+    );
+    assert!(!out.stderr.contains("panicked"), "{out:#?}");
+    // The run is left for inspection.
+    assert_eq!(real.pods(&ns, "bad").await.len(), 2);
+}
+
+#[tokio::test]
+async fn wait_for_start_fails_fast_on_an_image_that_cannot_be_pulled() {
+    let Some(real) = Real::new("wait_for_start_fails_fast_on_an_image_that_cannot_be_pulled").await
+    else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "pull", 1).await;
+    let args = [
+        "-n",
+        &ns,
+        "wait",
+        "-t",
+        "pull",
+        "--for",
+        "start",
+        "--timeout",
+        "60s",
+    ];
+    let (out, _) = tokio::join!(
+        real.run(Cred::Admin, &args),
+        later(real.patch_pod_status(
+            &ns,
+            "pull-worker-0",
+            json!({"phase": "Pending", "containerStatuses": [container_status("tensorflow", false, json!({
+                "waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"nope:1\""}
+            }))]}),
+        )),
+    );
+    out.failure(3).stderr_has("ImagePullBackOff");
+}
+
+#[tokio::test]
+async fn wait_times_out_with_exit_4() {
+    let Some(real) = Real::new("wait_times_out_with_exit_4").await else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "slow", 1).await;
+    real.run(
+        Cred::Admin,
+        &["-n", &ns, "wait", "-t", "slow", "--timeout", "2s"],
+    )
+    .await
+    .failure(4);
+}
+
+#[tokio::test]
+async fn status_and_list_show_what_the_server_stores() {
+    let Some(real) = Real::new("status_and_list_show_what_the_server_stores").await else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "st", 2).await;
+    real.spawn_run(&ns, "other", 1).await;
+    real.set_running(&ns, "st-worker-0", "tensorflow").await;
+    real.set_terminated(&ns, "st-worker-1", "tensorflow", 0)
+        .await;
+
+    let out = real
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "status", "-t", "st", "-o", "json"],
+        )
+        .await;
+    out.success();
+    let status: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+    assert_eq!(status["verdict"], "Running");
+    let phases: Vec<(String, String)> = status["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().into(),
+                p["phase"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("st-worker-0".to_string(), "Running".to_string()),
+            ("st-worker-1".into(), "Succeeded".into())
+        ]
+    );
+
+    let out = real
+        .run(Cred::Admin, &["-n", &ns, "list", "-o", "json"])
+        .await;
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).expect("list JSON");
+    let mut tags: Vec<&str> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tag"].as_str().unwrap())
+        .collect();
+    tags.sort();
+    assert_eq!(tags, ["other", "st"]);
+
+    // Pod logs of unscheduled pods are empty here (204): not an error.
+    real.run(Cred::Admin, &["-n", &ns, "logs", "-t", "st"])
+        .await
+        .success();
+}
+
+#[tokio::test]
+async fn a_namespace_limited_credential_can_follow_its_runs() {
+    let Some(real) = Real::new("a_namespace_limited_credential_can_follow_its_runs").await else {
+        return;
+    };
+    let tag = real.tag_in("team-a", "fol");
+    let script = real.script();
+    real.run(
+        Cred::TeamA,
+        &["-t", &tag, "-w", "1", script.to_str().unwrap()],
+    )
+    .await
+    .success();
+    let pod = format!("{tag}-worker-0");
+    let args = ["wait", "-t", &tag, "--timeout", "60s"];
+    let (out, _) = tokio::join!(
+        real.run(Cred::TeamA, &args),
+        later(real.set_terminated("team-a", &pod, "tensorflow", 0)),
+    );
+    out.success();
+    real.run(Cred::TeamA, &["status", "-t", &tag])
+        .await
+        .success()
+        .stdout_has(&pod);
+    real.run(Cred::TeamA, &["list"])
+        .await
+        .success()
+        .stdout_has(&tag);
+    real.run(Cred::TeamA, &["list", "-A"])
+        .await
+        .failure(1)
+        .stderr_has("forbidden");
+    real.run(Cred::TeamA, &["-d", "-t", &tag]).await.success();
+}
