@@ -69,6 +69,12 @@ impl Task {
     pub fn name(self, tag: &str) -> String {
         format!("{tag}-{}", self.id())
     }
+
+    /// The task whose exit decides a run: the chief if there is one, else worker 0.
+    pub fn deciding(has_chief: bool) -> Task {
+        let role = if has_chief { Role::Chief } else { Role::Worker };
+        Task { role, index: 0 }
+    }
 }
 
 /// How many tasks of each role a run has.
@@ -160,17 +166,7 @@ impl Roles {
 
     /// The task whose exit decides the run: the chief, else worker 0.
     pub fn deciding_task(&self) -> Task {
-        if self.chief {
-            Task {
-                role: Role::Chief,
-                index: 0,
-            }
-        } else {
-            Task {
-                role: Role::Worker,
-                index: 0,
-            }
-        }
+        Task::deciding(self.chief)
     }
 }
 

@@ -579,17 +579,7 @@ impl Tracker {
         let has_chief = states
             .iter()
             .any(|s| s.0.is_some_and(|t| t.role == Role::Chief));
-        let deciding = if has_chief {
-            Task {
-                role: Role::Chief,
-                index: 0,
-            }
-        } else {
-            Task {
-                role: Role::Worker,
-                index: 0,
-            }
-        };
+        let deciding = Task::deciding(has_chief);
         let state_of = |task: Task| states.iter().find(|s| s.0 == Some(task)).map(|s| s.2);
         let deciding_done = state_of(deciding) == Some(State::Succeeded);
         let workers_done = !self.all_workers
