@@ -72,9 +72,9 @@ async fn delete_kind<K: RunObject>(
 }
 
 /// A collection DELETE, answered with the deleted objects (or a `Status`, which says
-/// nothing about them). Only their names are read: for pods the answer holds every
-/// pod's `TF_CONFIG`, O(N²) bytes, which `Api::delete_collection` would hold three
-/// times over (text, a JSON tree, typed pods) — 170 MB for 1,000 workers.
+/// nothing about them). Only their names are needed, so it asks for metadata only
+/// (servers since 1.15 honour it; others send whole objects, which parse the same):
+/// whole pods carry every pod's `TF_CONFIG`, O(N²) bytes — 44 MB for 1,000 workers.
 async fn delete_collection<K: RunObject>(
     cluster: &Cluster,
     dp: &DeleteParams,
@@ -85,6 +85,10 @@ async fn delete_collection<K: RunObject>(
         .delete_collection(dp, lp)
         .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("delete_collection");
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(METADATA_ONLY),
+    );
     let response = cluster
         .client
         .send(request.map(kube::client::Body::from))
@@ -101,16 +105,22 @@ async fn delete_collection<K: RunObject>(
     let answer: DeletedList = serde_json::from_slice(&body).map_err(kube::Error::SerdeError)?;
     Ok(answer
         .items
+        .unwrap_or_default()
         .into_iter()
         .filter_map(|o| o.metadata.name)
         .collect())
 }
 
+/// Asks for a `PartialObjectMetadataList`, falling back to the full list.
+const METADATA_ONLY: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
 /// What a collection DELETE answers, names only (a `Status` has no items).
 #[derive(serde::Deserialize)]
 struct DeletedList {
+    /// `null` in an empty `PartialObjectMetadataList`.
     #[serde(default)]
-    items: Vec<DeletedItem>,
+    items: Option<Vec<DeletedItem>>,
 }
 
 #[derive(serde::Deserialize)]

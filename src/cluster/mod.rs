@@ -164,11 +164,11 @@ impl Cluster {
                     self.namespace
                 )
             }
-            Some(_) => anyhow::anyhow!("{doing}: {err}"),
-            None => anyhow::anyhow!(
+            None if err.unanswered() => anyhow::anyhow!(
                 "{doing}: cannot reach the Kubernetes API server at {}: {err}",
                 self.server
             ),
+            _ => anyhow::anyhow!("{doing}: {err}"),
         }
     }
 }

@@ -60,6 +60,14 @@ impl CallError {
         self.status().map(|s| s.code)
     }
 
+    /// No answer came: the connection failed, dropped, or timed out.
+    pub fn unanswered(&self) -> bool {
+        match self {
+            CallError::Timeout(_) => true,
+            CallError::Api(e) => is_transport(e),
+        }
+    }
+
     /// Whether the request may have reached the server and been carried out although
     /// no answer says so.
     pub fn outcome_unknown(&self) -> bool {

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
 use crate::faults::{self, FaultAction, FaultState};
+use crate::objects;
 use crate::routes::{self, Ctx, Reply};
 use crate::status::ApiError;
 use crate::store::Store;
@@ -194,6 +195,11 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json")
         .to_string();
+    let metadata_only = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=PartialObjectMetadataList"));
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Dropped),
@@ -246,6 +252,9 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
         }
     };
     let resp = match result {
+        Ok(Reply::Json(code, list)) if metadata_only => {
+            reply_response(Reply::Json(code, objects::partial_metadata_list(list)))
+        }
         Ok(reply) => reply_response(reply),
         Err(e) => error_response(&e),
     };
