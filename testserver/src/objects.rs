@@ -322,6 +322,37 @@ pub fn strip_type(mut v: Value) -> Value {
     v
 }
 
+/// A list answered as `PartialObjectMetadataList` (Accept: `…;as=PartialObjectMetadataList`),
+/// as real servers do for lists and collection deletes since 1.15: metadata only, and
+/// `items: null` when there are none (Go's nil slice). Anything but a list is unchanged.
+pub fn partial_metadata_list(list: Value) -> Value {
+    let is_list = list["kind"].as_str().is_some_and(|k| k.ends_with("List"));
+    if !is_list {
+        return list;
+    }
+    let items: Vec<Value> = list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|o| {
+                    json!({
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o["metadata"],
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list["metadata"],
+        "items": if items.is_empty() { Value::Null } else { Value::Array(items) },
+    })
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -359,35 +390,4 @@ mod tests {
         let p = json!({ "spec": { "containers": [{ "name": "c", "image": "i" }] } });
         assert_eq!(qos_class(&p), "BestEffort");
     }
-}
-
-/// A list answered as `PartialObjectMetadataList` (Accept: `…;as=PartialObjectMetadataList`),
-/// as real servers do for lists and collection deletes since 1.15: metadata only, and
-/// `items: null` when there are none (Go's nil slice). Anything but a list is unchanged.
-pub fn partial_metadata_list(list: Value) -> Value {
-    let is_list = list["kind"].as_str().is_some_and(|k| k.ends_with("List"));
-    if !is_list {
-        return list;
-    }
-    let items: Vec<Value> = list["items"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|o| {
-                    json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": o["metadata"],
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    json!({
-        "kind": "PartialObjectMetadataList",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": list["metadata"],
-        "items": if items.is_empty() { Value::Null } else { Value::Array(items) },
-    })
 }
