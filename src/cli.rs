@@ -266,7 +266,8 @@ pub struct SpawnArgs {
     #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, value_name = "N")]
     pub max_in_flight: usize,
 
-    /// After creating the run, wait until every pod is running (exit 3 if one cannot start)
+    /// After creating the run, wait until every pod is running (exit 3 if one cannot
+    /// start); with -d, wait until the run's pods are gone
     #[arg(long)]
     pub wait: bool,
 
