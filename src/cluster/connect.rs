@@ -77,5 +77,30 @@ fn source_text(err: &dyn std::error::Error) -> String {
         }
         source = s.source();
     }
-    text
+    tidy(&text)
+}
+
+/// kube quotes paths as `'"/x"'` and io errors end in `(os error 2)`: neither helps.
+fn tidy(text: &str) -> String {
+    let mut out = text.replace("'\"", "'").replace("\"'", "'");
+    while let Some(at) = out.find(" (os error ") {
+        match out[at..].find(')') {
+            Some(end) => out.replace_range(at..at + end + 1, ""),
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tidy_drops_double_quoting_and_os_error_numbers() {
+        assert_eq!(
+            super::tidy(
+                "failed to read kubeconfig from '\"/root/.kube/config\"': No such file or directory (os error 2)"
+            ),
+            "failed to read kubeconfig from '/root/.kube/config': No such file or directory"
+        );
+    }
 }
