@@ -12,151 +12,33 @@
 //! out, or is interrupted), the tasks still running get SIGTERM, then SIGKILL after
 //! [`GRACE`]. A guard kills every group still alive if anything goes wrong on the way.
 
-use std::collections::BTreeMap;
 use std::io;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tempfile::TempDir;
+use anyhow::Result;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::errors::UsageError;
-use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
-use crate::roles::{ClusterSpec, Role, Roles, Task};
+use crate::roles::{Role, Task};
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
 use crate::{output, signals};
+
+mod setup;
+
+pub use setup::{LocalPlan, LocalTask, SCRIPT_DIR_VAR, free_ports, plan, task_env, tasks};
 
 /// How long tasks get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
 /// How long to wait for processes to go after SIGKILL (or for their output to end).
 const AFTER_KILL: Duration = Duration::from_secs(5);
-/// The variable that tells a task where its script and entrypoint are.
-pub const SCRIPT_DIR_VAR: &str = "TF_SPAWNER_SCRIPT_DIR";
 /// Lines of output in flight between the tasks and the terminal.
 const LINES_IN_FLIGHT: usize = 1024;
-
-/// One task's process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalTask {
-    pub task: Task,
-    /// `127.0.0.1:PORT`, for tasks in the training cluster.
-    pub address: Option<String>,
-    /// Set on top of tf-spawner's own environment, in this order.
-    pub env: Vec<(String, String)>,
-}
-
-/// A local run ready to start: the files in place, a command, the tasks.
-#[derive(Debug)]
-pub struct LocalPlan {
-    pub tag: String,
-    pub roles: Roles,
-    /// The interpreter (or `bash` with `-c`) and its argument.
-    pub program: String,
-    pub args: Vec<PathBuf>,
-    pub tasks: Vec<LocalTask>,
-    /// Removed when the plan is dropped.
-    pub dir: TempDir,
-}
-
-impl LocalPlan {
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-/// `n` distinct free TCP ports on 127.0.0.1: bound to port 0 together, then released.
-/// Another program may take one before the task binds it: a task then fails to listen.
-pub fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| TcpListener::bind(("127.0.0.1", 0)))
-        .collect::<io::Result<Vec<_>>>()?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
-}
-
-/// The environment tf-spawner sets for `task` (after the env file's variables).
-pub fn task_env(
-    req: &SpawnRequest,
-    cluster: &ClusterSpec,
-    task: Task,
-    dir: &Path,
-) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = req
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    env.push(("TF_CONFIG".into(), cluster.tf_config(task)));
-    if task.role == Role::Worker {
-        env.push(("WORKER_NUMBER".into(), task.index.to_string()));
-    }
-    env.push(("TOT_WORKERS".into(), req.roles.workers.to_string()));
-    env.push((SCRIPT_DIR_VAR.into(), dir.display().to_string()));
-    env
-}
-
-/// The tasks with their addresses and environments, for a run whose files are in `dir`.
-pub fn tasks(req: &SpawnRequest, ports: &[u16], dir: &Path) -> Vec<LocalTask> {
-    let mut by_task: BTreeMap<Task, String> = BTreeMap::new();
-    let mut next = ports.iter();
-    for task in req.roles.tasks().filter(|t| t.role.in_cluster()) {
-        let port = next.next().expect("a port per cluster task");
-        by_task.insert(task, format!("127.0.0.1:{port}"));
-    }
-    let cluster = ClusterSpec::with_hosts(&req.roles, |t| by_task[&t].clone());
-    req.roles
-        .tasks()
-        .map(|task| LocalTask {
-            task,
-            address: by_task.get(&task).cloned(),
-            env: task_env(req, &cluster, task, dir),
-        })
-        .collect()
-}
-
-/// Writes the script (and entrypoint) into a private temp dir and plans every task.
-pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
-    if python.trim().is_empty() {
-        return Err(UsageError::new("--python must name an interpreter").into());
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("tf-spawner-")
-        .tempdir()
-        .context("creating a temp dir for the script")?;
-    let script = dir.path().join(SCRIPT_KEY);
-    std::fs::write(&script, &req.script)
-        .with_context(|| format!("writing {}", script.display()))?;
-    let (program, args) = match &req.entrypoint {
-        Some(entrypoint) => {
-            let path = dir.path().join(ENTRYPOINT_KEY);
-            std::fs::write(&path, entrypoint)
-                .with_context(|| format!("writing {}", path.display()))?;
-            ("bash".to_string(), vec![path])
-        }
-        None => (python.to_string(), vec![script]),
-    };
-    let in_cluster = req.roles.tasks().filter(|t| t.role.in_cluster()).count();
-    let ports = free_ports(in_cluster).context("finding free ports on 127.0.0.1")?;
-    let tasks = tasks(req, &ports, dir.path());
-    Ok(LocalPlan {
-        tag: req.tag.clone(),
-        roles: req.roles,
-        program,
-        args,
-        tasks,
-        dir,
-    })
-}
 
 /// How a task's main process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -669,8 +551,12 @@ impl Printer {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
     use super::*;
-    use crate::plan::Templates;
+    use crate::plan::{SpawnRequest, Templates};
+    use crate::roles::Roles;
 
     fn request(roles: Roles) -> SpawnRequest {
         SpawnRequest {

@@ -1,0 +1,266 @@
+//! One pod as the verdict sees it: its task, phase, exit and the reason it is not
+//! starting, read from what the API server stores.
+
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use serde::Serialize;
+
+use super::one_line;
+use crate::plan::{INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::roles::{Role, Task};
+
+/// A pod's phase as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl Phase {
+    fn parse(s: Option<&str>) -> Phase {
+        match s {
+            Some("Pending") | None => Phase::Pending,
+            Some("Running") => Phase::Running,
+            Some("Succeeded") => Phase::Succeeded,
+            Some("Failed") => Phase::Failed,
+            Some(_) => Phase::Unknown,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Unknown => "Unknown",
+        }
+    }
+}
+
+/// A terminated container: its exit code, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub code: i32,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// Why a pod is not (yet) running: a waiting reason or the scheduler's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub reason: String,
+    pub message: Option<String>,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.message {
+            Some(m) if !m.is_empty() => write!(f, "{}: {}", self.reason, one_line(m)),
+            _ => f.write_str(&self.reason),
+        }
+    }
+}
+
+/// What tf-spawner needs to know about one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    pub name: String,
+    /// From the replica labels; `None` for a pod labelled with the tag by someone else.
+    pub task: Option<Task>,
+    pub phase: Phase,
+    /// Ready containers, containers.
+    pub ready: (u32, u32),
+    pub restarts: u32,
+    pub node: Option<String>,
+    /// Creation time, seconds since the epoch.
+    pub created: Option<i64>,
+    /// The TF container's current terminated state.
+    pub terminated: Option<Exit>,
+    /// The TF container's terminated state, else its last one (after a restart).
+    pub last_exit: Option<Exit>,
+    /// Pod-level reason and message (`Evicted`, …).
+    pub pod_reason: Option<Reason>,
+    /// Why the pod is not running: Unschedulable, or a container's waiting reason.
+    pub waiting: Option<Reason>,
+    /// `restartPolicy: Never` (the default of tf-spawner's pods).
+    pub restart_never: bool,
+    /// The training cluster the pod's `TF_CONFIG` describes.
+    pub cluster: Vec<Task>,
+    /// The container whose logs are the task's: `tensorflow`, else the first.
+    pub container: Option<String>,
+}
+
+impl PodView {
+    pub fn from_pod(pod: &Pod) -> PodView {
+        let meta = &pod.metadata;
+        let labels = meta.labels.clone().unwrap_or_default();
+        let task = match (labels.get(ROLE_LABEL), labels.get(INDEX_LABEL)) {
+            (Some(role), Some(index)) => Role::parse(role)
+                .zip(index.parse::<u32>().ok())
+                .map(|(role, index)| Task { role, index }),
+            _ => None,
+        };
+        let spec = pod.spec.as_ref();
+        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+        let tf = containers
+            .iter()
+            .find(|c| c.name == TF_CONTAINER)
+            .or_else(|| containers.first());
+        let container = tf.map(|c| c.name.clone());
+        let status = pod.status.as_ref();
+        let statuses: &[ContainerStatus] = status
+            .and_then(|s| s.container_statuses.as_deref())
+            .unwrap_or_default();
+        let tf_status = statuses
+            .iter()
+            .find(|s| Some(&s.name) == container.as_ref())
+            .or_else(|| statuses.first());
+        let exit_of = |t: &k8s_openapi::api::core::v1::ContainerStateTerminated| Exit {
+            code: t.exit_code,
+            reason: t.reason.clone().filter(|r| !r.is_empty()),
+            message: t.message.clone().filter(|m| !m.is_empty()),
+        };
+        let terminated = tf_status
+            .and_then(|s| s.state.as_ref())
+            .and_then(|s| s.terminated.as_ref())
+            .map(exit_of);
+        let last_exit = terminated.clone().or_else(|| {
+            tf_status
+                .and_then(|s| s.last_state.as_ref())
+                .and_then(|s| s.terminated.as_ref())
+                .map(exit_of)
+        });
+
+        let unschedulable = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+            .map(|c| Reason {
+                reason: c.reason.clone().unwrap_or_else(|| "Unschedulable".into()),
+                message: c.message.clone(),
+            });
+        // The TF container's waiting reason first, then any other container's, then
+        // init containers' (a stuck init container keeps the pod Pending).
+        let init: &[ContainerStatus] = status
+            .and_then(|s| s.init_container_statuses.as_deref())
+            .unwrap_or_default();
+        let waiting = unschedulable.or_else(|| {
+            tf_status
+                .into_iter()
+                .chain(statuses.iter())
+                .chain(init.iter())
+                .filter_map(|s| s.state.as_ref()?.waiting.as_ref())
+                .find_map(|w| {
+                    let reason = w.reason.clone().filter(|r| !r.is_empty())?;
+                    Some(Reason {
+                        reason,
+                        message: w.message.clone().filter(|m| !m.is_empty()),
+                    })
+                })
+        });
+        let pod_reason = status.and_then(|s| {
+            let reason = s.reason.clone().filter(|r| !r.is_empty())?;
+            Some(Reason {
+                reason,
+                message: s.message.clone().filter(|m| !m.is_empty()),
+            })
+        });
+
+        let cluster = tf
+            .and_then(|c| c.env.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|e| e.name == "TF_CONFIG")
+            .and_then(|e| e.value.as_deref())
+            .map(cluster_of)
+            .unwrap_or_default();
+
+        PodView {
+            name: meta.name.clone().unwrap_or_default(),
+            task,
+            phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
+            ready: (
+                statuses.iter().filter(|s| s.ready).count() as u32,
+                containers.len() as u32,
+            ),
+            restarts: statuses.iter().map(|s| s.restart_count.max(0) as u32).sum(),
+            node: spec.and_then(|s| s.node_name.clone()),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            terminated,
+            last_exit,
+            pod_reason,
+            waiting,
+            restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
+            cluster,
+            container,
+        }
+    }
+
+    /// `worker-1`, or the pod name for a pod without replica labels.
+    pub fn label(&self) -> String {
+        self.task.map_or_else(|| self.name.clone(), Task::id)
+    }
+
+    /// What the task is doing, from this pod alone.
+    pub fn state(&self) -> State {
+        match self.phase {
+            Phase::Failed => State::Failed,
+            Phase::Succeeded => State::Succeeded,
+            // The TF container has ended and will not restart: its exit code decides,
+            // even if a sidecar keeps the pod Running.
+            _ if self.restart_never && self.terminated.is_some() => {
+                if self.terminated.as_ref().is_some_and(|t| t.code == 0) {
+                    State::Succeeded
+                } else {
+                    State::Failed
+                }
+            }
+            Phase::Running => State::Running,
+            Phase::Pending | Phase::Unknown => State::Pending,
+        }
+    }
+
+    /// Seconds since the pod was created.
+    pub fn age(&self, now: i64) -> Option<u64> {
+        self.created.map(|c| (now - c).max(0) as u64)
+    }
+}
+
+/// The tasks named in a `TF_CONFIG`'s `cluster`.
+fn cluster_of(tf_config: &str) -> Vec<Task> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(tf_config) else {
+        return Vec::new();
+    };
+    let Some(cluster) = value.get("cluster").and_then(|c| c.as_object()) else {
+        return Vec::new();
+    };
+    let mut tasks = Vec::new();
+    for (role, hosts) in cluster {
+        let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) else {
+            continue;
+        };
+        tasks.extend((0..hosts.len() as u32).map(|index| Task { role, index }));
+    }
+    tasks
+}
+
+/// What one task is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl State {
+    pub fn finished(self) -> bool {
+        matches!(self, State::Succeeded | State::Failed)
+    }
+}
