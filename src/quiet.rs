@@ -12,11 +12,6 @@ use std::sync::{Mutex, OnceLock};
 /// The real stdout, kept aside while fd 1 is silenced.
 static REAL_STDOUT: OnceLock<Mutex<File>> = OnceLock::new();
 
-unsafe extern "C" {
-    // POSIX; std links the C library on unix.
-    fn dup2(oldfd: i32, newfd: i32) -> i32;
-}
-
 /// Points stdout at `/dev/null` from now on; [`data`] still reaches the real stdout.
 /// Calling it again is harmless.
 pub fn silence_stdout() -> io::Result<()> {
@@ -29,7 +24,7 @@ pub fn silence_stdout() -> io::Result<()> {
     let null = File::options().write(true).open("/dev/null")?;
     // SAFETY: both descriptors are open; dup2 only replaces descriptor 1, which the
     // locked `out` keeps from being written meanwhile.
-    if unsafe { dup2(null.as_raw_fd(), out.as_raw_fd()) } < 0 {
+    if unsafe { libc::dup2(null.as_raw_fd(), out.as_raw_fd()) } < 0 {
         return Err(io::Error::last_os_error());
     }
     let _ = REAL_STDOUT.set(Mutex::new(saved));
