@@ -66,12 +66,20 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 
 /// One line: the error and its causes, joined with ": ".
 pub fn one_line(err: &anyhow::Error) -> String {
+    causes(err.as_ref()).join(": ").replace('\n', " ")
+}
+
+/// The error and its sources, outermost first, leaving out any a previous one already
+/// says (wrappers often repeat their cause's text).
+pub fn causes(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
         }
+        next = e.source();
     }
-    parts.join(": ").replace('\n', " ")
+    parts
 }

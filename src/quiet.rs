@@ -49,7 +49,7 @@ pub fn data(text: &str) -> io::Result<()> {
         }
     };
     match result {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) if crate::output::is_broken_pipe(&e) => Ok(()),
         other => other,
     }
 }

@@ -67,17 +67,8 @@ pub fn client(mut config: kube::Config) -> Result<kube::Client> {
 }
 
 /// The error and its sources in one line, without Debug noise.
-fn source_text(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !text.contains(&next) {
-            text = format!("{text}: {next}");
-        }
-        source = s.source();
-    }
-    tidy(&text)
+fn source_text(err: &(dyn std::error::Error + 'static)) -> String {
+    tidy(&crate::errors::causes(err).join(": "))
 }
 
 /// kube quotes paths as `'"/x"'` and io errors end in `(os error 2)`: neither helps.

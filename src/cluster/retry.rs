@@ -123,15 +123,7 @@ fn is_transport(e: &kube::Error) -> bool {
 }
 
 fn transport_text(e: &kube::Error) -> String {
-    let mut parts = vec![];
-    let mut source: Option<&dyn std::error::Error> = Some(e);
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p: &String| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = s.source();
-    }
+    let parts = crate::errors::causes(e);
     // The innermost cause ("Connection refused", "certificate unknown") is what a user
     // can act on; the wrappers ("ServiceError: client error (Connect)") are noise.
     parts.last().cloned().unwrap_or_default()

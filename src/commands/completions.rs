@@ -1,8 +1,6 @@
 //! `tf-spawner completions SHELL` and `tf-spawner man`: generated from the clap
 //! definitions, so they always match the flags.
 
-use std::io::Write;
-
 use anyhow::Result;
 use clap::CommandFactory;
 
@@ -22,10 +20,8 @@ pub fn man() -> Result<()> {
     write(&out)
 }
 
+/// A closed pipe (`| head`) is not an error.
 fn write(bytes: &[u8]) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    crate::output::print(&String::from_utf8_lossy(bytes))?;
+    Ok(())
 }
