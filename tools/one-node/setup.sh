@@ -1,0 +1,108 @@
+#!/bin/bash
+# setup.sh - build (once) everything a one-node cluster needs, from Debian's packages only:
+#   - the control plane and node binaries (kube-apiserver, kube-controller-manager, kubectl,
+#     kube-scheduler, kubelet v1.20.2) through ../shared/tools/kube-apiserver/setup.sh;
+#   - containerd, runc, the CNI plugins and debootstrap from Debian's archive (apt-get);
+#   - two images, written as image archives that start.sh imports into containerd:
+#       tf-spawner.local/pause:1       the pod sandbox (pause.c, linked statically)
+#       tf-spawner.local/python:3.11   Debian 12 minbase + python3 (+ `python`), by debootstrap
+#
+# Idempotent: what exists is kept (delete $TF_SPAWNER_ONE_NODE/images to rebuild the images).
+# Prints progress on stderr and the cache directory on stdout (last line).
+# Environment:
+#   TF_SPAWNER_ONE_NODE   cache and state directory (default ~/.cache/tf-spawner-one-node)
+#   TF_SPAWNER_KUBE_TOOLS the shared kube-apiserver tools (default: ../shared/tools/kube-apiserver
+#                         beside the repository)
+#   TF_SPAWNER_K8S        where those tools keep their binaries (their default: ~/.cache/tf-spawner-kube-apiserver)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE=${TF_SPAWNER_ONE_NODE:-${HOME:?}/.cache/tf-spawner-one-node}
+TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
+START=$SECONDS
+
+log() { echo "[one-node setup +$((SECONDS - START))s] $*" >&2; }
+die() { echo "[one-node setup] ERROR: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (containerd, runc and the pod network need it)"
+[ -f "$TOOLS/setup.sh" ] || die "$TOOLS/setup.sh not found: set TF_SPAWNER_KUBE_TOOLS to the shared kube-apiserver tools"
+mkdir -p "$CACHE/images"
+CACHE=$(cd "$CACHE" && pwd)
+
+# Debian packages: the container runtime, the pod network's plugins, and what builds the images.
+PACKAGES="containerd runc containernetworking-plugins debootstrap iproute2 iptables gcc libc6-dev python3"
+missing=""
+for p in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  log "apt-get install$missing (log: $CACHE/apt-install.log)"
+  if ! { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing; } \
+      >"$CACHE/apt-install.log" 2>&1; then
+    tail -20 "$CACHE/apt-install.log" >&2
+    die "apt-get install failed; see $CACHE/apt-install.log"
+  fi
+fi
+
+# Control plane + node binaries (only missing ones are built: ~7 min + ~4 min on a new machine).
+log "kube binaries: $TOOLS/setup.sh with kube-scheduler and kubelet"
+K8S_PREFIX=$(K8S_EXTRA_COMPONENTS="kube-scheduler kubelet" bash "$TOOLS/setup.sh" | tail -1)
+for b in kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet; do
+  [ -x "$K8S_PREFIX/bin/$b" ] || die "$K8S_PREFIX/bin/$b missing after $TOOLS/setup.sh"
+done
+echo "$K8S_PREFIX" > "$CACHE/k8s-prefix"
+
+# make_image ROOTFS NAME:TAG OUT.tar ENTRYPOINT_JSON CMD_JSON
+# Writes a `docker save`-format archive (one uncompressed layer), which `ctr images import` reads.
+make_image() {
+  local rootfs=$1 ref=$2 out=$3 entrypoint=$4 cmd=$5 tmp diff config_digest
+  tmp=$(mktemp -d "$CACHE/image.XXXXXX")
+  tar --numeric-owner --xattrs -C "$rootfs" -cf "$tmp/layer.tar" .
+  diff=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1)
+  cat >"$tmp/config.json" <<EOF
+{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":$entrypoint,"Cmd":$cmd,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:$diff"]},"history":[{"created_by":"tf-spawner tools/one-node/setup.sh"}]}
+EOF
+  config_digest=$(sha256sum "$tmp/config.json" | cut -d' ' -f1)
+  mv "$tmp/config.json" "$tmp/$config_digest.json"
+  mkdir "$tmp/$diff" && mv "$tmp/layer.tar" "$tmp/$diff/layer.tar"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]\n' "$config_digest" "$ref" "$diff" >"$tmp/manifest.json"
+  tar -C "$tmp" -cf "$out.tmp" manifest.json "$config_digest.json" "$diff/layer.tar"
+  mv "$out.tmp" "$out"
+  rm -rf "$tmp"
+}
+
+# The pause image: one static binary.
+if [ ! -f "$CACHE/images/pause.tar" ]; then
+  log "building the pause image (gcc -static)"
+  rootfs=$(mktemp -d "$CACHE/pause-rootfs.XXXXXX")
+  gcc -static -O2 -Wall -Werror -o "$rootfs/pause" "$HERE/pause.c"
+  make_image "$rootfs" tf-spawner.local/pause:1 "$CACHE/images/pause.tar" '["/pause"]' 'null'
+  rm -rf "$rootfs"
+fi
+
+# The Python image: Debian 12 minbase with python3, from the mirror the machine's apt sources name.
+if [ ! -f "$CACHE/images/python.tar" ]; then
+  mirror=$(grep -rhoE '(URIs:|^deb) +[a-z]+://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
+    | grep -oE '[a-z]+://[^ ]+' | grep -v security | head -1 || true)
+  [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list*"
+  rootfs=$CACHE/python-rootfs
+  rm -rf "$rootfs"
+  log "debootstrap --variant=minbase bookworm + python3 (log: $CACHE/debootstrap.log)"
+  if ! debootstrap --variant=minbase --include=python3,python-is-python3 bookworm "$rootfs" "$mirror" \
+      >"$CACHE/debootstrap.log" 2>&1; then
+    tail -20 "$CACHE/debootstrap.log" >&2
+    die "debootstrap failed; see $CACHE/debootstrap.log"
+  fi
+  # Smaller image: no package caches, lists or docs.
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+    "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
+  # A container's /etc/resolv.conf and /etc/hosts are the kubelet's; start empty.
+  : >"$rootfs/etc/resolv.conf"
+  log "writing the python image archive"
+  make_image "$rootfs" tf-spawner.local/python:3.11 "$CACHE/images/python.tar" 'null' '["python3"]'
+  rm -rf "$rootfs"
+fi
+
+log "ready: images in $CACHE/images, kube binaries in $K8S_PREFIX/bin"
+echo "$CACHE"

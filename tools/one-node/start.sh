@@ -1,0 +1,286 @@
+#!/bin/bash
+# start.sh - start a one-node Kubernetes v1.20 cluster on this machine and print its admin
+# kubeconfig (last line of stdout). Run setup.sh first. Idempotent: running parts are left alone.
+#
+#   control plane  etcd, kube-apiserver, kube-controller-manager by ../shared/tools/kube-apiserver/start.sh,
+#                  on their own prefix ($TF_SPAWNER_ONE_NODE/control-plane, binaries linked from
+#                  setup.sh's) and ports (API server 127.0.0.1:16443), so the node-less control plane
+#                  of the real-server suite (6443) can run beside it
+#   scheduler      kube-scheduler, client certificate CN=system:kube-scheduler
+#   runtime        Debian's containerd + runc (cgroupfs), socket and state in $TF_SPAWNER_ONE_NODE/run
+#   node           kubelet "tf-spawner-node" (client certificate CN=system:node:tf-spawner-node,
+#                  O=system:nodes), serving on 10.244.1.1:10250 only (an address on lo that pods
+#                  have no route to): the API server reaches it there
+#                  for pods/log (anonymous, AlwaysAllow: start.sh of the shared tools gives the API
+#                  server no kubelet client certificate)
+#   pod network    bridge tfsp0 10.244.0.1/24 on this machine only; pods get 10.244.0.x from the CNI
+#                  bridge + host-local plugins and no default route; IP forwarding stays off
+#   cluster DNS    dns.py on 10.244.0.1:53 (watches Services and Endpoints; see its docstring)
+#
+# Environment: TF_SPAWNER_ONE_NODE (default ~/.cache/tf-spawner-one-node), TF_SPAWNER_KUBE_TOOLS.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE=${TF_SPAWNER_ONE_NODE:-${HOME:?}/.cache/tf-spawner-one-node}
+TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
+START=$SECONDS
+
+log() { echo "[one-node start +$((SECONDS - START))s] $*" >&2; }
+die() { echo "[one-node start] ERROR: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root"
+[ -f "$CACHE/k8s-prefix" ] && [ -f "$CACHE/images/python.tar" ] || die "run tools/one-node/setup.sh first"
+CACHE=$(cd "$CACHE" && pwd)
+TOOLS=$(cd "$TOOLS" && pwd)
+K8S_PREFIX=$(cat "$CACHE/k8s-prefix")
+source "$HERE/common.sh"
+
+mkdir -p "$RUN" "$PIDS" "$LOGS" "$PKI" "$CNI_CONF" "$CONTAINERD_STATE" "$CONTAINERD_ROOT" "$KUBELET_ROOT"
+chmod 700 "$RUN" "$PKI"
+
+# --- control plane ----------------------------------------------------------------------------
+mkdir -p "$CP"
+[ -L "$CP/bin" ] || ln -sfn "$K8S_PREFIX/bin" "$CP/bin"
+log "control plane: $TOOLS/start.sh on 127.0.0.1:$APISERVER_PORT (logs: $CP/run/logs)"
+if ! ADMIN_KUBECONFIG=$(cp_env bash "$TOOLS/start.sh" 2>"$LOGS/control-plane-start.log" | tail -1); then
+  tail -20 "$LOGS/control-plane-start.log" >&2
+  die "the control plane did not start; see $LOGS/control-plane-start.log"
+fi
+[ "$ADMIN_KUBECONFIG" = "$CP/kubeconfig" ] || die "unexpected kubeconfig from start.sh: $ADMIN_KUBECONFIG"
+
+# --- certificates and kubeconfigs for the scheduler and the node -----------------------------
+client_cert() { # name subject
+  [ -f "$PKI/$1.crt" ] && return 0
+  (
+    umask 077
+    openssl genrsa -out "$PKI/$1.key" 2048 2>/dev/null
+    openssl req -new -key "$PKI/$1.key" -subj "$2" -out "$PKI/$1.csr"
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$PKI/$1.ext"
+    openssl x509 -req -in "$PKI/$1.csr" -CA "$CP/run/pki/ca.crt" -CAkey "$CP/run/pki/ca.key" -CAcreateserial \
+      -days 3650 -sha256 -extfile "$PKI/$1.ext" -out "$PKI/$1.crt" 2>/dev/null
+  )
+}
+cert_kubeconfig() { # name file
+  (
+    umask 077
+    cat >"$2.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: one-node
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority-data: $(base64 -w0 "$CP/run/pki/ca.crt")
+users:
+- name: $1
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI/$1.crt")
+    client-key-data: $(base64 -w0 "$PKI/$1.key")
+contexts:
+- name: $1@one-node
+  context: {cluster: one-node, user: $1}
+current-context: $1@one-node
+EOF
+    mv "$2.tmp" "$2"
+  )
+}
+client_cert scheduler "/CN=system:kube-scheduler"
+client_cert node "/O=system:nodes/CN=system:node:$NODE"
+cert_kubeconfig scheduler "$RUN/kubeconfig-scheduler"
+cert_kubeconfig node "$RUN/kubeconfig-node"
+
+# The node's rights: the built-in system:node role (not bound to the group by default since 1.8),
+# plus list/watch of the config maps and secrets its pods mount (the Node authorizer, which
+# grants those on a real cluster, is not enabled by the shared start.sh).
+kubectl_admin apply -f - >"$LOGS/node-rbac.log" 2>&1 <<'EOF' || { cat "$LOGS/node-rbac.log" >&2; die "could not apply the node's RBAC"; }
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: tf-spawner-one-node:system:node
+subjects:
+- kind: Group
+  name: system:nodes
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: ClusterRole
+  name: system:node
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: tf-spawner-one-node:pod-volumes
+rules:
+- apiGroups: [""]
+  resources: ["configmaps", "secrets"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: tf-spawner-one-node:pod-volumes
+subjects:
+- kind: Group
+  name: system:nodes
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: ClusterRole
+  name: tf-spawner-one-node:pod-volumes
+  apiGroup: rbac.authorization.k8s.io
+EOF
+
+# --- pod network: the bridge (the DNS answers on its address) and the CNI configuration -------
+if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+  log "bridge $BRIDGE $BRIDGE_IP/24"
+  ip link add "$BRIDGE" type bridge
+fi
+ip addr show dev "$BRIDGE" | grep "inet $BRIDGE_IP/" >/dev/null || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
+ip link set "$BRIDGE" up
+# The node's address: the kubelet serves there (the API server reaches it for pods/log) and it
+# must not be a loopback address; pods cannot reach it (no route outside their subnet).
+ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/32" dev lo
+# The node's Hostname address comes first in the API server's --kubelet-preferred-address-types:
+# make the node's name resolve on this machine (one marked line, removed by stop.sh).
+grep -qxF "$NODE_IP $NODE $HOSTS_MARK" /etc/hosts || echo "$NODE_IP $NODE $HOSTS_MARK" >>/etc/hosts
+# isGateway false: the plugin neither routes nor turns on IP forwarding; the bridge already has
+# the subnet's first address. No routes: a pod can reach its subnet (peers, DNS) and nothing else.
+cat >"$RUN/cni.conflist.tmp" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "tf-spawner-one-node",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": false,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START", "gateway": "$BRIDGE_IP"}]],
+        "routes": [],
+        "dataDir": "$IPAM_DIR"
+      }
+    }
+  ]
+}
+EOF
+# Written whole, then moved: containerd reloads the directory on every write.
+mv "$RUN/cni.conflist.tmp" "$CNI_CONF/10-tf-spawner.conflist"
+
+# --- containerd --------------------------------------------------------------------------------
+cat >"$RUN/containerd.toml" <<EOF
+version = 2
+root = "$CONTAINERD_ROOT"
+state = "$CONTAINERD_STATE"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "$CONTAINERD_SOCK"
+[ttrpc]
+  address = "$CONTAINERD_SOCK.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  enable_selinux = false
+  disable_apparmor = true
+  # This machine withholds CAP_SYS_RESOURCE even from root: a process may not lower its
+  # oom_score_adj. The kubelet asks for -998 for sandboxes; clamp to containerd's own value.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "${ONE_NODE_RUNC:-$(command -v runc)}"
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$CNI_CONF"
+    max_conf_num = 1
+EOF
+if pid_of containerd "--config $RUN/containerd.toml" >/dev/null; then
+  log "containerd already running"
+else
+  log "starting containerd (log: $LOGS/containerd.log)"
+  start_daemon containerd "$(command -v containerd)" --config "$RUN/containerd.toml" --log-level info
+fi
+wait_for "containerd" 30 containerd ctr_k8s version
+for image in pause python; do
+  ref=$PAUSE_IMAGE; [ $image = python ] && ref=$PYTHON_IMAGE
+  if ! ctr_k8s images ls -q | grep -xF "$ref" >/dev/null; then
+    log "importing $ref into containerd (namespace k8s.io)"
+    ctr_k8s images import --no-unpack=false "$CACHE/images/$image.tar" >"$LOGS/import-$image.log" 2>&1 \
+      || { cat "$LOGS/import-$image.log" >&2; die "could not import $CACHE/images/$image.tar"; }
+    ctr_k8s images ls -q | grep -xF "$ref" >/dev/null || die "$ref not in containerd after importing $CACHE/images/$image.tar"
+  fi
+done
+
+# --- cluster DNS -------------------------------------------------------------------------------
+if pid_of dns "$HERE/dns.py --listen $BRIDGE_IP:53 " >/dev/null; then
+  log "dns.py already running"
+else
+  rm -f "$RUN/dns.ready"
+  log "starting dns.py on $BRIDGE_IP:53 (log: $LOGS/dns.log)"
+  start_daemon dns python3 "$HERE/dns.py" --listen "$BRIDGE_IP:53" --server "$APISERVER_URL" \
+    --ca "$CP/run/pki/ca.crt" --token-file "$CP/run/pki/admin.token" --domain "$CLUSTER_DOMAIN" \
+    --ready-file "$RUN/dns.ready"
+fi
+wait_for "dns.py" 30 dns test -f "$RUN/dns.ready"
+
+# --- kube-scheduler ----------------------------------------------------------------------------
+if pid_of kube-scheduler "$CP/bin/kube-scheduler " >/dev/null; then
+  log "kube-scheduler already running"
+else
+  log "starting kube-scheduler (log: $LOGS/kube-scheduler.log)"
+  start_daemon kube-scheduler "$CP/bin/kube-scheduler" --kubeconfig="$RUN/kubeconfig-scheduler" \
+    --leader-elect=false --port=0 --secure-port=0 --v=1
+fi
+
+# --- kubelet -------------------------------------------------------------------------------------
+cat >"$RUN/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $KUBELET_HEALTHZ_PORT
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failSwapOn: false
+clusterDomain: $CLUSTER_DOMAIN
+clusterDNS: [$BRIDGE_IP]
+resolvConf: ""
+makeIPTablesUtilChains: false
+serializeImagePulls: false
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%", "imagefs.available": "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+EOF
+if pid_of kubelet "$CP/bin/kubelet " >/dev/null; then
+  log "kubelet already running"
+else
+  log "starting kubelet (log: $LOGS/kubelet.log)"
+  start_daemon kubelet "$CP/bin/kubelet" --config="$RUN/kubelet-config.yaml" \
+    --kubeconfig="$RUN/kubeconfig-node" --root-dir="$KUBELET_ROOT" --cert-dir="$KUBELET_ROOT/pki" \
+    --container-runtime=remote --container-runtime-endpoint="unix://$CONTAINERD_SOCK" \
+    --runtime-request-timeout=5m --hostname-override="$NODE" --node-ip="$NODE_IP" \
+    --pod-infra-container-image="$PAUSE_IMAGE" --v=1
+fi
+node_ready() {
+  [ "$(kubectl_admin get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+wait_for "node $NODE Ready" 120 kubelet node_ready
+# A new node carries node.kubernetes.io/not-ready:NoSchedule until the node-lifecycle controller
+# sees it Ready and removes the taint; the shared start.sh runs the controller manager without
+# that controller (no node ever existed there), so do its one job here.
+if kubectl_admin get node "$NODE" -o 'jsonpath={.spec.taints[*].key}' | grep node.kubernetes.io/not-ready >/dev/null; then
+  kubectl_admin taint node "$NODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
+fi
+
+log "ready in $((SECONDS - START)) s: node $NODE, pods on $POD_SUBNET, DNS $BRIDGE_IP; kubectl: $CP/bin/kubectl --kubeconfig $ADMIN_KUBECONFIG"
+echo "$ADMIN_KUBECONFIG"
