@@ -1,0 +1,140 @@
+//! Runs that fail, with the reasons the kubelet and the scheduler really write: a task's
+//! exit code, an image that cannot be pulled, a pod no node can hold.
+
+use std::time::Duration;
+
+use crate::support::{Cluster, RUN_TIMEOUT, exit_code, tag};
+
+const EXIT_3: &str = "\
+import os, sys, time
+if os.environ.get('WORKER_NUMBER') == '1':
+    for i in range(30):
+        print('worker one, line %d' % i, flush=True)
+    print('giving up with exit code 3', flush=True)
+    sys.exit(3)
+time.sleep(600)
+";
+
+#[tokio::test]
+async fn a_worker_exiting_3_fails_wait_with_its_code_and_last_lines() {
+    let Some(c) = Cluster::new("exit3").await else {
+        return;
+    };
+    let t = tag("exit");
+    let script = c.write("exit3.py", EXIT_3);
+    c.spawn(&t, &script, &["-w", "2"]).await;
+
+    let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {out:#?}"));
+    assert!(error.contains(&format!("{t}-worker-1")), "{error}");
+    assert!(
+        error.contains("exit code 3") || error.contains("exited 3"),
+        "{error}"
+    );
+    // The failed pod's last lines, from the container's real log, before the error.
+    assert!(
+        out.stderr.contains("giving up with exit code 3"),
+        "{out:#?}"
+    );
+    assert!(out.stderr.contains("worker one, line 29"), "{out:#?}");
+    assert!(
+        !out.stderr.contains("worker one, line 0\n"),
+        "only the last lines: {out:#?}"
+    );
+
+    let pods = c.pods(&t).await;
+    let one = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(&format!("{t}-worker-1")))
+        .expect("worker 1");
+    assert_eq!(exit_code(one), Some(3));
+}
+
+#[tokio::test]
+async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
+    let Some(c) = Cluster::new("noimage").await else {
+        return;
+    };
+    let t = tag("img");
+    let script = c.write("train.py", "print('never runs')\n");
+    c.spawn(
+        &t,
+        &script,
+        &["-w", "1", "-i", "tf-spawner.local/no-such-image:1"],
+    )
+    .await;
+
+    let started = std::time::Instant::now();
+    let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    assert!(
+        error.contains("ErrImagePull") || error.contains("ImagePullBackOff"),
+        "{out:#?}"
+    );
+    assert!(error.contains(&format!("{t}-worker-0")), "{error}");
+    // Fast: the pull fails at once here (no registry); no waiting for the timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let status = c.run(&["status", "-t", &t]).await;
+    status.success();
+    assert!(
+        status.stdout.contains("ErrImagePull") || status.stdout.contains("ImagePullBackOff"),
+        "{status:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pod_asking_for_more_cpu_than_the_node_has_is_unschedulable_until_the_timeout() {
+    let Some(c) = Cluster::new("unsched").await else {
+        return;
+    };
+    let t = tag("big");
+    let template = std::fs::read_to_string(c.template()).expect("template");
+    let big = c.write("pod-big.yaml", &template.replace("cpu: 10m", "cpu: \"64\""));
+    assert!(
+        std::fs::read_to_string(&big)
+            .unwrap()
+            .contains("cpu: \"64\"")
+    );
+    let script = c.write("train.py", "print('never runs')\n");
+    let out = c
+        .run(&[
+            "-t",
+            &t,
+            "-w",
+            "1",
+            "--pod-file",
+            big.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ])
+        .await;
+    out.success();
+
+    let out = c.run(&["wait", "-t", &t, "--timeout", "15s"]).await;
+    assert_eq!(out.code, 4, "{out:#?}");
+    // The real scheduler's words, in wait's progress.
+    assert!(
+        out.stdout.contains("Unschedulable") && out.stdout.contains("Insufficient cpu"),
+        "{out:#?}"
+    );
+    let status = c.run(&["status", "-t", &t]).await;
+    status.success();
+    assert!(
+        status.stdout.contains("Unschedulable") && status.stdout.contains("Insufficient cpu"),
+        "{status:#?}"
+    );
+}

@@ -1,0 +1,12 @@
+//! The suite against running pods: a one-node Kubernetes v1.20 cluster built on this
+//! machine by `tools/one-node/` (kubelet, scheduler, containerd, a pod network and
+//! cluster DNS), named by its admin kubeconfig in `TF_SPAWNER_PODS_KUBECONFIG`; every
+//! test is skipped, with a notice, without it. Here nothing writes a pod's status but
+//! the kubelet, and every log line comes from a container. `.ci/run` sets it up, runs
+//! `cargo test --test pods`, and stops it.
+
+mod failures;
+mod lifecycle;
+mod run;
+mod streams;
+mod support;

@@ -1,0 +1,135 @@
+//! A run from start to verdict on real pods: the peers resolve each other by the names in
+//! `TF_CONFIG`, connect and agree (`examples/wiring_check.py`), and `wait`, `logs` and
+//! `status` report what the kubelet saw.
+
+use std::time::Duration;
+
+use crate::support::{Cluster, RUN_TIMEOUT, exit_code, phase, repo_file, tag};
+
+#[tokio::test]
+async fn three_workers_wire_up_and_succeed() {
+    let Some(c) = Cluster::new("wiring").await else {
+        return;
+    };
+    let t = tag("wire");
+    let script = repo_file("examples/wiring_check.py");
+    c.spawn(&t, &script, &["-w", "3"]).await;
+
+    let out = c
+        .run(&["wait", "-t", &t, "--all-workers", "--timeout", RUN_TIMEOUT])
+        .await;
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+
+    // Every task found every peer through cluster DNS and agreed on one sum.
+    let logs = c.run(&["logs", "-t", &t]).await;
+    logs.success();
+    let mut sums = Vec::new();
+    for i in 0..3 {
+        let prefix = format!("worker-{i} | worker-{i}: cluster of 3 tasks agrees on ");
+        let line = logs
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no agreement line of worker-{i}: {logs:#?}"));
+        sums.push(line[prefix.len()..].to_string());
+    }
+    assert!(sums.iter().all(|s| s == &sums[0]), "{sums:?}");
+
+    let status = c.run(&["status", "-t", &t]).await;
+    status.success().stdout_has("verdict: Succeeded");
+    for i in 0..3 {
+        let row = status
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{t}-worker-{i} ")))
+            .unwrap_or_else(|| panic!("no row for worker {i}: {status:#?}"));
+        assert!(
+            row.contains("Succeeded") && row.contains("tf-spawner-node"),
+            "{row}"
+        );
+    }
+    // What the kubelet wrote, not what a test wrote.
+    for pod in c.pods(&t).await {
+        assert_eq!(phase(&pod), "Succeeded", "{pod:?}");
+        assert_eq!(exit_code(&pod), Some(0));
+    }
+}
+
+/// Chief, parameter server, evaluator and workers; the parameter server serves forever,
+/// as TensorFlow's do: the verdict still comes from the chief, and `--cleanup` removes
+/// the run, the still-running parameter server included.
+#[tokio::test]
+async fn chief_ps_and_evaluator_reach_a_verdict_and_cleanup_removes_them() {
+    let Some(c) = Cluster::new("roles").await else {
+        return;
+    };
+    let t = tag("roles");
+    let script = repo_file("examples/wiring_check.py");
+    let entrypoint = c.write(
+        "serve-forever.sh",
+        "# A parameter server never exits on its own: check the wiring, then keep serving.\n\
+         python /script/training-script.py\n\
+         code=$?\n\
+         if [[ \"$TF_CONFIG\" == *'\"type\":\"ps\"'* ]]; then\n\
+         \x20 echo 'ps: serving until stopped'\n\
+         \x20 trap 'exit 0' TERM\n\
+         \x20 sleep infinity &\n\
+         \x20 wait\n\
+         fi\n\
+         exit $code\n",
+    );
+    c.spawn(
+        &t,
+        &script,
+        &[
+            "-w",
+            "2",
+            "--chief",
+            "--ps",
+            "1",
+            "--evaluator",
+            "-c",
+            entrypoint.to_str().unwrap(),
+        ],
+    )
+    .await;
+
+    let saved = c.dir.path().join("logs");
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            &t,
+            "--timeout",
+            RUN_TIMEOUT,
+            "--save-logs",
+            saved.to_str().unwrap(),
+            "--cleanup",
+        ])
+        .await;
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+
+    // Each task's whole log, saved before the cleanup: the four cluster tasks and the
+    // evaluator (outside the cluster, it connects to all four) agree.
+    let log = |pod: &str| {
+        std::fs::read_to_string(saved.join(format!("{t}-{pod}.log")))
+            .unwrap_or_else(|e| panic!("saved log of {pod}: {e}; wait said {out:#?}"))
+    };
+    for task in ["chief-0", "ps-0", "worker-0", "worker-1", "evaluator-0"] {
+        let text = log(task);
+        assert!(
+            text.contains(&format!("{task}: cluster of 4 tasks agrees on ")),
+            "{task}: {text}"
+        );
+    }
+    assert!(log("ps-0").contains("ps: serving until stopped"));
+
+    // The run is gone from the API: the kubelet has stopped every container, the
+    // parameter server's included (a pod on a node is only removed once it has).
+    c.eventually(
+        "the run's pods to be gone",
+        Duration::from_secs(90),
+        || async { c.pods(&t).await.is_empty().then_some(()) },
+    )
+    .await;
+}
