@@ -2,7 +2,9 @@
 //!
 //! The flow of a spawn: [`cli`] parses flags → [`inputs`] reads and checks files →
 //! [`plan`] builds the typed objects (pure) → [`cluster`] applies them (all API I/O) →
-//! [`commands`] report.
+//! [`commands`] report, printing through [`output`] only.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
 pub mod cluster;
@@ -84,7 +86,7 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            output::error(&format!("cannot start the async runtime: {e}"));
             return ExitCode::from(errors::EXIT_RUNTIME);
         }
     };
@@ -118,7 +120,7 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", errors::one_line(&err));
+            output::error(&errors::one_line(&err));
             ExitCode::from(errors::exit_code(&err))
         }
     }

@@ -1,5 +1,10 @@
-//! Printing for the follow-a-run verbs: aligned tables, task prefixes with optional
-//! colour, and stdout writes that treat a closed pipe (`| head`) as the end, not an error.
+//! Every byte tf-spawner prints goes through this module: data on stdout, notes and
+//! errors on stderr, aligned tables, task prefixes with optional colour.
+//!
+//! A closed stdout (`| head`) is the end of the output, never an error and never a
+//! panic: [`print`] says so (`Ok(false)`) and the command finishes its work quietly. A
+//! closed stderr is ignored. Nothing else in the crate uses the print macros
+//! (`clippy::print_stdout` and `clippy::print_stderr` are denied at the crate root).
 
 use std::io::{self, Write};
 
@@ -51,15 +56,71 @@ pub fn is_broken_pipe(err: &io::Error) -> bool {
     err.kind() == io::ErrorKind::BrokenPipe
 }
 
-/// Writes `text` to stdout and flushes. `Ok(false)` when the pipe was closed: the
-/// caller stops quietly (exit 0), the way `cat` does under `| head`.
-pub fn print(text: &str) -> io::Result<bool> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+/// `Ok(false)` for a closed pipe, other errors as they are.
+fn pipe_open(result: io::Result<()>) -> io::Result<bool> {
+    match result {
         Ok(()) => Ok(true),
         Err(e) if is_broken_pipe(&e) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Writes `text` to stdout and flushes. `Ok(false)` when the pipe was closed: the
+/// caller stops printing and carries on (exit 0), the way `cat` does under `| head`.
+pub fn print(text: &str) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
+/// Streams output that is written piece by piece (`--dry-run` of a large run) through
+/// a buffer on stdout. `Ok(false)` when the pipe was closed: what `write` still had
+/// to say is dropped.
+pub fn stream(
+    write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> anyhow::Result<()>,
+) -> anyhow::Result<bool> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match write(&mut out).and_then(|()| Ok(out.flush()?)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.downcast_ref::<io::Error>().is_some_and(is_broken_pipe) => {
+            // Whatever is still buffered has nowhere to go.
+            let _ = out.into_parts();
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a script asked for even with `--quiet` (a new run's tag): the real stdout,
+/// silenced or not (see `quiet.rs`). A closed pipe is not an error.
+pub fn data(text: &str) -> io::Result<()> {
+    let result = match crate::quiet::real_stdout() {
+        Some(real) => {
+            let mut file = real.lock().unwrap_or_else(|e| e.into_inner());
+            file.write_all(text.as_bytes()).and_then(|()| file.flush())
+        }
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        }
+    };
+    pipe_open(result).map(|_| ())
+}
+
+/// Writes `text` to stderr as it is. A closed stderr is ignored: there is nowhere
+/// left to complain to, and the command's work and exit code must not depend on it.
+pub fn eprint(text: &str) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+/// `note: TEXT` on a line of its own on stderr.
+pub fn note(text: &str) {
+    eprint(&format!("note: {text}\n"));
+}
+
+/// The one line of a failed command: `error: TEXT` on stderr.
+pub fn error(text: &str) {
+    eprint(&format!("error: {text}\n"));
 }
 
 #[cfg(test)]

@@ -23,6 +23,12 @@ pub const INDEX_LABEL: &str = "tf-spawner/replica-index";
 /// Marks the objects of one invocation, so that a retried create can recognise its own
 /// object and a rollback never deletes an object another invocation made.
 pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
+/// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. It lets
+/// `-d` know whether there is a Secret to delete without reading secrets, which many
+/// credentials may not do.
+pub const ENV_SECRET_ANNOTATION: &str = "tf-spawner/env-secret";
+/// [`ENV_SECRET_ANNOTATION`] of a run without `-e`.
+pub const NO_ENV_SECRET: &str = "none";
 
 /// The image when neither `-i` nor the template names one.
 pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
@@ -228,8 +234,18 @@ fn script_config_map(req: &SpawnRequest) -> Result<ConfigMap, UsageError> {
             }
         }
     }
+    let mut metadata = meta(req, config_map_name(&req.tag), run_labels(&req.tag));
+    let secret = if req.env.is_empty() {
+        NO_ENV_SECRET.to_string()
+    } else {
+        secret_name(&req.tag)
+    };
+    metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(ENV_SECRET_ANNOTATION.to_string(), secret);
     Ok(ConfigMap {
-        metadata: meta(req, config_map_name(&req.tag), run_labels(&req.tag)),
+        metadata,
         data: (!data.is_empty()).then_some(data),
         binary_data: (!binary_data.is_empty()).then_some(binary_data),
         ..ConfigMap::default()
@@ -483,6 +499,24 @@ mod tests {
             assert_eq!(names.contains(&"WORKER_NUMBER"), is_worker, "{names:?}");
             assert!(names.contains(&"TF_CONFIG") && names.contains(&"TOT_WORKERS"));
         }
+    }
+
+    #[test]
+    fn the_config_map_records_whether_the_run_has_a_secret() {
+        let record = |plan: &Plan| {
+            plan.config_map.metadata.annotations.as_ref().unwrap()[ENV_SECRET_ANNOTATION].clone()
+        };
+        let mut req = request(Roles::workers(1).unwrap());
+        let plan = build(&req).unwrap();
+        assert!(plan.secret.is_none());
+        assert_eq!(record(&plan), NO_ENV_SECRET);
+        req.env.insert("K".into(), "v".into());
+        let plan = build(&req).unwrap();
+        assert_eq!(
+            plan.secret.as_ref().unwrap().metadata.name.as_deref(),
+            Some("demo-env")
+        );
+        assert_eq!(record(&plan), "demo-env");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! when a role's line changes, without escape codes.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -97,17 +97,20 @@ impl Progress {
                 }
             }
             Progress::Plain { last } => {
-                let mut out = std::io::stdout().lock();
+                let mut text = String::new();
                 for role in &summary {
                     let line = role_line(role);
                     let key = role_name(role).to_string();
                     if last.get(&key) != Some(&line) {
-                        // A closed stdout must not stop the wait: ignore write errors.
-                        let _ = writeln!(out, "{line}");
+                        text.push_str(&line);
+                        text.push('\n');
                         last.insert(key, line);
                     }
                 }
-                let _ = out.flush();
+                // A closed stdout must not stop the wait: ignore write errors.
+                if !text.is_empty() {
+                    let _ = output::print(&text);
+                }
             }
             Progress::Quiet => {}
         }

@@ -2,7 +2,7 @@
 //!
 //! Every command prints through stdout, in many places (progress, tables, reports), so
 //! quiet mode points file descriptor 1 at `/dev/null` once, before any command runs,
-//! and keeps the real stdout for [`data`]. Errors go to stderr and are unaffected.
+//! and keeps the real stdout for `output::data`. Errors go to stderr and are unaffected.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 /// The real stdout, kept aside while fd 1 is silenced.
 static REAL_STDOUT: OnceLock<Mutex<File>> = OnceLock::new();
 
-/// Points stdout at `/dev/null` from now on; [`data`] still reaches the real stdout.
+/// Points stdout at `/dev/null` from now on; `output::data` still reaches the real stdout.
 /// Calling it again is harmless.
 pub fn silence_stdout() -> io::Result<()> {
     if REAL_STDOUT.get().is_some() {
@@ -36,20 +36,7 @@ pub fn is_quiet() -> bool {
     REAL_STDOUT.get().is_some()
 }
 
-/// Writes `text` to the real stdout, silenced or not. A closed pipe is not an error.
-pub fn data(text: &str) -> io::Result<()> {
-    let result = match REAL_STDOUT.get() {
-        Some(real) => {
-            let mut file = real.lock().unwrap_or_else(|e| e.into_inner());
-            file.write_all(text.as_bytes()).and_then(|()| file.flush())
-        }
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(text.as_bytes()).and_then(|()| out.flush())
-        }
-    };
-    match result {
-        Err(e) if crate::output::is_broken_pipe(&e) => Ok(()),
-        other => other,
-    }
+/// The real stdout while fd 1 is silenced, for `output::data`.
+pub(crate) fn real_stdout() -> Option<&'static Mutex<File>> {
+    REAL_STDOUT.get()
 }

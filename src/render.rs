@@ -2,7 +2,7 @@
 //! `kubectl apply -f -`. Secret values are never printed. Objects are written one at a
 //! time, so a 1,000-worker plan never sits in memory whole.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -53,16 +53,8 @@ pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
 
 /// Writes to stdout; a reader that goes away (`| head`) ends the output quietly.
 pub fn to_stdout(plan: &Plan, format: OutputFormat) -> Result<()> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    match write(plan, format, &mut out) {
-        Err(e)
-            if e.downcast_ref::<io::Error>()
-                .is_some_and(crate::output::is_broken_pipe) =>
-        {
-            Ok(())
-        }
-        other => other,
-    }
+    crate::output::stream(|out| write(plan, format, out))?;
+    Ok(())
 }
 
 /// Calls `f` with each object of the plan as JSON, in creation order, the secret redacted.

@@ -3,6 +3,11 @@
 //! kind; servers that refuse it (services before Kubernetes 1.22 answer 405) get a
 //! list and one DELETE per object. [`wait_gone`] then follows the pods that linger
 //! for their grace period with one list and one watch.
+//!
+//! Secrets are deleted only when the run may have one: its ConfigMap records whether it
+//! does ([`ENV_SECRET_ANNOTATION`]), and the ConfigMap's DELETE answers with it. Many
+//! credentials have no rights on secrets; for them a run without `-e` is deleted whole
+//! without a single request on secrets.
 
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
@@ -11,7 +16,7 @@ use kube::api::{DeleteParams, ListParams};
 
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject, watch};
-use crate::plan::run_selector;
+use crate::plan::{ENV_SECRET_ANNOTATION, NO_ENV_SECRET, config_map_name, run_selector};
 use crate::verdict::Tracker;
 
 /// What a delete removed, and what it could not.
@@ -20,17 +25,94 @@ pub struct Deleted {
     pub removed: Vec<ObjectRef>,
     /// Kinds whose deletion failed, with the reason.
     pub failed: Vec<(Kind, String)>,
+    /// What the user should know although nothing failed (for stderr).
+    pub notes: Vec<String>,
+}
+
+/// One deleted object.
+#[derive(Debug)]
+struct Gone {
+    name: String,
+    /// The object's [`ENV_SECRET_ANNOTATION`], if it has one.
+    env_secret: Option<String>,
+}
+
+/// Why one kind could not be deleted.
+#[derive(Debug)]
+struct KindFailed {
+    why: String,
+    /// The server answered 403: this credential may not do it.
+    forbidden: bool,
+}
+
+/// What the run's ConfigMap says about its Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SecretRecord {
+    /// The run was spawned without `-e`.
+    None,
+    /// The run has a Secret.
+    Some,
+    /// No record: no ConfigMap of the run was deleted (it was gone already, or its
+    /// delete failed), or an older tf-spawner made it.
+    Unknown,
+}
+
+impl SecretRecord {
+    fn of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> SecretRecord {
+        let name = config_map_name(tag);
+        let Ok(gone) = config_maps else {
+            return SecretRecord::Unknown;
+        };
+        match gone
+            .iter()
+            .find(|o| o.name == name)
+            .and_then(|o| o.env_secret.as_deref())
+        {
+            Some(NO_ENV_SECRET) => SecretRecord::None,
+            Some(_) => SecretRecord::Some,
+            None => SecretRecord::Unknown,
+        }
+    }
 }
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
     let selector = run_selector(tag);
-    let (pods, services, config_maps, secrets) = tokio::join!(
+    // The secrets wait for the ConfigMap's answer, which says whether there is one; the
+    // pods and services do not wait.
+    let config = async {
+        let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
+        let record = SecretRecord::of(tag, &config_maps);
+        let secrets = match record {
+            SecretRecord::None => Ok(Vec::new()),
+            SecretRecord::Some | SecretRecord::Unknown => {
+                delete_kind::<Secret>(cluster, &selector, max_in_flight).await
+            }
+        };
+        (config_maps, record, secrets)
+    };
+    let (pods, services, (config_maps, record, secrets)) = tokio::join!(
         delete_kind::<Pod>(cluster, &selector, max_in_flight),
         delete_kind::<Service>(cluster, &selector, max_in_flight),
-        delete_kind::<ConfigMap>(cluster, &selector, max_in_flight),
-        delete_kind::<Secret>(cluster, &selector, max_in_flight),
+        config,
     );
     let mut out = Deleted::default();
+    // Without a record, a credential that may not touch secrets cannot tell whether a
+    // secret of the run is left. When nothing else of the run was there either, there is
+    // no run to speak of: not an error, but said. When something was, the run may well
+    // have a secret: an error, as for any kind that could not be deleted.
+    let nothing_else = [&pods, &services, &config_maps]
+        .iter()
+        .all(|r| r.as_ref().is_ok_and(Vec::is_empty));
+    let secrets = match secrets {
+        Err(e) if e.forbidden && record == SecretRecord::Unknown && nothing_else => {
+            out.notes.push(format!(
+                "nothing else of run '{tag}' was found, and its secrets could not be looked for: {}",
+                e.why
+            ));
+            Ok(Vec::new())
+        }
+        other => other,
+    };
     for (kind, result) in [
         (Kind::Pod, pods),
         (Kind::Service, services),
@@ -38,12 +120,13 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (Kind::Secret, secrets),
     ] {
         match result {
-            Ok(mut names) => {
+            Ok(gone) => {
+                let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
                 names.sort();
                 out.removed
                     .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
             }
-            Err(why) => out.failed.push((kind, why)),
+            Err(e) => out.failed.push((kind, e.why)),
         }
     }
     out
@@ -53,7 +136,7 @@ async fn delete_kind<K: RunObject>(
     cluster: &Cluster,
     selector: &str,
     max_in_flight: usize,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<Gone>, KindFailed> {
     let list_params = ListParams::default().labels(selector);
     let delete_params = DeleteParams::default();
     let result = retry(
@@ -63,7 +146,7 @@ async fn delete_kind<K: RunObject>(
     )
     .await;
     match result {
-        Ok(names) => Ok(names),
+        Ok(gone) => Ok(gone),
         Err(e) if matches!(e.code(), Some(405) | Some(404)) => {
             delete_one_by_one::<K>(cluster, selector, max_in_flight).await
         }
@@ -72,14 +155,15 @@ async fn delete_kind<K: RunObject>(
 }
 
 /// A collection DELETE, answered with the deleted objects (or a `Status`, which says
-/// nothing about them). Only their names are needed, so it asks for metadata only
-/// (servers since 1.15 honour it; others send whole objects, which parse the same):
-/// whole pods carry every pod's `TF_CONFIG`, O(N²) bytes — 44 MB for 1,000 workers.
+/// nothing about them). Only their names and annotations are needed, so it asks for
+/// metadata only (servers since 1.15 honour it; others send whole objects, which parse
+/// the same): whole pods carry every pod's `TF_CONFIG`, O(N²) bytes — 44 MB for 1,000
+/// workers.
 async fn delete_collection<K: RunObject>(
     cluster: &Cluster,
     dp: &DeleteParams,
     lp: &ListParams,
-) -> Result<Vec<String>, kube::Error> {
+) -> Result<Vec<Gone>, kube::Error> {
     let url = K::url_path(&(), Some(&cluster.namespace));
     let mut request = kube::core::Request::new(url)
         .delete_collection(dp, lp)
@@ -107,7 +191,13 @@ async fn delete_collection<K: RunObject>(
         .items
         .unwrap_or_default()
         .into_iter()
-        .filter_map(|o| o.metadata.name)
+        .filter_map(|o| {
+            let mut annotations = o.metadata.annotations.unwrap_or_default();
+            Some(Gone {
+                name: o.metadata.name?,
+                env_secret: annotations.remove(ENV_SECRET_ANNOTATION),
+            })
+        })
         .collect())
 }
 
@@ -115,7 +205,8 @@ async fn delete_collection<K: RunObject>(
 const METADATA_ONLY: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
-/// What a collection DELETE answers, names only (a `Status` has no items).
+/// What a collection DELETE answers, names and annotations only (a `Status` has no
+/// items).
 #[derive(serde::Deserialize)]
 struct DeletedList {
     /// `null` in an empty `PartialObjectMetadataList`.
@@ -131,26 +222,35 @@ struct DeletedItem {
 #[derive(serde::Deserialize)]
 struct DeletedMeta {
     name: Option<String>,
+    #[serde(default)]
+    annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
 async fn delete_one_by_one<K: RunObject>(
     cluster: &Cluster,
     selector: &str,
     max_in_flight: usize,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<Gone>, KindFailed> {
     let items = cluster
         .list::<K>(selector)
         .await
         .map_err(|e| explain::<K>(cluster, &e))?;
-    let results: Vec<Result<String, String>> = stream::iter(items)
+    let results: Vec<Result<Gone, KindFailed>> = stream::iter(items)
         .map(|o| async move {
             let name = o.meta().name.clone().unwrap_or_default();
             let uid = o.meta().uid.clone().unwrap_or_default();
-            cluster
-                .delete_exact::<K>(&name, &uid)
-                .await
-                .map(|()| name.clone())
-                .map_err(|e| format!("{}/{name}: {e}", K::KIND.as_str()))
+            let env_secret = o
+                .meta()
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(ENV_SECRET_ANNOTATION).cloned());
+            match cluster.delete_exact::<K>(&name, &uid).await {
+                Ok(()) => Ok(Gone { name, env_secret }),
+                Err(e) => Err(KindFailed {
+                    why: format!("{}/{name}: {e}", K::KIND.as_str()),
+                    forbidden: e.code() == Some(403),
+                }),
+            }
         })
         .buffer_unordered(max_in_flight.max(1))
         .collect()
@@ -162,10 +262,13 @@ async fn delete_one_by_one<K: RunObject>(
     Ok(ok.into_iter().filter_map(Result::ok).collect())
 }
 
-fn explain<K: RunObject>(cluster: &Cluster, e: &CallError) -> String {
-    cluster
-        .explain(&format!("deleting {}", K::KIND.plural()), e)
-        .to_string()
+fn explain<K: RunObject>(cluster: &Cluster, e: &CallError) -> KindFailed {
+    KindFailed {
+        why: cluster
+            .explain(&format!("deleting {}", K::KIND.plural()), e)
+            .to_string(),
+        forbidden: e.code() == Some(403),
+    }
 }
 
 /// Waits until no pod labelled with the run's tag is left. A DELETE only marks a pod

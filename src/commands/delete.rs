@@ -1,7 +1,7 @@
 //! `tf-spawner -d [-t TAG]`: delete every object of a run.
 
 use std::cell::Cell;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -11,7 +11,7 @@ use crate::cluster::retry::RetryPolicy;
 use crate::cluster::{Cluster, apply, delete};
 use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
 use crate::plan::run_selector;
-use crate::signals;
+use crate::{output, signals};
 
 pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     if args.randomize_tag {
@@ -31,7 +31,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
             return report(tag, &ns, &[], args.output);
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
-        eprintln!("{}", shown.join("\n"));
+        output::eprint(&format!("{}\n", shown.join("\n")));
         if !confirm(&format!(
             "delete these {} objects of run '{tag}' in namespace {ns}? [y/N] ",
             found.len()
@@ -43,6 +43,9 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
     let deleted = delete::delete_run(&cluster, tag, args.max_in_flight).await;
     // What was deleted is printed even when some of it failed (the error follows on stderr).
     report(tag, &ns, &deleted.removed, args.output)?;
+    for note in &deleted.notes {
+        output::note(note);
+    }
     if let Some(err) = delete::failure(&deleted, tag, &ns) {
         return Err(err);
     }
@@ -67,7 +70,7 @@ async fn wait_gone(cluster: &Cluster, tag: &str, timeout: Option<Duration>) -> R
         if first.get().is_none() {
             first.set(Some(n));
             if n > 0 {
-                eprintln!("waiting for {} to terminate…", pods(n));
+                output::eprint(&format!("waiting for {} to terminate…\n", pods(n)));
             }
         }
         left.set(n);
@@ -90,11 +93,11 @@ async fn wait_gone(cluster: &Cluster, tag: &str, timeout: Option<Duration>) -> R
     match stopped {
         None => {
             if waited > 0 {
-                println!(
-                    "{} of run '{tag}' terminated in {:.1}s",
+                output::print(&format!(
+                    "{} of run '{tag}' terminated in {:.1}s\n",
                     pods(waited),
                     start.elapsed().as_secs_f64()
-                );
+                ))?;
             }
             Ok(())
         }
@@ -124,7 +127,8 @@ async fn wait_gone(cluster: &Cluster, tag: &str, timeout: Option<Duration>) -> R
 }
 
 /// `deleted pod/…` lines, or with `-o json|yaml` the summary
-/// `{"tag","namespace","deleted":[{"kind","name"}]}` (see `commands/summary.rs`).
+/// `{"tag","namespace","deleted":[{"kind","name"}]}` (see `commands/summary.rs`). A
+/// closed stdout ends the report, not the command.
 fn report(
     tag: &str,
     ns: &str,
@@ -134,15 +138,17 @@ fn report(
     use super::summary;
     if let Some(format) = format {
         let text = summary::render(&summary::deleted(tag, ns, removed), format)?;
-        crate::output::print(&text)?;
+        output::print(&text)?;
         return Ok(());
     }
+    let mut text = String::new();
     for object in removed {
-        println!("deleted {object}");
+        text.push_str(&format!("deleted {object}\n"));
     }
     if removed.is_empty() {
-        println!("nothing labelled training_attempt={tag} in namespace {ns}");
+        text = format!("nothing labelled training_attempt={tag} in namespace {ns}\n");
     }
+    output::print(&text)?;
     Ok(())
 }
 
@@ -163,8 +169,7 @@ fn are(n: usize) -> String {
 }
 
 fn confirm(question: &str) -> Result<bool> {
-    eprint!("{question}");
-    std::io::stderr().flush()?;
+    output::eprint(question);
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(matches!(

@@ -1,17 +1,21 @@
 //! `tf-spawner logs -t TAG [-f]`: the logs of every pod of a run as one stream, each
 //! line prefixed by its task (`worker-1 | …`), coloured per task on a terminal.
 //!
+//! Whether a pod has a log to read is decided from the pod's own status (phase and
+//! container statuses), never from the log request's answer: for a pod no node has
+//! taken yet, a real API server answers 204 with no body, which looks like an empty log.
+//!
 //! Without `-f`, each pod's log is printed whole, in task order (chief, ps, workers,
 //! evaluator); a pod whose container has not started yet is skipped with a note on
 //! stderr. With `-f`, one stream per pod is followed (lines of one pod stay in order,
-//! pods interleave as lines arrive); a pod still waiting to start is retried when its
-//! status changes, pods that appear later are picked up from the run's watch, and the
-//! command ends when the run is over: its verdict is final and every chief and worker
-//! pod has ended (parameter servers and evaluators, which do not exit on their own,
-//! are cut off then). Ctrl-C ends it with exit 0; so does a closed pipe (`| head`).
+//! pods interleave as lines arrive); a pod still waiting to start is opened, from its
+//! first line, once its status says it has started; pods that appear later are picked
+//! up from the run's watch, and the command ends when the run is over: its verdict is
+//! final and every chief and worker pod has ended (parameter servers and evaluators,
+//! which do not exit on their own, are cut off then). Ctrl-C ends it with exit 0; so
+//! does a closed pipe (`| head`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -109,7 +113,22 @@ fn prefixed(prefix: &str, text: &str) -> String {
 }
 
 fn note(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "note: {text}");
+    output::note(text);
+}
+
+/// Why a pod that has not started (see [`PodView::started`]) has no log.
+pub fn no_log(pod: &PodView) -> String {
+    let why = pod
+        .waiting
+        .as_ref()
+        .or(pod.pod_reason.as_ref())
+        .map(|r| format!(" ({})", r.reason))
+        .unwrap_or_default();
+    if pod.state().finished() {
+        format!("pod {} ended without starting{why}; no log", pod.name)
+    } else {
+        format!("pod {} has not started yet{why}; no log", pod.name)
+    }
 }
 
 fn sorted(tracker: &Tracker) -> Vec<PodView> {
@@ -127,7 +146,11 @@ async fn once(
     tracker: &Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<()> {
-    let pods = sorted(tracker);
+    let (pods, waiting): (Vec<PodView>, Vec<PodView>) =
+        sorted(tracker).into_iter().partition(|p| p.started);
+    for pod in &waiting {
+        note(&no_log(pod));
+    }
     let mut fetched = stream::iter(pods)
         .map(|pod| async move {
             let params = options.params(pod.container.as_deref());
@@ -143,14 +166,12 @@ async fn once(
                     return Ok(());
                 }
             }
-            Err(e) if logs::not_started(&e) => note(&format!(
-                "pod {} has not started yet{}; no log",
-                pod.name,
-                pod.waiting
-                    .as_ref()
-                    .map(|w| format!(" ({})", w.reason))
-                    .unwrap_or_default()
-            )),
+            // Its status said it had started, but the server says it has not (a status
+            // not yet up to date): the same note.
+            Err(e) if logs::not_started(&e) => note(&no_log(&PodView {
+                started: false,
+                ..pod
+            })),
             Err(e) => {
                 return Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e));
             }
@@ -295,6 +316,17 @@ async fn follow_pod(
     let mut params = options.params(pod.container.as_deref());
     params.follow = true;
     loop {
+        // Until the pod's status says its container has started; done if it is gone or
+        // ended without starting.
+        loop {
+            let current = state.borrow().clone();
+            match current {
+                None => return,
+                Some(v) if v.started => break,
+                Some(v) if v.state().finished() => return,
+                Some(_) => wait_for_change(&mut state).await,
+            }
+        }
         match logs::open(&cluster, &pod.name, &params).await {
             Ok(mut reader) => {
                 let mut line = Vec::new();

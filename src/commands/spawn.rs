@@ -101,11 +101,12 @@ enum Stop {
 }
 
 /// What a successful spawn prints: with `-q` only the tag, with `-o json|yaml` the
-/// summary (see `summary.rs`), else a human report and the next commands.
+/// summary (see `summary.rs`), else a human report and the next commands. A closed
+/// stdout cuts the report short; the run stays created.
 fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     let (tag, ns) = (&plan.tag, &plan.namespace);
     if quiet::is_quiet() {
-        quiet::data(&format!("{tag}\n"))?;
+        output::data(&format!("{tag}\n"))?;
         return Ok(());
     }
     if let Some(format) = format {
@@ -113,18 +114,21 @@ fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
         output::print(&summary::render(&created, format)?)?;
         return Ok(());
     }
-    println!("generated with label training_attempt={tag}");
     let mut parts = vec![format!("configmap/{}", plan::config_map_name(tag))];
     if plan.secret.is_some() {
         parts.push(format!("secret/{}", plan::secret_name(tag)));
     }
     parts.push(format!("{} services", plan.services.len()));
     parts.push(format!("{} pods", plan.pods.len()));
-    println!("created in namespace {ns}: {}", parts.join(", "));
     let first = plan.pods.names().next().unwrap_or_default();
-    println!("next:");
-    println!("  kubectl get pods -n {ns} -l training_attempt={tag}");
-    println!("  kubectl logs -n {ns} -f {first}");
-    println!("  tf-spawner -d -t {tag} -n {ns}");
+    output::print(&format!(
+        "generated with label training_attempt={tag}\n\
+         created in namespace {ns}: {}\n\
+         next:\n  \
+         kubectl get pods -n {ns} -l training_attempt={tag}\n  \
+         kubectl logs -n {ns} -f {first}\n  \
+         tf-spawner -d -t {tag} -n {ns}\n",
+        parts.join(", ")
+    ))?;
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! every pod has started, with `--for start`; `spawn --wait` does the same), then
 //! optionally save its logs and delete it. The exit code is the run's outcome.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -191,6 +190,9 @@ async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Res
             deleted.removed.len(),
             wait.tag
         ));
+        for note in &deleted.notes {
+            output::note(note);
+        }
         if let Some(err) = delete::failure(&deleted, &wait.tag, &cluster.namespace) {
             problems.push(format!("the cleanup failed: {err}"));
         }
@@ -207,6 +209,12 @@ async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<u
     let pods: Vec<PodView> = tracker.live().cloned().collect();
     let results: Vec<Result<bool>> = stream::iter(pods)
         .map(|pod| async move {
+            // From the pod's status: a log request for a pod no node has taken answers
+            // 204 and no body, which would be saved as an empty log.
+            if !pod.started {
+                output::note(&super::logs::no_log(&pod));
+                return Ok(false);
+            }
             let params = logs::LogOptions::default().params(pod.container.as_deref());
             match logs::fetch(cluster, &pod.name, &params).await {
                 Ok(text) => {
@@ -216,10 +224,10 @@ async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<u
                     Ok(true)
                 }
                 Err(e) if logs::not_started(&e) => {
-                    let _ = output::print(&format!(
-                        "note: no log for {}: its container never started\n",
-                        pod.name
-                    ));
+                    output::note(&super::logs::no_log(&PodView {
+                        started: false,
+                        ..pod
+                    }));
                     Ok(false)
                 }
                 Err(e) => Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e)),
@@ -269,5 +277,5 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
         block.push('\n');
     }
     // A closed stderr is no reason to fail the wait.
-    let _ = std::io::stderr().lock().write_all(block.as_bytes());
+    output::eprint(&block);
 }

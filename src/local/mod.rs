@@ -126,6 +126,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         restart_never: true,
         cluster: Vec::new(),
         container: None,
+        started: true,
     }
 }
 

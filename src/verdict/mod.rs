@@ -501,6 +501,42 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_pod_has_started_when_its_container_runs_or_ran() {
+        // Not started: pending without statuses, waiting, or failed before starting.
+        assert!(!view(pod("worker-0", "Pending")).started);
+        assert!(!view(waiting(pod("worker-0", "Pending"), "ContainerCreating", "")).started);
+        assert!(!view(pod("worker-0", "Failed")).started);
+        // Started: a Running pod without statuses, a running or terminated container, or
+        // one waiting to restart after it ran.
+        assert!(view(pod("worker-0", "Running")).started);
+        assert!(view(terminated(pod("worker-0", "Failed"), 1, "Error")).started);
+        let mut running = pod("worker-0", "Running");
+        running["status"]["containerStatuses"] = json!([{
+            "name": "tensorflow", "ready": true, "restartCount": 0, "image": "tf", "imageID": "",
+            "state": {"running": {}}
+        }]);
+        assert!(view(running).started);
+        let mut restarting = waiting(pod("worker-0", "Running"), "CrashLoopBackOff", "");
+        restarting["status"]["containerStatuses"][0]["lastState"] =
+            json!({"terminated": {"exitCode": 1}});
+        assert!(view(restarting).started);
+        // The log container decides, not a sidecar that runs.
+        let mut sidecar = waiting(pod("worker-0", "Pending"), "ContainerCreating", "");
+        sidecar["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "proxy", "image": "p"}));
+        sidecar["status"]["containerStatuses"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({
+                "name": "proxy", "ready": true, "restartCount": 0, "image": "p", "imageID": "",
+                "state": {"running": {}}
+            }));
+        assert!(!view(sidecar).started);
+    }
+
+    #[test]
     fn worker_zero_decides_without_a_chief() {
         let t = tracker(
             vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")],

@@ -93,6 +93,9 @@ pub struct PodView {
     pub cluster: Vec<Task>,
     /// The container whose logs are the task's: `tensorflow`, else the first.
     pub container: Option<String>,
+    /// That container has started: it runs or has ended, now or before a restart.
+    /// Without a status for it, a Running pod counts as started.
+    pub started: bool,
 }
 
 impl PodView {
@@ -129,6 +132,17 @@ impl PodView {
             .and_then(|s| s.state.as_ref())
             .and_then(|s| s.terminated.as_ref())
             .map(exit_of);
+        let ran = |s: &ContainerStatus| {
+            let ran_in = |state: Option<&k8s_openapi::api::core::v1::ContainerState>| {
+                state.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            };
+            ran_in(s.state.as_ref()) || ran_in(s.last_state.as_ref())
+        };
+        let phase = Phase::parse(status.and_then(|s| s.phase.as_deref()));
+        let started = match tf_status {
+            Some(s) => ran(s),
+            None => phase == Phase::Running,
+        };
         let last_exit = terminated.clone().or_else(|| {
             tf_status
                 .and_then(|s| s.last_state.as_ref())
@@ -184,7 +198,7 @@ impl PodView {
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task,
-            phase: Phase::parse(status.and_then(|s| s.phase.as_deref())),
+            phase,
             ready: (
                 statuses.iter().filter(|s| s.ready).count() as u32,
                 containers.len() as u32,
@@ -199,6 +213,7 @@ impl PodView {
             restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
             cluster,
             container,
+            started,
         }
     }
 

@@ -54,7 +54,9 @@ fn delete_removes_the_run_and_leaves_others_untouched() {
 #[test]
 fn delete_uses_collection_deletes() {
     let env = Env::new();
-    env.spawn(&["-t", "col", "-w", "5"]).success();
+    let envfile = env.write("e.env", "K=v\n");
+    env.spawn(&["-t", "col", "-w", "5", "-e", envfile.to_str().unwrap()])
+        .success();
     env.server.clear_requests();
     env.run(&["-d", "-t", "col"]).success();
     let requests = env.server.requests();
@@ -64,6 +66,7 @@ fn delete_uses_collection_deletes() {
             .iter()
             .all(|r| r.method == "DELETE" && r.query.contains("labelSelector"))
     );
+    assert!(requests.iter().any(|r| r.path.ends_with("/secrets")));
     assert!(env.names("default").is_empty());
 }
 

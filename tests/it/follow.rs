@@ -27,7 +27,12 @@ pub fn container(ready: bool, state: Value) -> Value {
     }])
 }
 
+/// The node the scheduler puts pods on. Only a bound pod has a kubelet that serves its
+/// log; a real server answers 204 and no body for any other.
+pub const NODE: &str = "node-1";
+
 pub fn running(env: &Env, pod: &str) {
+    env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
         pod,
@@ -41,6 +46,7 @@ pub fn exited(env: &Env, pod: &str, code: i32) {
     } else {
         ("Failed", "Error")
     };
+    env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
         pod,
@@ -51,6 +57,7 @@ pub fn exited(env: &Env, pod: &str, code: i32) {
 }
 
 pub fn waiting(env: &Env, pod: &str, reason: &str, message: &str) {
+    env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
         pod,
@@ -408,7 +415,33 @@ fn save_logs_then_cleanup_leaves_the_logs_and_zero_objects() {
         let saved = std::fs::read_to_string(env.path(&format!("out/logs/{pod}.log"))).unwrap();
         assert_eq!(saved, text);
     }
-    assert_eq!(env.names(NS), Vec::<String>::new());
+    assert_eq!(env.names_not_terminating(NS), Vec::<String>::new());
+}
+
+#[test]
+fn save_logs_skips_a_pod_that_never_started() {
+    let env = Env::new();
+    spawn_run(&env, "half", &["-w", "2"]);
+    running(&env, "half-worker-0");
+    env.server.append_log(NS, "half-worker-0", "up\n");
+    // worker-1 has no node: its log request would answer 204, like an empty log.
+    let out = env.run(&[
+        "wait",
+        "-t",
+        "half",
+        "--timeout",
+        "1s",
+        "--save-logs",
+        "out",
+    ]);
+    assert_eq!(out.code, 4, "{out:#?}");
+    out.stdout_has("saved 1 pod logs in out")
+        .stderr_has("note: pod half-worker-1 has not started yet; no log\n");
+    assert_eq!(
+        std::fs::read_to_string(env.path("out/half-worker-0.log")).unwrap(),
+        "up\n"
+    );
+    assert!(!env.path("out/half-worker-1.log").exists());
 }
 
 #[test]
@@ -424,7 +457,7 @@ fn a_failed_run_is_cleaned_up_too_and_keeps_exit_3() {
         std::fs::read_to_string(env.path("out/fc-worker-0.log")).unwrap(),
         "oops\n"
     );
-    assert_eq!(env.names(NS), Vec::<String>::new());
+    assert_eq!(env.names_not_terminating(NS), Vec::<String>::new());
 }
 
 #[test]

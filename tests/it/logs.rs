@@ -31,7 +31,8 @@ fn logs_of_every_pod_in_task_order_with_padded_prefixes() {
         running(&env, pod);
         env.server.append_log(NS, pod, text);
     }
-    // worker-1 is still being created: skipped with a note.
+    // worker-1 is still being created (no node has taken it: its log request would
+    // answer 204, like an empty log): skipped with a note, known from its status.
     let out = env.run(&["logs", "-t", "lg"]);
     out.success();
     assert_eq!(
@@ -44,14 +45,15 @@ fn logs_of_every_pod_in_task_order_with_padded_prefixes() {
         "{out:#?}"
     );
     assert!(!out.stdout.contains('\x1b'));
-    // The TF container is named in every request.
+    // The TF container is named in every request; none for the pod that has not started.
     let log_requests: Vec<_> = env
         .server
         .requests()
         .into_iter()
         .filter(|r| r.path.ends_with("/log"))
         .collect();
-    assert_eq!(log_requests.len(), 4);
+    assert_eq!(log_requests.len(), 3);
+    assert!(!log_requests.iter().any(|r| r.path.contains("lg-worker-1")));
     assert!(
         log_requests
             .iter()
@@ -151,6 +153,58 @@ fn follow_merges_streams_and_picks_up_pods_that_start_or_appear_later() {
         "{out:#?}"
     );
     assert_eq!(out.stdout.lines().count(), 8, "{out:#?}");
+}
+
+#[test]
+fn follow_reads_a_late_pod_from_its_first_line() {
+    let env = Env::new();
+    spawn_run(&env, "late", &["-w", "2"]);
+    running(&env, "late-worker-0");
+    env.server.append_log(NS, "late-worker-0", "w0 a\n");
+    // worker-1 has no node yet: its log request would answer 204, like an empty log.
+    let child = start(&env, &["logs", "-f", "-t", "late"]);
+    await_watches(&env, 1);
+    // It prints before the follow hears that it started: nothing of it may be lost.
+    env.server.append_log(NS, "late-worker-1", "w1 first\n");
+    running(&env, "late-worker-1");
+    env.server.append_log(NS, "late-worker-1", "w1 second\n");
+    for pod in ["late-worker-0", "late-worker-1"] {
+        env.server.close_log(NS, pod);
+        exited(&env, pod, 0);
+    }
+    let out = finish(child);
+    out.success();
+    assert_eq!(
+        lines_of(&out.stdout, "worker-1 | "),
+        ["w1 first", "w1 second"],
+        "{out:#?}"
+    );
+    assert_eq!(lines_of(&out.stdout, "worker-0 | "), ["w0 a"], "{out:#?}");
+}
+
+#[test]
+fn a_run_that_has_not_started_gets_a_note_per_pod_and_no_log_request() {
+    let env = Env::new();
+    spawn_run(&env, "idle", &["--chief", "-w", "1"]);
+    crate::follow::unschedulable(&env, "idle-chief-0", "0/3 nodes are available");
+    env.server.clear_requests();
+    let out = env.run(&["logs", "-t", "idle"]);
+    out.success();
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "note: pod idle-chief-0 has not started yet (Unschedulable); no log\n\
+         note: pod idle-worker-0 has not started yet; no log\n",
+        "{out:#?}"
+    );
+    assert!(
+        !env.server
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/log")),
+        "{:?}",
+        env.server.requests()
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod support;
 
 mod bad_input;
+mod closed_stdout;
 mod delete;
 mod ecosystem;
 mod faults;

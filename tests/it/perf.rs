@@ -30,8 +30,9 @@ fn spawn_sends_one_create_per_object_and_delete_a_constant_number() {
         env.run(&["-d", "-y", "-t", tag])
             .success()
             .stdout_has(&format!("deleted pod/{tag}-worker-{}", workers - 1));
+        // Pods, services, the config map; no secrets: the run has none.
         let requests = env.server.requests();
-        assert_eq!(requests.len(), 4, "{tag}: {requests:?}");
+        assert_eq!(requests.len(), 3, "{tag}: {requests:?}");
         assert!(requests.iter().all(|r| r.method == "DELETE"));
     }
     assert!(env.names("default").is_empty());
@@ -62,7 +63,8 @@ fn delete_wait_returns_once_the_terminating_pods_are_gone() {
         .stdout_has("2 pods of run 'slow' terminated")
         .stderr_has("waiting for 2 pods to terminate…");
     assert!(env.list("pods", "default").is_empty());
-    // The collection deletes, then one list and one watch, whatever the number of pods.
+    // The collection deletes (secrets too: no config map says the run has none), then
+    // one list and one watch, whatever the number of pods.
     assert_eq!(count(&env, "DELETE"), 4);
     let gets = count(&env, "GET");
     assert!((1..=3).contains(&gets), "{:?}", env.server.requests());
@@ -76,7 +78,7 @@ fn delete_wait_with_nothing_lingering_costs_one_list() {
     let out = env.run(&["-d", "-y", "--wait", "-t", "quick"]);
     out.success().stdout_has("deleted pod/quick-worker-2");
     assert!(!out.stderr.contains("waiting"), "{out:#?}");
-    assert_eq!(count(&env, "DELETE"), 4);
+    assert_eq!(count(&env, "DELETE"), 3);
     assert_eq!(count(&env, "GET"), 1);
     assert!(env.names("default").is_empty());
 }

@@ -97,6 +97,105 @@ fn without_rights_on_secrets_an_env_file_fails_cleanly() {
         .success();
 }
 
+/// Requests on secrets the server saw since the last `clear_requests`.
+fn secret_requests(env: &Env) -> Vec<String> {
+    env.server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/secrets"))
+        .map(|r| format!("{} {} -> {}", r.method, r.path, r.status))
+        .collect()
+}
+
+#[test]
+fn without_rights_on_secrets_a_run_without_env_file_is_deleted_with_exit_0() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a-nosecrets");
+    let script = env.script();
+    env.run_as(&kc, &["-t", "nosec", "-w", "2", script.to_str().unwrap()])
+        .success();
+    assert_eq!(env.names("team-a").len(), 1 + 2 + 2);
+    env.server.clear_requests();
+    let out = env.run_as(&kc, &["-d", "-t", "nosec"]);
+    out.success()
+        .stdout_has("deleted pod/nosec-worker-1")
+        .stdout_has("deleted service/nosec-worker-0")
+        .stdout_has("deleted configmap/nosec-script");
+    assert_eq!(out.stderr, "", "{out:#?}");
+    assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
+    // The run's config map said it has no secret: secrets were not even asked for.
+    assert_eq!(secret_requests(&env), Vec::<String>::new());
+}
+
+#[test]
+fn without_rights_on_secrets_a_run_with_a_secret_is_a_clear_error() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a-nosecrets");
+    let admin = kubeconfig(&env, "admin");
+    let script = env.script();
+    let file = env.write("e.env", "A=1\n");
+    env.run_as(
+        &admin,
+        &[
+            "-t",
+            "withsec",
+            "-e",
+            file.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+    )
+    .success();
+    let out = env.run_as(&kc, &["-d", "-t", "withsec"]);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let last = out.stderr.trim_end();
+    assert!(
+        last.starts_with("error: deleting secrets: ")
+            && last.contains("Forbidden, 403")
+            && last.contains("secrets of run 'withsec' may be left in namespace 'team-a'"),
+        "{out:#?}"
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    // The rest is gone, and said so; the secret is left.
+    out.stdout_has("deleted pod/withsec-worker-1")
+        .stdout_has("deleted configmap/withsec-script");
+    assert_eq!(env.names("team-a"), ["secret/withsec-env"]);
+}
+
+#[test]
+fn without_rights_on_secrets_a_run_without_a_record_is_deleted_as_before() {
+    let env = limited_env();
+    let kc = kubeconfig(&env, "team-a-nosecrets");
+    let admin = kubeconfig(&env, "admin");
+    let script = env.script();
+    // A run made before config maps recorded the secret: nothing says it has none.
+    env.run_as(&admin, &["-t", "old", "-w", "1", script.to_str().unwrap()])
+        .success();
+    let mut cm = env
+        .server
+        .get("configmaps", "team-a", "old-script")
+        .unwrap();
+    cm["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tf-spawner/env-secret");
+    env.server.insert("configmaps", "team-a", cm);
+    let out = env.run_as(&kc, &["-d", "-t", "old"]);
+    out.failure(1)
+        .stderr_has("deleting secrets: ")
+        .stderr_has("secrets of run 'old' may be left");
+    assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
+    // Again: nothing of the run is left to tell, and the secrets cannot be looked at.
+    // Nothing to delete is not an error; that secrets were not looked at is said.
+    let out = env.run_as(&kc, &["-d", "-t", "old"]);
+    out.success()
+        .stdout_has("nothing labelled training_attempt=old in namespace team-a");
+    assert!(
+        out.stderr.starts_with("note: nothing else of run 'old' was found, and its secrets could not be looked for: deleting secrets: ")
+            && out.stderr.trim_end().lines().count() == 1,
+        "{out:#?}"
+    );
+}
+
 const PLANTED: &str = "planted-Secret-V4lue";
 
 fn no_leak(out: &Output) {

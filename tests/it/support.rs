@@ -89,6 +89,21 @@ impl Env {
         self.server.list(resource, namespace)
     }
 
+    /// [`Env::names`] without the pods a delete marked (`deletionTimestamp`): pods on a
+    /// node linger for their grace period, as on a real cluster.
+    pub fn names_not_terminating(&self, namespace: &str) -> Vec<String> {
+        let terminating: Vec<String> = self
+            .server
+            .list("pods", namespace)
+            .iter()
+            .filter(|p| p["metadata"].get("deletionTimestamp").is_some())
+            .map(|p| format!("pod/{}", name(p)))
+            .collect();
+        let mut names = self.names(namespace);
+        names.retain(|n| !terminating.contains(n));
+        names
+    }
+
     /// Names of every pod, service, config map and secret in `namespace`, as `kind/name`.
     pub fn names(&self, namespace: &str) -> Vec<String> {
         let mut names = vec![];
@@ -108,6 +123,20 @@ impl Env {
         names.sort();
         names
     }
+}
+
+/// Runs with stdout a pipe whose reader is gone already, as under `| head` once `head`
+/// has exited: every write to stdout fails (EPIPE). `closed_stderr` does the same to
+/// stderr. What the other stream got is returned.
+pub fn run_into_closed_pipe(cmd: &mut Command, closed_stderr: bool) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    if closed_stderr {
+        cmd.stderr(writer).stdout(Stdio::piped());
+    } else {
+        cmd.stdout(writer).stderr(Stdio::piped());
+    }
+    run(cmd)
 }
 
 pub fn run(cmd: &mut Command) -> Output {

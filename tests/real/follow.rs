@@ -1,5 +1,6 @@
-//! wait, status and list against the real server, with pod phases driven by patching
-//! `pods/status` (there is no kubelet). Pod logs here are always empty (204).
+//! wait, status, list and logs against the real server, with pod phases driven by
+//! patching `pods/status` (there is no kubelet). Pod logs here are always empty (204, no
+//! node has taken the pods).
 
 use std::time::Duration;
 
@@ -197,11 +198,43 @@ async fn status_and_list_show_what_the_server_stores() {
 }
 
 #[tokio::test]
+async fn logs_notes_the_pods_that_have_not_started() {
+    let Some(real) = Real::new("logs_notes_the_pods_that_have_not_started").await else {
+        return;
+    };
+    let ns = real.namespace("logs").await;
+    real.spawn_run(&ns, "lg", 3).await;
+    real.set_running(&ns, "lg-worker-0", "tensorflow").await;
+    real.patch_pod_status(
+        &ns,
+        "lg-worker-2",
+        json!({"phase": "Pending", "containerStatuses": [container_status("tensorflow", false, json!({
+            "waiting": {"reason": "ContainerCreating"}
+        }))]}),
+    )
+    .await;
+    // No node has taken these pods: every log request here answers 204 and no body,
+    // for the running pod as for the pending ones. Only their status tells them apart.
+    let out = real
+        .run(Cred::Admin, &["-n", &ns, "logs", "-t", "lg"])
+        .await;
+    out.success();
+    assert_eq!(out.stdout, "", "{out:#?}");
+    assert_eq!(
+        out.stderr,
+        "note: pod lg-worker-1 has not started yet; no log\n\
+         note: pod lg-worker-2 has not started yet (ContainerCreating); no log\n",
+        "{out:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_namespace_limited_credential_can_follow_its_runs() {
     let Some(real) = Real::new("a_namespace_limited_credential_can_follow_its_runs").await else {
         return;
     };
-    let tag = real.tag_in("team-a", "fol");
+    let ns = real.team_ns();
+    let tag = real.tag_in(&ns, "fol");
     let script = real.script();
     real.run(
         Cred::TeamA,
@@ -213,7 +246,7 @@ async fn a_namespace_limited_credential_can_follow_its_runs() {
     let args = ["wait", "-t", &tag, "--timeout", "60s"];
     let (out, _) = tokio::join!(
         real.run(Cred::TeamA, &args),
-        later(real.set_terminated("team-a", &pod, "tensorflow", 0)),
+        later(real.set_terminated(&ns, &pod, "tensorflow", 0)),
     );
     out.success();
     real.run(Cred::TeamA, &["status", "-t", &tag])

@@ -1,8 +1,10 @@
 //! The limited credentials of the real server's RBAC: `team-a` may use pods, services,
 //! configmaps and secrets in namespace `team-a` only; `team-a-nosecrets` the same
-//! without secrets. The shared namespace `team-a` is kept apart by unique tags.
+//! without secrets. The shared namespace `team-a` (their kubeconfig context's) is kept
+//! apart by unique tags.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 
@@ -49,7 +51,8 @@ async fn team_a_spawns_and_deletes_in_its_namespace() {
     let Some(real) = Real::new("team_a_spawns_and_deletes_in_its_namespace").await else {
         return;
     };
-    let tag = real.tag_in(TEAM_NS, "team");
+    let team_ns = real.team_ns();
+    let tag = real.tag_in(&team_ns, "team");
     let script = real.script();
     let env = real.write("e.env", "WANDB_KEY=k-123\n");
     // KUBECONFIG instead of --kubeconfig, and no -n: the context's namespace, team-a.
@@ -69,9 +72,10 @@ async fn team_a_spawns_and_deletes_in_its_namespace() {
             &env_var,
         )
         .await;
-    out.success().stdout_has("created in namespace team-a");
+    out.success()
+        .stdout_has(&format!("created in namespace {team_ns}"));
     assert_eq!(
-        real.run_objects(TEAM_NS, &tag).await,
+        real.run_objects(&team_ns, &tag).await,
         vec![
             format!("configmap/{tag}-script"),
             format!("pod/{tag}-worker-0"),
@@ -81,10 +85,10 @@ async fn team_a_spawns_and_deletes_in_its_namespace() {
             format!("service/{tag}-worker-1"),
         ]
     );
-    let pod = &real.pods(TEAM_NS, &tag).await[1];
+    let pod = &real.pods(&team_ns, &tag).await[1];
     assert!(
         env_value(tf_container(pod), "TF_CONFIG")
-            .contains(&format!("{tag}-worker-1.team-a.svc:1999"))
+            .contains(&format!("{tag}-worker-1.{team_ns}.svc:1999"))
     );
 
     let out = real
@@ -93,7 +97,7 @@ async fn team_a_spawns_and_deletes_in_its_namespace() {
     out.success()
         .stdout_has(&format!("deleted service/{tag}-worker-0"));
     assert_eq!(out.stdout.matches("deleted ").count(), 6, "{out:#?}");
-    assert_eq!(real.run_objects(TEAM_NS, &tag).await, Vec::<String>::new());
+    assert_eq!(real.run_objects(&team_ns, &tag).await, Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -147,7 +151,8 @@ async fn without_secrets_rights_an_env_file_is_a_clear_error_and_creates_nothing
     else {
         return;
     };
-    let tag = real.tag_in(TEAM_NS, "nosec");
+    let team_ns = real.team_ns();
+    let tag = real.tag_in(&team_ns, "nosec");
     let script = real.script();
     let env = real.write("e.env", "K=v\n");
     let out = real
@@ -163,7 +168,7 @@ async fn without_secrets_rights_an_env_file_is_a_clear_error_and_creates_nothing
         )
         .await;
     out.failure(1).stderr_has("secrets").stderr_has("forbidden");
-    assert_eq!(real.run_objects(TEAM_NS, &tag).await, Vec::<String>::new());
+    assert_eq!(real.run_objects(&team_ns, &tag).await, Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -171,7 +176,8 @@ async fn without_secrets_rights_a_run_without_env_file_works() {
     let Some(real) = Real::new("without_secrets_rights_a_run_without_env_file_works").await else {
         return;
     };
-    let tag = real.tag_in(TEAM_NS, "nosec");
+    let team_ns = real.team_ns();
+    let tag = real.tag_in(&team_ns, "nosec");
     let script = real.script();
     let out = real
         .run(
@@ -180,5 +186,119 @@ async fn without_secrets_rights_a_run_without_env_file_works() {
         )
         .await;
     out.success();
-    assert_eq!(real.run_objects(TEAM_NS, &tag).await.len(), 3);
+    assert_eq!(real.run_objects(&team_ns, &tag).await.len(), 3);
+    // It deletes its run whole, with exit 0, without a request on secrets: the run's
+    // config map says it has none.
+    let out = real
+        .run(Cred::TeamANoSecrets, &["-v", "-d", "-t", &tag])
+        .await;
+    out.success()
+        .stdout_has(&format!("deleted pod/{tag}-worker-0"))
+        .stdout_has(&format!("deleted service/{tag}-worker-0"))
+        .stdout_has(&format!("deleted configmap/{tag}-script"));
+    assert_eq!(out.stdout.matches("deleted ").count(), 3, "{out:#?}");
+    assert!(!out.stderr.contains("secrets"), "{out:#?}");
+    assert_eq!(real.run_objects(&team_ns, &tag).await, Vec::<String>::new());
+    // Deleting it again finds nothing, and cannot look at secrets: exit 0, with a note.
+    let out = real.run(Cred::TeamANoSecrets, &["-d", "-t", &tag]).await;
+    out.success().stdout_has("nothing labelled");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "note: nothing else of run '{tag}' was found, and its secrets could not be looked for: deleting secrets: "
+        )) && out.stderr.contains("forbidden")
+            && out.stderr.trim_end().lines().count() == 1,
+        "{out:#?}"
+    );
+}
+
+#[tokio::test]
+async fn without_secrets_rights_a_run_with_a_secret_is_a_clear_error_on_delete() {
+    let Some(real) =
+        Real::new("without_secrets_rights_a_run_with_a_secret_is_a_clear_error_on_delete").await
+    else {
+        return;
+    };
+    let team_ns = real.team_ns();
+    let tag = real.tag_in(&team_ns, "withsec");
+    let script = real.script();
+    let env = real.write("e.env", "K=v\n");
+    real.run(
+        Cred::TeamA,
+        &[
+            "-t",
+            &tag,
+            "-w",
+            "1",
+            "-e",
+            env.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+    )
+    .await
+    .success();
+    let out = real.run(Cred::TeamANoSecrets, &["-d", "-t", &tag]).await;
+    out.failure(1)
+        .stderr_has("error: deleting secrets: ")
+        .stderr_has("Forbidden, 403")
+        .stderr_has(&format!(
+            "secrets of run '{tag}' may be left in namespace '{team_ns}'"
+        ));
+    out.stdout_has(&format!("deleted pod/{tag}-worker-0"))
+        .stdout_has(&format!("deleted configmap/{tag}-script"));
+    assert_eq!(
+        real.run_objects(&team_ns, &tag).await,
+        [format!("secret/{tag}-env")]
+    );
+    // A credential with rights on secrets removes what is left.
+    real.run(Cred::TeamA, &["-d", "-t", &tag])
+        .await
+        .success()
+        .stdout_has(&format!("deleted secret/{tag}-env"));
+    assert_eq!(real.run_objects(&team_ns, &tag).await, Vec::<String>::new());
+}
+
+#[test]
+fn credentials_come_from_their_own_variables() {
+    let admin = Path::new("/srv/k8s/kubeconfig");
+    let unset = |_: &str| None;
+    assert_eq!(credential_path(admin, Cred::Admin, unset), admin);
+    assert_eq!(
+        credential_path(admin, Cred::TeamA, unset),
+        Path::new("/srv/k8s/kubeconfig-team-a")
+    );
+    assert_eq!(
+        credential_path(admin, Cred::TeamANoSecrets, unset),
+        Path::new("/srv/k8s/kubeconfig-team-a-nosecrets")
+    );
+    let set = |name: &str| -> Option<OsString> {
+        match name {
+            "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A" => Some("/home/ci/alice.yaml".into()),
+            "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A_NOSECRETS" => Some("/home/ci/bob.yaml".into()),
+            _ => None,
+        }
+    };
+    assert_eq!(
+        credential_path(admin, Cred::TeamA, set),
+        Path::new("/home/ci/alice.yaml")
+    );
+    assert_eq!(
+        credential_path(admin, Cred::TeamANoSecrets, set),
+        Path::new("/home/ci/bob.yaml")
+    );
+    // Each on its own; an empty value is no value.
+    let one = |name: &str| -> Option<OsString> {
+        match name {
+            "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A" => Some("".into()),
+            "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A_NOSECRETS" => Some("/home/ci/bob.yaml".into()),
+            _ => None,
+        }
+    };
+    assert_eq!(
+        credential_path(admin, Cred::TeamA, one),
+        Path::new("/srv/k8s/kubeconfig-team-a")
+    );
+    assert_eq!(
+        credential_path(admin, Cred::TeamANoSecrets, one),
+        Path::new("/home/ci/bob.yaml")
+    );
 }

@@ -1,8 +1,10 @@
 //! Plumbing of the real-server suite: the server named by `TF_SPAWNER_TEST_KUBECONFIG`
-//! (an admin kubeconfig; `kubeconfig-team-a` and `kubeconfig-team-a-nosecrets` beside it,
-//! `bin/kubectl` beside them, as `../shared/tools/kube-apiserver/start.sh` lays them out),
-//! the binary run as a user would run it, and an admin client to read what the server
-//! stored and to drive pod status.
+//! (an admin kubeconfig), the two limited credentials (`TF_SPAWNER_TEST_KUBECONFIG_TEAM_A`
+//! and `TF_SPAWNER_TEST_KUBECONFIG_TEAM_A_NOSECRETS`, by default `kubeconfig-team-a` and
+//! `kubeconfig-team-a-nosecrets` beside the admin one, and `bin/kubectl` beside them, as
+//! `../shared/tools/kube-apiserver/start.sh` lays them out), the binary run as a user
+//! would run it, and an admin client to read what the server stored and to drive pod
+//! status.
 //!
 //! Every test gets its own namespace (or, in the shared `team-a`, its own tag); both are
 //! removed when the [`Real`] is dropped, also when the test panics.
@@ -31,8 +33,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tf-spawner");
 pub const VAR: &str = "TF_SPAWNER_TEST_KUBECONFIG";
 /// Optional: the kubectl to use (default: `bin/kubectl` beside the kubeconfig, else PATH).
 pub const KUBECTL_VAR: &str = "TF_SPAWNER_TEST_KUBECTL";
-/// The namespace the limited credentials may use.
-pub const TEAM_NS: &str = "team-a";
+/// The namespace the limited credentials may use when their kubeconfig names none.
+pub const TEAM_NS_DEFAULT: &str = "team-a";
 /// Label on every namespace this suite creates, so leftovers can be found.
 pub const TEST_NS_LABEL: &str = "tf-spawner-test";
 
@@ -54,12 +56,39 @@ pub enum Cred {
 }
 
 impl Cred {
+    /// The environment variable that names this credential's kubeconfig.
+    pub fn var(self) -> &'static str {
+        match self {
+            Cred::Admin => VAR,
+            Cred::TeamA => "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A",
+            Cred::TeamANoSecrets => "TF_SPAWNER_TEST_KUBECONFIG_TEAM_A_NOSECRETS",
+        }
+    }
+
+    /// Its file beside the admin kubeconfig when the variable is not set.
     fn file(self) -> &'static str {
         match self {
-            Cred::Admin => "",
+            Cred::Admin => "kubeconfig",
             Cred::TeamA => "kubeconfig-team-a",
             Cred::TeamANoSecrets => "kubeconfig-team-a-nosecrets",
         }
+    }
+}
+
+/// Where a limited credential's kubeconfig is: the file its variable names (see
+/// [`Cred::var`]; an empty value counts as unset), else its file beside the admin
+/// kubeconfig. `var` reads the environment.
+pub fn credential_path(
+    admin: &Path,
+    cred: Cred,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> PathBuf {
+    if cred == Cred::Admin {
+        return admin.to_path_buf();
+    }
+    match var(cred.var()).filter(|v| !v.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => admin.parent().unwrap_or(Path::new(".")).join(cred.file()),
     }
 }
 
@@ -113,20 +142,29 @@ impl Real {
     }
 
     pub fn kubeconfig(&self, cred: Cred) -> PathBuf {
-        if cred == Cred::Admin {
-            return self.admin_kubeconfig.clone();
-        }
-        let path = self
-            .admin_kubeconfig
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(cred.file());
+        let path = credential_path(&self.admin_kubeconfig, cred, |v| std::env::var_os(v));
         assert!(
             path.is_file(),
-            "{} is missing: {VAR} must point at the admin kubeconfig written by start.sh, the team-a ones beside it",
-            path.display()
+            "{} is missing: set {} to the kubeconfig of that credential, or point {VAR} at the admin kubeconfig written by start.sh, with the team-a ones beside it",
+            path.display(),
+            cred.var(),
         );
         path
+    }
+
+    /// The namespace the limited credentials may use: their kubeconfig context's (the
+    /// tests run them without `-n`, as a user would), else `team-a`.
+    pub fn team_ns(&self) -> String {
+        let path = self.kubeconfig(Cred::TeamA);
+        let file = Kubeconfig::read_from(&path)
+            .unwrap_or_else(|e| panic!("{}: cannot read it: {e}", path.display()));
+        let current = file.current_context.clone().unwrap_or_default();
+        file.contexts
+            .iter()
+            .find(|c| c.name == current)
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.namespace.clone())
+            .unwrap_or_else(|| TEAM_NS_DEFAULT.to_string())
     }
 
     /// Writes a file in the temp dir and returns its path.

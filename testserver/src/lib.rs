@@ -316,6 +316,20 @@ impl TestServer {
         }
     }
 
+    /// Binds a pod to a node (sets `spec.nodeName`), as the scheduler does through
+    /// `pods/NAME/binding`; watchers see MODIFIED. Only a bound pod has a log to read
+    /// (unbound ones answer 204) and lingers for its grace period when deleted. A pod
+    /// is bound once: a missing or already bound pod is left as it is.
+    pub fn bind_pod(&self, namespace: &str, name: &str, node: &str) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned()
+            && pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
+        {
+            pod["spec"]["nodeName"] = json!(node);
+            st.put("pods", namespace, pod);
+        }
+    }
+
     /// Sets `status.phase`, keeping the rest of the status.
     pub fn set_pod_phase(&self, namespace: &str, name: &str, phase: &str) {
         let mut st = self.store();

@@ -1,4 +1,5 @@
-//! `GET .../pods/NAME/log`: plain text, streamed while following.
+//! `GET .../pods/NAME/log`: plain text, streamed while following; 204 and no body for a
+//! pod that is not bound to a node; 400 while a bound pod's container waits to start.
 
 use std::sync::Arc;
 
@@ -62,6 +63,11 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
         }
         None => containers.first().cloned().unwrap_or_default(),
     };
+    // A pod no node has taken has no kubelet to ask: a real server answers 204 without
+    // a body, whatever the pod's status says.
+    if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        return Ok(Reply::NoContent);
+    }
     let key = (ns.to_string(), name.to_string());
     let log = st.logs.get(&key);
     let waiting = pod["status"]["containerStatuses"]

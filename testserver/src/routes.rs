@@ -33,6 +33,8 @@ pub enum Reply {
     Json(u16, Value),
     Text(u16, String),
     Stream(u16, &'static str, mpsc::Receiver<Bytes>),
+    /// 204 without a body or a content type.
+    NoContent,
 }
 
 type Res = Result<Reply, ApiError>;

@@ -303,6 +303,11 @@ fn reply_response(reply: Reply) -> Response<RespBody> {
         }
         Reply::Text(code, t) => response(code, "text/plain", RespBody::Full(Some(Bytes::from(t)))),
         Reply::Stream(code, ct, rx) => response(code, ct, RespBody::Channel(rx)),
+        Reply::NoContent => Response::builder()
+            .status(204)
+            .header("Cache-Control", "no-cache, private")
+            .body(RespBody::Full(None))
+            .expect("valid response"),
     }
 }
 

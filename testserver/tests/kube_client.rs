@@ -436,12 +436,9 @@ async fn logs_follow_and_waiting() {
     pods.create(&PostParams::default(), &pod("l-0", "run"))
         .await
         .unwrap();
-    let e = api_error(pods.logs("l-0", &LogParams::default()).await.unwrap_err());
-    assert_eq!(e.code, 400);
-    assert_eq!(
-        e.message,
-        "container \"tensorflow\" in pod \"l-0\" is waiting to start: ContainerCreating"
-    );
+    // No node has taken the pod: 204 and no body, as a real server answers (the
+    // container name is still checked first).
+    assert_eq!(pods.logs("l-0", &LogParams::default()).await.unwrap(), "");
     let bad = LogParams {
         container: Some("nope".into()),
         ..Default::default()
@@ -449,6 +446,27 @@ async fn logs_follow_and_waiting() {
     assert_eq!(
         api_error(pods.logs("l-0", &bad).await.unwrap_err()).code,
         400
+    );
+    server.clear_requests();
+    let mut unbound = pods
+        .log_stream("l-0", &LogParams::default())
+        .await
+        .unwrap()
+        .lines();
+    assert_eq!(unbound.try_next().await.unwrap(), None);
+    let answer = server.requests().pop().unwrap();
+    assert_eq!(
+        (answer.path.ends_with("/l-0/log"), answer.status),
+        (true, 204)
+    );
+
+    // Bound to a node, the container not started yet: 400.
+    server.bind_pod("default", "l-0", "node-1");
+    let e = api_error(pods.logs("l-0", &LogParams::default()).await.unwrap_err());
+    assert_eq!(e.code, 400);
+    assert_eq!(
+        e.message,
+        "container \"tensorflow\" in pod \"l-0\" is waiting to start: ContainerCreating"
     );
 
     server.set_pod_phase("default", "l-0", "Running");
