@@ -10,7 +10,8 @@
 //! - the sequential floor: the same spawn with `--max-in-flight 1`;
 //! - the ideal: Σ over the spawn's sequential stages of ⌈requests / in-flight⌉ × latency
 //!   (stages: the 4 lists that check the tag is free, the config map, the services, the
-//!   pods; a delete is one stage of 4 collection DELETEs).
+//!   pods; a delete is one stage of 3 collection DELETEs, the secrets' a fourth after the
+//!   config map's answer when the run has a Secret; these runs have none).
 //!
 //! It also times `--version` and `--dry-run -w 1000` (min and median of several runs).
 //!
