@@ -19,9 +19,11 @@ mod pod;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
 
+/// The kubelet's waiting reason between two failed pulls of an image.
+const BACK_OFF: &str = "ImagePullBackOff";
 /// Waiting reasons that will not fix themselves: the run fails at once.
 const FATAL_WAITING: &[&str] = &[
-    "ImagePullBackOff",
+    BACK_OFF,
     "InvalidImageName",
     "CreateContainerConfigError",
     "ErrImageNeverPull",
@@ -153,6 +155,9 @@ pub struct Tracker {
     pods: BTreeMap<String, Entry>,
     /// How many updates showed `ErrImagePull`, per pod.
     pull_errors: BTreeMap<String, u32>,
+    /// The last `ErrImagePull` message, per pod: the kubelet alternates it with
+    /// `ImagePullBackOff`, whose message only says "Back-off pulling image".
+    pull_error_messages: BTreeMap<String, String>,
 }
 
 impl Tracker {
@@ -162,17 +167,18 @@ impl Tracker {
             all_workers,
             pods: BTreeMap::new(),
             pull_errors: BTreeMap::new(),
+            pull_error_messages: BTreeMap::new(),
         }
     }
 
     /// A pod was added or changed.
     pub fn update(&mut self, view: PodView) {
-        if view
-            .waiting
-            .as_ref()
-            .is_some_and(|w| w.reason == PULL_ERROR)
-        {
+        if let Some(w) = view.waiting.as_ref().filter(|w| w.reason == PULL_ERROR) {
             *self.pull_errors.entry(view.name.clone()).or_default() += 1;
+            if let Some(message) = &w.message {
+                self.pull_error_messages
+                    .insert(view.name.clone(), message.clone());
+            }
         }
         self.pods.insert(view.name.clone(), Entry::Live(view));
     }
@@ -296,7 +302,13 @@ impl Tracker {
                 (v.name.clone(), State::Failed, failure(kind))
             }
             _ if state == State::Pending && self.cannot_start(v) => {
-                let reason = v.waiting.clone().expect("cannot_start implies a reason");
+                let mut reason = v.waiting.clone().expect("cannot_start implies a reason");
+                if reason.reason == BACK_OFF
+                    && let Some(pull_error) = self.pull_error_messages.get(&v.name)
+                {
+                    let back_off = reason.message.take().unwrap_or_default();
+                    reason.message = Some(format!("{back_off} (last pull error: {pull_error})"));
+                }
                 (
                     v.name.clone(),
                     State::Failed,
@@ -370,7 +382,16 @@ impl Tracker {
             };
             let summary = &mut out[at];
             summary.counts.total += 1;
-            match state {
+            // A pod that cannot start fails the run, but it is still pending, not
+            // finished: count it where its phase is (its reason says why).
+            let counted = match failure {
+                Some(Failure {
+                    kind: FailureKind::CannotStart(_),
+                    ..
+                }) => State::Pending,
+                _ => *state,
+            };
+            match counted {
                 State::Pending => summary.counts.pending += 1,
                 State::Running => summary.counts.running += 1,
                 State::Succeeded => summary.counts.succeeded += 1,
@@ -706,6 +727,39 @@ pub(crate) mod tests {
         assert_eq!(t.verdict(), Verdict::Pending);
         t.update(view(pulling));
         assert!(matches!(t.verdict(), Verdict::Failed(_)));
+    }
+
+    /// What a real kubelet writes for an image that cannot be pulled (seen on the
+    /// one-node cluster): ErrImagePull with the registry's error, then ImagePullBackOff
+    /// saying only "Back-off pulling image". The verdict keeps the error; the pod counts
+    /// as pending (it never ran), not as finished.
+    #[test]
+    fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
+        let image = "tf-spawner.local/nope:1";
+        let error = format!(
+            "rpc error: code = Unknown desc = failed to pull and unpack image \"{image}\": no such host"
+        );
+        let mut t = tracker(
+            vec![waiting(pod("worker-0", "Pending"), "ErrImagePull", &error)],
+            false,
+        );
+        let back_off = format!("Back-off pulling image \"{image}\"");
+        t.update(view(waiting(
+            pod("worker-0", "Pending"),
+            "ImagePullBackOff",
+            &back_off,
+        )));
+        let Verdict::Failed(f) = t.verdict() else {
+            panic!("an image that cannot be pulled fails the run")
+        };
+        assert_eq!(
+            f.to_string(),
+            format!(
+                "pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off} (last pull error: {error})"
+            )
+        );
+        let counts = &t.summary()[0].counts;
+        assert_eq!((counts.pending, counts.failed, counts.finished()), (1, 0, 0));
     }
 
     #[test]

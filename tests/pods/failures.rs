@@ -82,6 +82,19 @@ async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
         "{out:#?}"
     );
     assert!(error.contains(&format!("{t}-worker-0")), "{error}");
+    // The registry's error, which ImagePullBackOff's own message ("Back-off pulling
+    // image") does not carry, is kept.
+    assert!(error.contains("failed to pull"), "{error}");
+    // The pod never ran: it counts as pending, not as finished.
+    let last = out
+        .stdout
+        .lines()
+        .rfind(|l| l.starts_with("worker"))
+        .unwrap_or_default();
+    assert!(
+        last.contains("0/1 running, 1 pending, 0 finished"),
+        "{out:#?}"
+    );
     // Fast: the pull fails at once here (no registry); no waiting for the timeout.
     assert!(
         started.elapsed() < Duration::from_secs(120),
@@ -136,5 +149,14 @@ async fn a_pod_asking_for_more_cpu_than_the_node_has_is_unschedulable_until_the_
     assert!(
         status.stdout.contains("Unschedulable") && status.stdout.contains("Insufficient cpu"),
         "{status:#?}"
+    );
+    // No node took the pod, so there is no log: a note says so (the server itself
+    // answers such a log request with an empty 204).
+    let logs = c.run(&["logs", "-t", &t]).await;
+    logs.success();
+    assert!(logs.stdout.is_empty(), "{logs:#?}");
+    assert!(
+        logs.stderr.contains(&format!("{t}-worker-0")) && logs.stderr.contains("not started"),
+        "{logs:#?}"
     );
 }
