@@ -759,7 +759,10 @@ pub(crate) mod tests {
             )
         );
         let counts = &t.summary()[0].counts;
-        assert_eq!((counts.pending, counts.failed, counts.finished()), (1, 0, 0));
+        assert_eq!(
+            (counts.pending, counts.failed, counts.finished()),
+            (1, 0, 0)
+        );
     }
 
     #[test]
