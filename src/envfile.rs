@@ -7,7 +7,12 @@
 use std::collections::BTreeMap;
 
 /// Variables that tf-spawner sets itself; an env file may not override them.
-pub const RESERVED: [&str; 3] = ["TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"];
+pub const RESERVED: [&str; 4] = [
+    "TF_CONFIG",
+    "WORKER_NUMBER",
+    "TOT_WORKERS",
+    "TF_SPAWNER_CLUSTER",
+];
 
 /// The env file's variables, later lines overriding earlier ones.
 pub type EnvVars = BTreeMap<String, String>;

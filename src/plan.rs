@@ -5,15 +5,16 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvFromSource, EnvVar, Pod,
-    PodSpec, Secret, SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
+    EnvFromSource, EnvVar, EnvVarSource, Pod, PodSpec, Secret, SecretEnvSource, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
-use crate::roles::{ClusterSpec, Role, Roles, Task};
+use crate::roles::{ClusterSpec, Role, Roles, Task, tf_config_around};
 
 pub const RUN_LABEL: &str = "training_attempt";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -41,6 +42,15 @@ pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
 pub const PORT_NAME: &str = "tf-grpc";
 /// What an API server accepts in one ConfigMap (data and binaryData together).
 pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
+/// The run's ConfigMap key holding the `cluster` part of every `TF_CONFIG`, stored once
+/// for the run instead of once per pod (which made a run's objects grow as N²).
+pub const CLUSTER_KEY: &str = "tf-cluster.json";
+/// The variable each TF container gets from [`CLUSTER_KEY`]; its `TF_CONFIG` refers to it
+/// as `$(TF_SPAWNER_CLUSTER)`, which the kubelet expands before the process starts.
+pub const CLUSTER_ENV: &str = "TF_SPAWNER_CLUSTER";
+/// On every pod: the run's cluster as role counts (`chief=1,worker=4`), so that readers
+/// of pods (the verdict) know every task without the addresses.
+pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
 
 /// Everything a spawn needs, already read from disk and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,9 +148,9 @@ pub fn secret_name(tag: &str) -> String {
 }
 
 pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
-    let config_map = script_config_map(req)?;
-    let secret = (!req.env.is_empty()).then(|| env_secret(req));
     let cluster = ClusterSpec::new(&req.roles, &req.tag, &req.namespace, req.port);
+    let config_map = script_config_map(req, &cluster)?;
+    let secret = (!req.env.is_empty()).then(|| env_secret(req));
     let services = req
         .roles
         .tasks()
@@ -208,19 +218,21 @@ fn meta(req: &SpawnRequest, name: String, labels: BTreeMap<String, String>) -> O
     }
 }
 
-fn script_config_map(req: &SpawnRequest) -> Result<ConfigMap, UsageError> {
-    let size = req.script.len() + req.entrypoint.as_ref().map_or(0, Vec::len);
-    if size > MAX_CONFIG_MAP_BYTES {
+fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<ConfigMap, UsageError> {
+    let cluster_json = cluster.cluster_json();
+    let files = req.script.len() + req.entrypoint.as_ref().map_or(0, Vec::len);
+    if files + cluster_json.len() > MAX_CONFIG_MAP_BYTES {
         return Err(UsageError::new(format!(
-            "the training script{} is {size} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
+            "the training script{} is {files} bytes and the run's cluster addresses {} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
             if req.entrypoint.is_some() {
                 " and entrypoint"
             } else {
                 ""
-            }
+            },
+            cluster_json.len()
         )));
     }
-    let mut data = BTreeMap::new();
+    let mut data = BTreeMap::from([(CLUSTER_KEY.to_string(), cluster_json)]);
     let mut binary_data = BTreeMap::new();
     let files = std::iter::once((SCRIPT_KEY, &req.script))
         .chain(req.entrypoint.as_ref().map(|e| (ENTRYPOINT_KEY, e)));
@@ -294,6 +306,10 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let mut labels = template_meta.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
     let mut metadata = meta(req, task.name(&req.tag), labels);
+    metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
     if let Some(theirs) = &template_meta.annotations {
         let ours = metadata.annotations.get_or_insert_with(BTreeMap::new);
         for (k, v) in theirs {
@@ -321,7 +337,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         .unwrap_or(0);
     // `build` checked that every template has a container.
     if let Some(container) = spec.containers.get_mut(at) {
-        set_up_tf_container(req, cluster, task, container);
+        set_up_tf_container(req, task, container);
     }
     Pod {
         metadata,
@@ -330,7 +346,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
 }
 
-fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
+fn set_up_tf_container(req: &SpawnRequest, task: Task, c: &mut Container) {
     c.image = req
         .image
         .clone()
@@ -345,7 +361,23 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
 
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
-    let mut ours = vec![("TF_CONFIG", cluster.tf_config(task))];
+    // The cluster comes from the run's ConfigMap; TF_CONFIG refers to it after it (the
+    // kubelet expands `$(VAR)` from the variables defined before). The template's own
+    // variables come first, so `$(…)` in them means what it always did.
+    env.push(EnvVar {
+        name: CLUSTER_ENV.to_string(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            config_map_key_ref: Some(ConfigMapKeySelector {
+                name: config_map_name(&req.tag),
+                key: CLUSTER_KEY.to_string(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+    });
+    let reference = format!("$({CLUSTER_ENV})");
+    let mut ours = vec![("TF_CONFIG", tf_config_around(&reference, task))];
     if task.role == Role::Worker {
         ours.push(("WORKER_NUMBER", task.index.to_string()));
     }
@@ -524,7 +556,9 @@ mod tests {
         let mut req = request(Roles::workers(1).unwrap());
         req.script = vec![0xff, 0xfe, 0x00];
         let plan = build(&req).unwrap();
-        assert!(plan.config_map.data.is_none());
+        // Only the cluster addresses are text.
+        let data = plan.config_map.data.as_ref().unwrap();
+        assert_eq!(data.keys().collect::<Vec<_>>(), [CLUSTER_KEY]);
         assert_eq!(
             plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0,
             vec![0xff, 0xfe, 0x00]

@@ -177,12 +177,6 @@ pub struct ClusterSpec {
 }
 
 #[derive(Serialize)]
-struct TfConfig<'a> {
-    cluster: &'a BTreeMap<&'static str, Vec<String>>,
-    task: TaskRef,
-}
-
-#[derive(Serialize)]
 struct TaskRef {
     #[serde(rename = "type")]
     role: Role,
@@ -211,15 +205,47 @@ impl ClusterSpec {
 
     /// Compact JSON, cluster keys sorted: `{"cluster":{...},"task":{"type":"worker","index":0}}`.
     pub fn tf_config(&self, task: Task) -> String {
-        let config = TfConfig {
-            cluster: &self.cluster,
-            task: TaskRef {
-                role: task.role,
-                index: task.index,
-            },
-        };
-        serde_json::to_string(&config).expect("TF_CONFIG is plain strings and numbers")
+        tf_config_around(&self.cluster_json(), task)
     }
+
+    /// The `cluster` part of every task's `TF_CONFIG`: `{"chief":[...],"worker":[...]}`.
+    pub fn cluster_json(&self) -> String {
+        serde_json::to_string(&self.cluster).expect("the cluster is plain strings")
+    }
+
+    /// The number of tasks per cluster role, e.g. `chief=1,worker=3` (keys sorted as in
+    /// `cluster`): what a reader of a pod needs to know the run's tasks without the
+    /// cluster's addresses.
+    pub fn sizes(&self) -> String {
+        self.cluster
+            .iter()
+            .map(|(role, hosts)| format!("{role}={}", hosts.len()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// `TF_CONFIG` with `cluster` as written (JSON, or a `$(VAR)` reference the kubelet
+/// expands): `{"cluster":CLUSTER,"task":{"type":"worker","index":0}}`.
+pub fn tf_config_around(cluster: &str, task: Task) -> String {
+    let task = TaskRef {
+        role: task.role,
+        index: task.index,
+    };
+    let task = serde_json::to_string(&task).expect("TF_CONFIG's task is plain");
+    format!("{{\"cluster\":{cluster},\"task\":{task}}}")
+}
+
+/// The tasks of a cluster from [`ClusterSpec::sizes`]; `None` if it is not that shape.
+pub fn tasks_of_sizes(sizes: &str) -> Option<Vec<Task>> {
+    let mut tasks = Vec::new();
+    for part in sizes.split(',').filter(|p| !p.is_empty()) {
+        let (role, count) = part.split_once('=')?;
+        let role = Role::parse(role)?;
+        let count: u32 = count.parse().ok()?;
+        tasks.extend((0..count).map(|index| Task { role, index }));
+    }
+    Some(tasks)
 }
 
 #[cfg(test)]
@@ -253,6 +279,33 @@ mod tests {
         );
         let ids: Vec<String> = roles.tasks().map(Task::id).collect();
         assert_eq!(ids, ["chief-0", "ps-0", "worker-0", "evaluator-0"]);
+    }
+
+    #[test]
+    fn tf_config_around_a_reference_and_sizes_round_trip() {
+        let roles = Roles::new(None, true, 2, 3, true).unwrap();
+        let spec = ClusterSpec::new(&roles, "t", "ns", 5);
+        let task = Task {
+            role: Role::Worker,
+            index: 2,
+        };
+        assert_eq!(
+            tf_config_around(&spec.cluster_json(), task),
+            spec.tf_config(task)
+        );
+        assert_eq!(
+            tf_config_around("$(C)", task),
+            r#"{"cluster":$(C),"task":{"type":"worker","index":2}}"#
+        );
+        assert_eq!(spec.sizes(), "chief=1,ps=2,worker=3");
+        let cluster: Vec<Task> = roles.tasks().filter(|t| t.role.in_cluster()).collect();
+        let mut parsed = tasks_of_sizes(&spec.sizes()).unwrap();
+        parsed.sort();
+        let mut expected = cluster.clone();
+        expected.sort();
+        assert_eq!(parsed, expected);
+        assert_eq!(tasks_of_sizes("worker=x"), None);
+        assert_eq!(tasks_of_sizes("boss=1"), None);
     }
 
     #[test]

@@ -676,6 +676,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_cluster_annotation_names_the_tasks_a_run_must_have() {
+        // The layout since TF_CONFIG refers to the run's ConfigMap: the pod's TF_CONFIG
+        // holds no addresses, its annotation holds the role counts.
+        let mut p = pod("worker-1", "Running");
+        p["metadata"]["annotations"] = json!({"tf-spawner/cluster": "chief=1,worker=2"});
+        let t = tracker(vec![p], false);
+        let Verdict::Failed(f) = t.verdict() else {
+            panic!("chief-0 and worker-0 are missing")
+        };
+        assert_eq!(f.pod, "t-chief-0");
+        assert_eq!(f.kind, FailureKind::Gone);
+    }
+
+    #[test]
     fn stuck_reasons_and_fail_fast() {
         let mut unschedulable = pod("worker-1", "Pending");
         unschedulable["status"]["conditions"] = json!([{

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use serde::Serialize;
 
 use super::one_line;
-use crate::plan::{INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
-use crate::roles::{Role, Task};
+use crate::plan::{CLUSTER_ANNOTATION, INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::roles::{Role, Task, tasks_of_sizes};
 
 /// A pod's phase as the API reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -186,13 +186,21 @@ impl PodView {
             })
         });
 
-        let cluster = tf
-            .and_then(|c| c.env.as_ref())
-            .into_iter()
-            .flatten()
-            .find(|e| e.name == "TF_CONFIG")
-            .and_then(|e| e.value.as_deref())
-            .map(cluster_of)
+        // The run's tasks: from the pod's annotation; for pods of earlier versions, from
+        // the addresses in their TF_CONFIG.
+        let cluster = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CLUSTER_ANNOTATION))
+            .and_then(|sizes| tasks_of_sizes(sizes))
+            .or_else(|| {
+                tf.and_then(|c| c.env.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .find(|e| e.name == "TF_CONFIG")
+                    .and_then(|e| e.value.as_deref())
+                    .map(cluster_of)
+            })
             .unwrap_or_default();
 
         PodView {

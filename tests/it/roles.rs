@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::support::{Env, env_var, name, tf_config};
+use crate::support::{Env, env_var, name};
 
 /// Checks every pod's TF_CONFIG against what tf.distribute requires, and returns the
 /// pods by `role-index`.
@@ -24,7 +24,7 @@ fn check_cluster(env: &Env, tag: &str, expected: &[(&str, usize)]) -> BTreeMap<S
     for (&(role, count), _) in expected.iter().zip(0..) {
         for index in 0..count {
             let pod = &pods[&format!("{role}-{index}")];
-            let config = tf_config(pod);
+            let config = env.tf_config(pod);
             assert_eq!(config["task"]["type"], role);
             assert_eq!(config["task"]["index"], index);
             let cluster = config["cluster"].clone();

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, env_var, name, tf_config};
+use crate::support::{Env, env_var, name};
 
 fn pods(env: &Env, ns: &str) -> Vec<Value> {
     let mut pods = env.list("pods", ns);
@@ -27,7 +27,7 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
         for (i, pod) in pods.iter().enumerate() {
             assert_eq!(name(pod), format!("run-worker-{i}"));
             assert_eq!(
-                tf_config(pod),
+                env.tf_config(pod),
                 json!({"cluster": {"worker": expected_hosts}, "task": {"type": "worker", "index": i}})
             );
             assert_eq!(env_var(pod, "WORKER_NUMBER").unwrap(), i.to_string());
@@ -93,7 +93,7 @@ fn default_tag_port_and_image() {
         "tensorflow/tensorflow:2.15.0"
     );
     assert_eq!(
-        tf_config(&pod)["cluster"]["worker"][1],
+        env.tf_config(&pod)["cluster"]["worker"][1],
         "tf-spawner-worker-1.default.svc:1999"
     );
     assert_eq!(env.names("default").len(), 5);
@@ -127,7 +127,7 @@ fn port_namespace_and_image_flags() {
         2222
     );
     assert_eq!(
-        tf_config(&pod)["cluster"]["worker"][0],
+        env.tf_config(&pod)["cluster"]["worker"][0],
         "x-worker-0.physics.svc:2222"
     );
     let svc = env.server.get("services", "physics", "x-worker-0").unwrap();
@@ -223,12 +223,19 @@ spec:
         .iter()
         .map(|e| e["name"].as_str().unwrap())
         .collect();
+    // The template's own variables first, so `$(…)` in them cannot refer to ours.
     assert_eq!(
         env_names,
-        ["KEEP", "TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"]
+        [
+            "KEEP",
+            "TF_SPAWNER_CLUSTER",
+            "TF_CONFIG",
+            "WORKER_NUMBER",
+            "TOT_WORKERS"
+        ]
     );
     assert_eq!(env_var(&pod, "WORKER_NUMBER").unwrap(), "0");
-    assert_eq!(tf_config(&pod)["task"]["type"], "worker");
+    assert_eq!(env.tf_config(&pod)["task"]["type"], "worker");
     let mounts: Vec<&str> = tf["volumeMounts"]
         .as_array()
         .unwrap()

@@ -161,10 +161,75 @@ pub fn env_var(pod: &Value, name: &str) -> Option<String> {
         .and_then(|e| e["value"].as_str().map(String::from))
 }
 
-/// TF_CONFIG of a stored pod, parsed.
-pub fn tf_config(pod: &Value) -> Value {
-    serde_json::from_str(&env_var(pod, "TF_CONFIG").expect("TF_CONFIG set"))
-        .expect("TF_CONFIG is JSON")
+impl Env {
+    /// TF_CONFIG of a stored pod as its process will see it, parsed: `$(VAR)` references
+    /// expanded as the kubelet does, from the variables before it (config map keys read
+    /// from the server).
+    pub fn tf_config(&self, pod: &Value) -> Value {
+        let namespace = pod["metadata"]["namespace"].as_str().unwrap_or("default");
+        let container = pod["spec"]["containers"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "tensorflow").or(cs.first()))
+            .expect("a container");
+        let mut defined: Vec<(String, String)> = Vec::new();
+        for var in container["env"].as_array().into_iter().flatten() {
+            let value = if let Some(v) = var["value"].as_str() {
+                expand(v, &defined)
+            } else if let Some(r) = var["valueFrom"]["configMapKeyRef"].as_object() {
+                let cm = self
+                    .server
+                    .get("configmaps", namespace, r["name"].as_str().unwrap())
+                    .expect("the referenced config map");
+                cm["data"][r["key"].as_str().unwrap()]
+                    .as_str()
+                    .expect("the referenced key")
+                    .to_string()
+            } else {
+                continue;
+            };
+            defined.push((var["name"].as_str().unwrap().to_string(), value));
+        }
+        let raw = defined
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "TF_CONFIG")
+            .map(|(_, v)| v.clone())
+            .expect("TF_CONFIG set");
+        serde_json::from_str(&raw).expect("TF_CONFIG is JSON")
+    }
+}
+
+/// Kubernetes' expansion of an env value: `$(NAME)` of a variable defined before it is
+/// replaced, `$$` is a literal `$`, anything else stays as written.
+fn expand(value: &str, defined: &[(String, String)]) -> String {
+    let lookup = |name: &str| {
+        defined
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+    };
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(inner) = after.strip_prefix('(')
+            && let Some(end) = inner.find(')')
+            && let Some(v) = lookup(&inner[..end])
+        {
+            out.push_str(v);
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 pub fn name(obj: &Value) -> &str {

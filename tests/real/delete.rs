@@ -145,7 +145,7 @@ async fn two_tags_coexist_and_deleting_one_leaves_the_other() {
 
     // Each run's TF_CONFIG names only its own workers.
     for pod in real.pods(&ns, "beta").await {
-        let tf_config = env_value(tf_container(&pod), "TF_CONFIG");
+        let tf_config = real.tf_config(&pod).await;
         assert!(!tf_config.contains("alpha"), "{tf_config}");
         assert_eq!(tf_config.matches("beta-worker-").count(), 3, "{tf_config}");
     }

@@ -67,7 +67,7 @@ async fn dry_run_yaml_and_json_are_accepted_by_the_server() {
         .success();
     assert_eq!(real.run_objects(&ns, "paper").await.len(), 8);
     let pods = real.pods(&ns, "paper").await;
-    let tf_config = env_value(tf_container(&pods[2]), "TF_CONFIG");
+    let tf_config = real.tf_config(&pods[2]).await;
     assert!(
         tf_config.contains(&format!("paper-worker-2.{ns}.svc:1999")),
         "{tf_config}"

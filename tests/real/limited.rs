@@ -87,7 +87,8 @@ async fn team_a_spawns_and_deletes_in_its_namespace() {
     );
     let pod = &real.pods(&team_ns, &tag).await[1];
     assert!(
-        env_value(tf_container(pod), "TF_CONFIG")
+        real.tf_config(pod)
+            .await
             .contains(&format!("{tag}-worker-1.{team_ns}.svc:1999"))
     );
 

@@ -60,7 +60,7 @@ async fn parameter_server_run_with_an_evaluator() {
             Some(index.to_string().as_str())
         );
         let c = tf_container(pod);
-        let tf_config: Value = serde_json::from_str(&env_value(c, "TF_CONFIG")).unwrap();
+        let tf_config: Value = serde_json::from_str(&real.tf_config(pod).await).unwrap();
         assert_eq!(
             tf_config,
             json!({"cluster": cluster, "task": {"type": role, "index": index}}),

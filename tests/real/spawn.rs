@@ -89,7 +89,7 @@ async fn check_run(real: &Real, ns: &str, tag: &str, n: usize, port: i32) {
         assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
         let c = tf_container(pod);
 
-        let tf_config = env_value(c, "TF_CONFIG");
+        let tf_config = real.tf_config(pod).await;
         assert!(
             !tf_config.contains(' ') && !tf_config.contains('\n'),
             "compact: {tf_config}"

@@ -460,6 +460,76 @@ impl Real {
     }
 }
 
+impl Real {
+    /// TF_CONFIG of a stored pod as its process will see it: `$(VAR)` references expanded
+    /// as the kubelet does, from the variables before it (config map keys read as admin).
+    pub async fn tf_config(&self, pod: &Pod) -> String {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let mut defined: Vec<(String, String)> = Vec::new();
+        for var in tf_container(pod).env.iter().flatten() {
+            let value = if let Some(v) = &var.value {
+                expand(v, &defined)
+            } else if let Some(r) = var
+                .value_from
+                .as_ref()
+                .and_then(|f| f.config_map_key_ref.as_ref())
+            {
+                let cm = self
+                    .api::<ConfigMap>(&namespace)
+                    .get(&r.name)
+                    .await
+                    .unwrap_or_else(|e| panic!("config map {}: {e}", r.name));
+                cm.data
+                    .unwrap_or_default()
+                    .remove(&r.key)
+                    .expect("the referenced key")
+            } else {
+                continue;
+            };
+            defined.push((var.name.clone(), value));
+        }
+        defined
+            .into_iter()
+            .rev()
+            .find(|(k, _)| k == "TF_CONFIG")
+            .map(|(_, v)| v)
+            .expect("TF_CONFIG set")
+    }
+}
+
+/// Kubernetes' expansion of an env value: `$(NAME)` of a variable defined before it is
+/// replaced, `$$` is a literal `$`, anything else stays as written.
+fn expand(value: &str, defined: &[(String, String)]) -> String {
+    let lookup = |name: &str| {
+        defined
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+    };
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(inner) = after.strip_prefix('(')
+            && let Some(end) = inner.find(')')
+            && let Some(v) = lookup(&inner[..end])
+        {
+            out.push_str(v);
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// One entry of `status.containerStatuses`.
 pub fn container_status(name: &str, ready: bool, state: Value) -> Value {
     json!({
