@@ -4,7 +4,7 @@
 //! test` does not run it). For N = 1, 10, 100 and 1,000 workers and 2 ms and 10 ms of
 //! latency it runs the release binary to spawn (default `--max-in-flight`) and then
 //! delete (`-d -y`) a run, and prints wall times, the requests the server saw, the mean
-//! number of requests in flight, the child's peak RSS, and two references measured or
+//! number of requests in flight, the bytes the spawn sent (request bodies), the child's peak RSS, and two references measured or
 //! computed in the same run:
 //!
 //! - the sequential floor: the same spawn with `--max-in-flight 1`;
@@ -80,10 +80,10 @@ fn main() {
     println!();
 
     println!(
-        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | spawn RSS | delete | delete req. | delete RSS |"
+        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | sent | spawn RSS | delete | delete req. | delete RSS |"
     );
     println!(
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     let sizes: &[u64] = if quick {
         &[1, 10, 100]
@@ -109,7 +109,8 @@ fn main() {
                 s.check("spawn");
                 let requests = server.requests();
                 let busy: Duration = requests.iter().map(|r| r.duration).sum();
-                spawns.push((s, requests.len(), busy));
+                let sent: usize = requests.iter().map(|r| r.body_bytes).sum();
+                spawns.push((s, requests.len(), busy, sent));
                 assert_eq!(server.object_count(), 1 + 2 * n as usize, "spawned run");
 
                 server.clear_requests();
@@ -120,7 +121,7 @@ fn main() {
             }
             spawns.sort_by_key(|(s, ..)| s.wall);
             deletes.sort_by_key(|(d, _)| d.wall);
-            let (spawn, spawn_requests, busy) = &spawns[1];
+            let (spawn, spawn_requests, busy, sent) = &spawns[1];
             let (delete, delete_requests) = &deletes[1];
             let spawn_peak = spawns.iter().map(|(s, ..)| s.peak_kb).max().unwrap_or(0);
             let delete_peak = deletes.iter().map(|(d, _)| d.peak_kb).max().unwrap_or(0);
@@ -134,13 +135,14 @@ fn main() {
             let rounds = 1 + 1 + 2 * n.div_ceil(IN_FLIGHT);
             let ideal = latency * rounds as u32;
             println!(
-                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {delete_requests} | {} |",
+                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {} | {delete_requests} | {} |",
                 ms(spawn.wall),
                 ms(ideal),
                 spawn.wall.as_secs_f64() / ideal.as_secs_f64(),
                 ms(floor.wall),
                 floor.wall.as_secs_f64() / spawn.wall.as_secs_f64(),
                 busy.as_secs_f64() / spawn.wall.as_secs_f64(),
+                bytes(*sent),
                 mb(spawn_peak),
                 ms(delete.wall),
                 mb(delete_peak),
@@ -330,6 +332,15 @@ fn machine() -> String {
         .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
         .unwrap_or_else(|| "unknown CPU".to_string());
     format!("{cpus} CPUs available, {model}, {}", std::env::consts::OS)
+}
+
+/// Request body bytes, in kB or MB.
+fn bytes(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.2} MB", n as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", n as f64 / 1e3)
+    }
 }
 
 fn ms(d: Duration) -> String {

@@ -1,8 +1,14 @@
 //! Deleting a run: every pod, service, config map and secret labelled
-//! `training_attempt=TAG` in the namespace, and nothing else. One collection DELETE per
-//! kind; servers that refuse it (services before Kubernetes 1.22 answer 405) get a
-//! list and one DELETE per object. [`wait_gone`] then follows the pods that linger
-//! for their grace period with one list and one watch.
+//! `training_attempt=TAG` in the namespace, and nothing else.
+//!
+//! Pods and services: one list of their names (metadata only), then one DELETE per
+//! object with its uid as a precondition, `--max-in-flight` at a time. A server works
+//! through a collection DELETE one object at a time, and on a real v1.20 server that
+//! took twice as long (`cargo bench --bench real_delete`: 1,000 pods in 6.3 s against
+//! 3.1 s; 100 in 435 ms against 177 ms), and old servers refuse it for services anyway.
+//! Config maps and secrets (one each per run): one collection DELETE, or a list and
+//! single DELETEs where the server refuses it. [`wait_gone`] then follows the pods that
+//! linger for their grace period with one list and one watch.
 //!
 //! Secrets are deleted only when the run may have one: its ConfigMap records whether it
 //! does ([`ENV_SECRET_ANNOTATION`]), and the ConfigMap's DELETE answers with it. Many
@@ -91,8 +97,8 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (config_maps, record, secrets)
     };
     let (pods, services, (config_maps, record, secrets)) = tokio::join!(
-        delete_kind::<Pod>(cluster, &selector, max_in_flight),
-        delete_kind::<Service>(cluster, &selector, max_in_flight),
+        delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
+        delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
         config,
     );
     let mut out = Deleted::default();
@@ -232,15 +238,14 @@ async fn delete_one_by_one<K: RunObject>(
     max_in_flight: usize,
 ) -> Result<Vec<Gone>, KindFailed> {
     let items = cluster
-        .list::<K>(selector)
+        .list_metadata::<K>(selector)
         .await
         .map_err(|e| explain::<K>(cluster, &e))?;
     let results: Vec<Result<Gone, KindFailed>> = stream::iter(items)
-        .map(|o| async move {
-            let name = o.meta().name.clone().unwrap_or_default();
-            let uid = o.meta().uid.clone().unwrap_or_default();
-            let env_secret = o
-                .meta()
+        .map(|meta| async move {
+            let name = meta.name.clone().unwrap_or_default();
+            let uid = meta.uid.clone().unwrap_or_default();
+            let env_secret = meta
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(ENV_SECRET_ANNOTATION).cloned());

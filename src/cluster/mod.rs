@@ -13,6 +13,7 @@ use std::fmt;
 use anyhow::Result;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Preconditions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -128,6 +129,18 @@ impl Cluster {
         let params = ListParams::default().labels(selector);
         let list = retry(&self.policy, || api.list(&params), Plain).await?;
         Ok(list.items)
+    }
+
+    /// The metadata (names, uids, annotations) of the objects of one kind matching
+    /// `selector`: a `PartialObjectMetadataList`, whatever the size of the objects.
+    pub async fn list_metadata<K: RunObject>(
+        &self,
+        selector: &str,
+    ) -> Result<Vec<ObjectMeta>, CallError> {
+        let api = self.api::<K>();
+        let params = ListParams::default().labels(selector);
+        let list = retry(&self.policy, || api.list_metadata(&params), Plain).await?;
+        Ok(list.items.into_iter().map(|o| o.metadata).collect())
     }
 
     /// Deletes one object if it is still the one with `uid`; a missing object is fine.

@@ -52,7 +52,7 @@ fn delete_removes_the_run_and_leaves_others_untouched() {
 }
 
 #[test]
-fn delete_uses_collection_deletes() {
+fn delete_lists_pods_and_services_and_deletes_them_one_by_one_with_their_uid() {
     let env = Env::new();
     let envfile = env.write("e.env", "K=v\n");
     env.spawn(&["-t", "col", "-w", "5", "-e", envfile.to_str().unwrap()])
@@ -60,13 +60,25 @@ fn delete_uses_collection_deletes() {
     env.server.clear_requests();
     env.run(&["-d", "-t", "col"]).success();
     let requests = env.server.requests();
-    assert_eq!(requests.len(), 4, "{requests:?}");
-    assert!(
+    let count = |method: &str, suffix: &str, selector: bool| {
         requests
             .iter()
-            .all(|r| r.method == "DELETE" && r.query.contains("labelSelector"))
-    );
-    assert!(requests.iter().any(|r| r.path.ends_with("/secrets")));
+            .filter(|r| {
+                r.method == method
+                    && r.path.contains(suffix)
+                    && r.query.contains("labelSelector") == selector
+            })
+            .count()
+    };
+    // Pods and services: one list (by the run's label) and one DELETE each.
+    assert_eq!(count("GET", "/pods", true), 1, "{requests:?}");
+    assert_eq!(count("DELETE", "/pods/", false), 5, "{requests:?}");
+    assert_eq!(count("GET", "/services", true), 1, "{requests:?}");
+    assert_eq!(count("DELETE", "/services/", false), 5, "{requests:?}");
+    // Config map and secret: one collection DELETE each.
+    assert_eq!(count("DELETE", "/configmaps", true), 1, "{requests:?}");
+    assert_eq!(count("DELETE", "/secrets", true), 1, "{requests:?}");
+    assert_eq!(requests.len(), 14, "{requests:?}");
     assert!(env.names("default").is_empty());
 }
 

@@ -100,6 +100,8 @@ pub struct RecordedRequest {
     pub user: String,
     /// Time until the answer's head (for streams: until the stream started).
     pub duration: Duration,
+    /// Bytes in the request's body (what the client sent).
+    pub body_bytes: usize,
 }
 
 impl RecordedRequest {

@@ -185,6 +185,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
             status: 0,
             user: String::new(),
             duration: Duration::ZERO,
+            body_bytes: 0,
         });
         log.len() - 1
     };
@@ -204,6 +205,9 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Dropped),
     };
+    if let Some(r) = lock(&sh.requests).get_mut(idx) {
+        r.body_bytes = body.len();
+    }
     let user_name = identity
         .as_ref()
         .map(|i| i.name.clone())
