@@ -1,5 +1,14 @@
-//! How to delete a run's pods on a real kube-apiserver: one collection DELETE, or the
-//! names listed and then single DELETEs, 32 at a time (tf-spawner's `--max-in-flight`).
+//! tf-spawner on a real kube-apiserver: what a spawn costs against the least it could,
+//! and how to delete a run's pods.
+//!
+//! Spawn: the release binary spawning N workers, against a minimal client that sends the
+//! same requests in the same stages (the 4 lists that check the tag is free, the config
+//! map, the services 32 at a time, the pods 32 at a time) from one process that already
+//! has its connection: the raw concurrent floor. Objects are taken from the binary's own
+//! `--dry-run -o json`.
+//!
+//! Delete: one collection DELETE, or the names listed and then single DELETEs, 32 at a
+//! time (tf-spawner's `--max-in-flight`).
 //!
 //! A server works through a collection DELETE one object at a time (unless its
 //! `--delete-collection-workers` is raised), so on a real server the collection can lose
@@ -9,8 +18,9 @@
 //! of 100 and 1,000 workers made by the release binary itself, and prints a table.
 //! Without the variable it says so and exits 0.
 //!
-//! `cargo bench --bench real_delete`; `REAL_DELETE_SIZES=100` picks the sizes,
-//! `REAL_DELETE_REPEAT=3` the runs per cell (the median is printed).
+//! `cargo bench --bench real_apiserver`; `REAL_SPAWN_SIZES=100` and
+//! `REAL_DELETE_SIZES=100,1000` pick the sizes, `REAL_REPEAT=5` the runs per cell (the
+//! median is printed).
 
 use std::time::{Duration, Instant};
 
@@ -54,16 +64,21 @@ async fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("REAL_DELETE_SIZES: numbers"))
         .collect();
-    let repeat: usize = std::env::var("REAL_DELETE_REPEAT")
+    let repeat: usize = std::env::var("REAL_REPEAT")
         .ok()
-        .map(|s| s.parse().expect("REAL_DELETE_REPEAT: a number"))
-        .unwrap_or(3);
+        .map(|s| s.parse().expect("REAL_REPEAT: a number"))
+        .unwrap_or(5);
+    let spawn_sizes: Vec<u32> = std::env::var("REAL_SPAWN_SIZES")
+        .unwrap_or_else(|_| "100".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("REAL_SPAWN_SIZES: numbers"))
+        .collect();
     let version = client.apiserver_version().await.expect("server version");
     let dir = tempfile::tempdir().expect("temp dir");
     let script = dir.path().join("train.py");
     std::fs::write(&script, SCRIPT).expect("script");
 
-    println!("# deleting a run's pods on a real API server");
+    println!("# tf-spawner on a real API server");
     println!(
         "server: {}.{} ({}); {} CPUs here; median of {repeat}",
         version.major,
@@ -109,6 +124,82 @@ async fn main() {
             c.as_secs_f64() / s.as_secs_f64()
         );
     }
+}
+
+/// The run's objects as the binary plans them (`--dry-run -o json`).
+fn planned(
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    n: u32,
+    script: &std::path::Path,
+) -> Vec<serde_json::Value> {
+    let out = std::process::Command::new(BIN)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args([
+            "--dry-run",
+            "-o",
+            "json",
+            "-n",
+            ns,
+            "-t",
+            "run",
+            "-w",
+            &n.to_string(),
+        ])
+        .arg(script)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("run tf-spawner --dry-run");
+    assert!(
+        out.status.success(),
+        "dry run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON List");
+    list["items"].as_array().expect("items").clone()
+}
+
+/// The spawn's requests, stage by stage, from a client that is already connected.
+async fn raw_spawn(client: &Client, ns: &str, objects: Vec<serde_json::Value>) -> Duration {
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    let api = |kind: &str| {
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind));
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
+    };
+    let of_kind = |kind: &str| -> Vec<DynamicObject> {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == kind)
+            .map(|o| serde_json::from_value(o.clone()).expect("object"))
+            .collect()
+    };
+    let lp = ListParams::default().labels("training_attempt=run");
+    let pp = PostParams::default();
+    let start = Instant::now();
+    let (a, b, c, d) = tokio::join!(
+        api("Pod").list_metadata(&lp),
+        api("Service").list_metadata(&lp),
+        api("ConfigMap").list_metadata(&lp),
+        api("Secret").list_metadata(&lp),
+    );
+    for r in [a, b, c, d] {
+        assert!(r.expect("list").items.is_empty());
+    }
+    for kind in ["ConfigMap", "Service", "Pod"] {
+        let api = api(kind);
+        futures::stream::iter(of_kind(kind))
+            .map(|o| {
+                let api = api.clone();
+                let pp = pp.clone();
+                async move { api.create(&pp, &o).await.map(|_| ()) }
+            })
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await
+            .expect("create");
+    }
+    start.elapsed()
 }
 
 async fn make_namespace(client: &Client, name: &str) {
