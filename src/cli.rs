@@ -4,7 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use crate::ops::wait::WaitFor;
+pub use crate::output::ReportFormat;
+pub use crate::render::OutputFormat;
+pub use crate::roles::Strategy;
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_PORT: u16 = 1999;
@@ -111,14 +116,6 @@ pub struct WaitArgs {
     pub cleanup: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitFor {
-    /// Every pod is running or finished
-    Start,
-    /// The run has succeeded or failed
-    End,
-}
-
 #[derive(Debug, Args, Clone)]
 pub struct StatusArgs {
     /// The run's tag
@@ -166,12 +163,6 @@ pub struct ListArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Table,
-    Json,
 }
 
 /// How to reach the cluster: kubectl's conventions.
@@ -323,18 +314,4 @@ pub struct RoleArgs {
     /// Pod template for the evaluator [default: the worker template]
     #[arg(long, value_name = "FILE")]
     pub evaluator_pod_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Yaml,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Strategy {
-    /// MultiWorkerMirroredStrategy: workers (and an optional chief), no parameter servers
-    MultiWorker,
-    /// ParameterServerStrategy: a chief as coordinator, workers and parameter servers
-    ParameterServer,
 }

@@ -15,17 +15,14 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::ArgMatches;
-use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::cli::Cli;
 use crate::errors::UsageError;
 
 /// The variable that names the file (it must then exist).
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
-/// The keys, in the order `tf-spawner config` shows them.
+/// The keys, in the order the errors list them.
 pub const KEYS: [&str; 5] = ["namespace", "image", "pod_file", "port", "workers"];
 
 /// What the file says; every value is optional.
@@ -169,83 +166,6 @@ fn short(value: &Value) -> String {
     } else {
         text
     }
-}
-
-/// Where a setting came from, before the kubeconfig and built-in defaults are looked at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    Flag,
-    File,
-    Unset,
-}
-
-/// The origin of each of [`KEYS`], in that order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origins(pub [Origin; 5]);
-
-impl Origins {
-    pub fn of(&self, key: &str) -> Origin {
-        KEYS.iter()
-            .position(|k| *k == key)
-            .map_or(Origin::Unset, |i| self.0[i])
-    }
-}
-
-/// Fills the settings the command line left alone from the file.
-pub fn apply(cli: &mut Cli, matches: &ArgMatches, defaults: &Defaults) -> Origins {
-    let on_command_line = |id: &str| {
-        matches!(
-            source(matches, id),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        )
-    };
-    let mut origins = [Origin::Unset; 5];
-    for (i, key) in KEYS.iter().enumerate() {
-        if on_command_line(key) {
-            origins[i] = Origin::Flag;
-            continue;
-        }
-        let used = match *key {
-            "namespace" => defaults
-                .namespace
-                .clone()
-                .map(|v| cli.cluster.namespace = Some(v))
-                .is_some(),
-            "image" => defaults
-                .image
-                .clone()
-                .map(|v| cli.spawn.image = Some(v))
-                .is_some(),
-            "pod_file" => defaults
-                .pod_file
-                .clone()
-                .map(|v| cli.spawn.pod_file = Some(v))
-                .is_some(),
-            "port" => defaults.port.map(|v| cli.spawn.port = v).is_some(),
-            "workers" => defaults.workers.map(|v| cli.spawn.workers = v).is_some(),
-            _ => false,
-        };
-        if used {
-            origins[i] = Origin::File;
-        }
-    }
-    Origins(origins)
-}
-
-/// The value source of `id` at the top level or in the subcommand (global flags such
-/// as `-n` may be given after the verb).
-fn source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
-    let mut found = matches
-        .try_get_raw(id)
-        .ok()
-        .and_then(|_| matches.value_source(id));
-    if let Some((_, sub)) = matches.subcommand()
-        && sub.try_get_raw(id).is_ok()
-        && sub.value_source(id) == Some(ValueSource::CommandLine)
-    {
-        found = Some(ValueSource::CommandLine);
-    }
-    found
 }
 
 #[cfg(test)]

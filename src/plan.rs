@@ -13,27 +13,14 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
+use crate::labels::{
+    ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
+    NO_ENV_SECRET, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, config_map_name, secret_name,
+};
 use crate::roles::{ClusterSpec, Role, Roles, Task};
-
-pub const RUN_LABEL: &str = "training_attempt";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "tf-spawner";
-pub const ROLE_LABEL: &str = "tf-spawner/replica-type";
-pub const INDEX_LABEL: &str = "tf-spawner/replica-index";
-/// Marks the objects of one invocation, so that a retried create can recognise its own
-/// object and a rollback never deletes an object another invocation made.
-pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
-/// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. It lets
-/// `-d` know whether there is a Secret to delete without reading secrets, which many
-/// credentials may not do.
-pub const ENV_SECRET_ANNOTATION: &str = "tf-spawner/env-secret";
-/// [`ENV_SECRET_ANNOTATION`] of a run without `-e`.
-pub const NO_ENV_SECRET: &str = "none";
 
 /// The image when neither `-i` nor the template names one.
 pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
-/// The container that gets the TF variables when the template has one of this name.
-pub const TF_CONTAINER: &str = "tensorflow";
 pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
@@ -84,12 +71,6 @@ pub struct Plan {
     pub pods: Pods,
 }
 
-impl Plan {
-    pub fn object_count(&self) -> usize {
-        1 + usize::from(self.secret.is_some()) + self.services.len() + self.pods.len()
-    }
-}
-
 /// The run's pods, built when asked for, one at a time: every pod's `TF_CONFIG` lists the
 /// whole cluster, so holding all of them at once would cost memory that grows as N²
 /// (44 MB for 1,000 workers), where a spawn only needs the pods in flight.
@@ -102,10 +83,6 @@ pub struct Pods {
 impl Pods {
     pub fn len(&self) -> usize {
         self.request.roles.tasks().count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The pods in creation order (chief, parameter servers, workers, evaluator).
@@ -122,19 +99,6 @@ impl Pods {
             .tasks()
             .map(|t| t.name(&self.request.tag))
     }
-}
-
-/// The label selector that finds every object of run `tag`.
-pub fn run_selector(tag: &str) -> String {
-    format!("{RUN_LABEL}={tag}")
-}
-
-pub fn config_map_name(tag: &str) -> String {
-    format!("{tag}-script")
-}
-
-pub fn secret_name(tag: &str) -> String {
-    format!("{tag}-env")
 }
 
 pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
@@ -389,8 +353,9 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{OutputFormat, Strategy};
+    use crate::render::OutputFormat;
     use crate::render::render;
+    use crate::roles::Strategy;
     use crate::template;
 
     fn request(roles: Roles) -> SpawnRequest {

@@ -10,8 +10,16 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::cli::Strategy;
 use crate::errors::UsageError;
+
+/// `--strategy`: a preset that checks the roles (and adds a chief for parameter-server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strategy {
+    /// MultiWorkerMirroredStrategy: workers (and an optional chief), no parameter servers
+    MultiWorker,
+    /// ParameterServerStrategy: a chief as coordinator, workers and parameter servers
+    ParameterServer,
+}
 
 /// Upper bound on tasks in one run: far beyond real runs, low enough to catch a typo.
 pub const MAX_TASKS: u32 = 10_000;
@@ -135,6 +143,7 @@ impl Roles {
     }
 
     /// Workers only: the original tool's shape.
+    #[cfg(test)]
     pub fn workers(workers: u32) -> Result<Roles, UsageError> {
         Roles::new(None, false, 0, workers, false)
     }
@@ -162,11 +171,6 @@ impl Roles {
             .map(|t| format!("-{}", t.id()))
             .max_by_key(String::len)
             .unwrap_or_default()
-    }
-
-    /// The task whose exit decides the run: the chief, else worker 0.
-    pub fn deciding_task(&self) -> Task {
-        Task::deciding(self.chief)
     }
 }
 
@@ -280,9 +284,12 @@ mod tests {
     fn longest_suffix_and_deciding_task() {
         let roles = Roles::new(None, true, 2, 10, true).unwrap();
         assert_eq!(roles.longest_suffix(), "-evaluator-0");
-        assert_eq!(roles.deciding_task().id(), "chief-0");
+        assert_eq!(Task::deciding(roles.count(Role::Chief) > 0).id(), "chief-0");
         let roles = Roles::workers(100).unwrap();
         assert_eq!(roles.longest_suffix(), "-worker-99");
-        assert_eq!(roles.deciding_task().id(), "worker-0");
+        assert_eq!(
+            Task::deciding(roles.count(Role::Chief) > 0).id(),
+            "worker-0"
+        );
     }
 }

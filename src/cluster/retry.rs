@@ -20,16 +20,6 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
 }
 
-impl RetryPolicy {
-    pub fn from_args(args: &crate::cli::ClusterArgs) -> RetryPolicy {
-        RetryPolicy {
-            attempts: args.retries.saturating_add(1),
-            timeout: args.request_timeout.max(Duration::from_millis(1)),
-            ..RetryPolicy::default()
-        }
-    }
-}
-
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {

@@ -4,26 +4,25 @@
 use anyhow::Result;
 use futures::FutureExt;
 
-use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::cli::SpawnArgs;
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
 use crate::local::{self, Outcome, RunOptions};
-use crate::progress::fancy_stdout;
 use crate::roles::Task;
+use crate::settings::Settings;
 use crate::{inputs, output, signals};
 
-pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
+pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // Catch Ctrl-C from now on, so no task can outlive an interruption.
     let mut stop = Box::pin(signals::stop_requested());
     if let Some(code) = (&mut stop).now_or_never() {
         return Err(ExitError::new(code, "interrupted before the run started").into());
     }
-    let tag = inputs::choose_tag(args);
     // The namespace is only a name here: nothing talks to a cluster.
-    let namespace = cluster_args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_string());
-    let request = inputs::spawn_request(args, tag, namespace)?;
+    let request = inputs::spawn_request(
+        &super::spawn::options(args, settings),
+        super::spawn::tag(args),
+        settings.namespace.value.clone(),
+    )?;
     let plan = local::plan(&request, &args.python)?;
 
     let mut header = format!(
@@ -48,7 +47,7 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
 
     let options = RunOptions {
         timeout: args.timeout,
-        colour: fancy_stdout(),
+        colour: output::fancy_stdout(),
     };
     let outcome = local::run(&plan, &options, &mut stop).await?;
     let tag = &plan.tag;

@@ -31,7 +31,7 @@ use crate::{output, signals};
 
 mod setup;
 
-pub use setup::{LocalPlan, LocalTask, SCRIPT_DIR_VAR, free_ports, plan, task_env, tasks};
+pub(crate) use setup::{LocalPlan, plan};
 
 /// How long tasks get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -399,15 +399,7 @@ fn decide(tag: &str, states: &[(Task, Option<Ended>)]) -> Option<Outcome> {
         .collect();
     match verdict(tag, states) {
         Verdict::Succeeded => {
-            let roles_chief = states.iter().any(|(t, _)| t.role == Role::Chief);
-            let deciding = Task {
-                role: if roles_chief {
-                    Role::Chief
-                } else {
-                    Role::Worker
-                },
-                index: 0,
-            };
+            let deciding = Task::deciding(states.iter().any(|(t, _)| t.role == Role::Chief));
             Some(Outcome::Succeeded {
                 deciding,
                 stopped: still,
@@ -555,6 +547,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::path::Path;
 
+    use super::setup::{LocalTask, SCRIPT_DIR_VAR, free_ports, tasks};
     use super::*;
     use crate::plan::{SpawnRequest, Templates};
     use crate::roles::Roles;

@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use crate::errors::UsageError;
 use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
-use crate::roles::{ClusterSpec, Role, Roles, Task};
+use crate::roles::{ClusterSpec, Role, Task};
 
 /// The variable that tells a task where its script and entrypoint are.
 pub const SCRIPT_DIR_VAR: &str = "TF_SPAWNER_SCRIPT_DIR";
@@ -30,7 +30,6 @@ pub struct LocalTask {
 #[derive(Debug)]
 pub struct LocalPlan {
     pub tag: String,
-    pub roles: Roles,
     /// The interpreter (or `bash` with `-c`) and its argument.
     pub program: String,
     pub args: Vec<PathBuf>,
@@ -123,7 +122,6 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
     let tasks = tasks(req, &ports, dir.path());
     Ok(LocalPlan {
         tag: req.tag.clone(),
-        roles: req.roles,
         program,
         args,
         tasks,

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use serde::Serialize;
 
 use super::one_line;
-use crate::plan::{INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::labels::{INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
 use crate::roles::{Role, Task};
 
 /// A pod's phase as the API reports it.
