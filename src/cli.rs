@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::tag::Tag;
+
 pub use crate::ops::wait::WaitFor;
 pub use crate::output::ReportFormat;
 pub use crate::render::OutputFormat;
@@ -93,7 +95,7 @@ pub struct CompletionsArgs {
 pub struct WaitArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// What to wait for: the verdict (end), or every pod running or finished (start)
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
@@ -120,7 +122,7 @@ pub struct WaitArgs {
 pub struct StatusArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// The verdict requires every worker to have exited 0
     #[arg(long)]
@@ -135,7 +137,7 @@ pub struct StatusArgs {
 pub struct LogsArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// Keep streaming until the pods end; pods that start later are picked up
     #[arg(short, long)]
@@ -222,7 +224,7 @@ pub struct SpawnArgs {
 
     /// Value of the training_attempt label, and prefix of every object name
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// Use a random tag (printed), overriding -t
     #[arg(short, long)]

@@ -12,7 +12,7 @@ use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::plan::{SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
-use crate::tag;
+use crate::tag::Tag;
 use crate::template;
 
 /// What a spawn was asked for, before any file is read.
@@ -37,7 +37,7 @@ pub struct SpawnOptions {
 
 pub fn spawn_request(
     args: &SpawnOptions,
-    tag: String,
+    tag: Tag,
     namespace: String,
 ) -> Result<SpawnRequest, UsageError> {
     let roles = Roles::new(
@@ -47,7 +47,7 @@ pub fn spawn_request(
         args.workers,
         args.evaluator,
     )?;
-    tag::validate(&tag, &roles.longest_suffix())?;
+    tag.fits(&roles.longest_suffix())?;
     if args.port == 0 {
         return Err(UsageError::new("--port must be between 1 and 65535"));
     }
@@ -97,7 +97,7 @@ pub fn spawn_request(
         }
     }
     Ok(SpawnRequest {
-        tag,
+        tag: tag.to_string(),
         namespace,
         port: args.port,
         image: args.image.clone(),

@@ -57,9 +57,13 @@ pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
 /// Parses the command line, runs the command, and maps errors to exit codes.
 pub fn main() -> ExitCode {
     let argv0 = std::env::args_os().next();
-    let matches = Cli::command()
+    let matches = match Cli::command()
         .bin_name(display_name(argv0.as_deref()))
-        .get_matches();
+        .try_get_matches()
+    {
+        Ok(matches) => matches,
+        Err(e) => return clap_error(e),
+    };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Err(e) = spawn_flags_only_for_spawn(&matches) {
         return finish(Err(e.into()));
@@ -87,6 +91,18 @@ pub fn main() -> ExitCode {
         }
     };
     finish(runtime.block_on(run(cli, matches, defaults)))
+}
+
+/// Help, version and clap's own errors as clap prints them; a value our own parser
+/// refused (a tag) as one `error:` line, like every other usage error.
+fn clap_error(err: clap::Error) -> ExitCode {
+    let ours = std::error::Error::source(&err)
+        .and_then(|source| source.downcast_ref::<errors::UsageError>())
+        .map(|usage| errors::UsageError::new(usage.to_string()));
+    match ours {
+        Some(usage) => finish(Err(usage.into())),
+        None => err.exit(),
+    }
 }
 
 /// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag

@@ -19,8 +19,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         )
         .into());
     }
-    let tag = &args.tag;
-    crate::tag::validate(tag, "")?;
+    let tag = args.tag.as_str();
     let cluster = settings.connect()?;
     let ns = cluster.namespace().to_string();
 

@@ -8,7 +8,6 @@ use crate::ops;
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
-    crate::tag::validate(&args.tag, "")?;
     let cluster = settings.connect()?;
     let options = LogOptions {
         follow: args.follow,
@@ -16,5 +15,5 @@ pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
         tail: args.tail,
         timestamps: args.timestamps,
     };
-    ops::logs::print(&cluster, &args.tag, &options).await
+    ops::logs::print(&cluster, args.tag.as_str(), &options).await
 }

@@ -11,6 +11,7 @@ use crate::output;
 use crate::plan::{self, Plan};
 use crate::render::{self, OutputFormat};
 use crate::settings::Settings;
+use crate::tag::Tag;
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let request = inputs::spawn_request(
@@ -47,9 +48,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 }
 
 /// The tag a spawn uses: `-r` makes a random one, else `-t`.
-pub(crate) fn tag(args: &SpawnArgs) -> String {
+pub(crate) fn tag(args: &SpawnArgs) -> Tag {
     if args.randomize_tag {
-        crate::tag::random()
+        Tag::random()
     } else {
         args.tag.clone()
     }

@@ -44,13 +44,12 @@ pub struct PodJson {
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
-    crate::tag::validate(&args.tag, "")?;
     let cluster = settings.connect()?;
-    let tracker = snapshot(&cluster, &args.tag, args.all_workers).await?;
+    let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
-            let json = to_json(&tracker, &args.tag, cluster.namespace(), now);
+            let json = to_json(&tracker, args.tag.as_str(), cluster.namespace(), now);
             serde_json::to_string_pretty(&json)? + "\n"
         }
         ReportFormat::Table => render(&tracker, now),

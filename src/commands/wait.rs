@@ -8,7 +8,6 @@ use crate::ops::wait::{self, Wait, WaitFor};
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
-    crate::tag::validate(&args.tag, "")?;
     if args.until == WaitFor::Start && (args.save_logs.is_some() || args.cleanup) {
         return Err(UsageError::new(
             "--save-logs and --cleanup act after the end of the run; they cannot be used with --for start",
@@ -22,7 +21,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
     }
     let cluster = settings.connect()?;
     let wait = Wait {
-        tag: args.tag.clone(),
+        tag: args.tag.to_string(),
         until: args.until,
         timeout: args.timeout,
         all_workers: args.all_workers,

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
+use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -76,15 +77,17 @@ impl std::fmt::Display for Ended {
 }
 
 fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGINT => " (SIGINT)",
-        libc::SIGTERM => " (SIGTERM)",
-        libc::SIGKILL => " (SIGKILL)",
-        libc::SIGSEGV => " (SIGSEGV)",
-        libc::SIGABRT => " (SIGABRT)",
-        libc::SIGBUS => " (SIGBUS)",
-        _ => "",
-    }
+    [
+        (Signal::INT, " (SIGINT)"),
+        (Signal::TERM, " (SIGTERM)"),
+        (Signal::KILL, " (SIGKILL)"),
+        (Signal::SEGV, " (SIGSEGV)"),
+        (Signal::ABORT, " (SIGABRT)"),
+        (Signal::BUS, " (SIGBUS)"),
+    ]
+    .into_iter()
+    .find(|(s, _)| s.as_raw() == sig)
+    .map_or("", |(_, name)| name)
 }
 
 /// The verdict rule of the cluster end-wait, applied to local tasks: each task is seen
@@ -167,7 +170,7 @@ enum Event {
 struct Groups(Vec<(i32, Arc<AtomicBool>)>);
 
 impl Groups {
-    fn signal(&self, at: usize, sig: i32) {
+    fn signal(&self, at: usize, sig: Signal) {
         let (pgid, gone) = &self.0[at];
         if !gone.load(Ordering::SeqCst) {
             kill_group(*pgid, sig);
@@ -178,17 +181,17 @@ impl Groups {
 impl Drop for Groups {
     fn drop(&mut self) {
         for at in 0..self.0.len() {
-            self.signal(at, libc::SIGKILL);
+            self.signal(at, Signal::KILL);
         }
     }
 }
 
-fn kill_group(pgid: i32, sig: i32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
+fn kill_group(pgid: i32, sig: Signal) {
+    if pgid > 1
+        && let Some(pid) = Pid::from_raw(pgid)
+    {
+        // The group may be gone already: nothing to do then.
+        let _ = rustix::process::kill_process_group(pid, sig);
     }
 }
 
@@ -249,7 +252,7 @@ pub async fn run(
             let status = child.wait().await;
             gone.store(true, Ordering::SeqCst);
             // Whatever the task started dies with it, as in a container.
-            kill_group(pid, libc::SIGKILL);
+            kill_group(pid, Signal::KILL);
             if let Ok(status) = status {
                 let _ = tx.send(Event::Exited(at, status)).await;
             }
@@ -348,7 +351,7 @@ pub async fn run(
                         GRACE.as_secs()
                     ));
                     for at in 0..plan.tasks.len() {
-                        groups.signal(at, libc::SIGKILL);
+                        groups.signal(at, Signal::KILL);
                     }
                     give_up_at = Some(now + AFTER_KILL);
                 } else {
@@ -373,7 +376,7 @@ pub async fn run(
         }
         if outcome.is_some() && kill_at.is_none() {
             for (at, _) in ended.iter().enumerate().filter(|(_, e)| e.is_none()) {
-                groups.signal(at, libc::SIGTERM);
+                groups.signal(at, Signal::TERM);
             }
             kill_at = Some(Instant::now() + GRACE);
         }
@@ -385,7 +388,7 @@ pub async fn run(
 /// Asked to stop while stopping: no more grace.
 fn kill_now(groups: &Groups, give_up_at: &mut Option<Instant>) {
     for at in 0..groups.0.len() {
-        groups.signal(at, libc::SIGKILL);
+        groups.signal(at, Signal::KILL);
     }
     give_up_at.get_or_insert(Instant::now() + AFTER_KILL);
 }
