@@ -309,16 +309,16 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
 
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
-    let mut ours = vec![("TF_CONFIG", cluster.tf_config(task))];
-    if task.role == Role::Worker {
-        ours.push(("WORKER_NUMBER", task.index.to_string()));
-    }
-    ours.push(("TOT_WORKERS", req.roles.workers.to_string()));
-    env.extend(ours.into_iter().map(|(name, value)| EnvVar {
-        name: name.to_string(),
-        value: Some(value),
-        value_from: None,
-    }));
+    env.extend(
+        cluster
+            .env(&req.roles, task)
+            .into_iter()
+            .map(|(name, value)| EnvVar {
+                name: name.to_string(),
+                value: Some(value),
+                value_from: None,
+            }),
+    );
 
     if !req.env.is_empty() {
         c.env_from.get_or_insert_with(Vec::new).push(EnvFromSource {

@@ -21,6 +21,10 @@ pub enum Strategy {
     ParameterServer,
 }
 
+/// The variables tf-spawner gives every task (see [`ClusterSpec::env`]); an env file
+/// may not set them.
+pub const TF_VARS: [&str; 3] = ["TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"];
+
 /// Upper bound on tasks in one run: far beyond real runs, low enough to catch a typo.
 pub const MAX_TASKS: u32 = 10_000;
 
@@ -214,6 +218,18 @@ impl ClusterSpec {
     }
 
     /// Compact JSON, cluster keys sorted: `{"cluster":{...},"task":{"type":"worker","index":0}}`.
+    /// The variables of `task`, in this order: `TF_CONFIG`, `WORKER_NUMBER` (workers
+    /// only: their index), `TOT_WORKERS` (the number of workers). The one rule for pods
+    /// (`plan.rs`) and local processes (`local/setup.rs`).
+    pub fn env(&self, roles: &Roles, task: Task) -> Vec<(&'static str, String)> {
+        let mut env = vec![("TF_CONFIG", self.tf_config(task))];
+        if task.role == Role::Worker {
+            env.push(("WORKER_NUMBER", task.index.to_string()));
+        }
+        env.push(("TOT_WORKERS", roles.workers.to_string()));
+        env
+    }
+
     pub fn tf_config(&self, task: Task) -> String {
         let config = TfConfig {
             cluster: &self.cluster,

@@ -211,7 +211,7 @@ struct FindOwn<K: RunObject> {
 }
 
 impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
-    async fn recover(&mut self, err: CallError, _earlier_unknown: bool) -> Result<K, CallError> {
+    async fn recover(&mut self, err: CallError) -> Result<K, CallError> {
         self.unknown |= err.outcome_unknown();
         if err.code() == Some(409)
             && self.invocation.is_some()

@@ -6,7 +6,7 @@ use futures::FutureExt;
 
 use crate::cli::SpawnArgs;
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
-use crate::local::{self, Outcome, RunOptions};
+use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
 use crate::settings::Settings;
 use crate::{inputs, output, signals};
@@ -25,6 +25,18 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     )?;
     let plan = local::plan(&request, &args.python)?;
 
+    let _ = output::print(&header(&plan, args.randomize_tag));
+
+    let options = RunOptions {
+        timeout: args.timeout,
+        colour: output::fancy_stdout(),
+    };
+    let outcome = local::run(&plan, &options, &mut stop).await?;
+    report(&plan.tag, outcome)
+}
+
+/// `local run T: 3 tasks (…), files in DIR`, after the generated tag with `-r`.
+fn header(plan: &LocalPlan, randomized: bool) -> String {
     let mut header = format!(
         "local run {}: {} task{} ({}), files in {}\n",
         plan.tag,
@@ -40,17 +52,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             .join(", "),
         plan.dir().display()
     );
-    if args.randomize_tag {
+    if randomized {
         header.insert_str(0, &format!("generated with tag {}\n", plan.tag));
     }
-    let _ = output::print(&header);
+    header
+}
 
-    let options = RunOptions {
-        timeout: args.timeout,
-        colour: output::fancy_stdout(),
-    };
-    let outcome = local::run(&plan, &options, &mut stop).await?;
-    let tag = &plan.tag;
+/// Success printed, or the error that carries the exit code.
+fn report(tag: &str, outcome: Outcome) -> Result<()> {
     match outcome {
         Outcome::Succeeded { .. } => {
             let _ = output::print(&format!("run {tag} (local): Succeeded\n"));

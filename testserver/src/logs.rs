@@ -7,8 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::routes::{Ctx, Reply};
-use crate::server::Shared;
+use crate::context::{Ctx, Reply, Shared};
 use crate::status::ApiError;
 use crate::store::LogEvent;
 

@@ -6,36 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
+use crate::context::{Ctx, Identity, Reply, Shared, selectors};
 use crate::objects::{self, kind_of};
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::{Identity, Shared};
 use crate::status::{ApiError, Cause, success_status};
 use crate::store::Store;
 use crate::validate;
 
 /// Simulated grace period of a pod bound to a node.
 const POD_GRACE: Duration = Duration::from_secs(1);
-
-pub struct Ctx<'a> {
-    pub method: &'a str,
-    pub path: &'a str,
-    pub query: HashMap<String, String>,
-    pub body: &'a [u8],
-    pub content_type: &'a str,
-    pub user: &'a Identity,
-}
-
-pub enum Reply {
-    Json(u16, Value),
-    Text(u16, String),
-    Stream(u16, &'static str, mpsc::Receiver<Bytes>),
-    /// 204 without a body or a content type.
-    NoContent,
-}
 
 type Res = Result<Reply, ApiError>;
 
@@ -258,12 +238,6 @@ fn dry_run(c: &Ctx, body: Option<&Value>) -> bool {
 
 fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, Store> {
     sh.store.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub fn selectors(c: &Ctx) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let l = LabelSelector::parse(c.query.get("labelSelector").map_or("", String::as_str))?;
-    let f = FieldSelector::parse(c.query.get("fieldSelector").map_or("", String::as_str))?;
-    Ok((l, f))
 }
 
 fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {

@@ -17,27 +17,12 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
-use crate::faults::{self, FaultAction, FaultState};
+use crate::RecordedRequest;
+use crate::context::{Ctx, Identity, Reply, Shared};
+use crate::faults::{self, FaultAction};
 use crate::objects;
-use crate::routes::{self, Ctx, Reply};
+use crate::routes;
 use crate::status::ApiError;
-use crate::store::Store;
-use crate::{Options, RecordedRequest};
-
-pub struct Identity {
-    pub name: String,
-    pub namespace: Option<String>,
-    pub denied: Vec<String>,
-}
-
-pub struct Shared {
-    pub store: Mutex<Store>,
-    pub opts: Options,
-    pub admin_token: String,
-    pub requests: Mutex<Vec<RecordedRequest>>,
-    pub faults: Mutex<Vec<FaultState>>,
-    pub latency: Mutex<Duration>,
-}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -7,9 +7,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::routes::{Ctx, Reply, selectors};
+use crate::context::{Ctx, Reply, Shared, selectors};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::Event;
 
