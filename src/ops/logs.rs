@@ -195,40 +195,18 @@ async fn follow(
     prefixes: &mut Prefixes,
 ) -> Result<()> {
     let (tx, mut rx) = mpsc::channel::<String>(1024);
-    let mut followers: BTreeMap<String, Follower> = BTreeMap::new();
+    let mut followers = Followers {
+        cluster,
+        options,
+        tx,
+        prefixes,
+        by_pod: BTreeMap::new(),
+    };
 
     // Until the run is over: start a follower per new pod, tell each its pod's state.
     {
         let watched = super::follow_run(cluster, tag, &mut tracker, |t| {
-            for pod in sorted(t) {
-                match followers.get(&pod.name) {
-                    Some(f) => {
-                        f.state.send_if_modified(|s| {
-                            let changed = s.as_ref() != Some(&pod);
-                            *s = Some(pod.clone());
-                            changed
-                        });
-                    }
-                    None => {
-                        let (state, state_rx) = channel::channel(Some(pod.clone()));
-                        let prefix = prefixes.prefix(&pod.label());
-                        let handle = tokio::spawn(follow_pod(
-                            cluster.clone(),
-                            pod.clone(),
-                            options.clone(),
-                            prefix,
-                            tx.clone(),
-                            state_rx,
-                        ));
-                        followers.insert(pod.name.clone(), Follower { handle, state });
-                    }
-                }
-            }
-            for (name, f) in &followers {
-                if !t.live().any(|v| &v.name == name) {
-                    let _ = f.state.send(None);
-                }
-            }
+            followers.sync(t);
             over(t).then_some(())
         });
         let mut watched = std::pin::pin!(watched);
@@ -249,7 +227,7 @@ async fn follow(
 
     // The run is over: pods that will not end are cut off; the others deliver their
     // last lines.
-    for (name, f) in &followers {
+    for (name, f) in &followers.by_pod {
         let ended = tracker
             .live()
             .find(|v| &v.name == name)
@@ -258,7 +236,61 @@ async fn follow(
             f.handle.abort();
         }
     }
+    // The followers' states stay open meanwhile: a closed one would end their waits.
+    let Followers { tx, by_pod, .. } = followers;
     drop(tx);
+    let result = drain(rx).await;
+    drop(by_pod);
+    result
+}
+
+/// The followers of a run's pods.
+struct Followers<'a> {
+    cluster: &'a Cluster,
+    options: &'a LogOptions,
+    tx: mpsc::Sender<String>,
+    prefixes: &'a mut Prefixes,
+    by_pod: BTreeMap<String, Follower>,
+}
+
+impl Followers<'_> {
+    /// Starts a follower per new pod and tells each its pod's state.
+    fn sync(&mut self, t: &Tracker) {
+        for pod in sorted(t) {
+            match self.by_pod.get(&pod.name) {
+                Some(f) => {
+                    f.state.send_if_modified(|s| {
+                        let changed = s.as_ref() != Some(&pod);
+                        *s = Some(pod.clone());
+                        changed
+                    });
+                }
+                None => {
+                    let (state, state_rx) = channel::channel(Some(pod.clone()));
+                    let prefix = self.prefixes.prefix(&pod.label());
+                    let handle = tokio::spawn(follow_pod(
+                        self.cluster.clone(),
+                        pod.clone(),
+                        self.options.clone(),
+                        prefix,
+                        self.tx.clone(),
+                        state_rx,
+                    ));
+                    self.by_pod
+                        .insert(pod.name.clone(), Follower { handle, state });
+                }
+            }
+        }
+        for (name, f) in &self.by_pod {
+            if !t.live().any(|v| &v.name == name) {
+                let _ = f.state.send(None);
+            }
+        }
+    }
+}
+
+/// Prints what the followers still send, for at most [`DRAIN`].
+async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
     let drain = tokio::time::sleep(DRAIN);
     tokio::pin!(drain);
     loop {

@@ -56,14 +56,17 @@ enum Outcome {
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
 pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
-    let tag = wait.tag.as_str();
-    let ns = cluster.namespace();
+    let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
+    let outcome = follow(cluster, wait, &mut tracker).await?;
+    report(cluster, wait, &tracker, outcome).await
+}
+
+/// Follows the run with progress until it is done, the timeout, or a signal.
+async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result<Outcome> {
     let mut progress = Progress::new();
-    let mut tracker = Tracker::new(tag, wait.all_workers);
-    let selector = run_selector(tag);
     let until = wait.until;
     let outcome = {
-        let follow = super::follow_run(cluster, tag, &mut tracker, |t| {
+        let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
             if t.is_empty() {
                 return Some(Done::Empty);
             }
@@ -87,13 +90,19 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
             }
         };
         tokio::select! {
-            done = follow => Outcome::Done(done?),
-            d = deadline => Outcome::Timeout(d),
-            code = signals::stop_requested() => Outcome::Signal(code),
+            done = follow => done.map(Outcome::Done),
+            d = deadline => Ok(Outcome::Timeout(d)),
+            code = signals::stop_requested() => Ok(Outcome::Signal(code)),
         }
     };
     progress.finish();
+    outcome
+}
 
+/// What the outcome prints, after saving logs and cleaning up as asked.
+async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outcome) -> Result<()> {
+    let tag = wait.tag.as_str();
+    let ns = cluster.namespace();
     match outcome {
         Outcome::Signal(code) => Err(ExitError::new(
             code,
@@ -101,7 +110,8 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         )
         .into()),
         Outcome::Done(Done::Empty) => bail!(
-            "no pods labelled {selector} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})"
+            "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
+            run_selector(tag)
         ),
         Outcome::Done(Done::Started) => {
             let n = tracker.live().count();
@@ -109,44 +119,52 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_end(cluster, wait, &tracker).await;
+            let after = after_the_end(cluster, wait, tracker).await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
-            show_failed_log(cluster, &tracker, &failure).await;
-            let after = after_the_end(cluster, wait, &tracker).await;
-            let mut message = format!("run '{tag}' failed: {failure}");
-            if let Err(e) = after {
-                message.push_str(&format!("; also, {e}"));
-            }
-            Err(ExitError::new(EXIT_TRAINING_FAILED, message).into())
+            show_failed_log(cluster, tracker, &failure).await;
+            let after = after_the_end(cluster, wait, tracker).await;
+            let message = format!("run '{tag}' failed: {failure}");
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Done(Done::Final(other)) => {
             // `is_final` admits only the two above.
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
         Outcome::Timeout(d) => {
-            let after = after_the_end(cluster, wait, &tracker).await;
-            let what = match until {
-                WaitFor::Start => "start",
-                WaitFor::End => "end",
-            };
-            let mut message = format!(
-                "timed out after {} waiting for run '{tag}' to {what} (verdict so far: {}",
-                humantime_secs(d),
-                tracker.verdict().name()
-            );
-            if let Some((who, reason)) = tracker.summary().into_iter().find_map(|r| r.stuck) {
-                message.push_str(&format!("; {who}: {reason}"));
-            }
-            message.push(')');
-            if let Err(e) = after {
-                message.push_str(&format!("; also, {e}"));
-            }
-            Err(ExitError::new(EXIT_TIMEOUT, message).into())
+            let after = after_the_end(cluster, wait, tracker).await;
+            Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
         }
     }
+}
+
+/// `timed out after 90s waiting for run 'T' to end (verdict so far: Pending; who: why)`.
+fn timed_out(wait: &Wait, tracker: &Tracker, d: Duration) -> String {
+    let what = match wait.until {
+        WaitFor::Start => "start",
+        WaitFor::End => "end",
+    };
+    let mut message = format!(
+        "timed out after {} waiting for run '{}' to {what} (verdict so far: {}",
+        humantime_secs(d),
+        wait.tag,
+        tracker.verdict().name()
+    );
+    if let Some((who, reason)) = tracker.summary().into_iter().find_map(|r| r.stuck) {
+        message.push_str(&format!("; {who}: {reason}"));
+    }
+    message.push(')');
+    message
+}
+
+/// `message`, and what went wrong after the end if anything did.
+fn also(mut message: String, after: Result<()>) -> String {
+    if let Err(e) = after {
+        message.push_str(&format!("; also, {e}"));
+    }
+    message
 }
 
 fn humantime_secs(d: Duration) -> String {
