@@ -73,6 +73,23 @@ pub fn spawn_request(
         Some(path) => read_env_file(path)?,
         None => EnvVars::new(),
     };
+    let templates = templates(args, &roles)?;
+    Ok(SpawnRequest {
+        tag: tag.to_string(),
+        namespace,
+        port: args.port,
+        image: args.image.clone(),
+        roles,
+        templates,
+        script,
+        entrypoint,
+        env,
+        invocation: invocation_id(),
+    })
+}
+
+/// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
+fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates, UsageError> {
     let worker = match &args.pod_file {
         Some(path) => load_template(path)?,
         None => template::parse(
@@ -96,18 +113,7 @@ pub fn spawn_request(
             by_role.insert(role, load_template(path)?);
         }
     }
-    Ok(SpawnRequest {
-        tag: tag.to_string(),
-        namespace,
-        port: args.port,
-        image: args.image.clone(),
-        roles,
-        templates: Templates { worker, by_role },
-        script,
-        entrypoint,
-        env,
-        invocation: invocation_id(),
-    })
+    Ok(Templates { worker, by_role })
 }
 
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {

@@ -85,30 +85,11 @@ impl Settings {
             context: cli.cluster.context.clone(),
         };
         let found = connect::read(&target).await;
-        let namespace = match (flag("namespace"), file.namespace.clone()) {
-            (true, _) => Sourced {
-                value: cli.cluster.namespace.clone().unwrap_or_default(),
-                source: Source::Flag,
-            },
-            (false, Some(ns)) => Sourced {
-                value: ns,
-                source: Source::File,
-            },
-            (false, None) => match found.namespace {
-                Some((ns, ConfigNamespace::Context(name))) => Sourced {
-                    value: ns,
-                    source: Source::Kubeconfig(name),
-                },
-                Some((ns, ConfigNamespace::InCluster)) => Sourced {
-                    value: ns,
-                    source: Source::InCluster,
-                },
-                None => Sourced {
-                    value: "default".to_string(),
-                    source: Source::Default,
-                },
-            },
-        };
+        let namespace = namespace(
+            flag("namespace").then(|| cli.cluster.namespace.clone().unwrap_or_default()),
+            file.namespace.clone(),
+            found.namespace,
+        );
         let spawn = &cli.spawn;
         Settings {
             config_file: file.path.clone(),
@@ -148,6 +129,23 @@ impl Settings {
         let config = self.kube.clone().map_err(|e| anyhow!("{e}"))?;
         Cluster::new(config, self.namespace.value.clone(), self.retry)
     }
+}
+
+/// `-n`, else the defaults file's, else the kubeconfig context's (or the in-cluster
+/// service account's), else `default`.
+fn namespace(
+    flag: Option<String>,
+    file: Option<String>,
+    config: Option<(String, ConfigNamespace)>,
+) -> Sourced<String> {
+    let (value, source) = match (flag, file, config) {
+        (Some(ns), _, _) => (ns, Source::Flag),
+        (None, Some(ns), _) => (ns, Source::File),
+        (None, None, Some((ns, ConfigNamespace::Context(name)))) => (ns, Source::Kubeconfig(name)),
+        (None, None, Some((ns, ConfigNamespace::InCluster))) => (ns, Source::InCluster),
+        (None, None, None) => ("default".to_string(), Source::Default),
+    };
+    Sourced { value, source }
 }
 
 /// The flag's value if it was given, else the file's, else the built-in default.

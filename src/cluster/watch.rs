@@ -84,22 +84,10 @@ pub async fn follow<T>(
                         break;
                     }
                 };
-                let event = match event {
-                    WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
-                        remember(&mut version, &pod);
-                        PodEvent::Changed(Box::new(pod))
-                    }
-                    WatchEvent::Deleted(pod) => {
-                        remember(&mut version, &pod);
-                        PodEvent::Deleted(pod.metadata.name.unwrap_or_default())
-                    }
-                    WatchEvent::Bookmark(b) => {
-                        version = b.metadata.resource_version;
-                        continue;
-                    }
-                    WatchEvent::Error(status) => {
-                        // 410 Gone: the version is too old; anything else: start over too.
-                        tracing::debug!(code = status.code, message = %status.message, "watch error");
+                let event = match translate(event, &mut version) {
+                    Step::Event(event) => event,
+                    Step::Skip => continue,
+                    Step::Relist => {
                         relist = true;
                         break;
                     }
@@ -115,6 +103,38 @@ pub async fn follow<T>(
             if relist || version.is_empty() {
                 break;
             }
+        }
+    }
+}
+
+/// What one watch event means for the loop.
+enum Step {
+    Event(PodEvent),
+    /// Nothing for the caller (a bookmark).
+    Skip,
+    /// The watch cannot go on: list again.
+    Relist,
+}
+
+/// The caller's event for a watch event, keeping `version` up to date.
+fn translate(event: WatchEvent<Pod>, version: &mut String) -> Step {
+    match event {
+        WatchEvent::Added(pod) | WatchEvent::Modified(pod) => {
+            remember(version, &pod);
+            Step::Event(PodEvent::Changed(Box::new(pod)))
+        }
+        WatchEvent::Deleted(pod) => {
+            remember(version, &pod);
+            Step::Event(PodEvent::Deleted(pod.metadata.name.unwrap_or_default()))
+        }
+        WatchEvent::Bookmark(b) => {
+            *version = b.metadata.resource_version;
+            Step::Skip
+        }
+        WatchEvent::Error(status) => {
+            // 410 Gone: the version is too old; anything else: start over too.
+            tracing::debug!(code = status.code, message = %status.message, "watch error");
+            Step::Relist
         }
     }
 }

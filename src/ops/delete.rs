@@ -26,7 +26,6 @@ pub(crate) async fn wait_gone(
     tag: &str,
     timeout: Option<Duration>,
 ) -> Result<()> {
-    let ns = cluster.namespace();
     let start = Instant::now();
     let first: Cell<Option<usize>> = Cell::new(None);
     let left = Cell::new(0);
@@ -65,29 +64,40 @@ pub(crate) async fn wait_gone(
             }
             Ok(())
         }
-        Some(code) => {
-            let why = if code == EXIT_TIMEOUT {
-                format!(
-                    "timed out after {}",
-                    humantime::format_duration(timeout.unwrap_or_default())
-                )
-            } else {
-                "interrupted".to_string()
-            };
-            Err(ExitError::new(
-                code,
-                format!(
-                    "{why}: the run's objects were deleted, but {} (see: kubectl get pods -n {ns} -l {})",
-                    match first.get() {
-                        Some(_) => format!("{} still terminating", are(left.get())),
-                        None => "its pods may still be terminating".to_string(),
-                    },
-                    run_selector(tag)
-                ),
-            )
-            .into())
-        }
+        Some(code) => Err(ExitError::new(
+            code,
+            still_there(cluster, tag, timeout, code, &first, &left),
+        )
+        .into()),
     }
+}
+
+/// Why `-d --wait` stopped early, and what may be left.
+fn still_there(
+    cluster: &Cluster,
+    tag: &str,
+    timeout: Option<Duration>,
+    code: u8,
+    first: &Cell<Option<usize>>,
+    left: &Cell<usize>,
+) -> String {
+    let ns = cluster.namespace();
+    let why = if code == EXIT_TIMEOUT {
+        format!(
+            "timed out after {}",
+            humantime::format_duration(timeout.unwrap_or_default())
+        )
+    } else {
+        "interrupted".to_string()
+    };
+    format!(
+        "{why}: the run's objects were deleted, but {} (see: kubectl get pods -n {ns} -l {})",
+        match first.get() {
+            Some(_) => format!("{} still terminating", are(left.get())),
+            None => "its pods may still be terminating".to_string(),
+        },
+        run_selector(tag)
+    )
 }
 
 /// Waits until no pod labelled with the run's tag is left. A DELETE only marks a pod

@@ -333,36 +333,13 @@ async fn follow_pod(
     let mut params = options.params(pod.container.as_deref());
     params.follow = true;
     loop {
-        // Until the pod's status says its container has started; done if it is gone or
-        // ended without starting.
-        loop {
-            let current = state.borrow().clone();
-            match current {
-                None => return,
-                Some(v) if v.started => break,
-                Some(v) if v.state().finished() => return,
-                Some(_) => wait_for_change(&mut state).await,
-            }
+        if !until_started(&mut state).await {
+            return;
         }
         match logs::open(&cluster, &pod.name, &params).await {
-            Ok(mut reader) => {
-                let mut line = Vec::new();
-                loop {
-                    line.clear();
-                    match reader.read_until(b'\n', &mut line).await {
-                        Ok(0) => break,
-                        Ok(_) => {
-                            let text = String::from_utf8_lossy(&line);
-                            let text = text.trim_end_matches(['\n', '\r']);
-                            if tx.send(format!("{prefix}{text}\n")).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            tracing::debug!(pod = %pod.name, error = %e, "log stream broke");
-                            break;
-                        }
-                    }
+            Ok(reader) => {
+                if !send_lines(reader, &pod.name, &prefix, &tx).await {
+                    return;
                 }
                 // The stream ended: done if the container has; otherwise (a dropped
                 // connection) go on with new lines only.
@@ -389,6 +366,47 @@ async fn follow_pod(
             Err(e) => {
                 note(&format!("cannot read the log of pod {}: {e}", pod.name));
                 return;
+            }
+        }
+    }
+}
+
+/// Waits until the pod's status says its container has started; `false` if the pod is
+/// gone or ended without starting.
+async fn until_started(state: &mut channel::Receiver<Option<PodView>>) -> bool {
+    loop {
+        let current = state.borrow().clone();
+        match current {
+            None => return false,
+            Some(v) if v.started => return true,
+            Some(v) if v.state().finished() => return false,
+            Some(_) => wait_for_change(state).await,
+        }
+    }
+}
+
+/// Sends the stream's lines, prefixed, until it ends; `false` once nobody listens.
+async fn send_lines(
+    mut reader: impl futures::AsyncBufRead + Unpin,
+    pod: &str,
+    prefix: &str,
+    tx: &mpsc::Sender<String>,
+) -> bool {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) => return true,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                if tx.send(format!("{prefix}{text}\n")).await.is_err() {
+                    return false;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(pod = %pod, error = %e, "log stream broke");
+                return true;
             }
         }
     }
