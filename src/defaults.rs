@@ -103,47 +103,51 @@ pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
         }
     };
     for (key, value) in map {
-        let bad = |expected: &str| {
-            UsageError::new(format!(
-                "config file {file}: key '{key}': expected {expected}, got {}",
-                short(&value)
-            ))
-        };
-        let text = || match &value {
-            Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            _ => Err(bad("a non-empty string")),
-        };
-        match key.as_str() {
-            "namespace" => defaults.namespace = Some(text()?),
-            "image" => defaults.image = Some(text()?),
-            "pod_file" => {
-                let p = PathBuf::from(text()?);
-                defaults.pod_file = Some(resolve(&p, path));
-            }
-            "port" => {
-                let port = value
-                    .as_u64()
-                    .and_then(|n| u16::try_from(n).ok())
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| bad("a port number from 1 to 65535"))?;
-                defaults.port = Some(port);
-            }
-            "workers" => {
-                let n = value
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| bad("a whole number of workers"))?;
-                defaults.workers = Some(n);
-            }
-            _ => {
-                return Err(UsageError::new(format!(
-                    "config file {file}: unknown key '{key}' (the keys are: {})",
-                    KEYS.join(", ")
-                )));
-            }
-        }
+        set(&mut defaults, &key, &value, path)?;
     }
     Ok(defaults)
+}
+
+/// Sets the value of one key of the file at `path`.
+fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result<(), UsageError> {
+    let file = path.display();
+    let bad = |expected: &str| {
+        UsageError::new(format!(
+            "config file {file}: key '{key}': expected {expected}, got {}",
+            short(value)
+        ))
+    };
+    let text = || match value {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        _ => Err(bad("a non-empty string")),
+    };
+    match key {
+        "namespace" => defaults.namespace = Some(text()?),
+        "image" => defaults.image = Some(text()?),
+        "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
+        "port" => {
+            let port = value
+                .as_u64()
+                .and_then(|n| u16::try_from(n).ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("a port number from 1 to 65535"))?;
+            defaults.port = Some(port);
+        }
+        "workers" => {
+            let n = value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad("a whole number of workers"))?;
+            defaults.workers = Some(n);
+        }
+        _ => {
+            return Err(UsageError::new(format!(
+                "config file {file}: unknown key '{key}' (the keys are: {})",
+                KEYS.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `~/x` is under HOME; a relative path is relative to the config file's directory.

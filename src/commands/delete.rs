@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal};
 use anyhow::{Result, bail};
 
 use crate::cli::SpawnArgs;
-use crate::cluster::{ObjectRef, apply};
+use crate::cluster::ObjectRef;
 use crate::errors::UsageError;
 use crate::ops::{delete, summary};
 use crate::output;
@@ -24,7 +24,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let ns = cluster.namespace().to_string();
 
     if !args.yes && std::io::stdin().is_terminal() {
-        let found = apply::existing(&cluster, tag).await?;
+        let found = delete::existing(&cluster, tag).await?;
         if found.is_empty() {
             return report(tag, &ns, &[], args.output);
         }

@@ -12,6 +12,7 @@ use crate::errors::{EXIT_TIMEOUT, ExitError};
 use crate::labels::run_selector;
 use crate::{output, signals};
 
+pub(crate) use crate::cluster::apply::existing;
 pub(crate) use crate::cluster::delete::{Deleted, failure};
 
 /// Deletes every object of run `tag` (see `cluster/delete.rs`).
