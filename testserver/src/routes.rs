@@ -398,6 +398,18 @@ fn update(
     {
         return Err(ApiError::conflict(resource, name));
     }
+    keep_server_fields(&old, &mut new);
+    let kind = kind_of(resource).unwrap_or("");
+    new = updated(&mut st, resource, sub, kind, name, &old, new)?;
+    validate::validate(resource, kind, &new)?;
+    if dry_run(c, None) {
+        return Ok(Reply::Json(200, new));
+    }
+    Ok(Reply::Json(200, st.put(resource, ns, new)))
+}
+
+/// What the server keeps from the stored object whatever an update says.
+fn keep_server_fields(old: &Value, new: &mut Value) {
     for k in [
         "uid",
         "creationTimestamp",
@@ -414,7 +426,18 @@ fn update(
             }
         }
     }
-    let kind = kind_of(resource).unwrap_or("");
+}
+
+/// The object an update stores, by resource (and subresource).
+fn updated(
+    st: &mut Store,
+    resource: &str,
+    sub: Option<&str>,
+    kind: &str,
+    name: &str,
+    old: &Value,
+    mut new: Value,
+) -> Result<Value, ApiError> {
     match (resource, sub) {
         ("pods", Some("status")) => {
             let status = new.get("status").cloned().unwrap_or(json!({}));
@@ -424,7 +447,7 @@ fn update(
         ("pods", _) => {
             objects::default_pod(&mut new);
             new["status"] = old["status"].clone();
-            check_pod_spec_update(&old, &new, name)?;
+            check_pod_spec_update(old, &new, name)?;
         }
         ("services", _) => {
             let (old_ip, new_ip) = (
@@ -446,18 +469,14 @@ fn update(
                 ));
             }
             new["status"] = old["status"].clone();
-            objects::default_service(&mut st, &mut new, Some(&old));
+            objects::default_service(st, &mut new, Some(old));
         }
         ("namespaces", _) => {
             new["status"] = old["status"].clone();
         }
         _ => {}
     }
-    validate::validate(resource, kind, &new)?;
-    if dry_run(c, None) {
-        return Ok(Reply::Json(200, new));
-    }
-    Ok(Reply::Json(200, st.put(resource, ns, new)))
+    Ok(new)
 }
 
 fn create_from_apply(
