@@ -6,6 +6,7 @@
 //! Every byte printed goes through `output`.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
 pub(crate) mod cluster;

@@ -5,7 +5,8 @@
 //! a script asked for, a new run's tag) still goes out, stderr is untouched. A summary
 //! that must stay parseable (`spawn --wait -o json`) calls [`silence`] after printing it.
 //! Whether stdout and stderr may get escape codes (colours, redrawing) is decided here
-//! too ([`fancy_stdout`], [`fancy_stderr`]).
+//! too ([`fancy_stdout`], [`fancy_stderr`]); only then does `progress.rs` let indicatif
+//! redraw its bars on the terminal.
 //!
 //! A closed stdout (`| head`) is the end of the output, never an error and never a
 //! panic: [`print`] says so (`Ok(false)`) and the command finishes its work quietly. A
