@@ -4,7 +4,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use crate::tag::Tag;
+
+pub use crate::ops::wait::WaitFor;
+pub use crate::output::ReportFormat;
+pub use crate::render::OutputFormat;
+pub use crate::roles::Strategy;
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_PORT: u16 = 1999;
@@ -88,7 +95,7 @@ pub struct CompletionsArgs {
 pub struct WaitArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// What to wait for: the verdict (end), or every pod running or finished (start)
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
@@ -111,19 +118,11 @@ pub struct WaitArgs {
     pub cleanup: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitFor {
-    /// Every pod is running or finished
-    Start,
-    /// The run has succeeded or failed
-    End,
-}
-
 #[derive(Debug, Args, Clone)]
 pub struct StatusArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// The verdict requires every worker to have exited 0
     #[arg(long)]
@@ -138,7 +137,7 @@ pub struct StatusArgs {
 pub struct LogsArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// Keep streaming until the pods end; pods that start later are picked up
     #[arg(short, long)]
@@ -166,12 +165,6 @@ pub struct ListArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Table,
-    Json,
 }
 
 /// How to reach the cluster: kubectl's conventions.
@@ -231,7 +224,7 @@ pub struct SpawnArgs {
 
     /// Value of the training_attempt label, and prefix of every object name
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
-    pub tag: String,
+    pub tag: Tag,
 
     /// Use a random tag (printed), overriding -t
     #[arg(short, long)]
@@ -323,18 +316,4 @@ pub struct RoleArgs {
     /// Pod template for the evaluator [default: the worker template]
     #[arg(long, value_name = "FILE")]
     pub evaluator_pod_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    Yaml,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Strategy {
-    /// MultiWorkerMirroredStrategy: workers (and an optional chief), no parameter servers
-    MultiWorker,
-    /// ParameterServerStrategy: a chief as coordinator, workers and parameter servers
-    ParameterServer,
 }

@@ -15,17 +15,14 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::ArgMatches;
-use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::cli::Cli;
 use crate::errors::UsageError;
 
 /// The variable that names the file (it must then exist).
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
-/// The keys, in the order `tf-spawner config` shows them.
+/// The keys, in the order the errors list them.
 pub const KEYS: [&str; 5] = ["namespace", "image", "pod_file", "port", "workers"];
 
 /// What the file says; every value is optional.
@@ -106,47 +103,51 @@ pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
         }
     };
     for (key, value) in map {
-        let bad = |expected: &str| {
-            UsageError::new(format!(
-                "config file {file}: key '{key}': expected {expected}, got {}",
-                short(&value)
-            ))
-        };
-        let text = || match &value {
-            Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            _ => Err(bad("a non-empty string")),
-        };
-        match key.as_str() {
-            "namespace" => defaults.namespace = Some(text()?),
-            "image" => defaults.image = Some(text()?),
-            "pod_file" => {
-                let p = PathBuf::from(text()?);
-                defaults.pod_file = Some(resolve(&p, path));
-            }
-            "port" => {
-                let port = value
-                    .as_u64()
-                    .and_then(|n| u16::try_from(n).ok())
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| bad("a port number from 1 to 65535"))?;
-                defaults.port = Some(port);
-            }
-            "workers" => {
-                let n = value
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| bad("a whole number of workers"))?;
-                defaults.workers = Some(n);
-            }
-            _ => {
-                return Err(UsageError::new(format!(
-                    "config file {file}: unknown key '{key}' (the keys are: {})",
-                    KEYS.join(", ")
-                )));
-            }
-        }
+        set(&mut defaults, &key, &value, path)?;
     }
     Ok(defaults)
+}
+
+/// Sets the value of one key of the file at `path`.
+fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result<(), UsageError> {
+    let file = path.display();
+    let bad = |expected: &str| {
+        UsageError::new(format!(
+            "config file {file}: key '{key}': expected {expected}, got {}",
+            short(value)
+        ))
+    };
+    let text = || match value {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        _ => Err(bad("a non-empty string")),
+    };
+    match key {
+        "namespace" => defaults.namespace = Some(text()?),
+        "image" => defaults.image = Some(text()?),
+        "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
+        "port" => {
+            let port = value
+                .as_u64()
+                .and_then(|n| u16::try_from(n).ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("a port number from 1 to 65535"))?;
+            defaults.port = Some(port);
+        }
+        "workers" => {
+            let n = value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad("a whole number of workers"))?;
+            defaults.workers = Some(n);
+        }
+        _ => {
+            return Err(UsageError::new(format!(
+                "config file {file}: unknown key '{key}' (the keys are: {})",
+                KEYS.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `~/x` is under HOME; a relative path is relative to the config file's directory.
@@ -169,83 +170,6 @@ fn short(value: &Value) -> String {
     } else {
         text
     }
-}
-
-/// Where a setting came from, before the kubeconfig and built-in defaults are looked at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    Flag,
-    File,
-    Unset,
-}
-
-/// The origin of each of [`KEYS`], in that order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origins(pub [Origin; 5]);
-
-impl Origins {
-    pub fn of(&self, key: &str) -> Origin {
-        KEYS.iter()
-            .position(|k| *k == key)
-            .map_or(Origin::Unset, |i| self.0[i])
-    }
-}
-
-/// Fills the settings the command line left alone from the file.
-pub fn apply(cli: &mut Cli, matches: &ArgMatches, defaults: &Defaults) -> Origins {
-    let on_command_line = |id: &str| {
-        matches!(
-            source(matches, id),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        )
-    };
-    let mut origins = [Origin::Unset; 5];
-    for (i, key) in KEYS.iter().enumerate() {
-        if on_command_line(key) {
-            origins[i] = Origin::Flag;
-            continue;
-        }
-        let used = match *key {
-            "namespace" => defaults
-                .namespace
-                .clone()
-                .map(|v| cli.cluster.namespace = Some(v))
-                .is_some(),
-            "image" => defaults
-                .image
-                .clone()
-                .map(|v| cli.spawn.image = Some(v))
-                .is_some(),
-            "pod_file" => defaults
-                .pod_file
-                .clone()
-                .map(|v| cli.spawn.pod_file = Some(v))
-                .is_some(),
-            "port" => defaults.port.map(|v| cli.spawn.port = v).is_some(),
-            "workers" => defaults.workers.map(|v| cli.spawn.workers = v).is_some(),
-            _ => false,
-        };
-        if used {
-            origins[i] = Origin::File;
-        }
-    }
-    Origins(origins)
-}
-
-/// The value source of `id` at the top level or in the subcommand (global flags such
-/// as `-n` may be given after the verb).
-fn source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
-    let mut found = matches
-        .try_get_raw(id)
-        .ok()
-        .and_then(|_| matches.value_source(id));
-    if let Some((_, sub)) = matches.subcommand()
-        && sub.try_get_raw(id).is_ok()
-        && sub.value_source(id) == Some(ValueSource::CommandLine)
-    {
-        found = Some(ValueSource::CommandLine);
-    }
-    found
 }
 
 #[cfg(test)]

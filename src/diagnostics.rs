@@ -10,8 +10,6 @@
 //! Secrets are never printed: the API lines carry no headers or bodies, and env-file
 //! values only ever travel in the Secret's request body.
 
-use std::io::IsTerminal;
-
 use tracing_subscriber::EnvFilter;
 
 /// The filter for a `-v` count; `None` for none.
@@ -34,9 +32,7 @@ pub fn init(verbose: u8) {
         },
     };
     let filter = EnvFilter::builder().parse_lossy(directives);
-    let ansi = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+    let ansi = crate::output::fancy_stderr();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

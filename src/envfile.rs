@@ -7,12 +7,7 @@
 use std::collections::BTreeMap;
 
 /// Variables that tf-spawner sets itself; an env file may not override them.
-pub const RESERVED: [&str; 4] = [
-    "TF_CONFIG",
-    "WORKER_NUMBER",
-    "TOT_WORKERS",
-    "TF_SPAWNER_CLUSTER",
-];
+pub const RESERVED: [&str; 4] = crate::roles::TF_VARS;
 
 /// The env file's variables, later lines overriding earlier ones.
 pub type EnvVars = BTreeMap<String, String>;

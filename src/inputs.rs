@@ -1,42 +1,53 @@
-//! From command-line flags to a [`SpawnRequest`]: reading the files and checking every
-//! value, so that a bad input is a usage error before any API call.
+//! From a spawn's options (the flags and the defaults file, lowered by `commands/spawn.rs`)
+//! to a [`SpawnRequest`]: reading the files and checking every value, so that a bad
+//! input is a usage error before any API call.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cli::SpawnArgs;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::plan::{SpawnRequest, Templates};
-use crate::roles::{Role, Roles};
-use crate::tag;
+use crate::roles::{Role, Roles, Strategy};
+use crate::tag::Tag;
 use crate::template;
 
-/// The tag a spawn uses: `-r` makes a random one, else `-t`.
-pub fn choose_tag(args: &SpawnArgs) -> String {
-    if args.randomize_tag {
-        tag::random()
-    } else {
-        args.tag.clone()
-    }
+/// What a spawn was asked for, before any file is read.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnOptions {
+    pub script: Option<PathBuf>,
+    pub workers: u32,
+    pub port: u16,
+    /// `-c`: the entrypoint script.
+    pub command: Option<PathBuf>,
+    pub pod_file: Option<PathBuf>,
+    pub env_file: Option<PathBuf>,
+    pub image: Option<String>,
+    pub strategy: Option<Strategy>,
+    pub chief: bool,
+    pub ps: u32,
+    pub evaluator: bool,
+    pub chief_pod_file: Option<PathBuf>,
+    pub ps_pod_file: Option<PathBuf>,
+    pub evaluator_pod_file: Option<PathBuf>,
 }
 
 pub fn spawn_request(
-    args: &SpawnArgs,
-    tag: String,
+    args: &SpawnOptions,
+    tag: Tag,
     namespace: String,
 ) -> Result<SpawnRequest, UsageError> {
     let roles = Roles::new(
-        args.roles.strategy,
-        args.roles.chief,
-        args.roles.ps,
+        args.strategy,
+        args.chief,
+        args.ps,
         args.workers,
-        args.roles.evaluator,
+        args.evaluator,
     )?;
-    tag::validate(&tag, &roles.longest_suffix())?;
+    tag.fits(&roles.longest_suffix())?;
     if args.port == 0 {
         return Err(UsageError::new("--port must be between 1 and 65535"));
     }
@@ -62,6 +73,23 @@ pub fn spawn_request(
         Some(path) => read_env_file(path)?,
         None => EnvVars::new(),
     };
+    let templates = templates(args, &roles)?;
+    Ok(SpawnRequest {
+        tag: tag.to_string(),
+        namespace,
+        port: args.port,
+        image: args.image.clone(),
+        roles,
+        templates,
+        script,
+        entrypoint,
+        env,
+        invocation: invocation_id(),
+    })
+}
+
+/// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
+fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates, UsageError> {
     let worker = match &args.pod_file {
         Some(path) => load_template(path)?,
         None => template::parse(
@@ -72,9 +100,9 @@ pub fn spawn_request(
     };
     let mut by_role = BTreeMap::new();
     for (role, path) in [
-        (Role::Chief, &args.roles.chief_pod_file),
-        (Role::Ps, &args.roles.ps_pod_file),
-        (Role::Evaluator, &args.roles.evaluator_pod_file),
+        (Role::Chief, &args.chief_pod_file),
+        (Role::Ps, &args.ps_pod_file),
+        (Role::Evaluator, &args.evaluator_pod_file),
     ] {
         if let Some(path) = path {
             if roles.count(role) == 0 {
@@ -85,18 +113,7 @@ pub fn spawn_request(
             by_role.insert(role, load_template(path)?);
         }
     }
-    Ok(SpawnRequest {
-        tag,
-        namespace,
-        port: args.port,
-        image: args.image.clone(),
-        roles,
-        templates: Templates { worker, by_role },
-        script,
-        entrypoint,
-        env,
-        invocation: invocation_id(),
-    })
+    Ok(Templates { worker, by_role })
 }
 
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {

@@ -1,31 +1,35 @@
 //! tf-spawner: distributed TensorFlow on Kubernetes without an operator.
 //!
-//! The flow of a spawn: [`cli`] parses flags → [`inputs`] reads and checks files →
-//! [`plan`] builds the typed objects (pure) → [`cluster`] applies them (all API I/O) →
-//! [`commands`] report, printing through [`output`] only.
+//! The layers, each using only those below it (see ARCHITECTURE.md):
+//! the entry (this file, `cli`) → `commands` (with `settings`) → `ops` →
+//! {`plan`, `verdict`, `cluster`, `local`} → {`labels`, `roles`, `tag`, `errors`}.
+//! Every byte printed goes through `output`.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
-pub mod cluster;
-pub mod commands;
-pub mod defaults;
-pub mod diagnostics;
-pub mod duration;
-pub mod envfile;
-pub mod errors;
-pub mod inputs;
-pub mod local;
-pub mod output;
-pub mod plan;
-pub mod progress;
-pub mod quiet;
-pub mod render;
-pub mod roles;
-pub mod signals;
-pub mod tag;
-pub mod template;
-pub mod verdict;
+pub(crate) mod cluster;
+pub(crate) mod commands;
+pub(crate) mod defaults;
+pub(crate) mod diagnostics;
+pub(crate) mod duration;
+pub(crate) mod envfile;
+pub(crate) mod errors;
+pub(crate) mod inputs;
+pub(crate) mod labels;
+pub(crate) mod local;
+pub(crate) mod ops;
+pub(crate) mod output;
+pub(crate) mod plan;
+pub(crate) mod progress;
+pub(crate) mod render;
+pub(crate) mod roles;
+pub(crate) mod settings;
+pub(crate) mod signals;
+pub(crate) mod tag;
+pub(crate) mod template;
+pub(crate) mod verdict;
 
 use std::process::ExitCode;
 
@@ -54,10 +58,14 @@ pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
 /// Parses the command line, runs the command, and maps errors to exit codes.
 pub fn main() -> ExitCode {
     let argv0 = std::env::args_os().next();
-    let matches = Cli::command()
+    let matches = match Cli::command()
         .bin_name(display_name(argv0.as_deref()))
-        .get_matches();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        .try_get_matches()
+    {
+        Ok(matches) => matches,
+        Err(e) => return clap_error(e),
+    };
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Err(e) = spawn_flags_only_for_spawn(&matches) {
         return finish(Err(e.into()));
     }
@@ -73,13 +81,6 @@ pub fn main() -> ExitCode {
         Ok(d) => d,
         Err(e) => return finish(Err(e.into())),
     };
-    let origins = defaults::apply(&mut cli, &matches, &defaults);
-    if cli.global.quiet
-        && let Err(e) = quiet::silence_stdout()
-    {
-        let err = anyhow::anyhow!("cannot silence stdout for --quiet: {e}");
-        return finish(Err(err));
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -90,7 +91,19 @@ pub fn main() -> ExitCode {
             return ExitCode::from(errors::EXIT_RUNTIME);
         }
     };
-    finish(runtime.block_on(run(cli, defaults, origins)))
+    finish(runtime.block_on(run(cli, matches, defaults)))
+}
+
+/// Help, version and clap's own errors as clap prints them; a value our own parser
+/// refused (a tag) as one `error:` line, like every other usage error.
+fn clap_error(err: clap::Error) -> ExitCode {
+    let ours = std::error::Error::source(&err)
+        .and_then(|source| source.downcast_ref::<errors::UsageError>())
+        .map(|usage| errors::UsageError::new(usage.to_string()));
+    match ours {
+        Some(usage) => finish(Err(usage.into())),
+        None => err.exit(),
+    }
 }
 
 /// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag
@@ -128,25 +141,24 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 
 async fn run(
     cli: Cli,
+    matches: clap::ArgMatches,
     defaults: defaults::Defaults,
-    origins: defaults::Origins,
 ) -> anyhow::Result<()> {
-    if let Some(command) = &cli.command {
-        return match command {
-            cli::Command::Config(args) => {
-                commands::config::exec(&cli.cluster, &cli.spawn, args, &defaults, &origins).await
-            }
-            cli::Command::Completions(args) => commands::completions::completions(args),
-            cli::Command::Man => commands::completions::man(),
-            cli::Command::Wait(args) => commands::wait::exec(&cli.cluster, args).await,
-            cli::Command::Status(args) => commands::status::exec(&cli.cluster, args).await,
-            cli::Command::Logs(args) => commands::logs::exec(&cli.cluster, args).await,
-            cli::Command::List(args) => commands::list::exec(&cli.cluster, args).await,
-        };
+    let settings = settings::Settings::load(&cli, &matches, defaults).await;
+    if settings.output.quiet {
+        output::silence();
     }
-    if cli.spawn.delete {
-        commands::delete::exec(&cli.cluster, &cli.spawn).await
-    } else {
-        commands::spawn::exec(&cli.cluster, &cli.spawn).await
+    let spawn = &cli.spawn;
+    match &cli.command {
+        Some(cli::Command::Config(args)) => commands::config::exec(&settings, args),
+        Some(cli::Command::Completions(args)) => commands::completions::completions(args),
+        Some(cli::Command::Man) => commands::completions::man(),
+        Some(cli::Command::Wait(args)) => commands::wait::exec(&settings, args).await,
+        Some(cli::Command::Status(args)) => commands::status::exec(&settings, args).await,
+        Some(cli::Command::Logs(args)) => commands::logs::exec(&settings, args).await,
+        Some(cli::Command::List(args)) => commands::list::exec(&settings, args).await,
+        None if spawn.delete => commands::delete::exec(&settings, spawn).await,
+        None if spawn.local => commands::local::exec(&settings, spawn).await,
+        None => commands::spawn::exec(&settings, spawn).await,
     }
 }

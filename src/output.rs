@@ -1,12 +1,58 @@
 //! Every byte tf-spawner prints goes through this module: data on stdout, notes and
 //! errors on stderr, aligned tables, task prefixes with optional colour.
 //!
+//! `--quiet` is honoured here: [`print`] and [`stream`] drop their text, [`data`] (what
+//! a script asked for, a new run's tag) still goes out, stderr is untouched. A summary
+//! that must stay parseable (`spawn --wait -o json`) calls [`silence`] after printing it.
+//! Whether stdout and stderr may get escape codes (colours, redrawing) is decided here
+//! too ([`fancy_stdout`], [`fancy_stderr`]); only then does `progress.rs` let indicatif
+//! redraw its bars on the terminal.
+//!
 //! A closed stdout (`| head`) is the end of the output, never an error and never a
 //! panic: [`print`] says so (`Ok(false)`) and the command finishes its work quietly. A
 //! closed stderr is ignored. Nothing else in the crate uses the print macros
 //! (`clippy::print_stdout` and `clippy::print_stderr` are denied at the crate root).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by `-q`, or by [`silence`].
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Nothing on stdout from now on but [`data`].
+pub fn silence() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Whether stdout is silenced (`-q`).
+pub fn is_quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Whether escape codes are welcome: not with `NO_COLOR` (set to anything non-empty)
+/// or `TERM=dumb`.
+fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
+
+/// Whether stdout is a terminal that may get escape codes (colours, redrawn progress
+/// bars); never while silenced.
+pub fn fancy_stdout() -> bool {
+    !is_quiet() && io::stdout().is_terminal() && colour_allowed()
+}
+
+/// Whether stderr is a terminal that may get escape codes (`-v` logs).
+pub fn fancy_stderr() -> bool {
+    io::stderr().is_terminal() && colour_allowed()
+}
+
+/// `-o` of the reports (`status`, `list`, `config`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+}
 
 /// Columns separated by three spaces, each as wide as its widest cell; no trailing space.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -68,6 +114,9 @@ fn pipe_open(result: io::Result<()>) -> io::Result<bool> {
 /// Writes `text` to stdout and flushes. `Ok(false)` when the pipe was closed: the
 /// caller stops printing and carries on (exit 0), the way `cat` does under `| head`.
 pub fn print(text: &str) -> io::Result<bool> {
+    if is_quiet() {
+        return Ok(true);
+    }
     let mut out = io::stdout().lock();
     pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
@@ -78,6 +127,9 @@ pub fn print(text: &str) -> io::Result<bool> {
 pub fn stream(
     write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> anyhow::Result<()>,
 ) -> anyhow::Result<bool> {
+    if is_quiet() {
+        return Ok(true);
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     match write(&mut out).and_then(|()| Ok(out.flush()?)) {
         Ok(()) => Ok(true),
@@ -90,20 +142,11 @@ pub fn stream(
     }
 }
 
-/// What a script asked for even with `--quiet` (a new run's tag): the real stdout,
-/// silenced or not (see `quiet.rs`). A closed pipe is not an error.
+/// What a script asked for even with `--quiet` (a new run's tag). A closed pipe is not
+/// an error.
 pub fn data(text: &str) -> io::Result<()> {
-    let result = match crate::quiet::real_stdout() {
-        Some(real) => {
-            let mut file = real.lock().unwrap_or_else(|e| e.into_inner());
-            file.write_all(text.as_bytes()).and_then(|()| file.flush())
-        }
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(text.as_bytes()).and_then(|()| out.flush())
-        }
-    };
-    pipe_open(result).map(|_| ())
+    let mut out = io::stdout().lock();
+    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush())).map(|_| ())
 }
 
 /// Writes `text` to stderr as it is. A closed stderr is ignored: there is nowhere

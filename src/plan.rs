@@ -14,27 +14,15 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
-use crate::roles::{ClusterSpec, Role, Roles, Task, tf_config_around};
-
-pub const RUN_LABEL: &str = "training_attempt";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-pub const MANAGED_BY: &str = "tf-spawner";
-pub const ROLE_LABEL: &str = "tf-spawner/replica-type";
-pub const INDEX_LABEL: &str = "tf-spawner/replica-index";
-/// Marks the objects of one invocation, so that a retried create can recognise its own
-/// object and a rollback never deletes an object another invocation made.
-pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
-/// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. It lets
-/// `-d` know whether there is a Secret to delete without reading secrets, which many
-/// credentials may not do.
-pub const ENV_SECRET_ANNOTATION: &str = "tf-spawner/env-secret";
-/// [`ENV_SECRET_ANNOTATION`] of a run without `-e`.
-pub const NO_ENV_SECRET: &str = "none";
+use crate::labels::{
+    CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, MANAGED_BY,
+    MANAGED_BY_LABEL, NO_ENV_SECRET, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, config_map_name,
+    secret_name,
+};
+use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
 /// The image when neither `-i` nor the template names one.
 pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
-/// The container that gets the TF variables when the template has one of this name.
-pub const TF_CONTAINER: &str = "tensorflow";
 pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
@@ -45,12 +33,6 @@ pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
 /// The run's ConfigMap key holding the `cluster` part of every `TF_CONFIG`, stored once
 /// for the run instead of once per pod (which made a run's objects grow as N²).
 pub const CLUSTER_KEY: &str = "tf-cluster.json";
-/// The variable each TF container gets from [`CLUSTER_KEY`]; its `TF_CONFIG` refers to it
-/// as `$(TF_SPAWNER_CLUSTER)`, which the kubelet expands before the process starts.
-pub const CLUSTER_ENV: &str = "TF_SPAWNER_CLUSTER";
-/// On every pod: the run's cluster as role counts (`chief=1,worker=4`), so that readers
-/// of pods (the verdict) know every task without the addresses.
-pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
 
 /// Everything a spawn needs, already read from disk and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,12 +76,6 @@ pub struct Plan {
     pub pods: Pods,
 }
 
-impl Plan {
-    pub fn object_count(&self) -> usize {
-        1 + usize::from(self.secret.is_some()) + self.services.len() + self.pods.len()
-    }
-}
-
 /// The run's pods, built when asked for, one at a time: every pod's `TF_CONFIG` lists the
 /// whole cluster, so holding all of them at once would cost memory that grows as N²
 /// (44 MB for 1,000 workers), where a spawn only needs the pods in flight.
@@ -112,10 +88,6 @@ pub struct Pods {
 impl Pods {
     pub fn len(&self) -> usize {
         self.request.roles.tasks().count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The pods in creation order (chief, parameter servers, workers, evaluator).
@@ -132,19 +104,6 @@ impl Pods {
             .tasks()
             .map(|t| t.name(&self.request.tag))
     }
-}
-
-/// The label selector that finds every object of run `tag`.
-pub fn run_selector(tag: &str) -> String {
-    format!("{RUN_LABEL}={tag}")
-}
-
-pub fn config_map_name(tag: &str) -> String {
-    format!("{tag}-script")
-}
-
-pub fn secret_name(tag: &str) -> String {
-    format!("{tag}-env")
 }
 
 pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
@@ -337,7 +296,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         .unwrap_or(0);
     // `build` checked that every template has a container.
     if let Some(container) = spec.containers.get_mut(at) {
-        set_up_tf_container(req, task, container);
+        set_up_tf_container(req, cluster, task, container);
     }
     Pod {
         metadata,
@@ -346,7 +305,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
 }
 
-fn set_up_tf_container(req: &SpawnRequest, task: Task, c: &mut Container) {
+fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
     c.image = req
         .image
         .clone()
@@ -365,7 +324,7 @@ fn set_up_tf_container(req: &SpawnRequest, task: Task, c: &mut Container) {
     // kubelet expands `$(VAR)` from the variables defined before). The template's own
     // variables come first, so `$(…)` in them means what it always did.
     env.push(EnvVar {
-        name: CLUSTER_ENV.to_string(),
+        name: CLUSTER_VAR.to_string(),
         value: None,
         value_from: Some(EnvVarSource {
             config_map_key_ref: Some(ConfigMapKeySelector {
@@ -376,17 +335,17 @@ fn set_up_tf_container(req: &SpawnRequest, task: Task, c: &mut Container) {
             ..EnvVarSource::default()
         }),
     });
-    let reference = format!("$({CLUSTER_ENV})");
-    let mut ours = vec![("TF_CONFIG", tf_config_around(&reference, task))];
-    if task.role == Role::Worker {
-        ours.push(("WORKER_NUMBER", task.index.to_string()));
-    }
-    ours.push(("TOT_WORKERS", req.roles.workers.to_string()));
-    env.extend(ours.into_iter().map(|(name, value)| EnvVar {
-        name: name.to_string(),
-        value: Some(value),
-        value_from: None,
-    }));
+    let reference = format!("$({CLUSTER_VAR})");
+    env.extend(
+        cluster
+            .env_around(&req.roles, task, &reference)
+            .into_iter()
+            .map(|(name, value)| EnvVar {
+                name: name.to_string(),
+                value: Some(value),
+                value_from: None,
+            }),
+    );
 
     if !req.env.is_empty() {
         c.env_from.get_or_insert_with(Vec::new).push(EnvFromSource {
@@ -421,8 +380,9 @@ fn set_up_tf_container(req: &SpawnRequest, task: Task, c: &mut Container) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{OutputFormat, Strategy};
+    use crate::render::OutputFormat;
     use crate::render::render;
+    use crate::roles::Strategy;
     use crate::template;
 
     fn request(roles: Roles) -> SpawnRequest {

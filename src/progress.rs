@@ -3,20 +3,11 @@
 //! when a role's line changes, without escape codes.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::output;
 use crate::verdict::{RoleSummary, Tracker, one_line};
-
-/// Whether stdout is a terminal that may get escape codes (colours, redrawing):
-/// not when `NO_COLOR` is set (to anything non-empty) or `TERM=dumb`.
-pub fn fancy_stdout() -> bool {
-    std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
-}
 
 /// `worker     2/4 running, 1 pending, 1 finished — worker-3: Unschedulable: 0/3 nodes…`
 pub fn role_line(summary: &RoleSummary) -> String {
@@ -55,14 +46,12 @@ pub enum Progress {
     Plain {
         last: BTreeMap<String, String>,
     },
-    /// Nothing at all (`status`, tests of other parts).
-    Quiet,
 }
 
 impl Progress {
     /// Bars on a terminal, plain lines otherwise.
     pub fn new() -> Progress {
-        if fancy_stdout() {
+        if output::fancy_stdout() {
             Progress::Bars {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
                 bars: BTreeMap::new(),
@@ -112,7 +101,6 @@ impl Progress {
                     let _ = output::print(&text);
                 }
             }
-            Progress::Quiet => {}
         }
     }
 

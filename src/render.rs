@@ -7,8 +7,14 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::cli::OutputFormat;
 use crate::plan::Plan;
+
+/// `-o` of `--dry-run` and of a spawn's or a delete's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Yaml,
+    Json,
+}
 
 pub const REDACTED: &str = "<redacted>";
 
@@ -44,7 +50,8 @@ pub fn write(plan: &Plan, format: OutputFormat, out: &mut impl Write) -> Result<
     Ok(())
 }
 
-/// The whole output as a string (for tests and small plans).
+/// The whole output as a string (for tests).
+#[cfg(test)]
 pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
     let mut out = Vec::new();
     write(plan, format, &mut out)?;

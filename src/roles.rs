@@ -10,8 +10,23 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::cli::Strategy;
 use crate::errors::UsageError;
+
+/// `--strategy`: a preset that checks the roles (and adds a chief for parameter-server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Strategy {
+    /// MultiWorkerMirroredStrategy: workers (and an optional chief), no parameter servers
+    MultiWorker,
+    /// ParameterServerStrategy: a chief as coordinator, workers and parameter servers
+    ParameterServer,
+}
+
+/// The variables tf-spawner gives every task (see [`ClusterSpec::env`]); an env file
+/// may not set them.
+pub const TF_VARS: [&str; 4] = ["TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS", CLUSTER_VAR];
+/// A pod's variable holding the `cluster` part of its `TF_CONFIG` (from the run's
+/// ConfigMap); `TF_CONFIG` refers to it as `$(TF_SPAWNER_CLUSTER)`.
+pub const CLUSTER_VAR: &str = "TF_SPAWNER_CLUSTER";
 
 /// Upper bound on tasks in one run: far beyond real runs, low enough to catch a typo.
 pub const MAX_TASKS: u32 = 10_000;
@@ -135,6 +150,7 @@ impl Roles {
     }
 
     /// Workers only: the original tool's shape.
+    #[cfg(test)]
     pub fn workers(workers: u32) -> Result<Roles, UsageError> {
         Roles::new(None, false, 0, workers, false)
     }
@@ -162,11 +178,6 @@ impl Roles {
             .map(|t| format!("-{}", t.id()))
             .max_by_key(String::len)
             .unwrap_or_default()
-    }
-
-    /// The task whose exit decides the run: the chief, else worker 0.
-    pub fn deciding_task(&self) -> Task {
-        Task::deciding(self.chief)
     }
 }
 
@@ -203,7 +214,32 @@ impl ClusterSpec {
         ClusterSpec { cluster }
     }
 
+    /// The variables of `task`, in this order: `TF_CONFIG`, `WORKER_NUMBER` (workers
+    /// only: their index), `TOT_WORKERS` (the number of workers), with `cluster` as the
+    /// cluster part of `TF_CONFIG`: the JSON itself for local processes
+    /// (`local/setup.rs`), the `$(TF_SPAWNER_CLUSTER)` reference for pods (`plan.rs`).
+    /// The one rule for both.
+    pub fn env_around(
+        &self,
+        roles: &Roles,
+        task: Task,
+        cluster: &str,
+    ) -> Vec<(&'static str, String)> {
+        let mut env = vec![("TF_CONFIG", tf_config_around(cluster, task))];
+        if task.role == Role::Worker {
+            env.push(("WORKER_NUMBER", task.index.to_string()));
+        }
+        env.push(("TOT_WORKERS", roles.workers.to_string()));
+        env
+    }
+
+    /// [`Self::env_around`] with the cluster written out: what every process sees.
+    pub fn env(&self, roles: &Roles, task: Task) -> Vec<(&'static str, String)> {
+        self.env_around(roles, task, &self.cluster_json())
+    }
+
     /// Compact JSON, cluster keys sorted: `{"cluster":{...},"task":{"type":"worker","index":0}}`.
+    #[cfg(test)]
     pub fn tf_config(&self, task: Task) -> String {
         tf_config_around(&self.cluster_json(), task)
     }
@@ -333,9 +369,12 @@ mod tests {
     fn longest_suffix_and_deciding_task() {
         let roles = Roles::new(None, true, 2, 10, true).unwrap();
         assert_eq!(roles.longest_suffix(), "-evaluator-0");
-        assert_eq!(roles.deciding_task().id(), "chief-0");
+        assert_eq!(Task::deciding(roles.count(Role::Chief) > 0).id(), "chief-0");
         let roles = Roles::workers(100).unwrap();
         assert_eq!(roles.longest_suffix(), "-worker-99");
-        assert_eq!(roles.deciding_task().id(), "worker-0");
+        assert_eq!(
+            Task::deciding(roles.count(Role::Chief) > 0).id(),
+            "worker-0"
+        );
     }
 }

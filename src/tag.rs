@@ -1,15 +1,55 @@
 //! Run tags: the `training_attempt` label value and the prefix of every object name.
 
+use std::fmt;
+use std::str::FromStr;
+
 use rand::Rng;
 
 use crate::errors::UsageError;
+
+/// A run's tag as `-t` gives it, checked when clap parses it (`value_parser`): a valid
+/// DNS-1035 label. Whether the longest object name fits depends on the run's roles:
+/// [`Tag::fits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag(String);
+
+impl Tag {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A random tag (`-r`).
+    pub fn random() -> Tag {
+        Tag(random())
+    }
+
+    /// Checks that every object name, up to `TAG` + `longest_suffix`, stays valid.
+    pub fn fits(&self, longest_suffix: &str) -> Result<(), UsageError> {
+        validate(&self.0, longest_suffix)
+    }
+}
+
+impl FromStr for Tag {
+    type Err = UsageError;
+
+    fn from_str(text: &str) -> Result<Tag, UsageError> {
+        validate(text, "")?;
+        Ok(Tag(text.to_string()))
+    }
+}
+
+impl fmt::Display for Tag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// Kubernetes service names (DNS-1035 labels) and label values are at most 63 characters.
 pub const MAX_NAME_LEN: usize = 63;
 
 /// Checks that `tag` makes valid object names on a real API server, given the longest
 /// name suffix the run will use (e.g. `-worker-99`).
-pub fn validate(tag: &str, longest_suffix: &str) -> Result<(), UsageError> {
+fn validate(tag: &str, longest_suffix: &str) -> Result<(), UsageError> {
     let why = if tag.is_empty() {
         Some("it is empty".to_string())
     } else if !tag.starts_with(|c: char| c.is_ascii_lowercase()) {
@@ -38,7 +78,7 @@ pub fn validate(tag: &str, longest_suffix: &str) -> Result<(), UsageError> {
 }
 
 /// A random tag that is always a valid DNS-1035 label: `tf-` and 8 hex digits.
-pub fn random() -> String {
+fn random() -> String {
     let n: u32 = rand::rng().random();
     format!("tf-{n:08x}")
 }

@@ -12,7 +12,8 @@ use kube::api::PostParams;
 
 use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
-use crate::plan::{INVOCATION_ANNOTATION, Plan, run_selector};
+use crate::labels::{INVOCATION_ANNOTATION, run_selector};
+use crate::plan::Plan;
 
 /// What became of one create request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,15 +57,6 @@ impl Ledger {
 
     fn snapshot(&self) -> Vec<(ObjectRef, Outcome)> {
         self.entries.lock().expect("ledger lock").clone()
-    }
-
-    /// What this invocation certainly created.
-    pub fn created(&self) -> Vec<ObjectRef> {
-        self.snapshot()
-            .into_iter()
-            .filter(|(_, o)| matches!(o, Outcome::Created { .. }))
-            .map(|(r, _)| r)
-            .collect()
     }
 }
 
@@ -219,7 +211,7 @@ struct FindOwn<K: RunObject> {
 }
 
 impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
-    async fn recover(&mut self, err: CallError, _earlier_unknown: bool) -> Result<K, CallError> {
+    async fn recover(&mut self, err: CallError) -> Result<K, CallError> {
         self.unknown |= err.outcome_unknown();
         if err.code() == Some(409)
             && self.invocation.is_some()

@@ -4,11 +4,11 @@
 //! Pods and services: one list of their names (metadata only), then one DELETE per
 //! object with its uid as a precondition, `--max-in-flight` at a time. A server works
 //! through a collection DELETE one object at a time, and on a real v1.20 server that
-//! took twice as long (`cargo bench --bench real_delete`: 1,000 pods in 6.3 s against
+//! took twice as long (`cargo bench --bench real_apiserver`: 1,000 pods in 6.3 s against
 //! 3.1 s; 100 in 435 ms against 177 ms), and old servers refuse it for services anyway.
 //! Config maps and secrets (one each per run): one collection DELETE, or a list and
-//! single DELETEs where the server refuses it. [`wait_gone`] then follows the pods that
-//! linger for their grace period with one list and one watch.
+//! single DELETEs where the server refuses it. (`ops::delete::wait_gone` then follows
+//! the pods that linger for their grace period with one list and one watch.)
 //!
 //! Secrets are deleted only when the run may have one: its ConfigMap records whether it
 //! does ([`ENV_SECRET_ANNOTATION`]), and the ConfigMap's DELETE answers with it. Many
@@ -21,9 +21,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{DeleteParams, ListParams};
 
 use super::retry::{CallError, Plain, retry};
-use super::{Cluster, Kind, ObjectRef, RunObject, watch};
-use crate::plan::{ENV_SECRET_ANNOTATION, NO_ENV_SECRET, config_map_name, run_selector};
-use crate::verdict::Tracker;
+use super::{Cluster, Kind, ObjectRef, RunObject};
+use crate::labels::{ENV_SECRET_ANNOTATION, NO_ENV_SECRET, config_map_name, run_selector};
 
 /// What a delete removed, and what it could not.
 #[derive(Debug, Default)]
@@ -274,25 +273,6 @@ fn explain<K: RunObject>(cluster: &Cluster, e: &CallError) -> KindFailed {
             .to_string(),
         forbidden: e.code() == Some(403),
     }
-}
-
-/// Waits until no pod labelled with the run's tag is left. A DELETE only marks a pod
-/// that runs on a node (`deletionTimestamp`); the kubelet removes it after its grace
-/// period. Services, config maps and secrets go at once, so pods are all there is to
-/// wait for. Costs one list and one watch however many pods there are.
-/// `on_count` hears how many pods are left: after the list, then after every change.
-pub async fn wait_gone(
-    cluster: &Cluster,
-    tag: &str,
-    mut on_count: impl FnMut(usize),
-) -> Result<()> {
-    let mut tracker = Tracker::new(tag, false);
-    watch::follow(cluster, &run_selector(tag), &mut tracker, |t| {
-        let left = t.live().count();
-        on_count(left);
-        (left == 0).then_some(())
-    })
-    .await
 }
 
 /// The error for a delete that left objects behind.

@@ -18,7 +18,6 @@ use kube::api::{Api, DeleteParams, ListParams, Preconditions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cli::ClusterArgs;
 use retry::{CallError, Plain, RetryPolicy, retry};
 
 /// The kinds of object a run is made of, in the order they are deleted.
@@ -31,8 +30,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Pod, Kind::Service, Kind::ConfigMap, Kind::Secret];
-
     /// kubectl's name for the kind (`pod/NAME`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -96,19 +93,15 @@ impl RunObject for Secret {
 /// A connection to one namespace of one cluster.
 #[derive(Clone)]
 pub struct Cluster {
-    pub client: kube::Client,
-    pub namespace: String,
-    pub server: String,
-    pub policy: RetryPolicy,
+    client: kube::Client,
+    namespace: String,
+    server: String,
+    policy: RetryPolicy,
 }
 
 impl Cluster {
-    pub async fn connect(args: &ClusterArgs, policy: RetryPolicy) -> Result<Cluster> {
-        let config = connect::load_config(args).await?;
-        let namespace = args
-            .namespace
-            .clone()
-            .unwrap_or_else(|| config.default_namespace.clone());
+    /// A client for `namespace`; no request is made.
+    pub fn new(config: kube::Config, namespace: String, policy: RetryPolicy) -> Result<Cluster> {
         let server = config.cluster_url.to_string();
         let client = connect::client(config)?;
         Ok(Cluster {
@@ -119,7 +112,12 @@ impl Cluster {
         })
     }
 
-    pub fn api<K: RunObject>(&self) -> Api<K> {
+    /// The namespace every request is made in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn api<K: RunObject>(&self) -> Api<K> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
@@ -141,6 +139,18 @@ impl Cluster {
         let params = ListParams::default().labels(selector);
         let list = retry(&self.policy, || api.list_metadata(&params), Plain).await?;
         Ok(list.items.into_iter().map(|o| o.metadata).collect())
+    }
+
+    /// Lists objects of one kind matching a label selector in every namespace the
+    /// credentials can read, with retries.
+    pub async fn list_all_namespaces<K: RunObject>(
+        &self,
+        selector: &str,
+    ) -> Result<Vec<K>, CallError> {
+        let api: Api<K> = Api::all(self.client.clone());
+        let params = ListParams::default().labels(selector);
+        let list = retry(&self.policy, || api.list(&params), Plain).await?;
+        Ok(list.items)
     }
 
     /// Deletes one object if it is still the one with `uid`; a missing object is fine.

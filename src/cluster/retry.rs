@@ -20,16 +20,6 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
 }
 
-impl RetryPolicy {
-    pub fn from_args(args: &crate::cli::ClusterArgs) -> RetryPolicy {
-        RetryPolicy {
-            attempts: args.retries.saturating_add(1),
-            timeout: args.request_timeout.max(Duration::from_millis(1)),
-            ..RetryPolicy::default()
-        }
-    }
-}
-
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy {
@@ -143,7 +133,6 @@ where
 {
     let mut attempt = 1;
     let mut backoff = policy.backoff;
-    let mut earlier_unknown = false;
     loop {
         // `-v` logs each request inside this span, so its line names the attempt.
         let span = tracing::info_span!("api", attempt);
@@ -152,14 +141,13 @@ where
             Ok(Err(e)) => CallError::Api(e),
             Err(_) => CallError::Timeout(policy.timeout),
         };
-        let err = match on_error.recover(result, earlier_unknown).await {
+        let err = match on_error.recover(result).await {
             Ok(value) => return Ok(value),
             Err(err) => err,
         };
         if attempt >= policy.attempts || !err.retryable() {
             return Err(err);
         }
-        earlier_unknown |= err.outcome_unknown();
         let jitter = rand::rng().random_range(0.0..0.5);
         let wait = err
             .retry_after()
@@ -178,19 +166,14 @@ where
 
 /// Turns some errors into successes; see [`retry`].
 pub trait AsyncRecover<T> {
-    /// `earlier_unknown`: an earlier attempt may have been carried out.
-    fn recover(
-        &mut self,
-        err: CallError,
-        earlier_unknown: bool,
-    ) -> impl Future<Output = Result<T, CallError>>;
+    fn recover(&mut self, err: CallError) -> impl Future<Output = Result<T, CallError>>;
 }
 
 /// No recovery: every error stands.
 pub struct Plain;
 
 impl<T> AsyncRecover<T> for Plain {
-    async fn recover(&mut self, err: CallError, _: bool) -> Result<T, CallError> {
+    async fn recover(&mut self, err: CallError) -> Result<T, CallError> {
         Err(err)
     }
 }

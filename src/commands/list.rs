@@ -1,208 +1,27 @@
 //! `tf-spawner list [-A] [-o json]`: the runs (tags) in a namespace, or in all of them,
-//! with their pods' phases per role, verdict and age. One list request.
+//! with their pods' phases per role, verdict and age (see `ops/list.rs`).
 
-use std::collections::BTreeMap;
+use anyhow::Result;
 
-use anyhow::{Result, anyhow};
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::ListParams;
-use serde::Serialize;
+use crate::cli::ListArgs;
+use crate::ops::list::{self, ListJson};
+use crate::output::{self, ReportFormat};
+use crate::settings::Settings;
 
-use crate::cli::{ClusterArgs, ListArgs, ReportFormat};
-use crate::cluster::Cluster;
-use crate::cluster::retry::{Plain, RetryPolicy, retry};
-use crate::duration::age;
-use crate::output;
-use crate::plan::{MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
-use crate::verdict::{PodView, RoleCounts, RoleSummary, Tracker};
-
-/// `list -o json`: the documented, stable shape.
-#[derive(Debug, Serialize)]
-pub struct ListJson {
-    pub runs: Vec<RunJson>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RunJson {
-    pub namespace: String,
-    pub tag: String,
-    /// Pending, Running, Succeeded or Failed.
-    pub verdict: &'static str,
-    /// Age of the oldest pod.
-    pub age_seconds: Option<u64>,
-    /// Per role (chief, ps, worker, evaluator): total, pending, running, succeeded, failed.
-    pub roles: BTreeMap<String, RoleCounts>,
-}
-
-pub async fn exec(cluster_args: &ClusterArgs, args: &ListArgs) -> Result<()> {
-    let cluster = Cluster::connect(cluster_args, RetryPolicy::from_args(cluster_args)).await?;
-    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
-    let pods: Vec<Pod> = if args.all_namespaces {
-        let api: Api<Pod> = Api::all(cluster.client.clone());
-        let params = ListParams::default().labels(&selector);
-        match retry(&cluster.policy, || api.list(&params), Plain).await {
-            Ok(list) => list.items,
-            Err(e) if e.code() == Some(403) => {
-                return Err(anyhow!(
-                    "listing pods in all namespaces is forbidden for these credentials ({}); list one namespace with -n NAMESPACE instead of -A",
-                    e.status().map(|s| s.message.trim()).unwrap_or_default()
-                ));
-            }
-            Err(e) => return Err(cluster.explain("listing pods in all namespaces", &e)),
-        }
-    } else {
-        cluster
-            .list::<Pod>(&selector)
-            .await
-            .map_err(|e| cluster.explain("listing pods", &e))?
-    };
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let runs = runs(&pods, now);
+pub async fn exec(settings: &Settings, args: &ListArgs) -> Result<()> {
+    let cluster = settings.connect()?;
+    let runs = list::list(&cluster, args.all_namespaces).await?;
     let text = match args.output {
         ReportFormat::Json => serde_json::to_string_pretty(&ListJson { runs })? + "\n",
         ReportFormat::Table if runs.is_empty() => {
             if args.all_namespaces {
                 "no tf-spawner runs in any namespace\n".to_string()
             } else {
-                format!("no tf-spawner runs in namespace {}\n", cluster.namespace)
+                format!("no tf-spawner runs in namespace {}\n", cluster.namespace())
             }
         }
-        ReportFormat::Table => render(&runs, args.all_namespaces),
+        ReportFormat::Table => list::render(&runs, args.all_namespaces),
     };
     output::print(&text)?;
     Ok(())
-}
-
-/// Groups pods by namespace and tag, sorted.
-pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
-    let mut groups: BTreeMap<(String, String), Vec<PodView>> = BTreeMap::new();
-    for pod in pods {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let Some(tag) = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(RUN_LABEL))
-            .cloned()
-        else {
-            continue;
-        };
-        groups
-            .entry((ns, tag))
-            .or_default()
-            .push(PodView::from_pod(pod));
-    }
-    groups
-        .into_iter()
-        .map(|((namespace, tag), views)| {
-            let age_seconds = views.iter().filter_map(|v| v.age(now)).max();
-            let mut tracker = Tracker::new(&tag, false);
-            tracker.replace(views);
-            RunJson {
-                namespace,
-                verdict: tracker.verdict().name(),
-                age_seconds,
-                roles: tracker
-                    .summary()
-                    .into_iter()
-                    .map(|r| (role_key(&r), r.counts))
-                    .collect(),
-                tag,
-            }
-        })
-        .collect()
-}
-
-fn role_key(r: &RoleSummary) -> String {
-    r.role.map_or("other", |r| r.as_str()).to_string()
-}
-
-/// `worker 2/4 running, 1 pending, 1 succeeded`: the non-zero counts of one role.
-fn role_cell(role: &str, c: &RoleCounts) -> String {
-    let mut parts = vec![format!("{role} {}/{} running", c.running, c.total)];
-    for (n, what) in [
-        (c.pending, "pending"),
-        (c.succeeded, "succeeded"),
-        (c.failed, "failed"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    }
-    parts.join(", ")
-}
-
-const ROLE_ORDER: [&str; 5] = ["chief", "ps", "worker", "evaluator", "other"];
-
-pub fn render(runs: &[RunJson], namespaces: bool) -> String {
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|run| {
-            let pods: Vec<String> = ROLE_ORDER
-                .iter()
-                .filter_map(|role| run.roles.get(*role).map(|c| role_cell(role, c)))
-                .collect();
-            let mut row = vec![
-                run.tag.clone(),
-                run.verdict.to_string(),
-                run.age_seconds.map_or_else(|| "-".into(), age),
-                pods.join("; "),
-            ];
-            if namespaces {
-                row.insert(0, run.namespace.clone());
-            }
-            row
-        })
-        .collect();
-    let mut headers = vec!["TAG", "VERDICT", "AGE", "PODS"];
-    if namespaces {
-        headers.insert(0, "NAMESPACE");
-    }
-    output::table(&headers, &rows)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::verdict::tests::pod;
-
-    #[test]
-    fn groups_runs_and_counts_roles() {
-        let mut pods: Vec<Pod> = [
-            pod("worker-0", "Succeeded"),
-            pod("worker-1", "Running"),
-            pod("chief-0", "Running"),
-        ]
-        .into_iter()
-        .map(|v| serde_json::from_value(v).unwrap())
-        .collect();
-        let mut other: Pod = serde_json::from_value(pod("worker-0", "Pending")).unwrap();
-        other.metadata.name = Some("u-worker-0".into());
-        other
-            .metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert(RUN_LABEL.into(), "u".into());
-        pods.push(other);
-        let runs = runs(&pods, 1704067200 + 120);
-        assert_eq!(runs.len(), 2);
-        assert_eq!(runs[0].tag, "t");
-        assert_eq!(runs[0].verdict, "Running");
-        assert_eq!(runs[0].age_seconds, Some(120));
-        assert_eq!(runs[0].roles["worker"].succeeded, 1);
-        assert_eq!(runs[1].verdict, "Pending");
-        let text = render(&runs, false);
-        assert!(
-            text.contains(
-                "t     Running   2m0s   chief 1/1 running; worker 1/2 running, 1 succeeded"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("u     Pending   2m0s   worker 0/1 running, 1 pending"),
-            "{text}"
-        );
-    }
 }

@@ -4,28 +4,39 @@
 use anyhow::Result;
 use futures::FutureExt;
 
-use crate::cli::{ClusterArgs, SpawnArgs};
+use crate::cli::SpawnArgs;
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
-use crate::local::{self, Outcome, RunOptions};
-use crate::progress::fancy_stdout;
+use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
+use crate::settings::Settings;
 use crate::{inputs, output, signals};
 
-pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
+pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // Catch Ctrl-C from now on, so no task can outlive an interruption.
     let mut stop = Box::pin(signals::stop_requested());
     if let Some(code) = (&mut stop).now_or_never() {
         return Err(ExitError::new(code, "interrupted before the run started").into());
     }
-    let tag = inputs::choose_tag(args);
     // The namespace is only a name here: nothing talks to a cluster.
-    let namespace = cluster_args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_string());
-    let request = inputs::spawn_request(args, tag, namespace)?;
+    let request = inputs::spawn_request(
+        &super::spawn::options(args, settings),
+        super::spawn::tag(args),
+        settings.namespace.value.clone(),
+    )?;
     let plan = local::plan(&request, &args.python)?;
 
+    let _ = output::print(&header(&plan, args.randomize_tag));
+
+    let options = RunOptions {
+        timeout: args.timeout,
+        colour: output::fancy_stdout(),
+    };
+    let outcome = local::run(&plan, &options, &mut stop).await?;
+    report(&plan.tag, outcome)
+}
+
+/// `local run T: 3 tasks (…), files in DIR`, after the generated tag with `-r`.
+fn header(plan: &LocalPlan, randomized: bool) -> String {
     let mut header = format!(
         "local run {}: {} task{} ({}), files in {}\n",
         plan.tag,
@@ -41,17 +52,14 @@ pub async fn exec(cluster_args: &ClusterArgs, args: &SpawnArgs) -> Result<()> {
             .join(", "),
         plan.dir().display()
     );
-    if args.randomize_tag {
+    if randomized {
         header.insert_str(0, &format!("generated with tag {}\n", plan.tag));
     }
-    let _ = output::print(&header);
+    header
+}
 
-    let options = RunOptions {
-        timeout: args.timeout,
-        colour: fancy_stdout(),
-    };
-    let outcome = local::run(&plan, &options, &mut stop).await?;
-    let tag = &plan.tag;
+/// Success printed, or the error that carries the exit code.
+fn report(tag: &str, outcome: Outcome) -> Result<()> {
     match outcome {
         Outcome::Succeeded { .. } => {
             let _ = output::print(&format!("run {tag} (local): Succeeded\n"));

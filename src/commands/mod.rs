@@ -1,4 +1,8 @@
-//! One module per command: each turns parsed flags into library calls and prints.
+//! One module per command, each an `exec`: flags (and the [`Settings`]) → options →
+//! one library call (`ops/`) → print. Only the entry and these modules know clap's
+//! types (with `settings.rs`, which lowers the global flags).
+//!
+//! [`Settings`]: crate::settings::Settings
 
 pub mod completions;
 pub mod config;
@@ -8,5 +12,4 @@ pub mod local;
 pub mod logs;
 pub mod spawn;
 pub mod status;
-pub mod summary;
 pub mod wait;

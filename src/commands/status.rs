@@ -1,15 +1,13 @@
 //! `tf-spawner status -t TAG [-o json]`: the pods of a run and its verdict.
 
-use anyhow::{Result, bail};
-use k8s_openapi::api::core::v1::Pod;
+use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{ClusterArgs, ReportFormat, StatusArgs};
-use crate::cluster::Cluster;
-use crate::cluster::retry::RetryPolicy;
+use crate::cli::StatusArgs;
 use crate::duration::age;
-use crate::output;
-use crate::plan::run_selector;
+use crate::ops::status::snapshot;
+use crate::output::{self, ReportFormat};
+use crate::settings::Settings;
 use crate::verdict::{PodView, Tracker, Verdict, one_line};
 
 /// `status -o json`: the documented, stable shape.
@@ -45,39 +43,19 @@ pub struct PodJson {
     pub message: Option<String>,
 }
 
-pub async fn exec(cluster_args: &ClusterArgs, args: &StatusArgs) -> Result<()> {
-    crate::tag::validate(&args.tag, "")?;
-    let cluster = Cluster::connect(cluster_args, RetryPolicy::from_args(cluster_args)).await?;
-    let tracker = snapshot(&cluster, &args.tag, args.all_workers).await?;
+pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
+    let cluster = settings.connect()?;
+    let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
-            let json = to_json(&tracker, &args.tag, &cluster.namespace, now);
+            let json = to_json(&tracker, args.tag.as_str(), cluster.namespace(), now);
             serde_json::to_string_pretty(&json)? + "\n"
         }
         ReportFormat::Table => render(&tracker, now),
     };
     output::print(&text)?;
     Ok(())
-}
-
-/// The run's pods, listed once; an error when there are none.
-pub async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
-    let pods = cluster
-        .list::<Pod>(&run_selector(tag))
-        .await
-        .map_err(|e| cluster.explain("listing pods", &e))?;
-    if pods.is_empty() {
-        bail!(
-            "no pods labelled {} in namespace '{}' (the runs there: tf-spawner list -n {})",
-            run_selector(tag),
-            cluster.namespace,
-            cluster.namespace
-        );
-    }
-    let mut tracker = Tracker::new(tag, all_workers);
-    tracker.replace(pods.iter().map(PodView::from_pod).collect());
-    Ok(tracker)
 }
 
 /// What `reason` and `message` say for one pod (see [`PodJson`]).
@@ -103,7 +81,8 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
             Verdict::Failed(f) => Some(f.to_string()),
             _ => None,
         },
-        pods: sorted(tracker)
+        pods: tracker
+            .in_task_order()
             .into_iter()
             .map(|v| {
                 let (reason, message) = reason_of(v);
@@ -125,21 +104,9 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
     }
 }
 
-/// Pods in task order (chief, ps, workers, evaluator), then any others by name.
-fn sorted(tracker: &Tracker) -> Vec<&PodView> {
-    let mut pods: Vec<&PodView> = tracker.live().collect();
-    pods.sort_by(|a, b| match (a.task, b.task) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.name.cmp(&b.name),
-    });
-    pods
-}
-
 /// The table, the reasons of pods that are stuck, and the verdict line.
 pub fn render(tracker: &Tracker, now: i64) -> String {
-    let pods = sorted(tracker);
+    let pods = tracker.in_task_order();
     let rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
+use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -31,7 +32,7 @@ use crate::{output, signals};
 
 mod setup;
 
-pub use setup::{LocalPlan, LocalTask, SCRIPT_DIR_VAR, free_ports, plan, task_env, tasks};
+pub(crate) use setup::{LocalPlan, LocalTask, plan};
 
 /// How long tasks get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -76,15 +77,17 @@ impl std::fmt::Display for Ended {
 }
 
 fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGINT => " (SIGINT)",
-        libc::SIGTERM => " (SIGTERM)",
-        libc::SIGKILL => " (SIGKILL)",
-        libc::SIGSEGV => " (SIGSEGV)",
-        libc::SIGABRT => " (SIGABRT)",
-        libc::SIGBUS => " (SIGBUS)",
-        _ => "",
-    }
+    [
+        (Signal::INT, " (SIGINT)"),
+        (Signal::TERM, " (SIGTERM)"),
+        (Signal::KILL, " (SIGKILL)"),
+        (Signal::SEGV, " (SIGSEGV)"),
+        (Signal::ABORT, " (SIGABRT)"),
+        (Signal::BUS, " (SIGBUS)"),
+    ]
+    .into_iter()
+    .find(|(s, _)| s.as_raw() == sig)
+    .map_or("", |(_, name)| name)
 }
 
 /// The verdict rule of the cluster end-wait, applied to local tasks: each task is seen
@@ -167,7 +170,7 @@ enum Event {
 struct Groups(Vec<(i32, Arc<AtomicBool>)>);
 
 impl Groups {
-    fn signal(&self, at: usize, sig: i32) {
+    fn signal(&self, at: usize, sig: Signal) {
         let (pgid, gone) = &self.0[at];
         if !gone.load(Ordering::SeqCst) {
             kill_group(*pgid, sig);
@@ -178,17 +181,17 @@ impl Groups {
 impl Drop for Groups {
     fn drop(&mut self) {
         for at in 0..self.0.len() {
-            self.signal(at, libc::SIGKILL);
+            self.signal(at, Signal::KILL);
         }
     }
 }
 
-fn kill_group(pgid: i32, sig: i32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
+fn kill_group(pgid: i32, sig: Signal) {
+    if pgid > 1
+        && let Some(pid) = Pid::from_raw(pgid)
+    {
+        // The group may be gone already: nothing to do then.
+        let _ = rustix::process::kill_process_group(pid, sig);
     }
 }
 
@@ -199,7 +202,30 @@ pub async fn run(
     options: &RunOptions,
     stop: &mut (impl Future<Output = u8> + Unpin),
 ) -> Result<Outcome> {
-    let (tx, mut rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
+    let (tx, rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
+    let groups = start(plan, &tx)?;
+    drop(tx);
+    let mut runner = Runner {
+        plan,
+        timeout: options.timeout,
+        timeout_at: options.timeout.map(|t| Instant::now() + t),
+        printer: Printer::new(plan, options.colour),
+        ended: vec![None; plan.tasks.len()],
+        streams_open: 2 * plan.tasks.len(),
+        outcome: None,
+        stage: Stage::Running,
+        groups,
+    };
+    runner.run(rx, stop).await;
+    let Runner {
+        outcome, groups, ..
+    } = runner;
+    drop(groups);
+    Ok(outcome.expect("the loop ends with an outcome"))
+}
+
+/// Starts one process group per task; their output and exits arrive on `tx`.
+fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
     let mut groups = Groups(Vec::new());
     let unbuffered = std::env::var_os("PYTHONUNBUFFERED").is_none();
     for (at, local) in plan.tasks.iter().enumerate() {
@@ -213,28 +239,7 @@ pub async fn run(
             cmd.env("PYTHONUNBUFFERED", "1");
         }
         cmd.envs(local.env.iter().map(|(k, v)| (k, v)));
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(UsageError::new(format!(
-                    "cannot run {}: not found{}",
-                    plan.program,
-                    if plan.program == "bash" {
-                        ""
-                    } else {
-                        " (choose the interpreter with --python)"
-                    }
-                ))
-                .into());
-            }
-            Err(e) => {
-                return Err(anyhow::Error::new(e).context(format!(
-                    "starting {} for {}",
-                    plan.program,
-                    local.task.id()
-                )));
-            }
-        };
+        let mut child = cmd.spawn().map_err(|e| start_error(plan, local, e))?;
         let pid = child.id().map_or(0, |p| p as i32);
         let gone = Arc::new(AtomicBool::new(false));
         groups.0.push((pid, gone.clone()));
@@ -249,145 +254,225 @@ pub async fn run(
             let status = child.wait().await;
             gone.store(true, Ordering::SeqCst);
             // Whatever the task started dies with it, as in a container.
-            kill_group(pid, libc::SIGKILL);
+            kill_group(pid, Signal::KILL);
             if let Ok(status) = status {
                 let _ = tx.send(Event::Exited(at, status)).await;
             }
         });
     }
-    drop(tx);
+    Ok(groups)
+}
 
-    let mut printer = Printer::new(plan, options.colour);
-    let mut ended: Vec<Option<Ended>> = vec![None; plan.tasks.len()];
-    let mut streams_open = 2 * plan.tasks.len();
-    let started = Instant::now();
-    let timeout_at = options.timeout.map(|t| started + t);
-    let mut outcome: Option<Outcome> = None;
-    // Set once the outcome is known: when to escalate to SIGKILL, then to give up.
-    let mut kill_at: Option<Instant> = None;
-    let mut give_up_at: Option<Instant> = None;
-    // After `stop` fired: a second request, which skips what is left of the grace.
-    let mut stop_fired = false;
-    let mut again: Pin<Box<dyn Future<Output = u8>>> = Box::pin(std::future::pending());
+fn start_error(plan: &LocalPlan, local: &LocalTask, e: io::Error) -> anyhow::Error {
+    if e.kind() == io::ErrorKind::NotFound {
+        return UsageError::new(format!(
+            "cannot run {}: not found{}",
+            plan.program,
+            if plan.program == "bash" {
+                ""
+            } else {
+                " (choose the interpreter with --python)"
+            }
+        ))
+        .into();
+    }
+    anyhow::Error::new(e).context(format!("starting {} for {}", plan.program, local.task.id()))
+}
 
-    loop {
-        let all_ended = ended.iter().all(Option::is_some);
-        if all_ended && outcome.is_none() {
+/// Where a local run is.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    /// No outcome yet: until the verdict, `--timeout`, or a signal.
+    Running,
+    /// The outcome is known; the tasks left got SIGTERM and have until `kill_at`.
+    Stopping { kill_at: Instant },
+    /// SIGKILL was sent, or every process ended: the output has until `give_up_at`
+    /// to drain.
+    Draining { give_up_at: Instant },
+}
+
+/// The state of a local run while it is followed.
+struct Runner<'a> {
+    plan: &'a LocalPlan,
+    timeout: Option<Duration>,
+    timeout_at: Option<Instant>,
+    printer: Printer,
+    ended: Vec<Option<Ended>>,
+    streams_open: usize,
+    outcome: Option<Outcome>,
+    stage: Stage,
+    groups: Groups,
+}
+
+impl Runner<'_> {
+    /// Handles events until every process has ended and its output is read (or until
+    /// patience runs out).
+    async fn run(
+        &mut self,
+        mut rx: mpsc::Receiver<Event>,
+        stop: &mut (impl Future<Output = u8> + Unpin),
+    ) {
+        // After `stop` fired: a second request, which skips what is left of the grace.
+        let mut stop_fired = false;
+        let mut again: Pin<Box<dyn Future<Output = u8>>> = Box::pin(std::future::pending());
+        while !self.done() {
+            let deadline = self.deadline();
+            let sleep = async {
+                match deadline {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = rx.recv() => self.event(event),
+                () = sleep => {
+                    if self.deadline_passed() {
+                        return;
+                    }
+                }
+                code = &mut *stop, if !stop_fired => {
+                    stop_fired = true;
+                    again = Box::pin(signals::stop_requested());
+                    if self.outcome.is_none() {
+                        let left = running(self.plan, &self.ended);
+                        self.printer.note(&format!("interrupted; stopping {}", ids(&left)));
+                        self.decided(Outcome::Interrupted(code));
+                    } else {
+                        self.kill_now();
+                    }
+                }
+                _ = &mut again => {
+                    again = Box::pin(std::future::pending());
+                    self.kill_now();
+                }
+            }
+        }
+    }
+
+    /// Whether the run is over; moves to draining once every process has ended.
+    fn done(&mut self) -> bool {
+        if !self.ended.iter().all(Option::is_some) {
+            return false;
+        }
+        if self.outcome.is_none() {
             // Every process ended without a verdict: cannot happen with the rule (the
             // deciding task's end decides), but never hang.
-            outcome = Some(Outcome::Failed {
+            self.decided(Outcome::Failed {
                 task: None,
                 ended: None,
                 stopped: Vec::new(),
             });
         }
-        if all_ended && (streams_open == 0 || give_up_at.is_some_and(|t| Instant::now() >= t)) {
-            break;
-        }
-        if all_ended && give_up_at.is_none() {
-            // Output may be held open by a process that left its group: wait a little.
-            give_up_at = Some(Instant::now() + AFTER_KILL);
-        }
-        // Before the outcome: the timeout; then SIGKILL time; then the end of patience.
-        let next_deadline = if outcome.is_none() {
-            timeout_at
-        } else if give_up_at.is_none() {
-            kill_at
-        } else {
-            give_up_at
-        };
-        let sleep = async {
-            match next_deadline {
-                Some(t) => tokio::time::sleep_until(t).await,
-                None => std::future::pending().await,
+        match self.stage {
+            _ if self.streams_open == 0 => true,
+            Stage::Draining { give_up_at } => Instant::now() >= give_up_at,
+            Stage::Running | Stage::Stopping { .. } => {
+                // Output may be held open by a process that left its group: wait a little.
+                self.stage = Stage::Draining {
+                    give_up_at: Instant::now() + AFTER_KILL,
+                };
+                false
             }
-        };
-        tokio::select! {
-            event = rx.recv() => match event {
-                Some(Event::Line(at, line)) => printer.line(at, &line),
-                Some(Event::Closed) => streams_open -= 1,
-                Some(Event::Exited(at, status)) => {
-                    let how = Ended::from_status(status);
-                    ended[at] = Some(how);
-                    if outcome.is_none() {
-                        let states: Vec<(Task, Option<Ended>)> = plan
-                            .tasks
-                            .iter()
-                            .zip(&ended)
-                            .map(|(t, e)| (t.task, *e))
-                            .collect();
-                        if let Some(o) = decide(&plan.tag, &states) {
-                            printer.note(&decision_note(&o));
-                            outcome = Some(o);
-                        }
-                    }
-                }
-                None => {
-                    streams_open = 0;
-                    for e in ended.iter_mut().filter(|e| e.is_none()) {
-                        *e = Some(Ended::Code(-1));
-                    }
-                }
-            },
-            () = sleep => {
-                let now = Instant::now();
-                if outcome.is_none() {
-                    let running = running(plan, &ended);
-                    let after = options.timeout.unwrap_or_default();
-                    printer.note(&format!(
-                        "timed out after {}; stopping {}",
-                        humantime::format_duration(after),
-                        ids(&running)
-                    ));
-                    outcome = Some(Outcome::TimedOut { after, running });
-                } else if give_up_at.is_none() {
-                    let left = running(plan, &ended);
-                    printer.note(&format!(
-                        "{} still running {}s after SIGTERM: sending SIGKILL",
-                        ids(&left),
-                        GRACE.as_secs()
-                    ));
-                    for at in 0..plan.tasks.len() {
-                        groups.signal(at, libc::SIGKILL);
-                    }
-                    give_up_at = Some(now + AFTER_KILL);
-                } else {
-                    break;
-                }
-            }
-            code = &mut *stop, if !stop_fired => {
-                stop_fired = true;
-                again = Box::pin(signals::stop_requested());
-                if outcome.is_none() {
-                    let left = running(plan, &ended);
-                    printer.note(&format!("interrupted; stopping {}", ids(&left)));
-                    outcome = Some(Outcome::Interrupted(code));
-                } else {
-                    kill_now(&groups, &mut give_up_at);
-                }
-            }
-            _ = &mut again => {
-                again = Box::pin(std::future::pending());
-                kill_now(&groups, &mut give_up_at);
-            }
-        }
-        if outcome.is_some() && kill_at.is_none() {
-            for (at, _) in ended.iter().enumerate().filter(|(_, e)| e.is_none()) {
-                groups.signal(at, libc::SIGTERM);
-            }
-            kill_at = Some(Instant::now() + GRACE);
         }
     }
-    drop(groups);
-    Ok(outcome.expect("the loop ends with an outcome"))
-}
 
-/// Asked to stop while stopping: no more grace.
-fn kill_now(groups: &Groups, give_up_at: &mut Option<Instant>) {
-    for at in 0..groups.0.len() {
-        groups.signal(at, libc::SIGKILL);
+    /// Before the outcome: the timeout; then SIGKILL time; then the end of patience.
+    fn deadline(&self) -> Option<Instant> {
+        match self.stage {
+            Stage::Running => self.timeout_at,
+            Stage::Stopping { kill_at } => Some(kill_at),
+            Stage::Draining { give_up_at } => Some(give_up_at),
+        }
     }
-    give_up_at.get_or_insert(Instant::now() + AFTER_KILL);
+
+    /// The deadline of the stage passed; `true` when the run is to be left as it is.
+    fn deadline_passed(&mut self) -> bool {
+        match self.stage {
+            Stage::Running => {
+                let running = running(self.plan, &self.ended);
+                let after = self.timeout.unwrap_or_default();
+                self.printer.note(&format!(
+                    "timed out after {}; stopping {}",
+                    humantime::format_duration(after),
+                    ids(&running)
+                ));
+                self.decided(Outcome::TimedOut { after, running });
+                false
+            }
+            Stage::Stopping { .. } => {
+                let left = running(self.plan, &self.ended);
+                self.printer.note(&format!(
+                    "{} still running {}s after SIGTERM: sending SIGKILL",
+                    ids(&left),
+                    GRACE.as_secs()
+                ));
+                self.signal_all(Signal::KILL);
+                self.stage = Stage::Draining {
+                    give_up_at: Instant::now() + AFTER_KILL,
+                };
+                false
+            }
+            Stage::Draining { .. } => true,
+        }
+    }
+
+    fn event(&mut self, event: Option<Event>) {
+        match event {
+            Some(Event::Line(at, line)) => self.printer.line(at, &line),
+            Some(Event::Closed) => self.streams_open -= 1,
+            Some(Event::Exited(at, status)) => {
+                self.ended[at] = Some(Ended::from_status(status));
+                if self.outcome.is_none() {
+                    let states: Vec<(Task, Option<Ended>)> = self
+                        .plan
+                        .tasks
+                        .iter()
+                        .zip(&self.ended)
+                        .map(|(t, e)| (t.task, *e))
+                        .collect();
+                    if let Some(o) = decide(&self.plan.tag, &states) {
+                        self.printer.note(&decision_note(&o));
+                        self.decided(o);
+                    }
+                }
+            }
+            None => {
+                self.streams_open = 0;
+                for e in self.ended.iter_mut().filter(|e| e.is_none()) {
+                    *e = Some(Ended::Code(-1));
+                }
+            }
+        }
+    }
+
+    /// The outcome is known: the tasks still running get SIGTERM and [`GRACE`].
+    fn decided(&mut self, outcome: Outcome) {
+        self.outcome = Some(outcome);
+        for (at, _) in self.ended.iter().enumerate().filter(|(_, e)| e.is_none()) {
+            self.groups.signal(at, Signal::TERM);
+        }
+        if let Stage::Running = self.stage {
+            self.stage = Stage::Stopping {
+                kill_at: Instant::now() + GRACE,
+            };
+        }
+    }
+
+    /// Asked to stop while stopping: no more grace.
+    fn kill_now(&mut self) {
+        self.signal_all(Signal::KILL);
+        if !matches!(self.stage, Stage::Draining { .. }) {
+            self.stage = Stage::Draining {
+                give_up_at: Instant::now() + AFTER_KILL,
+            };
+        }
+    }
+
+    fn signal_all(&self, sig: Signal) {
+        for at in 0..self.groups.0.len() {
+            self.groups.signal(at, sig);
+        }
+    }
 }
 
 /// The outcome once the verdict is final, with the tasks that are still running.
@@ -399,15 +484,7 @@ fn decide(tag: &str, states: &[(Task, Option<Ended>)]) -> Option<Outcome> {
         .collect();
     match verdict(tag, states) {
         Verdict::Succeeded => {
-            let roles_chief = states.iter().any(|(t, _)| t.role == Role::Chief);
-            let deciding = Task {
-                role: if roles_chief {
-                    Role::Chief
-                } else {
-                    Role::Worker
-                },
-                index: 0,
-            };
+            let deciding = Task::deciding(states.iter().any(|(t, _)| t.role == Role::Chief));
             Some(Outcome::Succeeded {
                 deciding,
                 stopped: still,
@@ -555,6 +632,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::path::Path;
 
+    use super::setup::{LocalTask, SCRIPT_DIR_VAR, free_ports, tasks};
     use super::*;
     use crate::plan::{SpawnRequest, Templates};
     use crate::roles::Roles;

@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use crate::errors::UsageError;
 use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
-use crate::roles::{ClusterSpec, Role, Roles, Task};
+use crate::roles::{ClusterSpec, Task};
 
 /// The variable that tells a task where its script and entrypoint are.
 pub const SCRIPT_DIR_VAR: &str = "TF_SPAWNER_SCRIPT_DIR";
@@ -30,7 +30,6 @@ pub struct LocalTask {
 #[derive(Debug)]
 pub struct LocalPlan {
     pub tag: String,
-    pub roles: Roles,
     /// The interpreter (or `bash` with `-c`) and its argument.
     pub program: String,
     pub args: Vec<PathBuf>,
@@ -69,11 +68,12 @@ pub fn task_env(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    env.push(("TF_CONFIG".into(), cluster.tf_config(task)));
-    if task.role == Role::Worker {
-        env.push(("WORKER_NUMBER".into(), task.index.to_string()));
-    }
-    env.push(("TOT_WORKERS".into(), req.roles.workers.to_string()));
+    env.extend(
+        cluster
+            .env(&req.roles, task)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v)),
+    );
     env.push((SCRIPT_DIR_VAR.into(), dir.display().to_string()));
     env
 }
@@ -123,7 +123,6 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
     let tasks = tasks(req, &ports, dir.path());
     Ok(LocalPlan {
         tag: req.tag.clone(),
-        roles: req.roles,
         program,
         args,
         tasks,

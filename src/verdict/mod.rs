@@ -208,6 +208,16 @@ impl Tracker {
         }
     }
 
+    /// Pods currently there in task order (chief, ps, workers, evaluator), then any
+    /// others by name.
+    pub fn in_task_order(&self) -> Vec<&PodView> {
+        let mut pods: Vec<&PodView> = self.live().collect();
+        pods.sort_by(|a, b| {
+            (a.task.is_none(), a.task, &a.name).cmp(&(b.task.is_none(), b.task, &b.name))
+        });
+        pods
+    }
+
     /// Pods currently there, by name.
     pub fn live(&self) -> impl Iterator<Item = &PodView> {
         self.pods.values().filter_map(|e| match e {

@@ -3,11 +3,14 @@
 
 use std::fmt;
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use super::one_line;
-use crate::plan::{CLUSTER_ANNOTATION, INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::labels::{CLUSTER_ANNOTATION, INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
 use crate::roles::{Role, Task, tasks_of_sizes};
 
 /// A pod's phase as the API reports it.
@@ -101,13 +104,6 @@ pub struct PodView {
 impl PodView {
     pub fn from_pod(pod: &Pod) -> PodView {
         let meta = &pod.metadata;
-        let labels = meta.labels.clone().unwrap_or_default();
-        let task = match (labels.get(ROLE_LABEL), labels.get(INDEX_LABEL)) {
-            (Some(role), Some(index)) => Role::parse(role)
-                .zip(index.parse::<u32>().ok())
-                .map(|(role, index)| Task { role, index }),
-            _ => None,
-        };
         let spec = pod.spec.as_ref();
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
         let tf = containers
@@ -123,89 +119,20 @@ impl PodView {
             .iter()
             .find(|s| Some(&s.name) == container.as_ref())
             .or_else(|| statuses.first());
-        let exit_of = |t: &k8s_openapi::api::core::v1::ContainerStateTerminated| Exit {
-            code: t.exit_code,
-            reason: t.reason.clone().filter(|r| !r.is_empty()),
-            message: t.message.clone().filter(|m| !m.is_empty()),
-        };
         let terminated = tf_status
             .and_then(|s| s.state.as_ref())
             .and_then(|s| s.terminated.as_ref())
             .map(exit_of);
-        let ran = |s: &ContainerStatus| {
-            let ran_in = |state: Option<&k8s_openapi::api::core::v1::ContainerState>| {
-                state.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
-            };
-            ran_in(s.state.as_ref()) || ran_in(s.last_state.as_ref())
-        };
         let phase = Phase::parse(status.and_then(|s| s.phase.as_deref()));
-        let started = match tf_status {
-            Some(s) => ran(s),
-            None => phase == Phase::Running,
-        };
         let last_exit = terminated.clone().or_else(|| {
             tf_status
                 .and_then(|s| s.last_state.as_ref())
                 .and_then(|s| s.terminated.as_ref())
                 .map(exit_of)
         });
-
-        let unschedulable = status
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-            .map(|c| Reason {
-                reason: c.reason.clone().unwrap_or_else(|| "Unschedulable".into()),
-                message: c.message.clone(),
-            });
-        // The TF container's waiting reason first, then any other container's, then
-        // init containers' (a stuck init container keeps the pod Pending).
-        let init: &[ContainerStatus] = status
-            .and_then(|s| s.init_container_statuses.as_deref())
-            .unwrap_or_default();
-        let waiting = unschedulable.or_else(|| {
-            tf_status
-                .into_iter()
-                .chain(statuses.iter())
-                .chain(init.iter())
-                .filter_map(|s| s.state.as_ref()?.waiting.as_ref())
-                .find_map(|w| {
-                    let reason = w.reason.clone().filter(|r| !r.is_empty())?;
-                    Some(Reason {
-                        reason,
-                        message: w.message.clone().filter(|m| !m.is_empty()),
-                    })
-                })
-        });
-        let pod_reason = status.and_then(|s| {
-            let reason = s.reason.clone().filter(|r| !r.is_empty())?;
-            Some(Reason {
-                reason,
-                message: s.message.clone().filter(|m| !m.is_empty()),
-            })
-        });
-
-        // The run's tasks: from the pod's annotation; for pods of earlier versions, from
-        // the addresses in their TF_CONFIG.
-        let cluster = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(CLUSTER_ANNOTATION))
-            .and_then(|sizes| tasks_of_sizes(sizes))
-            .or_else(|| {
-                tf.and_then(|c| c.env.as_ref())
-                    .into_iter()
-                    .flatten()
-                    .find(|e| e.name == "TF_CONFIG")
-                    .and_then(|e| e.value.as_deref())
-                    .map(cluster_of)
-            })
-            .unwrap_or_default();
-
         PodView {
             name: meta.name.clone().unwrap_or_default(),
-            task,
+            task: task_of(pod),
             phase,
             ready: (
                 statuses.iter().filter(|s| s.ready).count() as u32,
@@ -216,12 +143,15 @@ impl PodView {
             created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
             terminated,
             last_exit,
-            pod_reason,
-            waiting,
+            pod_reason: status.and_then(|s| reason(s.reason.as_ref(), s.message.as_ref())),
+            waiting: waiting(status, tf_status),
             restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
-            cluster,
+            cluster: cluster_of_pod(meta, tf),
             container,
-            started,
+            started: match tf_status {
+                Some(s) => ran(s),
+                None => phase == Phase::Running,
+            },
         }
     }
 
@@ -256,6 +186,88 @@ impl PodView {
 }
 
 /// The tasks named in a `TF_CONFIG`'s `cluster`.
+/// The task its replica labels name.
+fn task_of(pod: &Pod) -> Option<Task> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let role = Role::parse(labels.get(ROLE_LABEL)?)?;
+    let index = labels.get(INDEX_LABEL)?.parse::<u32>().ok()?;
+    Some(Task { role, index })
+}
+
+fn exit_of(t: &ContainerStateTerminated) -> Exit {
+    Exit {
+        code: t.exit_code,
+        reason: t.reason.clone().filter(|r| !r.is_empty()),
+        message: t.message.clone().filter(|m| !m.is_empty()),
+    }
+}
+
+/// A reason and its message, when the reason is not empty.
+fn reason(reason: Option<&String>, message: Option<&String>) -> Option<Reason> {
+    Some(Reason {
+        reason: reason.filter(|r| !r.is_empty())?.clone(),
+        message: message.filter(|m| !m.is_empty()).cloned(),
+    })
+}
+
+/// Whether the container runs or has ended, now or before a restart.
+fn ran(s: &ContainerStatus) -> bool {
+    let ran_in = |state: Option<&ContainerState>| {
+        state.is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+    };
+    ran_in(s.state.as_ref()) || ran_in(s.last_state.as_ref())
+}
+
+/// Unschedulable, else the TF container's waiting reason, then any other container's,
+/// then init containers' (a stuck init container keeps the pod Pending).
+fn waiting(status: Option<&PodStatus>, tf_status: Option<&ContainerStatus>) -> Option<Reason> {
+    let unschedulable = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .map(|c| Reason {
+            reason: c.reason.clone().unwrap_or_else(|| "Unschedulable".into()),
+            message: c.message.clone(),
+        });
+    let statuses: &[ContainerStatus] = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    let init: &[ContainerStatus] = status
+        .and_then(|s| s.init_container_statuses.as_deref())
+        .unwrap_or_default();
+    unschedulable.or_else(|| {
+        tf_status
+            .into_iter()
+            .chain(statuses.iter())
+            .chain(init.iter())
+            .filter_map(|s| s.state.as_ref()?.waiting.as_ref())
+            .find_map(|w| reason(w.reason.as_ref(), w.message.as_ref()))
+    })
+}
+
+/// The training cluster of the container's `TF_CONFIG`.
+/// The run's tasks: from the pod's [`CLUSTER_ANNOTATION`]; for pods of earlier versions,
+/// from the addresses in their `TF_CONFIG`.
+fn cluster_of_pod(meta: &ObjectMeta, tf: Option<&Container>) -> Vec<Task> {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .and_then(|sizes| tasks_of_sizes(sizes))
+        .unwrap_or_else(|| tf.map(cluster_in).unwrap_or_default())
+}
+
+fn cluster_in(container: &Container) -> Vec<Task> {
+    container
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "TF_CONFIG")
+        .and_then(|e| e.value.as_deref())
+        .map(cluster_of)
+        .unwrap_or_default()
+}
+
 fn cluster_of(tf_config: &str) -> Vec<Task> {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(tf_config) else {
         return Vec::new();

@@ -5,6 +5,7 @@
 //! validation, the same `Status` errors, watches, logs, RBAC-like 403s, and it
 //! can inject faults and latency.
 
+mod context;
 mod faults;
 mod logs;
 mod objects;
@@ -24,8 +25,8 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
+use context::Shared;
 pub use faults::{Fault, FaultAction};
-use server::Shared;
 use store::Store;
 
 /// How the server behaves.

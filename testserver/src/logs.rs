@@ -7,8 +7,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::routes::{Ctx, Reply};
-use crate::server::Shared;
+use crate::context::{Ctx, Reply, Shared};
 use crate::status::ApiError;
 use crate::store::LogEvent;
 
@@ -28,41 +27,45 @@ fn container_names(pod: &Value) -> Vec<String> {
         .collect()
 }
 
-pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, ApiError> {
-    let q = |k: &str| c.query.get(k).map(String::as_str);
-    let bool_q = |k: &str| matches!(q(k), Some("true") | Some("1"));
-    let num_q = |k: &str| -> Result<Option<i64>, ApiError> {
-        q(k).map(|v| {
-            v.parse::<i64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}")))
-        })
-        .transpose()
-    };
-    let (follow, timestamps) = (bool_q("follow"), bool_q("timestamps"));
-    let tail = num_q("tailLines")?;
-    let since = num_q("sinceSeconds")?;
-    let limit = num_q("limitBytes")?;
+/// The query of a log request.
+struct LogQuery<'a> {
+    container: Option<&'a str>,
+    follow: bool,
+    timestamps: bool,
+    tail: Option<i64>,
+    since: Option<i64>,
+    limit: Option<i64>,
+}
 
+impl<'a> LogQuery<'a> {
+    fn parse(c: &'a Ctx) -> Result<LogQuery<'a>, ApiError> {
+        let q = |k: &str| c.query.get(k).map(String::as_str);
+        let bool_q = |k: &str| matches!(q(k), Some("true") | Some("1"));
+        let num_q = |k: &str| -> Result<Option<i64>, ApiError> {
+            q(k).map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}")))
+            })
+            .transpose()
+        };
+        Ok(LogQuery {
+            container: q("container"),
+            follow: bool_q("follow"),
+            timestamps: bool_q("timestamps"),
+            tail: num_q("tailLines")?,
+            since: num_q("sinceSeconds")?,
+            limit: num_q("limitBytes")?,
+        })
+    }
+}
+
+pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, ApiError> {
+    let query = LogQuery::parse(c)?;
     let st = sh.store.lock().unwrap_or_else(|e| e.into_inner());
     let pod = st
         .get("pods", ns, name)
         .ok_or_else(|| ApiError::not_found("pods", name))?;
-    let containers = container_names(pod);
-    let container = match q("container") {
-        Some(ctr) if !containers.iter().any(|x| x == ctr) => {
-            return Err(ApiError::bad_request(format!(
-                "container {ctr} is not valid for pod {name}"
-            )));
-        }
-        Some(ctr) => ctr.to_string(),
-        None if pod["spec"]["containers"].as_array().map_or(0, Vec::len) > 1 => {
-            return Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                containers.join(" ")
-            )));
-        }
-        None => containers.first().cloned().unwrap_or_default(),
-    };
+    let container = container_of(pod, name, query.container)?;
     // A pod no node has taken has no kubelet to ask: a real server answers 204 without
     // a body, whatever the pod's status says.
     if pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
@@ -70,32 +73,16 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
     }
     let key = (ns.to_string(), name.to_string());
     let log = st.logs.get(&key);
-    let waiting = pod["status"]["containerStatuses"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["name"] == container.as_str()))
-        .and_then(|c| c["state"].get("waiting"))
-        .map(|w| {
-            w["reason"]
-                .as_str()
-                .unwrap_or("ContainerCreating")
-                .to_string()
-        });
-    let never_ran = log.is_none_or(|l| l.lines.is_empty());
-    let reason = match waiting {
-        Some(reason) => Some(reason),
-        None if pod["status"]["phase"].as_str() == Some("Pending") => {
-            Some("ContainerCreating".to_string())
-        }
-        None => None,
-    };
-    if let Some(reason) = reason
-        && never_ran
+    if let Some(reason) = waiting(pod, &container)
+        && log.is_none_or(|l| l.lines.is_empty())
     {
         return Err(ApiError::bad_request(format!(
             "container {container:?} in pod {name:?} is waiting to start: {reason}"
         )));
     }
-    let cutoff = since.map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s));
+    let cutoff = query
+        .since
+        .map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s));
     let mut lines: Vec<&(jiff::Timestamp, String)> = log
         .map(|l| {
             l.lines
@@ -104,58 +91,108 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
                 .collect()
         })
         .unwrap_or_default();
-    if let Some(n) = tail {
+    if let Some(n) = query.tail {
         let n = n.max(0) as usize;
         lines = lines.split_off(lines.len().saturating_sub(n));
     }
     let mut text: String = lines
         .iter()
-        .map(|(at, t)| render(at, t, timestamps))
+        .map(|(at, t)| render(at, t, query.timestamps))
         .collect();
-    let mut budget = limit.map(|l| l.max(0) as usize);
+    let mut budget = query.limit.map(|l| l.max(0) as usize);
     if let Some(b) = budget {
         truncate_bytes(&mut text, b);
         budget = Some(b - text.len());
     }
     let closed = log.is_none_or(|l| l.closed);
-    if !follow || closed || budget == Some(0) {
+    if !query.follow || closed || budget == Some(0) {
         return Ok(Reply::Text(200, text));
     }
-    let mut rx = st.log_events.subscribe();
+    let rx = st.log_events.subscribe();
     drop(st);
     let (tx, body) = mpsc::channel::<Bytes>(256);
-    let (ns, pod) = key;
-    tokio::spawn(async move {
-        if !text.is_empty() && tx.send(Bytes::from(text)).await.is_err() {
+    tokio::spawn(follow(key, text, budget, query.timestamps, rx, tx));
+    Ok(Reply::Stream(200, "text/plain", body))
+}
+
+/// The container a log request names, or the pod's only one.
+fn container_of(pod: &Value, name: &str, asked: Option<&str>) -> Result<String, ApiError> {
+    let containers = container_names(pod);
+    match asked {
+        Some(ctr) if !containers.iter().any(|x| x == ctr) => Err(ApiError::bad_request(format!(
+            "container {ctr} is not valid for pod {name}"
+        ))),
+        Some(ctr) => Ok(ctr.to_string()),
+        None if pod["spec"]["containers"].as_array().map_or(0, Vec::len) > 1 => {
+            Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}, choose one of: [{}]",
+                containers.join(" ")
+            )))
+        }
+        None => Ok(containers.first().cloned().unwrap_or_default()),
+    }
+}
+
+/// Why the container has not started, if it has not: its waiting reason, or
+/// `ContainerCreating` for a Pending pod.
+fn waiting(pod: &Value, container: &str) -> Option<String> {
+    let waiting = pod["status"]["containerStatuses"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == container))
+        .and_then(|c| c["state"].get("waiting"))
+        .map(|w| {
+            w["reason"]
+                .as_str()
+                .unwrap_or("ContainerCreating")
+                .to_string()
+        });
+    match waiting {
+        Some(reason) => Some(reason),
+        None if pod["status"]["phase"].as_str() == Some("Pending") => {
+            Some("ContainerCreating".to_string())
+        }
+        None => None,
+    }
+}
+
+/// Streams `text`, then the pod's new lines, until the log closes, the reader goes
+/// away, or the byte budget is spent.
+async fn follow(
+    (ns, pod): (String, String),
+    text: String,
+    mut budget: Option<usize>,
+    timestamps: bool,
+    mut rx: broadcast::Receiver<LogEvent>,
+    tx: mpsc::Sender<Bytes>,
+) {
+    if !text.is_empty() && tx.send(Bytes::from(text)).await.is_err() {
+        return;
+    }
+    loop {
+        let ev = tokio::select! {
+            ev = rx.recv() => ev,
+            _ = tx.closed() => return,
+        };
+        let mut chunk = match ev {
+            Ok(LogEvent::Line {
+                namespace,
+                pod: p,
+                at,
+                text,
+            }) if namespace == ns && p == pod => render(&at, &text, timestamps),
+            Ok(LogEvent::Closed { namespace, pod: p }) if namespace == ns && p == pod => return,
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if let Some(b) = budget.as_mut() {
+            truncate_bytes(&mut chunk, *b);
+            *b -= chunk.len();
+        }
+        if tx.send(Bytes::from(chunk)).await.is_err() || budget == Some(0) {
             return;
         }
-        loop {
-            let ev = tokio::select! {
-                ev = rx.recv() => ev,
-                _ = tx.closed() => return,
-            };
-            let mut chunk = match ev {
-                Ok(LogEvent::Line {
-                    namespace,
-                    pod: p,
-                    at,
-                    text,
-                }) if namespace == ns && p == pod => render(&at, &text, timestamps),
-                Ok(LogEvent::Closed { namespace, pod: p }) if namespace == ns && p == pod => return,
-                Ok(_) => continue,
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return,
-            };
-            if let Some(b) = budget.as_mut() {
-                truncate_bytes(&mut chunk, *b);
-                *b -= chunk.len();
-            }
-            if tx.send(Bytes::from(chunk)).await.is_err() || budget == Some(0) {
-                return;
-            }
-        }
-    });
-    Ok(Reply::Stream(200, "text/plain", body))
+    }
 }
 
 fn truncate_bytes(s: &mut String, max: usize) {

@@ -6,36 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
+use crate::context::{Ctx, Identity, Reply, Shared, selectors};
 use crate::objects::{self, kind_of};
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::{Identity, Shared};
 use crate::status::{ApiError, Cause, success_status};
 use crate::store::Store;
 use crate::validate;
 
 /// Simulated grace period of a pod bound to a node.
 const POD_GRACE: Duration = Duration::from_secs(1);
-
-pub struct Ctx<'a> {
-    pub method: &'a str,
-    pub path: &'a str,
-    pub query: HashMap<String, String>,
-    pub body: &'a [u8],
-    pub content_type: &'a str,
-    pub user: &'a Identity,
-}
-
-pub enum Reply {
-    Json(u16, Value),
-    Text(u16, String),
-    Stream(u16, &'static str, mpsc::Receiver<Bytes>),
-    /// 204 without a body or a content type.
-    NoContent,
-}
 
 type Res = Result<Reply, ApiError>;
 
@@ -260,12 +240,6 @@ fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, Store> {
     sh.store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub fn selectors(c: &Ctx) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let l = LabelSelector::parse(c.query.get("labelSelector").map_or("", String::as_str))?;
-    let f = FieldSelector::parse(c.query.get("fieldSelector").map_or("", String::as_str))?;
-    Ok((l, f))
-}
-
 fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {
     let kind = kind_of(resource).unwrap_or("Unknown");
     json!({
@@ -424,6 +398,18 @@ fn update(
     {
         return Err(ApiError::conflict(resource, name));
     }
+    keep_server_fields(&old, &mut new);
+    let kind = kind_of(resource).unwrap_or("");
+    new = updated(&mut st, resource, sub, kind, name, &old, new)?;
+    validate::validate(resource, kind, &new)?;
+    if dry_run(c, None) {
+        return Ok(Reply::Json(200, new));
+    }
+    Ok(Reply::Json(200, st.put(resource, ns, new)))
+}
+
+/// What the server keeps from the stored object whatever an update says.
+fn keep_server_fields(old: &Value, new: &mut Value) {
     for k in [
         "uid",
         "creationTimestamp",
@@ -440,7 +426,18 @@ fn update(
             }
         }
     }
-    let kind = kind_of(resource).unwrap_or("");
+}
+
+/// The object an update stores, by resource (and subresource).
+fn updated(
+    st: &mut Store,
+    resource: &str,
+    sub: Option<&str>,
+    kind: &str,
+    name: &str,
+    old: &Value,
+    mut new: Value,
+) -> Result<Value, ApiError> {
     match (resource, sub) {
         ("pods", Some("status")) => {
             let status = new.get("status").cloned().unwrap_or(json!({}));
@@ -450,7 +447,7 @@ fn update(
         ("pods", _) => {
             objects::default_pod(&mut new);
             new["status"] = old["status"].clone();
-            check_pod_spec_update(&old, &new, name)?;
+            check_pod_spec_update(old, &new, name)?;
         }
         ("services", _) => {
             let (old_ip, new_ip) = (
@@ -472,18 +469,14 @@ fn update(
                 ));
             }
             new["status"] = old["status"].clone();
-            objects::default_service(&mut st, &mut new, Some(&old));
+            objects::default_service(st, &mut new, Some(old));
         }
         ("namespaces", _) => {
             new["status"] = old["status"].clone();
         }
         _ => {}
     }
-    validate::validate(resource, kind, &new)?;
-    if dry_run(c, None) {
-        return Ok(Reply::Json(200, new));
-    }
-    Ok(Reply::Json(200, st.put(resource, ns, new)))
+    Ok(new)
 }
 
 fn create_from_apply(

@@ -17,27 +17,12 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
-use crate::faults::{self, FaultAction, FaultState};
+use crate::RecordedRequest;
+use crate::context::{Ctx, Identity, Reply, Shared};
+use crate::faults::{self, FaultAction};
 use crate::objects;
-use crate::routes::{self, Ctx, Reply};
+use crate::routes;
 use crate::status::ApiError;
-use crate::store::Store;
-use crate::{Options, RecordedRequest};
-
-pub struct Identity {
-    pub name: String,
-    pub namespace: Option<String>,
-    pub denied: Vec<String>,
-}
-
-pub struct Shared {
-    pub store: Mutex<Store>,
-    pub opts: Options,
-    pub admin_token: String,
-    pub requests: Mutex<Vec<RecordedRequest>>,
-    pub faults: Mutex<Vec<FaultState>>,
-    pub latency: Mutex<Duration>,
-}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -176,19 +161,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let raw_query = req.uri().query().unwrap_or("").to_string();
-    let idx = {
-        let mut log = lock(&sh.requests);
-        log.push(RecordedRequest {
-            method: method.clone(),
-            path: path.clone(),
-            query: raw_query.clone(),
-            status: 0,
-            user: String::new(),
-            duration: Duration::ZERO,
-            body_bytes: 0,
-        });
-        log.len() - 1
-    };
+    let idx = record(&sh, &method, &path, &raw_query);
     let identity = authenticate(&sh, &req);
     let content_type = req
         .headers()
@@ -221,39 +194,22 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
         }
     };
 
+    let call = Call {
+        method: &method,
+        path: &path,
+        raw_query: &raw_query,
+        body: &body,
+        content_type: &content_type,
+    };
     let result = match &identity {
         None => Err(ApiError::unauthorized()),
-        Some(user) => {
-            let target = if raw_query.is_empty() {
-                path.clone()
-            } else {
-                format!("{path}?{raw_query}")
-            };
-            let fault = faults::check(&mut lock(&sh.faults), &method, &target);
-            let latency = *lock(&sh.latency);
-            if !latency.is_zero() {
-                tokio::time::sleep(latency).await;
+        Some(user) => match answer(&sh, &call, user).await {
+            Some(result) => result,
+            None => {
+                finish(0);
+                return Err(Dropped);
             }
-            match fault {
-                Some(FaultAction::DropConnection) => {
-                    finish(0);
-                    return Err(Dropped);
-                }
-                Some(FaultAction::DropResponse) => {
-                    let _ = run_route(&sh, &method, &path, &raw_query, &body, &content_type, user);
-                    finish(0);
-                    return Err(Dropped);
-                }
-                Some(FaultAction::Status { code, retry_after }) => {
-                    Err(ApiError::from_code(code, retry_after))
-                }
-                Some(FaultAction::Hang(d)) => {
-                    tokio::time::sleep(d).await;
-                    run_route(&sh, &method, &path, &raw_query, &body, &content_type, user)
-                }
-                None => run_route(&sh, &method, &path, &raw_query, &body, &content_type, user),
-            }
-        }
+        },
     };
     let resp = match result {
         Ok(Reply::Json(code, list)) if metadata_only => {
@@ -266,21 +222,71 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
     Ok(resp)
 }
 
-fn run_route(
+/// Records the request as it arrives; its status, user and duration come later.
+fn record(sh: &Shared, method: &str, path: &str, query: &str) -> usize {
+    let mut log = lock(&sh.requests);
+    log.push(RecordedRequest {
+        method: method.to_string(),
+        path: path.to_string(),
+        query: query.to_string(),
+        status: 0,
+        user: String::new(),
+        duration: Duration::ZERO,
+        body_bytes: 0,
+    });
+    log.len() - 1
+}
+
+/// One request, as the routes see it.
+struct Call<'a> {
+    method: &'a str,
+    path: &'a str,
+    raw_query: &'a str,
+    body: &'a [u8],
+    content_type: &'a str,
+}
+
+/// The answer to an authenticated request, after the latency and any fault that
+/// matches; `None` when the connection is to be dropped.
+async fn answer(
     sh: &Arc<Shared>,
-    method: &str,
-    path: &str,
-    raw_query: &str,
-    body: &[u8],
-    content_type: &str,
+    call: &Call<'_>,
     user: &Identity,
-) -> Result<Reply, ApiError> {
+) -> Option<Result<Reply, ApiError>> {
+    let target = if call.raw_query.is_empty() {
+        call.path.to_string()
+    } else {
+        format!("{}?{}", call.path, call.raw_query)
+    };
+    let fault = faults::check(&mut lock(&sh.faults), call.method, &target);
+    let latency = *lock(&sh.latency);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match fault {
+        Some(FaultAction::DropConnection) => None,
+        Some(FaultAction::DropResponse) => {
+            let _ = run_route(sh, call, user);
+            None
+        }
+        Some(FaultAction::Status { code, retry_after }) => {
+            Some(Err(ApiError::from_code(code, retry_after)))
+        }
+        Some(FaultAction::Hang(d)) => {
+            tokio::time::sleep(d).await;
+            Some(run_route(sh, call, user))
+        }
+        None => Some(run_route(sh, call, user)),
+    }
+}
+
+fn run_route(sh: &Arc<Shared>, call: &Call<'_>, user: &Identity) -> Result<Reply, ApiError> {
     let ctx = Ctx {
-        method,
-        path,
-        query: parse_query(raw_query),
-        body,
-        content_type,
+        method: call.method,
+        path: call.path,
+        query: parse_query(call.raw_query),
+        body: call.body,
+        content_type: call.content_type,
         user,
     };
     routes::route(sh, &ctx)

@@ -341,6 +341,14 @@ fn validate_container(
     if str_at(ctr, "image").is_none_or(|s| s.trim().is_empty()) {
         c.causes.push(Cause::required(format!("{p}.image"), ""));
     }
+    validate_ports(c, ctr, p, port_names);
+    validate_env(c, ctr, p);
+    validate_env_from(c, ctr, p);
+    validate_mounts(c, ctr, p, volumes);
+    validate_resources(c, ctr.get("resources"), &format!("{p}.resources"));
+}
+
+fn validate_ports(c: &mut Checker, ctr: &Value, p: &str, port_names: &mut HashSet<String>) {
     for (j, port) in arr(ctr, "ports").iter().enumerate() {
         let pf = format!("{p}.ports[{j}]");
         if let Some(n) = str_at(port, "name").filter(|n| !n.is_empty()) {
@@ -359,6 +367,9 @@ fn validate_container(
         check_port(c, port.get("hostPort"), &format!("{pf}.hostPort"), false);
         check_protocol(c, port, &pf);
     }
+}
+
+fn validate_env(c: &mut Checker, ctr: &Value, p: &str) {
     for (j, env) in arr(ctr, "env").iter().enumerate() {
         let ef = format!("{p}.env[{j}]");
         match str_at(env, "name") {
@@ -378,6 +389,9 @@ fn validate_container(
             }
         }
     }
+}
+
+fn validate_env_from(c: &mut Checker, ctr: &Value, p: &str) {
     for (j, from) in arr(ctr, "envFrom").iter().enumerate() {
         let ff = format!("{p}.envFrom[{j}]");
         if let Some(prefix) = str_at(from, "prefix").filter(|s| !s.is_empty()) {
@@ -401,6 +415,9 @@ fn validate_container(
             ));
         }
     }
+}
+
+fn validate_mounts(c: &mut Checker, ctr: &Value, p: &str, volumes: &[String]) {
     for (j, m) in arr(ctr, "volumeMounts").iter().enumerate() {
         let mf = format!("{p}.volumeMounts[{j}]");
         match str_at(m, "name") {
@@ -415,7 +432,6 @@ fn validate_container(
                 .push(Cause::required(format!("{mf}.mountPath"), ""));
         }
     }
-    validate_resources(c, ctr.get("resources"), &format!("{p}.resources"));
 }
 
 fn check_port(c: &mut Checker, v: Option<&Value>, field: &str, required: bool) {

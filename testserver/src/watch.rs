@@ -7,9 +7,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::routes::{Ctx, Reply, selectors};
+use crate::context::{Ctx, Reply, Shared, selectors};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::Event;
 
@@ -105,41 +104,51 @@ pub fn start(
             }
         }
     };
-    tokio::spawn(async move {
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        for b in first {
-            if tx.send(b).await.is_err() {
-                return;
-            }
-        }
-        let Some(mut live) = events else { return };
-        loop {
-            let next = async {
-                match deadline {
-                    Some(d) => tokio::time::timeout_at(d, live.recv()).await.ok(),
-                    None => Some(live.recv().await),
-                }
-            };
-            let msg = tokio::select! {
-                m = next => m,
-                _ = tx.closed() => return,
-            };
-            let b = match msg {
-                None => return, // timeoutSeconds elapsed
-                Some(Ok(ev)) => match filter.translate(&ev) {
-                    Some(kind) => line(kind, &ev.object),
-                    None => continue,
-                },
-                Some(Err(broadcast::error::RecvError::Lagged(_))) => {
-                    let _ = tx.send(gone(0, 0)).await;
-                    return;
-                }
-                Some(Err(broadcast::error::RecvError::Closed)) => return,
-            };
-            if tx.send(b).await.is_err() {
-                return;
-            }
-        }
-    });
+    tokio::spawn(stream(first, events, filter, timeout, tx));
     Ok(Reply::Stream(200, "application/json", rx))
+}
+
+/// Sends the first events, then the live ones that match, until `timeout`, the
+/// reader goes away, or the history is lost.
+async fn stream(
+    first: Vec<Bytes>,
+    events: Option<broadcast::Receiver<Event>>,
+    filter: Filter,
+    timeout: Option<Duration>,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    for b in first {
+        if tx.send(b).await.is_err() {
+            return;
+        }
+    }
+    let Some(mut live) = events else { return };
+    loop {
+        let next = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, live.recv()).await.ok(),
+                None => Some(live.recv().await),
+            }
+        };
+        let msg = tokio::select! {
+            m = next => m,
+            _ = tx.closed() => return,
+        };
+        let b = match msg {
+            None => return, // timeoutSeconds elapsed
+            Some(Ok(ev)) => match filter.translate(&ev) {
+                Some(kind) => line(kind, &ev.object),
+                None => continue,
+            },
+            Some(Err(broadcast::error::RecvError::Lagged(_))) => {
+                let _ = tx.send(gone(0, 0)).await;
+                return;
+            }
+            Some(Err(broadcast::error::RecvError::Closed)) => return,
+        };
+        if tx.send(b).await.is_err() {
+            return;
+        }
+    }
 }

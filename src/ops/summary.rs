@@ -6,9 +6,10 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cli::OutputFormat;
 use crate::cluster::{Kind, ObjectRef};
-use crate::plan::{self, Plan};
+use crate::labels;
+use crate::plan::Plan;
+use crate::render::OutputFormat;
 
 #[derive(Debug, Serialize)]
 pub struct Summary {
@@ -42,12 +43,12 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
     };
     let mut objects = vec![ObjectRef {
         kind: Kind::ConfigMap,
-        name: plan::config_map_name(&plan.tag),
+        name: labels::config_map_name(&plan.tag),
     }];
     if plan.secret.is_some() {
         objects.push(ObjectRef {
             kind: Kind::Secret,
-            name: plan::secret_name(&plan.tag),
+            name: labels::secret_name(&plan.tag),
         });
     }
     objects.extend(plan.services.iter().map(|s| ObjectRef {

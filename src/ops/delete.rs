@@ -1,0 +1,143 @@
+//! Deleting a run, and `-d --wait`: following its pods until they are gone.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cluster::Cluster;
+use crate::cluster::watch::{self, PodEvent};
+use crate::errors::{EXIT_TIMEOUT, ExitError};
+use crate::labels::run_selector;
+use crate::{output, signals};
+
+pub(crate) use crate::cluster::apply::existing;
+pub(crate) use crate::cluster::delete::{Deleted, failure};
+
+/// Deletes every object of run `tag` (see `cluster/delete.rs`).
+pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
+    crate::cluster::delete::delete_run(cluster, tag, max_in_flight).await
+}
+
+/// `-d --wait`: until the pods that linger for their grace period are gone, or the
+/// `--timeout` (exit 4), or a signal.
+pub(crate) async fn wait_gone(
+    cluster: &Cluster,
+    tag: &str,
+    timeout: Option<Duration>,
+) -> Result<()> {
+    let start = Instant::now();
+    let first: Cell<Option<usize>> = Cell::new(None);
+    let left = Cell::new(0);
+    let follow = pods_left(cluster, tag, |n| {
+        if first.get().is_none() {
+            first.set(Some(n));
+            if n > 0 {
+                output::eprint(&format!("waiting for {} to terminate…\n", pods(n)));
+            }
+        }
+        left.set(n);
+    });
+    let deadline = async {
+        match timeout {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopped = tokio::select! {
+        done = follow => {
+            done?;
+            None
+        }
+        () = deadline => Some(EXIT_TIMEOUT),
+        code = signals::stop_requested() => Some(code),
+    };
+    let waited = first.get().unwrap_or(0);
+    match stopped {
+        None => {
+            if waited > 0 {
+                output::print(&format!(
+                    "{} of run '{tag}' terminated in {:.1}s\n",
+                    pods(waited),
+                    start.elapsed().as_secs_f64()
+                ))?;
+            }
+            Ok(())
+        }
+        Some(code) => Err(ExitError::new(
+            code,
+            still_there(cluster, tag, timeout, code, &first, &left),
+        )
+        .into()),
+    }
+}
+
+/// Why `-d --wait` stopped early, and what may be left.
+fn still_there(
+    cluster: &Cluster,
+    tag: &str,
+    timeout: Option<Duration>,
+    code: u8,
+    first: &Cell<Option<usize>>,
+    left: &Cell<usize>,
+) -> String {
+    let ns = cluster.namespace();
+    let why = if code == EXIT_TIMEOUT {
+        format!(
+            "timed out after {}",
+            humantime::format_duration(timeout.unwrap_or_default())
+        )
+    } else {
+        "interrupted".to_string()
+    };
+    format!(
+        "{why}: the run's objects were deleted, but {} (see: kubectl get pods -n {ns} -l {})",
+        match first.get() {
+            Some(_) => format!("{} still terminating", are(left.get())),
+            None => "its pods may still be terminating".to_string(),
+        },
+        run_selector(tag)
+    )
+}
+
+/// Waits until no pod labelled with the run's tag is left. A DELETE only marks a pod
+/// that runs on a node (`deletionTimestamp`); the kubelet removes it after its grace
+/// period. Services, config maps and secrets go at once, so pods are all there is to
+/// wait for. Costs one list and one watch however many pods there are.
+/// `on_count` hears how many pods are left: after the list, then after every change.
+async fn pods_left(cluster: &Cluster, tag: &str, mut on_count: impl FnMut(usize)) -> Result<()> {
+    let mut left: BTreeSet<String> = BTreeSet::new();
+    watch::follow(cluster, &run_selector(tag), |event| {
+        match event {
+            PodEvent::Listed(pods) => {
+                left = pods.into_iter().filter_map(|p| p.metadata.name).collect();
+            }
+            PodEvent::Changed(pod) => {
+                left.extend(pod.metadata.name);
+            }
+            PodEvent::Deleted(name) => {
+                left.remove(&name);
+            }
+        }
+        on_count(left.len());
+        left.is_empty().then_some(())
+    })
+    .await
+}
+
+fn pods(n: usize) -> String {
+    if n == 1 {
+        "1 pod".to_string()
+    } else {
+        format!("{n} pods")
+    }
+}
+
+fn are(n: usize) -> String {
+    if n == 1 {
+        "1 pod is".to_string()
+    } else {
+        format!("{n} pods are")
+    }
+}

@@ -1,0 +1,439 @@
+//! `tf-spawner logs -t TAG [-f]`: the logs of every pod of a run as one stream, each
+//! line prefixed by its task (`worker-1 | …`), coloured per task on a terminal.
+//!
+//! Whether a pod has a log to read is decided from the pod's own status (phase and
+//! container statuses), never from the log request's answer: for a pod no node has
+//! taken yet, a real API server answers 204 with no body, which looks like an empty log.
+//!
+//! Without `-f`, each pod's log is printed whole, in task order (chief, ps, workers,
+//! evaluator); a pod whose container has not started yet is skipped with a note on
+//! stderr. With `-f`, one stream per pod is followed (lines of one pod stay in order,
+//! pods interleave as lines arrive); a pod still waiting to start is opened, from its
+//! first line, once its status says it has started; pods that appear later are picked
+//! up from the run's watch, and the command ends when the run is over: its verdict is
+//! final and every chief and worker pod has ended (parameter servers and evaluators,
+//! which do not exit on their own, are cut off then). Ctrl-C ends it with exit 0; so
+//! does a closed pipe (`| head`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Result;
+use futures::{AsyncBufReadExt, StreamExt, stream};
+use tokio::sync::{mpsc, watch as channel};
+use tokio::task::JoinHandle;
+
+use crate::cluster::Cluster;
+use crate::cluster::logs::{self, LogOptions};
+use crate::output;
+use crate::roles::Role;
+use crate::signals;
+use crate::verdict::{FailureKind, PodView, Tracker, Verdict};
+
+/// Log downloads in flight at once without `-f`.
+const FETCH_IN_FLIGHT: usize = 8;
+/// How long, once the run is over, streams of ended pods may take to deliver their
+/// last lines (the server closes them when the container ends; this is a safety net).
+const DRAIN: Duration = Duration::from_secs(10);
+/// A pod that is not ready for its log is retried at least this often while following.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// Prints the logs of run `tag` (followed with `options.follow`, until the run is over
+/// or a signal).
+pub(crate) async fn print(cluster: &Cluster, tag: &str, options: &LogOptions) -> Result<()> {
+    let tracker = super::status::snapshot(cluster, tag, false).await?;
+    let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
+    if options.follow {
+        tokio::select! {
+            result = follow(cluster, tag, options, tracker, &mut prefixes) => result,
+            _ = signals::stop_requested() => Ok(()),
+        }
+    } else {
+        once(cluster, options, &tracker, &mut prefixes).await
+    }
+}
+
+/// Task prefixes: padded to the longest task id known at the start, coloured per task.
+pub struct Prefixes {
+    width: usize,
+    colour: bool,
+    index: BTreeMap<String, usize>,
+}
+
+impl Prefixes {
+    pub fn new(tracker: &Tracker, colour: bool) -> Prefixes {
+        let mut labels: Vec<(Option<crate::roles::Task>, String)> = tracker
+            .live()
+            .flat_map(|v| {
+                std::iter::once((v.task, v.label()))
+                    .chain(v.cluster.iter().map(|t| (Some(*t), t.id())))
+            })
+            .collect();
+        labels.sort();
+        labels.dedup();
+        let width = labels.iter().map(|(_, l)| l.len()).max().unwrap_or(0);
+        let mut index = BTreeMap::new();
+        for (_, label) in labels {
+            let next = index.len();
+            index.entry(label).or_insert(next);
+        }
+        Prefixes {
+            width,
+            colour,
+            index,
+        }
+    }
+
+    pub fn prefix(&mut self, label: &str) -> String {
+        let next = self.index.len();
+        let n = *self.index.entry(label.to_string()).or_insert(next);
+        output::prefix(label, self.width, self.colour.then_some(n))
+    }
+}
+
+/// Prefixes every line of `text`; a last line without a newline gets one.
+fn prefixed(prefix: &str, text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for line in text.lines() {
+        out.push_str(prefix);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn note(text: &str) {
+    output::note(text);
+}
+
+/// Why a pod that has not started (see [`PodView::started`]) has no log.
+pub fn no_log(pod: &PodView) -> String {
+    let why = pod
+        .waiting
+        .as_ref()
+        .or(pod.pod_reason.as_ref())
+        .map(|r| format!(" ({})", r.reason))
+        .unwrap_or_default();
+    if pod.state().finished() {
+        format!("pod {} ended without starting{why}; no log", pod.name)
+    } else {
+        format!("pod {} has not started yet{why}; no log", pod.name)
+    }
+}
+
+fn sorted(tracker: &Tracker) -> Vec<PodView> {
+    tracker.in_task_order().into_iter().cloned().collect()
+}
+
+/// Every pod's log, whole, in task order.
+async fn once(
+    cluster: &Cluster,
+    options: &LogOptions,
+    tracker: &Tracker,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    let (pods, waiting): (Vec<PodView>, Vec<PodView>) =
+        sorted(tracker).into_iter().partition(|p| p.started);
+    for pod in &waiting {
+        note(&no_log(pod));
+    }
+    let mut fetched = stream::iter(pods)
+        .map(|pod| async move {
+            let params = options.params(pod.container.as_deref());
+            let result = logs::fetch(cluster, &pod.name, &params).await;
+            (pod, result)
+        })
+        .buffered(FETCH_IN_FLIGHT);
+    while let Some((pod, result)) = fetched.next().await {
+        match result {
+            Ok(text) => {
+                let prefix = prefixes.prefix(&pod.label());
+                if !output::print(&prefixed(&prefix, &text))? {
+                    return Ok(());
+                }
+            }
+            // Its status said it had started, but the server says it has not (a status
+            // not yet up to date): the same note.
+            Err(e) if logs::not_started(&e) => note(&no_log(&PodView {
+                started: false,
+                ..pod
+            })),
+            Err(e) => {
+                return Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One pod's follower.
+struct Follower {
+    handle: JoinHandle<()>,
+    /// The pod's latest view; `None` once it was deleted.
+    state: channel::Sender<Option<PodView>>,
+}
+
+/// Whether the run is over for `logs -f` (see the module docs).
+fn over(tracker: &Tracker) -> bool {
+    match tracker.verdict() {
+        Verdict::Failed(f) if matches!(f.kind, FailureKind::CannotStart(_) | FailureKind::Gone) => {
+            true
+        }
+        Verdict::Succeeded | Verdict::Failed(_) => tracker.live().all(|v| {
+            v.state().finished()
+                || matches!(v.task.map(|t| t.role), Some(Role::Ps | Role::Evaluator))
+        }),
+        _ => false,
+    }
+}
+
+async fn follow(
+    cluster: &Cluster,
+    tag: &str,
+    options: &LogOptions,
+    mut tracker: Tracker,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    let (tx, mut rx) = mpsc::channel::<String>(1024);
+    let mut followers = Followers {
+        cluster,
+        options,
+        tx,
+        prefixes,
+        by_pod: BTreeMap::new(),
+    };
+
+    // Until the run is over: start a follower per new pod, tell each its pod's state.
+    {
+        let watched = super::follow_run(cluster, tag, &mut tracker, |t| {
+            followers.sync(t);
+            over(t).then_some(())
+        });
+        let mut watched = std::pin::pin!(watched);
+        loop {
+            tokio::select! {
+                result = &mut watched => {
+                    result?;
+                    break;
+                }
+                Some(text) = rx.recv() => {
+                    if !write_batch(text, &mut rx)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    // The run is over: pods that will not end are cut off; the others deliver their
+    // last lines.
+    for (name, f) in &followers.by_pod {
+        let ended = tracker
+            .live()
+            .find(|v| &v.name == name)
+            .is_none_or(|v| v.state().finished());
+        if !ended {
+            f.handle.abort();
+        }
+    }
+    // The followers' states stay open meanwhile: a closed one would end their waits.
+    let Followers { tx, by_pod, .. } = followers;
+    drop(tx);
+    let result = drain(rx).await;
+    drop(by_pod);
+    result
+}
+
+/// The followers of a run's pods.
+struct Followers<'a> {
+    cluster: &'a Cluster,
+    options: &'a LogOptions,
+    tx: mpsc::Sender<String>,
+    prefixes: &'a mut Prefixes,
+    by_pod: BTreeMap<String, Follower>,
+}
+
+impl Followers<'_> {
+    /// Starts a follower per new pod and tells each its pod's state.
+    fn sync(&mut self, t: &Tracker) {
+        for pod in sorted(t) {
+            match self.by_pod.get(&pod.name) {
+                Some(f) => {
+                    f.state.send_if_modified(|s| {
+                        let changed = s.as_ref() != Some(&pod);
+                        *s = Some(pod.clone());
+                        changed
+                    });
+                }
+                None => {
+                    let (state, state_rx) = channel::channel(Some(pod.clone()));
+                    let prefix = self.prefixes.prefix(&pod.label());
+                    let handle = tokio::spawn(follow_pod(
+                        self.cluster.clone(),
+                        pod.clone(),
+                        self.options.clone(),
+                        prefix,
+                        self.tx.clone(),
+                        state_rx,
+                    ));
+                    self.by_pod
+                        .insert(pod.name.clone(), Follower { handle, state });
+                }
+            }
+        }
+        for (name, f) in &self.by_pod {
+            if !t.live().any(|v| &v.name == name) {
+                let _ = f.state.send(None);
+            }
+        }
+    }
+}
+
+/// Prints what the followers still send, for at most [`DRAIN`].
+async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
+    let drain = tokio::time::sleep(DRAIN);
+    tokio::pin!(drain);
+    loop {
+        tokio::select! {
+            text = rx.recv() => match text {
+                Some(text) => {
+                    if !write_batch(text, &mut rx)? {
+                        return Ok(());
+                    }
+                }
+                None => return Ok(()),
+            },
+            () = &mut drain => return Ok(()),
+        }
+    }
+}
+
+/// Writes `first` and whatever else is queued, then flushes. `Ok(false)`: pipe closed.
+fn write_batch(first: String, rx: &mut mpsc::Receiver<String>) -> Result<bool> {
+    let mut text = first;
+    while let Ok(more) = rx.try_recv() {
+        text.push_str(&more);
+        if text.len() > 64 * 1024 {
+            break;
+        }
+    }
+    Ok(output::print(&text)?)
+}
+
+/// Follows one pod's log until its container ends, the pod goes away, or the task is
+/// aborted. Sends prefixed lines.
+async fn follow_pod(
+    cluster: Cluster,
+    pod: PodView,
+    options: LogOptions,
+    prefix: String,
+    tx: mpsc::Sender<String>,
+    mut state: channel::Receiver<Option<PodView>>,
+) {
+    let mut params = options.params(pod.container.as_deref());
+    params.follow = true;
+    loop {
+        if !until_started(&mut state).await {
+            return;
+        }
+        match logs::open(&cluster, &pod.name, &params).await {
+            Ok(reader) => {
+                if !send_lines(reader, &pod.name, &prefix, &tx).await {
+                    return;
+                }
+                // The stream ended: done if the container has; otherwise (a dropped
+                // connection) go on with new lines only.
+                let current = state.borrow().clone();
+                match current {
+                    Some(v) if !v.state().finished() => {
+                        params.tail_lines = Some(0);
+                        params.since_seconds = None;
+                        wait_for_change(&mut state).await;
+                        if state.borrow().is_none() {
+                            return;
+                        }
+                    }
+                    _ => return,
+                }
+            }
+            Err(e) if logs::not_started(&e) => {
+                wait_for_change(&mut state).await;
+                if state.borrow().is_none() {
+                    return;
+                }
+            }
+            Err(e) if e.code() == Some(404) => return,
+            Err(e) => {
+                note(&format!("cannot read the log of pod {}: {e}", pod.name));
+                return;
+            }
+        }
+    }
+}
+
+/// Waits until the pod's status says its container has started; `false` if the pod is
+/// gone or ended without starting.
+async fn until_started(state: &mut channel::Receiver<Option<PodView>>) -> bool {
+    loop {
+        let current = state.borrow().clone();
+        match current {
+            None => return false,
+            Some(v) if v.started => return true,
+            Some(v) if v.state().finished() => return false,
+            Some(_) => wait_for_change(state).await,
+        }
+    }
+}
+
+/// Sends the stream's lines, prefixed, until it ends; `false` once nobody listens.
+async fn send_lines(
+    mut reader: impl futures::AsyncBufRead + Unpin,
+    pod: &str,
+    prefix: &str,
+    tx: &mpsc::Sender<String>,
+) -> bool {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) => return true,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                if tx.send(format!("{prefix}{text}\n")).await.is_err() {
+                    return false;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(pod = %pod, error = %e, "log stream broke");
+                return true;
+            }
+        }
+    }
+}
+
+/// Returns when the pod's state changes, or after [`RETRY`].
+async fn wait_for_change(state: &mut channel::Receiver<Option<PodView>>) {
+    let _ = tokio::time::timeout(RETRY, state.changed()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::tests::{pod, view};
+
+    #[test]
+    fn prefixes_are_padded_to_the_longest_task_and_lines_are_prefixed() {
+        let mut t = Tracker::new("t", false);
+        t.replace(vec![
+            view(pod("ps-0", "Running")),
+            view(pod("worker-10", "Running")),
+        ]);
+        let mut p = Prefixes::new(&t, false);
+        assert_eq!(p.prefix("ps-0"), "ps-0      | ");
+        assert_eq!(prefixed("ps-0 | ", "a\nb"), "ps-0 | a\nps-0 | b\n");
+        let mut c = Prefixes::new(&t, true);
+        assert_ne!(c.prefix("ps-0"), c.prefix("worker-10"));
+        assert!(c.prefix("ps-0").starts_with("\x1b["));
+    }
+}

@@ -1,0 +1,53 @@
+//! Creating a planned run, all or nothing: refused when the run exists; on an error or
+//! a signal, what this invocation created is deleted again.
+
+use anyhow::Result;
+
+use crate::cluster::Cluster;
+use crate::cluster::apply::{self, Ledger};
+use crate::errors::ExitError;
+use crate::plan::Plan;
+use crate::signals;
+
+/// Creates every object of `plan`, at most `max_in_flight` requests at once.
+pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize) -> Result<()> {
+    let existing = apply::existing(cluster, &plan.tag).await?;
+    if !existing.is_empty() {
+        let shown: Vec<String> = existing.iter().take(3).map(ToString::to_string).collect();
+        anyhow::bail!(
+            "run '{}' already exists in namespace '{}' ({}{}); delete it first with: tf-spawner -d -t {} -n {}",
+            plan.tag,
+            plan.namespace,
+            shown.join(", "),
+            if existing.len() > 3 { ", …" } else { "" },
+            plan.tag,
+            plan.namespace
+        );
+    }
+
+    let ledger = Ledger::new(plan);
+    let outcome = tokio::select! {
+        result = apply::create(cluster, plan, &ledger, max_in_flight) => result.map_err(Stop::Failed),
+        code = signals::stop_requested() => Err(Stop::Signal(code)),
+    };
+    let Err(stop) = outcome else {
+        return Ok(());
+    };
+    let left = apply::roll_back(cluster, &ledger).await;
+    let rollback = apply::rollback_report(&left, &plan.tag, &plan.namespace);
+    let err = match stop {
+        Stop::Failed(e) => e,
+        Stop::Signal(code) => {
+            ExitError::new(code, "interrupted; the objects created so far were deleted").into()
+        }
+    };
+    Err(match rollback {
+        Some(r) => err.context(r.to_string()),
+        None => err,
+    })
+}
+
+enum Stop {
+    Failed(anyhow::Error),
+    Signal(u8),
+}

@@ -1,0 +1,280 @@
+//! `tf-spawner wait -t TAG`: follow a run with progress until its verdict (or until
+//! every pod has started, with `--for start`; `spawn --wait` does the same), then
+//! optionally save its logs and delete it. The exit code is the run's outcome.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use futures::{StreamExt, stream};
+
+use crate::cluster::{Cluster, logs};
+use crate::errors::{EXIT_RUNTIME, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
+use crate::labels::run_selector;
+use crate::output;
+use crate::progress::Progress;
+use crate::signals;
+use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
+
+/// Lines of the failed pod's log shown with the failure.
+pub const FAILED_LOG_LINES: u64 = 20;
+/// Log downloads in flight at once for `--save-logs`.
+const SAVE_IN_FLIGHT: usize = 8;
+
+/// `wait --for`: what to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitFor {
+    /// Every pod is running or finished
+    Start,
+    /// The run has succeeded or failed
+    End,
+}
+
+/// One wait.
+#[derive(Debug, Clone)]
+pub struct Wait {
+    pub tag: String,
+    pub until: WaitFor,
+    pub timeout: Option<Duration>,
+    pub all_workers: bool,
+    pub save_logs: Option<PathBuf>,
+    pub cleanup: bool,
+    pub max_in_flight: usize,
+}
+
+enum Done {
+    Empty,
+    Started,
+    Final(Verdict),
+}
+
+enum Outcome {
+    Done(Done),
+    Timeout(Duration),
+    Signal(u8),
+}
+
+/// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
+pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
+    let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
+    let outcome = follow(cluster, wait, &mut tracker).await?;
+    report(cluster, wait, &tracker, outcome).await
+}
+
+/// Follows the run with progress until it is done, the timeout, or a signal.
+async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result<Outcome> {
+    let mut progress = Progress::new();
+    let until = wait.until;
+    let outcome = {
+        let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
+            if t.is_empty() {
+                return Some(Done::Empty);
+            }
+            progress.show(t);
+            let verdict = t.verdict();
+            if verdict.is_final() {
+                Some(Done::Final(verdict))
+            } else if until == WaitFor::Start && t.started() {
+                Some(Done::Started)
+            } else {
+                None
+            }
+        });
+        let deadline = async {
+            match wait.timeout {
+                Some(d) => {
+                    tokio::time::sleep(d).await;
+                    d
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = follow => done.map(Outcome::Done),
+            d = deadline => Ok(Outcome::Timeout(d)),
+            code = signals::stop_requested() => Ok(Outcome::Signal(code)),
+        }
+    };
+    progress.finish();
+    outcome
+}
+
+/// What the outcome prints, after saving logs and cleaning up as asked.
+async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outcome) -> Result<()> {
+    let tag = wait.tag.as_str();
+    let ns = cluster.namespace();
+    match outcome {
+        Outcome::Signal(code) => Err(ExitError::new(
+            code,
+            format!("interrupted; run '{tag}' was left as it is (see: tf-spawner status -t {tag} -n {ns})"),
+        )
+        .into()),
+        Outcome::Done(Done::Empty) => bail!(
+            "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
+            run_selector(tag)
+        ),
+        Outcome::Done(Done::Started) => {
+            let n = tracker.live().count();
+            output::print(&format!("run {tag}: all {n} pods started\n"))?;
+            Ok(())
+        }
+        Outcome::Done(Done::Final(Verdict::Succeeded)) => {
+            let after = after_the_end(cluster, wait, tracker).await;
+            output::print(&format!("run {tag}: Succeeded\n"))?;
+            after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
+        }
+        Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
+            show_failed_log(cluster, tracker, &failure).await;
+            let after = after_the_end(cluster, wait, tracker).await;
+            let message = format!("run '{tag}' failed: {failure}");
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+        }
+        Outcome::Done(Done::Final(other)) => {
+            // `is_final` admits only the two above.
+            Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
+        }
+        Outcome::Timeout(d) => {
+            let after = after_the_end(cluster, wait, tracker).await;
+            Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
+        }
+    }
+}
+
+/// `timed out after 90s waiting for run 'T' to end (verdict so far: Pending; who: why)`.
+fn timed_out(wait: &Wait, tracker: &Tracker, d: Duration) -> String {
+    let what = match wait.until {
+        WaitFor::Start => "start",
+        WaitFor::End => "end",
+    };
+    let mut message = format!(
+        "timed out after {} waiting for run '{}' to {what} (verdict so far: {}",
+        humantime_secs(d),
+        wait.tag,
+        tracker.verdict().name()
+    );
+    if let Some((who, reason)) = tracker.summary().into_iter().find_map(|r| r.stuck) {
+        message.push_str(&format!("; {who}: {reason}"));
+    }
+    message.push(')');
+    message
+}
+
+/// `message`, and what went wrong after the end if anything did.
+fn also(mut message: String, after: Result<()>) -> String {
+    if let Err(e) = after {
+        message.push_str(&format!("; also, {e}"));
+    }
+    message
+}
+
+fn humantime_secs(d: Duration) -> String {
+    crate::duration::age(d.as_secs())
+}
+
+/// `--save-logs`, then `--cleanup`. Every problem is reported, none stops the other.
+async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+    let mut problems: Vec<String> = Vec::new();
+    if let Some(dir) = &wait.save_logs {
+        match save_logs(cluster, tracker, dir).await {
+            Ok(saved) => {
+                let _ = output::print(&format!("saved {saved} pod logs in {}\n", dir.display()));
+            }
+            Err(e) => problems.push(format!("saving logs failed: {e:#}")),
+        }
+    }
+    if wait.cleanup {
+        let deleted = super::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
+        let _ = output::print(&format!(
+            "deleted {} objects of run {}\n",
+            deleted.removed.len(),
+            wait.tag
+        ));
+        for note in &deleted.notes {
+            output::note(note);
+        }
+        if let Some(err) = super::delete::failure(&deleted, &wait.tag, cluster.namespace()) {
+            problems.push(format!("the cleanup failed: {err}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow!(problems.join("; ")))
+    }
+}
+
+/// Writes every pod's full log to `DIR/POD.log`; returns how many were written.
+async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<usize> {
+    let pods: Vec<PodView> = tracker.live().cloned().collect();
+    let results: Vec<Result<bool>> = stream::iter(pods)
+        .map(|pod| async move {
+            // From the pod's status: a log request for a pod no node has taken answers
+            // 204 and no body, which would be saved as an empty log.
+            if !pod.started {
+                output::note(&super::logs::no_log(&pod));
+                return Ok(false);
+            }
+            let params = logs::LogOptions::default().params(pod.container.as_deref());
+            match logs::fetch(cluster, &pod.name, &params).await {
+                Ok(text) => {
+                    let path = dir.join(format!("{}.log", pod.name));
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    Ok(true)
+                }
+                Err(e) if logs::not_started(&e) => {
+                    output::note(&super::logs::no_log(&PodView {
+                        started: false,
+                        ..pod
+                    }));
+                    Ok(false)
+                }
+                Err(e) => Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e)),
+            }
+        })
+        .buffer_unordered(SAVE_IN_FLIGHT)
+        .collect()
+        .await;
+    let mut saved = 0;
+    for r in results {
+        if r? {
+            saved += 1;
+        }
+    }
+    Ok(saved)
+}
+
+/// The failed pod's last lines, on stderr before the error line.
+async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure) {
+    if !matches!(failure.kind, FailureKind::Exited { .. }) {
+        return;
+    }
+    let Some(pod) = tracker.live().find(|p| p.name == failure.pod) else {
+        return;
+    };
+    let options = logs::LogOptions {
+        tail: Some(FAILED_LOG_LINES),
+        ..logs::LogOptions::default()
+    };
+    let Ok(text) = logs::fetch(
+        cluster,
+        &pod.name,
+        &options.params(pod.container.as_deref()),
+    )
+    .await
+    else {
+        return;
+    };
+    if text.trim().is_empty() {
+        return;
+    }
+    let label = pod.label();
+    let mut block = format!("last log lines of pod {}:\n", pod.name);
+    for line in text.lines() {
+        block.push_str(&output::prefix(&label, label.len(), None));
+        block.push_str(line);
+        block.push('\n');
+    }
+    // A closed stderr is no reason to fail the wait.
+    output::eprint(&block);
+}

@@ -1,0 +1,180 @@
+//! The one step from the command line to settings: flags, the defaults file
+//! (`defaults.rs`) and the kubeconfig (read once, `cluster/connect.rs`) become a
+//! [`Settings`] value, each value with where it came from. Every command gets it;
+//! `tf-spawner config` prints exactly it. This module and `commands/` are the only ones
+//! below the entry that know clap's types.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow};
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+
+use crate::cli::Cli;
+use crate::cluster::Cluster;
+use crate::cluster::connect::{self, ConfigNamespace, Target};
+use crate::cluster::retry::RetryPolicy;
+use crate::defaults::Defaults;
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    Flag,
+    /// The defaults file.
+    File,
+    /// The kubeconfig context's namespace (the context's name).
+    Kubeconfig(String),
+    InCluster,
+    Default,
+}
+
+impl Source {
+    /// The name `config -o json` shows.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::File => "file",
+            Source::Kubeconfig(_) => "kubeconfig",
+            Source::InCluster => "in-cluster",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// How output is printed (see `output.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct OutputMode {
+    /// `-q`: nothing on stdout but what a script asked for.
+    pub quiet: bool,
+}
+
+/// Everything below the commands needs to know about the invocation's environment.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// The defaults file: where it is (or would be), and whether it exists.
+    pub config_file: Option<PathBuf>,
+    pub config_file_found: bool,
+    pub namespace: Sourced<String>,
+    /// `-i`; `None`: the template's image, else the pinned default.
+    pub image: Sourced<Option<String>>,
+    /// `--pod-file`; `None`: the built-in template.
+    pub pod_file: Sourced<Option<PathBuf>>,
+    pub port: Sourced<u16>,
+    pub workers: Sourced<u32>,
+    pub output: OutputMode,
+    pub retry: RetryPolicy,
+    /// The client configuration, or why there is none.
+    kube: Result<kube::Config, String>,
+}
+
+impl Settings {
+    /// Lowers the parsed flags, the defaults file and the kubeconfig. Makes no request
+    /// and never fails: a missing kubeconfig is an error only for what needs a cluster
+    /// ([`Settings::connect`]).
+    pub(crate) async fn load(cli: &Cli, matches: &ArgMatches, file: Defaults) -> Settings {
+        let flag = |id: &str| on_command_line(matches, id);
+        let target = Target {
+            kubeconfig: cli.cluster.kubeconfig.clone(),
+            context: cli.cluster.context.clone(),
+        };
+        let found = connect::read(&target).await;
+        let namespace = namespace(
+            flag("namespace").then(|| cli.cluster.namespace.clone().unwrap_or_default()),
+            file.namespace.clone(),
+            found.namespace,
+        );
+        let spawn = &cli.spawn;
+        Settings {
+            config_file: file.path.clone(),
+            config_file_found: file.found,
+            namespace,
+            image: pick(
+                flag("image"),
+                spawn.image.clone(),
+                file.image.clone().map(Some),
+                None,
+            ),
+            pod_file: pick(
+                flag("pod_file"),
+                spawn.pod_file.clone(),
+                file.pod_file.clone().map(Some),
+                None,
+            ),
+            port: pick(flag("port"), spawn.port, file.port, spawn.port),
+            workers: pick(flag("workers"), spawn.workers, file.workers, spawn.workers),
+            output: OutputMode {
+                quiet: cli.global.quiet,
+            },
+            retry: RetryPolicy {
+                attempts: cli.cluster.retries.saturating_add(1),
+                timeout: cli
+                    .cluster
+                    .request_timeout
+                    .max(std::time::Duration::from_millis(1)),
+                ..RetryPolicy::default()
+            },
+            kube: found.config,
+        }
+    }
+
+    /// A client for the namespace. No request is made.
+    pub(crate) fn connect(&self) -> Result<Cluster> {
+        let config = self.kube.clone().map_err(|e| anyhow!("{e}"))?;
+        Cluster::new(config, self.namespace.value.clone(), self.retry)
+    }
+}
+
+/// `-n`, else the defaults file's, else the kubeconfig context's (or the in-cluster
+/// service account's), else `default`.
+fn namespace(
+    flag: Option<String>,
+    file: Option<String>,
+    config: Option<(String, ConfigNamespace)>,
+) -> Sourced<String> {
+    let (value, source) = match (flag, file, config) {
+        (Some(ns), _, _) => (ns, Source::Flag),
+        (None, Some(ns), _) => (ns, Source::File),
+        (None, None, Some((ns, ConfigNamespace::Context(name)))) => (ns, Source::Kubeconfig(name)),
+        (None, None, Some((ns, ConfigNamespace::InCluster))) => (ns, Source::InCluster),
+        (None, None, None) => ("default".to_string(), Source::Default),
+    };
+    Sourced { value, source }
+}
+
+/// The flag's value if it was given, else the file's, else the built-in default.
+fn pick<T>(from_flag: bool, flagged: T, filed: Option<T>, default: T) -> Sourced<T> {
+    match (from_flag, filed) {
+        (true, _) => Sourced {
+            value: flagged,
+            source: Source::Flag,
+        },
+        (false, Some(value)) => Sourced {
+            value,
+            source: Source::File,
+        },
+        (false, None) => Sourced {
+            value: default,
+            source: Source::Default,
+        },
+    }
+}
+
+/// Whether `id` was given on the command line (at the top level, or after the verb for
+/// global flags such as `-n`).
+fn on_command_line(matches: &ArgMatches, id: &str) -> bool {
+    let given = |m: &ArgMatches| {
+        m.try_get_raw(id).is_ok()
+            && matches!(
+                m.value_source(id),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+    };
+    given(matches) || matches.subcommand().is_some_and(|(_, sub)| given(sub))
+}

@@ -1,0 +1,56 @@
+//! What a request handler sees: the server's shared state, the caller's identity, the
+//! request, and what a handler answers. Shared by `server.rs` (which serves) and
+//! `routes.rs`, `watch.rs`, `logs.rs` (which answer), so that none of them imports
+//! another in a circle: server → routes → {watch, logs} → context.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::faults::FaultState;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::{Options, RecordedRequest};
+
+pub struct Identity {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub denied: Vec<String>,
+}
+
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub opts: Options,
+    pub admin_token: String,
+    pub requests: Mutex<Vec<RecordedRequest>>,
+    pub faults: Mutex<Vec<FaultState>>,
+    pub latency: Mutex<Duration>,
+}
+
+pub struct Ctx<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub query: HashMap<String, String>,
+    pub body: &'a [u8],
+    pub content_type: &'a str,
+    pub user: &'a Identity,
+}
+
+pub enum Reply {
+    Json(u16, Value),
+    Text(u16, String),
+    Stream(u16, &'static str, mpsc::Receiver<Bytes>),
+    /// 204 without a body or a content type.
+    NoContent,
+}
+
+pub fn selectors(c: &Ctx) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let l = LabelSelector::parse(c.query.get("labelSelector").map_or("", String::as_str))?;
+    let f = FieldSelector::parse(c.query.get("fieldSelector").map_or("", String::as_str))?;
+    Ok((l, f))
+}
