@@ -36,6 +36,15 @@ TOOLS=$(cd "$TOOLS" && pwd)
 K8S_PREFIX=$(cat "$CACHE/k8s-prefix")
 source "$HERE/common.sh"
 
+# No kubelet running: whatever an earlier cluster left (its processes killed with a session,
+# say) is cleared first, etcd data included, so that this is a new cluster and no old pod
+# comes back. With a kubelet running, the parts that run are left alone.
+if ! pid_of kubelet "$CP/bin/kubelet " >/dev/null 2>&1; then
+  mkdir -p "$LOGS"
+  log "no kubelet running: clearing what an earlier cluster may have left (log: $LOGS/stop.log)"
+  TF_SPAWNER_ONE_NODE=$CACHE TF_SPAWNER_KUBE_TOOLS=$TOOLS bash "$HERE/stop.sh" >"$LOGS/stop.log" 2>&1 \
+    || { cat "$LOGS/stop.log" >&2; die "could not clear the earlier cluster's state (see above)"; }
+fi
 mkdir -p "$RUN" "$PIDS" "$LOGS" "$PKI" "$CNI_CONF" "$CONTAINERD_STATE" "$CONTAINERD_ROOT" "$KUBELET_ROOT"
 chmod 700 "$RUN" "$PKI"
 

@@ -17,6 +17,7 @@ die() { echo "[one-node stop] ERROR: $*" >&2; exit 1; }
 [ -d "$CACHE" ] || { log "$CACHE does not exist; nothing to stop"; exit 0; }
 CACHE=$(cd "$CACHE" && pwd)
 source "$HERE/common.sh"
+mkdir -p "$LOGS"
 rc=0
 
 # kill_tree PID SIGNAL: the process and all its descendants.
