@@ -199,6 +199,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 30s, 5m, 1h)"))
 }
 
+/// `--deadline`: a duration, or one `error:` line naming the flag.
+fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
+    parse_duration(text)
+        .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
+}
+
 #[derive(Debug, Args, Clone)]
 #[command(group = clap::ArgGroup::new("waits").args(["wait", "local"]).multiple(true))]
 pub struct SpawnArgs {
@@ -281,6 +287,16 @@ pub struct SpawnArgs {
         value_name = "PROGRAM"
     )]
     pub python: String,
+
+    /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
+    /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
+    /// DeadlineExceeded
+    #[arg(long, value_parser = parse_deadline, value_name = "DURATION")]
+    pub deadline: Option<Duration>,
+
+    /// The PriorityClass of every pod (priorityClassName)
+    #[arg(long, value_name = "NAME")]
+    pub priority_class: Option<String>,
 
     #[command(flatten)]
     pub roles: RoleArgs,

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
-use crate::plan::{SpawnRequest, Templates};
+use crate::plan::{Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
 use crate::template;
@@ -33,6 +34,10 @@ pub struct SpawnOptions {
     pub chief_pod_file: Option<PathBuf>,
     pub ps_pod_file: Option<PathBuf>,
     pub evaluator_pod_file: Option<PathBuf>,
+    /// `--deadline`.
+    pub deadline: Option<Duration>,
+    /// `--priority-class`.
+    pub priority_class: Option<String>,
 }
 
 pub fn spawn_request(
@@ -58,6 +63,7 @@ pub fn spawn_request(
             "--image {image:?} is not a valid image name"
         )));
     }
+    let scheduling = scheduling(args)?;
     let script_path = args.script.as_deref().ok_or_else(|| {
         UsageError::new(
             "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
@@ -85,7 +91,53 @@ pub fn spawn_request(
         entrypoint,
         env,
         invocation: invocation_id(),
+        scheduling,
     })
+}
+
+/// The shared-cluster options, checked: what the API server would refuse is a usage
+/// error here, before anything is created.
+fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
+    let deadline = match args.deadline {
+        None => None,
+        Some(d) if d.as_secs() == 0 => {
+            return Err(UsageError::new(format!(
+                "--deadline {} is too short: at least 1s",
+                humantime::format_duration(d)
+            )));
+        }
+        Some(d) => Some(i64::try_from(d.as_secs()).map_err(|_| {
+            UsageError::new(format!(
+                "--deadline {} is too long",
+                humantime::format_duration(d)
+            ))
+        })?),
+    };
+    if let Some(name) = &args.priority_class {
+        check_name("--priority-class", name)?;
+    }
+    Ok(Scheduling {
+        deadline_seconds: deadline,
+        priority_class: args.priority_class.clone(),
+    })
+}
+
+/// A name the API server accepts for an object the flag refers to: a DNS-1123
+/// subdomain (lowercase letters, digits, '-' and '.', at most 253 characters).
+fn check_name(flag: &str, name: &str) -> Result<(), UsageError> {
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !p.starts_with('-')
+            && !p.ends_with('-')
+    };
+    if name.len() > 253 || !name.split('.').all(part_ok) {
+        return Err(UsageError::new(format!(
+            "{flag} {name:?} is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)"
+        )));
+    }
+    Ok(())
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

@@ -49,6 +49,18 @@ pub struct SpawnRequest {
     pub env: EnvVars,
     /// A random id written on every object (see [`INVOCATION_ANNOTATION`]).
     pub invocation: String,
+    /// How a shared cluster schedules the run (README, "Shared clusters").
+    pub scheduling: Scheduling,
+}
+
+/// The shared-cluster options: each one only adds to the pods (and, for a gang, an
+/// object); without any, the objects are those of a plain run, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Scheduling {
+    /// `--deadline`: every pod's `activeDeadlineSeconds`.
+    pub deadline_seconds: Option<i64>,
+    /// `--priority-class`: every pod's `priorityClassName`.
+    pub priority_class: Option<String>,
 }
 
 /// One pod template per role; roles without their own use the worker's.
@@ -278,6 +290,16 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
 
     spec.restart_policy
         .get_or_insert_with(|| "Never".to_string());
+    let scheduling = &req.scheduling;
+    if let Some(seconds) = scheduling.deadline_seconds {
+        spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(class) = &scheduling.priority_class {
+        spec.priority_class_name = Some(class.clone());
+        // The admission plugin fills in the class's value; a template's own value would
+        // be refused when it differs.
+        spec.priority = None;
+    }
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     volumes.retain(|v| v.name != SCRIPT_VOLUME);
     volumes.push(Volume {
@@ -400,7 +422,17 @@ mod tests {
             entrypoint: None,
             env: EnvVars::new(),
             invocation: "0123456789abcdef".into(),
+            scheduling: Scheduling::default(),
         }
+    }
+
+    #[test]
+    fn deadline_and_priority_class_match_the_fixture() {
+        let mut req = request(Roles::workers(2).unwrap());
+        req.scheduling.deadline_seconds = Some(43_200);
+        req.scheduling.priority_class = Some("team-high".into());
+        let plan = build(&req).unwrap();
+        insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
     }
 
     #[test]

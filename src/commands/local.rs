@@ -5,7 +5,7 @@ use anyhow::Result;
 use futures::FutureExt;
 
 use crate::cli::SpawnArgs;
-use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
+use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
 use crate::settings::Settings;
@@ -16,6 +16,12 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let mut stop = Box::pin(signals::stop_requested());
     if let Some(code) = (&mut stop).now_or_never() {
         return Err(ExitError::new(code, "interrupted before the run started").into());
+    }
+    if let Some(flag) = super::spawn::cluster_only_flag(args) {
+        return Err(UsageError::new(format!(
+            "{flag} applies to pods on a cluster; --local runs processes"
+        ))
+        .into());
     }
     // The namespace is only a name here: nothing talks to a cluster.
     let request = inputs::spawn_request(

@@ -56,6 +56,16 @@ pub(crate) fn tag(args: &SpawnArgs) -> Tag {
     }
 }
 
+/// The first shared-cluster flag given, which `--local` cannot honour.
+pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
+    [
+        (args.deadline.is_some(), "--deadline"),
+        (args.priority_class.is_some(), "--priority-class"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
 /// The spawn flags, with the defaults file's values where no flag was given.
 pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let roles = &args.roles;
@@ -74,6 +84,8 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         chief_pod_file: roles.chief_pod_file.clone(),
         ps_pod_file: roles.ps_pod_file.clone(),
         evaluator_pod_file: roles.evaluator_pod_file.clone(),
+        deadline: args.deadline,
+        priority_class: args.priority_class.clone(),
     }
 }
 

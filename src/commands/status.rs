@@ -60,7 +60,9 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
 
 /// What `reason` and `message` say for one pod (see [`PodJson`]).
 fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
-    if let Some(exit) = &v.last_exit {
+    if let Some(r) = v.decisive_reason() {
+        (Some(r.reason.clone()), r.message.clone())
+    } else if let Some(exit) = &v.last_exit {
         (exit.reason.clone(), exit.message.clone())
     } else if let Some(w) = &v.waiting {
         (Some(w.reason.clone()), w.message.clone())
@@ -110,8 +112,11 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
     let rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
-            let phase = match &v.waiting {
-                Some(w) if v.terminated.is_none() => format!("{} ({})", v.phase.as_str(), w.reason),
+            let phase = match (&v.waiting, v.decisive_reason()) {
+                (_, Some(r)) => format!("{} ({})", v.phase.as_str(), r.reason),
+                (Some(w), _) if v.terminated.is_none() => {
+                    format!("{} ({})", v.phase.as_str(), w.reason)
+                }
                 _ => v.phase.as_str().to_string(),
             };
             let exit = v

@@ -652,6 +652,7 @@ mod tests {
             entrypoint: None,
             env: [("A".to_string(), "1".to_string())].into(),
             invocation: "0".into(),
+            scheduling: Default::default(),
         }
     }
 

@@ -299,6 +299,9 @@ impl Tracker {
             _ if state == State::Failed => {
                 let exit = v.terminated.clone().or_else(|| v.last_exit.clone());
                 let (reason, message) = match (&exit, &v.pod_reason) {
+                    (_, Some(r)) if v.decisive_reason().is_some() => {
+                        (Some(r.reason.clone()), r.message.clone())
+                    }
                     (Some(e), _) if e.reason.is_some() => (e.reason.clone(), e.message.clone()),
                     (_, Some(r)) => (Some(r.reason.clone()), r.message.clone()),
                     (Some(e), None) => (None, e.message.clone()),

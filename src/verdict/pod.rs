@@ -13,6 +13,9 @@ use super::one_line;
 use crate::labels::{CLUSTER_ANNOTATION, INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
 use crate::roles::{Role, Task, tasks_of_sizes};
 
+/// The pod reason of a pod stopped by the kubelet at its `activeDeadlineSeconds`.
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
 /// A pod's phase as the API reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Phase {
@@ -177,6 +180,15 @@ impl PodView {
             Phase::Running => State::Running,
             Phase::Pending | Phase::Unknown => State::Pending,
         }
+    }
+
+    /// The pod-level reason that says more than the container's exit: the kubelet's
+    /// `DeadlineExceeded` (the pod outlived its `activeDeadlineSeconds`, `--deadline`),
+    /// whose containers were killed with a plain `Error`.
+    pub fn decisive_reason(&self) -> Option<&Reason> {
+        self.pod_reason
+            .as_ref()
+            .filter(|r| r.reason == DEADLINE_EXCEEDED)
     }
 
     /// Seconds since the pod was created.

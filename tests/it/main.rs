@@ -14,4 +14,5 @@ mod logs;
 mod perf;
 mod roles;
 mod security;
+mod shared;
 mod spawn;
