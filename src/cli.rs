@@ -298,6 +298,11 @@ pub struct SpawnArgs {
     #[arg(long, value_name = "NAME")]
     pub priority_class: Option<String>,
 
+    /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
+    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod)
+    #[arg(long, value_name = "NAME")]
+    pub queue: Option<String>,
+
     #[command(flatten)]
     pub roles: RoleArgs,
 }

@@ -38,6 +38,8 @@ pub struct SpawnOptions {
     pub deadline: Option<Duration>,
     /// `--priority-class`.
     pub priority_class: Option<String>,
+    /// `--queue`.
+    pub queue: Option<String>,
 }
 
 pub fn spawn_request(
@@ -114,17 +116,22 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
         })?),
     };
     if let Some(name) = &args.priority_class {
-        check_name("--priority-class", name)?;
+        check_name("--priority-class", name, 253)?;
+    }
+    // A LocalQueue's name, and a label value: at most 63 characters.
+    if let Some(name) = &args.queue {
+        check_name("--queue", name, 63)?;
     }
     Ok(Scheduling {
         deadline_seconds: deadline,
         priority_class: args.priority_class.clone(),
+        queue: args.queue.clone(),
     })
 }
 
 /// A name the API server accepts for an object the flag refers to: a DNS-1123
-/// subdomain (lowercase letters, digits, '-' and '.', at most 253 characters).
-fn check_name(flag: &str, name: &str) -> Result<(), UsageError> {
+/// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
+fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
     let part_ok = |p: &str| {
         !p.is_empty()
             && p.bytes()
@@ -132,9 +139,9 @@ fn check_name(flag: &str, name: &str) -> Result<(), UsageError> {
             && !p.starts_with('-')
             && !p.ends_with('-')
     };
-    if name.len() > 253 || !name.split('.').all(part_ok) {
+    if name.len() > max || !name.split('.').all(part_ok) {
         return Err(UsageError::new(format!(
-            "{flag} {name:?} is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters)"
+            "{flag} {name:?} is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
         )));
     }
     Ok(())

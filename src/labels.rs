@@ -20,6 +20,16 @@ pub const NO_ENV_SECRET: &str = "none";
 /// of pods (the verdict) know every task without the addresses.
 pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
 
+/// Kueue (README, "Shared clusters"): the LocalQueue a pod is submitted to.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue: the pods with the same value form one group, admitted as a whole.
+pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
+/// Kueue: how many pods the group has; Kueue waits for all of them before admitting.
+pub const KUEUE_GROUP_COUNT_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-count";
+/// Kueue: `"false"` says a failed pod of the group is not replaced, so the group ends
+/// (and frees its quota) when one fails or is deleted, as a tf-spawner run does.
+pub const KUEUE_RETRIABLE_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
+
 /// The container that gets the TF variables when the template has one of this name.
 pub const TF_CONTAINER: &str = "tensorflow";
 
@@ -28,10 +38,40 @@ pub fn run_selector(tag: &str) -> String {
     format!("{RUN_LABEL}={tag}")
 }
 
+/// The run's Kueue pod group: the tag and the invocation's first 8 hex digits, so that a
+/// run spawned again under the same tag never joins the group (and Workload) of the
+/// previous one. At most 63 characters, a label value.
+pub fn kueue_group_name(tag: &str, invocation: &str) -> String {
+    let suffix: String = invocation.chars().take(8).collect();
+    let room = 63 - suffix.len() - 1;
+    let tag = tag
+        .get(..room.min(tag.len()))
+        .unwrap_or(tag)
+        .trim_end_matches(['-', '.']);
+    format!("{tag}-{suffix}")
+}
+
 pub fn config_map_name(tag: &str) -> String {
     format!("{tag}-script")
 }
 
 pub fn secret_name(tag: &str) -> String {
     format!("{tag}-env")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kueue_group_name_is_a_label_value_unique_per_invocation() {
+        assert_eq!(
+            kueue_group_name("demo", "0123456789abcdef"),
+            "demo-01234567"
+        );
+        let long = format!("{}-x", "a".repeat(53));
+        let name = kueue_group_name(&long, "0123456789abcdef");
+        assert!(name.len() <= 63, "{name}");
+        assert_eq!(name, format!("{}-01234567", "a".repeat(53)));
+    }
 }

@@ -15,9 +15,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
-    CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, MANAGED_BY,
-    MANAGED_BY_LABEL, NO_ENV_SECRET, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, config_map_name,
-    secret_name,
+    CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION,
+    KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION,
+    MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
+    config_map_name, kueue_group_name, secret_name,
 };
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
@@ -61,6 +62,8 @@ pub struct Scheduling {
     pub deadline_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
+    /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
+    pub queue: Option<String>,
 }
 
 /// One pod template per role; roles without their own use the worker's.
@@ -276,11 +279,21 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
 
     let mut labels = template_meta.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
+    if let Some(queue) = &req.scheduling.queue {
+        labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
+        labels.insert(
+            KUEUE_GROUP_LABEL.to_string(),
+            kueue_group_name(&req.tag, &req.invocation),
+        );
+    }
     let mut metadata = meta(req, task.name(&req.tag), labels);
-    metadata
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
+    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
+    if req.scheduling.queue.is_some() {
+        let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
+        annotations.insert(KUEUE_GROUP_COUNT_ANNOTATION.to_string(), pods.to_string());
+        annotations.insert(KUEUE_RETRIABLE_ANNOTATION.to_string(), "false".to_string());
+    }
     if let Some(theirs) = &template_meta.annotations {
         let ours = metadata.annotations.get_or_insert_with(BTreeMap::new);
         for (k, v) in theirs {
@@ -424,6 +437,14 @@ mod tests {
             invocation: "0123456789abcdef".into(),
             scheduling: Scheduling::default(),
         }
+    }
+
+    #[test]
+    fn a_kueue_queue_makes_the_run_one_pod_group() {
+        let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+        req.scheduling.queue = Some("team-gpu".into());
+        let plan = build(&req).unwrap();
+        insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
     }
 
     #[test]

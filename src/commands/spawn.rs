@@ -61,6 +61,7 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     [
         (args.deadline.is_some(), "--deadline"),
         (args.priority_class.is_some(), "--priority-class"),
+        (args.queue.is_some(), "--queue"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -86,6 +87,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         evaluator_pod_file: roles.evaluator_pod_file.clone(),
         deadline: args.deadline,
         priority_class: args.priority_class.clone(),
+        queue: args.queue.clone(),
     }
 }
 

@@ -105,3 +105,54 @@ fn a_run_past_its_deadline_fails_with_deadline_exceeded() {
     );
     assert_eq!(status["pods"][0]["exit_code"], json!(137), "{status:#}");
 }
+
+#[test]
+fn a_queue_makes_the_run_one_kueue_pod_group() {
+    let env = Env::new();
+    spawn_run(&env, "q", &["-w", "3", "--queue", "team-gpu"]);
+    let pods = env.list("pods", NS);
+    assert_eq!(pods.len(), 3);
+    let group = pods[0]["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"].clone();
+    assert!(group.as_str().unwrap().starts_with("q-"), "{group}");
+    for pod in &pods {
+        let meta = &pod["metadata"];
+        assert_eq!(
+            meta["labels"]["kueue.x-k8s.io/queue-name"],
+            json!("team-gpu")
+        );
+        assert_eq!(meta["labels"]["kueue.x-k8s.io/pod-group-name"], group);
+        assert_eq!(
+            meta["annotations"]["kueue.x-k8s.io/pod-group-total-count"],
+            json!("3")
+        );
+        assert_eq!(
+            meta["annotations"]["kueue.x-k8s.io/retriable-in-group"],
+            json!("false")
+        );
+    }
+    // Not on the other objects: Kueue manages pods.
+    for kind in ["services", "configmaps"] {
+        for obj in env.list(kind, NS) {
+            assert!(obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"].is_null());
+        }
+    }
+}
+
+#[test]
+fn a_bad_queue_name_is_a_usage_error() {
+    let env = Env::new();
+    for (args, needle) in [
+        (
+            &["--queue", "Team GPU"][..],
+            "--queue \"Team GPU\" is not a valid name",
+        ),
+        (&["--queue", &"q".repeat(64)][..], "at most 63 characters"),
+        (
+            &["--local", "--queue", "q"][..],
+            "--queue applies to pods on a cluster",
+        ),
+    ] {
+        env.spawn(args).failure(2).stderr_has(needle);
+        assert!(env.names(NS).is_empty(), "nothing created for {args:?}");
+    }
+}
