@@ -3,9 +3,10 @@
 //!
 //! Spawn: the release binary spawning N workers, against a minimal client that sends the
 //! same requests in the same stages (the 4 lists that check the tag is free, the config
-//! map, the services 32 at a time, the pods 32 at a time) from one process that already
-//! has its connection: the raw concurrent floor. Objects are taken from the binary's own
-//! `--dry-run -o json`.
+//! map, the services 32 at a time, the pods 32 at a time) from inside this process: the
+//! raw concurrent floor, with a new client (its connections opened during the spawn, as
+//! the binary's are) and with an already connected one. Objects are taken from the
+//! binary's own `--dry-run -o json`.
 //!
 //! Delete: one collection DELETE, or the names listed and then single DELETEs, 32 at a
 //! time (tf-spawner's `--max-in-flight`).
@@ -58,10 +59,11 @@ async fn main() {
     let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
         .await
         .expect("kubeconfig");
-    let client = Client::try_from(config).expect("client");
+    let client = Client::try_from(config.clone()).expect("client");
     let sizes: Vec<u32> = std::env::var("REAL_DELETE_SIZES")
         .unwrap_or_else(|_| "100,1000".into())
         .split(',')
+        .filter(|s| !s.trim().is_empty())
         .map(|s| s.trim().parse().expect("REAL_DELETE_SIZES: numbers"))
         .collect();
     let repeat: usize = std::env::var("REAL_REPEAT")
@@ -87,34 +89,48 @@ async fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!();
-    println!("| workers | tf-spawner spawn | raw concurrent floor | spawn ÷ floor |");
-    println!("| ---: | ---: | ---: | ---: |");
+    println!(
+        "| workers | tf-spawner spawn | floor, new client | floor, connected client | spawn ÷ floor (new client) |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: |");
     for n in spawn_sizes {
-        let (mut ours, mut floor) = (Vec::new(), Vec::new());
+        let (mut ours, mut cold, mut warm) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..repeat {
-            // Alternate which goes first, so neither always meets a warmer server.
-            for binary in [round % 2 == 0, round % 2 != 0] {
+            // Rotate which goes first, so none always meets a warmer server.
+            for turn in 0..3 {
+                let which = (round + turn) % 3;
                 let ns = format!("bench-spawn-{n}-{round}-{:04x}", rand::random::<u16>());
                 make_namespace(&client, &ns).await;
-                if binary {
-                    let start = Instant::now();
-                    spawn(&kubeconfig, &ns, n, &script);
-                    ours.push(start.elapsed());
-                } else {
-                    let objects = planned(&kubeconfig, &ns, n, &script);
-                    floor.push(raw_spawn(&client, &ns, objects).await);
+                match which {
+                    0 => {
+                        let start = Instant::now();
+                        spawn(&kubeconfig, &ns, n, &script);
+                        ours.push(start.elapsed());
+                    }
+                    1 => {
+                        // A client of its own: it opens its connections during the spawn,
+                        // as the binary does.
+                        let objects = planned(&kubeconfig, &ns, n, &script);
+                        let fresh = Client::try_from(config.clone()).expect("client");
+                        cold.push(raw_spawn(&fresh, &ns, objects).await);
+                    }
+                    _ => {
+                        let objects = planned(&kubeconfig, &ns, n, &script);
+                        warm.push(raw_spawn(&client, &ns, objects).await);
+                    }
                 }
                 let _ = Api::<Namespace>::all(client.clone())
                     .delete(&ns, &DeleteParams::default())
                     .await;
             }
         }
-        let (o, f) = (median(&mut ours), median(&mut floor));
+        let (o, c, w) = (median(&mut ours), median(&mut cold), median(&mut warm));
         println!(
-            "| {n} | {} | {} | {:.2} |",
+            "| {n} | {} | {} | {} | {:.2} |",
             ms(o),
-            ms(f),
-            o.as_secs_f64() / f.as_secs_f64()
+            ms(c),
+            ms(w),
+            o.as_secs_f64() / c.as_secs_f64()
         );
     }
     println!();
