@@ -21,6 +21,9 @@ fn role_name(summary: &RoleSummary) -> &'static str {
 /// The counts and the stuck reason, without the role name.
 pub fn role_text(summary: &RoleSummary) -> String {
     let c = &summary.counts;
+    if c.queued > 0 {
+        return queued_text(summary);
+    }
     let mut text = format!(
         "{}/{} running, {} pending, {} finished",
         c.running,
@@ -28,6 +31,28 @@ pub fn role_text(summary: &RoleSummary) -> String {
         c.pending,
         c.finished()
     );
+    if c.failed > 0 {
+        text.push_str(&format!(" ({} failed)", c.failed));
+    }
+    if let Some((who, reason)) = &summary.stuck {
+        text.push_str(&format!(" — {who}: {}", one_line(&reason.to_string())));
+    }
+    text
+}
+
+/// `0/4 running, 4 queued in team-gpu`: a role with queued pods, then its other
+/// non-zero counts and the stuck reason.
+fn queued_text(summary: &RoleSummary) -> String {
+    let c = &summary.counts;
+    let mut text = format!("{}/{} running, {} queued", c.running, c.total, c.queued);
+    if let Some(queue) = &summary.queue {
+        text.push_str(&format!(" in {queue}"));
+    }
+    for (n, what) in [(c.pending, "pending"), (c.finished(), "finished")] {
+        if n > 0 {
+            text.push_str(&format!(", {n} {what}"));
+        }
+    }
     if c.failed > 0 {
         text.push_str(&format!(" ({} failed)", c.failed));
     }
@@ -141,6 +166,7 @@ mod tests {
                 running: 2,
                 succeeded: 1,
                 failed: 0,
+                queued: 0,
             },
             stuck: Some((
                 "worker-3".into(),
@@ -151,6 +177,7 @@ mod tests {
                     ),
                 },
             )),
+            queue: None,
         };
         assert_eq!(
             role_line(&summary),
@@ -164,12 +191,28 @@ mod tests {
                 running: 0,
                 succeeded: 1,
                 failed: 1,
+                queued: 0,
             },
             stuck: None,
+            queue: None,
         };
         assert_eq!(
             role_line(&done),
             "ps        0/2 running, 0 pending, 2 finished (1 failed)"
+        );
+        let queued = RoleSummary {
+            role: Some(Role::Worker),
+            counts: RoleCounts {
+                total: 4,
+                queued: 4,
+                ..RoleCounts::default()
+            },
+            stuck: None,
+            queue: Some("team-gpu".into()),
+        };
+        assert_eq!(
+            role_line(&queued),
+            "worker    0/4 running, 4 queued in team-gpu"
         );
     }
 }

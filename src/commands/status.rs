@@ -41,6 +41,10 @@ pub struct PodJson {
     /// (Unschedulable, ImagePullBackOff…), else the pod's reason (Evicted…).
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// Held back by a queue (scheduling gates, Kueue), not stuck.
+    pub queued: bool,
+    /// The queue it waits in (its Kueue LocalQueue), else null.
+    pub queue: Option<String>,
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
@@ -100,6 +104,8 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
                     exit_code: v.last_exit.as_ref().map(|e| e.code),
                     reason,
                     message,
+                    queued: v.queued,
+                    queue: v.queue.clone(),
                 }
             })
             .collect(),
@@ -113,6 +119,10 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
         .iter()
         .map(|v| {
             let phase = match (&v.waiting, v.decisive_reason()) {
+                _ if v.queued => match &v.queue {
+                    Some(q) => format!("{} (queued in {q})", v.phase.as_str()),
+                    None => format!("{} (queued)", v.phase.as_str()),
+                },
                 (_, Some(r)) => format!("{} ({})", v.phase.as_str(), r.reason),
                 (Some(w), _) if v.terminated.is_none() => {
                     format!("{} ({})", v.phase.as_str(), w.reason)
@@ -146,6 +156,7 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
     );
     for v in &pods {
         if v.terminated.is_none()
+            && !v.queued
             && let Some(w) = &v.waiting
             && w.message.is_some()
         {
@@ -193,6 +204,8 @@ mod tests {
                 "name",
                 "node",
                 "phase",
+                "queue",
+                "queued",
                 "ready",
                 "reason",
                 "restarts",

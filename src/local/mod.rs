@@ -130,6 +130,8 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         cluster: Vec::new(),
         container: None,
         started: true,
+        queued: false,
+        queue: None,
     }
 }
 

@@ -27,8 +27,12 @@ pub struct RunJson {
     pub verdict: &'static str,
     /// Age of the oldest pod.
     pub age_seconds: Option<u64>,
-    /// Per role (chief, ps, worker, evaluator): total, pending, running, succeeded, failed.
+    /// Per role (chief, ps, worker, evaluator): total, pending, queued, running,
+    /// succeeded, failed.
     pub roles: BTreeMap<String, RoleCounts>,
+    /// The queue (Kueue LocalQueue) the run's queued pods wait in; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list request.
@@ -80,12 +84,13 @@ pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
             let age_seconds = views.iter().filter_map(|v| v.age(now)).max();
             let mut tracker = Tracker::new(&tag, false);
             tracker.replace(views);
+            let summary = tracker.summary();
             RunJson {
                 namespace,
                 verdict: tracker.verdict().name(),
                 age_seconds,
-                roles: tracker
-                    .summary()
+                queue: summary.iter().find_map(|r| r.queue.clone()),
+                roles: summary
                     .into_iter()
                     .map(|r| (role_key(&r), r.counts))
                     .collect(),
@@ -100,8 +105,14 @@ fn role_key(r: &RoleSummary) -> String {
 }
 
 /// `worker 2/4 running, 1 pending, 1 succeeded`: the non-zero counts of one role.
-fn role_cell(role: &str, c: &RoleCounts) -> String {
+fn role_cell(role: &str, c: &RoleCounts, queue: Option<&str>) -> String {
     let mut parts = vec![format!("{role} {}/{} running", c.running, c.total)];
+    if c.queued > 0 {
+        parts.push(match queue {
+            Some(q) => format!("{} queued in {q}", c.queued),
+            None => format!("{} queued", c.queued),
+        });
+    }
     for (n, what) in [
         (c.pending, "pending"),
         (c.succeeded, "succeeded"),
@@ -122,7 +133,11 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
         .map(|run| {
             let pods: Vec<String> = ROLE_ORDER
                 .iter()
-                .filter_map(|role| run.roles.get(*role).map(|c| role_cell(role, c)))
+                .filter_map(|role| {
+                    run.roles
+                        .get(*role)
+                        .map(|c| role_cell(role, c, run.queue.as_deref()))
+                })
                 .collect();
             let mut row = vec![
                 run.tag.clone(),

@@ -152,7 +152,18 @@ fn timed_out(wait: &Wait, tracker: &Tracker, d: Duration) -> String {
         wait.tag,
         tracker.verdict().name()
     );
-    if let Some((who, reason)) = tracker.summary().into_iter().find_map(|r| r.stuck) {
+    let summary = tracker.summary();
+    let queued: u32 = summary.iter().map(|r| r.counts.queued).sum();
+    if queued > 0 {
+        message.push_str(&format!(
+            "; {queued} pod{} still queued",
+            if queued == 1 { "" } else { "s" }
+        ));
+        if let Some(queue) = summary.iter().find_map(|r| r.queue.clone()) {
+            message.push_str(&format!(" in {queue}"));
+        }
+    }
+    if let Some((who, reason)) = summary.into_iter().find_map(|r| r.stuck) {
         message.push_str(&format!("; {who}: {reason}"));
     }
     message.push(')');

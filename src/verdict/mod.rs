@@ -19,6 +19,8 @@ mod pod;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
 
+/// The `PodScheduled` reason of a pod held by scheduling gates.
+const SCHEDULING_GATED: &str = "SchedulingGated";
 /// The kubelet's waiting reason between two failed pulls of an image.
 const BACK_OFF: &str = "ImagePullBackOff";
 /// Waiting reasons that will not fix themselves: the run fails at once.
@@ -112,7 +114,10 @@ impl fmt::Display for Failure {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RoleCounts {
     pub total: u32,
+    /// Pending, not queued.
     pub pending: u32,
+    /// Pending, held back by a queue (see [`PodView::queued`]).
+    pub queued: u32,
     pub running: u32,
     pub succeeded: u32,
     pub failed: u32,
@@ -130,6 +135,8 @@ pub struct RoleSummary {
     pub role: Option<Role>,
     pub counts: RoleCounts,
     pub stuck: Option<(String, Reason)>,
+    /// The queue the role's queued pods wait in, when they name one.
+    pub queue: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -389,6 +396,7 @@ impl Tracker {
                         role,
                         counts: RoleCounts::default(),
                         stuck: None,
+                        queue: None,
                     });
                     out.len() - 1
                 }
@@ -404,20 +412,27 @@ impl Tracker {
                 }) => State::Pending,
                 _ => *state,
             };
+            let view = self.pods.get(name).map(Entry::view);
+            let queued =
+                counted == State::Pending && failure.is_none() && view.is_some_and(|v| v.queued);
+            if queued && summary.queue.is_none() {
+                summary.queue = view.and_then(|v| v.queue.clone());
+            }
             match counted {
+                State::Pending if queued => summary.counts.queued += 1,
                 State::Pending => summary.counts.pending += 1,
                 State::Running => summary.counts.running += 1,
                 State::Succeeded => summary.counts.succeeded += 1,
                 State::Failed => summary.counts.failed += 1,
             }
             let label = task.map_or_else(|| name.clone(), Task::id);
+            // A queued pod is waiting its turn, not stuck: the gate says nothing new.
             let reason = match failure {
                 Some(f) => Some(failure_reason(f)),
-                None => self
-                    .pods
-                    .get(name)
-                    .and_then(|e| e.view().waiting.clone())
-                    .filter(|_| !state.finished()),
+                None => view
+                    .and_then(|v| v.waiting.clone())
+                    .filter(|_| !state.finished())
+                    .filter(|r| !(queued && r.reason == SCHEDULING_GATED)),
             };
             // The first reason of the role, unless a later one says more than the
             // routine ContainerCreating / PodInitializing.
@@ -817,8 +832,41 @@ pub(crate) mod tests {
                 pending: 1,
                 running: 1,
                 succeeded: 1,
-                failed: 0
+                failed: 0,
+                queued: 0,
             }
         );
+    }
+
+    /// A pod as Kueue's webhook leaves it until the run's group is admitted.
+    fn gated(task: &str) -> Value {
+        let mut p = pod(task, "Pending");
+        p["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("team-gpu");
+        p["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+        p["status"]["conditions"] = json!([{
+            "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates"
+        }]);
+        p
+    }
+
+    #[test]
+    fn gated_pods_are_queued_not_stuck_and_never_fail_fast() {
+        let t = tracker(vec![gated("worker-0"), gated("worker-1")], false);
+        assert_eq!(t.verdict(), Verdict::Pending);
+        assert!(!t.started());
+        let s = t.summary();
+        assert_eq!(s[0].counts.queued, 2);
+        assert_eq!(s[0].counts.pending, 0);
+        assert_eq!(s[0].queue.as_deref(), Some("team-gpu"));
+        assert_eq!(s[0].stuck, None);
+        // Admitted: the gates go, the pods are pending like any other.
+        let t = tracker(vec![pod("worker-0", "Pending"), gated("worker-1")], false);
+        let s = t.summary();
+        assert_eq!((s[0].counts.pending, s[0].counts.queued), (1, 1));
+        // A bound pod is past its queue, whatever its spec says.
+        let mut bound = gated("worker-0");
+        bound["spec"]["nodeName"] = json!("n");
+        assert!(!view(bound).queued);
     }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use super::one_line;
-use crate::labels::{CLUSTER_ANNOTATION, INDEX_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::labels::{CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL, TF_CONTAINER};
 use crate::roles::{Role, Task, tasks_of_sizes};
 
 /// The pod reason of a pod stopped by the kubelet at its `activeDeadlineSeconds`.
@@ -102,6 +102,11 @@ pub struct PodView {
     /// That container has started: it runs or has ended, now or before a restart.
     /// Without a status for it, a Running pod counts as started.
     pub started: bool,
+    /// Held back by a queue, not stuck: a pending pod with scheduling gates (Kueue's
+    /// admission gate until the run's group is admitted).
+    pub queued: bool,
+    /// The queue the pod waits in: its Kueue LocalQueue.
+    pub queue: Option<String>,
 }
 
 impl PodView {
@@ -155,6 +160,16 @@ impl PodView {
                 Some(s) => ran(s),
                 None => phase == Phase::Running,
             },
+            queued: phase == Phase::Pending
+                && spec.is_some_and(|s| {
+                    s.node_name.is_none()
+                        && s.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
+                }),
+            queue: meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
+                .cloned(),
         }
     }
 

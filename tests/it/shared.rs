@@ -1,9 +1,12 @@
 //! Shared clusters (README, "Shared clusters"): `--deadline`, `--priority-class`,
 //! `--queue`; what they put on the pods, how a stopped or queued run is reported.
 
+use kube_testserver::Options;
 use serde_json::json;
 
-use crate::follow::{await_watches, container, failed_with_logs, finish, spawn_run, start};
+use crate::follow::{
+    await_watches, container, failed_with_logs, finish, running, spawn_run, start,
+};
 use crate::support::Env;
 
 const NS: &str = "default";
@@ -155,4 +158,108 @@ fn a_bad_queue_name_is_a_usage_error() {
         env.spawn(args).failure(2).stderr_has(needle);
         assert!(env.names(NS).is_empty(), "nothing created for {args:?}");
     }
+}
+
+const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+const ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
+
+/// A test server with Kueue's webhook: every pod naming a queue is gated at creation.
+fn kueue(mut options: Options) -> Env {
+    options.gate_pods_labelled = vec![(QUEUE_LABEL.into(), ADMISSION_GATE.into())];
+    Env::with(options)
+}
+
+#[test]
+fn a_gated_run_is_queued_in_status_list_and_wait_until_admitted() {
+    let env = kueue(Options::default());
+    spawn_run(&env, "gq", &["-w", "4", "--queue", "team-gpu"]);
+    for pod in env.list("pods", NS) {
+        assert_eq!(
+            pod["spec"]["schedulingGates"],
+            json!([{"name": ADMISSION_GATE}]),
+            "{pod:#}"
+        );
+        assert_eq!(pod["status"]["conditions"][0]["reason"], "SchedulingGated");
+    }
+
+    let out = env.run(&["status", "-t", "gq"]);
+    out.success()
+        .stdout_has("Pending (queued in team-gpu)")
+        .stdout_has("verdict: Pending");
+    assert!(!out.stdout.contains("SchedulingGated"), "{out:#?}");
+    let out = env.run(&["status", "-t", "gq", "-o", "json"]);
+    let status: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(status["pods"][0]["queued"], json!(true), "{status:#}");
+    assert_eq!(status["pods"][0]["queue"], json!("team-gpu"), "{status:#}");
+
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/4 running, 4 queued in team-gpu");
+    let out = env.run(&["list", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        list["runs"][0]["roles"]["worker"]["queued"],
+        json!(4),
+        "{list:#}"
+    );
+    assert_eq!(list["runs"][0]["queue"], json!("team-gpu"), "{list:#}");
+
+    // Queued is never failed fast; --timeout still applies.
+    let out = env.run(&["wait", "-t", "gq", "--for", "start", "--timeout", "1s"]);
+    out.failure(4).stderr_has(
+        "waiting for run 'gq' to start (verdict so far: Pending; 4 pods still queued in team-gpu)",
+    );
+    assert!(
+        out.stdout
+            .contains("worker    0/4 running, 4 queued in team-gpu"),
+        "{out:#?}"
+    );
+
+    // Kueue admits the group: the gates go, the pods start, the wait ends.
+    env.server.clear_requests();
+    let child = start(&env, &["wait", "-t", "gq", "--for", "start"]);
+    await_watches(&env, 1);
+    for i in 0..4 {
+        let pod = format!("gq-worker-{i}");
+        env.server.remove_scheduling_gates(NS, &pod);
+        running(&env, &pod);
+    }
+    let out = finish(child);
+    out.success();
+    assert!(
+        out.stdout
+            .contains("worker    0/4 running, 4 queued in team-gpu"),
+        "{out:#?}"
+    );
+    assert!(out.stdout.contains("worker    4/4 running"), "{out:#?}");
+}
+
+#[test]
+fn a_pod_template_with_its_own_gate_is_queued_too() {
+    let env = Env::new();
+    let template = env.write(
+        "gated.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  schedulingGates: [{name: example.com/hold}]\n  containers: [{name: tensorflow, image: tf:1}]\n",
+    );
+    spawn_run(
+        &env,
+        "tg",
+        &["-w", "2", "--pod-file", template.to_str().unwrap()],
+    );
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/2 running, 2 queued");
+}
+
+/// A 1.20 server does not know `schedulingGates`: it drops the field, and the pods are
+/// plain pending ones. (The real-server suite runs 1.20, so gates are tested here.)
+#[test]
+fn a_1_20_server_drops_the_gates() {
+    let env = kueue(Options::v1_20());
+    spawn_run(&env, "old", &["-w", "1", "--queue", "team-gpu"]);
+    let pod = &env.list("pods", NS)[0];
+    assert!(pod["spec"].get("schedulingGates").is_none(), "{pod:#}");
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/1 running, 1 pending");
 }

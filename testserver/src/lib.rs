@@ -42,6 +42,14 @@ pub struct Options {
     pub namespaces: Vec<String>,
     /// Users besides the built-in `admin`.
     pub users: Vec<User>,
+    /// Pods keep `spec.schedulingGates` (true, 1.26 and later: a gated pod gets the
+    /// `PodScheduled=False, reason SchedulingGated` condition and waits until its gates
+    /// are removed) or the field is dropped as unknown (false, 1.20).
+    pub scheduling_gates: bool,
+    /// A mutating admission webhook: every new pod carrying the label key gets the
+    /// scheduling gate, as Kueue's webhook gates pods with `kueue.x-k8s.io/queue-name`
+    /// (`("kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/admission")`).
+    pub gate_pods_labelled: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -52,6 +60,8 @@ impl Default for Options {
             single_delete_returns_status: false,
             namespaces: vec!["default".to_string()],
             users: vec![],
+            scheduling_gates: true,
+            gate_pods_labelled: vec![],
         }
     }
 }
@@ -62,6 +72,7 @@ impl Options {
         Options {
             collection_delete_services: false,
             single_delete_returns_status: true,
+            scheduling_gates: false,
             ..Options::default()
         }
     }
@@ -329,6 +340,21 @@ impl TestServer {
             && pod["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
         {
             pod["spec"]["nodeName"] = json!(node);
+            st.put("pods", namespace, pod);
+        }
+    }
+
+    /// Removes a pod's scheduling gates, as Kueue does when it admits the pod's group
+    /// (watchers see MODIFIED); the `SchedulingGated` condition goes with them.
+    pub fn remove_scheduling_gates(&self, namespace: &str, name: &str) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
+            if let Some(spec) = pod["spec"].as_object_mut() {
+                spec.remove("schedulingGates");
+            }
+            if let Some(conditions) = pod["status"]["conditions"].as_array_mut() {
+                conditions.retain(|c| c["reason"] != objects::SCHEDULING_GATED);
+            }
             st.put("pods", namespace, pod);
         }
     }

@@ -142,6 +142,44 @@ fn set_default(obj: &mut Value, key: &str, v: Value) {
     }
 }
 
+/// The `PodScheduled` reason of a pod held by scheduling gates.
+pub const SCHEDULING_GATED: &str = "SchedulingGated";
+
+/// What a create does with `spec.schedulingGates`: an admission webhook's gates
+/// (`Options::gate_pods_labelled`) are added; a server that knows the field (1.26 on)
+/// keeps them and marks the pod `PodScheduled=False, reason SchedulingGated`, as the
+/// pod strategy does; a 1.20 server drops the field, unknown to it.
+pub fn gate_new_pod(pod: &mut Value, opts: &crate::Options) {
+    for (label, gate) in &opts.gate_pods_labelled {
+        if pod["metadata"]["labels"].get(label).is_none() {
+            continue;
+        }
+        if !pod["spec"]["schedulingGates"].is_array() {
+            pod["spec"]["schedulingGates"] = json!([]);
+        }
+        let gates = pod["spec"]["schedulingGates"]
+            .as_array_mut()
+            .expect("just set");
+        if !gates.iter().any(|g| g["name"] == gate.as_str()) {
+            gates.push(json!({ "name": gate }));
+        }
+    }
+    let gated = pod["spec"]["schedulingGates"]
+        .as_array()
+        .is_some_and(|g| !g.is_empty());
+    if !opts.scheduling_gates {
+        if let Some(spec) = pod["spec"].as_object_mut() {
+            spec.remove("schedulingGates");
+        }
+    } else if gated {
+        pod["status"]["conditions"] = json!([{
+            "type": "PodScheduled", "status": "False", "reason": SCHEDULING_GATED,
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+            "lastProbeTime": null, "lastTransitionTime": now_rfc3339()
+        }]);
+    }
+}
+
 pub fn default_pod(pod: &mut Value) {
     if !pod.get("spec").is_some_and(Value::is_object) {
         pod["spec"] = json!({});

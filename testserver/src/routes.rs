@@ -337,6 +337,9 @@ fn create(sh: &Shared, c: &Ctx, resource: &str, ns: &str) -> Res {
         return Err(ApiError::not_found("namespaces", ns));
     }
     objects::fill_new(&mut st, resource, ns, &mut obj);
+    if resource == "pods" {
+        objects::gate_new_pod(&mut obj, &sh.opts);
+    }
     validate::validate(resource, kind_of(resource).unwrap_or(""), &obj)?;
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
     if st.get(resource, ns, &name).is_some() {
@@ -509,6 +512,7 @@ fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> Result<(), Api
         if let Some(m) = spec.as_object_mut() {
             m.remove("activeDeadlineSeconds");
             m.remove("tolerations");
+            m.remove("schedulingGates");
         }
         for list in ["initContainers", "containers"] {
             if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
@@ -518,7 +522,15 @@ fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> Result<(), Api
             }
         }
     }
-    if a == b {
+    // Scheduling gates may be removed, never added.
+    let gates = |pod: &Value| -> Vec<Value> {
+        pod["spec"]["schedulingGates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let old_gates = gates(old);
+    if a == b && gates(new).iter().all(|g| old_gates.contains(g)) {
         return Ok(());
     }
     Err(ApiError::invalid(
