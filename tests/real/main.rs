@@ -8,5 +8,6 @@ mod dry_run;
 mod follow;
 mod limited;
 mod roles;
+mod shared;
 mod spawn;
 mod support;

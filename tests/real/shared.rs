@@ -1,0 +1,140 @@
+//! Shared clusters against the real 1.20 server: what it stores of `--queue`,
+//! `--deadline` and `--priority-class`, a run stopped at its deadline, and scheduling
+//! gates, which 1.20 does not know (it drops the field: gated pods are tested on the
+//! test server, `tests/it/shared.rs`).
+
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn queue_deadline_and_priority_class_are_stored_and_a_deadline_is_reported() {
+    let Some(real) =
+        Real::new("queue_deadline_and_priority_class_are_stored_and_a_deadline_is_reported").await
+    else {
+        return;
+    };
+    let ns = real.namespace("shared").await;
+    // The Priority admission plugin refuses a pod naming a class that does not exist.
+    let class = unique("tfs-prio");
+    let classes: Api<PriorityClass> = Api::all(real.client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &PriorityClass {
+                metadata: ObjectMeta {
+                    name: Some(class.clone()),
+                    ..ObjectMeta::default()
+                },
+                value: 1000,
+                ..PriorityClass::default()
+            },
+        )
+        .await
+        .expect("create the priority class");
+    let script = real.script();
+    let out = real
+        .run(
+            Cred::Admin,
+            &[
+                "-n",
+                &ns,
+                "-t",
+                "sh",
+                "-w",
+                "2",
+                "--queue",
+                "team-gpu",
+                "--deadline",
+                "2h",
+                "--priority-class",
+                &class,
+                script.to_str().unwrap(),
+            ],
+        )
+        .await;
+    let _ = classes.delete(&class, &DeleteParams::default()).await;
+    out.success();
+    let pods = real.pods(&ns, "sh").await;
+    assert_eq!(pods.len(), 2);
+    let group = label(&pods[0].metadata, "kueue.x-k8s.io/pod-group-name").unwrap();
+    for pod in &pods {
+        let m = &pod.metadata;
+        assert_eq!(label(m, "kueue.x-k8s.io/queue-name"), Some("team-gpu"));
+        assert_eq!(label(m, "kueue.x-k8s.io/pod-group-name"), Some(group));
+        let annotations = m.annotations.as_ref().unwrap();
+        assert_eq!(annotations["kueue.x-k8s.io/pod-group-total-count"], "2");
+        assert_eq!(annotations["kueue.x-k8s.io/retriable-in-group"], "false");
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.active_deadline_seconds, Some(7200));
+        assert_eq!(spec.priority_class_name.as_deref(), Some(class.as_str()));
+        // Filled in by the Priority admission plugin from the class.
+        assert_eq!(spec.priority, Some(1000));
+    }
+
+    // What a kubelet writes when the deadline passes.
+    real.patch_pod_status(
+        &ns,
+        "sh-worker-0",
+        json!({
+            "phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "containerStatuses": [container_status("tensorflow", false, json!({
+                "terminated": {"exitCode": 137, "reason": "Error",
+                    "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T02:00:00Z"}
+            }))],
+        }),
+    )
+    .await;
+    let out = real
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "wait", "-t", "sh", "--timeout", "60s"],
+        )
+        .await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stderr_has("failed: exit code 137, reason DeadlineExceeded");
+    real.run(Cred::Admin, &["-n", &ns, "status", "-t", "sh"])
+        .await
+        .success()
+        .stdout_has("Failed (DeadlineExceeded)");
+}
+
+#[tokio::test]
+async fn a_1_20_server_drops_scheduling_gates() {
+    let Some(real) = Real::new("a_1_20_server_drops_scheduling_gates").await else {
+        return;
+    };
+    let ns = real.namespace("gates").await;
+    let template = real.write(
+        "gated.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  schedulingGates: [{name: example.com/hold}]\n  containers: [{name: tensorflow, image: tf:1}]\n",
+    );
+    let script = real.script();
+    real.run(
+        Cred::Admin,
+        &[
+            "-n",
+            &ns,
+            "-t",
+            "g",
+            "-w",
+            "1",
+            "--pod-file",
+            template.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+    )
+    .await
+    .success();
+    let pod = &real.pods(&ns, "g").await[0];
+    assert_eq!(pod.spec.as_ref().unwrap().scheduling_gates, None);
+    real.run(Cred::Admin, &["-n", &ns, "list"])
+        .await
+        .success()
+        .stdout_has("worker 0/1 running, 1 pending");
+}
