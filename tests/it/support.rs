@@ -21,6 +21,10 @@ pub struct Env {
 
 #[path = "../common/output.rs"]
 mod output;
+
+#[path = "../common/env_expansion.rs"]
+mod env_expansion;
+use env_expansion::expand;
 pub use output::Output;
 
 impl Env {
@@ -197,39 +201,6 @@ impl Env {
             .expect("TF_CONFIG set");
         serde_json::from_str(&raw).expect("TF_CONFIG is JSON")
     }
-}
-
-/// Kubernetes' expansion of an env value: `$(NAME)` of a variable defined before it is
-/// replaced, `$$` is a literal `$`, anything else stays as written.
-fn expand(value: &str, defined: &[(String, String)]) -> String {
-    let lookup = |name: &str| {
-        defined
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
-    };
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-            && let Some(v) = lookup(&inner[..end])
-        {
-            out.push_str(v);
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 pub fn name(obj: &Value) -> &str {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::support::{Cluster, RUN_TIMEOUT, tag};
+use crate::support::{Cluster, RUN_TIMEOUT, expand, tag};
 
 const PRINT_ENV: &str = "\
 import json, os
@@ -89,7 +89,7 @@ fn effective_env(list: &Value) -> BTreeMap<String, BTreeMap<String, Option<Strin
             .iter()
             .find(|c| c["name"] == "tensorflow")
             .unwrap_or(&containers[0]);
-        let mut defined: BTreeMap<String, String> = BTreeMap::new();
+        let mut defined: Vec<(String, String)> = Vec::new();
         for var in tf["env"].as_array().into_iter().flatten() {
             let name = var["name"].as_str().unwrap().to_string();
             let value = if let Some(v) = var["value"].as_str() {
@@ -103,39 +103,16 @@ fn effective_env(list: &Value) -> BTreeMap<String, BTreeMap<String, Option<Strin
             } else {
                 continue;
             };
-            defined.insert(name, value);
+            defined.push((name, value));
         }
         let three = ["TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS"]
             .into_iter()
-            .map(|k| (k.to_string(), defined.get(k).cloned()))
+            .map(|k| {
+                let value = defined.iter().rev().find(|(n, _)| n == k);
+                (k.to_string(), value.map(|(_, v)| v.clone()))
+            })
             .collect();
         out.insert(pod["metadata"]["name"].as_str().unwrap().to_string(), three);
     }
-    out
-}
-
-/// Kubernetes' expansion of an env value: `$(NAME)` of a variable defined before it is
-/// replaced, `$$` is a literal `$`, anything else stays as written.
-fn expand(value: &str, defined: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-            && let Some(v) = defined.get(&inner[..end])
-        {
-            out.push_str(v);
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
     out
 }

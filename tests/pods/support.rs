@@ -33,6 +33,10 @@ pub const RUN_TIMEOUT: &str = "180s";
 
 #[path = "../common/output.rs"]
 mod output;
+
+#[path = "../common/env_expansion.rs"]
+mod env_expansion;
+pub use env_expansion::expand;
 pub use output::Output;
 
 /// The cluster as admin, one namespace of this test's, and a temp dir used as the

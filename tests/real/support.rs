@@ -94,6 +94,10 @@ pub fn credential_path(
 
 #[path = "../common/output.rs"]
 mod output;
+
+#[path = "../common/env_expansion.rs"]
+mod env_expansion;
+use env_expansion::expand;
 pub use output::Output;
 
 enum Cleanup {
@@ -495,39 +499,6 @@ impl Real {
             .map(|(_, v)| v)
             .expect("TF_CONFIG set")
     }
-}
-
-/// Kubernetes' expansion of an env value: `$(NAME)` of a variable defined before it is
-/// replaced, `$$` is a literal `$`, anything else stays as written.
-fn expand(value: &str, defined: &[(String, String)]) -> String {
-    let lookup = |name: &str| {
-        defined
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
-    };
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-            && let Some(v) = lookup(&inner[..end])
-        {
-            out.push_str(v);
-            rest = &inner[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// One entry of `status.containerStatuses`.
