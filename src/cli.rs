@@ -54,8 +54,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// List the runs in the namespace (or in every namespace with -A)
     List(ListArgs),
-    /// Show the effective defaults (namespace, image, pod file, port, workers) and where
-    /// each comes from: a flag, the config file, the kubeconfig or the built-in default
+    /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
+    /// priority class, deadline) and where each comes from: a flag, the config file, the
+    /// kubeconfig or the built-in default
     Config(ConfigArgs),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
     Completions(CompletionsArgs),

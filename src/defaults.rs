@@ -7,6 +7,9 @@
 //! pod_file: templates/pod-gpu.yaml   # relative to this file's directory
 //! port: 2222
 //! workers: 4
+//! queue: team-gpu              # Kueue LocalQueue (--queue)
+//! priority_class: team-high    # --priority-class
+//! deadline: 12h                # --deadline (or a number of seconds)
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -14,16 +17,27 @@
 //! A bad file is a usage error (exit 2) naming the file and the key.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::errors::UsageError;
+use crate::inputs::name_problem;
 
 /// The variable that names the file (it must then exist).
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 5] = ["namespace", "image", "pod_file", "port", "workers"];
+pub const KEYS: [&str; 8] = [
+    "namespace",
+    "image",
+    "pod_file",
+    "port",
+    "workers",
+    "queue",
+    "priority_class",
+    "deadline",
+];
 
 /// What the file says; every value is optional.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,6 +50,9 @@ pub struct Defaults {
     pub pod_file: Option<PathBuf>,
     pub port: Option<u16>,
     pub workers: Option<u32>,
+    pub queue: Option<String>,
+    pub priority_class: Option<String>,
+    pub deadline: Option<Duration>,
 }
 
 /// Where the file is looked for.
@@ -133,6 +150,31 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
                 .ok_or_else(|| bad("a port number from 1 to 65535"))?;
             defaults.port = Some(port);
         }
+        "queue" | "priority_class" => {
+            let name = text()?;
+            let max = if key == "queue" { 63 } else { 253 };
+            if let Some(problem) = name_problem(&name, max) {
+                return Err(UsageError::new(format!(
+                    "config file {file}: key '{key}': {name:?} {problem}"
+                )));
+            }
+            if key == "queue" {
+                defaults.queue = Some(name);
+            } else {
+                defaults.priority_class = Some(name);
+            }
+        }
+        "deadline" => {
+            let expected = "a duration of at least 1s (e.g. 12h, 90m) or a number of seconds";
+            let deadline = match value {
+                Value::Number(n) => n.as_u64().map(Duration::from_secs),
+                Value::String(s) => humantime::parse_duration(s.trim()).ok(),
+                _ => None,
+            }
+            .filter(|d| d.as_secs() > 0)
+            .ok_or_else(|| bad(expected))?;
+            defaults.deadline = Some(deadline);
+        }
         "workers" => {
             let n = value
                 .as_u64()
@@ -191,6 +233,29 @@ mod tests {
     }
 
     #[test]
+    fn the_shared_cluster_keys_parse_and_are_checked() {
+        let d = parse(
+            "queue: team-gpu\npriority_class: high\ndeadline: 12h\n",
+            Path::new("/c.yaml"),
+        )
+        .unwrap();
+        assert_eq!(d.queue.as_deref(), Some("team-gpu"));
+        assert_eq!(d.priority_class.as_deref(), Some("high"));
+        assert_eq!(d.deadline, Some(Duration::from_secs(12 * 3600)));
+        let d = parse("deadline: 600\n", Path::new("/c.yaml")).unwrap();
+        assert_eq!(d.deadline, Some(Duration::from_secs(600)));
+        let err = |text: &str| parse(text, Path::new("/c.yaml")).unwrap_err().to_string();
+        assert!(
+            err("queue: Team GPU\n")
+                .starts_with("config file /c.yaml: key 'queue': \"Team GPU\" is not a valid name"),
+        );
+        assert_eq!(
+            err("deadline: 0\n"),
+            "config file /c.yaml: key 'deadline': expected a duration of at least 1s (e.g. 12h, 90m) or a number of seconds, got 0"
+        );
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_key() {
         let err = |text: &str| parse(text, Path::new("/c.yaml")).unwrap_err().to_string();
         assert_eq!(
@@ -199,7 +264,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

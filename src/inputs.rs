@@ -132,6 +132,14 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
 /// A name the API server accepts for an object the flag refers to: a DNS-1123
 /// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
 fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
+    match name_problem(name, max) {
+        Some(problem) => Err(UsageError::new(format!("{flag} {name:?} {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
+pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
     let part_ok = |p: &str| {
         !p.is_empty()
             && p.bytes()
@@ -139,12 +147,11 @@ fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
             && !p.starts_with('-')
             && !p.ends_with('-')
     };
-    if name.len() > max || !name.split('.').all(part_ok) {
-        return Err(UsageError::new(format!(
-            "{flag} {name:?} is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
-        )));
-    }
-    Ok(())
+    (name.len() > max || !name.split('.').all(part_ok)).then(|| {
+        format!(
+            "is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
+        )
+    })
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

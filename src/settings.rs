@@ -68,6 +68,12 @@ pub(crate) struct Settings {
     pub pod_file: Sourced<Option<PathBuf>>,
     pub port: Sourced<u16>,
     pub workers: Sourced<u32>,
+    /// `--queue`: the Kueue LocalQueue, if any.
+    pub queue: Sourced<Option<String>>,
+    /// `--priority-class`, if any.
+    pub priority_class: Sourced<Option<String>>,
+    /// `--deadline`, if any.
+    pub deadline: Sourced<Option<std::time::Duration>>,
     pub output: OutputMode,
     pub retry: RetryPolicy,
     /// The client configuration, or why there is none.
@@ -109,6 +115,24 @@ impl Settings {
             ),
             port: pick(flag("port"), spawn.port, file.port, spawn.port),
             workers: pick(flag("workers"), spawn.workers, file.workers, spawn.workers),
+            queue: pick(
+                flag("queue"),
+                spawn.queue.clone(),
+                file.queue.clone().map(Some),
+                None,
+            ),
+            priority_class: pick(
+                flag("priority_class"),
+                spawn.priority_class.clone(),
+                file.priority_class.clone().map(Some),
+                None,
+            ),
+            deadline: pick(
+                flag("deadline"),
+                spawn.deadline,
+                file.deadline.map(Some),
+                None,
+            ),
             output: OutputMode {
                 quiet: cli.global.quiet,
             },

@@ -81,6 +81,19 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| (*v).into(),
             "",
         ),
+        row("queue", &settings.queue, |v| v.clone().into(), "(none)"),
+        row(
+            "priority_class",
+            &settings.priority_class,
+            |v| v.clone().into(),
+            "(none)",
+        ),
+        row(
+            "deadline",
+            &settings.deadline,
+            |v| humantime::format_duration(*v).to_string().into(),
+            "(none)",
+        ),
     ]
 }
 

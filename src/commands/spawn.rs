@@ -85,9 +85,9 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         chief_pod_file: roles.chief_pod_file.clone(),
         ps_pod_file: roles.ps_pod_file.clone(),
         evaluator_pod_file: roles.evaluator_pod_file.clone(),
-        deadline: args.deadline,
-        priority_class: args.priority_class.clone(),
-        queue: args.queue.clone(),
+        deadline: settings.deadline.value,
+        priority_class: settings.priority_class.value.clone(),
+        queue: settings.queue.value.clone(),
     }
 }
 

@@ -263,3 +263,58 @@ fn a_1_20_server_drops_the_gates() {
         .success()
         .stdout_has("worker 0/1 running, 1 pending");
 }
+
+/// A cluster that demands a queue: set it once in the defaults file.
+#[test]
+fn the_defaults_file_sets_queue_priority_class_and_deadline_and_a_flag_wins() {
+    let env = Env::new();
+    let dir = env.path(".config/tf-spawner");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.yaml");
+    std::fs::write(
+        &path,
+        "queue: team-gpu\npriority_class: team-low\ndeadline: 12h\n",
+    )
+    .unwrap();
+    spawn_run(&env, "df", &["-w", "1", "--priority-class", "team-high"]);
+    let pod = &env.list("pods", NS)[0];
+    assert_eq!(pod["metadata"]["labels"][QUEUE_LABEL], json!("team-gpu"));
+    assert_eq!(pod["spec"]["priorityClassName"], json!("team-high"));
+    assert_eq!(pod["spec"]["activeDeadlineSeconds"], json!(43200));
+
+    let out = env.run(&["config"]);
+    out.success();
+    let row = |key: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} row: {out:#?}"))
+            .to_string()
+    };
+    assert!(
+        row("queue").contains("team-gpu")
+            && row("queue").ends_with(&format!("config file {}", path.display())),
+        "{out:#?}"
+    );
+    assert!(row("priority_class").contains("team-low"), "{out:#?}");
+    assert!(row("deadline").contains("12h"), "{out:#?}");
+    let out = env.run(&["config", "-o", "json"]);
+    let config: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        config["settings"]["queue"],
+        json!({"value": "team-gpu", "source": "file"})
+    );
+    assert_eq!(
+        config["settings"]["deadline"],
+        json!({"value": "12h", "source": "file"})
+    );
+
+    // Without the file: none, from the built-in default.
+    std::fs::remove_file(&path).unwrap();
+    let out = env.run(&["config", "-o", "json"]);
+    let config: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        config["settings"]["queue"],
+        json!({"value": null, "source": "default"})
+    );
+}
