@@ -30,6 +30,12 @@ pub const KUEUE_GROUP_COUNT_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-c
 /// (and frees its quota) when one fails or is deleted, as a tf-spawner run does.
 pub const KUEUE_RETRIABLE_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
 
+/// Volcano: the PodGroup a pod belongs to (an annotation), and the queue it waits in.
+pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
+pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
+/// scheduler-plugins' coscheduling: the PodGroup a pod belongs to (a label).
+pub const COSCHEDULING_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+
 /// The container that gets the TF variables when the template has one of this name.
 pub const TF_CONTAINER: &str = "tensorflow";
 

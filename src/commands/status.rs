@@ -8,7 +8,7 @@ use crate::duration::age;
 use crate::ops::status::snapshot;
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
-use crate::verdict::{PodView, Tracker, Verdict, one_line};
+use crate::verdict::{PodView, SCHEDULING_GATED, Tracker, Verdict, one_line};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -155,10 +155,11 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
         &rows,
     );
     for v in &pods {
+        // A gate says nothing new; a gang scheduler's reason does.
         if v.terminated.is_none()
-            && !v.queued
             && let Some(w) = &v.waiting
             && w.message.is_some()
+            && !(v.queued && w.reason == SCHEDULING_GATED)
         {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }

@@ -20,7 +20,7 @@ mod pod;
 pub use pod::{Exit, Phase, PodView, Reason, State};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
-const SCHEDULING_GATED: &str = "SchedulingGated";
+pub const SCHEDULING_GATED: &str = "SchedulingGated";
 /// The kubelet's waiting reason between two failed pulls of an image.
 const BACK_OFF: &str = "ImagePullBackOff";
 /// Waiting reasons that will not fix themselves: the run fails at once.
@@ -864,6 +864,25 @@ pub(crate) mod tests {
         let t = tracker(vec![pod("worker-0", "Pending"), gated("worker-1")], false);
         let s = t.summary();
         assert_eq!((s[0].counts.pending, s[0].counts.queued), (1, 1));
+        // A pod of a gang's PodGroup waits for the whole group: queued, with the
+        // scheduler's reason kept.
+        let mut volcano = pod("worker-0", "Pending");
+        volcano["metadata"]["annotations"] = json!({
+            "scheduling.k8s.io/group-name": "t", "scheduling.volcano.sh/queue-name": "gpu"
+        });
+        volcano["spec"]["schedulerName"] = json!("volcano");
+        volcano["status"]["conditions"] = json!([{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "pod group is not ready, 2 Pending, 2 minAvailable"
+        }]);
+        let mut cosched = pod("worker-1", "Pending");
+        cosched["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = json!("t");
+        let t = tracker(vec![volcano, cosched], false);
+        let s = t.summary();
+        assert_eq!((s[0].counts.queued, s[0].counts.pending), (2, 0));
+        assert_eq!(s[0].queue.as_deref(), Some("gpu"));
+        assert_eq!(s[0].stuck.as_ref().unwrap().1.reason, "Unschedulable");
+        assert_eq!(t.verdict(), Verdict::Pending);
         // A bound pod is past its queue, whatever its spec says.
         let mut bound = gated("worker-0");
         bound["spec"]["nodeName"] = json!("n");

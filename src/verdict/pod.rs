@@ -10,7 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use super::one_line;
-use crate::labels::{CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL, TF_CONTAINER};
+use crate::labels::{
+    CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL,
+    TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+};
 use crate::roles::{Role, Task, tasks_of_sizes};
 
 /// The pod reason of a pod stopped by the kubelet at its `activeDeadlineSeconds`.
@@ -102,10 +105,12 @@ pub struct PodView {
     /// That container has started: it runs or has ended, now or before a restart.
     /// Without a status for it, a Running pod counts as started.
     pub started: bool,
-    /// Held back by a queue, not stuck: a pending pod with scheduling gates (Kueue's
-    /// admission gate until the run's group is admitted).
+    /// Held back by a queue, not stuck: a pending pod not yet on a node that has
+    /// scheduling gates (Kueue's admission gate until the run's group is admitted) or
+    /// belongs to a gang's PodGroup (Volcano, coscheduling: placed all together or not
+    /// at all).
     pub queued: bool,
-    /// The queue the pod waits in: its Kueue LocalQueue.
+    /// The queue the pod waits in: its Kueue LocalQueue, else its Volcano queue.
     pub queue: Option<String>,
 }
 
@@ -163,12 +168,14 @@ impl PodView {
             queued: phase == Phase::Pending
                 && spec.is_some_and(|s| {
                     s.node_name.is_none()
-                        && s.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
+                        && (s.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
+                            || in_gang(meta))
                 }),
             queue: meta
                 .labels
                 .as_ref()
                 .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
+                .or_else(|| meta.annotations.as_ref()?.get(VOLCANO_QUEUE_ANNOTATION))
                 .cloned(),
         }
     }
@@ -213,6 +220,16 @@ impl PodView {
 }
 
 /// The tasks named in a `TF_CONFIG`'s `cluster`.
+/// The pod belongs to a gang scheduler's PodGroup (Volcano or coscheduling).
+fn in_gang(meta: &ObjectMeta) -> bool {
+    let has = |map: &Option<std::collections::BTreeMap<String, String>>, key: &str| {
+        map.as_ref()
+            .and_then(|m| m.get(key))
+            .is_some_and(|v| !v.is_empty())
+    };
+    has(&meta.annotations, VOLCANO_GROUP_ANNOTATION) || has(&meta.labels, COSCHEDULING_GROUP_LABEL)
+}
+
 /// The task its replica labels name.
 fn task_of(pod: &Pod) -> Option<Task> {
     let labels = pod.metadata.labels.as_ref()?;

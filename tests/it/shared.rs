@@ -318,3 +318,34 @@ fn the_defaults_file_sets_queue_priority_class_and_deadline_and_a_flag_wins() {
         json!({"value": null, "source": "default"})
     );
 }
+
+/// A pod template placing the run in a Volcano PodGroup created beforehand: its pods wait
+/// for the whole group, queued, with the scheduler's reason.
+#[test]
+fn pods_of_a_gang_pod_group_are_queued_until_placed() {
+    let env = Env::new();
+    let template = env.write(
+        "volcano.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\n    scheduling.k8s.io/group-name: pg\n    scheduling.volcano.sh/queue-name: gpu\nspec:\n  schedulerName: volcano\n  containers: [{name: tensorflow, image: tf:1}]\n",
+    );
+    spawn_run(
+        &env,
+        "vg",
+        &["-w", "2", "--pod-file", template.to_str().unwrap()],
+    );
+    crate::follow::unschedulable(
+        &env,
+        "vg-worker-0",
+        "pod group is not ready, 2 Pending, 2 minAvailable",
+    );
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/2 running, 2 queued in gpu");
+    let out = env.run(&["wait", "-t", "vg", "--for", "start", "--timeout", "1s"]);
+    out.failure(4)
+        .stderr_has("2 pods still queued in gpu; worker-0: Unschedulable: pod group is not ready");
+    env.run(&["status", "-t", "vg"])
+        .success()
+        .stdout_has("Pending (queued in gpu)")
+        .stdout_has("worker-0: Unschedulable: pod group is not ready");
+}
