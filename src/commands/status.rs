@@ -43,7 +43,7 @@ pub struct PodJson {
     pub message: Option<String>,
     /// Held back by a queue (scheduling gates, Kueue), not stuck.
     pub queued: bool,
-    /// The queue it waits in (its Kueue LocalQueue), else null.
+    /// The queue the pod names (its Kueue LocalQueue, else its Volcano queue), else null.
     pub queue: Option<String>,
 }
 
