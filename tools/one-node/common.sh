@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # variables for the scripts that source this file
 # Shared by start.sh and stop.sh (sourced; needs CACHE, TOOLS and log/die set).
 
 NODE=tf-spawner-node

@@ -31,7 +31,7 @@ stop_daemon() { # name pattern
   local pid i
   pid=$(pid_of "$1" "$2") || { rm -f "$PIDS/$1.pid"; return 0; }
   kill -TERM "$pid" 2>/dev/null
-  for i in $(seq 1 40); do [ -e "/proc/$pid" ] || break; sleep 0.25; done
+  for _ in $(seq 1 40); do [ -e "/proc/$pid" ] || break; sleep 0.25; done
   if [ -e "/proc/$pid" ]; then kill_tree "$pid" KILL; sleep 0.3; log "$1 (pid $pid) killed after 10 s"; else log "$1 (pid $pid) stopped"; fi
   rm -f "$PIDS/$1.pid"
 }
