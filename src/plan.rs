@@ -87,13 +87,14 @@ pub struct Plan {
     pub invocation: String,
     pub config_map: ConfigMap,
     pub secret: Option<Secret>,
-    pub services: Vec<Service>,
+    pub services: Services,
     pub pods: Pods,
 }
 
-/// The run's pods, built when asked for, one at a time: every pod's `TF_CONFIG` lists the
-/// whole cluster, so holding all of them at once would cost memory that grows as N²
-/// (44 MB for 1,000 workers), where a spawn only needs the pods in flight.
+/// The run's pods, built when asked for, one at a time: a spawn only needs the pods in
+/// flight, and `--dry-run` prints each as it is built. (When every pod's `TF_CONFIG`
+/// listed the whole cluster, holding them all cost memory that grew as N²: 44 MB for
+/// 1,000 workers.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pods {
     request: SpawnRequest,
@@ -121,16 +122,39 @@ impl Pods {
     }
 }
 
+/// The run's services, built when asked for, one at a time, like [`Pods`]: a spawn only
+/// needs the ones in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Services {
+    request: SpawnRequest,
+}
+
+impl Services {
+    pub fn len(&self) -> usize {
+        self.tasks().count()
+    }
+
+    fn tasks(&self) -> impl Iterator<Item = Task> + '_ {
+        self.request.roles.tasks().filter(|t| t.role.in_cluster())
+    }
+
+    /// The services in creation order (chief, parameter servers, workers).
+    pub fn iter(&self) -> impl Iterator<Item = Service> + '_ {
+        self.tasks().map(|task| service(&self.request, task))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = String> + '_ {
+        self.tasks().map(|t| t.name(&self.request.tag))
+    }
+}
+
 pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
     let cluster = ClusterSpec::new(&req.roles, &req.tag, &req.namespace, req.port);
     let config_map = script_config_map(req, &cluster)?;
     let secret = (!req.env.is_empty()).then(|| env_secret(req));
-    let services = req
-        .roles
-        .tasks()
-        .filter(|t| t.role.in_cluster())
-        .map(|t| service(req, t))
-        .collect();
+    let services = Services {
+        request: req.clone(),
+    };
     for role in Role::ALL.into_iter().filter(|r| req.roles.count(*r) > 0) {
         let template = req.templates.for_role(role);
         if template

@@ -70,8 +70,8 @@ fn for_each_object(plan: &Plan, mut f: impl FnMut(Value) -> Result<()>) -> Resul
     if let Some(secret) = &plan.secret {
         f(redact(serde_json::to_value(secret)?))?;
     }
-    for service in &plan.services {
-        f(serde_json::to_value(service)?)?;
+    for service in plan.services.iter() {
+        f(serde_json::to_value(&service)?)?;
     }
     for pod in plan.pods.iter() {
         f(serde_json::to_value(&pod)?)?;

@@ -117,7 +117,7 @@ pub async fn create(
     run_stage(
         cluster,
         ledger,
-        stream::iter(plan.services.iter().map(Obj::Service)),
+        stream::iter(plan.services.iter().map(|s| Obj::Service(Box::new(s)))),
         max_in_flight,
     )
     .await?;
@@ -133,7 +133,8 @@ pub async fn create(
 enum Obj<'a> {
     ConfigMap(&'a ConfigMap),
     Secret(&'a Secret),
-    Service(&'a Service),
+    /// Built as it is sent, like pods (see `plan::Services`).
+    Service(Box<Service>),
     /// Built as it is sent (see `plan::Pods`).
     Pod(Box<Pod>),
 }
@@ -150,7 +151,7 @@ async fn run_stage<'a>(
             match obj {
                 Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
                 Obj::Secret(o) => create_one(cluster, ledger, o).await,
-                Obj::Service(o) => create_one(cluster, ledger, o).await,
+                Obj::Service(o) => create_one(cluster, ledger, &*o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
             }
         })

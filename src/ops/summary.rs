@@ -38,9 +38,6 @@ impl From<&ObjectRef> for ObjectJson {
 
 /// Every object of a plan, in creation order.
 pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
-    let name = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        meta.name.clone().unwrap_or_default()
-    };
     let mut objects = vec![ObjectRef {
         kind: Kind::ConfigMap,
         name: labels::config_map_name(&plan.tag),
@@ -51,9 +48,9 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
             name: labels::secret_name(&plan.tag),
         });
     }
-    objects.extend(plan.services.iter().map(|s| ObjectRef {
+    objects.extend(plan.services.names().map(|name| ObjectRef {
         kind: Kind::Service,
-        name: name(&s.metadata),
+        name,
     }));
     objects.extend(plan.pods.names().map(|name| ObjectRef {
         kind: Kind::Pod,
