@@ -51,6 +51,12 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
             name: labels::secret_name(&plan.tag),
         });
     }
+    if let Some(group) = &plan.pod_group {
+        objects.push(ObjectRef {
+            kind: Kind::pod_group(group.gang()),
+            name: name(group.metadata()),
+        });
+    }
     objects.extend(plan.services.iter().map(|s| ObjectRef {
         kind: Kind::Service,
         name: name(&s.metadata),
