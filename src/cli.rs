@@ -10,6 +10,7 @@ pub use crate::tag::Tag;
 
 pub use crate::ops::wait::WaitFor;
 pub use crate::output::ReportFormat;
+pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 
@@ -55,7 +56,7 @@ pub enum Command {
     /// List the runs in the namespace (or in every namespace with -A)
     List(ListArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
-    /// priority class, deadline) and where each comes from: a flag, the config file, the
+    /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the config file, the
     /// kubeconfig or the built-in default
     Config(ConfigArgs),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
@@ -303,6 +304,17 @@ pub struct SpawnArgs {
     /// kueue.x-k8s.io/queue-name and pod-group-name on every pod)
     #[arg(long, value_name = "NAME")]
     pub queue: Option<String>,
+
+    /// Gang-schedule the run: one PodGroup (minMember: every task but the evaluator) that
+    /// its pods join, scheduled by that scheduler. With volcano, --queue is the Volcano
+    /// queue
+    #[arg(long, value_enum, value_name = "SCHEDULER")]
+    pub gang: Option<Gang>,
+
+    /// The schedulerName of every pod (default with --gang: volcano, or
+    /// scheduler-plugins-scheduler for coscheduling)
+    #[arg(long, value_name = "NAME")]
+    pub scheduler_name: Option<String>,
 
     #[command(flatten)]
     pub roles: RoleArgs,

@@ -10,6 +10,8 @@
 //! queue: team-gpu              # Kueue LocalQueue (--queue)
 //! priority_class: team-high    # --priority-class
 //! deadline: 12h                # --deadline (or a number of seconds)
+//! gang: volcano                # --gang (volcano or coscheduling)
+//! scheduler_name: volcano      # --scheduler-name
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -23,12 +25,13 @@ use serde_json::Value;
 
 use crate::errors::UsageError;
 use crate::inputs::name_problem;
+use crate::podgroup::Gang;
 
 /// The variable that names the file (it must then exist).
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 10] = [
     "namespace",
     "image",
     "pod_file",
@@ -37,6 +40,8 @@ pub const KEYS: [&str; 8] = [
     "queue",
     "priority_class",
     "deadline",
+    "gang",
+    "scheduler_name",
 ];
 
 /// What the file says; every value is optional.
@@ -53,6 +58,8 @@ pub struct Defaults {
     pub queue: Option<String>,
     pub priority_class: Option<String>,
     pub deadline: Option<Duration>,
+    pub gang: Option<Gang>,
+    pub scheduler_name: Option<String>,
 }
 
 /// Where the file is looked for.
@@ -150,7 +157,11 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
                 .ok_or_else(|| bad("a port number from 1 to 65535"))?;
             defaults.port = Some(port);
         }
-        "queue" | "priority_class" => {
+        "gang" => {
+            let name = text()?;
+            defaults.gang = Some(Gang::parse(&name).ok_or_else(|| bad("volcano or coscheduling"))?);
+        }
+        "queue" | "priority_class" | "scheduler_name" => {
             let name = text()?;
             let max = if key == "queue" { 63 } else { 253 };
             if let Some(problem) = name_problem(&name, max) {
@@ -158,10 +169,10 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
                     "config file {file}: key '{key}': {name:?} {problem}"
                 )));
             }
-            if key == "queue" {
-                defaults.queue = Some(name);
-            } else {
-                defaults.priority_class = Some(name);
+            match key {
+                "queue" => defaults.queue = Some(name),
+                "priority_class" => defaults.priority_class = Some(name),
+                _ => defaults.scheduler_name = Some(name),
             }
         }
         "deadline" => {
@@ -264,7 +275,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

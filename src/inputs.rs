@@ -40,6 +40,10 @@ pub struct SpawnOptions {
     pub priority_class: Option<String>,
     /// `--queue`.
     pub queue: Option<String>,
+    /// `--gang`.
+    pub gang: Option<crate::podgroup::Gang>,
+    /// `--scheduler-name`.
+    pub scheduler_name: Option<String>,
 }
 
 pub fn spawn_request(
@@ -122,10 +126,15 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     if let Some(name) = &args.queue {
         check_name("--queue", name, 63)?;
     }
+    if let Some(name) = &args.scheduler_name {
+        check_name("--scheduler-name", name, 253)?;
+    }
     Ok(Scheduling {
         deadline_seconds: deadline,
         priority_class: args.priority_class.clone(),
         queue: args.queue.clone(),
+        gang: args.gang,
+        scheduler_name: args.scheduler_name.clone(),
     })
 }
 

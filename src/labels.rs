@@ -16,6 +16,10 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 pub const ENV_SECRET_ANNOTATION: &str = "tf-spawner/env-secret";
 /// [`ENV_SECRET_ANNOTATION`] of a run without `-e`.
 pub const NO_ENV_SECRET: &str = "none";
+/// On the run's ConfigMap with `--gang`: the gang (`volcano`, `coscheduling`), so that
+/// `-d` deletes the run's PodGroup, and sends no request on PodGroups for a run without
+/// one (credentials for plain runs need no rights on them).
+pub const POD_GROUP_ANNOTATION: &str = "tf-spawner/pod-group";
 /// On every pod: the run's cluster as role counts (`chief=1,worker=4`), so that readers
 /// of pods (the verdict) know every task without the addresses.
 pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
@@ -63,6 +67,11 @@ pub fn config_map_name(tag: &str) -> String {
 
 pub fn secret_name(tag: &str) -> String {
     format!("{tag}-env")
+}
+
+/// The run's gang PodGroup (`--gang`), which its pods name.
+pub fn pod_group_name(tag: &str) -> String {
+    format!("{tag}-group")
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub(crate) mod local;
 pub(crate) mod ops;
 pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod podgroup;
 pub(crate) mod progress;
 pub(crate) mod render;
 pub(crate) mod roles;

@@ -15,11 +15,13 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
-    CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION,
-    KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION,
-    MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
-    config_map_name, kueue_group_name, secret_name,
+    CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, ENV_SECRET_ANNOTATION, INDEX_LABEL,
+    INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
+    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, POD_GROUP_ANNOTATION,
+    ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    config_map_name, kueue_group_name, pod_group_name, secret_name,
 };
+use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
 /// The image when neither `-i` nor the template names one.
@@ -62,8 +64,29 @@ pub struct Scheduling {
     pub deadline_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
-    /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
+    /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group. With
+    /// `--gang volcano` it is the Volcano queue instead (the PodGroup's `spec.queue`).
     pub queue: Option<String>,
+    /// `--gang`: the run gets one PodGroup of that scheduler, and its pods join it.
+    pub gang: Option<Gang>,
+    /// `--scheduler-name`: every pod's `schedulerName` (default: the gang's scheduler).
+    pub scheduler_name: Option<String>,
+}
+
+impl Scheduling {
+    /// The Kueue LocalQueue, if the run goes through Kueue: `--queue`, unless Volcano
+    /// takes the queue.
+    fn kueue_queue(&self) -> Option<&String> {
+        self.queue
+            .as_ref()
+            .filter(|_| self.gang != Some(Gang::Volcano))
+    }
+
+    fn scheduler_name(&self) -> Option<String> {
+        self.scheduler_name
+            .clone()
+            .or_else(|| self.gang.map(|g| g.default_scheduler().to_string()))
+    }
 }
 
 /// One pod template per role; roles without their own use the worker's.
@@ -87,6 +110,8 @@ pub struct Plan {
     pub invocation: String,
     pub config_map: ConfigMap,
     pub secret: Option<Secret>,
+    /// `--gang`: created after the config, before the services and pods.
+    pub pod_group: Option<PodGroup>,
     pub services: Services,
     pub pods: Pods,
 }
@@ -167,6 +192,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
             )));
         }
     }
+    let pod_group = req.scheduling.gang.map(|gang| gang_pod_group(req, gang));
     let pods = Pods {
         request: req.clone(),
         cluster,
@@ -177,9 +203,31 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         invocation: req.invocation.clone(),
         config_map,
         secret,
+        pod_group,
         services,
         pods,
     })
+}
+
+/// The run's PodGroup. `minMember`: every task but the evaluator, which is outside the
+/// training cluster (see `podgroup.rs`).
+fn gang_pod_group(req: &SpawnRequest, gang: Gang) -> PodGroup {
+    let min_member: u32 = Role::ALL
+        .into_iter()
+        .filter(|r| *r != Role::Evaluator)
+        .map(|r| req.roles.count(r))
+        .sum();
+    let scheduling = &req.scheduling;
+    crate::podgroup::pod_group(
+        gang,
+        meta(req, pod_group_name(&req.tag), run_labels(&req.tag)),
+        i32::try_from(min_member).unwrap_or(i32::MAX),
+        scheduling.queue.clone().filter(|_| gang == Gang::Volcano),
+        scheduling
+            .priority_class
+            .clone()
+            .filter(|_| gang == Gang::Volcano),
+    )
 }
 
 fn run_labels(tag: &str) -> BTreeMap<String, String> {
@@ -250,10 +298,11 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
     } else {
         secret_name(&req.tag)
     };
-    metadata
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert(ENV_SECRET_ANNOTATION.to_string(), secret);
+    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+    annotations.insert(ENV_SECRET_ANNOTATION.to_string(), secret);
+    if let Some(gang) = req.scheduling.gang {
+        annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
+    }
     Ok(ConfigMap {
         metadata,
         data: (!data.is_empty()).then_some(data),
@@ -303,17 +352,32 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
 
     let mut labels = template_meta.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
-    if let Some(queue) = &req.scheduling.queue {
+    if let Some(queue) = req.scheduling.kueue_queue() {
         labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
         labels.insert(
             KUEUE_GROUP_LABEL.to_string(),
             kueue_group_name(&req.tag, &req.invocation),
         );
     }
+    if req.scheduling.gang == Some(Gang::Coscheduling) {
+        labels.insert(
+            COSCHEDULING_GROUP_LABEL.to_string(),
+            pod_group_name(&req.tag),
+        );
+    }
     let mut metadata = meta(req, task.name(&req.tag), labels);
     let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
     annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
-    if req.scheduling.queue.is_some() {
+    if req.scheduling.gang == Some(Gang::Volcano) {
+        annotations.insert(
+            VOLCANO_GROUP_ANNOTATION.to_string(),
+            pod_group_name(&req.tag),
+        );
+        if let Some(queue) = &req.scheduling.queue {
+            annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
+        }
+    }
+    if req.scheduling.kueue_queue().is_some() {
         let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
         annotations.insert(KUEUE_GROUP_COUNT_ANNOTATION.to_string(), pods.to_string());
         annotations.insert(KUEUE_RETRIABLE_ANNOTATION.to_string(), "false".to_string());
@@ -330,6 +394,9 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let scheduling = &req.scheduling;
     if let Some(seconds) = scheduling.deadline_seconds {
         spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(name) = scheduling.scheduler_name() {
+        spec.scheduler_name = Some(name);
     }
     if let Some(class) = &scheduling.priority_class {
         spec.priority_class_name = Some(class.clone());
@@ -469,6 +536,52 @@ mod tests {
         req.scheduling.queue = Some("team-gpu".into());
         let plan = build(&req).unwrap();
         insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    }
+
+    #[test]
+    fn a_volcano_gang_is_one_pod_group_in_its_queue() {
+        let mut req = request(Roles::new(None, true, 0, 2, true).unwrap());
+        req.scheduling.gang = Some(Gang::Volcano);
+        req.scheduling.queue = Some("team-gpu".into());
+        req.scheduling.priority_class = Some("team-high".into());
+        let plan = build(&req).unwrap();
+        let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
+            panic!("no Volcano PodGroup: {:?}", plan.pod_group);
+        };
+        // The chief and both workers; not the evaluator.
+        assert_eq!(group.spec.min_member, 3);
+        insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    }
+
+    #[test]
+    fn a_coscheduling_gang_is_one_pod_group() {
+        let mut req =
+            request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
+        req.scheduling.gang = Some(Gang::Coscheduling);
+        let plan = build(&req).unwrap();
+        let Some(PodGroup::Coscheduling(group)) = &plan.pod_group else {
+            panic!("no coscheduling PodGroup: {:?}", plan.pod_group);
+        };
+        // The chief (the parameter-server strategy has one), the ps and both workers.
+        assert_eq!(group.spec.min_member, 4);
+        insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    }
+
+    #[test]
+    fn a_scheduler_name_overrides_the_gangs() {
+        let mut req = request(Roles::workers(2).unwrap());
+        req.scheduling.gang = Some(Gang::Coscheduling);
+        req.scheduling.scheduler_name = Some("my-scheduler".into());
+        req.scheduling.queue = Some("team-gpu".into());
+        let plan = build(&req).unwrap();
+        for pod in plan.pods.iter() {
+            let spec = pod.spec.unwrap();
+            assert_eq!(spec.scheduler_name.as_deref(), Some("my-scheduler"));
+            // Coscheduling has no queue: --queue stays Kueue's.
+            let labels = pod.metadata.labels.unwrap();
+            assert_eq!(labels[KUEUE_QUEUE_LABEL], "team-gpu");
+            assert_eq!(labels[COSCHEDULING_GROUP_LABEL], "demo-group");
+        }
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub(crate) struct Settings {
     pub priority_class: Sourced<Option<String>>,
     /// `--deadline`, if any.
     pub deadline: Sourced<Option<std::time::Duration>>,
+    /// `--gang`, if any.
+    pub gang: Sourced<Option<crate::podgroup::Gang>>,
+    /// `--scheduler-name`, if any.
+    pub scheduler_name: Sourced<Option<String>>,
     pub output: OutputMode,
     pub retry: RetryPolicy,
     /// The client configuration, or why there is none.
@@ -131,6 +135,13 @@ impl Settings {
                 flag("deadline"),
                 spawn.deadline,
                 file.deadline.map(Some),
+                None,
+            ),
+            gang: pick(flag("gang"), spawn.gang, file.gang.map(Some), None),
+            scheduler_name: pick(
+                flag("scheduler_name"),
+                spawn.scheduler_name.clone(),
+                file.scheduler_name.clone().map(Some),
                 None,
             ),
             output: OutputMode {

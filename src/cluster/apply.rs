@@ -1,4 +1,5 @@
-//! Creating a plan, all or nothing: config first, then services, then pods, each stage
+//! Creating a plan, all or nothing: config first, then the gang's PodGroup (`--gang`),
+//! then services, then pods, each stage
 //! with a bounded number of requests in flight. Every attempt is written in a
 //! [`Ledger`] before it is sent, so that whatever stops the spawn (an error, Ctrl-C)
 //! can delete exactly what this invocation created, and nothing else.
@@ -14,6 +15,7 @@ use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{INVOCATION_ANNOTATION, run_selector};
 use crate::plan::Plan;
+use crate::podgroup::{CoschedulingPodGroup, Gang, PodGroup, VolcanoPodGroup};
 
 /// What became of one create request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,16 +62,40 @@ impl Ledger {
     }
 }
 
-/// Objects labelled with the run's tag that already exist, a few per kind.
-pub async fn existing(cluster: &Cluster, tag: &str) -> Result<Vec<ObjectRef>> {
+/// Objects labelled with the run's tag that already exist, a few per kind; PodGroups of
+/// the `gangs`' kinds, none where the cluster lacks that API (a 404 on the list).
+pub async fn existing(cluster: &Cluster, tag: &str, gangs: &[Gang]) -> Result<Vec<ObjectRef>> {
     let selector = run_selector(tag);
-    let (pods, services, config_maps, secrets) = tokio::try_join!(
+    let pod_groups = async {
+        let mut found = Vec::new();
+        for gang in gangs {
+            let result = match gang {
+                Gang::Volcano => optional_names::<VolcanoPodGroup>(cluster, &selector).await,
+                Gang::Coscheduling => {
+                    optional_names::<CoschedulingPodGroup>(cluster, &selector).await
+                }
+            };
+            found.extend(result?);
+        }
+        Ok(found)
+    };
+    let (pods, services, config_maps, secrets, pod_groups) = tokio::try_join!(
         names::<Pod>(cluster, &selector),
         names::<Service>(cluster, &selector),
         names::<ConfigMap>(cluster, &selector),
         secret_names(cluster, &selector),
+        pod_groups,
     )?;
-    Ok([pods, services, config_maps, secrets].concat())
+    Ok([pods, services, config_maps, secrets, pod_groups].concat())
+}
+
+/// Like [`names`], for a custom resource: a 404 (no such API) or a 403 (no rights on
+/// it: then the credentials cannot have made one either) finds none.
+async fn optional_names<K: RunObject>(cluster: &Cluster, selector: &str) -> Result<Vec<ObjectRef>> {
+    match cluster.list::<K>(selector).await {
+        Err(e) if matches!(e.code(), Some(403 | 404)) => Ok(Vec::new()),
+        result => to_refs(cluster, result),
+    }
 }
 
 /// Like [`names`], but credentials without rights on secrets (403) see none: they can
@@ -114,6 +140,13 @@ pub async fn create(
             .chain(plan.secret.as_ref().map(Obj::Secret)),
     );
     run_stage(cluster, ledger, config, max_in_flight).await?;
+    if let Some(group) = &plan.pod_group {
+        let obj = match group {
+            PodGroup::Volcano(g) => Obj::VolcanoPodGroup(g),
+            PodGroup::Coscheduling(g) => Obj::CoschedulingPodGroup(g),
+        };
+        run_stage(cluster, ledger, stream::iter([obj]), max_in_flight).await?;
+    }
     run_stage(
         cluster,
         ledger,
@@ -135,6 +168,8 @@ enum Obj<'a> {
     Secret(&'a Secret),
     /// Built as it is sent, like pods (see `plan::Services`).
     Service(Box<Service>),
+    VolcanoPodGroup(&'a VolcanoPodGroup),
+    CoschedulingPodGroup(&'a CoschedulingPodGroup),
     /// Built as it is sent (see `plan::Pods`).
     Pod(Box<Pod>),
 }
@@ -152,6 +187,8 @@ async fn run_stage<'a>(
                 Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
                 Obj::Secret(o) => create_one(cluster, ledger, o).await,
                 Obj::Service(o) => create_one(cluster, ledger, &*o).await,
+                Obj::VolcanoPodGroup(o) => create_one(cluster, ledger, o).await,
+                Obj::CoschedulingPodGroup(o) => create_one(cluster, ledger, o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
             }
         })
@@ -246,6 +283,12 @@ pub async fn roll_back(cluster: &Cluster, ledger: &Ledger) -> Vec<(ObjectRef, St
                         undo::<ConfigMap>(cluster, &object, &outcome, &invocation).await
                     }
                     Kind::Secret => undo::<Secret>(cluster, &object, &outcome, &invocation).await,
+                    Kind::VolcanoPodGroup => {
+                        undo::<VolcanoPodGroup>(cluster, &object, &outcome, &invocation).await
+                    }
+                    Kind::CoschedulingPodGroup => {
+                        undo::<CoschedulingPodGroup>(cluster, &object, &outcome, &invocation).await
+                    }
                 };
                 result.err().map(|e| (object, e.to_string()))
             }

@@ -1,5 +1,6 @@
-//! Deleting a run: every pod, service, config map and secret labelled
-//! `training_attempt=TAG` in the namespace, and nothing else.
+//! Deleting a run: every pod, service, config map, secret and gang PodGroup (Volcano's,
+//! scheduler-plugins') labelled `training_attempt=TAG` in the namespace, and nothing
+//! else.
 //!
 //! Pods and services: one list of their names (metadata only), then one DELETE per
 //! object with its uid as a precondition, `--max-in-flight` at a time. A server works
@@ -9,6 +10,12 @@
 //! Config maps and secrets (one each per run): one collection DELETE, or a list and
 //! single DELETEs where the server refuses it. (`ops::delete::wait_gone` then follows
 //! the pods that linger for their grace period with one list and one watch.)
+//!
+//! PodGroups (`--gang`): the run's ConfigMap records its gang ([`POD_GROUP_ANNOTATION`]),
+//! and the ConfigMap's DELETE answers with it; then one collection DELETE of that kind. A
+//! run without a gang costs no request on PodGroups (and credentials need no rights on
+//! them). Without a record (the ConfigMap was gone), both kinds are tried, and a cluster
+//! without the API (404) or rights on it (403) has none to delete, without a word.
 //!
 //! Secrets are deleted only when the run may have one: its ConfigMap records whether it
 //! does ([`ENV_SECRET_ANNOTATION`]), and the ConfigMap's DELETE answers with it. Many
@@ -22,7 +29,10 @@ use kube::api::{DeleteParams, ListParams};
 
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
-use crate::labels::{ENV_SECRET_ANNOTATION, NO_ENV_SECRET, config_map_name, run_selector};
+use crate::labels::{
+    ENV_SECRET_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, run_selector,
+};
+use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 
 /// What a delete removed, and what it could not.
 #[derive(Debug, Default)]
@@ -40,6 +50,8 @@ struct Gone {
     name: String,
     /// The object's [`ENV_SECRET_ANNOTATION`], if it has one.
     env_secret: Option<String>,
+    /// The object's [`POD_GROUP_ANNOTATION`], if it has one.
+    pod_group: Option<String>,
 }
 
 /// Why one kind could not be deleted.
@@ -82,20 +94,41 @@ impl SecretRecord {
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
     let selector = run_selector(tag);
-    // The secrets wait for the ConfigMap's answer, which says whether there is one; the
-    // pods and services do not wait.
+    // The secrets and PodGroups wait for the ConfigMap's answer, which says whether there
+    // are any; the pods and services do not wait.
     let config = async {
         let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
         let record = SecretRecord::of(tag, &config_maps);
-        let secrets = match record {
-            SecretRecord::None => Ok(Vec::new()),
-            SecretRecord::Some | SecretRecord::Unknown => {
-                delete_kind::<Secret>(cluster, &selector, max_in_flight).await
+        let gangs = gangs_of(tag, &config_maps);
+        let secrets = async {
+            match record {
+                SecretRecord::None => Ok(Vec::new()),
+                SecretRecord::Some | SecretRecord::Unknown => {
+                    delete_kind::<Secret>(cluster, &selector, max_in_flight).await
+                }
             }
         };
-        (config_maps, record, secrets)
+        let volcano = async {
+            match gangs {
+                Some(g) if !g.contains(&Gang::Volcano) => Ok(Vec::new()),
+                _ => {
+                    delete_pod_groups::<VolcanoPodGroup>(cluster, &selector, gangs.is_none()).await
+                }
+            }
+        };
+        let coscheduling = async {
+            match gangs {
+                Some(g) if !g.contains(&Gang::Coscheduling) => Ok(Vec::new()),
+                _ => {
+                    delete_pod_groups::<CoschedulingPodGroup>(cluster, &selector, gangs.is_none())
+                        .await
+                }
+            }
+        };
+        let (secrets, volcano, coscheduling) = tokio::join!(secrets, volcano, coscheduling);
+        (config_maps, record, secrets, volcano, coscheduling)
     };
-    let (pods, services, (config_maps, record, secrets)) = tokio::join!(
+    let (pods, services, (config_maps, record, secrets, volcano, coscheduling)) = tokio::join!(
         delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
         delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
         config,
@@ -105,7 +138,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     // secret of the run is left. When nothing else of the run was there either, there is
     // no run to speak of: not an error, but said. When something was, the run may well
     // have a secret: an error, as for any kind that could not be deleted.
-    let nothing_else = [&pods, &services, &config_maps]
+    let nothing_else = [&pods, &services, &config_maps, &volcano, &coscheduling]
         .iter()
         .all(|r| r.as_ref().is_ok_and(Vec::is_empty));
     let secrets = match secrets {
@@ -123,6 +156,8 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (Kind::Service, services),
         (Kind::ConfigMap, config_maps),
         (Kind::Secret, secrets),
+        (Kind::VolcanoPodGroup, volcano),
+        (Kind::CoschedulingPodGroup, coscheduling),
     ] {
         match result {
             Ok(gone) => {
@@ -155,6 +190,43 @@ async fn delete_kind<K: RunObject>(
         Err(e) if matches!(e.code(), Some(405) | Some(404)) => {
             delete_one_by_one::<K>(cluster, selector, max_in_flight).await
         }
+        Err(e) => Err(explain::<K>(cluster, &e)),
+    }
+}
+
+/// The gangs whose PodGroups the run's ConfigMap records: `Some(&[])` for a run without
+/// one, `None` when no ConfigMap of the run was deleted (no record).
+fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<&'static [Gang]> {
+    let name = config_map_name(tag);
+    let gone = config_maps.as_ref().ok()?;
+    let ours = gone.iter().find(|o| o.name == name)?;
+    Some(match ours.pod_group.as_deref().and_then(Gang::parse) {
+        Some(Gang::Volcano) => &[Gang::Volcano],
+        Some(Gang::Coscheduling) => &[Gang::Coscheduling],
+        None => &[],
+    })
+}
+
+/// One collection DELETE of a PodGroup kind. A 404 means the cluster has no such API:
+/// nothing to delete. Without a record of the run's gang (`guessing`), a 403 means the
+/// same for these credentials.
+async fn delete_pod_groups<K: RunObject>(
+    cluster: &Cluster,
+    selector: &str,
+    guessing: bool,
+) -> Result<Vec<Gone>, KindFailed> {
+    let list_params = ListParams::default().labels(selector);
+    let delete_params = DeleteParams::default();
+    let result = retry(
+        &cluster.policy,
+        || delete_collection::<K>(cluster, &delete_params, &list_params),
+        Plain,
+    )
+    .await;
+    match result {
+        Ok(gone) => Ok(gone),
+        Err(e) if e.code() == Some(404) => Ok(Vec::new()),
+        Err(e) if guessing && e.code() == Some(403) => Ok(Vec::new()),
         Err(e) => Err(explain::<K>(cluster, &e)),
     }
 }
@@ -201,6 +273,7 @@ async fn delete_collection<K: RunObject>(
             Some(Gone {
                 name: o.metadata.name?,
                 env_secret: annotations.remove(ENV_SECRET_ANNOTATION),
+                pod_group: annotations.remove(POD_GROUP_ANNOTATION),
             })
         })
         .collect())
@@ -249,7 +322,11 @@ async fn delete_one_by_one<K: RunObject>(
                 .as_ref()
                 .and_then(|a| a.get(ENV_SECRET_ANNOTATION).cloned());
             match cluster.delete_exact::<K>(&name, &uid).await {
-                Ok(()) => Ok(Gone { name, env_secret }),
+                Ok(()) => Ok(Gone {
+                    name,
+                    env_secret,
+                    pod_group: None,
+                }),
                 Err(e) => Err(KindFailed {
                     why: format!("{}/{name}: {e}", K::KIND.as_str()),
                     forbidden: e.code() == Some(403),

@@ -20,6 +20,8 @@ use serde::de::DeserializeOwned;
 
 use retry::{CallError, Plain, RetryPolicy, retry};
 
+use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
+
 /// The kinds of object a run is made of, in the order they are deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
@@ -27,6 +29,10 @@ pub enum Kind {
     Service,
     ConfigMap,
     Secret,
+    /// `--gang volcano`'s PodGroup (`scheduling.volcano.sh`).
+    VolcanoPodGroup,
+    /// `--gang coscheduling`'s PodGroup (`scheduling.x-k8s.io`).
+    CoschedulingPodGroup,
 }
 
 impl Kind {
@@ -37,6 +43,7 @@ impl Kind {
             Kind::Service => "service",
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
+            Kind::VolcanoPodGroup | Kind::CoschedulingPodGroup => "podgroup",
         }
     }
 
@@ -46,6 +53,15 @@ impl Kind {
             Kind::Service => "services",
             Kind::ConfigMap => "configmaps",
             Kind::Secret => "secrets",
+            Kind::VolcanoPodGroup | Kind::CoschedulingPodGroup => "podgroups",
+        }
+    }
+
+    /// The kind of `gang`'s PodGroup.
+    pub fn pod_group(gang: Gang) -> Kind {
+        match gang {
+            Gang::Volcano => Kind::VolcanoPodGroup,
+            Gang::Coscheduling => Kind::CoschedulingPodGroup,
         }
     }
 }
@@ -88,6 +104,12 @@ impl RunObject for ConfigMap {
 }
 impl RunObject for Secret {
     const KIND: Kind = Kind::Secret;
+}
+impl RunObject for VolcanoPodGroup {
+    const KIND: Kind = Kind::VolcanoPodGroup;
+}
+impl RunObject for CoschedulingPodGroup {
+    const KIND: Kind = Kind::CoschedulingPodGroup;
 }
 
 /// A connection to one namespace of one cluster.
@@ -170,6 +192,24 @@ impl Cluster {
         }
     }
 
+    /// Fails with one clear error when `gang`'s PodGroup API is not served (a discovery
+    /// GET of `/apis/GROUP/VERSION`: 404, or no `podgroups` in it).
+    pub async fn check_pod_group_api(&self, gang: Gang) -> Result<()> {
+        let version = gang.api_version();
+        let found = retry(
+            &self.policy,
+            || self.client.list_api_group_resources(version),
+            Plain,
+        )
+        .await;
+        match found {
+            Ok(list) if list.resources.iter().any(|r| r.name == "podgroups") => Ok(()),
+            Ok(_) => Err(not_installed(gang)),
+            Err(e) if e.code() == Some(404) => Err(not_installed(gang)),
+            Err(e) => Err(self.explain(&format!("looking up {}", gang.api_title()), &e)),
+        }
+    }
+
     /// An error about this cluster, phrased for a user.
     pub fn explain(&self, doing: &str, err: &CallError) -> anyhow::Error {
         match err.code() {
@@ -194,4 +234,8 @@ impl Cluster {
             _ => anyhow::anyhow!("{doing}: {err}"),
         }
     }
+}
+
+fn not_installed(gang: Gang) -> anyhow::Error {
+    anyhow::anyhow!("{} is not installed on this cluster", gang.api_title())
 }

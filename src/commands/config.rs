@@ -94,6 +94,13 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| humantime::format_duration(*v).to_string().into(),
             "(none)",
         ),
+        row("gang", &settings.gang, |v| v.as_str().into(), "(none)"),
+        row(
+            "scheduler_name",
+            &settings.scheduler_name,
+            |v| v.clone().into(),
+            "(none)",
+        ),
     ]
 }
 

@@ -9,6 +9,7 @@ use crate::cluster::ObjectRef;
 use crate::errors::UsageError;
 use crate::ops::{delete, summary};
 use crate::output;
+use crate::podgroup::Gang;
 use crate::render::OutputFormat;
 use crate::settings::Settings;
 
@@ -24,7 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let ns = cluster.namespace().to_string();
 
     if !args.yes && std::io::stdin().is_terminal() {
-        let found = delete::existing(&cluster, tag).await?;
+        let found = delete::existing(&cluster, tag, &[Gang::Volcano, Gang::Coscheduling]).await?;
         if found.is_empty() {
             return report(tag, &ns, &[], args.output);
         }

@@ -62,6 +62,8 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
         (args.deadline.is_some(), "--deadline"),
         (args.priority_class.is_some(), "--priority-class"),
         (args.queue.is_some(), "--queue"),
+        (args.gang.is_some(), "--gang"),
+        (args.scheduler_name.is_some(), "--scheduler-name"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -88,6 +90,8 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         deadline: settings.deadline.value,
         priority_class: settings.priority_class.value.clone(),
         queue: settings.queue.value.clone(),
+        gang: settings.gang.value,
+        scheduler_name: settings.scheduler_name.value.clone(),
     }
 }
 

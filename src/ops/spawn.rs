@@ -11,7 +11,13 @@ use crate::signals;
 
 /// Creates every object of `plan`, at most `max_in_flight` requests at once.
 pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize) -> Result<()> {
-    let existing = apply::existing(cluster, &plan.tag).await?;
+    // A gang's PodGroup API must be there before anything is created.
+    let gang = plan.pod_group.as_ref().map(|g| g.gang());
+    if let Some(gang) = gang {
+        cluster.check_pod_group_api(gang).await?;
+    }
+    let gangs: Vec<_> = gang.into_iter().collect();
+    let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
         let shown: Vec<String> = existing.iter().take(3).map(ToString::to_string).collect();
         anyhow::bail!(

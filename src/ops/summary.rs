@@ -48,6 +48,12 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
             name: labels::secret_name(&plan.tag),
         });
     }
+    if let Some(group) = &plan.pod_group {
+        objects.push(ObjectRef {
+            kind: Kind::pod_group(group.gang()),
+            name: group.metadata().name.clone().unwrap_or_default(),
+        });
+    }
     objects.extend(plan.services.names().map(|name| ObjectRef {
         kind: Kind::Service,
         name,

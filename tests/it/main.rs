@@ -8,6 +8,7 @@ mod delete;
 mod ecosystem;
 mod faults;
 mod follow;
+mod gang;
 mod list;
 mod local;
 mod logs;

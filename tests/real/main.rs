@@ -6,6 +6,7 @@
 mod delete;
 mod dry_run;
 mod follow;
+mod gang;
 mod limited;
 mod roles;
 mod shared;

@@ -50,7 +50,19 @@ pub struct Options {
     /// scheduling gate, as Kueue's webhook gates pods with `kueue.x-k8s.io/queue-name`
     /// (`("kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/admission")`).
     pub gate_pods_labelled: Vec<(String, String)>,
+    /// Serve Volcano's PodGroup API (`scheduling.volcano.sh/v1beta1`, store key
+    /// [`VOLCANO_PODGROUPS`]); without it, its paths are 404 as on a cluster without
+    /// the CRD.
+    pub volcano_api: bool,
+    /// Serve scheduler-plugins' PodGroup API (`scheduling.x-k8s.io/v1alpha1`, store key
+    /// [`COSCHEDULING_PODGROUPS`]).
+    pub coscheduling_api: bool,
 }
+
+/// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
+pub const VOLCANO_PODGROUPS: &str = "podgroups.scheduling.volcano.sh";
+/// The store key of scheduler-plugins' PodGroups (see [`Options::coscheduling_api`]).
+pub const COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.x-k8s.io";
 
 impl Default for Options {
     fn default() -> Options {
@@ -62,6 +74,8 @@ impl Default for Options {
             users: vec![],
             scheduling_gates: true,
             gate_pods_labelled: vec![],
+            volcano_api: false,
+            coscheduling_api: false,
         }
     }
 }
@@ -252,7 +266,7 @@ impl TestServer {
         }
         if let Some(kind) = objects::kind_of(resource) {
             obj["kind"] = json!(kind);
-            obj["apiVersion"] = json!("v1");
+            obj["apiVersion"] = json!(objects::api_version_of(resource));
         }
         if !obj.get("metadata").is_some_and(Value::is_object) {
             obj["metadata"] = json!({});

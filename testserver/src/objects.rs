@@ -15,7 +15,40 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("secrets", "Secret", true),
     ("endpoints", "Endpoints", true),
     ("namespaces", "Namespace", false),
+    (crate::VOLCANO_PODGROUPS, "PodGroup", true),
+    (crate::COSCHEDULING_PODGROUPS, "PodGroup", true),
 ];
+
+/// Custom resources (served when `Options` enables them): (store key, group, version,
+/// plural). The store key is `plural.group`, as kubectl names them.
+pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
+    (
+        crate::VOLCANO_PODGROUPS,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "podgroups",
+    ),
+    (
+        crate::COSCHEDULING_PODGROUPS,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "podgroups",
+    ),
+];
+
+/// The `apiVersion` of a resource's objects: `v1`, or a custom resource's
+/// `group/version`.
+pub fn api_version_of(resource: &str) -> String {
+    CUSTOM
+        .iter()
+        .find(|(r, _, _, _)| *r == resource)
+        .map_or_else(|| "v1".to_string(), |(_, g, v, _)| format!("{g}/{v}"))
+}
+
+/// Whether a resource is served by core `/api/v1`.
+pub fn is_core(resource: &str) -> bool {
+    !CUSTOM.iter().any(|(r, _, _, _)| *r == resource)
+}
 
 pub fn kind_of(resource: &str) -> Option<&'static str> {
     RESOURCES
@@ -36,16 +69,18 @@ pub fn all_resources() -> impl Iterator<Item = (&'static str, &'static str, bool
 /// server refuses to decode it. Absent fields are taken from the URL.
 pub fn check_type(resource: &str, obj: &mut Value) -> Result<(), ApiError> {
     let kind = kind_of(resource).unwrap_or("Unknown");
+    let api_version = api_version_of(resource);
     if !obj.is_object() {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {kind})"
         )));
     }
     match obj.get("apiVersion").and_then(Value::as_str) {
-        None | Some("v1") => {}
+        None => {}
+        Some(v) if v == api_version => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "the API version in the data ({other}) does not match the expected API version (v1)"
+                "the API version in the data ({other}) does not match the expected API version ({api_version})"
             )));
         }
     }
@@ -54,12 +89,12 @@ pub fn check_type(resource: &str, obj: &mut Value) -> Result<(), ApiError> {
         Some(k) if k == kind => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "{other} in version \"v1\" cannot be handled as a {kind}: the object provided is unrecognized (must be of type {kind})"
+                "{other} in version \"{api_version}\" cannot be handled as a {kind}: the object provided is unrecognized (must be of type {kind})"
             )));
         }
     }
     obj["kind"] = json!(kind);
-    obj["apiVersion"] = json!("v1");
+    obj["apiVersion"] = json!(api_version);
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }

@@ -54,10 +54,51 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
                 [r] => target(r, None, None, None),
                 _ => return Err(ApiError::no_such_path()),
             };
+            if !objects::is_core(t.resource) {
+                return Err(ApiError::no_such_path());
+            }
+            resource_route(sh, c, t)
+        }
+        ["apis", group, version, rest @ ..] => {
+            let Some(resource) = custom_resource(sh, group, version) else {
+                return Err(ApiError::no_such_path());
+            };
+            let t = match *rest {
+                [] => return discovery(custom_discovery(group, version)),
+                ["namespaces", ns, "podgroups"] => target(resource, Some(ns), None, None),
+                ["namespaces", ns, "podgroups", n] => target(resource, Some(ns), Some(n), None),
+                ["podgroups"] => target(resource, None, None, None),
+                _ => return Err(ApiError::no_such_path()),
+            };
             resource_route(sh, c, t)
         }
         _ => Err(ApiError::no_such_path()),
     }
+}
+
+/// The store key of a custom resource API the options serve, if `group/version` is one.
+fn custom_resource(sh: &Shared, group: &str, version: &str) -> Option<&'static str> {
+    objects::CUSTOM
+        .iter()
+        .find(|(_, g, v, _)| *g == group && *v == version)
+        .map(|(r, _, _, _)| *r)
+        .filter(|r| match *r {
+            crate::VOLCANO_PODGROUPS => sh.opts.volcano_api,
+            crate::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
+            _ => false,
+        })
+}
+
+fn custom_discovery(group: &str, version: &str) -> Value {
+    json!({
+        "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),
+        "resources": [
+            { "name": "podgroups", "singularName": "podgroup", "namespaced": true, "kind": "PodGroup",
+              "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] },
+            { "name": "podgroups/status", "singularName": "", "namespaced": true, "kind": "PodGroup",
+              "verbs": ["get", "patch", "update"] }
+        ]
+    })
 }
 
 fn target<'a>(
@@ -95,7 +136,7 @@ fn api_v1(collection_delete_services: bool) -> Value {
         "watch",
     ];
     let mut resources = Vec::new();
-    for (r, kind, namespaced) in objects::all_resources() {
+    for (r, kind, namespaced) in objects::all_resources().filter(|(r, _, _)| objects::is_core(r)) {
         let verbs: Vec<&str> = full
             .iter()
             .copied()
@@ -244,7 +285,7 @@ fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {
     let kind = kind_of(resource).unwrap_or("Unknown");
     json!({
         "kind": format!("{kind}List"),
-        "apiVersion": "v1",
+        "apiVersion": objects::api_version_of(resource),
         "metadata": { "resourceVersion": rv.to_string() },
         "items": items.into_iter().map(objects::strip_type).collect::<Vec<_>>(),
     })

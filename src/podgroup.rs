@@ -1,0 +1,225 @@
+//! Gang scheduling (`--gang`, README "Shared clusters"): the run's one PodGroup, of
+//! Volcano (`scheduling.volcano.sh/v1beta1`) or of scheduler-plugins' coscheduling
+//! plugin (`scheduling.x-k8s.io/v1alpha1`), and what its pods need to join it.
+//!
+//! The two PodGroups are small structs of their own implementing `kube::Resource`
+//! (namespaced, `DynamicType = ()`), with only the fields tf-spawner sets. A
+//! `kube::core::DynamicObject` would need an `ApiResource` at every call, and the
+//! cluster code's `RunObject` (lists, creates and deletes generic over a static type)
+//! takes types whose group, version and plural are known at compile time; typed structs
+//! also keep the plan pure and its snapshots exact. Fields tf-spawner does not set (a
+//! server's `status`, defaulted spec fields) are not read back: only names, uids and
+//! annotations are.
+//!
+//! `minMember` is the number of tasks that must start together: every task but the
+//! evaluator, which takes no part in the training cluster (it is not in `TF_CONFIG`'s
+//! `cluster`) and only reads checkpoints, so the run can start without it.
+
+use std::borrow::Cow;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+/// `--gang`: which gang scheduler the run's PodGroup is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Gang {
+    /// Volcano: a `scheduling.volcano.sh/v1beta1` PodGroup, pods scheduled by `volcano`
+    Volcano,
+    /// scheduler-plugins' coscheduling: a `scheduling.x-k8s.io/v1alpha1` PodGroup, pods
+    /// scheduled by `scheduler-plugins-scheduler`
+    Coscheduling,
+}
+
+impl Gang {
+    /// The defaults file's spelling (`gang: volcano`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gang::Volcano => "volcano",
+            Gang::Coscheduling => "coscheduling",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Gang> {
+        match text {
+            "volcano" => Some(Gang::Volcano),
+            "coscheduling" => Some(Gang::Coscheduling),
+            _ => None,
+        }
+    }
+
+    /// `group/version` of its PodGroup API.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Gang::Volcano => VolcanoPodGroup::API_VERSION,
+            Gang::Coscheduling => CoschedulingPodGroup::API_VERSION,
+        }
+    }
+
+    /// The `schedulerName` its pods get unless `--scheduler-name` says otherwise: the
+    /// name each project's install gives its scheduler (Volcano's chart: `volcano`;
+    /// scheduler-plugins' as-a-second-scheduler chart: `scheduler-plugins-scheduler`).
+    pub fn default_scheduler(self) -> &'static str {
+        match self {
+            Gang::Volcano => "volcano",
+            Gang::Coscheduling => "scheduler-plugins-scheduler",
+        }
+    }
+
+    /// How an error names its API.
+    pub fn api_title(self) -> String {
+        let who = match self {
+            Gang::Volcano => "Volcano",
+            Gang::Coscheduling => "coscheduling",
+        };
+        format!("the {who} PodGroup API ({})", self.api_version())
+    }
+}
+
+/// A PodGroup of either API, as the plan holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodGroup {
+    Volcano(VolcanoPodGroup),
+    Coscheduling(CoschedulingPodGroup),
+}
+
+impl PodGroup {
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            PodGroup::Volcano(g) => &g.metadata,
+            PodGroup::Coscheduling(g) => &g.metadata,
+        }
+    }
+
+    pub fn gang(&self) -> Gang {
+        match self {
+            PodGroup::Volcano(_) => Gang::Volcano,
+            PodGroup::Coscheduling(_) => Gang::Coscheduling,
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        match self {
+            PodGroup::Volcano(g) => serde_json::to_value(g),
+            PodGroup::Coscheduling(g) => serde_json::to_value(g),
+        }
+    }
+}
+
+/// Volcano's `PodGroup` (`scheduling.volcano.sh/v1beta1`), the fields tf-spawner sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VolcanoPodGroup {
+    /// Items of a list carry no `apiVersion`/`kind`: both default.
+    #[serde(rename = "apiVersion", default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: VolcanoPodGroupSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolcanoPodGroupSpec {
+    #[serde(default)]
+    pub min_member: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+}
+
+/// scheduler-plugins' `PodGroup` (`scheduling.x-k8s.io/v1alpha1`), the fields
+/// tf-spawner sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoschedulingPodGroup {
+    #[serde(rename = "apiVersion", default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: CoschedulingPodGroupSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoschedulingPodGroupSpec {
+    #[serde(default)]
+    pub min_member: i32,
+}
+
+impl VolcanoPodGroup {
+    pub const GROUP: &'static str = "scheduling.volcano.sh";
+    pub const VERSION: &'static str = "v1beta1";
+    pub const API_VERSION: &'static str = "scheduling.volcano.sh/v1beta1";
+}
+
+impl CoschedulingPodGroup {
+    pub const GROUP: &'static str = "scheduling.x-k8s.io";
+    pub const VERSION: &'static str = "v1alpha1";
+    pub const API_VERSION: &'static str = "scheduling.x-k8s.io/v1alpha1";
+}
+
+macro_rules! pod_group_resource {
+    ($ty:ty) => {
+        impl kube::Resource for $ty {
+            type DynamicType = ();
+            type Scope = NamespaceResourceScope;
+
+            fn kind(_: &()) -> Cow<'_, str> {
+                "PodGroup".into()
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                <$ty>::GROUP.into()
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                <$ty>::VERSION.into()
+            }
+            fn api_version(_: &()) -> Cow<'_, str> {
+                <$ty>::API_VERSION.into()
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                "podgroups".into()
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
+pod_group_resource!(VolcanoPodGroup);
+pod_group_resource!(CoschedulingPodGroup);
+
+/// The run's PodGroup: `metadata` is the run's (name, labels, invocation annotation).
+pub fn pod_group(
+    gang: Gang,
+    metadata: ObjectMeta,
+    min_member: i32,
+    queue: Option<String>,
+    priority_class: Option<String>,
+) -> PodGroup {
+    match gang {
+        Gang::Volcano => PodGroup::Volcano(VolcanoPodGroup {
+            api_version: VolcanoPodGroup::API_VERSION.to_string(),
+            kind: "PodGroup".to_string(),
+            metadata,
+            spec: VolcanoPodGroupSpec {
+                min_member,
+                queue,
+                priority_class_name: priority_class,
+            },
+        }),
+        Gang::Coscheduling => PodGroup::Coscheduling(CoschedulingPodGroup {
+            api_version: CoschedulingPodGroup::API_VERSION.to_string(),
+            kind: "PodGroup".to_string(),
+            metadata,
+            spec: CoschedulingPodGroupSpec { min_member },
+        }),
+    }
+}

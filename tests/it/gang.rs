@@ -1,0 +1,291 @@
+//! Gang scheduling (README, "Shared clusters"): `--gang volcano|coscheduling` and
+//! `--scheduler-name`: the run's PodGroup, what its pods carry, its rollback and delete,
+//! and a cluster without the PodGroup API.
+
+use kube_testserver::{COSCHEDULING_PODGROUPS, Fault, Options, VOLCANO_PODGROUPS};
+use serde_json::{Value, json};
+
+use crate::support::{Env, name};
+
+const NS: &str = "default";
+
+fn with_apis() -> Env {
+    Env::with(Options {
+        volcano_api: true,
+        coscheduling_api: true,
+        ..Options::default()
+    })
+}
+
+fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_volcano_gang_creates_its_pod_group_before_the_pods() {
+    let env = with_apis();
+    env.spawn(&[
+        "-t",
+        "vg",
+        "-w",
+        "2",
+        "--chief",
+        "--evaluator",
+        "--queue",
+        "team-gpu",
+        "--priority-class",
+        "team-high",
+        "--gang",
+        "volcano",
+    ])
+    .success();
+    let groups = env.list(VOLCANO_PODGROUPS, NS);
+    assert_eq!(groups.len(), 1, "{groups:#?}");
+    let group = &groups[0];
+    assert_eq!(name(group), "vg-group");
+    assert_eq!(group["apiVersion"], json!("scheduling.volcano.sh/v1beta1"));
+    // The chief and the workers; not the evaluator.
+    assert_eq!(group["spec"]["minMember"], json!(3), "{group:#}");
+    assert_eq!(group["spec"]["queue"], json!("team-gpu"));
+    assert_eq!(group["spec"]["priorityClassName"], json!("team-high"));
+    assert_eq!(group["metadata"]["labels"]["training_attempt"], json!("vg"));
+    assert_eq!(
+        group["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        json!("tf-spawner")
+    );
+    assert!(group["metadata"]["annotations"]["tf-spawner/invocation"].is_string());
+
+    let config_map = &env.list("configmaps", NS)[0];
+    assert!(rv(config_map) < rv(group), "the config first");
+    let pods = env.list("pods", NS);
+    assert_eq!(pods.len(), 4);
+    for pod in &pods {
+        assert!(rv(group) < rv(pod), "the PodGroup before {}", name(pod));
+        assert_eq!(pod["spec"]["schedulerName"], json!("volcano"), "{pod:#}");
+        let annotations = &pod["metadata"]["annotations"];
+        assert_eq!(
+            annotations["scheduling.k8s.io/group-name"],
+            json!("vg-group")
+        );
+        assert_eq!(
+            annotations["scheduling.volcano.sh/queue-name"],
+            json!("team-gpu")
+        );
+        // Volcano takes the queue: no Kueue labels.
+        assert!(
+            pod["metadata"]["labels"]
+                .get("kueue.x-k8s.io/queue-name")
+                .is_none()
+        );
+    }
+    for service in env.list("services", NS) {
+        assert!(rv(group) < rv(&service));
+    }
+    assert!(env.list(COSCHEDULING_PODGROUPS, NS).is_empty());
+
+    // In the summary too, and `-d` deletes it.
+    let out = env.run(&["-d", "-t", "vg", "-o", "json"]);
+    out.success();
+    let deleted: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        deleted["deleted"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"kind": "podgroup", "name": "vg-group"})),
+        "{deleted:#}"
+    );
+    assert!(env.list(VOLCANO_PODGROUPS, NS).is_empty());
+}
+
+#[test]
+fn a_coscheduling_gang_labels_its_pods() {
+    let env = with_apis();
+    let out = env.spawn(&[
+        "-t",
+        "cg",
+        "-w",
+        "3",
+        "--evaluator",
+        "--gang",
+        "coscheduling",
+        "-o",
+        "json",
+    ]);
+    out.success();
+    let summary: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        summary["created"][1],
+        json!({"kind": "podgroup", "name": "cg-group"}),
+        "{summary:#}"
+    );
+    let groups = env.list(COSCHEDULING_PODGROUPS, NS);
+    assert_eq!(groups.len(), 1);
+    assert_eq!(
+        groups[0]["apiVersion"],
+        json!("scheduling.x-k8s.io/v1alpha1")
+    );
+    assert_eq!(groups[0]["spec"]["minMember"], json!(3), "{:#}", groups[0]);
+    for pod in env.list("pods", NS) {
+        assert_eq!(
+            pod["spec"]["schedulerName"],
+            json!("scheduler-plugins-scheduler")
+        );
+        assert_eq!(
+            pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
+            json!("cg-group")
+        );
+    }
+    env.run(&["-d", "-t", "cg"]).success();
+    assert!(env.list(COSCHEDULING_PODGROUPS, NS).is_empty());
+    assert!(env.names(NS).is_empty());
+}
+
+#[test]
+fn a_scheduler_name_wins_over_the_gangs() {
+    let env = with_apis();
+    env.spawn(&[
+        "-t",
+        "sn",
+        "-w",
+        "1",
+        "--gang",
+        "volcano",
+        "--scheduler-name",
+        "my-volcano",
+    ])
+    .success();
+    let pod = &env.list("pods", NS)[0];
+    assert_eq!(pod["spec"]["schedulerName"], json!("my-volcano"));
+}
+
+#[test]
+fn a_failure_after_the_pod_group_rolls_it_back() {
+    let env = with_apis();
+    env.server
+        .add_fault(Fault::on("POST", "/pods").always().status(403));
+    let out = env.spawn(&["-t", "rb", "-w", "2", "--gang", "volcano"]);
+    out.failure(1);
+    assert!(env.list(VOLCANO_PODGROUPS, NS).is_empty(), "rolled back");
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+}
+
+#[test]
+fn a_cluster_without_the_api_gets_one_clear_error_and_nothing() {
+    let env = Env::new();
+    for (gang, error) in [
+        (
+            "volcano",
+            "error: the Volcano PodGroup API (scheduling.volcano.sh/v1beta1) is not installed on this cluster",
+        ),
+        (
+            "coscheduling",
+            "error: the coscheduling PodGroup API (scheduling.x-k8s.io/v1alpha1) is not installed on this cluster",
+        ),
+    ] {
+        let out = env.spawn(&["-t", "none", "-w", "2", "--gang", gang]);
+        out.failure(1).stderr_has(error);
+        assert!(env.names(NS).is_empty(), "nothing created for {gang}");
+    }
+    // A plain run's ConfigMap records that it has no PodGroup: `-d` sends no request on
+    // PodGroups at all.
+    env.spawn(&["-t", "plain", "-w", "1"]).success();
+    env.server.clear_requests();
+    env.run(&["-d", "-t", "plain"]).success();
+    assert!(
+        !env.server
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("podgroups")),
+        "{:#?}",
+        env.server.requests()
+    );
+    assert!(env.names(NS).is_empty());
+
+    // Without that record (no ConfigMap left), `-d` tries both kinds, and skips them
+    // without a word on a cluster without the API (404).
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {"name": "orphan-worker-0", "labels": {"training_attempt": "orphan"}},
+               "spec": {"containers": [{"name": "tensorflow", "image": "tf"}]}}),
+    );
+    env.server.clear_requests();
+    let out = env.run(&["-d", "-t", "orphan"]);
+    out.success();
+    assert!(!out.stderr.contains("podgroup"), "{}", out.stderr);
+    let podgroup_answers: Vec<u16> = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("podgroups"))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(podgroup_answers, [404, 404]);
+    assert!(env.names(NS).is_empty());
+}
+
+#[test]
+fn a_bad_gang_is_a_usage_error() {
+    let env = with_apis();
+    let out = env.spawn(&["-t", "bad", "--gang", "kube-batch"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(
+        out.stderr
+            .contains("invalid value 'kube-batch' for '--gang <SCHEDULER>'"),
+        "{out:#?}"
+    );
+    assert!(out.stderr.contains("volcano, coscheduling"), "{out:#?}");
+    let out = env.spawn(&["-t", "bad", "--scheduler-name", "My Scheduler"]);
+    out.failure(2)
+        .stderr_has("--scheduler-name \"My Scheduler\" is not a valid name");
+    let out = env.spawn(&["-t", "bad", "--local", "--gang", "volcano"]);
+    out.failure(2).stderr_has("--gang");
+    assert!(env.names(NS).is_empty());
+    assert!(env.list(VOLCANO_PODGROUPS, NS).is_empty());
+}
+
+#[test]
+fn the_defaults_file_sets_the_gang() {
+    let env = with_apis();
+    let config = env.write(
+        "config.yaml",
+        "gang: coscheduling\nscheduler_name: team-sched\n",
+    );
+    let out = env
+        .cmd()
+        .env("TF_SPAWNER_CONFIG", &config)
+        .args(["config", "-o", "json"])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        shown["settings"]["gang"],
+        json!({"value": "coscheduling", "source": "file"}),
+        "{shown:#}"
+    );
+    assert_eq!(
+        shown["settings"]["scheduler_name"]["value"],
+        json!("team-sched")
+    );
+    let script = env.script();
+    let out = env
+        .cmd()
+        .env("TF_SPAWNER_CONFIG", &config)
+        .args(["-t", "df", "-w", "1", script.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.list(COSCHEDULING_PODGROUPS, NS).len(), 1);
+    assert_eq!(
+        env.list("pods", NS)[0]["spec"]["schedulerName"],
+        json!("team-sched")
+    );
+}
