@@ -145,6 +145,40 @@ fn a_coscheduling_gang_labels_its_pods() {
 }
 
 #[test]
+fn dry_run_shows_the_pod_group_and_creates_nothing() {
+    let env = Env::new();
+    let out = env.spawn(&["-t", "dr", "-w", "2", "--gang", "volcano", "--dry-run"]);
+    out.success()
+        .stdout_has("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n")
+        .stdout_has("  name: dr-group\n")
+        .stdout_has("  minMember: 2\n");
+    assert!(env.server.requests().is_empty());
+    let out = env.spawn(&[
+        "-t",
+        "dr",
+        "-w",
+        "2",
+        "--gang",
+        "coscheduling",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let kinds: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["ConfigMap", "PodGroup", "Service", "Service", "Pod", "Pod"]
+    );
+}
+
+#[test]
 fn a_scheduler_name_wins_over_the_gangs() {
     let env = with_apis();
     env.spawn(&[
