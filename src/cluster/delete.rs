@@ -172,20 +172,27 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     out
 }
 
+/// One collection DELETE of the run's objects of kind `K`, with retries.
+async fn collection_delete<K: RunObject>(
+    cluster: &Cluster,
+    selector: &str,
+) -> Result<Vec<Gone>, CallError> {
+    let list_params = ListParams::default().labels(selector);
+    let delete_params = DeleteParams::default();
+    retry(
+        &cluster.policy,
+        || delete_collection::<K>(cluster, &delete_params, &list_params),
+        Plain,
+    )
+    .await
+}
+
 async fn delete_kind<K: RunObject>(
     cluster: &Cluster,
     selector: &str,
     max_in_flight: usize,
 ) -> Result<Vec<Gone>, KindFailed> {
-    let list_params = ListParams::default().labels(selector);
-    let delete_params = DeleteParams::default();
-    let result = retry(
-        &cluster.policy,
-        || delete_collection::<K>(cluster, &delete_params, &list_params),
-        Plain,
-    )
-    .await;
-    match result {
+    match collection_delete::<K>(cluster, selector).await {
         Ok(gone) => Ok(gone),
         Err(e) if matches!(e.code(), Some(405) | Some(404)) => {
             delete_one_by_one::<K>(cluster, selector, max_in_flight).await
@@ -215,15 +222,7 @@ async fn delete_pod_groups<K: RunObject>(
     selector: &str,
     guessing: bool,
 ) -> Result<Vec<Gone>, KindFailed> {
-    let list_params = ListParams::default().labels(selector);
-    let delete_params = DeleteParams::default();
-    let result = retry(
-        &cluster.policy,
-        || delete_collection::<K>(cluster, &delete_params, &list_params),
-        Plain,
-    )
-    .await;
-    match result {
+    match collection_delete::<K>(cluster, selector).await {
         Ok(gone) => Ok(gone),
         Err(e) if e.code() == Some(404) => Ok(Vec::new()),
         Err(e) if guessing && e.code() == Some(403) => Ok(Vec::new()),
