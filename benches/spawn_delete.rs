@@ -21,7 +21,13 @@
 //! started by a small launcher process, itself started before the server; its own peak
 //! (printed) is the floor below which the figure means nothing.
 //!
-//! `SPAWN_DELETE_QUICK=1` limits the run to N ≤ 100 (a smoke test of the bench itself).
+//! CPU: the child's user + system time (from `wait4`), and the server's (this process's
+//! own `getrusage` over the spawn: the test server's threads), so that a spawn above its
+//! ideal can be told apart as the client's CPU, the server's, or waiting.
+//!
+//! `SPAWN_DELETE_QUICK=1` limits the run to N ≤ 100 (a smoke test of the bench itself);
+//! `SPAWN_DELETE_SIZES=1000` and `SPAWN_DELETE_LATENCIES=2` (comma-separated) pick the
+//! table's rows.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -80,20 +86,21 @@ fn main() {
     println!();
 
     println!(
-        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | sent | spawn RSS | delete | delete req. | delete RSS |"
+        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | sent | client CPU | server CPU | spawn RSS | delete | delete req. | delete RSS |"
     );
     println!(
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
-    let sizes: &[u64] = if quick {
-        &[1, 10, 100]
+    let sizes = list_env("SPAWN_DELETE_SIZES").unwrap_or(if quick {
+        vec![1, 10, 100]
     } else {
-        &[1, 10, 100, 1000]
-    };
-    for latency_ms in [2u64, 10] {
+        vec![1, 10, 100, 1000]
+    });
+    let latencies = list_env("SPAWN_DELETE_LATENCIES").unwrap_or(vec![2, 10]);
+    for latency_ms in latencies {
         let latency = Duration::from_millis(latency_ms);
         server.set_latency(latency);
-        for &n in sizes {
+        for &n in &sizes {
             let workers = n.to_string();
             let tag = format!("b{latency_ms}-{n}");
             let k = ["--kubeconfig", kubeconfig.as_str()];
@@ -105,12 +112,14 @@ fn main() {
             let mut deletes = vec![];
             for _ in 0..3 {
                 server.clear_requests();
+                let server_cpu = own_cpu();
                 let s = launcher.run(dir.path(), &spawn_args);
+                let server_cpu = own_cpu() - server_cpu;
                 s.check("spawn");
                 let requests = server.requests();
                 let busy: Duration = requests.iter().map(|r| r.duration).sum();
                 let sent: usize = requests.iter().map(|r| r.body_bytes).sum();
-                spawns.push((s, requests.len(), busy, sent));
+                spawns.push((s, requests.len(), busy, sent, server_cpu));
                 assert_eq!(server.object_count(), 1 + 2 * n as usize, "spawned run");
 
                 server.clear_requests();
@@ -121,7 +130,7 @@ fn main() {
             }
             spawns.sort_by_key(|(s, ..)| s.wall);
             deletes.sort_by_key(|(d, _)| d.wall);
-            let (spawn, spawn_requests, busy, sent) = &spawns[1];
+            let (spawn, spawn_requests, busy, sent, server_cpu) = &spawns[1];
             let (delete, delete_requests) = &deletes[1];
             let spawn_peak = spawns.iter().map(|(s, ..)| s.peak_kb).max().unwrap_or(0);
             let delete_peak = deletes.iter().map(|(d, _)| d.peak_kb).max().unwrap_or(0);
@@ -135,7 +144,7 @@ fn main() {
             let rounds = 1 + 1 + 2 * n.div_ceil(IN_FLIGHT);
             let ideal = latency * rounds as u32;
             println!(
-                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {} | {delete_requests} | {} |",
+                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {} | {} | {} | {delete_requests} | {} |",
                 ms(spawn.wall),
                 ms(ideal),
                 spawn.wall.as_secs_f64() / ideal.as_secs_f64(),
@@ -143,6 +152,8 @@ fn main() {
                 floor.wall.as_secs_f64() / spawn.wall.as_secs_f64(),
                 busy.as_secs_f64() / spawn.wall.as_secs_f64(),
                 bytes(*sent),
+                ms(spawn.cpu),
+                ms(*server_cpu),
                 mb(spawn_peak),
                 ms(delete.wall),
                 mb(delete_peak),
@@ -151,7 +162,7 @@ fn main() {
     }
     println!();
     println!(
-        "spawn, delete: median of 3; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. in flight = Σ request durations at the server ÷ spawn wall time."
+        "spawn, delete: median of 3; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. in flight = Σ request durations at the server ÷ spawn wall time. client CPU: the binary's user + system time; server CPU: the test server's (this process's) during the spawn."
     );
 }
 
@@ -161,6 +172,8 @@ struct Run {
     code: i32,
     wall: Duration,
     peak_kb: u64,
+    /// The child's user + system CPU time.
+    cpu: Duration,
     stderr: String,
 }
 
@@ -223,16 +236,18 @@ impl Launcher {
         self.to.flush().expect("to launcher");
         let mut answer = String::new();
         self.from.read_line(&mut answer).expect("from launcher");
-        let mut parts = answer.trim_end_matches('\n').splitn(4, '\t');
+        let mut parts = answer.trim_end_matches('\n').splitn(5, '\t');
         let mut next = || parts.next().expect("launcher answer").to_string();
         let code = next().parse().expect("code");
         let wall = Duration::from_nanos(next().parse().expect("wall"));
         let peak_kb = next().parse().expect("maxrss");
+        let cpu = Duration::from_nanos(next().parse().expect("cpu"));
         let stderr = next().replace("\\n", "\n");
         Run {
             code,
             wall,
             peak_kb,
+            cpu,
             stderr,
         }
     }
@@ -285,12 +300,13 @@ fn launcher() {
             .expect("stderr")
             .read_to_string(&mut stderr)
             .expect("read stderr");
-        let (code, peak_kb) = wait4(&child);
+        let (code, peak_kb, cpu) = wait4(&child);
         let wall = start.elapsed();
         writeln!(
             out,
-            "{code}\t{}\t{peak_kb}\t{}",
+            "{code}\t{}\t{peak_kb}\t{}\t{}",
             wall.as_nanos(),
+            cpu.as_nanos(),
             stderr.replace('\n', "\\n").replace('\t', " ")
         )
         .expect("answer");
@@ -298,8 +314,8 @@ fn launcher() {
     }
 }
 
-/// Reaps the child: its exit code (128 + signal when killed) and peak RSS in kB.
-fn wait4(child: &Child) -> (i32, u64) {
+/// Reaps the child: its exit code (128 + signal when killed), peak RSS in kB and CPU time.
+fn wait4(child: &Child) -> (i32, u64, Duration) {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: plain out-parameters; `pid` is our own unreaped child.
@@ -311,7 +327,23 @@ fn wait4(child: &Child) -> (i32, u64) {
     } else {
         128 + libc::WTERMSIG(status)
     };
-    (code, usage.ru_maxrss.max(0) as u64)
+    (code, usage.ru_maxrss.max(0) as u64, cpu_time(&usage))
+}
+
+fn cpu_time(usage: &libc::rusage) -> Duration {
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// This process's CPU time so far (the test server's threads, in the spawn's window).
+fn own_cpu() -> Duration {
+    // SAFETY: a plain out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(got, 0, "getrusage: {}", std::io::Error::last_os_error());
+    cpu_time(&usage)
 }
 
 fn vm_hwm_kb() -> u64 {
@@ -321,6 +353,20 @@ fn vm_hwm_kb() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// A comma-separated list of numbers from the environment.
+fn list_env(name: &str) -> Option<Vec<u64>> {
+    let text = std::env::var(name).ok()?;
+    let list = text
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}: {n:?} is not a number"))
+        })
+        .collect();
+    Some(list)
 }
 
 fn machine() -> String {

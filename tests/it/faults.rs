@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use kube_testserver::{Fault, Options};
+use kube_testserver::{Fault, Options, VOLCANO_PODGROUPS};
 use serde_json::{Value, json};
 
 use crate::support::{Env, Output, run};
@@ -43,9 +43,61 @@ fn fault(kind: Kind, nth: usize) -> Fault {
     }
 }
 
+/// The run a matrix spawns and deletes: 2 workers with an env file (so a Secret), and in
+/// [`Shape::Gang`] also `--gang volcano`, so a PodGroup, on a server with that API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Plain,
+    Gang,
+}
+
+impl Shape {
+    fn env(self, options: Options) -> Env {
+        Env::with(Options {
+            volcano_api: self == Shape::Gang,
+            ..options
+        })
+    }
+
+    fn extra_args(self) -> &'static [&'static str] {
+        match self {
+            Shape::Plain => &[],
+            Shape::Gang => &["--gang", "volcano"],
+        }
+    }
+
+    /// The requests of a spawn: 4 lists (is the tag free?), then 1 + 1 + 2 + 2 creates
+    /// (ConfigMap and Secret, services, pods); with the gang first one discovery GET of
+    /// the PodGroup API, a fifth list, and the PodGroup's create after the config.
+    fn spawn_requests(self) -> usize {
+        match self {
+            Shape::Plain => 10,
+            Shape::Gang => 13,
+        }
+    }
+
+    fn objects(self) -> usize {
+        match self {
+            Shape::Plain => 6,
+            Shape::Gang => 7,
+        }
+    }
+
+    /// The requests of a delete: the lists of pods and services and the ConfigMap's
+    /// collection DELETE; then 2 + 2 single DELETEs and the Secret's collection DELETE;
+    /// with the gang, the PodGroup's collection DELETE.
+    fn delete_requests(self) -> usize {
+        match self {
+            Shape::Plain => 8,
+            Shape::Gang => 9,
+        }
+    }
+}
+
 /// Another run and unlabelled look-alikes that no call may touch.
-fn seed_others(env: &Env) -> Vec<Value> {
-    env.spawn(&["-t", "other", "-w", "1"]).success();
+fn seed_others(env: &Env, shape: Shape) -> Vec<Value> {
+    env.spawn(&[&["-t", "other", "-w", "1"], shape.extra_args()].concat())
+        .success();
     env.server.insert(
         "pods",
         "default",
@@ -57,12 +109,29 @@ fn seed_others(env: &Env) -> Vec<Value> {
         "default",
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bystander"}, "data": {"a": "b"}}),
     );
-    others(env)
+    if shape == Shape::Gang {
+        env.server.insert(
+            VOLCANO_PODGROUPS,
+            "default",
+            json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                   "metadata": {"name": "bystander"}, "spec": {"minMember": 1}}),
+        );
+    }
+    let before = others(env);
+    let expected = 2 + 1 + 1 + if shape == Shape::Gang { 2 } else { 0 };
+    assert!(before.len() >= expected, "{before:#?}");
+    before
 }
 
 fn others(env: &Env) -> Vec<Value> {
     let mut all = vec![];
-    for resource in ["pods", "services", "configmaps", "secrets"] {
+    for resource in [
+        "pods",
+        "services",
+        "configmaps",
+        "secrets",
+        VOLCANO_PODGROUPS,
+    ] {
         for obj in env.list(resource, "default") {
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
             if name.starts_with("other-") || name == "bystander" {
@@ -109,52 +178,63 @@ fn only_touched(env: &Env, tag: &str) {
     }
 }
 
-fn spawn_with_env(env: &Env, tag: &str) -> Output {
+fn spawn_with_env(env: &Env, tag: &str, shape: Shape) -> Output {
     let file = env.write("creds.env", "S3_SECRET_KEY=planted-fault-secret\n");
     let script = env.script();
-    run(env.cmd().args([
-        "--request-timeout",
-        "1s",
-        "-w",
-        "2",
-        "-t",
-        tag,
-        "-e",
-        file.to_str().unwrap(),
-        script.to_str().unwrap(),
-    ]))
+    let args = [
+        &[
+            "--request-timeout",
+            "1s",
+            "-w",
+            "2",
+            "-t",
+            tag,
+            "-e",
+            file.to_str().unwrap(),
+        ],
+        shape.extra_args(),
+        &[script.to_str().unwrap()],
+    ]
+    .concat();
+    run(env.cmd().args(args))
 }
 
-/// A spawn of 2 workers with an env file sends 4 lists, then 1 + 1 + 2 + 2 creates.
-const SPAWN_REQUESTS: usize = 10;
+/// A 403 on the list of secrets means "this credential sees no secrets" (it may still
+/// spawn without -e), and on the list of PodGroups "it cannot have made one"; the lists
+/// run concurrently, so whether one of them gets the fault depends on arrival order.
+fn a_harmless_list_was_forbidden(env: &Env) -> bool {
+    env.server.requests().iter().any(|r| {
+        r.method == "GET"
+            && (r.path.ends_with("/secrets") || r.path.ends_with("/podgroups"))
+            && r.status == 403
+    })
+}
 
-fn spawn_matrix(kinds: &[Kind], expect_success: bool) {
-    let env = Env::new();
-    let before = seed_others(&env);
-    let expected_objects = 1 + 1 + 2 + 2;
+fn spawn_matrix(shape: Shape, kinds: &[Kind], expect_success: bool) {
+    let env = shape.env(Options::default());
+    let before = seed_others(&env, shape);
     for &kind in kinds {
-        for k in 1..=SPAWN_REQUESTS {
+        for k in 1..=shape.spawn_requests() {
             let tag = format!("f{}", k);
             env.server.clear_faults();
             env.server.clear_requests();
             env.server.add_fault(fault(kind, k));
-            let out = spawn_with_env(&env, &tag);
+            let out = spawn_with_env(&env, &tag, shape);
             let left = run_objects(&env, &tag);
             assert!(
                 !out.stdout.contains("planted-fault-secret")
                     && !out.stderr.contains("planted-fault-secret")
             );
-            // A 403 on the list of secrets means "this credential sees no secrets" (it may
-            // still spawn without -e); the four lists run concurrently, so that one of them
-            // gets the fault depends on arrival order.
-            let secrets_list_forbidden =
-                matches!(kind, Kind::Code(403))
-                    && env.server.requests().iter().any(|r| {
-                        r.method == "GET" && r.path.ends_with("/secrets") && r.status == 403
-                    });
-            if expect_success || secrets_list_forbidden {
+            let forbidden_list =
+                matches!(kind, Kind::Code(403)) && a_harmless_list_was_forbidden(&env);
+            if expect_success || forbidden_list {
                 out.success();
-                assert_eq!(left.len(), expected_objects, "{kind:?} at {k}: {left:?}");
+                assert_eq!(left.len(), shape.objects(), "{kind:?} at {k}: {left:?}");
+                assert!(
+                    env.server.requests().len() > shape.spawn_requests() || !expect_success,
+                    "{kind:?} at {k}: the fault fell outside the spawn: {:#?}",
+                    env.server.requests()
+                );
             } else {
                 out.failure(1);
                 assert!(left.is_empty(), "{kind:?} at {k}: left {left:?}\n{out:#?}");
@@ -169,30 +249,45 @@ fn spawn_matrix(kinds: &[Kind], expect_success: bool) {
 
 #[test]
 fn spawn_survives_retryable_faults_at_every_step() {
-    spawn_matrix(&RETRYABLE[..3], true);
+    spawn_matrix(Shape::Plain, &RETRYABLE[..3], true);
 }
 
 #[test]
 fn spawn_survives_lost_connections_at_every_step() {
-    spawn_matrix(&RETRYABLE[3..], true);
+    spawn_matrix(Shape::Plain, &RETRYABLE[3..], true);
 }
 
 #[test]
 fn spawn_rolls_back_on_final_errors_at_every_step() {
-    spawn_matrix(&FINAL, false);
+    spawn_matrix(Shape::Plain, &FINAL, false);
 }
 
 #[test]
-fn spawn_rolls_back_when_retries_run_out() {
-    let env = Env::new();
-    let before = seed_others(&env);
+fn gang_spawn_survives_retryable_faults_at_every_step() {
+    spawn_matrix(Shape::Gang, &RETRYABLE[..3], true);
+}
+
+#[test]
+fn gang_spawn_survives_lost_connections_at_every_step() {
+    spawn_matrix(Shape::Gang, &RETRYABLE[3..], true);
+}
+
+#[test]
+fn gang_spawn_rolls_back_its_pod_group_on_final_errors_at_every_step() {
+    spawn_matrix(Shape::Gang, &FINAL, false);
+}
+
+fn retries_run_out(shape: Shape) {
+    let env = shape.env(Options::default());
+    let before = seed_others(&env, shape);
     // From the k-th create on, every create answers 503: retries run out.
-    for k in 1..=SPAWN_REQUESTS - 4 {
+    let creates = shape.objects();
+    for k in 1..=creates {
         let tag = format!("r{k}");
         env.server.clear_faults();
         env.server
             .add_fault(Fault::on("POST", "").nth(k).always().status(503));
-        let out = spawn_with_env(&env, &tag);
+        let out = spawn_with_env(&env, &tag, shape);
         out.failure(1).stderr_has("503");
         assert!(run_objects(&env, &tag).is_empty(), "at {k}");
         assert_eq!(others(&env), before);
@@ -200,46 +295,71 @@ fn spawn_rolls_back_when_retries_run_out() {
 }
 
 #[test]
-fn delete_survives_faults_or_says_what_is_left() {
-    for options in [Options::default(), Options::v1_20()] {
-        let env = Env::with(options);
-        let before = seed_others(&env);
-        for kind in RETRYABLE.iter().chain(FINAL.iter()) {
-            for k in 1..=6 {
-                let tag = format!("d{k}");
+fn spawn_rolls_back_when_retries_run_out() {
+    retries_run_out(Shape::Plain);
+}
+
+#[test]
+fn gang_spawn_rolls_back_when_retries_run_out() {
+    retries_run_out(Shape::Gang);
+}
+
+fn delete_matrix(shape: Shape, options: Options, kinds: &[Kind]) {
+    let env = shape.env(options);
+    let before = seed_others(&env, shape);
+    for kind in kinds {
+        for k in 1..=shape.delete_requests() {
+            let tag = format!("d{k}");
+            env.server.clear_faults();
+            spawn_with_env(&env, &tag, shape).success();
+            env.server.clear_requests();
+            env.server.add_fault(fault(*kind, k));
+            let out = run(env
+                .cmd()
+                .args(["--request-timeout", "1s", "-d", "-t", &tag]));
+            let left = run_objects(&env, &tag);
+            if out.code == 0 {
+                assert!(left.is_empty(), "{kind:?} at {k}: {left:?}");
+            } else {
+                out.failure(1)
+                    .stderr_has("may be left in namespace 'default'");
+                assert!(
+                    !RETRYABLE
+                        .iter()
+                        .any(|r| format!("{r:?}") == format!("{kind:?}")),
+                    "{kind:?} at {k} should be retried: {out:#?}"
+                );
                 env.server.clear_faults();
-                spawn_with_env(&env, &tag).success();
-                env.server.clear_requests();
-                env.server.add_fault(fault(*kind, k));
-                let out = run(env
-                    .cmd()
-                    .args(["--request-timeout", "1s", "-d", "-t", &tag]));
-                let left = run_objects(&env, &tag);
-                if out.code == 0 {
-                    assert!(left.is_empty(), "{kind:?} at {k}: {left:?}");
-                } else {
-                    out.failure(1)
-                        .stderr_has("may be left in namespace 'default'");
-                    assert!(
-                        !RETRYABLE
-                            .iter()
-                            .any(|r| format!("{r:?}") == format!("{kind:?}")),
-                        "{kind:?} at {k} should be retried: {out:#?}"
-                    );
-                    env.server.clear_faults();
-                    env.run(&["-d", "-t", &tag]).success();
-                }
-                only_touched(&env, &tag);
-                assert_eq!(others(&env), before, "{kind:?} at {k}");
-                assert!(run_objects(&env, &tag).is_empty());
+                env.run(&["-d", "-t", &tag]).success();
             }
+            only_touched(&env, &tag);
+            assert_eq!(others(&env), before, "{kind:?} at {k}");
+            assert!(run_objects(&env, &tag).is_empty());
         }
     }
 }
 
+#[test]
+fn delete_survives_faults_or_says_what_is_left() {
+    let all: Vec<Kind> = RETRYABLE.iter().chain(FINAL.iter()).copied().collect();
+    delete_matrix(Shape::Plain, Options::default(), &all);
+}
+
+#[test]
+fn delete_on_a_1_20_server_survives_faults_or_says_what_is_left() {
+    let all: Vec<Kind> = RETRYABLE.iter().chain(FINAL.iter()).copied().collect();
+    delete_matrix(Shape::Plain, Options::v1_20(), &all);
+}
+
+#[test]
+fn gang_delete_survives_faults_or_says_what_is_left() {
+    let all: Vec<Kind> = RETRYABLE.iter().chain(FINAL.iter()).copied().collect();
+    delete_matrix(Shape::Gang, Options::default(), &all);
+}
+
 fn interrupt_spawn(signal: &str, code: i32) {
     let env = Env::new();
-    let before = seed_others(&env);
+    let before = seed_others(&env, Shape::Plain);
     env.server.set_latency(Duration::from_millis(40));
     let script = env.script();
     let child = env

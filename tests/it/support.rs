@@ -108,7 +108,8 @@ impl Env {
         names
     }
 
-    /// Names of every pod, service, config map and secret in `namespace`, as `kind/name`.
+    /// Names of every pod, service, config map, secret and PodGroup (of either gang) in
+    /// `namespace`, as `kind/name`.
     pub fn names(&self, namespace: &str) -> Vec<String> {
         let mut names = vec![];
         for (resource, kind) in [
@@ -116,6 +117,8 @@ impl Env {
             ("services", "service"),
             ("configmaps", "configmap"),
             ("secrets", "secret"),
+            (kube_testserver::VOLCANO_PODGROUPS, "podgroup"),
+            (kube_testserver::COSCHEDULING_PODGROUPS, "podgroup"),
         ] {
             for obj in self.server.list(resource, namespace) {
                 names.push(format!(
