@@ -25,6 +25,9 @@
 //! own `getrusage` over the spawn: the test server's threads), so that a spawn above its
 //! ideal can be told apart as the client's CPU, the server's, or waiting.
 //!
+//! `SPAWN_DELETE_BIN=PATH` measures another build of tf-spawner (say
+//! `target/profiling/tf-spawner`, or an older one).
+//!
 //! `SPAWN_DELETE_QUICK=1` limits the run to N ≤ 100 (a smoke test of the bench itself);
 //! `SPAWN_DELETE_SIZES=1000` and `SPAWN_DELETE_LATENCIES=2` (comma-separated) pick the
 //! table's rows.
@@ -37,6 +40,11 @@ use std::time::{Duration, Instant};
 use kube_testserver::TestServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tf-spawner");
+
+/// The binary to measure: `SPAWN_DELETE_BIN`, else the release build of this tree.
+fn bin() -> String {
+    std::env::var("SPAWN_DELETE_BIN").unwrap_or_else(|_| BIN.to_string())
+}
 const LAUNCHER_ENV: &str = "SPAWN_DELETE_LAUNCHER";
 /// tf-spawner's default `--max-in-flight`.
 const IN_FLIGHT: u64 = 32;
@@ -61,7 +69,7 @@ fn main() {
 
     println!("# tf-spawner spawn/delete benchmark");
     println!("machine: {}", machine());
-    println!("binary: {BIN}");
+    println!("binary: {}", bin());
     println!(
         "launcher peak RSS (floor of the RSS figures): {:.1} MB",
         launcher.own_peak_kb() as f64 / 1024.0
@@ -284,7 +292,7 @@ fn launcher() {
         let mut fields = line.split('\t');
         let dir = fields.next().expect("dir");
         let start = Instant::now();
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin())
             .args(fields)
             .current_dir(dir)
             .env("NO_COLOR", "1")

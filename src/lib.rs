@@ -82,7 +82,7 @@ pub fn main() -> ExitCode {
         Ok(d) => d,
         Err(e) => return finish(Err(e.into())),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

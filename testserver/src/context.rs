@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -29,7 +28,10 @@ pub struct Shared {
     pub admin_token: String,
     pub requests: Mutex<Vec<RecordedRequest>>,
     pub faults: Mutex<Vec<FaultState>>,
-    pub latency: Mutex<Duration>,
+    /// The added latency, in nanoseconds (read by every request: no lock).
+    pub latency_ns: std::sync::atomic::AtomicU64,
+    /// Waits out the latency (see `delay.rs`).
+    pub delays: crate::delay::Delays,
 }
 
 pub struct Ctx<'a> {
@@ -43,6 +45,8 @@ pub struct Ctx<'a> {
 
 pub enum Reply {
     Json(u16, Value),
+    /// An object as stored, answered without a copy.
+    Stored(u16, std::sync::Arc<Value>),
     Text(u16, String),
     Stream(u16, &'static str, mpsc::Receiver<Bytes>),
     /// 204 without a body or a content type.

@@ -6,6 +6,7 @@
 //! can inject faults and latency.
 
 mod context;
+mod delay;
 mod faults;
 mod logs;
 mod objects;
@@ -166,7 +167,8 @@ impl TestServer {
             admin_token,
             requests: Mutex::new(vec![]),
             faults: Mutex::new(vec![]),
-            latency: Mutex::new(Duration::ZERO),
+            latency_ns: std::sync::atomic::AtomicU64::new(0),
+            delays: delay::Delays::start(),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -328,11 +330,10 @@ impl TestServer {
 
     /// Added before every answer.
     pub fn set_latency(&self, d: Duration) {
-        *self
-            .shared
-            .latency
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = d;
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.shared
+            .latency_ns
+            .store(ns, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Replaces a pod's status (watchers see MODIFIED). A missing pod is ignored.

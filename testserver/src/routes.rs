@@ -389,7 +389,7 @@ fn create(sh: &Shared, c: &Ctx, resource: &str, ns: &str) -> Res {
     if dry {
         return Ok(Reply::Json(201, obj));
     }
-    Ok(Reply::Json(201, st.put(resource, ns, obj)))
+    Ok(Reply::Stored(201, st.put(resource, ns, obj)))
 }
 
 /// PUT (patch None) or PATCH of an object or of a pod's status.
@@ -449,7 +449,7 @@ fn update(
     if dry_run(c, None) {
         return Ok(Reply::Json(200, new));
     }
-    Ok(Reply::Json(200, st.put(resource, ns, new)))
+    Ok(Reply::Stored(200, st.put(resource, ns, new)))
 }
 
 /// What the server keeps from the stored object whatever an update says.
@@ -690,7 +690,7 @@ fn delete_one(
             st.remove("pods", &ns, &name);
         }
     });
-    obj
+    Arc::unwrap_or_clone(obj)
 }
 
 fn delete_collection(sh: &Arc<Shared>, c: &Ctx, resource: &str, ns: &str) -> Res {

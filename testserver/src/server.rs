@@ -178,9 +178,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
         Ok(b) => b.to_bytes(),
         Err(_) => return Err(Dropped),
     };
-    if let Some(r) = lock(&sh.requests).get_mut(idx) {
-        r.body_bytes = body.len();
-    }
+    let body_bytes = body.len();
     let user_name = identity
         .as_ref()
         .map(|i| i.name.clone())
@@ -188,6 +186,7 @@ async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Resp
     let finish = |status: u16| {
         let mut log = lock(&sh.requests);
         if let Some(r) = log.get_mut(idx) {
+            r.body_bytes = body_bytes;
             r.status = status;
             r.user = user_name.clone();
             r.duration = start.elapsed();
@@ -259,9 +258,9 @@ async fn answer(
         format!("{}?{}", call.path, call.raw_query)
     };
     let fault = faults::check(&mut lock(&sh.faults), call.method, &target);
-    let latency = *lock(&sh.latency);
+    let latency = Duration::from_nanos(sh.latency_ns.load(std::sync::atomic::Ordering::Relaxed));
     if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
+        sh.delays.sleep(latency).await;
     }
     match fault {
         Some(FaultAction::DropConnection) => None,
@@ -305,6 +304,14 @@ fn reply_response(reply: Reply) -> Response<RespBody> {
     match reply {
         Reply::Json(code, v) => {
             let bytes = serde_json::to_vec(&v).unwrap_or_default();
+            response(
+                code,
+                "application/json",
+                RespBody::Full(Some(Bytes::from(bytes))),
+            )
+        }
+        Reply::Stored(code, v) => {
+            let bytes = serde_json::to_vec(&*v).unwrap_or_default();
             response(
                 code,
                 "application/json",

@@ -1,6 +1,7 @@
 //! The object store, its event history (for watches) and the pods' logs.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -13,10 +14,11 @@ pub struct Event {
     pub resource: String,
     pub namespace: String,
     pub kind: &'static str,
-    pub object: Value,
+    /// Shared with the store and every watch: an event costs no copy of its object.
+    pub object: Arc<Value>,
     /// The state before a MODIFIED event, to tell a watch with a selector that an
     /// object entered or left it.
-    pub prev: Option<Value>,
+    pub prev: Option<Arc<Value>>,
 }
 
 #[derive(Debug, Clone)]
@@ -42,7 +44,8 @@ pub struct PodLog {
 type Key = (String, String);
 
 pub struct Store {
-    objects: BTreeMap<String, BTreeMap<Key, Value>>,
+    /// Each object is shared with the events that carry it (see [`Event::object`]).
+    objects: BTreeMap<String, BTreeMap<Key, Arc<Value>>>,
     rv: u64,
     history: VecDeque<Event>,
     /// Every event after this resourceVersion is still in `history`.
@@ -87,6 +90,7 @@ impl Store {
         self.objects
             .get(resource)?
             .get(&(ns.to_string(), name.to_string()))
+            .map(|o| &**o)
     }
 
     /// Objects of a resource, sorted by namespace and name; `ns` None = all.
@@ -96,7 +100,7 @@ impl Store {
         };
         map.iter()
             .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Value::clone(v))
             .collect()
     }
 
@@ -117,8 +121,8 @@ impl Store {
         resource: &str,
         ns: &str,
         kind: &'static str,
-        object: Value,
-        prev: Option<Value>,
+        object: Arc<Value>,
+        prev: Option<Arc<Value>>,
     ) {
         let ev = Event {
             rv: self.rv,
@@ -140,13 +144,14 @@ impl Store {
 
     /// Stores `obj` (new or replacing), stamping a fresh resourceVersion, and emits
     /// ADDED or MODIFIED. Returns the stored object.
-    pub fn put(&mut self, resource: &str, ns: &str, mut obj: Value) -> Value {
+    pub fn put(&mut self, resource: &str, ns: &str, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         let name = obj["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         obj["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let obj = Arc::new(obj);
         let prev = self
             .objects
             .entry(resource.to_string())
@@ -177,7 +182,7 @@ impl Store {
             .get_mut(resource)?
             .remove(&(ns.to_string(), name.to_string()))?;
         self.rv += 1;
-        obj["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        Arc::make_mut(&mut obj)["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
         self.emit(resource, ns, "DELETED", obj.clone(), None);
         if resource == "pods" {
             self.logs.remove(&(ns.to_string(), name.to_string()));
@@ -186,7 +191,7 @@ impl Store {
                 pod: name.to_string(),
             });
         }
-        Some(obj)
+        Some(Arc::unwrap_or_clone(obj))
     }
 
     /// Subscribes to future events and returns the past events after `since`

@@ -287,7 +287,8 @@ fn validate_map_keys_values(c: &mut Checker, map: Option<&Value>, field: &str, v
 }
 
 fn validate_pod(c: &mut Checker, obj: &Value) {
-    let spec = obj.get("spec").cloned().unwrap_or(json!({}));
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
     let volumes: Vec<String> = arr(&spec, "volumes")
         .iter()
         .filter_map(|v| str_at(v, "name").map(str::to_string))
@@ -503,7 +504,8 @@ fn validate_resources(c: &mut Checker, res: Option<&Value>, field: &str) {
 }
 
 fn validate_service(c: &mut Checker, obj: &Value) {
-    let spec = obj.get("spec").cloned().unwrap_or(json!({}));
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
     let headless = str_at(&spec, "clusterIP") == Some("None");
     let ty = str_at(&spec, "type").unwrap_or("ClusterIP");
     let types = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
