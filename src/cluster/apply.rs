@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
-use kube::api::PostParams;
 
 use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
@@ -202,18 +201,16 @@ async fn create_one<K: RunObject>(cluster: &Cluster, ledger: &Ledger, obj: &K) -
         name: name.clone(),
     };
     let at = ledger.open(object.clone());
-    let api = cluster.api::<K>();
-    let params = PostParams::default();
     let mut recover = FindOwn::<K> {
-        api: api.clone(),
+        api: cluster.api::<K>(),
         name: name.clone(),
         invocation: invocation_of(obj),
         unknown: false,
     };
-    let result = retry(&cluster.policy, || api.create(&params, obj), &mut recover).await;
+    let result = retry(&cluster.policy, || cluster.create_once(obj), &mut recover).await;
     match result {
         Ok(created) => {
-            let uid = created.meta().uid.clone().unwrap_or_default();
+            let uid = created.unwrap_or_default();
             ledger.close(at, Outcome::Created { uid });
             Ok(())
         }
@@ -248,15 +245,16 @@ struct FindOwn<K: RunObject> {
     unknown: bool,
 }
 
-impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
-    async fn recover(&mut self, err: CallError) -> Result<K, CallError> {
+/// Recovers the created object's uid, as [`Cluster::create_once`] returns it.
+impl<K: RunObject> AsyncRecover<Option<String>> for &mut FindOwn<K> {
+    async fn recover(&mut self, err: CallError) -> Result<Option<String>, CallError> {
         self.unknown |= err.outcome_unknown();
         if err.code() == Some(409)
             && self.invocation.is_some()
             && let Ok(Some(found)) = self.api.get_opt(&self.name).await
             && invocation_of(&found) == self.invocation
         {
-            return Ok(found);
+            return Ok(found.meta().uid.clone());
         }
         Err(err)
     }

@@ -112,6 +112,18 @@ impl RunObject for CoschedulingPodGroup {
     const KIND: Kind = Kind::CoschedulingPodGroup;
 }
 
+/// An object as the server answered a create: its uid; the rest is skipped unparsed.
+#[derive(Debug, serde::Deserialize)]
+struct Stored {
+    metadata: StoredMeta,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct StoredMeta {
+    #[serde(default)]
+    uid: Option<String>,
+}
+
 /// A connection to one namespace of one cluster.
 #[derive(Clone)]
 pub struct Cluster {
@@ -141,6 +153,21 @@ impl Cluster {
 
     fn api<K: RunObject>(&self) -> Api<K> {
         Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Sends one create of `obj` (no retry: the caller, [`apply`], retries and knows
+    /// when a create may have landed) and returns the new object's uid. The server
+    /// answers with the whole object as stored (a pod with every default filled in); only
+    /// the uid is parsed, not a typed copy of each of N pods.
+    async fn create_once<K: RunObject>(&self, obj: &K) -> Result<Option<String>, kube::Error> {
+        let url = K::url_path(&(), Some(&self.namespace));
+        let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
+        let mut request = kube::core::Request::new(url)
+            .create(&kube::api::PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("create");
+        let answer: Stored = self.client.request(request).await?;
+        Ok(answer.metadata.uid)
     }
 
     /// Lists objects of one kind matching a label selector, with retries.

@@ -30,6 +30,8 @@ pub struct Shared {
     pub faults: Mutex<Vec<FaultState>>,
     /// The added latency, in nanoseconds (read by every request: no lock).
     pub latency_ns: std::sync::atomic::AtomicU64,
+    /// Service cluster IPs (outside the store: see `objects::fill_new`).
+    pub cluster_ips: crate::objects::ClusterIps,
     /// Waits out the latency (see `delay.rs`).
     pub delays: crate::delay::Delays,
 }

@@ -168,6 +168,7 @@ impl TestServer {
             requests: Mutex::new(vec![]),
             faults: Mutex::new(vec![]),
             latency_ns: std::sync::atomic::AtomicU64::new(0),
+            cluster_ips: objects::ClusterIps::default(),
             delays: delay::Delays::start(),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -277,7 +278,7 @@ impl TestServer {
         if resource == "secrets" {
             objects::normalize_secret(&mut obj);
         }
-        objects::fill_new(&mut st, resource, namespace, &mut obj);
+        objects::fill_new(&self.shared.cluster_ips, resource, namespace, &mut obj);
         if let (Some(s), "pods") = (given_status, resource) {
             objects::merge_patch(&mut obj["status"], &s);
         }
@@ -396,7 +397,8 @@ impl TestServer {
 
 fn add_namespace(store: &mut Store, name: &str) {
     let mut ns = json!({ "kind": "Namespace", "apiVersion": "v1", "metadata": { "name": name } });
-    objects::fill_new(store, "namespaces", "", &mut ns);
+    // A namespace takes no cluster IP.
+    objects::fill_new(&objects::ClusterIps::default(), "namespaces", "", &mut ns);
     store.put("namespaces", "", ns);
 }
 

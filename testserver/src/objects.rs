@@ -1,11 +1,13 @@
 //! Resource kinds, metadata filled on create, defaulting, and merge patches.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use base64::Engine;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use crate::status::ApiError;
-use crate::store::{Store, now_rfc3339};
+use crate::store::now_rfc3339;
 
 /// (resource, kind, namespaced)
 const RESOURCES: &[(&str, &str, bool)] = &[
@@ -122,23 +124,30 @@ pub fn new_uid() -> String {
     )
 }
 
+/// Service cluster IPs, handed out in order (10.96.0.11, …). Outside the store, so that
+/// a create fills in its object without holding the store's lock.
+#[derive(Debug, Default)]
+pub struct ClusterIps(AtomicU32);
+
+impl ClusterIps {
+    pub fn next(&self) -> String {
+        let n = self.0.fetch_add(1, Ordering::Relaxed) + 11;
+        format!("10.96.{}.{}", (n >> 8) & 0xff, n & 0xff)
+    }
+}
+
 /// Fills what a create fills: name from generateName, uid, creationTimestamp,
-/// namespace; then defaults. The resourceVersion is stamped by the store.
-pub fn fill_new(store: &mut Store, resource: &str, ns: &str, obj: &mut Value) {
+/// namespace; then defaults. The resourceVersion is stamped by the store. A generated
+/// name is not checked against the store: as on a real server, a taken one makes the
+/// create fail with AlreadyExists (409).
+pub fn fill_new(ips: &ClusterIps, resource: &str, ns: &str, obj: &mut Value) {
     let meta = &mut obj["metadata"];
     let has_name = meta
         .get("name")
         .and_then(Value::as_str)
         .is_some_and(|s| !s.is_empty());
     if !has_name && let Some(prefix) = meta.get("generateName").and_then(Value::as_str) {
-        let prefix = prefix.to_string();
-        let name = loop {
-            let candidate = format!("{prefix}{}", random_suffix());
-            if store.get(resource, ns, &candidate).is_none() {
-                break candidate;
-            }
-        };
-        meta["name"] = json!(name);
+        meta["name"] = json!(format!("{prefix}{}", random_suffix()));
     }
     meta["uid"] = json!(new_uid());
     meta["creationTimestamp"] = json!(now_rfc3339());
@@ -160,7 +169,7 @@ pub fn fill_new(store: &mut Store, resource: &str, ns: &str, obj: &mut Value) {
             let qos = qos_class(obj);
             obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
         }
-        "services" => default_service(store, obj, None),
+        "services" => default_service(ips, obj, None),
         "namespaces" => {
             let name = obj["metadata"]["name"].clone();
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
@@ -313,7 +322,7 @@ fn qos_class(pod: &Value) -> &'static str {
 }
 
 /// Service defaults; on update `old` carries the allocated cluster IP over.
-pub fn default_service(store: &mut Store, svc: &mut Value, old: Option<&Value>) {
+pub fn default_service(ips: &ClusterIps, svc: &mut Value, old: Option<&Value>) {
     if !svc.get("spec").is_some_and(Value::is_object) {
         svc["spec"] = json!({});
     }
@@ -331,7 +340,7 @@ pub fn default_service(store: &mut Store, svc: &mut Value, old: Option<&Value>) 
         {
             old_ip.to_string()
         } else {
-            store.next_cluster_ip()
+            ips.next()
         };
         spec["clusterIP"] = json!(ip);
         spec["clusterIPs"] = json!([ip]);

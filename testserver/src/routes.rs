@@ -373,16 +373,21 @@ fn create(sh: &Shared, c: &Ctx, resource: &str, ns: &str) -> Res {
     let mut obj = parse_body(c)?;
     decode_object(resource, ns, &mut obj)?;
     let dry = dry_run(c, None);
-    let mut st = lock(sh);
-    if objects::is_namespaced(resource) && !st.namespace_exists(ns) {
+    if objects::is_namespaced(resource) && !lock(sh).namespace_exists(ns) {
         return Err(ApiError::not_found("namespaces", ns));
     }
-    objects::fill_new(&mut st, resource, ns, &mut obj);
+    // Defaults and validation need no store: done without its lock, so that creates on
+    // both of the server's threads do not take turns.
+    objects::fill_new(&sh.cluster_ips, resource, ns, &mut obj);
     if resource == "pods" {
         objects::gate_new_pod(&mut obj, &sh.opts);
     }
     validate::validate(resource, kind_of(resource).unwrap_or(""), &obj)?;
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let mut st = lock(sh);
+    if objects::is_namespaced(resource) && !st.namespace_exists(ns) {
+        return Err(ApiError::not_found("namespaces", ns));
+    }
     if st.get(resource, ns, &name).is_some() {
         return Err(ApiError::already_exists(resource, &name));
     }
@@ -444,7 +449,7 @@ fn update(
     }
     keep_server_fields(&old, &mut new);
     let kind = kind_of(resource).unwrap_or("");
-    new = updated(&mut st, resource, sub, kind, name, &old, new)?;
+    new = updated(&sh.cluster_ips, resource, sub, kind, name, &old, new)?;
     validate::validate(resource, kind, &new)?;
     if dry_run(c, None) {
         return Ok(Reply::Json(200, new));
@@ -474,7 +479,7 @@ fn keep_server_fields(old: &Value, new: &mut Value) {
 
 /// The object an update stores, by resource (and subresource).
 fn updated(
-    st: &mut Store,
+    ips: &objects::ClusterIps,
     resource: &str,
     sub: Option<&str>,
     kind: &str,
@@ -513,7 +518,7 @@ fn updated(
                 ));
             }
             new["status"] = old["status"].clone();
-            objects::default_service(st, &mut new, Some(old));
+            objects::default_service(ips, &mut new, Some(old));
         }
         ("namespaces", _) => {
             new["status"] = old["status"].clone();

@@ -53,7 +53,6 @@ pub struct Store {
     events: broadcast::Sender<Event>,
     pub logs: HashMap<Key, PodLog>,
     pub log_events: broadcast::Sender<LogEvent>,
-    ip_counter: u32,
 }
 
 pub fn now_rfc3339() -> String {
@@ -72,18 +71,11 @@ impl Store {
             events: broadcast::channel(16_384).0,
             logs: HashMap::new(),
             log_events: broadcast::channel(16_384).0,
-            ip_counter: 0,
         }
     }
 
     pub fn current_rv(&self) -> u64 {
         self.rv
-    }
-
-    pub fn next_cluster_ip(&mut self) -> String {
-        self.ip_counter += 1;
-        let n = self.ip_counter + 10;
-        format!("10.96.{}.{}", (n >> 8) & 0xff, n & 0xff)
     }
 
     pub fn get(&self, resource: &str, ns: &str, name: &str) -> Option<&Value> {
