@@ -318,17 +318,20 @@ fn delete_matrix(shape: Shape, options: Options, kinds: &[Kind]) {
                 .cmd()
                 .args(["--request-timeout", "1s", "-d", "-t", &tag]));
             let left = run_objects(&env, &tag);
+            let retryable = RETRYABLE
+                .iter()
+                .any(|r| format!("{r:?}") == format!("{kind:?}"));
             if out.code == 0 {
                 assert!(left.is_empty(), "{kind:?} at {k}: {left:?}");
+                assert!(
+                    !retryable || env.server.requests().len() > shape.delete_requests(),
+                    "{kind:?} at {k}: the fault fell outside the delete: {:#?}",
+                    env.server.requests()
+                );
             } else {
                 out.failure(1)
                     .stderr_has("may be left in namespace 'default'");
-                assert!(
-                    !RETRYABLE
-                        .iter()
-                        .any(|r| format!("{r:?}") == format!("{kind:?}")),
-                    "{kind:?} at {k} should be retried: {out:#?}"
-                );
+                assert!(!retryable, "{kind:?} at {k} should be retried: {out:#?}");
                 env.server.clear_faults();
                 env.run(&["-d", "-t", &tag]).success();
             }

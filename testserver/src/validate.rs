@@ -289,7 +289,7 @@ fn validate_map_keys_values(c: &mut Checker, map: Option<&Value>, field: &str, v
 fn validate_pod(c: &mut Checker, obj: &Value) {
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
-    let volumes: Vec<String> = arr(&spec, "volumes")
+    let volumes: Vec<String> = arr(spec, "volumes")
         .iter()
         .filter_map(|v| str_at(v, "name").map(str::to_string))
         .collect();
@@ -301,13 +301,13 @@ fn validate_pod(c: &mut Checker, obj: &Value) {
             c.causes.push(Cause::duplicate(f, &json!(v)));
         }
     }
-    if arr(&spec, "containers").is_empty() {
+    if arr(spec, "containers").is_empty() {
         c.causes.push(Cause::required("spec.containers", ""));
     }
     let mut names = HashSet::new();
     let mut port_names = HashSet::new();
     for list in ["initContainers", "containers"] {
-        for (i, ctr) in arr(&spec, list).iter().enumerate() {
+        for (i, ctr) in arr(spec, list).iter().enumerate() {
             let p = format!("spec.{list}[{i}]");
             validate_container(c, ctr, &p, &volumes, &mut names, &mut port_names);
         }
@@ -506,14 +506,14 @@ fn validate_resources(c: &mut Checker, res: Option<&Value>, field: &str) {
 fn validate_service(c: &mut Checker, obj: &Value) {
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
-    let headless = str_at(&spec, "clusterIP") == Some("None");
-    let ty = str_at(&spec, "type").unwrap_or("ClusterIP");
+    let headless = str_at(spec, "clusterIP") == Some("None");
+    let ty = str_at(spec, "type").unwrap_or("ClusterIP");
     let types = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
     if !types.contains(&ty) {
         c.causes
             .push(Cause::not_supported("spec.type", &json!(ty), &types));
     }
-    if let Some(ip) = str_at(&spec, "clusterIP")
+    if let Some(ip) = str_at(spec, "clusterIP")
         && !ip.is_empty()
         && ip != "None"
         && ip.parse::<std::net::IpAddr>().is_err()
@@ -531,7 +531,7 @@ fn validate_service(c: &mut Checker, obj: &Value) {
             &format!("may not be set to 'None' for {ty} services"),
         ));
     }
-    let ports = arr(&spec, "ports");
+    let ports = arr(spec, "ports");
     if ports.is_empty() && !headless && ty != "ExternalName" {
         c.causes.push(Cause::required("spec.ports", ""));
     }
