@@ -7,6 +7,10 @@
 //! number of requests in flight, the bytes the spawn sent (request bodies), the child's peak RSS, and two references measured or
 //! computed in the same run:
 //!
+//! - the raw client: the same requests in the same stages, 32 at a time, from a minimal
+//!   client in a process of its own (kube's `Client` on one thread, bodies taken from the
+//!   binary's `--dry-run -o json`, answers not parsed: [`floor_client`]), taking turns
+//!   with the binary: what any client built on kube-rs pays on this machine;
 //! - the sequential floor: the same spawn with `--max-in-flight 1`;
 //! - the ideal: Σ over the spawn's sequential stages of ⌈requests / in-flight⌉ × latency
 //!   (stages: the 4 lists that check the tag is free, the config map, the services, the
@@ -46,11 +50,20 @@ fn bin() -> String {
     std::env::var("SPAWN_DELETE_BIN").unwrap_or_else(|_| BIN.to_string())
 }
 const LAUNCHER_ENV: &str = "SPAWN_DELETE_LAUNCHER";
+/// Set in a child that is the floor client, not the launcher (see [`floor_client`]).
+const FLOOR_ENV: &str = "SPAWN_DELETE_FLOOR";
+/// The launcher runs this process as the floor client when a request's first argument is
+/// this.
+const FLOOR_ARG: &str = "--floor-client";
 /// tf-spawner's default `--max-in-flight`.
 const IN_FLIGHT: u64 = 32;
 const SCRIPT: &str = "import os\nprint(os.environ['TF_CONFIG'])\n";
 
 fn main() {
+    if std::env::var_os(FLOOR_ENV).is_some() {
+        floor_client();
+        return;
+    }
     if std::env::var_os(LAUNCHER_ENV).is_some() {
         launcher();
         return;
@@ -94,10 +107,10 @@ fn main() {
     println!();
 
     println!(
-        "| N | latency | spawn | ideal | ×ideal | seq. floor | floor÷spawn | in flight | spawn req. | sent | client CPU | server CPU | spawn RSS | delete | delete req. | delete RSS |"
+        "| N | latency | spawn | ideal | ×ideal | raw client | ×raw | seq. floor | in flight | spawn req. | sent | CPU | raw CPU | server CPU | spawn RSS | delete | delete req. | delete RSS |"
     );
     println!(
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     let sizes = list_env("SPAWN_DELETE_SIZES").unwrap_or(if quick {
         vec![1, 10, 100]
@@ -116,9 +129,21 @@ fn main() {
             let spawn_args = [&k[..], &["-t", &tag, "-w", &workers, &script]].concat();
             let delete_args = [&k[..], &["-d", "-y", "-t", &tag]].concat();
 
-            // Concurrent spawn and delete: the median of `repeat` runs.
+            // The same objects, for the raw client.
+            let plan = dir.path().join(format!("plan-{tag}.json"));
+            let planned = Command::new(bin())
+                .args([&spawn_args[..], &["--dry-run", "-o", "json"]].concat())
+                .output()
+                .expect("tf-spawner --dry-run");
+            assert!(planned.status.success(), "dry run failed");
+            std::fs::write(&plan, &planned.stdout).expect("write the plan");
+            let raw_args = [FLOOR_ARG, &kubeconfig, plan.to_str().expect("utf-8"), &tag];
+
+            // Concurrent spawn and delete, and the raw client's spawn, taking turns: the
+            // median of `repeat` runs each.
             let mut spawns = vec![];
             let mut deletes = vec![];
+            let mut raws = vec![];
             for _ in 0..repeat {
                 server.clear_requests();
                 let server_cpu = own_cpu();
@@ -136,11 +161,19 @@ fn main() {
                 d.check("delete");
                 deletes.push((d, server.requests().len()));
                 assert_eq!(server.object_count(), 0, "deleted run");
+
+                let raw = launcher.run(dir.path(), &raw_args);
+                raw.check("raw client");
+                assert_eq!(server.object_count(), 1 + 2 * n as usize, "raw client's run");
+                launcher.run(dir.path(), &delete_args).check("delete");
+                raws.push(raw);
             }
             spawns.sort_by_key(|(s, ..)| s.wall);
             deletes.sort_by_key(|(d, _)| d.wall);
+            raws.sort_by_key(|r| r.wall);
             let (spawn, spawn_requests, busy, sent, server_cpu) = &spawns[repeat / 2];
             let (delete, delete_requests) = &deletes[repeat / 2];
+            let raw = &raws[repeat / 2];
             let spawn_peak = spawns.iter().map(|(s, ..)| s.peak_kb).max().unwrap_or(0);
             let delete_peak = deletes.iter().map(|(d, _)| d.peak_kb).max().unwrap_or(0);
 
@@ -153,15 +186,17 @@ fn main() {
             let rounds = 1 + 1 + 2 * n.div_ceil(IN_FLIGHT);
             let ideal = latency * rounds as u32;
             println!(
-                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.1} | {:.1} | {spawn_requests} | {} | {} | {} | {} | {} | {delete_requests} | {} |",
+                "| {n} | {latency_ms} ms | {} | {} | {:.2} | {} | {:.2} | {} | {:.1} | {spawn_requests} | {} | {} | {} | {} | {} | {} | {delete_requests} | {} |",
                 ms(spawn.wall),
                 ms(ideal),
                 spawn.wall.as_secs_f64() / ideal.as_secs_f64(),
+                ms(raw.wall),
+                spawn.wall.as_secs_f64() / raw.wall.as_secs_f64(),
                 ms(floor.wall),
-                floor.wall.as_secs_f64() / spawn.wall.as_secs_f64(),
                 busy.as_secs_f64() / spawn.wall.as_secs_f64(),
                 bytes(*sent),
                 ms(spawn.cpu),
+                ms(raw.cpu),
                 ms(*server_cpu),
                 mb(spawn_peak),
                 ms(delete.wall),
@@ -171,7 +206,7 @@ fn main() {
     }
     println!();
     println!(
-        "spawn, delete: median of {repeat}; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. in flight = Σ request durations at the server ÷ spawn wall time. client CPU: the binary's user + system time; server CPU: the test server's (this process's) during the spawn."
+        "spawn, delete: median of {repeat}; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. raw client: the same requests from a minimal kube client (see the bench's floor_client). in flight = Σ request durations at the server ÷ spawn wall time. CPU: the binary's user + system time; raw CPU: the raw client's; server CPU: the test server's (this process's) during the spawn."
     );
 }
 
@@ -290,10 +325,18 @@ fn launcher() {
             out.flush().expect("answer");
             continue;
         }
-        let mut fields = line.split('\t');
+        let mut fields = line.split('\t').peekable();
         let dir = fields.next().expect("dir");
+        let floor = fields.next_if_eq(&FLOOR_ARG).is_some();
+        let mut command = if floor {
+            let mut c = Command::new(std::env::current_exe().expect("current exe"));
+            c.env(FLOOR_ENV, "1").env_remove(LAUNCHER_ENV);
+            c
+        } else {
+            Command::new(bin())
+        };
         let start = Instant::now();
-        let mut child = Command::new(bin())
+        let mut child = command
             .args(fields)
             .current_dir(dir)
             .env("NO_COLOR", "1")
@@ -321,6 +364,58 @@ fn launcher() {
         .expect("answer");
         out.flush().expect("answer");
     }
+}
+
+/// The floor client: the spawn's requests, in the same stages and with the same
+/// in-flight limit, from a minimal client in a process of its own (started by the
+/// launcher, like the binary): kube's `Client` on one thread, the objects the binary's own
+/// `--dry-run -o json` planned, each answer read as text and never parsed. Arguments:
+/// KUBECONFIG PLAN.json TAG. What tf-spawner takes above it is its own: planning, typed
+/// objects, the rollback ledger, retries.
+fn floor_client() {
+    use futures::{StreamExt, TryStreamExt};
+    let mut args = std::env::args().skip(1);
+    let (Some(kubeconfig), Some(plan), Some(tag)) = (args.next(), args.next(), args.next()) else {
+        panic!("usage: {FLOOR_ENV}=1 spawn_delete KUBECONFIG PLAN.json TAG");
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let file = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(file, &Default::default())
+            .await
+            .expect("client config");
+        let client = kube::Client::try_from(config).expect("client");
+        let plan: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&plan).expect("read the plan")).expect("JSON");
+        let items = plan["items"].as_array().expect("a List");
+        let path = |plural: &str| format!("/api/v1/namespaces/default/{plural}");
+        let lists = ["pods", "services", "configmaps", "secrets"].map(|plural| {
+            let uri = format!("{}?labelSelector=training_attempt%3D{tag}", path(plural));
+            client.request_text(http::Request::get(uri).body(Vec::new()).expect("request"))
+        });
+        futures::future::try_join_all(lists).await.expect("lists");
+        for (kind, plural) in [("ConfigMap", "configmaps"), ("Service", "services"), ("Pod", "pods")] {
+            let bodies = items
+                .iter()
+                .filter(|o| o["kind"] == kind)
+                .map(|o| serde_json::to_vec(o).expect("body"));
+            futures::stream::iter(bodies)
+                .map(|body| {
+                    let request = http::Request::post(path(plural))
+                        .header(http::header::CONTENT_TYPE, "application/json")
+                        .body(body)
+                        .expect("request");
+                    client.request_text(request)
+                })
+                .buffer_unordered(IN_FLIGHT as usize)
+                .try_collect::<Vec<String>>()
+                .await
+                .expect("creates");
+        }
+    });
 }
 
 /// Reaps the child: its exit code (128 + signal when killed), peak RSS in kB and CPU time.

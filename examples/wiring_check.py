@@ -173,6 +173,7 @@ class WiringCheck:
     def reach(self, peer, deadline):
         host, port = split_address(self.members[peer])
         delay = 0.1
+        last_said = time.monotonic()
         while True:
             try:
                 with socket.create_connection((host, port), timeout=5) as conn:
@@ -191,6 +192,12 @@ class WiringCheck:
                 # are both OSErrors: the peer may simply not be up yet.
                 with self.lock:
                     self.errors[peer] = "%s: %s" % (type(e).__name__, e)
+                if time.monotonic() - last_said >= 10:
+                    # Say what is in the way while it lasts, not only at the deadline.
+                    last_said = time.monotonic()
+                    print("%s: still trying %s at %s:%d: %s" % (self.me, peer, host, port,
+                                                                self.errors[peer]),
+                          file=sys.stderr, flush=True)
             if time.monotonic() + delay >= deadline:
                 return
             time.sleep(delay)

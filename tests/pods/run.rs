@@ -18,6 +18,12 @@ async fn three_workers_wire_up_and_succeed() {
     let out = c
         .run(&["wait", "-t", &t, "--all-workers", "--timeout", RUN_TIMEOUT])
         .await;
+    if out.code != 0 {
+        // Every task's side of it: what each could not reach, and why.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let logs = c.run(&["logs", "-t", &t]).await;
+        panic!("{out:#?}\nevery task's log:\n{}", logs.stdout);
+    }
     out.success().stdout_has(&format!("run {t}: Succeeded"));
 
     // Every task found every peer through cluster DNS and agreed on one sum.

@@ -58,6 +58,7 @@ class Records:
         self.lock = threading.Lock()
         self.services = {}
         self.endpoints = {}
+        self.answered = {}
 
     def replace(self, kind, items):
         with self.lock:
@@ -79,6 +80,17 @@ class Records:
 
     def lookup(self, namespace, name):
         """None if no such Service, else its A addresses."""
+        found = self._lookup(namespace, name)
+        # Each name's answer is logged when it changes (a test that fails to reach a peer
+        # can then be read against what DNS said).
+        with self.lock:
+            if self.answered.get((namespace, name), "never") != found:
+                self.answered[(namespace, name)] = found
+                print(f"dns.py: {name}.{namespace}.svc -> {found if found is not None else 'NXDOMAIN'}",
+                      file=sys.stderr, flush=True)
+        return found
+
+    def _lookup(self, namespace, name):
         with self.lock:
             svc = self.services.get((namespace, name))
             if svc is None:
