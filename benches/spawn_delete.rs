@@ -164,7 +164,11 @@ fn main() {
 
                 let raw = launcher.run(dir.path(), &raw_args);
                 raw.check("raw client");
-                assert_eq!(server.object_count(), 1 + 2 * n as usize, "raw client's run");
+                assert_eq!(
+                    server.object_count(),
+                    1 + 2 * n as usize,
+                    "raw client's run"
+                );
                 launcher.run(dir.path(), &delete_args).check("delete");
                 raws.push(raw);
             }
@@ -397,7 +401,11 @@ fn floor_client() {
             client.request_text(http::Request::get(uri).body(Vec::new()).expect("request"))
         });
         futures::future::try_join_all(lists).await.expect("lists");
-        for (kind, plural) in [("ConfigMap", "configmaps"), ("Service", "services"), ("Pod", "pods")] {
+        for (kind, plural) in [
+            ("ConfigMap", "configmaps"),
+            ("Service", "services"),
+            ("Pod", "pods"),
+        ] {
             let bodies = items
                 .iter()
                 .filter(|o| o["kind"] == kind)
