@@ -28,7 +28,9 @@ pub struct PodJson {
     /// chief, ps, worker or evaluator; null for a pod without tf-spawner's labels.
     pub role: Option<&'static str>,
     pub index: Option<u32>,
-    /// The pod's phase: Pending, Running, Succeeded, Failed or Unknown.
+    /// The pod's phase as the API reports it: Pending, Running, Succeeded, Failed or
+    /// Unknown. (The table shows a pod whose container has ended as Succeeded or Failed
+    /// while a 1.27+ kubelet still reports it Running.)
     pub phase: &'static str,
     /// Ready containers / containers, e.g. "1/1".
     pub ready: String,
@@ -118,16 +120,15 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
     let rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
+            let shown = v.shown_phase().as_str();
             let phase = match (&v.waiting, v.decisive_reason()) {
                 _ if v.queued => match &v.queue {
-                    Some(q) => format!("{} (queued in {q})", v.phase.as_str()),
-                    None => format!("{} (queued)", v.phase.as_str()),
+                    Some(q) => format!("{shown} (queued in {q})"),
+                    None => format!("{shown} (queued)"),
                 },
-                (_, Some(r)) => format!("{} ({})", v.phase.as_str(), r.reason),
-                (Some(w), _) if v.terminated.is_none() => {
-                    format!("{} ({})", v.phase.as_str(), w.reason)
-                }
-                _ => v.phase.as_str().to_string(),
+                (_, Some(r)) => format!("{shown} ({})", r.reason),
+                (Some(w), _) if v.terminated.is_none() => format!("{shown} ({})", w.reason),
+                _ => shown.to_string(),
             };
             let exit = v
                 .last_exit

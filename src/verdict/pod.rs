@@ -204,6 +204,18 @@ impl PodView {
         }
     }
 
+    /// The phase a table shows: the API's, except for a pod whose TF container has ended
+    /// for good while the pod is still `Running`: it is shown `Succeeded` or `Failed` by
+    /// that exit. A kubelet of 1.27 or later writes the pod's terminal phase only once it
+    /// has torn the pod down, seconds after the container ended; v1.20's wrote both at once.
+    pub fn shown_phase(&self) -> Phase {
+        match (self.phase, self.state()) {
+            (Phase::Running | Phase::Pending, State::Succeeded) => Phase::Succeeded,
+            (Phase::Running | Phase::Pending, State::Failed) => Phase::Failed,
+            (phase, _) => phase,
+        }
+    }
+
     /// The pod-level reason that says more than the container's exit: the kubelet's
     /// `DeadlineExceeded` (the pod outlived its `activeDeadlineSeconds`, `--deadline`),
     /// whose containers were killed with a plain `Error`.

@@ -506,6 +506,41 @@ fn status_json_has_the_documented_keys() {
         .stdout_has("verdict: Failed — pod st-worker-1 (worker-1) failed: exit code 3");
 }
 
+/// A kubelet of 1.27 or later (the one-node v1.36 cluster showed it) writes a pod's
+/// terminal phase seconds after its container ended: until then the pod is `Running`
+/// with a terminated container. The verdict and the table go by the container.
+#[test]
+fn a_pod_whose_container_ended_is_shown_ended_before_the_kubelet_writes_its_phase() {
+    let env = Env::new();
+    spawn_run(&env, "late", &["-w", "2"]);
+    for (pod, code, reason) in [("late-worker-0", 0, "Completed"), ("late-worker-1", 3, "Error")] {
+        env.server.bind_pod(NS, pod, NODE);
+        env.server.set_pod_status(
+            NS,
+            pod,
+            json!({"phase": "Running", "containerStatuses": container(false, json!({
+                "terminated": {"exitCode": code, "reason": reason}
+            }))}),
+        );
+    }
+    let out = env.run(&["status", "-t", "late"]);
+    let out = out.success();
+    let row = |pod: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(pod))
+            .unwrap_or_else(|| panic!("no row for {pod}: {out:#?}"))
+            .to_string()
+    };
+    assert!(row("late-worker-0 ").contains(" Succeeded "), "{out:#?}");
+    assert!(row("late-worker-1 ").contains(" Failed "), "{out:#?}");
+    out.stdout_has("verdict: Failed");
+    // The JSON keeps the API's phase, beside the exit code that decides.
+    let json = status_json(&env, &["-t", "late"]);
+    assert_eq!(json["pods"][0]["phase"], "Running", "{json:#}");
+    assert_eq!(json["pods"][0]["exit_code"], 0, "{json:#}");
+}
+
 #[test]
 fn an_unknown_tag_is_a_clear_error() {
     let env = Env::new();

@@ -170,6 +170,15 @@ impl Cluster {
         pods
     }
 
+    /// The run's pods once the kubelet has written `phase` on every one of them.
+    pub async fn pods_in_phase(&self, tag: &str, want: &str, timeout: Duration) -> Vec<Pod> {
+        self.eventually(&format!("every pod of {tag} {want}"), timeout, || async {
+            let pods = self.pods(tag).await;
+            pods.iter().all(|p| phase(p) == want).then_some(pods)
+        })
+        .await
+    }
+
     /// Polls `check` every 200 ms until it returns `Some`, or panics after `timeout`.
     pub async fn eventually<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> T
     where

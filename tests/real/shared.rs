@@ -104,9 +104,13 @@ async fn queue_deadline_and_priority_class_are_stored_and_a_deadline_is_reported
         .stdout_has("Failed (DeadlineExceeded)");
 }
 
+/// Scheduling gates as the server under test stores them: a server before 1.26 does not
+/// know the field and drops it (the pod is a plain pending one); 1.27 and later keep it
+/// (on by default from 1.27, GA in 1.30) and the pod is queued until the gate is removed.
 #[tokio::test]
-async fn a_1_20_server_drops_scheduling_gates() {
-    let Some(real) = Real::new("a_1_20_server_drops_scheduling_gates").await else {
+async fn scheduling_gates_are_kept_or_dropped_as_the_server_does() {
+    let Some(real) = Real::new("scheduling_gates_are_kept_or_dropped_as_the_server_does").await
+    else {
         return;
     };
     let ns = real.namespace("gates").await;
@@ -132,9 +136,15 @@ async fn a_1_20_server_drops_scheduling_gates() {
     .await
     .success();
     let pod = &real.pods(&ns, "g").await[0];
-    assert_eq!(pod.spec.as_ref().unwrap().scheduling_gates, None);
-    real.run(Cred::Admin, &["-n", &ns, "list"])
-        .await
-        .success()
-        .stdout_has("worker 0/1 running, 1 pending");
+    let gates = pod.spec.as_ref().unwrap().scheduling_gates.clone();
+    let list = real.run(Cred::Admin, &["-n", &ns, "list"]).await;
+    let list = list.success();
+    if real.server_minor().await >= 27 {
+        let names: Vec<String> = gates.unwrap_or_default().into_iter().map(|g| g.name).collect();
+        assert_eq!(names, ["example.com/hold"]);
+        list.stdout_has("worker 0/1 running, 1 queued");
+    } else {
+        assert_eq!(gates, None);
+        list.stdout_has("worker 0/1 running, 1 pending");
+    }
 }

@@ -145,6 +145,15 @@ impl Real {
         })
     }
 
+    /// The server's minor version (`20` for v1.20.2, `36` for v1.36.2), from `/version`.
+    pub async fn server_minor(&self) -> u32 {
+        let info = self.client.apiserver_version().await.expect("GET /version");
+        info.minor
+            .trim_end_matches('+')
+            .parse()
+            .unwrap_or_else(|e| panic!("server minor version {:?}: {e}", info.minor))
+    }
+
     pub fn kubeconfig(&self, cred: Cred) -> PathBuf {
         let path = credential_path(&self.admin_kubeconfig, cred, |v| std::env::var_os(v));
         assert!(

@@ -1,8 +1,11 @@
 #!/bin/bash
-# setup.sh - build (once) everything a one-node cluster needs, from Debian's packages only:
+# setup.sh - build (once) everything a one-node cluster needs:
 #   - the control plane and node binaries (kube-apiserver, kube-controller-manager, kubectl,
-#     kube-scheduler, kubelet v1.20.2) through ../shared/tools/kube-apiserver/setup.sh;
+#     kube-scheduler, kubelet) of TF_SPAWNER_ONE_NODE_VERSION: v1.36.2 (the default) from
+#     ../shared/tools/kube-1.36/install.sh (prebuilt, sha256-checked, ~15 s), or v1.20.2 built
+#     from Debian's source by ../shared/tools/kube-apiserver/setup.sh (~12 min once);
 #   - containerd, runc, the CNI plugins and debootstrap from Debian's archive (apt-get);
+#   (everything else from Debian's packages only)
 #   - two images, written as image archives that start.sh imports into containerd:
 #       tf-spawner.local/pause:1       the pod sandbox (pause.c, linked statically)
 #       tf-spawner.local/python:3.11   Debian 12 minbase + python3 (+ `python`), by debootstrap
@@ -10,25 +13,29 @@
 # Idempotent: what exists is kept (delete $TF_SPAWNER_ONE_NODE/images to rebuild the images).
 # Prints progress on stderr and the cache directory on stdout (last line).
 # Environment:
-#   TF_SPAWNER_ONE_NODE   cache and state directory (default ~/.cache/tf-spawner-one-node)
-#   TF_SPAWNER_KUBE_TOOLS the shared kube-apiserver tools (default: ../shared/tools/kube-apiserver
-#                         beside the repository)
-#   TF_SPAWNER_K8S        where those tools keep their binaries (their default: ~/.cache/tf-spawner-kube-apiserver)
+#   TF_SPAWNER_ONE_NODE_VERSION  1.36 (default) or 1.20: which cluster (see common.sh)
+#   TF_SPAWNER_ONE_NODE   cache and state directory (default ~/.cache/tf-spawner-one-node; the
+#                         images are shared by both versions, v1.36's state is in its v1.36/)
+#   TF_SPAWNER_KUBE_TOOLS the shared kube-apiserver tools, for 1.20 (default: ../shared/tools/kube-apiserver
+#                         beside the repository); TF_SPAWNER_K8S where they keep their binaries
+#                         (their default: ~/.cache/tf-spawner-kube-apiserver)
+#   TF_SPAWNER_KUBE_136_TOOLS the shared kube-1.36 tools, for 1.36 (default: ../shared/tools/kube-1.36);
+#                         TF_SPAWNER_K8S_136 where they install (their default: ~/.cache/tf-spawner-kube-1.36)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${TF_SPAWNER_ONE_NODE:-${HOME:?}/.cache/tf-spawner-one-node}
-TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
 START=$SECONDS
 
 log() { echo "[one-node setup +$((SECONDS - START))s] $*" >&2; }
 die() { echo "[one-node setup] ERROR: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (containerd, runc and the pod network need it)"
-[ -f "$TOOLS/setup.sh" ] || die "$TOOLS/setup.sh not found: set TF_SPAWNER_KUBE_TOOLS to the shared kube-apiserver tools"
 mkdir -p "$CACHE/images"
 CACHE=$(cd "$CACHE" && pwd)
+source "$HERE/common.sh"
+mkdir -p "$STATE"
 
 # Debian packages: the container runtime, the pod network's plugins, and what builds the images.
 PACKAGES="containerd runc containernetworking-plugins debootstrap iproute2 iptables gcc libc6-dev python3"
@@ -45,13 +52,21 @@ if [ -n "$missing" ]; then
   fi
 fi
 
-# Control plane + node binaries (only missing ones are built: ~7 min + ~4 min on a new machine).
-log "kube binaries: $TOOLS/setup.sh with kube-scheduler and kubelet"
-K8S_PREFIX=$(K8S_EXTRA_COMPONENTS="kube-scheduler kubelet" bash "$TOOLS/setup.sh" | tail -1)
+# Control plane + node binaries of the chosen version.
+if [ "$ONE_NODE_VERSION" = 1.20 ]; then
+  # Only missing ones are built: ~7 min + ~4 min on a new machine.
+  [ -f "$TOOLS/setup.sh" ] || die "$TOOLS/setup.sh not found: set TF_SPAWNER_KUBE_TOOLS to the shared kube-apiserver tools"
+  log "kube binaries v1.20: $TOOLS/setup.sh with kube-scheduler and kubelet"
+  K8S_PREFIX=$(K8S_EXTRA_COMPONENTS="kube-scheduler kubelet" bash "$TOOLS/setup.sh" | tail -1)
+else
+  [ -f "$TOOLS/install.sh" ] || die "$TOOLS/install.sh not found: set TF_SPAWNER_KUBE_136_TOOLS to the shared kube-1.36 tools"
+  log "kube binaries v1.36: $TOOLS/install.sh"
+  K8S_PREFIX=$(bash "$TOOLS/install.sh" | tail -1)
+fi
 for b in kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet; do
-  [ -x "$K8S_PREFIX/bin/$b" ] || die "$K8S_PREFIX/bin/$b missing after $TOOLS/setup.sh"
+  [ -x "$K8S_PREFIX/bin/$b" ] || die "$K8S_PREFIX/bin/$b missing after setting up v$ONE_NODE_VERSION"
 done
-echo "$K8S_PREFIX" > "$CACHE/k8s-prefix"
+echo "$K8S_PREFIX" > "$STATE/k8s-prefix"
 
 # make_image ROOTFS NAME:TAG OUT.tar ENTRYPOINT_JSON CMD_JSON
 # Writes a `docker save`-format archive (one uncompressed layer), which `ctr images import` reads.
@@ -104,5 +119,5 @@ if [ ! -f "$CACHE/images/python.tar" ]; then
   rm -rf "$rootfs"
 fi
 
-log "ready: images in $CACHE/images, kube binaries in $K8S_PREFIX/bin"
+log "ready: v$ONE_NODE_VERSION, images in $CACHE/images, kube binaries in $K8S_PREFIX/bin"
 echo "$CACHE"

@@ -1,11 +1,14 @@
 #!/bin/bash
-# start.sh - start a one-node Kubernetes v1.20 cluster on this machine and print its admin
-# kubeconfig (last line of stdout). Run setup.sh first. Idempotent: running parts are left alone.
+# start.sh - start a one-node Kubernetes cluster (v1.36 by default, or v1.20:
+# TF_SPAWNER_ONE_NODE_VERSION) on this machine and print its admin kubeconfig (last line of
+# stdout). Run setup.sh (of the same version) first. Idempotent: running parts are left alone.
+# The addresses and ports below are v1.20's; v1.36's are in common.sh (both can run at once).
 #
-#   control plane  etcd, kube-apiserver, kube-controller-manager by ../shared/tools/kube-apiserver/start.sh,
-#                  on their own prefix ($TF_SPAWNER_ONE_NODE/control-plane, binaries linked from
-#                  setup.sh's) and ports (API server 127.0.0.1:16443), so the node-less control plane
-#                  of the real-server suite (6443) can run beside it
+#   control plane  etcd, kube-apiserver, kube-controller-manager by the shared tools' start.sh
+#                  (../shared/tools/kube-apiserver or ../shared/tools/kube-1.36), on their own
+#                  prefix ($STATE/control-plane, binaries linked from setup.sh's) and ports (API
+#                  server 127.0.0.1:16443, v1.36: 17443), so the node-less control planes of the
+#                  real-server suite (6443, 7443) can run beside it
 #   scheduler      kube-scheduler, client certificate CN=system:kube-scheduler
 #   runtime        Debian's containerd + runc (cgroupfs), socket and state in $TF_SPAWNER_ONE_NODE/run
 #   node           kubelet "tf-spawner-node" (client certificate CN=system:node:tf-spawner-node,
@@ -17,24 +20,26 @@
 #                  bridge + host-local plugins and no default route; IP forwarding stays off
 #   cluster DNS    dns.py on 10.244.0.1:53 (watches Services and Endpoints; see its docstring)
 #
-# Environment: TF_SPAWNER_ONE_NODE (default ~/.cache/tf-spawner-one-node), TF_SPAWNER_KUBE_TOOLS.
+# Environment: TF_SPAWNER_ONE_NODE_VERSION, TF_SPAWNER_ONE_NODE (default ~/.cache/tf-spawner-one-node),
+# TF_SPAWNER_KUBE_TOOLS (1.20), TF_SPAWNER_KUBE_136_TOOLS (1.36): see setup.sh.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${TF_SPAWNER_ONE_NODE:-${HOME:?}/.cache/tf-spawner-one-node}
-TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
 START=$SECONDS
 
 log() { echo "[one-node start +$((SECONDS - START))s] $*" >&2; }
 die() { echo "[one-node start] ERROR: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root"
-[ -f "$CACHE/k8s-prefix" ] && [ -f "$CACHE/images/python.tar" ] || die "run tools/one-node/setup.sh first"
+[ -d "$CACHE" ] || die "run tools/one-node/setup.sh first"
 CACHE=$(cd "$CACHE" && pwd)
-TOOLS=$(cd "$TOOLS" && pwd)
-K8S_PREFIX=$(cat "$CACHE/k8s-prefix")
 source "$HERE/common.sh"
+[ -f "$STATE/k8s-prefix" ] && [ -f "$IMAGES/python.tar" ] \
+  || die "run TF_SPAWNER_ONE_NODE_VERSION=$ONE_NODE_VERSION tools/one-node/setup.sh first"
+TOOLS=$(cd "$TOOLS" && pwd)
+K8S_PREFIX=$(cat "$STATE/k8s-prefix")
 
 # No kubelet running: whatever an earlier cluster left (its processes killed with a session,
 # say) is cleared first, etcd data included, so that this is a new cluster and no old pod
@@ -42,7 +47,7 @@ source "$HERE/common.sh"
 if ! pid_of kubelet "$CP/bin/kubelet " >/dev/null 2>&1; then
   mkdir -p "$LOGS"
   log "no kubelet running: clearing what an earlier cluster may have left (log: $LOGS/stop.log)"
-  TF_SPAWNER_ONE_NODE=$CACHE TF_SPAWNER_KUBE_TOOLS=$TOOLS bash "$HERE/stop.sh" >"$LOGS/stop.log" 2>&1 \
+  TF_SPAWNER_ONE_NODE=$CACHE TF_SPAWNER_ONE_NODE_VERSION=$ONE_NODE_VERSION bash "$HERE/stop.sh" >"$LOGS/stop.log" 2>&1 \
     || { cat "$LOGS/stop.log" >&2; die "could not clear the earlier cluster's state (see above)"; }
 fi
 mkdir -p "$RUN" "$PIDS" "$LOGS" "$PKI" "$CNI_CONF" "$CONTAINERD_STATE" "$CONTAINERD_ROOT" "$KUBELET_ROOT"
@@ -219,9 +224,9 @@ for image in pause python; do
   ref=$PAUSE_IMAGE; [ $image = python ] && ref=$PYTHON_IMAGE
   if ! ctr_k8s images ls -q | grep -xF "$ref" >/dev/null; then
     log "importing $ref into containerd (namespace k8s.io)"
-    ctr_k8s images import --no-unpack=false "$CACHE/images/$image.tar" >"$LOGS/import-$image.log" 2>&1 \
-      || { cat "$LOGS/import-$image.log" >&2; die "could not import $CACHE/images/$image.tar"; }
-    ctr_k8s images ls -q | grep -xF "$ref" >/dev/null || die "$ref not in containerd after importing $CACHE/images/$image.tar"
+    ctr_k8s images import --no-unpack=false "$IMAGES/$image.tar" >"$LOGS/import-$image.log" 2>&1 \
+      || { cat "$LOGS/import-$image.log" >&2; die "could not import $IMAGES/$image.tar"; }
+    ctr_k8s images ls -q | grep -xF "$ref" >/dev/null || die "$ref not in containerd after importing $IMAGES/$image.tar"
   fi
 done
 
@@ -237,13 +242,40 @@ else
 fi
 wait_for "dns.py" 30 dns test -f "$RUN/dns.ready"
 
+# --- what differs between the versions: the scheduler's flags, the kubelet's flags and config --
+case "$ONE_NODE_VERSION" in
+  1.20)
+    SCHEDULER_FLAGS=(--port=0 --secure-port=0)
+    KUBELET_FLAGS=(--container-runtime=remote --container-runtime-endpoint="unix://$CONTAINERD_SOCK"
+      --runtime-request-timeout=5m --pod-infra-container-image="$PAUSE_IMAGE")
+    KUBELET_CONFIG=""
+    ;;
+  1.36)
+    # --port and the kubelet's --container-runtime, --pod-infra-container-image are gone; the
+    # scheduler's secure port stays off. 1.36 refuses cgroup v1 unless told (this machine has
+    # v1); its own cgroup root and pod log directory keep it apart from a v1.20 kubelet.
+    SCHEDULER_FLAGS=(--secure-port=0 --authentication-kubeconfig="$RUN/kubeconfig-scheduler"
+      --authorization-kubeconfig="$RUN/kubeconfig-scheduler")
+    KUBELET_FLAGS=()
+    KUBELET_CONFIG="containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+runtimeRequestTimeout: 5m
+failCgroupV1: false
+cgroupRoot: $CGROUP_ROOT
+podLogsDir: $KUBELET_ROOT/pod-logs"
+    # The cgroup root must exist in every (v1) hierarchy the kubelet uses.
+    for h in /sys/fs/cgroup/*/; do
+      [ -f "$h/cgroup.procs" ] && mkdir -p "$h${CGROUP_ROOT#/}"
+    done
+    ;;
+esac
+
 # --- kube-scheduler ----------------------------------------------------------------------------
 if pid_of kube-scheduler "$CP/bin/kube-scheduler " >/dev/null; then
   log "kube-scheduler already running"
 else
   log "starting kube-scheduler (log: $LOGS/kube-scheduler.log)"
   start_daemon kube-scheduler "$CP/bin/kube-scheduler" --kubeconfig="$RUN/kubeconfig-scheduler" \
-    --leader-elect=false --port=0 --secure-port=0 --v=1
+    --leader-elect=false "${SCHEDULER_FLAGS[@]}" --v=1
 fi
 
 # --- kubelet -------------------------------------------------------------------------------------
@@ -269,6 +301,7 @@ serializeImagePulls: false
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%", "imagefs.available": "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+$KUBELET_CONFIG
 EOF
 if pid_of kubelet "$CP/bin/kubelet " >/dev/null; then
   log "kubelet already running"
@@ -276,9 +309,7 @@ else
   log "starting kubelet (log: $LOGS/kubelet.log)"
   start_daemon kubelet "$CP/bin/kubelet" --config="$RUN/kubelet-config.yaml" \
     --kubeconfig="$RUN/kubeconfig-node" --root-dir="$KUBELET_ROOT" --cert-dir="$KUBELET_ROOT/pki" \
-    --container-runtime=remote --container-runtime-endpoint="unix://$CONTAINERD_SOCK" \
-    --runtime-request-timeout=5m --hostname-override="$NODE" --node-ip="$NODE_IP" \
-    --pod-infra-container-image="$PAUSE_IMAGE" --v=1
+    --hostname-override="$NODE" --node-ip="$NODE_IP" "${KUBELET_FLAGS[@]}" --v=1
 fi
 node_ready() {
   [ "$(kubectl_admin get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
@@ -291,5 +322,5 @@ if kubectl_admin get node "$NODE" -o 'jsonpath={.spec.taints[*].key}' | grep nod
   kubectl_admin taint node "$NODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
 fi
 
-log "ready in $((SECONDS - START)) s: node $NODE, pods on $POD_SUBNET, DNS $BRIDGE_IP; kubectl: $CP/bin/kubectl --kubeconfig $ADMIN_KUBECONFIG"
+log "ready in $((SECONDS - START)) s: v$ONE_NODE_VERSION, node $NODE, pods on $POD_SUBNET, DNS $BRIDGE_IP; kubectl: $CP/bin/kubectl --kubeconfig $ADMIN_KUBECONFIG"
 echo "$ADMIN_KUBECONFIG"

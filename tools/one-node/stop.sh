@@ -4,19 +4,21 @@
 # no mount under its directories, no network namespace of its pods, no veth, no bridge, no
 # cgroup of its pods, and no cluster state (the etcd data is purged: the next start is a new
 # cluster). Kept: the images (containerd's content store), certificates and logs.
+# Stops the cluster of TF_SPAWNER_ONE_NODE_VERSION (1.36 by default, or 1.20) and leaves the
+# other version's alone.
 # Exit status 1 if something could not be removed (it is listed).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${TF_SPAWNER_ONE_NODE:-${HOME:?}/.cache/tf-spawner-one-node}
-TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
 START=$SECONDS
 log() { echo "[one-node stop +$((SECONDS - START))s] $*" >&2; }
 die() { echo "[one-node stop] ERROR: $*" >&2; exit 1; }
 [ -d "$CACHE" ] || { log "$CACHE does not exist; nothing to stop"; exit 0; }
 CACHE=$(cd "$CACHE" && pwd)
 source "$HERE/common.sh"
+[ -d "$STATE" ] || { log "$STATE does not exist; nothing to stop"; exit 0; }
 mkdir -p "$LOGS"
 rc=0
 
@@ -39,7 +41,7 @@ stop_daemon() { # name pattern
 # 1. Nothing may start new containers: the kubelet and the scheduler go first.
 stop_daemon kubelet "$CP/bin/kubelet "
 stop_daemon kube-scheduler "$CP/bin/kube-scheduler "
-stop_daemon dns "$HERE/dns.py "
+stop_daemon dns "$HERE/dns.py --listen $BRIDGE_IP:53 "
 
 # 2. Every container and sandbox, through containerd while it runs.
 if [ -S "$CONTAINERD_SOCK" ] && ctr_k8s version >/dev/null 2>&1; then
@@ -69,7 +71,7 @@ our_mounts() {
 for m in $(our_mounts); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 
 # 5. Pod network namespaces (containerd names them cni-<uuid> under /run/netns), veths, bridge.
-for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-'); do ip netns del "$ns" 2>/dev/null; done
+for ns in $(our_netns); do ip netns del "$ns" 2>/dev/null; done
 for v in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$v" 2>/dev/null; done
 ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE"
 ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null && ip addr del "$NODE_IP/32" dev lo
@@ -79,24 +81,27 @@ if grep -qF "$HOSTS_MARK" /etc/hosts; then
 fi
 
 # 6. The pods' cgroups (empty now), deepest first.
-for top in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+root=${CGROUP_ROOT#/}
+for top in /sys/fs/cgroup/*/${root:+$root/}kubepods /sys/fs/cgroup/${root:+$root/}kubepods; do
   [ -d "$top" ] && find "$top" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
+# v1.36's own cgroup root (start.sh made it in every hierarchy).
+if [ -n "$root" ]; then
+  for d in /sys/fs/cgroup/*/"$root"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+fi
 
 # 7. Check, then remove the run's state (kept: pki, logs).
 left=""
-for pat in "$CP/bin/" "$RUN/" "-address $CONTAINERD_SOCK" "$HERE/dns.py"; do
+for pat in "$CP/bin/" "$RUN/" "-address $CONTAINERD_SOCK" "$HERE/dns.py --listen $BRIDGE_IP:53"; do
   p=$(pgrep -f -- "$pat" | grep -vx "$$" | tr '\n' ' ')
   [ -n "$p" ] && left="$left processes($pat): $p;"
 done
 m=$(our_mounts | tr '\n' ' ')
 [ -n "$m" ] && left="$left mounts: $m;"
-n=$(ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-' | tr '\n' ' ')
+n=$(our_netns | tr '\n' ' ')
 [ -n "$n" ] && left="$left netns: $n;"
 ip link show "$BRIDGE" >/dev/null 2>&1 && left="$left bridge $BRIDGE;"
 ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null && left="$left address $NODE_IP on lo;"
-v=$(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | tr '\n' ' ')
-[ -n "$v" ] && left="$left veths: $v;"
 if [ -n "$left" ]; then
   log "left behind:$left"
   rc=1
