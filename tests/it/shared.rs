@@ -252,7 +252,7 @@ fn a_pod_template_with_its_own_gate_is_queued_too() {
 }
 
 /// A 1.20 server does not know `schedulingGates`: it drops the field, and the pods are
-/// plain pending ones. (The real-server suite runs 1.20, so gates are tested here.)
+/// plain pending ones (the real-server suite checks both on real v1.20 and v1.36 servers).
 #[test]
 fn a_1_20_server_drops_the_gates() {
     let env = kueue(Options::v1_20());
