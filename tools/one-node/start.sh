@@ -231,7 +231,7 @@ for image in pause python; do
 done
 
 # --- cluster DNS -------------------------------------------------------------------------------
-if pid_of dns "$HERE/dns.py --listen $BRIDGE_IP:53 " >/dev/null; then
+if pid_of dns "/dns.py --listen $BRIDGE_IP:53 " >/dev/null; then
   log "dns.py already running"
 else
   rm -f "$RUN/dns.ready"

@@ -41,7 +41,7 @@ stop_daemon() { # name pattern
 # 1. Nothing may start new containers: the kubelet and the scheduler go first.
 stop_daemon kubelet "$CP/bin/kubelet "
 stop_daemon kube-scheduler "$CP/bin/kube-scheduler "
-stop_daemon dns "$HERE/dns.py --listen $BRIDGE_IP:53 "
+stop_daemon dns "/dns.py --listen $BRIDGE_IP:53 "
 
 # 2. Every container and sandbox, through containerd while it runs.
 if [ -S "$CONTAINERD_SOCK" ] && ctr_k8s version >/dev/null 2>&1; then
@@ -92,7 +92,7 @@ fi
 
 # 7. Check, then remove the run's state (kept: pki, logs).
 left=""
-for pat in "$CP/bin/" "$RUN/" "-address $CONTAINERD_SOCK" "$HERE/dns.py --listen $BRIDGE_IP:53"; do
+for pat in "$CP/bin/" "$RUN/" "-address $CONTAINERD_SOCK" "/dns.py --listen $BRIDGE_IP:53"; do
   p=$(pgrep -f -- "$pat" | grep -vx "$$" | tr '\n' ' ')
   [ -n "$p" ] && left="$left processes($pat): $p;"
 done
