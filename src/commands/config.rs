@@ -101,6 +101,12 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| v.clone().into(),
             "(none)",
         ),
+        row(
+            "volcano_queue",
+            &settings.volcano_queue,
+            |v| v.clone().into(),
+            "(none)",
+        ),
     ]
 }
 

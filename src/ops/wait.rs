@@ -1,6 +1,14 @@
 //! `tf-spawner wait -t TAG`: follow a run with progress until its verdict (or until
 //! every pod has started, with `--for start`; `spawn --wait` does the same), then
-//! optionally save its logs and delete it. The exit code is the run's outcome.
+//! optionally save its logs, stop the tasks still running, and delete it. The exit
+//! code is the run's outcome.
+//!
+//! After a verdict (not after a time-out or `--for start`: the run is not over), the
+//! run's pods that have not finished are stopped unless `--keep-running` says
+//! otherwise (`cluster::stop`): the run is over for the cluster when it is over for the
+//! user. Parameter servers serve until stopped, and workers hang in a collective
+//! operation after a peer failed; left running they hold their CPUs and GPUs, and a
+//! Kueue pod group holds its quota until no pod of it is running.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +47,8 @@ pub struct Wait {
     pub all_workers: bool,
     pub save_logs: Option<PathBuf>,
     pub cleanup: bool,
+    /// `--keep-running`: leave the unfinished pods after a verdict.
+    pub keep_running: bool,
     pub max_in_flight: usize,
 }
 
@@ -119,13 +129,13 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker).await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
@@ -180,6 +190,53 @@ fn also(mut message: String, after: Result<()>) -> String {
 
 fn humantime_secs(d: Duration) -> String {
     crate::duration::age(d.as_secs())
+}
+
+/// After a verdict: `--save-logs`, then the unfinished pods are stopped (unless
+/// `--keep-running`, or `--cleanup` deletes everything anyway), then `--cleanup`.
+async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+    let saved = after_the_end(
+        cluster,
+        &Wait {
+            cleanup: false,
+            ..wait.clone()
+        },
+        tracker,
+    )
+    .await;
+    let mut problems: Vec<String> = saved.err().map(|e| e.to_string()).into_iter().collect();
+    if !wait.keep_running && !wait.cleanup {
+        match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
+            Ok(stopped) if stopped.is_empty() => {}
+            Ok(stopped) => {
+                let _ = output::print(&format!(
+                    "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {}\n",
+                    stopped.len(),
+                    if stopped.len() == 1 { "" } else { "s" },
+                    wait.tag,
+                    stopped.join(", ")
+                ));
+            }
+            Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
+        }
+    }
+    if wait.cleanup {
+        let cleaned = after_the_end(
+            cluster,
+            &Wait {
+                save_logs: None,
+                ..wait.clone()
+            },
+            tracker,
+        )
+        .await;
+        problems.extend(cleaned.err().map(|e| e.to_string()));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow!(problems.join("; ")))
+    }
 }
 
 /// `--save-logs`, then `--cleanup`. Every problem is reported, none stops the other.
