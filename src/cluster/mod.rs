@@ -5,6 +5,7 @@ pub mod apply;
 pub mod connect;
 pub mod delete;
 pub mod logs;
+pub mod queues;
 pub mod retry;
 pub mod stop;
 pub mod watch;
