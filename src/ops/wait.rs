@@ -209,12 +209,16 @@ async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) ->
         match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
             Ok(stopped) if stopped.is_empty() => {}
             Ok(stopped) => {
+                const SHOWN: usize = 8;
+                let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
+                if stopped.len() > SHOWN {
+                    names.push_str(", …");
+                }
                 let _ = output::print(&format!(
-                    "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {}\n",
+                    "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
                     stopped.len(),
                     if stopped.len() == 1 { "" } else { "s" },
                     wait.tag,
-                    stopped.join(", ")
                 ));
             }
             Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),

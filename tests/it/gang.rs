@@ -367,3 +367,18 @@ fn an_evaluator_cannot_leave_a_gang_half_placed() {
         }
     }
 }
+
+/// scheduler-plugins before v0.25 served its PodGroups as `scheduling.sigs.k8s.io` and
+/// read the label `pod-group.scheduling.sigs.k8s.io`: the error names the version.
+#[test]
+fn an_older_scheduler_plugins_is_named() {
+    let env = Env::with(Options {
+        legacy_coscheduling_api: true,
+        ..Options::default()
+    });
+    let out = env.spawn(&["-t", "old", "-w", "2", "--gang", "coscheduling"]);
+    out.failure(1).stderr_has(
+        "error: this cluster has scheduler-plugins before v0.25 (its PodGroup API scheduling.sigs.k8s.io/v1alpha1); --gang coscheduling needs v0.25 or later (scheduling.x-k8s.io/v1alpha1)",
+    );
+    assert!(env.names(NS).is_empty());
+}

@@ -65,6 +65,9 @@ pub struct Options {
     /// Kueue's pod webhook (its `pod` integration on) for these namespaces (its
     /// `managedJobsNamespaceSelector`): see `schedulers.rs`.
     pub kueue_namespaces: Vec<String>,
+    /// Serve scheduler-plugins' PodGroup API as it was before v0.25
+    /// (`scheduling.sigs.k8s.io/v1alpha1`).
+    pub legacy_coscheduling_api: bool,
 }
 
 /// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
@@ -76,6 +79,9 @@ pub const KUEUE_LOCALQUEUES: &str = "localqueues.kueue.x-k8s.io";
 /// The store key of Volcano's Queues (cluster-scoped; served with
 /// [`Options::volcano_api`]).
 pub const VOLCANO_QUEUES: &str = "queues.scheduling.volcano.sh";
+/// The store key of scheduler-plugins' PodGroups before v0.25 (see
+/// [`Options::legacy_coscheduling_api`]).
+pub const LEGACY_COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.sigs.k8s.io";
 
 impl Default for Options {
     fn default() -> Options {
@@ -91,6 +97,7 @@ impl Default for Options {
             coscheduling_api: false,
             kueue_api: false,
             kueue_namespaces: vec![],
+            legacy_coscheduling_api: false,
         }
     }
 }

@@ -21,6 +21,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     (crate::COSCHEDULING_PODGROUPS, "PodGroup", true),
     (crate::KUEUE_LOCALQUEUES, "LocalQueue", true),
     (crate::VOLCANO_QUEUES, "Queue", false),
+    (crate::LEGACY_COSCHEDULING_PODGROUPS, "PodGroup", true),
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
@@ -49,6 +50,12 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
         "scheduling.volcano.sh",
         "v1beta1",
         "queues",
+    ),
+    (
+        crate::LEGACY_COSCHEDULING_PODGROUPS,
+        "scheduling.sigs.k8s.io",
+        "v1alpha1",
+        "podgroups",
     ),
 ];
 

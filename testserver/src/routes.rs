@@ -95,6 +95,7 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
             crate::VOLCANO_PODGROUPS | crate::VOLCANO_QUEUES => sh.opts.volcano_api,
             crate::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
             crate::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
+            crate::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
             _ => false,
         })
         .collect()
