@@ -178,3 +178,41 @@ fn the_kueue_and_volcano_queues_are_two_settings() {
     }
     env.run(&["config"]).success().stdout_has("volcano_queue");
 }
+
+/// The first pod, sent alone with `--queue`, is created like every other: a lost answer
+/// is recovered (the pod there is this invocation's, as Kueue stored it), a 500 and the
+/// queue's GET are retried, a final refusal rolls everything back.
+#[test]
+fn the_first_pod_and_the_queue_check_survive_faults() {
+    use kube_testserver::Fault;
+    for (i, fault) in [
+        Fault::on("POST", "/pods").drop_response(),
+        Fault::on("POST", "/pods").status(500),
+        Fault::on("GET", "/localqueues/team-gpu").status(503),
+        Fault::on("GET", "/localqueues/team-gpu").drop_connection(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let env = kueue(Options::default());
+        env.server.add_fault(fault.clone());
+        let tag = format!("f{i}");
+        env.spawn(&["-t", &tag, "-w", "3", "--queue", "team-gpu"])
+            .success();
+        let pods = env.list("pods", NS);
+        assert_eq!(pods.len(), 3, "{fault:?}");
+        assert!(
+            pods.iter()
+                .all(|p| p["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"),
+            "{fault:?}"
+        );
+    }
+    let env = kueue(Options::default());
+    env.server
+        .add_fault(Fault::on("POST", "/pods").status(403).always());
+    env.spawn(&["-t", "no", "-w", "3", "--queue", "team-gpu"])
+        .failure(1)
+        .stderr_has("error: creating pod/no-worker-0");
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+    assert_eq!(pod_creates(&env), 1, "the others never sent");
+}
