@@ -141,3 +141,42 @@ pub fn place(store: &mut Store, namespace: &str, free: usize) -> Vec<String> {
     bound.sort();
     bound
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, phase: &str) -> Value {
+        json!({
+            "metadata": { "name": name, "namespace": "ns",
+                "labels": { GROUP_LABEL: "g" },
+                "annotations": { TOTAL_ANNOTATION: "3", RETRIABLE_ANNOTATION: "false" } },
+            "spec": {},
+            "status": { "phase": phase }
+        })
+    }
+
+    fn store(pods: &[(&str, &str)]) -> Store {
+        let mut store = Store::new();
+        for (name, phase) in pods {
+            store.put("pods", "ns", pod(name, phase));
+        }
+        store
+    }
+
+    #[test]
+    fn a_group_is_finished_when_all_succeeded_or_none_is_active() {
+        let all = [("a", "Succeeded"), ("b", "Succeeded"), ("c", "Succeeded")];
+        assert!(kueue_group_finished(&store(&all), "ns", "g"));
+        // One failed, the others hang: not finished, the quota stays taken.
+        let hung = [("a", "Failed"), ("b", "Running"), ("c", "Running")];
+        assert!(!kueue_group_finished(&store(&hung), "ns", "g"));
+        // The running ones stopped (gone): finished.
+        assert!(kueue_group_finished(&store(&[("a", "Failed")]), "ns", "g"));
+        // A chief succeeded, parameter servers still serve: not finished.
+        let ps = [("a", "Succeeded"), ("b", "Running")];
+        assert!(!kueue_group_finished(&store(&ps), "ns", "g"));
+        // Nobody left: not by this rule.
+        assert!(!kueue_group_finished(&store(&[]), "ns", "g"));
+    }
+}
