@@ -205,7 +205,9 @@ async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) ->
     )
     .await;
     let mut problems: Vec<String> = saved.err().map(|e| e.to_string()).into_iter().collect();
-    if !wait.keep_running && !wait.cleanup {
+    // Pods the follower saw unfinished at the verdict; none: no request at all.
+    let unfinished = tracker.live().any(|p| !p.state().finished());
+    if unfinished && !wait.keep_running && !wait.cleanup {
         match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
             Ok(stopped) if stopped.is_empty() => {}
             Ok(stopped) => {
