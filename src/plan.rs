@@ -663,7 +663,7 @@ mod tests {
             shown,
             BTreeMap::from([
                 ("cpu", "8750m"),
-                ("memory", "2684354560"),
+                ("memory", "2560Mi"),
                 ("nvidia.com/gpu", "2"),
             ])
         );

@@ -241,7 +241,12 @@ pub fn min_resources<'a>(
     let sum: BTreeMap<String, Quantity> = sum
         .into_iter()
         .filter(|(_, v)| *v > 0)
-        .map(|(k, v)| (k, quantity::format(v)))
+        .map(|(k, v)| {
+            // Bytes are written as Kubernetes writes them (`3Gi`).
+            let binary = k == "memory" || k.contains("storage") || k.starts_with("hugepages-");
+            let q = quantity::format(v, binary);
+            (k, q)
+        })
         .collect();
     (!sum.is_empty()).then_some(sum)
 }

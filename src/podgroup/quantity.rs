@@ -74,10 +74,21 @@ fn split_suffix(text: &str) -> (&str, &str) {
 }
 
 /// A nano-unit value written as a quantity: whole units when it has no fraction
-/// (`3`, `1610612736`), else milli-, micro- or nano-units (`1500m`).
-pub fn format(nanos: i128) -> Quantity {
-    let text = if nanos % NANO == 0 {
-        (nanos / NANO).to_string()
+/// (`3`), with the largest binary suffix that is exact when `binary` (bytes: `3Gi`,
+/// `1536Mi`), else milli-, micro- or nano-units (`1500m`).
+pub fn format(nanos: i128, binary: bool) -> Quantity {
+    let whole = nanos / NANO;
+    let suffix = ["Ei", "Pi", "Ti", "Gi", "Mi", "Ki"]
+        .iter()
+        .zip([60, 50, 40, 30, 20, 10])
+        .find(|(_, bits)| whole != 0 && whole % (1i128 << bits) == 0);
+    let text = if nanos % NANO == 0
+        && binary
+        && let Some((suffix, bits)) = suffix
+    {
+        format!("{}{suffix}", whole >> bits)
+    } else if nanos % NANO == 0 {
+        whole.to_string()
     } else if nanos % 1_000_000 == 0 {
         format!("{}m", nanos / 1_000_000)
     } else if nanos % 1_000 == 0 {
@@ -149,9 +160,13 @@ mod tests {
 
     #[test]
     fn sums_are_written_in_the_coarsest_exact_unit() {
-        assert_eq!(format(3 * NANO).0, "3");
-        assert_eq!(format(3 * NANO / 2).0, "1500m");
-        assert_eq!(format(1500).0, "1500n");
-        assert_eq!(format(1_500_000).0, "1500u");
+        assert_eq!(format(3 * NANO, false).0, "3");
+        assert_eq!(format(3 * NANO / 2, false).0, "1500m");
+        assert_eq!(format(1500, false).0, "1500n");
+        assert_eq!(format(1_500_000, false).0, "1500u");
+        assert_eq!(format(3 * (1i128 << 30) * NANO, true).0, "3Gi");
+        assert_eq!(format(1536 * (1i128 << 20) * NANO, true).0, "1536Mi");
+        assert_eq!(format(1000 * NANO, true).0, "1000");
+        assert_eq!(format(1024 * NANO, false).0, "1024");
     }
 }

@@ -60,7 +60,7 @@ fn a_volcano_gang_creates_its_pod_group_before_the_pods() {
     // The built-in template asks 1 CPU and 1Gi a pod: the three members'.
     assert_eq!(
         group["spec"]["minResources"],
-        json!({"cpu": "3", "memory": "3221225472"}),
+        json!({"cpu": "3", "memory": "3Gi"}),
         "{group:#}"
     );
     assert_eq!(group["spec"]["priorityClassName"], json!("team-high"));

@@ -98,7 +98,7 @@ async fn a_gang_run_creates_a_pod_group_the_server_accepts() {
             // 1 CPU and 1Gi a pod; the chief and two workers, not the evaluator).
             assert_eq!(
                 group["spec"]["minResources"],
-                serde_json::json!({"cpu": "3", "memory": "3221225472"}),
+                serde_json::json!({"cpu": "3", "memory": "3Gi"}),
                 "{group:#}"
             );
         }
