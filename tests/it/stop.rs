@@ -169,3 +169,41 @@ fn a_timeout_stops_nothing() {
         pods(&env)
     );
 }
+
+/// `keep_running: true` in the defaults file is `--keep-running` for every wait; the
+/// flag needs a wait.
+#[test]
+fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
+    let env = Env::new();
+    let dir = env.path(".config/tf-spawner");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.yaml"), "keep_running: true\n").unwrap();
+    env.spawn(&["-t", "dk", "-w", "2"]).success();
+    running(&env, "dk-worker-1");
+    exited(&env, "dk-worker-0", 0);
+    let out = env.run(&["wait", "-t", "dk"]);
+    out.success().stdout_has("run dk: Succeeded");
+    assert!(!out.stdout.contains("stopped"), "{out:#?}");
+    assert!(
+        pods(&env).iter().all(|(_, _, deleting)| !deleting),
+        "{:?}",
+        pods(&env)
+    );
+    env.run(&["config"])
+        .success()
+        .stdout_has("keep_running")
+        .stdout_has("config file");
+    std::fs::remove_file(dir.join("config.yaml")).unwrap();
+    env.run(&["wait", "-t", "dk"])
+        .success()
+        .stdout_has("stopped 1 unfinished pod of run dk (--keep-running keeps them): dk-worker-1");
+    // clap's own usage error, as for --timeout without --wait.
+    let out = env.spawn(&["-t", "nw", "-w", "1", "--keep-running"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    out.stderr_has("--wait");
+    assert!(
+        env.list("pods", "default")
+            .iter()
+            .all(|p| !name(p).starts_with("nw-"))
+    );
+}
