@@ -192,52 +192,30 @@ fn humantime_secs(d: Duration) -> String {
     crate::duration::age(d.as_secs())
 }
 
-/// After a verdict: `--save-logs`, then the unfinished pods are stopped (unless
-/// `--keep-running`, or `--cleanup` deletes everything anyway), then `--cleanup`.
+/// After a verdict: `--save-logs`, then the pods still unfinished are stopped (unless
+/// `--keep-running`, or `--cleanup` deletes them all anyway), then `--cleanup`. Every
+/// problem is reported, none stops the others.
 async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
-    let saved = after_the_end(
-        cluster,
-        &Wait {
-            cleanup: false,
-            ..wait.clone()
-        },
-        tracker,
-    )
-    .await;
-    let mut problems: Vec<String> = saved.err().map(|e| e.to_string()).into_iter().collect();
+    let mut problems: Vec<String> = Vec::new();
+    save_logs_step(cluster, wait, tracker, &mut problems).await;
     // Pods the follower saw unfinished at the verdict; none: no request at all.
     let unfinished = tracker.live().any(|p| !p.state().finished());
     if unfinished && !wait.keep_running && !wait.cleanup {
-        match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
-            Ok(stopped) if stopped.is_empty() => {}
-            Ok(stopped) => {
-                const SHOWN: usize = 8;
-                let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
-                if stopped.len() > SHOWN {
-                    names.push_str(", …");
-                }
-                let _ = output::print(&format!(
-                    "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
-                    stopped.len(),
-                    if stopped.len() == 1 { "" } else { "s" },
-                    wait.tag,
-                ));
-            }
-            Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
-        }
+        stop_step(cluster, wait, &mut problems).await;
     }
-    if wait.cleanup {
-        let cleaned = after_the_end(
-            cluster,
-            &Wait {
-                save_logs: None,
-                ..wait.clone()
-            },
-            tracker,
-        )
-        .await;
-        problems.extend(cleaned.err().map(|e| e.to_string()));
-    }
+    cleanup_step(cluster, wait, &mut problems).await;
+    joined(problems)
+}
+
+/// After a time-out (no verdict: nothing is stopped): `--save-logs`, then `--cleanup`.
+async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+    let mut problems: Vec<String> = Vec::new();
+    save_logs_step(cluster, wait, tracker, &mut problems).await;
+    cleanup_step(cluster, wait, &mut problems).await;
+    joined(problems)
+}
+
+fn joined(problems: Vec<String>) -> Result<()> {
     if problems.is_empty() {
         Ok(())
     } else {
@@ -245,9 +223,12 @@ async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) ->
     }
 }
 
-/// `--save-logs`, then `--cleanup`. Every problem is reported, none stops the other.
-async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
-    let mut problems: Vec<String> = Vec::new();
+async fn save_logs_step(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    problems: &mut Vec<String>,
+) {
     if let Some(dir) = &wait.save_logs {
         match save_logs(cluster, tracker, dir).await {
             Ok(saved) => {
@@ -256,24 +237,44 @@ async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Res
             Err(e) => problems.push(format!("saving logs failed: {e:#}")),
         }
     }
-    if wait.cleanup {
-        let deleted = super::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
-        let _ = output::print(&format!(
-            "deleted {} objects of run {}\n",
-            deleted.removed.len(),
-            wait.tag
-        ));
-        for note in &deleted.notes {
-            output::note(note);
+}
+
+/// The run's pods that have not finished are stopped (`cluster::stop`).
+async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
+    const SHOWN: usize = 8;
+    match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
+        Ok(stopped) if stopped.is_empty() => {}
+        Ok(stopped) => {
+            let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
+            if stopped.len() > SHOWN {
+                names.push_str(", …");
+            }
+            let _ = output::print(&format!(
+                "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
+                stopped.len(),
+                if stopped.len() == 1 { "" } else { "s" },
+                wait.tag,
+            ));
         }
-        if let Some(err) = super::delete::failure(&deleted, &wait.tag, cluster.namespace()) {
-            problems.push(format!("the cleanup failed: {err}"));
-        }
+        Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(anyhow!(problems.join("; ")))
+}
+
+async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
+    if !wait.cleanup {
+        return;
+    }
+    let deleted = super::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
+    let _ = output::print(&format!(
+        "deleted {} objects of run {}\n",
+        deleted.removed.len(),
+        wait.tag
+    ));
+    for note in &deleted.notes {
+        output::note(note);
+    }
+    if let Some(err) = super::delete::failure(&deleted, &wait.tag, cluster.namespace()) {
+        problems.push(format!("the cleanup failed: {err}"));
     }
 }
 
