@@ -216,3 +216,37 @@ fn the_first_pod_and_the_queue_check_survive_faults() {
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
     assert_eq!(pod_creates(&env), 1, "the others never sent");
 }
+
+/// A namespace's credentials cannot read the cluster-scoped Volcano Queues (RBAC's
+/// 403): a note, and the run.
+#[test]
+fn a_volcano_queue_these_credentials_cannot_read_is_a_note() {
+    let env = Env::with(Options {
+        volcano_api: true,
+        users: vec![User::namespaced("team", NS)],
+        ..Options::default()
+    });
+    let kubeconfig = env
+        .server
+        .write_kubeconfig(env.dir.path(), "team", Some(NS));
+    let script = env.script();
+    let out = env.run_as(
+        &kubeconfig,
+        &[
+            "-t",
+            "vn",
+            "-w",
+            "2",
+            "--gang",
+            "volcano",
+            "--volcano-queue",
+            "gpu",
+            script.to_str().unwrap(),
+        ],
+    );
+    out.success().stderr_has(
+        "note: cannot check Volcano queue 'gpu' (these credentials may not read queues.scheduling.volcano.sh); going on",
+    );
+    let group = &env.list(kube_testserver::VOLCANO_PODGROUPS, NS)[0];
+    assert_eq!(group["spec"]["queue"], json!("gpu"));
+}
