@@ -77,7 +77,7 @@ impl Cluster {
         let path = format!("/apis/{KUEUE_API}/namespaces/{ns}/localqueues");
         let doing = format!("checking Kueue LocalQueue '{name}'");
         match self.get_json(&path, name).await {
-            Ok(Some(_)) => Ok(None),
+            Ok(Some(queue)) => local_queue_state(name, &queue).map(|()| None),
             Err(e) if e.code() == Some(403) => Ok(Some(format!(
                 "cannot check Kueue LocalQueue '{name}' (these credentials may not read localqueues.kueue.x-k8s.io in namespace '{ns}'); going on"
             ))),
@@ -114,6 +114,26 @@ impl Cluster {
                 Err(e) => Err(self.explain(&doing, &e)),
             },
         }
+    }
+}
+
+/// A LocalQueue admits nothing while Kueue reports its condition `Active` false: its
+/// ClusterQueue does not exist or is inactive, or it is stopped
+/// (`pkg/controller/core/localqueue_controller.go`). Without the condition (Kueue has
+/// not looked at it yet) it counts as active.
+fn local_queue_state(name: &str, queue: &Value) -> Result<()> {
+    let conditions = queue["status"]["conditions"].as_array();
+    let inactive = conditions
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Active" && c["status"] == "False");
+    match inactive {
+        None => Ok(()),
+        Some(c) => Err(anyhow!(
+            "Kueue LocalQueue '{name}' is not active ({}: {}): its pods would wait until it is",
+            c["reason"].as_str().unwrap_or("no reason"),
+            c["message"].as_str().unwrap_or("no message")
+        )),
     }
 }
 

@@ -250,3 +250,22 @@ fn a_volcano_queue_these_credentials_cannot_read_is_a_note() {
     let group = &env.list(kube_testserver::VOLCANO_PODGROUPS, NS)[0];
     assert_eq!(group["spec"]["queue"], json!("gpu"));
 }
+
+/// A LocalQueue whose ClusterQueue does not exist admits nothing: Kueue says so in its
+/// `Active` condition, and the spawn repeats it.
+#[test]
+fn an_inactive_local_queue_is_one_error() {
+    let env = kueue(Options::default());
+    env.server.insert(
+        KUEUE_LOCALQUEUES,
+        NS,
+        json!({ "metadata": { "name": "orphan" }, "spec": { "clusterQueue": "gone" },
+            "status": { "conditions": [{ "type": "Active", "status": "False",
+                "reason": "ClusterQueueDoesNotExist", "message": "Can't submit new workloads to clusterQueue",
+                "lastTransitionTime": "2026-01-01T00:00:00Z" }] } }),
+    );
+    env.spawn(&["-t", "in", "-w", "2", "--queue", "orphan"])
+        .failure(1)
+        .stderr_has("error: Kueue LocalQueue 'orphan' is not active (ClusterQueueDoesNotExist: Can't submit new workloads to clusterQueue): its pods would wait until it is");
+    assert!(env.names(NS).is_empty());
+}
