@@ -6,8 +6,9 @@
 //!   pod naming a missing one waits, gated, for ever.
 //! - `--volcano-queue`: the Volcano Queue (`scheduling.volcano.sh/v1beta1`,
 //!   cluster-scoped) must exist and be open: Volcano's PodGroup webhook refuses a group
-//!   in a missing or closed queue (`pkg/webhooks/admission/podgroups/validate/`), older
-//!   Volcano leaves it pending.
+//!   in a missing queue or one whose state is not `Open` (from v1.12,
+//!   `pkg/webhooks/admission/podgroups/validate/validate_podgroup.go::checkQueueState`);
+//!   older Volcano leaves it pending.
 //! - After the first pod's create: Kueue's webhook marks every pod it takes with the
 //!   label `kueue.x-k8s.io/managed=true` and the scheduling gate
 //!   `kueue.x-k8s.io/admission` (`pkg/controller/jobs/pod/pod_webhook.go::Default`), and
@@ -137,8 +138,9 @@ fn local_queue_state(name: &str, queue: &Value) -> Result<()> {
     }
 }
 
-/// A Volcano queue takes new PodGroups when `status.state` is `Open` (or not yet set by
-/// Volcano's queue controller); `Closed` and `Closing` refuse them
+/// A Volcano queue takes new PodGroups when `status.state` is `Open`; `Closed` and
+/// `Closing` refuse them. A queue whose state Volcano's queue controller has not set yet
+/// (just created) is let through: it becomes `Open`
 /// (`staging/src/volcano.sh/apis/pkg/apis/scheduling/v1beta1/types.go`, `QueueState`).
 fn volcano_queue_state(name: &str, queue: &Value) -> Result<()> {
     match queue["status"]["state"].as_str() {
