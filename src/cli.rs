@@ -118,6 +118,12 @@ pub struct WaitArgs {
     /// After the verdict (or a timeout), delete the run's objects (logs are saved first)
     #[arg(long)]
     pub cleanup: bool,
+
+    /// After the verdict, leave the tasks still running (parameter servers, workers
+    /// hung after a peer failed) as they are; by default they are stopped (deleted),
+    /// keeping the finished pods and their logs, as TFJob's cleanPodPolicy: Running
+    #[arg(long)]
+    pub keep_running: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -301,15 +307,26 @@ pub struct SpawnArgs {
     pub priority_class: Option<String>,
 
     /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
-    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod)
+    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
+    /// exist, and Kueue must hold the pods
     #[arg(long, value_name = "NAME")]
     pub queue: Option<String>,
 
-    /// Gang-schedule the run: one PodGroup (minMember: every task but the evaluator) that
-    /// its pods join, scheduled by that scheduler. With volcano, --queue is the Volcano
-    /// queue
+    /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
+    /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
+    /// on its own
     #[arg(long, value_enum, value_name = "SCHEDULER")]
     pub gang: Option<Gang>,
+
+    /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
+    /// exist and be open
+    #[arg(long, value_name = "NAME")]
+    pub volcano_queue: Option<String>,
+
+    /// With --wait: leave the tasks still running when the run fails (by default they
+    /// are stopped, as TFJob's cleanPodPolicy: Running)
+    #[arg(long, requires = "wait")]
+    pub keep_running: bool,
 
     /// The schedulerName of every pod (default with --gang: volcano, or
     /// scheduler-plugins-scheduler for coscheduling)

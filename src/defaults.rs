@@ -11,6 +11,8 @@
 //! priority_class: team-high    # --priority-class
 //! deadline: 12h                # --deadline (or a number of seconds)
 //! gang: volcano                # --gang (volcano or coscheduling)
+//! volcano_queue: team-gpu      # --volcano-queue (the Volcano queue, with gang: volcano)
+//! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
 //! scheduler_name: volcano      # --scheduler-name
 //! ```
 //!
@@ -31,7 +33,7 @@ use crate::podgroup::Gang;
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 12] = [
     "namespace",
     "image",
     "pod_file",
@@ -42,6 +44,8 @@ pub const KEYS: [&str; 10] = [
     "deadline",
     "gang",
     "scheduler_name",
+    "volcano_queue",
+    "keep_running",
 ];
 
 /// What the file says; every value is optional.
@@ -60,6 +64,8 @@ pub struct Defaults {
     pub deadline: Option<Duration>,
     pub gang: Option<Gang>,
     pub scheduler_name: Option<String>,
+    pub volcano_queue: Option<String>,
+    pub keep_running: Option<bool>,
 }
 
 /// Where the file is looked for.
@@ -161,7 +167,10 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             let name = text()?;
             defaults.gang = Some(Gang::parse(&name).ok_or_else(|| bad("volcano or coscheduling"))?);
         }
-        "queue" | "priority_class" | "scheduler_name" => {
+        "keep_running" => {
+            defaults.keep_running = Some(value.as_bool().ok_or_else(|| bad("true or false"))?);
+        }
+        "queue" | "priority_class" | "scheduler_name" | "volcano_queue" => {
             let name = text()?;
             let max = if key == "queue" { 63 } else { 253 };
             if let Some(problem) = name_problem(&name, max) {
@@ -172,6 +181,7 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             match key {
                 "queue" => defaults.queue = Some(name),
                 "priority_class" => defaults.priority_class = Some(name),
+                "volcano_queue" => defaults.volcano_queue = Some(name),
                 _ => defaults.scheduler_name = Some(name),
             }
         }
@@ -275,7 +285,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

@@ -42,6 +42,8 @@ pub struct SpawnOptions {
     pub queue: Option<String>,
     /// `--gang`.
     pub gang: Option<crate::podgroup::Gang>,
+    /// `--volcano-queue`.
+    pub volcano_queue: Option<String>,
     /// `--scheduler-name`.
     pub scheduler_name: Option<String>,
 }
@@ -129,12 +131,21 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     if let Some(name) = &args.scheduler_name {
         check_name("--scheduler-name", name, 253)?;
     }
+    if let Some(name) = &args.volcano_queue {
+        check_name("--volcano-queue", name, 253)?;
+        if args.gang != Some(crate::podgroup::Gang::Volcano) {
+            return Err(UsageError::new(format!(
+                "--volcano-queue {name} needs --gang volcano (a Kueue LocalQueue is --queue)"
+            )));
+        }
+    }
     Ok(Scheduling {
         deadline_seconds: deadline,
         priority_class: args.priority_class.clone(),
         queue: args.queue.clone(),
         gang: args.gang,
         scheduler_name: args.scheduler_name.clone(),
+        volcano_queue: args.volcano_queue.clone(),
     })
 }
 

@@ -34,6 +34,12 @@ pub const KUEUE_GROUP_COUNT_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-c
 /// (and frees its quota) when one fails or is deleted, as a tf-spawner run does.
 pub const KUEUE_RETRIABLE_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
 
+/// Kueue's webhook: the label on every pod it takes (manages), and the scheduling gate
+/// that holds it until its group is admitted (`pkg/constants/constants.go`,
+/// `pkg/controller/jobs/pod/constants/constants.go`).
+pub const KUEUE_MANAGED_LABEL: &str = "kueue.x-k8s.io/managed";
+pub const KUEUE_ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
+
 /// Volcano: the PodGroup a pod belongs to (an annotation), and the queue it waits in.
 pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
 pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";

@@ -64,9 +64,11 @@ pub struct Scheduling {
     pub deadline_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
-    /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group. With
-    /// `--gang volcano` it is the Volcano queue instead (the PodGroup's `spec.queue`).
+    /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
     pub queue: Option<String>,
+    /// `--volcano-queue` (with `--gang volcano`): the Volcano queue, the PodGroup's
+    /// `spec.queue`.
+    pub volcano_queue: Option<String>,
     /// `--gang`: the run gets one PodGroup of that scheduler, and its pods join it.
     pub gang: Option<Gang>,
     /// `--scheduler-name`: every pod's `schedulerName` (default: the gang's scheduler).
@@ -74,12 +76,9 @@ pub struct Scheduling {
 }
 
 impl Scheduling {
-    /// The Kueue LocalQueue, if the run goes through Kueue: `--queue`, unless Volcano
-    /// takes the queue.
-    fn kueue_queue(&self) -> Option<&String> {
-        self.queue
-            .as_ref()
-            .filter(|_| self.gang != Some(Gang::Volcano))
+    /// The Kueue LocalQueue, if the run goes through Kueue: `--queue`.
+    pub fn kueue_queue(&self) -> Option<&String> {
+        self.queue.as_ref()
     }
 
     fn scheduler_name(&self) -> Option<String> {
@@ -112,6 +111,12 @@ pub struct Plan {
     pub secret: Option<Secret>,
     /// `--gang`: created after the config, before the services and pods.
     pub pod_group: Option<PodGroup>,
+    /// `--queue`: the Kueue LocalQueue the pods are submitted to (checked before the
+    /// first create, and Kueue's hold on the first pod checked after it).
+    pub kueue_queue: Option<String>,
+    /// `--volcano-queue`: the Volcano queue of the PodGroup (checked before the first
+    /// create).
+    pub volcano_queue: Option<String>,
     pub services: Services,
     pub pods: Pods,
 }
@@ -204,30 +209,50 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         config_map,
         secret,
         pod_group,
+        kueue_queue: req.scheduling.kueue_queue().cloned(),
+        volcano_queue: req.scheduling.volcano_queue.clone(),
         services,
         pods,
     })
 }
 
-/// The run's PodGroup. `minMember`: every task but the evaluator, which is outside the
-/// training cluster (see `podgroup.rs`).
+/// The run's PodGroup: its members are the tasks of the training cluster, and
+/// `minMember` is all of them (see `podgroup.rs` for why the evaluator is not one).
 fn gang_pod_group(req: &SpawnRequest, gang: Gang) -> PodGroup {
-    let min_member: u32 = Role::ALL
-        .into_iter()
-        .filter(|r| *r != Role::Evaluator)
-        .map(|r| req.roles.count(r))
-        .sum();
+    let members = || {
+        Role::ALL
+            .into_iter()
+            .filter(|r| gang_member(*r))
+            .map(|r| (r, req.roles.count(r)))
+            .filter(|(_, n)| *n > 0)
+    };
+    let min_member: u32 = members().map(|(_, n)| n).sum();
     let scheduling = &req.scheduling;
+    let volcano = gang == Gang::Volcano;
+    let min_resources = volcano
+        .then(|| {
+            crate::podgroup::min_resources(
+                members()
+                    .filter_map(|(role, n)| Some((req.templates.for_role(role).spec.as_ref()?, n))),
+            )
+        })
+        .flatten();
     crate::podgroup::pod_group(
         gang,
         meta(req, pod_group_name(&req.tag), run_labels(&req.tag)),
-        i32::try_from(min_member).unwrap_or(i32::MAX),
-        scheduling.queue.clone().filter(|_| gang == Gang::Volcano),
-        scheduling
-            .priority_class
-            .clone()
-            .filter(|_| gang == Gang::Volcano),
+        crate::podgroup::GroupSpec {
+            min_member: i32::try_from(min_member).unwrap_or(i32::MAX),
+            queue: scheduling.volcano_queue.clone().filter(|_| volcano),
+            priority_class: scheduling.priority_class.clone().filter(|_| volcano),
+            min_resources,
+        },
     )
+}
+
+/// Whether a task of `role` joins the gang's PodGroup: the tasks of the training
+/// cluster do; the evaluator does not (see `podgroup.rs`).
+fn gang_member(role: Role) -> bool {
+    role.in_cluster()
 }
 
 fn run_labels(tag: &str) -> BTreeMap<String, String> {
@@ -359,7 +384,8 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
             kueue_group_name(&req.tag, &req.invocation),
         );
     }
-    if req.scheduling.gang == Some(Gang::Coscheduling) {
+    let member = gang_member(task.role);
+    if req.scheduling.gang == Some(Gang::Coscheduling) && member {
         labels.insert(
             COSCHEDULING_GROUP_LABEL.to_string(),
             pod_group_name(&req.tag),
@@ -369,11 +395,14 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
     annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
     if req.scheduling.gang == Some(Gang::Volcano) {
-        annotations.insert(
-            VOLCANO_GROUP_ANNOTATION.to_string(),
-            pod_group_name(&req.tag),
-        );
-        if let Some(queue) = &req.scheduling.queue {
+        if member {
+            annotations.insert(
+                VOLCANO_GROUP_ANNOTATION.to_string(),
+                pod_group_name(&req.tag),
+            );
+        }
+        // A pod outside the group waits in the same queue, in a PodGroup of its own.
+        if let Some(queue) = &req.scheduling.volcano_queue {
             annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
         }
     }
@@ -542,14 +571,15 @@ mod tests {
     fn a_volcano_gang_is_one_pod_group_in_its_queue() {
         let mut req = request(Roles::new(None, true, 0, 2, true).unwrap());
         req.scheduling.gang = Some(Gang::Volcano);
-        req.scheduling.queue = Some("team-gpu".into());
+        req.scheduling.volcano_queue = Some("team-gpu".into());
         req.scheduling.priority_class = Some("team-high".into());
         let plan = build(&req).unwrap();
         let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
             panic!("no Volcano PodGroup: {:?}", plan.pod_group);
         };
-        // The chief and both workers; not the evaluator.
+        // The chief and both workers: the group's members; not the evaluator.
         assert_eq!(group.spec.min_member, 3);
+        assert_members(&plan, VOLCANO_GROUP_ANNOTATION, 3);
         insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
     }
 
@@ -564,7 +594,79 @@ mod tests {
         };
         // The chief (the parameter-server strategy has one), the ps and both workers.
         assert_eq!(group.spec.min_member, 4);
+        assert_members(&plan, COSCHEDULING_GROUP_LABEL, 4);
         insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    }
+
+    /// Exactly `n` pods name the group (by label or annotation `key`), and the
+    /// evaluator is not one of them.
+    fn assert_members(plan: &Plan, key: &str, n: usize) {
+        let members: Vec<String> = plan
+            .pods
+            .iter()
+            .filter(|p| {
+                let m = &p.metadata;
+                m.labels.as_ref().is_some_and(|l| l.contains_key(key))
+                    || m.annotations.as_ref().is_some_and(|a| a.contains_key(key))
+            })
+            .map(|p| p.metadata.name.unwrap_or_default())
+            .collect();
+        assert_eq!(members.len(), n, "{members:?}");
+        assert!(
+            !members.iter().any(|m| m.contains("evaluator")),
+            "{members:?}"
+        );
+    }
+
+    #[test]
+    fn volcano_min_resources_is_the_sum_of_the_members_requests() {
+        let mut req = request(Roles::new(None, true, 0, 2, true).unwrap());
+        req.scheduling.gang = Some(Gang::Volcano);
+        let worker: Pod = serde_json::from_value(serde_json::json!({
+            "spec": { "containers": [{ "name": "tensorflow", "resources": {
+                "requests": { "cpu": "1500m", "memory": "1Gi" },
+                "limits": { "nvidia.com/gpu": "1", "memory": "2Gi" } } }],
+              "initContainers": [{ "name": "fetch", "resources": { "requests": { "cpu": "4" } } }] }
+        }))
+        .unwrap();
+        let chief: Pod = serde_json::from_value(serde_json::json!({
+            "spec": { "containers": [
+                { "name": "tensorflow", "resources": { "requests": { "cpu": "500m" } } },
+                { "name": "sidecar", "resources": { "requests": { "cpu": "250m", "memory": "512Mi" } } }] }
+        }))
+        .unwrap();
+        // The evaluator asks for a lot, and is not a member: it does not count.
+        let evaluator: Pod = serde_json::from_value(serde_json::json!({
+            "spec": { "containers": [{ "name": "tensorflow", "resources": {
+                "requests": { "cpu": "64", "nvidia.com/gpu": "8" } } }] }
+        }))
+        .unwrap();
+        req.templates.worker = worker;
+        req.templates.by_role.insert(Role::Chief, chief);
+        req.templates.by_role.insert(Role::Evaluator, evaluator);
+        let plan = build(&req).unwrap();
+        let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
+            panic!("no Volcano PodGroup: {:?}", plan.pod_group);
+        };
+        let shown: BTreeMap<&str, &str> = group
+            .spec
+            .min_resources
+            .as_ref()
+            .expect("minResources")
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0.as_str()))
+            .collect();
+        // Workers: the init container's 4 CPUs beat the containers' 1.5; the memory
+        // request, not the limit; the GPU limit stands for the request. Chief: the sum of
+        // its two containers.
+        assert_eq!(
+            shown,
+            BTreeMap::from([
+                ("cpu", "8750m"),
+                ("memory", "2560Mi"),
+                ("nvidia.com/gpu", "2"),
+            ])
+        );
     }
 
     #[test]

@@ -11,13 +11,35 @@
 //! server's `status`, defaulted spec fields) are not read back: only names, uids and
 //! annotations are.
 //!
-//! `minMember` is the number of tasks that must start together: every task but the
-//! evaluator, which takes no part in the training cluster (it is not in `TF_CONFIG`'s
-//! `cluster`) and only reads checkpoints, so the run can start without it.
+//! Who is in the group, and `minMember`. Both gang schedulers count every placed pod
+//! of a group towards `minMember`, whatever its role: scheduler-plugins' coscheduling
+//! lets a group's pods bind once `len(assigned) >= minMember`
+//! (`pkg/coscheduling/core/core.go`, `Permit`) and places them in the order of
+//! `Coscheduling.Less` (`pkg/coscheduling/coscheduling.go`: priority, then the group's
+//! creation time, then the pod's name); Volcano's gang plugin calls a job ready once
+//! `minAvailable` of its tasks are allocated, in no order of roles
+//! (`pkg/scheduler/plugins/gang/gang.go`, `pkg/scheduler/api/job_info.go::IsReady`).
+//! A group of more pods than `minMember` can therefore start half-placed: with
+//! `--evaluator`, `T-evaluator-0` sorts before `T-worker-*` and could take the place of
+//! a worker, which then never binds while the others hold their GPUs.
+//!
+//! So the group is exactly the pods the training needs at once (the chief, the
+//! parameter servers, the workers: the tasks of `TF_CONFIG`'s `cluster`, each of which
+//! blocks until it reaches all the others), and `minMember` is all of them. The
+//! evaluator joins no group: it is outside the training cluster, only reads
+//! checkpoints, blocks no one, and is scheduled on its own by the same scheduler (for
+//! Volcano, in a PodGroup of its own that Volcano's controller makes for a pod without
+//! one, `pkg/controllers/podgroup/pg_controller_handler.go::createNormalPodPGIfNotExist`,
+//! in the queue of its `scheduling.volcano.sh/queue-name` annotation).
+
+mod quantity;
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +150,12 @@ pub struct VolcanoPodGroupSpec {
     pub queue: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
+    /// What the group needs at once: the sum of its members' requests (see
+    /// [`min_resources`]). Volcano's enqueue step checks a group against its queue's
+    /// capacity only when it has this (`pkg/scheduler/actions/enqueue/enqueue.go`:
+    /// `MinResources == nil || ssn.JobEnqueueable(job)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_resources: Option<BTreeMap<String, Quantity>>,
 }
 
 /// scheduler-plugins' `PodGroup` (`scheduling.x-k8s.io/v1alpha1`), the fields
@@ -196,14 +224,53 @@ macro_rules! pod_group_resource {
 pod_group_resource!(VolcanoPodGroup);
 pod_group_resource!(CoschedulingPodGroup);
 
+/// A Volcano PodGroup's `minResources`: the sum over its members (`(pod spec, how many
+/// pods)`) of what each pod requests, as Volcano's own PodGroup controller fills it in
+/// for a pod it groups (`pkg/controllers/podgroup/pg_controller_handler.go::
+/// buildPodGroupFromPod`, `pkg/controllers/util/util.go::CalTaskRequests`). `None` when
+/// the members request nothing.
+pub fn min_resources<'a>(
+    members: impl IntoIterator<Item = (&'a PodSpec, u32)>,
+) -> Option<BTreeMap<String, Quantity>> {
+    let mut sum: BTreeMap<String, i128> = BTreeMap::new();
+    for (spec, count) in members {
+        for (name, value) in quantity::pod_requests(spec) {
+            *sum.entry(name).or_default() += value * i128::from(count);
+        }
+    }
+    let sum: BTreeMap<String, Quantity> = sum
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| {
+            // Bytes are written as Kubernetes writes them (`3Gi`).
+            let binary = k == "memory" || k.contains("storage") || k.starts_with("hugepages-");
+            let q = quantity::format(v, binary);
+            (k, q)
+        })
+        .collect();
+    (!sum.is_empty()).then_some(sum)
+}
+
+/// What a PodGroup is made of besides the run's metadata.
+pub struct GroupSpec {
+    /// The number of members: every one must be placed (see the module's doc).
+    pub min_member: i32,
+    /// Volcano: `spec.queue`.
+    pub queue: Option<String>,
+    /// Volcano: `spec.priorityClassName`.
+    pub priority_class: Option<String>,
+    /// Volcano: `spec.minResources` (see [`min_resources`]).
+    pub min_resources: Option<BTreeMap<String, Quantity>>,
+}
+
 /// The run's PodGroup: `metadata` is the run's (name, labels, invocation annotation).
-pub fn pod_group(
-    gang: Gang,
-    metadata: ObjectMeta,
-    min_member: i32,
-    queue: Option<String>,
-    priority_class: Option<String>,
-) -> PodGroup {
+pub fn pod_group(gang: Gang, metadata: ObjectMeta, group: GroupSpec) -> PodGroup {
+    let GroupSpec {
+        min_member,
+        queue,
+        priority_class,
+        min_resources,
+    } = group;
     match gang {
         Gang::Volcano => PodGroup::Volcano(VolcanoPodGroup {
             api_version: VolcanoPodGroup::API_VERSION.to_string(),
@@ -213,6 +280,7 @@ pub fn pod_group(
                 min_member,
                 queue,
                 priority_class_name: priority_class,
+                min_resources,
             },
         }),
         Gang::Coscheduling => PodGroup::Coscheduling(CoschedulingPodGroup {

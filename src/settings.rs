@@ -78,6 +78,10 @@ pub(crate) struct Settings {
     pub gang: Sourced<Option<crate::podgroup::Gang>>,
     /// `--scheduler-name`, if any.
     pub scheduler_name: Sourced<Option<String>>,
+    /// `--volcano-queue`: the Volcano queue, if any.
+    pub volcano_queue: Sourced<Option<String>>,
+    /// `--keep-running` (of `wait` and `spawn --wait`).
+    pub keep_running: Sourced<bool>,
     pub output: OutputMode,
     pub retry: RetryPolicy,
     /// The client configuration, or why there is none.
@@ -144,6 +148,13 @@ impl Settings {
                 file.scheduler_name.clone().map(Some),
                 None,
             ),
+            volcano_queue: pick(
+                flag("volcano_queue"),
+                spawn.volcano_queue.clone(),
+                file.volcano_queue.clone().map(Some),
+                None,
+            ),
+            keep_running: pick(flag("keep_running"), true, file.keep_running, false),
             output: OutputMode {
                 quiet: cli.global.quiet,
             },

@@ -153,13 +153,59 @@ pub async fn create(
         max_in_flight,
     )
     .await?;
+    let mut pods = plan.pods.iter();
+    if let Some(queue) = &plan.kueue_queue
+        && let Some(first) = pods.next()
+    {
+        // `--queue`: the first pod alone, to see that Kueue holds it before the others
+        // are sent (see `queues.rs`).
+        let stored = create_probe(cluster, ledger, &first).await?;
+        super::queues::check_kueue_hold(&stored, queue, &plan.namespace)?;
+    }
     run_stage(
         cluster,
         ledger,
-        stream::iter(plan.pods.iter().map(|p| Obj::Pod(Box::new(p)))),
+        stream::iter(pods.map(|p| Obj::Pod(Box::new(p)))),
         max_in_flight,
     )
     .await
+}
+
+/// Creates one pod like [`create_one`], and returns it as the server stored it (after
+/// the admission webhooks).
+async fn create_probe(cluster: &Cluster, ledger: &Ledger, pod: &Pod) -> Result<Pod> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let object = ObjectRef {
+        kind: Kind::Pod,
+        name: name.clone(),
+    };
+    let at = ledger.open(object.clone());
+    let api = cluster.api::<Pod>();
+    let mut recover = FindOwn::<Pod> {
+        api: api.clone(),
+        name,
+        invocation: invocation_of(pod),
+        unknown: false,
+    };
+    let params = kube::api::PostParams::default();
+    let result = retry(&cluster.policy, || api.create(&params, pod), &mut recover).await;
+    match result {
+        Ok(stored) => {
+            let uid = stored.metadata.uid.clone().unwrap_or_default();
+            ledger.close(at, Outcome::Created { uid });
+            Ok(stored)
+        }
+        Err(err) => {
+            let unknown = recover.unknown || err.outcome_unknown();
+            let outcome = if unknown {
+                Outcome::Unknown
+            } else {
+                Outcome::Refused
+            };
+            ledger.close(at, outcome);
+            Err(cluster.explain(&format!("creating {object}"), &err))
+        }
+    }
 }
 
 enum Obj<'a> {
@@ -255,6 +301,21 @@ impl<K: RunObject> AsyncRecover<Option<String>> for &mut FindOwn<K> {
             && invocation_of(&found) == self.invocation
         {
             return Ok(found.meta().uid.clone());
+        }
+        Err(err)
+    }
+}
+
+/// Recovers the created object itself (for [`create_probe`]).
+impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
+    async fn recover(&mut self, err: CallError) -> Result<K, CallError> {
+        self.unknown |= err.outcome_unknown();
+        if err.code() == Some(409)
+            && self.invocation.is_some()
+            && let Ok(Some(found)) = self.api.get_opt(&self.name).await
+            && invocation_of(&found) == self.invocation
+        {
+            return Ok(found);
         }
         Err(err)
     }

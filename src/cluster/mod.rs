@@ -5,7 +5,9 @@ pub mod apply;
 pub mod connect;
 pub mod delete;
 pub mod logs;
+pub mod queues;
 pub mod retry;
+pub mod stop;
 pub mod watch;
 
 use std::fmt;
@@ -231,10 +233,30 @@ impl Cluster {
         .await;
         match found {
             Ok(list) if list.resources.iter().any(|r| r.name == "podgroups") => Ok(()),
-            Ok(_) => Err(not_installed(gang)),
-            Err(e) if e.code() == Some(404) => Err(not_installed(gang)),
+            Ok(_) => Err(self.not_installed(gang).await),
+            Err(e) if e.code() == Some(404) => Err(self.not_installed(gang).await),
             Err(e) => Err(self.explain(&format!("looking up {}", gang.api_title()), &e)),
         }
+    }
+
+    /// `gang`'s API is not served: one error, naming an older scheduler-plugins when that
+    /// is what is installed (before v0.25 its API group was `scheduling.sigs.k8s.io`,
+    /// and the pods' label `pod-group.scheduling.sigs.k8s.io`, which tf-spawner does
+    /// not write).
+    async fn not_installed(&self, gang: Gang) -> anyhow::Error {
+        let legacy = gang == Gang::Coscheduling
+            && self
+                .client
+                .list_api_group_resources(LEGACY_COSCHEDULING_API)
+                .await
+                .is_ok_and(|l| l.resources.iter().any(|r| r.name == "podgroups"));
+        if legacy {
+            return anyhow::anyhow!(
+                "this cluster has scheduler-plugins before v0.25 (its PodGroup API {LEGACY_COSCHEDULING_API}); --gang coscheduling needs v0.25 or later ({})",
+                gang.api_version()
+            );
+        }
+        anyhow::anyhow!("{} is not installed on this cluster", gang.api_title())
     }
 
     /// An error about this cluster, phrased for a user.
@@ -263,6 +285,5 @@ impl Cluster {
     }
 }
 
-fn not_installed(gang: Gang) -> anyhow::Error {
-    anyhow::anyhow!("{} is not installed on this cluster", gang.api_title())
-}
+/// scheduler-plugins' PodGroup API before v0.25.
+const LEGACY_COSCHEDULING_API: &str = "scheduling.sigs.k8s.io/v1alpha1";

@@ -101,6 +101,21 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| v.clone().into(),
             "(none)",
         ),
+        row(
+            "volcano_queue",
+            &settings.volcano_queue,
+            |v| v.clone().into(),
+            "(none)",
+        ),
+        row(
+            "keep_running",
+            &Sourced {
+                value: Some(settings.keep_running.value),
+                source: settings.keep_running.source.clone(),
+            },
+            |v| (*v).into(),
+            "",
+        ),
     ]
 }
 

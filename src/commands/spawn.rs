@@ -40,6 +40,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             all_workers: false,
             save_logs: None,
             cleanup: false,
+            keep_running: settings.keep_running.value,
             max_in_flight: args.max_in_flight,
         };
         ops::wait::run(&cluster, &wait).await?;
@@ -64,6 +65,7 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
         (args.queue.is_some(), "--queue"),
         (args.gang.is_some(), "--gang"),
         (args.scheduler_name.is_some(), "--scheduler-name"),
+        (args.volcano_queue.is_some(), "--volcano-queue"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -92,6 +94,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
+        volcano_queue: settings.volcano_queue.value.clone(),
     }
 }
 

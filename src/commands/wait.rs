@@ -27,6 +27,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         all_workers: args.all_workers,
         save_logs: args.save_logs.clone(),
         cleanup: args.cleanup,
+        keep_running: settings.keep_running.value,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
     };
     wait::run(&cluster, &wait).await

@@ -16,6 +16,7 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     if let Some(gang) = gang {
         cluster.check_pod_group_api(gang).await?;
     }
+    check_queues(cluster, plan).await?;
     let gangs: Vec<_> = gang.into_iter().collect();
     let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
@@ -51,6 +52,22 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
         Some(r) => err.context(r.to_string()),
         None => err,
     })
+}
+
+/// `--queue` and `--volcano-queue`: the queues must be there (see `cluster/queues.rs`);
+/// what cannot be checked is a note.
+async fn check_queues(cluster: &Cluster, plan: &Plan) -> Result<()> {
+    if let Some(queue) = &plan.kueue_queue
+        && let Some(warning) = cluster.check_local_queue(queue).await?
+    {
+        crate::output::note(&warning);
+    }
+    if let Some(queue) = &plan.volcano_queue
+        && let Some(warning) = cluster.check_volcano_queue(queue).await?
+    {
+        crate::output::note(&warning);
+    }
+    Ok(())
 }
 
 enum Stop {

@@ -1,6 +1,14 @@
 //! `tf-spawner wait -t TAG`: follow a run with progress until its verdict (or until
 //! every pod has started, with `--for start`; `spawn --wait` does the same), then
-//! optionally save its logs and delete it. The exit code is the run's outcome.
+//! optionally save its logs, stop the tasks still running, and delete it. The exit
+//! code is the run's outcome.
+//!
+//! After a verdict (not after a time-out or `--for start`: the run is not over), the
+//! run's pods that have not finished are stopped unless `--keep-running` says
+//! otherwise (`cluster::stop`): the run is over for the cluster when it is over for the
+//! user. Parameter servers serve until stopped, and workers hang in a collective
+//! operation after a peer failed; left running they hold their CPUs and GPUs, and a
+//! Kueue pod group holds its quota until no pod of it is running.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +47,8 @@ pub struct Wait {
     pub all_workers: bool,
     pub save_logs: Option<PathBuf>,
     pub cleanup: bool,
+    /// `--keep-running`: leave the unfinished pods after a verdict.
+    pub keep_running: bool,
     pub max_in_flight: usize,
 }
 
@@ -119,13 +129,13 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker).await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
@@ -182,9 +192,43 @@ fn humantime_secs(d: Duration) -> String {
     crate::duration::age(d.as_secs())
 }
 
-/// `--save-logs`, then `--cleanup`. Every problem is reported, none stops the other.
+/// After a verdict: `--save-logs`, then the pods still unfinished are stopped (unless
+/// `--keep-running`, or `--cleanup` deletes them all anyway), then `--cleanup`. Every
+/// problem is reported, none stops the others.
+async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+    let mut problems: Vec<String> = Vec::new();
+    save_logs_step(cluster, wait, tracker, &mut problems).await;
+    // Pods the follower saw unfinished at the verdict; none: no request at all.
+    let unfinished = tracker.live().any(|p| !p.state().finished());
+    if unfinished && !wait.keep_running && !wait.cleanup {
+        stop_step(cluster, wait, &mut problems).await;
+    }
+    cleanup_step(cluster, wait, &mut problems).await;
+    joined(problems)
+}
+
+/// After a time-out (no verdict: nothing is stopped): `--save-logs`, then `--cleanup`.
 async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
+    save_logs_step(cluster, wait, tracker, &mut problems).await;
+    cleanup_step(cluster, wait, &mut problems).await;
+    joined(problems)
+}
+
+fn joined(problems: Vec<String>) -> Result<()> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow!(problems.join("; ")))
+    }
+}
+
+async fn save_logs_step(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    problems: &mut Vec<String>,
+) {
     if let Some(dir) = &wait.save_logs {
         match save_logs(cluster, tracker, dir).await {
             Ok(saved) => {
@@ -193,24 +237,44 @@ async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Res
             Err(e) => problems.push(format!("saving logs failed: {e:#}")),
         }
     }
-    if wait.cleanup {
-        let deleted = super::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
-        let _ = output::print(&format!(
-            "deleted {} objects of run {}\n",
-            deleted.removed.len(),
-            wait.tag
-        ));
-        for note in &deleted.notes {
-            output::note(note);
+}
+
+/// The run's pods that have not finished are stopped (`cluster::stop`).
+async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
+    const SHOWN: usize = 8;
+    match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
+        Ok(stopped) if stopped.is_empty() => {}
+        Ok(stopped) => {
+            let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
+            if stopped.len() > SHOWN {
+                names.push_str(", …");
+            }
+            let _ = output::print(&format!(
+                "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
+                stopped.len(),
+                if stopped.len() == 1 { "" } else { "s" },
+                wait.tag,
+            ));
         }
-        if let Some(err) = super::delete::failure(&deleted, &wait.tag, cluster.namespace()) {
-            problems.push(format!("the cleanup failed: {err}"));
-        }
+        Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(anyhow!(problems.join("; ")))
+}
+
+async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
+    if !wait.cleanup {
+        return;
+    }
+    let deleted = super::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
+    let _ = output::print(&format!(
+        "deleted {} objects of run {}\n",
+        deleted.removed.len(),
+        wait.tag
+    ));
+    for note in &deleted.notes {
+        output::note(note);
+    }
+    if let Some(err) = super::delete::failure(&deleted, &wait.tag, cluster.namespace()) {
+        problems.push(format!("the cleanup failed: {err}"));
     }
 }
 

@@ -161,14 +161,15 @@ fn wait_shows_progress_and_stuck_reasons_until_success() {
     let mut deduped = lines.clone();
     deduped.dedup();
     assert_eq!(lines, deduped, "a line is printed only when it changes");
-    // One list and one watch, however many updates.
+    // One list and one watch, however many updates (and, worker 1 still running at the
+    // verdict, one list of the pods to stop).
     let pod_requests = env
         .server
         .requests()
         .iter()
         .filter(|r| r.method == "GET" && r.path.ends_with("/pods"))
         .count();
-    assert!(pod_requests <= 3, "{pod_requests} pod requests");
+    assert!(pod_requests <= 4, "{pod_requests} pod requests");
 }
 
 #[test]
@@ -293,7 +294,8 @@ fn worker_zero_decides_and_the_exit_code_says_so() {
     spawn_run(&env, "ok", &["-w", "2"]);
     running(&env, "ok-worker-1");
     exited(&env, "ok-worker-0", 0);
-    env.run(&["wait", "-t", "ok"])
+    // --keep-running: worker 1 is not stopped after the verdict, for the next wait.
+    env.run(&["wait", "-t", "ok", "--keep-running"])
         .success()
         .stdout_has("run ok: Succeeded");
     // With --all-workers, worker 1 still running keeps the run going.
@@ -591,7 +593,8 @@ fn a_terminal_gets_bars_unless_no_color() {
     spawn_run(&env, "tty", &["-w", "2"]);
     running(&env, "tty-worker-1");
     exited(&env, "tty-worker-0", 0);
-    let Some(out) = on_terminal(&env, &["wait", "-t", "tty"], false) else {
+    // --keep-running: worker 1 is not stopped after the verdict, for the next wait.
+    let Some(out) = on_terminal(&env, &["wait", "-t", "tty", "--keep-running"], false) else {
         return;
     };
     assert_eq!(out.code, 0, "{out:#?}");
@@ -625,7 +628,9 @@ fn a_big_run_costs_one_list_and_one_watch() {
         running(&env, &format!("big-worker-{i}"));
     }
     env.server.clear_requests();
-    let child = start(&env, &["wait", "-t", "big"]);
+    // --keep-running: the wait's own requests (the stop after a verdict is measured in
+    // `stop.rs`).
+    let child = start(&env, &["wait", "-t", "big", "--keep-running"]);
     await_watches(&env, 1);
     running(&env, "big-worker-0");
     exited(&env, "big-worker-0", 0);

@@ -2,7 +2,7 @@
 //! `--scheduler-name`: the run's PodGroup, what its pods carry, its rollback and delete,
 //! and a cluster without the PodGroup API.
 
-use kube_testserver::{COSCHEDULING_PODGROUPS, Fault, Options, VOLCANO_PODGROUPS};
+use kube_testserver::{COSCHEDULING_PODGROUPS, Fault, Options, VOLCANO_PODGROUPS, VOLCANO_QUEUES};
 use serde_json::{Value, json};
 
 use crate::support::{Env, name};
@@ -10,11 +10,17 @@ use crate::support::{Env, name};
 const NS: &str = "default";
 
 fn with_apis() -> Env {
-    Env::with(Options {
+    let env = Env::with(Options {
         volcano_api: true,
         coscheduling_api: true,
         ..Options::default()
-    })
+    });
+    env.server.insert(
+        VOLCANO_QUEUES,
+        "",
+        json!({ "metadata": { "name": "team-gpu" }, "spec": { "weight": 1 }, "status": { "state": "Open" } }),
+    );
+    env
 }
 
 fn rv(obj: &Value) -> u64 {
@@ -35,7 +41,7 @@ fn a_volcano_gang_creates_its_pod_group_before_the_pods() {
         "2",
         "--chief",
         "--evaluator",
-        "--queue",
+        "--volcano-queue",
         "team-gpu",
         "--priority-class",
         "team-high",
@@ -51,6 +57,12 @@ fn a_volcano_gang_creates_its_pod_group_before_the_pods() {
     // The chief and the workers; not the evaluator.
     assert_eq!(group["spec"]["minMember"], json!(3), "{group:#}");
     assert_eq!(group["spec"]["queue"], json!("team-gpu"));
+    // The built-in template asks 1 CPU and 1Gi a pod: the three members'.
+    assert_eq!(
+        group["spec"]["minResources"],
+        json!({"cpu": "3", "memory": "3Gi"}),
+        "{group:#}"
+    );
     assert_eq!(group["spec"]["priorityClassName"], json!("team-high"));
     assert_eq!(group["metadata"]["labels"]["training_attempt"], json!("vg"));
     assert_eq!(
@@ -67,15 +79,18 @@ fn a_volcano_gang_creates_its_pod_group_before_the_pods() {
         assert!(rv(group) < rv(pod), "the PodGroup before {}", name(pod));
         assert_eq!(pod["spec"]["schedulerName"], json!("volcano"), "{pod:#}");
         let annotations = &pod["metadata"]["annotations"];
-        assert_eq!(
-            annotations["scheduling.k8s.io/group-name"],
+        // The evaluator is scheduled on its own, in the same queue.
+        let member = json!(if name(pod).contains("evaluator") {
+            Value::Null
+        } else {
             json!("vg-group")
-        );
+        });
+        assert_eq!(annotations["scheduling.k8s.io/group-name"], member);
         assert_eq!(
             annotations["scheduling.volcano.sh/queue-name"],
             json!("team-gpu")
         );
-        // Volcano takes the queue: no Kueue labels.
+        // No --queue: no Kueue labels.
         assert!(
             pod["metadata"]["labels"]
                 .get("kueue.x-k8s.io/queue-name")
@@ -134,9 +149,14 @@ fn a_coscheduling_gang_labels_its_pods() {
             pod["spec"]["schedulerName"],
             json!("scheduler-plugins-scheduler")
         );
+        let member = if name(&pod).contains("evaluator") {
+            Value::Null
+        } else {
+            json!("cg-group")
+        };
         assert_eq!(
             pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
-            json!("cg-group")
+            member
         );
     }
     env.run(&["-d", "-t", "cg"]).success();
@@ -322,4 +342,43 @@ fn the_defaults_file_sets_the_gang() {
         env.list("pods", NS)[0]["spec"]["schedulerName"],
         json!("team-sched")
     );
+}
+
+/// Every placed member counts towards `minMember` (coscheduling's Permit, Volcano's
+/// gang plugin), and coscheduling places by name: `T-evaluator-0` before
+/// `T-worker-*`. The test server's scheduler model gets `free` places, one pod each;
+/// whatever their number, the training tasks are bound all together or not at all.
+#[test]
+fn an_evaluator_cannot_leave_a_gang_half_placed() {
+    for gang in ["coscheduling", "volcano"] {
+        for free in 1..=5 {
+            let env = with_apis();
+            env.spawn(&["-t", "ev", "-w", "3", "--evaluator", "--gang", gang])
+                .success();
+            let bound = env.server.place_gangs(NS, free);
+            let workers = bound.iter().filter(|n| n.contains("-worker-")).count();
+            assert!(
+                workers == 0 || workers == 3,
+                "{gang} with {free} places bound {bound:?}: a half-placed gang"
+            );
+            if free >= 4 {
+                assert_eq!(workers, 3, "{gang} with {free} places bound {bound:?}");
+            }
+        }
+    }
+}
+
+/// scheduler-plugins before v0.25 served its PodGroups as `scheduling.sigs.k8s.io` and
+/// read the label `pod-group.scheduling.sigs.k8s.io`: the error names the version.
+#[test]
+fn an_older_scheduler_plugins_is_named() {
+    let env = Env::with(Options {
+        legacy_coscheduling_api: true,
+        ..Options::default()
+    });
+    let out = env.spawn(&["-t", "old", "-w", "2", "--gang", "coscheduling"]);
+    out.failure(1).stderr_has(
+        "error: this cluster has scheduler-plugins before v0.25 (its PodGroup API scheduling.sigs.k8s.io/v1alpha1); --gang coscheduling needs v0.25 or later (scheduling.x-k8s.io/v1alpha1)",
+    );
+    assert!(env.names(NS).is_empty());
 }

@@ -1,7 +1,7 @@
 //! Shared clusters (README, "Shared clusters"): `--deadline`, `--priority-class`,
 //! `--queue`; what they put on the pods, how a stopped or queued run is reported.
 
-use kube_testserver::Options;
+use kube_testserver::{KUEUE_LOCALQUEUES, Options};
 use serde_json::json;
 
 use crate::follow::{
@@ -111,7 +111,7 @@ fn a_run_past_its_deadline_fails_with_deadline_exceeded() {
 
 #[test]
 fn a_queue_makes_the_run_one_kueue_pod_group() {
-    let env = Env::new();
+    let env = kueue(Options::default());
     spawn_run(&env, "q", &["-w", "3", "--queue", "team-gpu"]);
     let pods = env.list("pods", NS);
     assert_eq!(pods.len(), 3);
@@ -132,6 +132,8 @@ fn a_queue_makes_the_run_one_kueue_pod_group() {
             meta["annotations"]["kueue.x-k8s.io/retriable-in-group"],
             json!("false")
         );
+        // Kueue's webhook took it.
+        assert_eq!(meta["labels"]["kueue.x-k8s.io/managed"], json!("true"));
     }
     // Not on the other objects: Kueue manages pods.
     for kind in ["services", "configmaps"] {
@@ -163,10 +165,18 @@ fn a_bad_queue_name_is_a_usage_error() {
 const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 const ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
 
-/// A test server with Kueue's webhook: every pod naming a queue is gated at creation.
-fn kueue(mut options: Options) -> Env {
-    options.gate_pods_labelled = vec![(QUEUE_LABEL.into(), ADMISSION_GATE.into())];
-    Env::with(options)
+/// A test server with Kueue: its LocalQueue API, the LocalQueue `team-gpu`, and its
+/// webhook managing namespace `default` (every pod naming a queue is gated at creation).
+pub fn kueue(mut options: Options) -> Env {
+    options.kueue_api = true;
+    options.kueue_namespaces = vec![NS.into()];
+    let env = Env::with(options);
+    env.server.insert(
+        KUEUE_LOCALQUEUES,
+        NS,
+        json!({ "metadata": { "name": "team-gpu" }, "spec": { "clusterQueue": "cluster-gpu" } }),
+    );
+    env
 }
 
 #[test]
@@ -251,23 +261,23 @@ fn a_pod_template_with_its_own_gate_is_queued_too() {
         .stdout_has("worker 0/2 running, 2 queued");
 }
 
-/// A 1.20 server does not know `schedulingGates`: it drops the field, and the pods are
-/// plain pending ones (the real-server suite checks both on real v1.20 and v1.36 servers).
+/// A 1.20 server does not know `schedulingGates`: it drops the field, so Kueue's gate
+/// cannot hold the pods and the run would start unqueued: refused, nothing left. (The
+/// real-server suite checks how real v1.20 and v1.36 servers store gates.)
 #[test]
 fn a_1_20_server_drops_the_gates() {
     let env = kueue(Options::v1_20());
-    spawn_run(&env, "old", &["-w", "1", "--queue", "team-gpu"]);
-    let pod = &env.list("pods", NS)[0];
-    assert!(pod["spec"].get("schedulingGates").is_none(), "{pod:#}");
-    env.run(&["list"])
-        .success()
-        .stdout_has("worker 0/1 running, 1 pending");
+    let out = env.spawn(&["-t", "old", "-w", "2", "--queue", "team-gpu"]);
+    out.failure(1).stderr_has(
+        "error: --queue team-gpu: the API server dropped Kueue's scheduling gate from pod old-worker-0, so the run would start unqueued: scheduling gates need Kubernetes 1.27 or later",
+    );
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
 }
 
 /// A cluster that demands a queue: set it once in the defaults file.
 #[test]
 fn the_defaults_file_sets_queue_priority_class_and_deadline_and_a_flag_wins() {
-    let env = Env::new();
+    let env = kueue(Options::default());
     let dir = env.path(".config/tf-spawner");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("config.yaml");

@@ -86,8 +86,17 @@ async fn wait_names_the_failed_pod_and_exits_3() {
         "{out:#?}"
     );
     assert!(!out.stderr.contains("panicked"), "{out:#?}");
-    // The run is left for inspection.
-    assert_eq!(real.pods(&ns, "bad").await.len(), 2);
+    // The failed pod is left for inspection; the one still running is stopped (deleted:
+    // gone, or terminating where a node holds it), as TFJob's cleanPodPolicy: Running.
+    out.stdout_has("stopped 1 unfinished pod of run bad (--keep-running keeps them): bad-worker-0");
+    let left: Vec<String> = real
+        .pods(&ns, "bad")
+        .await
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(left, ["bad-worker-1"]);
 }
 
 #[tokio::test]

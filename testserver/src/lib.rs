@@ -11,6 +11,7 @@ mod faults;
 mod logs;
 mod objects;
 mod routes;
+mod schedulers;
 mod selector;
 mod server;
 mod status;
@@ -58,12 +59,29 @@ pub struct Options {
     /// Serve scheduler-plugins' PodGroup API (`scheduling.x-k8s.io/v1alpha1`, store key
     /// [`COSCHEDULING_PODGROUPS`]).
     pub coscheduling_api: bool,
+    /// Serve Kueue's LocalQueue API (`kueue.x-k8s.io/v1beta1`, store key
+    /// [`KUEUE_LOCALQUEUES`]).
+    pub kueue_api: bool,
+    /// Kueue's pod webhook (its `pod` integration on) for these namespaces (its
+    /// `managedJobsNamespaceSelector`): see `schedulers.rs`.
+    pub kueue_namespaces: Vec<String>,
+    /// Serve scheduler-plugins' PodGroup API as it was before v0.25
+    /// (`scheduling.sigs.k8s.io/v1alpha1`).
+    pub legacy_coscheduling_api: bool,
 }
 
 /// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
 pub const VOLCANO_PODGROUPS: &str = "podgroups.scheduling.volcano.sh";
 /// The store key of scheduler-plugins' PodGroups (see [`Options::coscheduling_api`]).
 pub const COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.x-k8s.io";
+/// The store key of Kueue's LocalQueues (see [`Options::kueue_api`]).
+pub const KUEUE_LOCALQUEUES: &str = "localqueues.kueue.x-k8s.io";
+/// The store key of Volcano's Queues (cluster-scoped; served with
+/// [`Options::volcano_api`]).
+pub const VOLCANO_QUEUES: &str = "queues.scheduling.volcano.sh";
+/// The store key of scheduler-plugins' PodGroups before v0.25 (see
+/// [`Options::legacy_coscheduling_api`]).
+pub const LEGACY_COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.sigs.k8s.io";
 
 impl Default for Options {
     fn default() -> Options {
@@ -77,6 +95,9 @@ impl Default for Options {
             gate_pods_labelled: vec![],
             volcano_api: false,
             coscheduling_api: false,
+            kueue_api: false,
+            kueue_namespaces: vec![],
+            legacy_coscheduling_api: false,
         }
     }
 }
@@ -373,6 +394,18 @@ impl TestServer {
             }
             st.put("pods", namespace, pod);
         }
+    }
+
+    /// Whether Kueue would call pod group `group` finished and release its quota (its
+    /// finish rule, see `schedulers.rs`).
+    pub fn kueue_group_finished(&self, namespace: &str, group: &str) -> bool {
+        schedulers::kueue_group_finished(&self.store(), namespace, group)
+    }
+
+    /// One pass of a gang scheduler with `free` places of one pod each: binds the pods
+    /// it places and returns their names (see `schedulers.rs::place`).
+    pub fn place_gangs(&self, namespace: &str, free: usize) -> Vec<String> {
+        schedulers::place(&mut self.store(), namespace, free)
     }
 
     /// Sets `status.phase`, keeping the rest of the status.

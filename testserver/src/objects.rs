@@ -19,6 +19,9 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("namespaces", "Namespace", false),
     (crate::VOLCANO_PODGROUPS, "PodGroup", true),
     (crate::COSCHEDULING_PODGROUPS, "PodGroup", true),
+    (crate::KUEUE_LOCALQUEUES, "LocalQueue", true),
+    (crate::VOLCANO_QUEUES, "Queue", false),
+    (crate::LEGACY_COSCHEDULING_PODGROUPS, "PodGroup", true),
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
@@ -33,6 +36,24 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
     (
         crate::COSCHEDULING_PODGROUPS,
         "scheduling.x-k8s.io",
+        "v1alpha1",
+        "podgroups",
+    ),
+    (
+        crate::KUEUE_LOCALQUEUES,
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "localqueues",
+    ),
+    (
+        crate::VOLCANO_QUEUES,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "queues",
+    ),
+    (
+        crate::LEGACY_COSCHEDULING_PODGROUPS,
+        "scheduling.sigs.k8s.io",
         "v1alpha1",
         "podgroups",
     ),
@@ -194,6 +215,7 @@ pub const SCHEDULING_GATED: &str = "SchedulingGated";
 /// keeps them and marks the pod `PodScheduled=False, reason SchedulingGated`, as the
 /// pod strategy does; a 1.20 server drops the field, unknown to it.
 pub fn gate_new_pod(pod: &mut Value, opts: &crate::Options) {
+    crate::schedulers::kueue_webhook(pod, opts);
     for (label, gate) in &opts.gate_pods_labelled {
         if pod["metadata"]["labels"].get(label).is_none() {
             continue;

@@ -60,14 +60,23 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
             resource_route(sh, c, t)
         }
         ["apis", group, version, rest @ ..] => {
-            let Some(resource) = custom_resource(sh, group, version) else {
+            let served = custom_resources(sh, group, version);
+            if served.is_empty() {
                 return Err(ApiError::no_such_path());
+            }
+            let key = |plural: &str| {
+                served
+                    .iter()
+                    .find(|(_, p)| *p == plural)
+                    .map(|(r, _)| *r)
+                    .ok_or_else(ApiError::no_such_path)
             };
             let t = match *rest {
-                [] => return discovery(custom_discovery(group, version)),
-                ["namespaces", ns, "podgroups"] => target(resource, Some(ns), None, None),
-                ["namespaces", ns, "podgroups", n] => target(resource, Some(ns), Some(n), None),
-                ["podgroups"] => target(resource, None, None, None),
+                [] => return discovery(custom_discovery(group, version, &served)),
+                ["namespaces", ns, p] => target(key(p)?, Some(ns), None, None),
+                ["namespaces", ns, p, n] => target(key(p)?, Some(ns), Some(n), None),
+                [p] => target(key(p)?, None, None, None),
+                [p, n] if !objects::is_namespaced(key(p)?) => target(key(p)?, None, Some(n), None),
                 _ => return Err(ApiError::no_such_path()),
             };
             resource_route(sh, c, t)
@@ -76,28 +85,40 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
     }
 }
 
-/// The store key of a custom resource API the options serve, if `group/version` is one.
-fn custom_resource(sh: &Shared, group: &str, version: &str) -> Option<&'static str> {
+/// The custom resources the options serve in `group/version`: (store key, plural).
+fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static str, &'static str)> {
     objects::CUSTOM
         .iter()
-        .find(|(_, g, v, _)| *g == group && *v == version)
-        .map(|(r, _, _, _)| *r)
-        .filter(|r| match *r {
-            crate::VOLCANO_PODGROUPS => sh.opts.volcano_api,
+        .filter(|(_, g, v, _)| *g == group && *v == version)
+        .map(|(r, _, _, p)| (*r, *p))
+        .filter(|(r, _)| match *r {
+            crate::VOLCANO_PODGROUPS | crate::VOLCANO_QUEUES => sh.opts.volcano_api,
             crate::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
+            crate::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
+            crate::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
             _ => false,
         })
+        .collect()
 }
 
-fn custom_discovery(group: &str, version: &str) -> Value {
+fn custom_discovery(group: &str, version: &str, served: &[(&str, &str)]) -> Value {
+    let resources: Vec<Value> = served
+        .iter()
+        .flat_map(|(r, plural)| {
+            let kind = kind_of(r).unwrap_or("Unknown");
+            let namespaced = objects::is_namespaced(r);
+            let singular = kind.to_lowercase();
+            [
+                json!({ "name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
+                  "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] }),
+                json!({ "name": format!("{plural}/status"), "singularName": "", "namespaced": namespaced,
+                  "kind": kind, "verbs": ["get", "patch", "update"] }),
+            ]
+        })
+        .collect();
     json!({
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),
-        "resources": [
-            { "name": "podgroups", "singularName": "podgroup", "namespaced": true, "kind": "PodGroup",
-              "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] },
-            { "name": "podgroups/status", "singularName": "", "namespaced": true, "kind": "PodGroup",
-              "verbs": ["get", "patch", "update"] }
-        ]
+        "resources": resources
     })
 }
 

@@ -1,0 +1,172 @@
+//! Resource quantities (`500m`, `1.5Gi`, `2`, `1e3`) as exact sums, for a Volcano
+//! PodGroup's `minResources` (the sum of its members' requests, see `super::min_resources`).
+//!
+//! Values are held in nano-units (10⁻⁹) in an `i128`: every suffix Kubernetes accepts
+//! (`n` to `E`, `Ki` to `Ei`) fits, and a sum is exact. A fraction finer than a
+//! nano-unit is rounded up, as the API server rounds a quantity up to its precision.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+const NANO: i128 = 1_000_000_000;
+
+/// A quantity in nano-units; `None` when it does not parse (the API server refuses such
+/// a pod anyway, so it adds nothing to the sum).
+pub fn parse(text: &str) -> Option<i128> {
+    let text = text.trim();
+    let (number, suffix) = split_suffix(text);
+    let (binary, decimal): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        exp if exp.starts_with(['e', 'E']) => (0, exp[1..].parse().ok()?),
+        _ => return None,
+    };
+    let (negative, digits) = match number.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, number.strip_prefix('+').unwrap_or(number)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let mantissa: i128 = format!("{whole}{fraction}").parse().ok()?;
+    let fraction_len = i32::try_from(fraction.len()).ok()?;
+    // value = mantissa × 10^(decimal - fraction_len) × 2^binary, in units of 10⁻⁹.
+    let power = decimal - fraction_len + 9;
+    let scaled = mantissa.checked_mul(1i128 << binary)?;
+    let value = if power >= 0 {
+        scaled.checked_mul(10i128.checked_pow(u32::try_from(power).ok()?)?)?
+    } else {
+        let divisor = 10i128.checked_pow(u32::try_from(-power).ok()?)?;
+        (scaled + divisor - 1) / divisor
+    };
+    Some(if negative { -value } else { value })
+}
+
+/// The number and the suffix of a quantity (`1.5` and `Gi`; `1` and `e3`).
+fn split_suffix(text: &str) -> (&str, &str) {
+    let at = text
+        .char_indices()
+        .find(|(i, c)| c.is_ascii_alphabetic() && !(*i == 0 && (*c == 'e' || *c == 'E')))
+        .map_or(text.len(), |(i, _)| i);
+    text.split_at(at)
+}
+
+/// A nano-unit value written as a quantity: whole units when it has no fraction
+/// (`3`), with the largest binary suffix that is exact when `binary` (bytes: `3Gi`,
+/// `1536Mi`), else milli-, micro- or nano-units (`1500m`).
+pub fn format(nanos: i128, binary: bool) -> Quantity {
+    let whole = nanos / NANO;
+    let suffix = ["Ei", "Pi", "Ti", "Gi", "Mi", "Ki"]
+        .iter()
+        .zip([60, 50, 40, 30, 20, 10])
+        .find(|(_, bits)| whole != 0 && whole % (1i128 << bits) == 0);
+    let text = if nanos % NANO == 0
+        && binary
+        && let Some((suffix, bits)) = suffix
+    {
+        format!("{}{suffix}", whole >> bits)
+    } else if nanos % NANO == 0 {
+        whole.to_string()
+    } else if nanos % 1_000_000 == 0 {
+        format!("{}m", nanos / 1_000_000)
+    } else if nanos % 1_000 == 0 {
+        format!("{}u", nanos / 1_000)
+    } else {
+        format!("{nanos}n")
+    };
+    Quantity(text)
+}
+
+/// What one pod asks of the scheduler, by resource, as Kubernetes counts it (and
+/// Volcano with it, `pkg/controllers/util/util.go::GetPodQuotaUsage`, Kubernetes'
+/// pod quota evaluator): for each resource the larger of the containers' sum and any
+/// one init container, plus the pod's overhead. A container's limit stands for a
+/// request it does not set, as the API server's defaulting makes it.
+pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
+    let mut total: BTreeMap<String, i128> = BTreeMap::new();
+    for c in &spec.containers {
+        for (name, value) in container_requests(c) {
+            *total.entry(name).or_default() += value;
+        }
+    }
+    for c in spec.init_containers.iter().flatten() {
+        for (name, value) in container_requests(c) {
+            let entry = total.entry(name).or_default();
+            *entry = (*entry).max(value);
+        }
+    }
+    for (name, q) in spec.overhead.iter().flatten() {
+        *total.entry(name.clone()).or_default() += parse(&q.0).unwrap_or(0);
+    }
+    total
+}
+
+fn container_requests(c: &Container) -> BTreeMap<String, i128> {
+    let Some(resources) = &c.resources else {
+        return BTreeMap::new();
+    };
+    let mut out: BTreeMap<String, i128> = BTreeMap::new();
+    for (name, q) in resources.limits.iter().flatten() {
+        out.insert(name.clone(), parse(&q.0).unwrap_or(0));
+    }
+    for (name, q) in resources.requests.iter().flatten() {
+        out.insert(name.clone(), parse(&q.0).unwrap_or(0));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_parse_exactly() {
+        assert_eq!(parse("2"), Some(2 * NANO));
+        assert_eq!(parse("500m"), Some(NANO / 2));
+        assert_eq!(parse("1.5"), Some(3 * NANO / 2));
+        assert_eq!(parse("1Gi"), Some((1i128 << 30) * NANO));
+        assert_eq!(parse("1.5Gi"), Some(3 * (1i128 << 29) * NANO));
+        assert_eq!(parse("1e3"), Some(1000 * NANO));
+        assert_eq!(parse("1k"), Some(1000 * NANO));
+        assert_eq!(parse("100n"), Some(100));
+        assert_eq!(parse("0.1n"), Some(1), "rounded up");
+        assert_eq!(parse("-1"), Some(-NANO));
+        assert_eq!(parse("1Xi"), None);
+        assert_eq!(parse(""), None);
+        assert_eq!(parse("."), None);
+    }
+
+    #[test]
+    fn sums_are_written_in_the_coarsest_exact_unit() {
+        assert_eq!(format(3 * NANO, false).0, "3");
+        assert_eq!(format(3 * NANO / 2, false).0, "1500m");
+        assert_eq!(format(1500, false).0, "1500n");
+        assert_eq!(format(1_500_000, false).0, "1500u");
+        assert_eq!(format(3 * (1i128 << 30) * NANO, true).0, "3Gi");
+        assert_eq!(format(1536 * (1i128 << 20) * NANO, true).0, "1536Mi");
+        assert_eq!(format(1000 * NANO, true).0, "1000");
+        assert_eq!(format(1024 * NANO, false).0, "1024");
+    }
+}
