@@ -2,6 +2,7 @@
 //! `TF_CONFIG`, connect and agree (`examples/wiring_check.py`), and `wait`, `logs` and
 //! `status` report what the kubelet saw.
 
+use kube::ResourceExt;
 use std::time::Duration;
 
 use crate::support::{Cluster, RUN_TIMEOUT, exit_code, phase, repo_file, tag};
@@ -142,4 +143,62 @@ async fn chief_ps_and_evaluator_reach_a_verdict_and_cleanup_removes_them() {
         || async { c.pods(&t).await.is_empty().then_some(()) },
     )
     .await;
+}
+
+/// Without `--cleanup`, the verdict still ends the run for the cluster: the parameter
+/// server, which serves until stopped, is deleted once the chief has succeeded (TFJob's
+/// `cleanPodPolicy: Running`), and the finished pods stay with their logs. The kubelet
+/// runs the parameter server's SIGTERM handler and removes the pod.
+#[tokio::test]
+async fn the_verdict_stops_the_parameter_server_and_keeps_the_finished_pods() {
+    let Some(c) = Cluster::new("stopps").await else {
+        return;
+    };
+    let t = tag("stopps");
+    let script = repo_file("examples/wiring_check.py");
+    let entrypoint = c.write(
+        "serve-forever.sh",
+        "python /script/training-script.py || exit $?\n\
+         if [[ \"$TF_CONFIG\" == *'\"type\":\"ps\"'* ]]; then\n\
+         \x20 echo 'ps: serving until stopped'\n\
+         \x20 trap 'echo ps: stopped; exit 0' TERM\n\
+         \x20 sleep infinity &\n\
+         \x20 wait\n\
+         fi\n",
+    );
+    c.spawn(
+        &t,
+        &script,
+        &[
+            "-w",
+            "1",
+            "--chief",
+            "--ps",
+            "1",
+            "-c",
+            entrypoint.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+
+    c.eventually(
+        "the parameter server to be gone, the chief and worker kept",
+        Duration::from_secs(90),
+        || async {
+            let names: Vec<String> = c.pods(&t).await.iter().map(|p| p.name_any()).collect();
+            (names == [format!("{t}-chief-0"), format!("{t}-worker-0")]).then_some(())
+        },
+    )
+    .await;
+    for pod in c
+        .pods_in_phase(&t, "Succeeded", Duration::from_secs(60))
+        .await
+    {
+        assert_eq!(exit_code(&pod), Some(0), "{pod:?}");
+    }
+    let logs = c.run(&["logs", "-t", &t]).await;
+    logs.success()
+        .stdout_has("chief-0  | chief-0: cluster of 3 tasks agrees on ");
 }
