@@ -420,6 +420,10 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
 
     spec.restart_policy
         .get_or_insert_with(|| "Never".to_string());
+    // The pod's pause process is PID 1, so the script is not: SIGTERM (a delete, an
+    // eviction, a preemption) ends it at once or runs its handler, instead of being
+    // dropped by a PID 1 without one while the kubelet waits out the grace period.
+    spec.share_process_namespace.get_or_insert(true);
     let scheduling = &req.scheduling;
     if let Some(seconds) = scheduling.deadline_seconds {
         spec.active_deadline_seconds = Some(seconds);

@@ -124,3 +124,72 @@ async fn sigint_while_the_first_pods_start_leaves_no_object_and_no_container() {
     })
     .await;
 }
+
+/// SIGTERM reaches the training script (issue 25): the pod's pause process is PID 1, so
+/// a script without a handler ends at once on a delete, and a script with one runs it.
+/// The grace period is 600 s: had the signal been dropped (a script as PID 1 without a
+/// handler), `-d --wait --timeout 120s` would time out waiting for the kubelet's SIGKILL.
+#[tokio::test]
+async fn sigterm_reaches_the_script_with_or_without_a_handler() {
+    let Some(c) = Cluster::new("sigterm").await else {
+        return;
+    };
+    let template = std::fs::read_to_string(c.template()).expect("read the pod template");
+    let template = c.write(
+        "grace-600.yaml",
+        &template.replace(
+            "  restartPolicy: Never\n",
+            "  restartPolicy: Never\n  terminationGracePeriodSeconds: 600\n",
+        ),
+    );
+    assert!(
+        std::fs::read_to_string(&template)
+            .unwrap()
+            .contains("terminationGracePeriodSeconds: 600")
+    );
+    let plain = c.write(
+        "plain.py",
+        "import time\nprint('training', flush=True)\ntime.sleep(600)\n",
+    );
+    let handled = c.write("linger.py", LINGER);
+    let (p, h) = (tag("plain"), tag("handled"));
+    for (t, script) in [(&p, &plain), (&h, &handled)] {
+        let args = [
+            "-t",
+            t,
+            "-w",
+            "1",
+            "--pod-file",
+            template.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ];
+        c.run(&args).await.success();
+        c.run(&["wait", "-t", t, "--for", "start", "--timeout", RUN_TIMEOUT])
+            .await
+            .success();
+    }
+    // The handler's line is printed by the container while it stops: follow it.
+    let follow = c.start(&["logs", "-f", "-t", &h]);
+    c.eventually(
+        "the handled script to be training",
+        Duration::from_secs(60),
+        || async {
+            let out = c.run(&["logs", "-t", &h]).await;
+            out.stdout.contains("training").then_some(())
+        },
+    )
+    .await;
+    for t in [&p, &h] {
+        let out = c
+            .run(&["-d", "-y", "--wait", "--timeout", "120s", "-t", t])
+            .await;
+        out.success();
+        assert!(c.pods(t).await.is_empty(), "{out:#?}");
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), follow.wait_with_output())
+        .await
+        .expect("logs -f ends with the container")
+        .expect("wait for logs -f");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("SIGTERM: saving a checkpoint"), "{stdout}");
+}
