@@ -8,6 +8,15 @@ Every worker runs this same script; tf-spawner gives each one TF_CONFIG. The chi
 MODEL_DIR; the other workers must save too (saving is a collective step) but write to
 a temporary directory that is deleted afterwards.
 
+Keras: Model.fit under MultiWorkerMirroredStrategy needs Keras 2. TensorFlow up to 2.15
+has it built in; from 2.16 on, tf.keras is Keras 3, whose Model.fit fails under this strategy
+("Attempt to convert a value (PerReplica:{...}) ... to a Tensor", keras-team/keras#20585).
+The recipe of TensorFlow's 2.16 release notes brings Keras 2 back: install tf_keras matching
+TensorFlow (`pip install tf-keras~=2.<minor>`) and set TF_USE_LEGACY_KERAS=1 before TensorFlow
+is imported. This script sets it when tf_keras is installed (not otherwise: TF 2.15 reads it
+too, and its tf.keras would then fail to import without tf_keras), and exits 1 with one line
+saying what to install when it finds TF >= 2.16 without tf_keras.
+
 Environment:
   MODEL_DIR             where the chief saves the model (default /tmp/model)
   MNIST_NPZ             a local copy of mnist.npz (keys x_train, y_train, x_test, y_test);
@@ -15,8 +24,13 @@ Environment:
   EPOCHS                number of epochs (default 3)
   BATCH_PER_REPLICA     batch size per replica (default 64)
   STEPS_PER_EPOCH       steps per epoch (default: one pass over the training set)
+  TF_USE_LEGACY_KERAS   set to 1 if unset and tf_keras is installed (see Keras above)
+  TF_SPAWNER_FAIL_TASK  e.g. worker-1: that task raises after its first epoch, to see how a
+                        failed task is reported
 """
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -24,8 +38,42 @@ import sys
 import tempfile
 import traceback
 
-import numpy as np
-import tensorflow as tf
+# Before TensorFlow is imported, and only if tf_keras is there: TF 2.15 reads the variable
+# too, and without tf_keras its tf.keras would then fail to import.
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+
+def keras_2_or_exit(script, what):
+    """Exits 1 with one line unless tf.keras is Keras 2 (see the module docstring)."""
+    version = tf.__version__
+    major, minor = (int(part) for part in version.split(".")[:2])
+    fix = "pip install tf-keras~=%d.%d" % (major, minor)
+    setting = os.environ.get("TF_USE_LEGACY_KERAS")
+    if setting in ("1", "true", "True"):
+        if importlib.util.find_spec("tf_keras") is None:
+            problem = "TF_USE_LEGACY_KERAS=%s asks for the tf_keras package, which is not installed" % setting
+        else:
+            have = importlib.metadata.version("tf_keras")
+            if have.split(".")[:2] == [str(major), str(minor)]:
+                return
+            problem = "tf_keras %s does not match it" % have
+    elif (major, minor) < (2, 16):
+        return  # Keras 2 is built in
+    elif setting is not None:
+        problem = "TF_USE_LEGACY_KERAS=%s selects Keras 3" % setting
+        fix = "leave TF_USE_LEGACY_KERAS unset or 1, with " + fix
+    else:
+        problem = "the tf_keras package is not installed"
+    print("%s: TensorFlow %s: %s needs Keras 2 from tf_keras, but %s: %s"
+          % (script, version, what, problem, fix), file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+keras_2_or_exit("mnist.py", "Model.fit under MultiWorkerMirroredStrategy")
 
 # The strategy must be built before anything else touches TensorFlow: building it
 # starts this task's gRPC server on its TF_CONFIG address, which must happen before
@@ -65,7 +113,12 @@ def load_mnist():
             (x_train, y_train) = data["x_train"], data["y_train"]
             (x_test, y_test) = data["x_test"], data["y_test"]
     else:
-        (x_train, y_train), (x_test, y_test) = tf.keras.datasets.mnist.load_data()
+        try:
+            (x_train, y_train), (x_test, y_test) = tf.keras.datasets.mnist.load_data()
+        except Exception as e:  # noqa: BLE001 - one line instead of three tracebacks
+            print("mnist.py: cannot download MNIST (%s); put a copy of mnist.npz where the "
+                  "tasks can read it and set MNIST_NPZ to its path" % (e,), file=sys.stderr, flush=True)
+            sys.exit(1)
 
     def prepare(x, y):
         return (x.astype("float32") / 255.0)[..., np.newaxis], y.astype("int64")
@@ -105,6 +158,23 @@ def build_model():
     return model
 
 
+class FailAfterFirstEpoch(tf.keras.callbacks.Callback):
+    """Raises at the end of the first epoch: a task failing in the middle of training."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+
+    def on_epoch_end(self, epoch, logs=None):
+        raise RuntimeError("%s: failing after epoch %d, as TF_SPAWNER_FAIL_TASK asks"
+                           % (self.name, epoch + 1))
+
+
+def fail_on_request(name):
+    """The callbacks of model.fit: one that fails, if TF_SPAWNER_FAIL_TASK names this task."""
+    return [FailAfterFirstEpoch(name)] if os.environ.get("TF_SPAWNER_FAIL_TASK") == name else []
+
+
 def main():
     task_type, task_index, cluster = read_tf_config()
     name = "%s-%d" % (task_type, task_index)
@@ -122,7 +192,8 @@ def main():
 
     with strategy.scope():
         model = build_model()
-    model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2)
+    model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
+              callbacks=fail_on_request(name))
     loss, accuracy = model.evaluate(test, verbose=0)
     print("%s: test loss %.4f, test accuracy %.4f" % (name, loss, accuracy), flush=True)
 

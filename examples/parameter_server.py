@@ -14,26 +14,60 @@ One script, three behaviours chosen by the task type in TF_CONFIG:
                coordinator writes to CHECKPOINT_DIR. That needs a directory both pods can
                see (a shared volume in the pod templates); without one it just exits 0.
 
-Model.fit with ParameterServerStrategy needs Keras 2 (TF 2.5 to 2.15, or tf_keras with
-TF >= 2.16, selected below through TF_USE_LEGACY_KERAS); Keras 3 does not support it.
+Model.fit with ParameterServerStrategy needs Keras 2: TensorFlow up to 2.15 has it built in;
+from 2.16 on, tf.keras is Keras 3, which does not support this strategy. As in mnist.py: with
+tf_keras installed (`pip install tf-keras~=2.<minor>`, matching TensorFlow) this script sets
+TF_USE_LEGACY_KERAS=1 before importing TensorFlow, so tf.keras is Keras 2; on TF >= 2.16
+without tf_keras it exits 1 with one line saying what to install.
 
 Environment:
   EPOCHS            number of epochs (default 5)
   STEPS_PER_EPOCH   steps per epoch (default 50); required by this strategy
   GLOBAL_BATCH      global batch size (default 64)
+  MODEL_DIR         where the coordinator saves the trained model (default /tmp/model)
   CHECKPOINT_DIR    shared directory for checkpoints (optional, see evaluator above)
+  TF_USE_LEGACY_KERAS  set to 1 if unset and tf_keras is installed (see above)
 """
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
 import traceback
 
-# With TF >= 2.16, tf.keras is Keras 3 unless this is set and tf_keras is installed.
+# Before TensorFlow is imported, and only if tf_keras is there: TF 2.15 reads the variable
+# too, and without tf_keras its tf.keras would then fail to import.
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import tensorflow as tf  # noqa: E402
+
+
+def keras_2_or_exit(script, what):
+    """Exits 1 with one line unless tf.keras is Keras 2 (see the module docstring)."""
+    version = tf.__version__
+    major, minor = (int(part) for part in version.split(".")[:2])
+    fix = "pip install tf-keras~=%d.%d" % (major, minor)
+    setting = os.environ.get("TF_USE_LEGACY_KERAS")
+    if setting in ("1", "true", "True"):
+        if importlib.util.find_spec("tf_keras") is None:
+            problem = "TF_USE_LEGACY_KERAS=%s asks for the tf_keras package, which is not installed" % setting
+        else:
+            have = importlib.metadata.version("tf_keras")
+            if have.split(".")[:2] == [str(major), str(minor)]:
+                return
+            problem = "tf_keras %s does not match it" % have
+    elif (major, minor) < (2, 16):
+        return  # Keras 2 is built in
+    elif setting is not None:
+        problem = "TF_USE_LEGACY_KERAS=%s selects Keras 3" % setting
+        fix = "leave TF_USE_LEGACY_KERAS unset or 1, with " + fix
+    else:
+        problem = "the tf_keras package is not installed"
+    print("%s: TensorFlow %s: %s needs Keras 2 from tf_keras, but %s: %s"
+          % (script, version, what, problem, fix), file=sys.stderr, flush=True)
+    sys.exit(1)
+
 
 FEATURES = 10
 
@@ -84,11 +118,6 @@ def run_server(resolver):
 
 
 def run_coordinator(resolver):
-    keras_version = str(getattr(tf.keras, "__version__", "2"))
-    if keras_version.startswith("3"):
-        raise RuntimeError("model.fit with ParameterServerStrategy needs Keras 2: "
-                           "pip install tf_keras (matching your TensorFlow) in the image")
-
     num_ps = len(resolver.cluster_spec().as_dict().get("ps", []))
     # Shard big variables over the parameter servers (small ones stay whole).
     partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
@@ -108,6 +137,9 @@ def run_coordinator(resolver):
 
     with strategy.scope():
         model = build_model()
+    # Where the variables live: on the parameter servers, not on the coordinator.
+    print("chief: variables on %s" % ", ".join(sorted({v.device for v in model.variables})),
+          flush=True)
 
     callbacks = []
     checkpoint_dir = os.environ.get("CHECKPOINT_DIR", "").strip()
@@ -122,6 +154,12 @@ def run_coordinator(resolver):
     print("chief: trained %d epochs of %d steps with %d ps; loss %s"
           % (epochs, steps_per_epoch, num_ps, " -> ".join("%.4f" % l for l in losses)),
           flush=True)
+
+    model_dir = os.environ.get("MODEL_DIR", "").strip() or "/tmp/model"
+    os.makedirs(model_dir, exist_ok=True)
+    path = os.path.join(model_dir, "parameter_server.keras")
+    model.save(path)
+    print("chief: model saved to %s" % path, flush=True)
 
 
 def run_evaluator():
@@ -140,6 +178,7 @@ def run_evaluator():
 
 
 def main():
+    keras_2_or_exit("parameter_server.py", "Model.fit under ParameterServerStrategy")
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     task_type = resolver.task_type
     if task_type in ("worker", "ps"):
