@@ -159,15 +159,17 @@ def build_model():
 
 
 class FailAfterFirstEpoch(tf.keras.callbacks.Callback):
-    """Raises at the end of the first epoch: a task failing in the middle of training."""
+    """Raises after the first epoch: a task failing in the middle of training."""
 
     def __init__(self, name):
         super().__init__()
         self.name = name
 
-    def on_epoch_end(self, epoch, logs=None):
-        raise RuntimeError("%s: failing after epoch %d, as TF_SPAWNER_FAIL_TASK asks"
-                           % (self.name, epoch + 1))
+    def on_epoch_begin(self, epoch, logs=None):
+        # At the start of the second epoch, once Keras has printed the first one's line.
+        if epoch >= 1:
+            raise RuntimeError("%s: failing after epoch %d, as TF_SPAWNER_FAIL_TASK asks"
+                               % (self.name, epoch))
 
 
 def fail_on_request(name):

@@ -5,7 +5,7 @@
 
 One script, three behaviours chosen by the task type in TF_CONFIG:
 
-  worker, ps   start a TensorFlow server and serve forever (`Server.join()`); the
+  worker, ps   start a TensorFlow server and serve until SIGTERM (exit 0); the
                coordinator sends them the work and holds the variables on the ps tasks.
   chief        the coordinator: builds the ParameterServerStrategy, trains a small Keras
                model on synthetic data with model.fit, then exits 0. Its exit decides the
@@ -32,7 +32,9 @@ Environment:
 import importlib.metadata
 import importlib.util
 import os
+import signal
 import sys
+import time
 import traceback
 
 # Before TensorFlow is imported, and only if tf_keras is there: TF 2.15 reads the variable
@@ -112,9 +114,20 @@ def run_server(resolver):
         protocol=resolver.rpc_layer or "grpc",
         start=True,
     )
-    print("%s-%d: serving the coordinator at %s" % (resolver.task_type, resolver.task_id, server.target),
-          flush=True)
-    server.join()
+    name = "%s-%d" % (resolver.task_type, resolver.task_id)
+    print("%s: serving the coordinator at %s" % (name, server.target), flush=True)
+
+    # Exit at once on SIGTERM (tf-spawner -d, or --local once the chief is done). In a pod this
+    # process is PID 1, for which SIGTERM does nothing without a handler: the pod would linger
+    # for its whole grace period. Python runs the handler between bytecodes, so wait in Python
+    # rather than in server.join(); the server runs in its own threads.
+    def stop(signum, frame):
+        print("%s: stopping on SIGTERM" % name, flush=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    while True:
+        time.sleep(3600)
 
 
 def run_coordinator(resolver):

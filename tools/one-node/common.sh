@@ -62,6 +62,7 @@ POD_SUBNET=$NET.0/24
 POD_RANGE_START=$NET.10
 PAUSE_IMAGE=tf-spawner.local/pause:1
 PYTHON_IMAGE=tf-spawner.local/python:3.11
+TENSORFLOW_IMAGE=tf-spawner.local/tensorflow:2.21  # optional: tensorflow-image.sh (tools/tensorflow's pins)
 
 # The shared tools' start.sh / stop.sh for this cluster's prefix and ports.
 cp_env() {

@@ -68,24 +68,8 @@ for b in kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet; 
 done
 echo "$K8S_PREFIX" > "$STATE/k8s-prefix"
 
-# make_image ROOTFS NAME:TAG OUT.tar ENTRYPOINT_JSON CMD_JSON
-# Writes a `docker save`-format archive (one uncompressed layer), which `ctr images import` reads.
-make_image() {
-  local rootfs=$1 ref=$2 out=$3 entrypoint=$4 cmd=$5 tmp diff config_digest
-  tmp=$(mktemp -d "$CACHE/image.XXXXXX")
-  tar --numeric-owner --xattrs -C "$rootfs" -cf "$tmp/layer.tar" .
-  diff=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1)
-  cat >"$tmp/config.json" <<EOF
-{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":$entrypoint,"Cmd":$cmd,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:$diff"]},"history":[{"created_by":"tf-spawner tools/one-node/setup.sh"}]}
-EOF
-  config_digest=$(sha256sum "$tmp/config.json" | cut -d' ' -f1)
-  mv "$tmp/config.json" "$tmp/$config_digest.json"
-  mkdir "$tmp/$diff" && mv "$tmp/layer.tar" "$tmp/$diff/layer.tar"
-  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]\n' "$config_digest" "$ref" "$diff" >"$tmp/manifest.json"
-  tar -C "$tmp" -cf "$out.tmp" manifest.json "$config_digest.json" "$diff/layer.tar"
-  mv "$out.tmp" "$out"
-  rm -rf "$tmp"
-}
+# make_image: tools/one-node/image.sh
+source "$HERE/image.sh"
 
 # The pause image: one static binary.
 if [ ! -f "$CACHE/images/pause.tar" ]; then

@@ -220,8 +220,10 @@ else
   start_daemon containerd "$(command -v containerd)" --config "$RUN/containerd.toml" --log-level info
 fi
 wait_for "containerd" 30 containerd ctr_k8s version
-for image in pause python; do
+for image in pause python tensorflow; do
   ref=$PAUSE_IMAGE; [ $image = python ] && ref=$PYTHON_IMAGE
+  # The TensorFlow image is optional: imported when tensorflow-image.sh has written it.
+  [ $image = tensorflow ] && { ref=$TENSORFLOW_IMAGE; [ -f "$IMAGES/tensorflow.tar" ] || continue; }
   if ! ctr_k8s images ls -q | grep -xF "$ref" >/dev/null; then
     log "importing $ref into containerd (namespace k8s.io)"
     ctr_k8s images import --no-unpack=false "$IMAGES/$image.tar" >"$LOGS/import-$image.log" 2>&1 \

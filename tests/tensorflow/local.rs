@@ -1,0 +1,261 @@
+//! The examples on real TensorFlow, as local processes: the README's commands
+//! (`tf-spawner --local ... examples/mnist.py`, `... examples/parameter_server.py`) with a
+//! small synthetic data set, a few epochs, and the model saved in the test's temp dir.
+
+use crate::support::{Output, Tf, epochs, is_keras_file, repo_file, series, task_lines};
+
+/// What `worker` printed, and its epochs' loss and accuracy; panics with the whole output
+/// unless it trained `epochs` epochs.
+fn trained(out: &Output, worker: &str, count: usize) -> (Vec<f64>, Vec<f64>) {
+    let lines = task_lines(&out.stdout, worker);
+    let done = epochs(&lines);
+    assert_eq!(
+        done.len(),
+        count,
+        "{worker} trained {count} epochs: {out:#?}"
+    );
+    assert!(
+        lines.contains(&format!("Epoch {count}/{count}").as_str()),
+        "{worker}: {lines:#?}"
+    );
+    (
+        series(&done, "loss", &lines),
+        series(&done, "accuracy", &lines),
+    )
+}
+
+/// mnist.py with MultiWorkerMirroredStrategy on 2 workers: both train the same model (the
+/// all-reduce gives both the same loss and accuracy, epoch by epoch), the loss goes down,
+/// the chief (worker 0) saves the model and worker 1's temporary copy is removed.
+#[test]
+fn mnist_trains_on_two_workers_and_the_chief_saves_the_model() {
+    let Some(tf) = Tf::new("mnist") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let model_dir = tf.path("model");
+    let tmp = tf.path("tmp");
+    std::fs::create_dir(&tmp).expect("tmp dir");
+    let env = tf.env_file(
+        "mnist.env",
+        &[
+            ("MNIST_NPZ", npz.to_str().unwrap()),
+            ("MODEL_DIR", model_dir.to_str().unwrap()),
+            ("EPOCHS", "3"),
+            ("TMPDIR", tmp.to_str().unwrap()),
+        ],
+    );
+    let out = tf.local(&[
+        "-t",
+        "mnist",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &repo_file("examples/mnist.py"),
+    ]);
+    out.success()
+        .stdout_has("run mnist (local): Succeeded")
+        .stdout_has("worker-0 | worker-0: 2 replicas in sync, global batch 128, chief=True")
+        .stdout_has("worker-1 | worker-1: 2 replicas in sync, global batch 128, chief=False");
+
+    let (loss, accuracy) = trained(&out, "worker-0", 3);
+    assert_eq!(
+        (loss.clone(), accuracy.clone()),
+        trained(&out, "worker-1", 3),
+        "one model: {out:#?}"
+    );
+    assert!(loss[2] < loss[0], "the loss went down: {loss:?}: {out:#?}");
+    assert!(accuracy[2] > 0.2, "better than chance: {accuracy:?}");
+    for worker in ["worker-0", "worker-1"] {
+        let prefix = format!("{worker}: test loss ");
+        assert!(
+            task_lines(&out.stdout, worker)
+                .iter()
+                .any(|l| l.starts_with(&prefix) && l.contains(", test accuracy ")),
+            "{worker} evaluated: {out:#?}"
+        );
+    }
+
+    let saved = model_dir.join("mnist.keras");
+    out.stdout_has(&format!(
+        "worker-0 | worker-0: model saved to {}",
+        saved.display()
+    ))
+    .stdout_lacks("worker-1: model saved");
+    assert!(
+        is_keras_file(&saved),
+        "{} is a .keras model",
+        saved.display()
+    );
+    // (TensorFlow's autograph leaves a __pycache__ there too.)
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .expect("tmp dir")
+        .map(|e| {
+            e.expect("tmp entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.starts_with("mnist-"))
+        .collect();
+    assert!(left.is_empty(), "worker-1's copy is removed: {left:?}");
+}
+
+/// parameter_server.py: the chief coordinates 2 workers and 1 parameter server, which
+/// holds the variables; it trains, saves the model and exits 0, which decides the run;
+/// the workers and the parameter server, which serve until stopped, exit on the SIGTERM
+/// tf-spawner then sends.
+#[test]
+fn parameter_server_strategy_trains_with_a_chief_a_ps_and_two_workers() {
+    let Some(tf) = Tf::new("parameter_server") else {
+        return;
+    };
+    let model_dir = tf.path("model");
+    let env = tf.env_file(
+        "ps.env",
+        &[
+            ("MODEL_DIR", model_dir.to_str().unwrap()),
+            ("EPOCHS", "3"),
+            ("STEPS_PER_EPOCH", "10"),
+        ],
+    );
+    let out = tf.local(&[
+        "-t",
+        "ps",
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &repo_file("examples/parameter_server.py"),
+    ]);
+    out.success()
+        .stdout_has("chief-0 exited 0: Succeeded; stopping ps-0, worker-0, worker-1")
+        .stdout_has("run ps (local): Succeeded")
+        .stdout_has("chief-0  | chief: variables on /job:ps/replica:0/task:0/device:CPU:0");
+
+    let chief = task_lines(&out.stdout, "chief-0");
+    let done = epochs(&chief);
+    assert_eq!(done.len(), 3, "3 epochs: {out:#?}");
+    assert!(done.iter().all(|e| e.contains_key("mae")), "{chief:#?}");
+    let loss = series(&done, "loss", &chief);
+    assert!(loss[2] < loss[0], "the loss went down: {loss:?}");
+    let summary = format!(
+        "chief: trained 3 epochs of 10 steps with 1 ps; loss {}",
+        loss.iter()
+            .map(|l| format!("{l:.4}"))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    );
+    assert!(chief.contains(&summary.as_str()), "{summary:?}: {chief:#?}");
+
+    let saved = model_dir.join("parameter_server.keras");
+    assert!(
+        chief.contains(&format!("chief: model saved to {}", saved.display()).as_str()),
+        "{chief:#?}"
+    );
+    assert!(
+        is_keras_file(&saved),
+        "{} is a .keras model",
+        saved.display()
+    );
+    for task in ["ps-0", "worker-0", "worker-1"] {
+        let lines = task_lines(&out.stdout, task);
+        let serving = format!("{task}: serving the coordinator at grpc://127.0.0.1:");
+        assert!(lines.iter().any(|l| l.starts_with(&serving)), "{lines:#?}");
+        assert!(
+            lines.contains(&format!("{task}: stopping on SIGTERM").as_str()),
+            "{task} stopped on tf-spawner's SIGTERM: {lines:#?}"
+        );
+    }
+}
+
+/// A worker that fails in the middle of training (after its first epoch, through the
+/// example's TF_SPAWNER_FAIL_TASK): the run fails with exit 3, naming the worker and its
+/// exit code, and its error is in what it printed; no model is saved.
+#[test]
+fn a_worker_failing_mid_training_fails_the_run() {
+    let Some(tf) = Tf::new("failing_worker") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let model_dir = tf.path("model");
+    let env = tf.env_file(
+        "fail.env",
+        &[
+            ("MNIST_NPZ", npz.to_str().unwrap()),
+            ("MODEL_DIR", model_dir.to_str().unwrap()),
+            ("EPOCHS", "3"),
+            ("TF_SPAWNER_FAIL_TASK", "worker-1"),
+        ],
+    );
+    let out = tf.local(&[
+        "-t",
+        "failing",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &repo_file("examples/mnist.py"),
+    ]);
+    out.failure(3)
+        .stderr_has("error: local run 'failing' failed: worker-1 exited with code 1");
+    out.stdout_has("local run failing: worker-1 exited with code 1: Failed");
+    let lines = task_lines(&out.stdout, "worker-1");
+    assert_eq!(epochs(&lines).len(), 1, "one epoch trained: {out:#?}");
+    assert!(
+        lines.contains(
+            &"RuntimeError: worker-1: failing after epoch 1, as TF_SPAWNER_FAIL_TASK asks"
+        ),
+        "{out:#?}"
+    );
+    assert!(!model_dir.join("mnist.keras").exists(), "no model saved");
+}
+
+/// Keras 3 (TF_USE_LEGACY_KERAS=0 on TensorFlow >= 2.16), whose Model.fit fails under
+/// MultiWorkerMirroredStrategy: every worker refuses at once with one line saying why and
+/// what to do, not a traceback.
+#[test]
+fn mnist_refuses_keras_3_in_one_line() {
+    let Some(tf) = Tf::new("keras_3") else {
+        return;
+    };
+    let env = tf.env_file("keras3.env", &[("TF_USE_LEGACY_KERAS", "0")]);
+    let out = tf.local(&[
+        "-t",
+        "keras3",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &repo_file("examples/mnist.py"),
+    ]);
+    out.failure(3);
+    out.stdout_lacks("Traceback").stdout_lacks("PerReplica");
+    // The first worker to refuse ends the run (the other may be stopped before it does).
+    let worker = ["worker-0", "worker-1"]
+        .into_iter()
+        .find(|w| {
+            out.stderr
+                .contains(&format!("failed: {w} exited with code 1"))
+        })
+        .unwrap_or_else(|| panic!("a worker exited 1: {out:#?}"));
+    let lines = task_lines(&out.stdout, worker);
+    let refusal: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("mnist.py: "))
+        .collect();
+    assert_eq!(refusal.len(), 1, "one line: {out:#?}");
+    for needle in [
+        "mnist.py: TensorFlow 2.",
+        "Model.fit under MultiWorkerMirroredStrategy needs Keras 2 from tf_keras",
+        "but TF_USE_LEGACY_KERAS=0 selects Keras 3",
+        "leave TF_USE_LEGACY_KERAS unset or 1, with pip install tf-keras~=2.",
+    ] {
+        assert!(refusal[0].contains(needle), "{needle:?} in {refusal:?}");
+    }
+}
