@@ -3,7 +3,8 @@
 //! cluster DNS), named by its admin kubeconfig in `TF_SPAWNER_PODS_KUBECONFIG`; every
 //! test is skipped, with a notice, without it. Here nothing writes a pod's status but
 //! the kubelet, and every log line comes from a container. `.ci/run` sets it up, runs
-//! `cargo test --test pods`, and stops it.
+//! `cargo test --test pods`, and stops it. The TensorFlow cases (`tensorflow.rs`) also
+//! need the one-node TensorFlow image (`tools/one-node/tensorflow-image.sh`).
 
 mod env;
 mod failures;
@@ -11,3 +12,4 @@ mod lifecycle;
 mod run;
 mod streams;
 mod support;
+mod tensorflow;

@@ -1,0 +1,254 @@
+//! TensorFlow in running pods: the examples train on the one-node cluster's image
+//! `tf-spawner.local/tensorflow:2.21` (`tools/one-node/tensorflow-image.sh`: the Python
+//! image plus the pinned tensorflow-cpu and tf-keras), with the template
+//! `tools/one-node/pod-tensorflow.yaml`, whose hostPath volume (this test's temp dir here:
+//! the node is this machine) brings the data set in and the chief's model out. Each run
+//! reaches its verdict with `wait`; then `-d --wait` leaves nothing.
+//!
+//! Skipped (with a notice) when no node has the image, unless `TF_SPAWNER_PODS_TF_IMAGE`
+//! names it: then it must be there (`.ci/run` sets it).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service};
+use kube::api::{Api, ListParams};
+
+use crate::support::{Cluster, repo_file, tag};
+
+#[path = "../common/tensorflow.rs"]
+mod tf_common;
+use tf_common::{epochs, is_keras_file, series, write_synthetic_mnist};
+
+/// Names the TensorFlow image, and makes these tests fail rather than skip without it.
+const IMAGE_VAR: &str = "TF_SPAWNER_PODS_TF_IMAGE";
+/// The image and the host directory named in `tools/one-node/pod-tensorflow.yaml`.
+const TEMPLATE_IMAGE: &str = "tf-spawner.local/tensorflow:2.21";
+const TEMPLATE_DATA: &str = "/tmp/tf-spawner-data";
+/// Importing TensorFlow and wiring the tasks takes a while on a busy 2-CPU node.
+const TF_TIMEOUT: &str = "300s";
+
+/// This test's copy of the TensorFlow template (its temp dir at `/data`), or `None` (with
+/// a notice) when no node has the image and `TF_SPAWNER_PODS_TF_IMAGE` is unset.
+async fn tensorflow_template(c: &Cluster, test: &str) -> Option<PathBuf> {
+    let required = std::env::var(IMAGE_VAR).ok().filter(|v| !v.is_empty());
+    let image = required
+        .clone()
+        .unwrap_or_else(|| TEMPLATE_IMAGE.to_string());
+    let nodes = Api::<Node>::all(c.client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("list nodes");
+    let on_a_node = nodes
+        .items
+        .iter()
+        .filter_map(|n| n.status.as_ref()?.images.as_ref())
+        .flatten()
+        .any(|i| i.names.iter().flatten().any(|name| name == &image));
+    if !on_a_node {
+        assert!(
+            required.is_none(),
+            "{IMAGE_VAR}={image}: no node has it (tools/one-node/tensorflow-image.sh, then start.sh)"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: no node has {image} (tools/one-node/tensorflow-image.sh builds it; .ci/run sets {IMAGE_VAR})"
+        );
+        return None;
+    }
+    let text = std::fs::read_to_string(repo_file("tools/one-node/pod-tensorflow.yaml"))
+        .expect("read tools/one-node/pod-tensorflow.yaml");
+    assert!(text.contains(TEMPLATE_IMAGE) && text.contains(TEMPLATE_DATA));
+    let dir = c.dir.path().to_str().expect("UTF-8 temp dir");
+    let text = text
+        .replace(TEMPLATE_DATA, dir)
+        .replace(TEMPLATE_IMAGE, &image);
+    Some(c.write("pod-tensorflow.yaml", &text))
+}
+
+/// Spawns run `tag` of `script` with `template` and `extra` flags, waits for its verdict
+/// (saving every pod's log in `DIR/logs`) and returns the saved log of each task.
+async fn train(c: &Cluster, t: &str, template: &Path, extra: &[&str], script: &str) -> Logs {
+    let mut args = vec!["-t", t, "--pod-file", template.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let script = repo_file(script);
+    args.push(script.to_str().unwrap());
+    c.run(&args).await.success();
+    let saved = c.dir.path().join("logs");
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            t,
+            "--timeout",
+            TF_TIMEOUT,
+            "--save-logs",
+            saved.to_str().unwrap(),
+        ])
+        .await;
+    if out.code != 0 {
+        let logs = c.run(&["logs", "-t", t]).await;
+        panic!("{out:#?}\nevery task's log:\n{}", logs.stdout);
+    }
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+    Logs {
+        dir: saved,
+        tag: t.to_string(),
+    }
+}
+
+/// The logs `wait --save-logs` kept, one file per pod.
+struct Logs {
+    dir: PathBuf,
+    tag: String,
+}
+
+impl Logs {
+    fn of(&self, task: &str) -> String {
+        let path = self.dir.join(format!("{}-{task}.log", self.tag));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("saved log {}: {e}", path.display()))
+    }
+}
+
+/// `-d --wait` returns once every pod is gone, and nothing of the run is left.
+async fn delete_leaves_nothing(c: &Cluster, t: &str) {
+    c.run(&["-d", "-y", "--wait", "--timeout", "180s", "-t", t])
+        .await
+        .success();
+    let lp = ListParams::default().labels(&format!("training_attempt={t}"));
+    let ns = &c.namespace;
+    let left = [
+        Api::<Pod>::namespaced(c.client.clone(), ns)
+            .list(&lp)
+            .await
+            .map(|l| l.items.len()),
+        Api::<Service>::namespaced(c.client.clone(), ns)
+            .list(&lp)
+            .await
+            .map(|l| l.items.len()),
+        Api::<ConfigMap>::namespaced(c.client.clone(), ns)
+            .list(&lp)
+            .await
+            .map(|l| l.items.len()),
+        Api::<Secret>::namespaced(c.client.clone(), ns)
+            .list(&lp)
+            .await
+            .map(|l| l.items.len()),
+    ];
+    let left: Vec<usize> = left.into_iter().map(|n| n.expect("list")).collect();
+    assert_eq!(
+        left,
+        [0, 0, 0, 0],
+        "pods, services, config maps, secrets left"
+    );
+}
+
+/// mnist.py on 2 pods with MultiWorkerMirroredStrategy: both workers train one model (the
+/// same loss and accuracy each epoch), the chief (worker 0) saves it to /data/model.
+#[tokio::test]
+async fn mnist_trains_on_two_pods_and_the_chief_saves_the_model() {
+    let Some(c) = Cluster::new("tf-mnist").await else {
+        return;
+    };
+    let Some(template) = tensorflow_template(&c, "tf_mnist").await else {
+        return;
+    };
+    write_synthetic_mnist(&c.dir.path().join("mnist.npz"), 512, 128);
+    let env = c.write(
+        "mnist.env",
+        "MNIST_NPZ=/data/mnist.npz\nMODEL_DIR=/data/model\nEPOCHS=2\n",
+    );
+    let t = tag("mnist");
+    let env_flag = ["-w", "2", "-e", env.to_str().unwrap()];
+    let logs = train(&c, &t, &template, &env_flag, "examples/mnist.py").await;
+
+    let mut trained = Vec::new();
+    for worker in ["worker-0", "worker-1"] {
+        let text = logs.of(worker);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            text.contains(&format!("{worker}: 2 replicas in sync, global batch 128")),
+            "{text}"
+        );
+        assert!(lines.contains(&"Epoch 2/2"), "{text}");
+        let done = epochs(&lines);
+        assert_eq!(done.len(), 2, "{worker} trained 2 epochs: {text}");
+        trained.push((
+            series(&done, "loss", &lines),
+            series(&done, "accuracy", &lines),
+        ));
+    }
+    assert_eq!(trained[0], trained[1], "one model on both workers");
+    assert!(
+        logs.of("worker-0")
+            .contains("worker-0: model saved to /data/model/mnist.keras")
+    );
+    assert!(!logs.of("worker-1").contains("model saved"));
+    // The pod wrote it through the hostPath volume: the file is on this machine.
+    let saved = c.dir.path().join("model/mnist.keras");
+    assert!(
+        is_keras_file(&saved),
+        "{} is a .keras model",
+        saved.display()
+    );
+
+    delete_leaves_nothing(&c, &t).await;
+}
+
+/// parameter_server.py on 4 pods: the chief coordinates, the variables live on the
+/// parameter server, 2 workers run the steps; the chief's exit 0 decides the run while the
+/// others still serve, and `-d --wait` stops them (they exit on SIGTERM) and leaves nothing.
+#[tokio::test]
+async fn parameter_server_strategy_trains_on_four_pods() {
+    let Some(c) = Cluster::new("tf-ps").await else {
+        return;
+    };
+    let Some(template) = tensorflow_template(&c, "tf_parameter_server").await else {
+        return;
+    };
+    let env = c.write(
+        "ps.env",
+        "MODEL_DIR=/data/model\nEPOCHS=3\nSTEPS_PER_EPOCH=10\n",
+    );
+    let t = tag("ps");
+    let flags = [
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+    ];
+    let logs = train(&c, &t, &template, &flags, "examples/parameter_server.py").await;
+
+    let chief = logs.of("chief-0");
+    let lines: Vec<&str> = chief.lines().collect();
+    assert!(
+        lines.contains(&"chief: variables on /job:ps/replica:0/task:0/device:CPU:0"),
+        "{chief}"
+    );
+    let done = epochs(&lines);
+    assert_eq!(done.len(), 3, "3 epochs: {chief}");
+    let loss = series(&done, "loss", &lines);
+    assert!(loss[2] < loss[0], "the loss went down: {loss:?}");
+    assert!(
+        chief.contains("chief: trained 3 epochs of 10 steps with 1 ps; loss "),
+        "{chief}"
+    );
+    assert!(lines.contains(&"chief: model saved to /data/model/parameter_server.keras"));
+    let saved = c.dir.path().join("model/parameter_server.keras");
+    assert!(
+        is_keras_file(&saved),
+        "{} is a .keras model",
+        saved.display()
+    );
+    for task in ["ps-0", "worker-0", "worker-1"] {
+        let serving = format!("{task}: serving the coordinator at grpc://{t}-{task}.");
+        assert!(logs.of(task).contains(&serving), "{serving:?}");
+    }
+
+    delete_leaves_nothing(&c, &t).await;
+}
