@@ -9,7 +9,7 @@
 # containerd when it is there.
 #
 # Idempotent: an archive whose stamp (the pins' and the Python image's hashes) matches is kept.
-# Run as root, after setup.sh. Progress on stderr; the archive's path on stdout (last line).
+# Run as root, after setup.sh. Progress on stderr; the image's name on stdout (last line).
 # Environment: TF_SPAWNER_ONE_NODE (see setup.sh), TF_SPAWNER_TENSORFLOW (see
 # tools/tensorflow/setup.sh).
 set -euo pipefail
@@ -39,7 +39,7 @@ version=$(sed -n 's/^tensorflow-cpu==\([0-9]*\.[0-9]*\)\..*/\1/p' "$REQUIREMENTS
 stamp="$(cat "$REQUIREMENTS" "$NO_DEPS" | sha256sum | cut -d' ' -f1) $(sha256sum "$IMAGES/python.tar" | cut -d' ' -f1)"
 if [ -f "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$stamp" ]; then
   log "cached: $OUT ($TENSORFLOW_IMAGE)"
-  echo "$OUT"
+  echo "$TENSORFLOW_IMAGE"
   exit 0
 fi
 
@@ -96,4 +96,4 @@ log "writing $OUT ($TENSORFLOW_IMAGE: the Python image's layer + $(du -sh "$work
 make_image "$work/layer" "$TENSORFLOW_IMAGE" "$OUT" 'null' '["python3"]' "$IMAGES/python.tar"
 echo "$stamp" >"$OUT.stamp"
 log "ready: $OUT ($(du -sh "$OUT" | cut -f1)); start.sh imports it"
-echo "$OUT"
+echo "$TENSORFLOW_IMAGE"
