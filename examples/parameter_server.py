@@ -53,7 +53,7 @@ def keras_2_or_exit(script, what):
     setting = os.environ.get("TF_USE_LEGACY_KERAS")
     if setting in ("1", "true", "True"):
         if importlib.util.find_spec("tf_keras") is None:
-            problem = "TF_USE_LEGACY_KERAS=%s asks for the tf_keras package, which is not installed" % setting
+            problem = "TF_USE_LEGACY_KERAS=%s asks for tf_keras, which is not installed" % setting
         else:
             have = importlib.metadata.version("tf_keras")
             if have.split(".")[:2] == [str(major), str(minor)]:
@@ -65,8 +65,8 @@ def keras_2_or_exit(script, what):
         problem = "TF_USE_LEGACY_KERAS=%s selects Keras 3" % setting
         fix = "leave TF_USE_LEGACY_KERAS unset or 1, with " + fix
     else:
-        problem = "the tf_keras package is not installed"
-    print("%s: TensorFlow %s: %s needs Keras 2 from tf_keras, but %s: %s"
+        problem = "its tf.keras is Keras 3 and tf_keras is not installed"
+    print("%s: TensorFlow %s: %s needs Keras 2, but %s: %s"
           % (script, version, what, problem, fix), file=sys.stderr, flush=True)
     sys.exit(1)
 

@@ -252,8 +252,7 @@ fn mnist_refuses_keras_3_in_one_line() {
     assert_eq!(refusal.len(), 1, "one line: {out:#?}");
     for needle in [
         "mnist.py: TensorFlow 2.",
-        "Model.fit under MultiWorkerMirroredStrategy needs Keras 2 from tf_keras",
-        "but TF_USE_LEGACY_KERAS=0 selects Keras 3",
+        "Model.fit under MultiWorkerMirroredStrategy needs Keras 2, but TF_USE_LEGACY_KERAS=0 selects Keras 3",
         "leave TF_USE_LEGACY_KERAS unset or 1, with pip install tf-keras~=2.",
     ] {
         assert!(refusal[0].contains(needle), "{needle:?} in {refusal:?}");
