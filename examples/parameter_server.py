@@ -55,7 +55,10 @@ def keras_2_or_exit(script, what):
         if importlib.util.find_spec("tf_keras") is None:
             problem = "TF_USE_LEGACY_KERAS=%s asks for tf_keras, which is not installed" % setting
         else:
-            have = importlib.metadata.version("tf_keras")
+            try:
+                have = importlib.metadata.version("tf_keras")
+            except importlib.metadata.PackageNotFoundError:
+                return  # installed under another name (tf-keras-nightly): trust it
             if have.split(".")[:2] == [str(major), str(minor)]:
                 return
             problem = "tf_keras %s does not match it" % have
