@@ -138,6 +138,21 @@ fn parameter_server_strategy_trains_with_a_chief_a_ps_and_two_workers() {
         .stdout_has("run ps (local): Succeeded")
         .stdout_has("chief-0  | chief: variables on /job:ps/replica:0/task:0/device:CPU:0");
 
+    chief_trained_and_saved(&out, &model_dir.join("parameter_server.keras"));
+    for task in ["ps-0", "worker-0", "worker-1"] {
+        let lines = task_lines(&out.stdout, task);
+        let serving = format!("{task}: serving the coordinator at grpc://127.0.0.1:");
+        assert!(lines.iter().any(|l| l.starts_with(&serving)), "{lines:#?}");
+        assert!(
+            lines.contains(&format!("{task}: stopping on SIGTERM").as_str()),
+            "{task} stopped on tf-spawner's SIGTERM: {lines:#?}"
+        );
+    }
+}
+
+/// What the coordinator of parameter_server.py printed and wrote: 3 epochs of 10 steps
+/// (loss and mae each), the loss going down, its summary line, the model at `saved`.
+fn chief_trained_and_saved(out: &Output, saved: &std::path::Path) {
     let chief = task_lines(&out.stdout, "chief-0");
     let done = epochs(&chief);
     assert_eq!(done.len(), 3, "3 epochs: {out:#?}");
@@ -153,25 +168,15 @@ fn parameter_server_strategy_trains_with_a_chief_a_ps_and_two_workers() {
     );
     assert!(chief.contains(&summary.as_str()), "{summary:?}: {chief:#?}");
 
-    let saved = model_dir.join("parameter_server.keras");
     assert!(
         chief.contains(&format!("chief: model saved to {}", saved.display()).as_str()),
         "{chief:#?}"
     );
     assert!(
-        is_keras_file(&saved),
+        is_keras_file(saved),
         "{} is a .keras model",
         saved.display()
     );
-    for task in ["ps-0", "worker-0", "worker-1"] {
-        let lines = task_lines(&out.stdout, task);
-        let serving = format!("{task}: serving the coordinator at grpc://127.0.0.1:");
-        assert!(lines.iter().any(|l| l.starts_with(&serving)), "{lines:#?}");
-        assert!(
-            lines.contains(&format!("{task}: stopping on SIGTERM").as_str()),
-            "{task} stopped on tf-spawner's SIGTERM: {lines:#?}"
-        );
-    }
 }
 
 /// A worker that fails in the middle of training (after its first epoch, through the
