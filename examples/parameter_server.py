@@ -120,10 +120,11 @@ def run_server(resolver):
     name = "%s-%d" % (resolver.task_type, resolver.task_id)
     print("%s: serving the coordinator at %s" % (name, server.target), flush=True)
 
-    # Exit at once on SIGTERM (tf-spawner -d, or --local once the chief is done). In a pod this
-    # process is PID 1, for which SIGTERM does nothing without a handler: the pod would linger
-    # for its whole grace period. Python runs the handler between bytecodes, so wait in Python
-    # rather than in server.join(); the server runs in its own threads.
+    # Exit 0 at once on SIGTERM (tf-spawner -d, or --local once the chief is done), saying so,
+    # also where this process is PID 1 (a pod template with shareProcessNamespace: false), for
+    # which SIGTERM does nothing without a handler: the pod would linger for its whole grace
+    # period. Python runs the handler between bytecodes, so wait in Python rather than in
+    # server.join(); the server runs in its own threads.
     def stop(signum, frame):
         print("%s: stopping on SIGTERM" % name, flush=True)
         os._exit(0)
