@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::errors::UsageError;
+use crate::files::{self, Limit};
 use crate::inputs::name_problem;
 use crate::podgroup::Gang;
 
@@ -76,41 +77,38 @@ pub fn path() -> Option<PathBuf> {
     var("HOME").map(|home| PathBuf::from(home).join(".config/tf-spawner/config.yaml"))
 }
 
+/// The bound of the file: a few lines in practice, so anything near this is the wrong file.
+const LIMIT: Limit = Limit {
+    bytes: 1024 * 1024,
+    why: "; a defaults file is a few lines of YAML",
+};
+
 /// Reads the file if there is one. A missing file is fine, except when
 /// `$TF_SPAWNER_CONFIG` names it.
-pub fn load() -> Result<Defaults, UsageError> {
+pub async fn load() -> anyhow::Result<Defaults> {
     let Some(path) = path() else {
         return Ok(Defaults::default());
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                && std::env::var_os(ENV_VAR).is_none_or(|v| v.is_empty()) =>
-        {
-            return Ok(Defaults {
-                path: Some(path),
-                ..Defaults::default()
-            });
-        }
-        Err(e) => {
-            return Err(UsageError::new(format!(
-                "cannot read config file {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    parse(&text, &path)
+    let named = std::env::var_os(ENV_VAR).is_some_and(|v| !v.is_empty());
+    let missing =
+        matches!(std::fs::metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    if missing && !named {
+        return Ok(Defaults {
+            path: Some(path),
+            ..Defaults::default()
+        });
+    }
+    let bytes = files::read(&path, "config file", LIMIT).await?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| UsageError::new(format!("config file {}: not valid UTF-8", path.display())))?;
+    Ok(parse(&text, &path)?)
 }
 
 /// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`.
 pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
     let file = path.display();
-    let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.lines().next().unwrap_or_default().trim().to_string();
-        UsageError::new(format!("config file {file}: not valid YAML: {msg}"))
-    })?;
+    let doc = crate::yaml::to_value(text)
+        .map_err(|e| UsageError::new(format!("config file {file}: not valid YAML: {e}")))?;
     let mut defaults = Defaults {
         path: Some(path.to_path_buf()),
         found: true,

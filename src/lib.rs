@@ -16,6 +16,7 @@ pub(crate) mod diagnostics;
 pub(crate) mod duration;
 pub(crate) mod envfile;
 pub(crate) mod errors;
+pub(crate) mod files;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;
@@ -31,6 +32,7 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod verdict;
+pub(crate) mod yaml;
 
 use std::process::ExitCode;
 
@@ -78,10 +80,6 @@ pub fn main() -> ExitCode {
         Some(cli::Command::Man) => return finish(commands::completions::man()),
         _ => {}
     }
-    let defaults = match defaults::load() {
-        Ok(d) => d,
-        Err(e) => return finish(Err(e.into())),
-    };
     // One thread: the work is waiting on the API server, and a second worker thread
     // only adds wake-ups (a 1,000-worker spawn took twice the CPU on two; README,
     // "Performance"). Nothing here blocks a thread but the `-d` prompt, which waits alone.
@@ -95,7 +93,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(errors::EXIT_RUNTIME);
         }
     };
-    finish(runtime.block_on(run(cli, matches, defaults)))
+    finish(runtime.block_on(run(cli, matches)))
 }
 
 /// Help, version and clap's own errors as clap prints them; a value our own parser
@@ -143,12 +141,9 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-async fn run(
-    cli: Cli,
-    matches: clap::ArgMatches,
-    defaults: defaults::Defaults,
-) -> anyhow::Result<()> {
-    let settings = settings::Settings::load(&cli, &matches, defaults).await;
+async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
+    let defaults = defaults::load().await?;
+    let settings = settings::Settings::load(&cli, &matches, defaults).await?;
     if settings.output.quiet {
         output::silence();
     }

@@ -11,6 +11,13 @@ pub const MAX_TEMPLATE_BYTES: usize = 1024 * 1024;
 
 /// Parses a pod template. `origin` names the file in error messages.
 pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
+    parse_with_unknown(origin, bytes).map(|(pod, _)| pod)
+}
+
+/// Parses a pod template, with the paths of the fields a Pod does not have
+/// (`spec.containres`, `spec.containers.0.imagee`): Kubernetes would drop them without
+/// a word, so the caller warns about each.
+pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String>), String> {
     if bytes.len() > MAX_TEMPLATE_BYTES {
         return Err(format!(
             "pod template {origin} is {} bytes; a pod template is at most {MAX_TEMPLATE_BYTES} bytes",
@@ -19,12 +26,8 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("pod template {origin} is not valid UTF-8"))?;
-    let doc: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| {
-        format!(
-            "pod template {origin} is not valid YAML: {}",
-            first_line(&e.to_string())
-        )
-    })?;
+    let doc = crate::yaml::to_value(text)
+        .map_err(|e| format!("pod template {origin} is not valid YAML: {e}"))?;
     let kind = doc.get("kind").and_then(|k| k.as_str());
     let api_version = doc.get("apiVersion").and_then(|k| k.as_str());
     if kind != Some("Pod") || api_version != Some("v1") {
@@ -36,10 +39,14 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
             }
         ));
     }
-    let pod: Pod = serde_json::from_value(doc).map_err(|e| {
+    let mut unknown = Vec::new();
+    let mut note = |path: serde_ignored::Path| unknown.push(path.to_string());
+    let tracked = serde_ignored::Deserializer::new(doc, &mut note);
+    let pod: Pod = serde_path_to_error::deserialize(tracked).map_err(|e| {
         format!(
-            "pod template {origin} is not a valid Pod: {}",
-            first_line(&e.to_string())
+            "pod template {origin} is not a valid Pod: {}: {}",
+            e.path(),
+            first_line(&e.inner().to_string())
         )
     })?;
     let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
@@ -48,7 +55,7 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
             "pod template {origin} has no containers (spec.containers needs at least one)"
         ));
     }
-    Ok(pod)
+    Ok((pod, unknown))
 }
 
 fn first_line(s: &str) -> &str {
@@ -103,8 +110,34 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.starts_with("pod template t.yaml is not a valid Pod"),
+            e.starts_with("pod template t.yaml is not a valid Pod: spec.containers: invalid type"),
             "{e}"
+        );
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    ports:\n    - containerPort: x\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains(": spec.containers[0].ports[0].containerPort: invalid type"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn misspelled_fields_are_named() {
+        let (_, unknown) = parse_with_unknown(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nmetadata: {labelz: {}}\nspec:\n  containres: []\n  containers:\n  - name: a\n    imagee: x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            unknown,
+            [
+                "metadata.labelz",
+                "spec.containres",
+                "spec.containers.0.imagee"
+            ]
         );
     }
 

@@ -28,7 +28,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         &super::spawn::options(args, settings),
         super::spawn::tag(args),
         settings.namespace.value.clone(),
-    )?;
+    )
+    .await?;
     let plan = local::plan(&request, &args.python)?;
 
     let _ = output::print(&header(&plan, args.randomize_tag));

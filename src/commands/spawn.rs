@@ -18,7 +18,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         &options(args, settings),
         tag(args),
         settings.namespace.value.clone(),
-    )?;
+    )
+    .await?;
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
