@@ -145,7 +145,13 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
     };
     match key {
         "namespace" => defaults.namespace = Some(text()?),
-        "image" => defaults.image = Some(text()?),
+        "image" => {
+            let image = text()?;
+            if image.chars().any(char::is_whitespace) {
+                return Err(bad("an image name (no spaces)"));
+            }
+            defaults.image = Some(image);
+        }
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
             let port = value
@@ -177,18 +183,23 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             let expected = "a duration of at least 1s (e.g. 12h, 90m) or a number of seconds";
             let deadline = match value {
                 Value::Number(n) => n.as_u64().map(Duration::from_secs),
-                Value::String(s) => humantime::parse_duration(s.trim()).ok(),
+                Value::String(s) => crate::cli::parse_duration(s.trim()).ok(),
                 _ => None,
             }
             .filter(|d| d.as_secs() > 0)
             .ok_or_else(|| bad(expected))?;
+            crate::inputs::deadline_seconds(deadline).map_err(|problem| {
+                UsageError::new(format!("config file {file}: key 'deadline': {problem}"))
+            })?;
             defaults.deadline = Some(deadline);
         }
         "workers" => {
+            let max = crate::roles::MAX_TASKS;
             let n = value
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| bad("a whole number of workers"))?;
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| bad(&format!("a number of workers from 1 to {max}")))?;
             defaults.workers = Some(n);
         }
         _ => {
@@ -278,5 +289,14 @@ mod tests {
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));
         assert!(!err("image: [a\n").contains('\n'));
+        assert_eq!(
+            err("workers: 0\n"),
+            "config file /c.yaml: key 'workers': expected a number of workers from 1 to 10000, got 0"
+        );
+        assert_eq!(
+            err("deadline: 2147483648\n"),
+            "config file /c.yaml: key 'deadline': 68years 12days 3h 14m 8s is too long: at most 2147483647 seconds (about 68 years), the API's limit"
+        );
+        assert!(err("image: a b\n").contains("key 'image': expected an image name"));
     }
 }

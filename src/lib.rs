@@ -69,7 +69,7 @@ pub fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    if let Err(e) = spawn_flags_only_for_spawn(&matches) {
+    if let Err(e) = spawn_flags_only_for_spawn(&matches).and_then(|()| script_or_verb(&cli)) {
         return finish(Err(e.into()));
     }
     diagnostics::init(cli.global.verbose);
@@ -96,16 +96,87 @@ pub fn main() -> ExitCode {
     finish(runtime.block_on(run(cli, matches)))
 }
 
-/// Help, version and clap's own errors as clap prints them; a value our own parser
-/// refused (a tag) as one `error:` line, like every other usage error.
+/// Help and version as clap prints them; every usage error (clap's own, or a value our
+/// parser refused, such as a tag) as one `error:` line, exit 2.
 fn clap_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
     let ours = std::error::Error::source(&err)
         .and_then(|source| source.downcast_ref::<errors::UsageError>())
-        .map(|usage| errors::UsageError::new(usage.to_string()));
-    match ours {
-        Some(usage) => finish(Err(usage.into())),
-        None => err.exit(),
+        .map(|usage| usage.to_string());
+    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string()));
+    finish(Err(errors::UsageError::new(message).into()))
+}
+
+/// clap's error text (the error, tips, usage, "For more information") as one line: the
+/// error, the tips worth reading, and where help is.
+fn clap_one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim);
+    let first = lines
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    let tips: Vec<&str> = lines
+        .filter_map(|l| l.strip_prefix("tip: "))
+        .filter(|tip| !tip.starts_with("to pass "))
+        .collect();
+    let mut line = first.to_string();
+    if !tips.is_empty() {
+        line.push_str(&format!(" ({})", tips.join("; ")));
     }
+    line.push_str("; see --help");
+    line
+}
+
+/// What clap took for a training script but is a mistyped verb (`stauts`), or `-d`
+/// given one: a usage error before any file is read.
+fn script_or_verb(cli: &Cli) -> Result<(), errors::UsageError> {
+    let Some(script) = cli.spawn.script.as_deref().filter(|_| cli.command.is_none()) else {
+        return Ok(());
+    };
+    let word = script.to_string_lossy();
+    if cli.spawn.delete {
+        return Err(errors::UsageError::new(format!(
+            "-d deletes a run by its tag and takes no training script ({word}): tf-spawner -d -t TAG"
+        )));
+    }
+    if !word.contains(['.', '/']) && !script.exists() {
+        return Err(errors::UsageError::new(unknown_verb(&word)));
+    }
+    Ok(())
+}
+
+/// The verbs, and the nearest one (or `-d` for `delete`) if the word is close.
+fn unknown_verb(word: &str) -> String {
+    let verbs: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|v| v != "help")
+        .collect();
+    let nearest = verbs
+        .iter()
+        .map(|v| (strsim::damerau_levenshtein(word, v), v))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, v)| format!("; did you mean `{v}`?"));
+    let hint = match word {
+        "delete" | "del" | "rm" | "remove" | "stop" | "kill" => {
+            Some("; to delete a run: tf-spawner -d -t TAG".to_string())
+        }
+        _ => nearest,
+    };
+    format!(
+        "'{word}' is neither a verb nor an existing training script{} (the verbs: {}; a training script is a file, e.g. train.py)",
+        hint.unwrap_or_default(),
+        verbs.join(", ")
+    )
 }
 
 /// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag

@@ -148,7 +148,9 @@ async fn load(path: &Path) -> Result<Result<Kubeconfig, NoFile>> {
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Err(NoFile::Missing(format!("{shown} does not exist"))));
+            return Ok(Err(NoFile::Missing(format!(
+                "cannot read kubeconfig {shown}: No such file or directory"
+            ))));
         }
         Err(e) => {
             return Ok(Err(NoFile::Bad(format!(

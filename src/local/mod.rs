@@ -210,7 +210,8 @@ pub async fn run(
     let mut runner = Runner {
         plan,
         timeout: options.timeout,
-        timeout_at: options.timeout.map(|t| Instant::now() + t),
+        // A timeout beyond the clock's range is no timeout.
+        timeout_at: options.timeout.and_then(|t| Instant::now().checked_add(t)),
         printer: Printer::new(plan, options.colour),
         ended: vec![None; plan.tasks.len()],
         streams_open: 2 * plan.tasks.len(),
