@@ -30,6 +30,7 @@ use crate::roles::{Role, Task};
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
 use crate::{output, signals};
 
+mod reaper;
 mod setup;
 
 pub(crate) use setup::{LocalPlan, LocalTask, plan};
@@ -172,6 +173,11 @@ enum Event {
 struct Groups(Vec<(i32, Arc<AtomicBool>)>);
 
 impl Groups {
+    /// The tasks' main processes.
+    fn leaders(&self) -> Vec<i32> {
+        self.0.iter().map(|(pid, _)| *pid).collect()
+    }
+
     fn signal(&self, at: usize, sig: Signal) {
         let (pgid, gone) = &self.0[at];
         if !gone.load(Ordering::SeqCst) {
@@ -185,6 +191,8 @@ impl Drop for Groups {
         for at in 0..self.0.len() {
             self.signal(at, Signal::KILL);
         }
+        // What the tasks detached from their groups (see `reaper.rs`).
+        reaper::kill_orphans(&self.leaders());
     }
 }
 
@@ -205,6 +213,8 @@ pub async fn run(
     stop: &mut (impl Future<Output = u8> + Unpin),
 ) -> Result<Outcome> {
     let (tx, rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
+    // Orphans of the tasks become ours, to be stopped with the run (see `reaper.rs`).
+    reaper::become_subreaper();
     let groups = start(plan, &tx)?;
     drop(tx);
     let mut runner = Runner {
@@ -370,7 +380,9 @@ impl Runner<'_> {
             _ if self.streams_open == 0 => true,
             Stage::Draining { give_up_at } => Instant::now() >= give_up_at,
             Stage::Running | Stage::Stopping { .. } => {
-                // Output may be held open by a process that left its group: wait a little.
+                // Output may be held open by a process that left its group: stop it (it
+                // is ours once its parent ended), and wait a little.
+                reaper::kill_orphans(&self.groups.leaders());
                 self.stage = Stage::Draining {
                     give_up_at: Instant::now() + AFTER_KILL,
                 };
