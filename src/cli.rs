@@ -189,7 +189,13 @@ pub struct ClusterArgs {
     pub request_timeout: Duration,
 
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
-    #[arg(long, global = true, default_value_t = 4, allow_negative_numbers = true, value_name = "N")]
+    #[arg(
+        long,
+        global = true,
+        default_value_t = 4,
+        allow_negative_numbers = true,
+        value_name = "N"
+    )]
     pub retries: u32,
 }
 
@@ -357,7 +363,12 @@ pub struct RoleArgs {
     pub chief: bool,
 
     /// Number of parameter-server tasks (T-ps-0 …)
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_name = "N"
+    )]
     pub ps: u32,
 
     /// Add an evaluator task (T-evaluator-0), outside the training cluster

@@ -1,8 +1,13 @@
 //! The `-e` env file: `KEY=VALUE` lines, parsed strictly so a typo is an error, not a
 //! silently wrong environment.
 //!
-//! Blank lines and `#` comments are skipped, `export ` is allowed before a key, spaces
-//! around `=` are dropped, and one pair of matching quotes around a value is removed.
+//! The format is that of docker compose's `.env` files (dotenv), strictly: blank lines
+//! and `#` comment lines are skipped, `export ` is allowed before a key, spaces around
+//! `=` are dropped; an unquoted value ends at a `#` that follows a space or a tab (an
+//! inline comment; `a#b` keeps its `#`); a value in matching single or double quotes is
+//! taken as it is between them (a `#` too), and only a comment may follow the closing
+//! quote. No escapes, no `${VAR}` expansion. A value cannot hold a NUL byte (no process
+//! environment can).
 
 use std::collections::BTreeMap;
 
@@ -46,7 +51,13 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
                 "{at}: {key} is set by tf-spawner for every task and cannot be overridden"
             ));
         }
-        vars.insert(key.to_string(), unquote(value.trim()).to_string());
+        let value = value_of(value.trim()).map_err(|problem| format!("{at}: {key}: {problem}"))?;
+        if value.contains('\0') {
+            return Err(format!(
+                "{at}: {key}: the value holds a NUL byte, which no environment variable can"
+            ));
+        }
+        vars.insert(key.to_string(), value.to_string());
     }
     Ok(vars)
 }
@@ -58,13 +69,33 @@ pub fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
 }
 
-fn unquote(value: &str) -> &str {
+/// The value of `KEY=VALUE` (trimmed): unquoted up to an inline comment, or quoted.
+fn value_of(raw: &str) -> Result<&str, String> {
     for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            return &value[1..value.len() - 1];
+        let Some(rest) = raw.strip_prefix(quote) else {
+            continue;
+        };
+        let Some(end) = rest.find(quote) else {
+            // No closing quote: the quote is part of the value.
+            break;
+        };
+        let after = rest[end..]
+            .strip_prefix(quote)
+            .unwrap_or_default()
+            .trim_start();
+        if after.is_empty() || after.starts_with('#') {
+            return Ok(&rest[..end]);
         }
+        return Err(format!(
+            "unexpected {:?} after the closing quote (only a # comment may follow)",
+            clip(after)
+        ));
     }
-    value
+    let end = raw
+        .char_indices()
+        .find(|&(at, c)| c == '#' && raw[..at].ends_with([' ', '\t']))
+        .map_or(raw.len(), |(at, _)| at);
+    Ok(raw[..end].trim_end())
 }
 
 /// Keeps error messages one readable line, whatever the input.
@@ -117,6 +148,33 @@ mod tests {
     #[test]
     fn mismatched_quotes_are_kept() {
         assert_eq!(ok("A=\"x'\n"), pairs(&[("A", "\"x'")]));
+    }
+
+    #[test]
+    fn inline_comments_follow_a_space_and_quotes_keep_a_hash() {
+        let text = "export S3_ENDPOINT = https://s3.example.org   # where the data is\nB=a#b\nC='x # y' # c\nD=\"\" # empty\nE=v\t# tab\n";
+        assert_eq!(
+            ok(text),
+            pairs(&[
+                ("B", "a#b"),
+                ("C", "x # y"),
+                ("D", ""),
+                ("E", "v"),
+                ("S3_ENDPOINT", "https://s3.example.org"),
+            ])
+        );
+        assert_eq!(
+            err(b"A=\"x\" y\n"),
+            "env:1: A: unexpected \"y\" after the closing quote (only a # comment may follow)"
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_value_is_refused() {
+        assert_eq!(
+            err(b"A=x\0y\n"),
+            "env:1: A: the value holds a NUL byte, which no environment variable can"
+        );
     }
 
     #[test]

@@ -138,7 +138,12 @@ fn clap_one_line(rendered: &str) -> String {
 /// What clap took for a training script but is a mistyped verb (`stauts`), or `-d`
 /// given one: a usage error before any file is read.
 fn script_or_verb(cli: &Cli) -> Result<(), errors::UsageError> {
-    let Some(script) = cli.spawn.script.as_deref().filter(|_| cli.command.is_none()) else {
+    let Some(script) = cli
+        .spawn
+        .script
+        .as_deref()
+        .filter(|_| cli.command.is_none())
+    else {
         return Ok(());
     };
     let word = script.to_string_lossy();

@@ -36,6 +36,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 
     let options = RunOptions {
         timeout: args.timeout,
+        env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
         colour: output::fancy_stdout(),
     };
     let outcome = local::run(&plan, &options, &mut stop).await?;

@@ -157,6 +157,8 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub timeout: Option<Duration>,
+    /// The env file (`-e`), named when the environment cannot start a process.
+    pub env_file: Option<String>,
     /// Colour the task prefixes.
     pub colour: bool,
 }
@@ -215,7 +217,7 @@ pub async fn run(
     let (tx, rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
     // Orphans of the tasks become ours, to be stopped with the run (see `reaper.rs`).
     reaper::become_subreaper();
-    let groups = start(plan, &tx)?;
+    let groups = start(plan, &tx, options.env_file.as_deref())?;
     drop(tx);
     let mut runner = Runner {
         plan,
@@ -238,7 +240,7 @@ pub async fn run(
 }
 
 /// Starts one process group per task; their output and exits arrive on `tx`.
-fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
+fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> Result<Groups> {
     let mut groups = Groups(Vec::new());
     let unbuffered = std::env::var_os("PYTHONUNBUFFERED").is_none();
     for (at, local) in plan.tasks.iter().enumerate() {
@@ -252,7 +254,9 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
             cmd.env("PYTHONUNBUFFERED", "1");
         }
         cmd.envs(local.env.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd.spawn().map_err(|e| start_error(plan, local, e))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| start_error(plan, local, e, env_file))?;
         let pid = child.id().map_or(0, |p| p as i32);
         let gone = Arc::new(AtomicBool::new(false));
         groups.0.push((pid, gone.clone()));
@@ -276,16 +280,40 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
     Ok(groups)
 }
 
-fn start_error(plan: &LocalPlan, local: &LocalTask, e: io::Error) -> anyhow::Error {
+fn start_error(
+    plan: &LocalPlan,
+    local: &LocalTask,
+    e: io::Error,
+    env_file: Option<&str>,
+) -> anyhow::Error {
+    let env_path = env_file.and_then(|file| {
+        let path = local.env.iter().find(|(k, _)| k == "PATH")?;
+        Some((file, &path.1))
+    });
     if e.kind() == io::ErrorKind::NotFound {
+        let why = match env_path {
+            Some((file, path)) => format!(" in PATH={path:?}, which the env file {file} sets"),
+            None if plan.program == "bash" => String::new(),
+            None => " (choose the interpreter with --python)".to_string(),
+        };
+        return UsageError::new(format!("cannot run {}: not found{why}", plan.program)).into();
+    }
+    let reason = crate::files::io_reason(&e);
+    if e.raw_os_error() == Some(7) {
+        // E2BIG: the environment (and arguments) passed the kernel's limit.
+        let bytes: usize = local.env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        let blame = env_file.map_or_else(String::new, |file| {
+            let (key, value) = local
+                .env
+                .iter()
+                .max_by_key(|(_, v)| v.len())
+                .map_or(("", 0), |(k, v)| (k.as_str(), v.len()));
+            format!(" set from the env file {file} (its largest value: {key}, {value} bytes)")
+        });
         return UsageError::new(format!(
-            "cannot run {}: not found{}",
+            "cannot start {} for {}: {reason}: the environment of {bytes} bytes{blame} is more than a process may get; pass large values in a file",
             plan.program,
-            if plan.program == "bash" {
-                ""
-            } else {
-                " (choose the interpreter with --python)"
-            }
+            local.task.id()
         ))
         .into();
     }
