@@ -21,17 +21,19 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rustix::process::{Pid, Signal};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::errors::UsageError;
 use crate::roles::{Role, Task};
+use crate::signals;
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
-use crate::{output, signals};
 
 mod reaper;
 mod setup;
+mod stream;
+
+use stream::Printer;
 
 pub(crate) use setup::{LocalPlan, LocalTask, plan};
 
@@ -39,7 +41,8 @@ pub(crate) use setup::{LocalPlan, LocalTask, plan};
 pub const GRACE: Duration = Duration::from_secs(5);
 /// How long to wait for processes to go after SIGKILL (or for their output to end).
 const AFTER_KILL: Duration = Duration::from_secs(5);
-/// Lines of output in flight between the tasks and the terminal.
+/// Lines (each at most `stream::MAX_LINE` bytes) in flight between the tasks and the
+/// terminal.
 const LINES_IN_FLIGHT: usize = 1024;
 
 /// How a task's main process ended.
@@ -164,7 +167,8 @@ pub struct RunOptions {
 }
 
 enum Event {
-    Line(usize, Vec<u8>),
+    /// What task `at` wrote: a line, or the latest state of a redrawn one.
+    Output(usize, stream::Piece),
     /// A stdout or stderr stream reached its end.
     Closed,
     Exited(usize, ExitStatus),
@@ -232,6 +236,7 @@ pub async fn run(
         groups,
     };
     runner.run(rx, stop).await;
+    runner.printer.end_live();
     let Runner {
         outcome, groups, ..
     } = runner;
@@ -261,10 +266,10 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> 
         let gone = Arc::new(AtomicBool::new(false));
         groups.0.push((pid, gone.clone()));
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(read_lines(at, out, tx.clone()));
+            tokio::spawn(stream::read(at, out, tx.clone()));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(read_lines(at, err, tx.clone()));
+            tokio::spawn(stream::read(at, err, tx.clone()));
         }
         let tx = tx.clone();
         tokio::spawn(async move {
@@ -461,7 +466,7 @@ impl Runner<'_> {
 
     fn event(&mut self, event: Option<Event>) {
         match event {
-            Some(Event::Line(at, line)) => self.printer.line(at, &line),
+            Some(Event::Output(at, piece)) => self.printer.piece(at, &piece),
             Some(Event::Closed) => self.streams_open -= 1,
             Some(Event::Exited(at, status)) => {
                 self.ended[at] = Some(Ended::from_status(status));
@@ -595,78 +600,6 @@ pub fn ids(tasks: &[Task]) -> String {
         "no task".to_string()
     } else {
         tasks.iter().map(|t| t.id()).collect::<Vec<_>>().join(", ")
-    }
-}
-
-async fn read_lines(at: usize, stream: impl AsyncRead + Unpin, tx: mpsc::Sender<Event>) {
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                }
-                if tx.send(Event::Line(at, line)).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-    let _ = tx.send(Event::Closed).await;
-}
-
-/// Prints task lines with their prefixes, and tf-spawner's own notes; after the reader
-/// closed the pipe, prints nothing (the run goes on to its verdict).
-struct Printer {
-    prefixes: Vec<String>,
-    note_prefix: String,
-    closed: bool,
-}
-
-impl Printer {
-    fn new(plan: &LocalPlan, colour: bool) -> Printer {
-        let width = plan
-            .tasks
-            .iter()
-            .map(|t| t.task.id().len())
-            .max()
-            .unwrap_or(0);
-        let prefixes = plan
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(n, t)| output::prefix(&t.task.id(), width, colour.then_some(n)))
-            .collect();
-        Printer {
-            prefixes,
-            note_prefix: format!("local run {}: ", plan.tag),
-            closed: false,
-        }
-    }
-
-    fn line(&mut self, at: usize, line: &[u8]) {
-        let text = format!("{}{}\n", self.prefixes[at], String::from_utf8_lossy(line));
-        self.print(&text);
-    }
-
-    fn note(&mut self, text: &str) {
-        if !text.is_empty() {
-            let text = format!("{}{text}\n", self.note_prefix);
-            self.print(&text);
-        }
-    }
-
-    fn print(&mut self, text: &str) {
-        if !self.closed {
-            // A closed pipe ends the printing, not the run; other errors are as rare
-            // and as harmless to the run.
-            self.closed = !matches!(output::print(text), Ok(true));
-        }
     }
 }
 
