@@ -27,7 +27,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if !args.yes && std::io::stdin().is_terminal() {
         let found = delete::existing(&cluster, tag, &[Gang::Volcano, Gang::Coscheduling]).await?;
         if found.is_empty() {
-            return report(tag, &ns, &[], args.output);
+            report(tag, &ns, &[], args.output)?;
+            return other_runs(&cluster, tag, &ns).await;
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         output::eprint(&format!("{}\n", shown.join("\n")));
@@ -47,6 +48,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     if let Some(err) = delete::failure(&deleted, tag, &ns) {
         return Err(err);
+    }
+    if deleted.removed.is_empty() {
+        return other_runs(&cluster, tag, &ns).await;
     }
     if args.wait {
         if args.output.is_some() {
@@ -76,6 +80,22 @@ fn report(tag: &str, ns: &str, removed: &[ObjectRef], format: Option<OutputForma
     }
     output::print(&text)?;
     Ok(())
+}
+
+/// Nothing had the tag: fine when the namespace has no run (deleting twice is not an
+/// error), else probably a mistyped tag: an error naming the runs there.
+async fn other_runs(cluster: &crate::cluster::Cluster, tag: &str, ns: &str) -> Result<()> {
+    let Ok(runs) = crate::ops::list::list(cluster, false).await else {
+        return Ok(());
+    };
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let tags: Vec<&str> = runs.iter().map(|r| r.tag.as_str()).collect();
+    bail!(
+        "no run tagged '{tag}' in namespace {ns}; the runs there: {} (tf-spawner list -n {ns})",
+        tags.join(", ")
+    )
 }
 
 fn confirm(question: &str) -> Result<bool> {
