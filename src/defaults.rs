@@ -295,7 +295,7 @@ mod tests {
         );
         assert_eq!(
             err("deadline: 2147483648\n"),
-            "config file /c.yaml: key 'deadline': 68years 12days 3h 14m 8s is too long: at most 2147483647 seconds (about 68 years), the API's limit"
+            "config file /c.yaml: key 'deadline': 68years 18days 3h 14m 8s is too long: at most 2147483647 seconds (about 68 years), the API's limit"
         );
         assert!(err("image: a b\n").contains("key 'image': expected an image name"));
     }

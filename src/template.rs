@@ -40,7 +40,7 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
         ));
     }
     let mut unknown = Vec::new();
-    let mut note = |path: serde_ignored::Path| unknown.push(path.to_string());
+    let mut note = |path: serde_ignored::Path| unknown.push(field_path(&path));
     let tracked = serde_ignored::Deserializer::new(doc, &mut note);
     let pod: Pod = serde_path_to_error::deserialize(tracked).map_err(|e| {
         format!(
@@ -55,7 +55,25 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
             "pod template {origin} has no containers (spec.containers needs at least one)"
         ));
     }
+    unknown.sort();
+    unknown.dedup();
     Ok((pod, unknown))
+}
+
+/// `spec.containers[0].imagee`, as the API server and `serde_path_to_error` write paths.
+fn field_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => match field_path(parent) {
+            p if p.is_empty() => key.clone(),
+            p => format!("{p}.{key}"),
+        },
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => field_path(parent),
+    }
 }
 
 fn first_line(s: &str) -> &str {
@@ -135,8 +153,8 @@ mod tests {
             unknown,
             [
                 "metadata.labelz",
-                "spec.containres",
-                "spec.containers.0.imagee"
+                "spec.containers[0].imagee",
+                "spec.containres"
             ]
         );
     }

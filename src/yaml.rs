@@ -41,18 +41,6 @@ pub fn describe(err: &serde_saphyr::Error) -> String {
     }
 }
 
-/// The YAML error inside `err`'s chain (a kubeconfig's, wrapped by kube), described.
-pub fn in_chain(err: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if let Some(yaml) = e.downcast_ref::<serde_saphyr::Error>() {
-            return Some(describe(yaml));
-        }
-        next = e.source();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

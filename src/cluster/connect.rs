@@ -2,7 +2,7 @@
 //! `~/.kube/config`, else the in-cluster service account; `--context` picks a context.
 
 use anyhow::{Context, Result};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use std::path::{Path, PathBuf};
 
@@ -178,17 +178,20 @@ async fn load(path: &Path) -> Result<Result<Kubeconfig, NoFile>> {
 }
 
 /// `cannot read kubeconfig FILE: line 3 column 1: …`, the YAML error in our words.
-fn bad_file(path: &Path, err: &(dyn std::error::Error + 'static)) -> String {
-    let why = crate::yaml::in_chain(err).unwrap_or_else(|| {
-        let text = source_text(err);
-        // kube's first words repeat the path: "failed to read kubeconfig from '…': …".
-        match text.find("': ") {
-            Some(at) if text.starts_with("failed to read kubeconfig from") => {
-                text[at + 3..].to_string()
+fn bad_file(path: &Path, err: &KubeconfigError) -> String {
+    let why = match err {
+        KubeconfigError::Parse(yaml) => crate::yaml::describe(yaml),
+        other => {
+            let text = source_text(other);
+            // kube's first words repeat the path: "failed to read kubeconfig from '…': …".
+            match text.find("': ") {
+                Some(at) if text.starts_with("failed to read kubeconfig from") => {
+                    text[at + 3..].to_string()
+                }
+                _ => text,
             }
-            _ => text,
         }
-    });
+    };
     format!("cannot read kubeconfig {}: {why}", path.display())
 }
 
