@@ -1,6 +1,8 @@
 //! The command line as clap sees it: flags and their defaults, nothing else.
 //! Turning these into a spawn request (reading files, checking values) is `inputs.rs`.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 

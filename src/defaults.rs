@@ -18,6 +18,8 @@
 //! the namespace, the kubeconfig context's); a flag on the command line beats both.
 //! A bad file is a usage error (exit 2) naming the file and the key.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -9,6 +9,8 @@
 //! quote. No escapes, no `${VAR}` expansion. A value cannot hold a NUL byte (no process
 //! environment can).
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::collections::BTreeMap;
 
 /// Variables that tf-spawner sets itself; an env file may not override them.
@@ -24,13 +26,13 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
             .iter()
             .filter(|b| **b == b'\n')
             .count()
-            + 1;
+            .saturating_add(1);
         format!("{file}:{line}: not valid UTF-8 (save the env file as UTF-8)")
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut vars = EnvVars::new();
     for (i, raw) in text.lines().enumerate() {
-        let at = format!("{file}:{}", i + 1);
+        let at = format!("{file}:{}", i.saturating_add(1));
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;

@@ -3,6 +3,8 @@
 //! passed, and, for what is not a regular file (a FIFO, `<(…)`, a device), in a thread
 //! of its own while Ctrl-C and SIGTERM can still end the wait.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::io::Read;
 use std::path::Path;
 

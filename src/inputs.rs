@@ -2,6 +2,8 @@
 //! to a [`SpawnRequest`]: reading the files and checking every value, so that a bad
 //! input is a usage error before any API call.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -11,6 +11,10 @@
 //! its group is killed, as a container's would be. When the run has a verdict (or times
 //! out, or is interrupted), the tasks still running get SIGTERM, then SIGKILL after
 //! [`GRACE`]. A guard kills every group still alive if anything goes wrong on the way.
+//!
+//! No arithmetic here may panic, whatever the flags (`--timeout`) or the tasks do.
+
+#![deny(clippy::arithmetic_side_effects)]
 
 use std::io;
 use std::pin::Pin;
@@ -66,7 +70,7 @@ impl Ended {
     pub fn code(self) -> i32 {
         match self {
             Ended::Code(c) => c,
-            Ended::Signal(s) => 128 + s,
+            Ended::Signal(s) => s.saturating_add(128),
         }
     }
 }
@@ -202,6 +206,13 @@ impl Drop for Groups {
     }
 }
 
+/// The instant `d` from now (the constants here never pass the clock's range; if one
+/// did, the wait would end at once instead of panicking).
+fn in_(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d).unwrap_or(now)
+}
+
 fn kill_group(pgid: i32, sig: Signal) {
     if pgid > 1
         && let Some(pid) = Pid::from_raw(pgid)
@@ -230,7 +241,7 @@ pub async fn run(
         timeout_at: options.timeout.and_then(|t| Instant::now().checked_add(t)),
         printer: Printer::new(plan, options.colour),
         ended: vec![None; plan.tasks.len()],
-        streams_open: 2 * plan.tasks.len(),
+        streams_open: plan.tasks.len().saturating_mul(2),
         outcome: None,
         stage: Stage::Running,
         groups,
@@ -306,7 +317,11 @@ fn start_error(
     let reason = crate::files::io_reason(&e);
     if e.raw_os_error() == Some(7) {
         // E2BIG: the environment (and arguments) passed the kernel's limit.
-        let bytes: usize = local.env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        let bytes = local.env.iter().fold(0usize, |n, (k, v)| {
+            n.saturating_add(k.len())
+                .saturating_add(v.len())
+                .saturating_add(2)
+        });
         let blame = env_file.map_or_else(String::new, |file| {
             let (key, value) = local
                 .env
@@ -417,7 +432,7 @@ impl Runner<'_> {
                 // is ours once its parent ended), and wait a little.
                 reaper::kill_orphans(&self.groups.leaders());
                 self.stage = Stage::Draining {
-                    give_up_at: Instant::now() + AFTER_KILL,
+                    give_up_at: in_(AFTER_KILL),
                 };
                 false
             }
@@ -456,7 +471,7 @@ impl Runner<'_> {
                 ));
                 self.signal_all(Signal::KILL);
                 self.stage = Stage::Draining {
-                    give_up_at: Instant::now() + AFTER_KILL,
+                    give_up_at: in_(AFTER_KILL),
                 };
                 false
             }
@@ -467,7 +482,7 @@ impl Runner<'_> {
     fn event(&mut self, event: Option<Event>) {
         match event {
             Some(Event::Output(at, piece)) => self.printer.piece(at, &piece),
-            Some(Event::Closed) => self.streams_open -= 1,
+            Some(Event::Closed) => self.streams_open = self.streams_open.saturating_sub(1),
             Some(Event::Exited(at, status)) => {
                 self.ended[at] = Some(Ended::from_status(status));
                 if self.outcome.is_none() {
@@ -501,7 +516,7 @@ impl Runner<'_> {
         }
         if let Stage::Running = self.stage {
             self.stage = Stage::Stopping {
-                kill_at: Instant::now() + GRACE,
+                kill_at: in_(GRACE),
             };
         }
     }
@@ -511,7 +526,7 @@ impl Runner<'_> {
         self.signal_all(Signal::KILL);
         if !matches!(self.stage, Stage::Draining { .. }) {
             self.stage = Stage::Draining {
-                give_up_at: Instant::now() + AFTER_KILL,
+                give_up_at: in_(AFTER_KILL),
             };
         }
     }

@@ -41,11 +41,11 @@ fn state_bounds(bytes: &[u8]) -> (usize, usize) {
     let end = bytes
         .iter()
         .rposition(|b| *b != b'\r')
-        .map_or(0, |at| at + 1);
+        .map_or(0, |at| at.saturating_add(1));
     let start = bytes[..end]
         .iter()
         .rposition(|b| *b == b'\r')
-        .map_or(0, |at| at + 1);
+        .map_or(0, |at| at.saturating_add(1));
     (start, end)
 }
 
@@ -60,7 +60,7 @@ impl Splitter {
         loop {
             let newline = chunk.iter().position(|b| *b == b'\n');
             let (part, rest) = match newline {
-                Some(at) => (&chunk[..at], Some(&chunk[at + 1..])),
+                Some(at) => (&chunk[..at], Some(&chunk[at.saturating_add(1)..])),
                 None => (chunk, None),
             };
             self.pending.extend_from_slice(part);
