@@ -35,7 +35,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         if !confirm(&format!(
             "delete these {} objects of run '{tag}' in namespace {ns}? [y/N] ",
             found.len()
-        ))? {
+        ))
+        .await?
+        {
             bail!("aborted; nothing was deleted");
         }
     }
@@ -98,12 +100,26 @@ async fn other_runs(cluster: &crate::cluster::Cluster, tag: &str, ns: &str) -> R
     )
 }
 
-fn confirm(question: &str) -> Result<bool> {
+/// Asks on stderr and reads the answer from stdin, in a thread of its own so that
+/// Ctrl-C and SIGTERM still end the wait (130, 143; nothing deleted).
+async fn confirm(question: &str) -> Result<bool> {
     output::eprint(question);
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("confirm".into())
+        .spawn(move || {
+            let mut answer = String::new();
+            let read = std::io::stdin().lock().read_line(&mut answer);
+            let _ = tx.send(read.map(|_| answer));
+        })?;
+    tokio::select! {
+        answer = rx => {
+            let answer = answer.map_err(|_| anyhow::anyhow!("the answer could not be read"))??;
+            Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+        }
+        code = crate::signals::stop_requested() => {
+            output::eprint("\n");
+            Err(crate::errors::ExitError::new(code, "interrupted; nothing was deleted").into())
+        }
+    }
 }

@@ -259,19 +259,19 @@ fn global_flags_go_before_or_after_a_verb_but_spawn_flags_not_before_one() {
 
 /// One row of the table: the arguments, extra environment, the exit code and what the
 /// one `error:` line must say.
-struct Bad<'a> {
+struct Bad {
     args: Vec<String>,
-    env: Vec<(&'a str, String)>,
+    env: Vec<(&'static str, String)>,
     code: i32,
-    says: &'a str,
+    says: String,
 }
 
-fn bad<'a>(args: &[&str], code: i32, says: &'a str) -> Bad<'a> {
+fn bad(args: &[&str], code: i32, says: impl Into<String>) -> Bad {
     Bad {
         args: args.iter().map(|a| a.to_string()).collect(),
         env: Vec::new(),
         code,
-        says,
+        says: says.into(),
     }
 }
 
@@ -301,8 +301,13 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
     let zero_workers = path("zero.yaml", b"workers: 0\n");
     let long_deadline = path("deadline.yaml", b"deadline: 3000000000\n");
     let bad_kubeconfig = path("kc.yaml", b"apiVersion: v1\nclusters: [\n");
+    let path_env = path("path.env", b"PATH=/nowhere\n");
+    let huge_value = path(
+        "huge.env",
+        &[b"HUGE=".as_slice(), &vec![b'x'; 200_000]].concat(),
+    );
     let esc = "a\x1b[31mred";
-    let file_env = |var: &'static str, file: &str, row: Bad<'static>| Bad {
+    let file_env = |var: &'static str, file: &str, row: Bad| Bad {
         env: vec![(var, file.to_string())],
         ..row
     };
@@ -412,6 +417,25 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         ),
         // 7/8. Messages in our words.
         bad(
+            &["--local", "-w", "1", "-e", &path_env, &s],
+            2,
+            &format!(
+                "cannot run python3: not found in PATH=\"/nowhere\", which the env file {path_env} sets"
+            ),
+        ),
+        bad(
+            &["--local", "-w", "1", "-e", &huge_value, &s],
+            2,
+            "Argument list too long: the environment of ",
+        ),
+        bad(
+            &["--local", "-w", "1", "-e", &huge_value, &s],
+            2,
+            format!(
+                "set from the env file {huge_value} (its largest value: HUGE, 200000 bytes) is more than a process may get"
+            ),
+        ),
+        bad(
             &["--pod-file", &typed, &s],
             2,
             "typed.yaml is not a valid Pod: spec.containers[0].ports[0].containerPort: invalid type: string \"http\", expected i32",
@@ -486,7 +510,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
             cmd.env(k, v);
         }
         let out = run(cmd.args(&row.args));
-        out.failure(row.code).stderr_has(row.says);
+        out.failure(row.code).stderr_has(&row.says);
         assert!(
             !out.stderr.chars().any(|c| c.is_control() && c != '\n'),
             "a control character reached the terminal: {out:#?}"
