@@ -419,7 +419,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         bad(
             &["--local", "-w", "1", "-e", &path_env, &s],
             2,
-            &format!(
+            format!(
                 "cannot run python3: not found in PATH=\"/nowhere\", which the env file {path_env} sets"
             ),
         ),
