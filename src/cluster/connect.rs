@@ -64,12 +64,17 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
     Ok(match file {
         Ok(file) => {
             let namespace = context_namespace(&file, target.context.as_deref());
-            let config = kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| match &target.kubeconfig {
-                    Some(path) => format!("kubeconfig {}: {}", path.display(), source_text(&e)),
-                    None => format!("kubeconfig: {}", source_text(&e)),
-                });
+            let config = match referenced_file_problem(&file, target.context.as_deref()) {
+                Some(problem) => Err(problem),
+                None => kube::Config::from_custom_kubeconfig(file, &options)
+                    .await
+                    .map_err(|e| match &target.kubeconfig {
+                        Some(path) => {
+                            format!("kubeconfig {}: {}", path.display(), source_text(&e))
+                        }
+                        None => format!("kubeconfig: {}", source_text(&e)),
+                    }),
+            };
             Found { config, namespace }
         }
         Err(NoFile::Bad(e)) => Found {
@@ -193,6 +198,55 @@ fn bad_file(path: &Path, err: &KubeconfigError) -> String {
         }
     };
     format!("cannot read kubeconfig {}: {why}", path.display())
+}
+
+/// The files the context in use names (its cluster's CA, its user's certificate, key
+/// and token file), which kube reads whole: one that is not a regular file, or is
+/// larger than a kubeconfig may be, is refused here. A missing one is left to kube.
+fn referenced_file_problem(file: &Kubeconfig, context: Option<&str>) -> Option<String> {
+    let name = context.map(String::from).or(file.current_context.clone())?;
+    let ctx = file
+        .contexts
+        .iter()
+        .find(|c| c.name == name)?
+        .context
+        .as_ref()?;
+    let cluster = file
+        .clusters
+        .iter()
+        .find(|c| c.name == ctx.cluster)
+        .and_then(|c| c.cluster.as_ref());
+    let user = file
+        .auth_infos
+        .iter()
+        .find(|u| Some(&u.name) == ctx.user.as_ref())
+        .and_then(|u| u.auth_info.as_ref());
+    let named = [
+        (
+            "certificate-authority",
+            cluster.and_then(|c| c.certificate_authority.clone()),
+        ),
+        (
+            "client-certificate",
+            user.and_then(|u| u.client_certificate.clone()),
+        ),
+        ("client-key", user.and_then(|u| u.client_key.clone())),
+        ("tokenFile", user.and_then(|u| u.token_file.clone())),
+    ];
+    named.into_iter().find_map(|(key, path)| {
+        let path = path?;
+        let meta = std::fs::metadata(&path).ok()?;
+        if !meta.is_file() {
+            Some(format!("kubeconfig: {key} {path} is not a regular file"))
+        } else if meta.len() > KUBECONFIG_LIMIT.bytes as u64 {
+            Some(format!(
+                "kubeconfig: {key} {path} is larger than {} bytes",
+                KUBECONFIG_LIMIT.bytes
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 /// The namespace of `--context`, else of the current context.

@@ -302,6 +302,18 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
     let long_deadline = path("deadline.yaml", b"deadline: 3000000000\n");
     let bad_kubeconfig = path("kc.yaml", b"apiVersion: v1\nclusters: [\n");
     let path_env = path("path.env", b"PATH=/nowhere\n");
+    let zero_ca = {
+        let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("certificate-authority-data:"))
+            .unwrap();
+        path(
+            "zero-ca.yaml",
+            text.replace(line, "    certificate-authority: /dev/zero")
+                .as_bytes(),
+        )
+    };
     let huge_value = path(
         "huge.env",
         &[b"HUGE=".as_slice(), &vec![b'x'; 200_000]].concat(),
@@ -468,6 +480,15 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
             "KUBECONFIG",
             &bad_kubeconfig,
             bad(&[&s], 1, "cannot read kubeconfig "),
+        ),
+        file_env(
+            "KUBECONFIG",
+            &zero_ca,
+            bad(
+                &[&s],
+                1,
+                "kubeconfig: certificate-authority /dev/zero is not a regular file",
+            ),
         ),
         bad(&["--ps", "-5", &s], 2, "invalid value '-5' for '--ps <N>'"),
         bad(
