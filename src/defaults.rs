@@ -135,6 +135,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
 /// Sets the value of one key of the file at `path`.
 fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result<(), UsageError> {
     let file = path.display();
+    let said = |text: String| UsageError::new(format!("config file {file}: key '{key}': {text}"));
     let bad = |expected: &str| {
         UsageError::new(format!(
             "config file {file}: key '{key}': expected {expected}, got {}",
@@ -148,20 +149,14 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
     match key {
         "namespace" => defaults.namespace = Some(text()?),
         "image" => {
-            let image = text()?;
-            if image.chars().any(char::is_whitespace) {
-                return Err(bad("an image name (no spaces)"));
-            }
-            defaults.image = Some(image);
+            let image = text().ok().filter(|i| !i.contains(char::is_whitespace));
+            defaults.image = Some(image.ok_or_else(|| bad("an image name (no spaces)"))?);
         }
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
-            let port = value
-                .as_u64()
-                .and_then(|n| u16::try_from(n).ok())
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad("a port number from 1 to 65535"))?;
-            defaults.port = Some(port);
+            defaults.port = Some(
+                number(value, 1, u16::MAX).ok_or_else(|| bad("a port number from 1 to 65535"))?,
+            )
         }
         "gang" => {
             let name = text()?;
@@ -169,40 +164,29 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
         "queue" | "priority_class" | "scheduler_name" => {
             let name = text()?;
+            // A queue's name is a label value too: at most 63 characters.
             let max = if key == "queue" { 63 } else { 253 };
             if let Some(problem) = name_problem(&name, max) {
-                return Err(UsageError::new(format!(
-                    "config file {file}: key '{key}': {name:?} {problem}"
-                )));
+                return Err(said(format!("{name:?} {problem}")));
             }
-            match key {
-                "queue" => defaults.queue = Some(name),
-                "priority_class" => defaults.priority_class = Some(name),
-                _ => defaults.scheduler_name = Some(name),
-            }
+            *match key {
+                "queue" => &mut defaults.queue,
+                "priority_class" => &mut defaults.priority_class,
+                _ => &mut defaults.scheduler_name,
+            } = Some(name);
         }
         "deadline" => {
-            let expected = "a duration of at least 1s (e.g. 12h, 90m) or a number of seconds";
-            let deadline = match value {
-                Value::Number(n) => n.as_u64().map(Duration::from_secs),
-                Value::String(s) => crate::cli::parse_duration(s.trim()).ok(),
-                _ => None,
-            }
-            .filter(|d| d.as_secs() > 0)
-            .ok_or_else(|| bad(expected))?;
-            crate::inputs::deadline_seconds(deadline).map_err(|problem| {
-                UsageError::new(format!("config file {file}: key 'deadline': {problem}"))
+            let deadline = duration(value).ok_or_else(|| {
+                bad("a duration of at least 1s (e.g. 12h, 90m) or a number of seconds")
             })?;
+            crate::inputs::deadline_seconds(deadline).map_err(said)?;
             defaults.deadline = Some(deadline);
         }
         "workers" => {
             let max = crate::roles::MAX_TASKS;
-            let n = value
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| bad(&format!("a number of workers from 1 to {max}")))?;
-            defaults.workers = Some(n);
+            let workers = number(value, 1, max);
+            defaults.workers =
+                Some(workers.ok_or_else(|| bad(&format!("a number of workers from 1 to {max}")))?);
         }
         _ => {
             return Err(UsageError::new(format!(
@@ -212,6 +196,24 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
     }
     Ok(())
+}
+
+/// A whole number from `min` to `max`.
+fn number<T: TryFrom<u64> + PartialOrd>(value: &Value, min: T, max: T) -> Option<T> {
+    value
+        .as_u64()
+        .and_then(|n| T::try_from(n).ok())
+        .filter(|n| *n >= min && *n <= max)
+}
+
+/// A duration of at least 1s: a number of seconds, or `12h` as a flag takes it.
+fn duration(value: &Value) -> Option<Duration> {
+    match value {
+        Value::Number(n) => n.as_u64().map(Duration::from_secs),
+        Value::String(s) => crate::cli::parse_duration(s.trim()).ok(),
+        _ => None,
+    }
+    .filter(|d| d.as_secs() > 0)
 }
 
 /// `~/x` is under HOME; a relative path is relative to the config file's directory.

@@ -112,27 +112,31 @@ fn clap_error(err: clap::Error) -> ExitCode {
     let ours = std::error::Error::source(&err)
         .and_then(|source| source.downcast_ref::<errors::UsageError>())
         .map(|usage| usage.to_string());
-    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string()));
+    let name = display_name(std::env::args_os().next().as_deref());
+    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string(), &name));
     finish(Err(errors::UsageError::new(message).into()))
 }
 
 /// clap's error text (the error, tips, usage, "For more information") as one line: the
 /// error, the tips worth reading, and where help is.
-fn clap_one_line(rendered: &str) -> String {
+fn clap_one_line(rendered: &str, name: &str) -> String {
     let mut lines = rendered.lines().map(str::trim);
     let first = lines
         .find(|l| !l.is_empty())
         .unwrap_or_default()
         .trim_start_matches("error: ");
     let tips: Vec<&str> = lines
-        .filter_map(|l| l.strip_prefix("tip: "))
+        .filter_map(|l| {
+            l.strip_prefix("tip: ")
+                .or_else(|| l.strip_prefix('[').and_then(|l| l.strip_suffix(']')))
+        })
         .filter(|tip| !tip.starts_with("to pass "))
         .collect();
     let mut line = first.to_string();
     if !tips.is_empty() {
         line.push_str(&format!(" ({})", tips.join("; ")));
     }
-    line.push_str("; see --help");
+    line.push_str(&format!("; see {name} --help"));
     line
 }
 

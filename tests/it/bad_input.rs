@@ -499,7 +499,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         bad(
             &["--frobnicate", &s],
             2,
-            "unexpected argument '--frobnicate' found; see --help",
+            "unexpected argument '--frobnicate' found; see tf-spawner --help",
         ),
         bad(&["-t", esc, &s], 2, "invalid tag 'a\\u{1b}[31mred'"),
         bad(
