@@ -55,9 +55,107 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
             "pod template {origin} has no containers (spec.containers needs at least one)"
         ));
     }
+    if let Some(problem) = api_problem(&pod) {
+        return Err(format!("pod template {origin}: {problem}"));
+    }
     unknown.sort();
     unknown.dedup();
     Ok((pod, unknown))
+}
+
+/// What the API server would refuse in a template, found before any request: container
+/// names, ports, env variable names, label keys and values.
+fn api_problem(pod: &Pod) -> Option<String> {
+    let meta = &pod.metadata;
+    for (key, value) in meta.labels.iter().flatten() {
+        if !is_label_key(key) {
+            return Some(format!("metadata.labels: {key:?} is not a valid label key"));
+        }
+        if !is_label_value(value) {
+            return Some(format!(
+                "metadata.labels.{key}: {value:?} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
+            ));
+        }
+    }
+    if let Some(key) = meta
+        .annotations
+        .iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !is_label_key(k))
+    {
+        return Some(format!(
+            "metadata.annotations: {key:?} is not a valid annotation key"
+        ));
+    }
+    let spec = pod.spec.as_ref()?;
+    let mut names = std::collections::BTreeSet::new();
+    let lists = [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or_default(),
+        ),
+        ("containers", &spec.containers[..]),
+    ];
+    let all = lists
+        .into_iter()
+        .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(at, c)| (list, at, c)));
+    for (list, at, c) in all {
+        let field = format!("spec.{list}[{at}]");
+        if crate::inputs::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
+            return Some(format!(
+                "{field}.name {:?} is not a valid container name (lowercase letters, digits and '-', at most 63 characters)",
+                c.name
+            ));
+        }
+        if !names.insert(c.name.as_str()) {
+            return Some(format!("{field}.name {:?} is used twice", c.name));
+        }
+        if let Some(p) = c
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| !(1..=65535).contains(&p.container_port))
+        {
+            return Some(format!(
+                "{field}: containerPort {} is not a port number (1 to 65535)",
+                p.container_port
+            ));
+        }
+        if let Some(e) = c
+            .env
+            .iter()
+            .flatten()
+            .find(|e| !crate::envfile::is_env_name(&e.name))
+        {
+            return Some(format!(
+                "{field}.env: {:?} is not a valid variable name",
+                e.name
+            ));
+        }
+    }
+    None
+}
+
+/// `[prefix/]name`: the prefix a DNS subdomain, the name at most 63 letters, digits,
+/// `-`, `_` or `.`, starting and ending with a letter or digit.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = key
+        .rsplit_once('/')
+        .map_or((None, key), |(p, n)| (Some(p), n));
+    prefix.is_none_or(|p| crate::inputs::name_problem(p, 253).is_none())
+        && !name.is_empty()
+        && is_label_value(name)
+}
+
+fn is_label_value(value: &str) -> bool {
+    let ends = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    value.len() <= 63
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && ends(value.chars().next())
+        && ends(value.chars().last())
 }
 
 /// `spec.containers[0].imagee`, as the API server and `serde_path_to_error` write paths.
@@ -140,6 +238,47 @@ mod tests {
             e.contains(": spec.containers[0].ports[0].containerPort: invalid type"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn what_the_api_server_would_refuse_is_refused() {
+        let pod = |body: &str| {
+            parse(
+                "t.yaml",
+                format!("apiVersion: v1\nkind: Pod\n{body}").as_bytes(),
+            )
+            .unwrap_err()
+        };
+        assert_eq!(
+            pod("spec:\n  containers:\n  - name: Tensor Flow\n"),
+            "pod template t.yaml: spec.containers[0].name \"Tensor Flow\" is not a valid container name (lowercase letters, digits and '-', at most 63 characters)"
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n  - name: a\n")
+                .ends_with("\"a\" is used twice")
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n    ports: [{containerPort: 70000}]\n")
+                .contains("containerPort 70000")
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n    env: [{name: 1A}]\n")
+                .contains("\"1A\" is not a valid variable name")
+        );
+        assert!(
+            pod("metadata: {labels: {team: a b}}\nspec: {containers: [{name: a}]}\n")
+                .contains("metadata.labels.team")
+        );
+        assert!(
+            pod("metadata: {labels: {'a b': x}}\nspec: {containers: [{name: a}]}\n")
+                .contains("not a valid label key")
+        );
+        let ok = "metadata: {labels: {example.org/team: a_b.c, x: ''}}\nspec: {containers: [{name: a, ports: [{containerPort: 80}], env: [{name: A.b}]}]}\n";
+        parse(
+            "t.yaml",
+            format!("apiVersion: v1\nkind: Pod\n{ok}").as_bytes(),
+        )
+        .unwrap();
     }
 
     #[test]

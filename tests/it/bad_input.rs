@@ -302,6 +302,14 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
     let long_deadline = path("deadline.yaml", b"deadline: 3000000000\n");
     let bad_kubeconfig = path("kc.yaml", b"apiVersion: v1\nclusters: [\n");
     let path_env = path("path.env", b"PATH=/nowhere\n");
+    let bad_name = path(
+        "name.yaml",
+        b"apiVersion: v1\nkind: Pod\nmetadata: {labels: {team: ml}}\nspec:\n  containers:\n  - name: Tensor Flow\n",
+    );
+    let bad_label = path(
+        "label.yaml",
+        b"apiVersion: v1\nkind: Pod\nmetadata: {labels: {team: machine learning}}\nspec: {containers: [{name: tensorflow}]}\n",
+    );
     let zero_ca = {
         let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
         let line = text
@@ -426,6 +434,16 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
             &["--local", "-w", "1", "-e", &nul_env, &s],
             2,
             "nul.env:2: BAD: the value holds a NUL byte",
+        ),
+        bad(
+            &["--pod-file", &bad_name, &s],
+            2,
+            "name.yaml: spec.containers[0].name \"Tensor Flow\" is not a valid container name",
+        ),
+        bad(
+            &["--pod-file", &bad_label, &s],
+            2,
+            "label.yaml: metadata.labels.team: \"machine learning\" is not a valid label value",
         ),
         // 7/8. Messages in our words.
         bad(
