@@ -149,7 +149,7 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
     match key {
         "namespace" => defaults.namespace = Some(text()?),
         "image" => {
-            let image = text().ok().filter(|i| !i.contains(char::is_whitespace));
+            let image = Some(text()?).filter(|i| !i.contains(char::is_whitespace));
             defaults.image = Some(image.ok_or_else(|| bad("an image name (no spaces)"))?);
         }
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
