@@ -171,6 +171,26 @@ mod tests {
         );
     }
 
+    /// The README's example says what each line gives: the parser agrees.
+    #[test]
+    fn the_readme_example_means_what_it_says() {
+        let readme = include_str!("../README.md");
+        let start =
+            readme.find("### The env file\n\n```\n").unwrap() + "### The env file\n\n```\n".len();
+        let example = &readme[start..start + readme[start..].find("```").unwrap()];
+        assert_eq!(
+            ok(example),
+            pairs(&[
+                (
+                    "S3_ACCESS_KEY",
+                    "quoted values lose one pair of matching quotes, # and keep this"
+                ),
+                ("S3_ENDPOINT", "https://s3.example.org"),
+                ("S3_REGION", "eu#1"),
+            ])
+        );
+    }
+
     #[test]
     fn a_nul_byte_in_a_value_is_refused() {
         assert_eq!(
