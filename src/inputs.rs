@@ -28,6 +28,8 @@ pub struct SpawnOptions {
     /// `-c`: the entrypoint script.
     pub command: Option<PathBuf>,
     pub pod_file: Option<PathBuf>,
+    /// The defaults file, when `pod_file` comes from it (named in its errors).
+    pub pod_file_from: Option<PathBuf>,
     pub env_file: Option<PathBuf>,
     pub image: Option<String>,
     pub strategy: Option<Strategy>,
@@ -173,7 +175,13 @@ pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
 async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
     let worker = match &args.pod_file {
-        Some(path) => load_template(path).await?,
+        Some(path) => match &args.pod_file_from {
+            Some(file) => {
+                let what = format!("pod template (pod_file of config file {})", file.display());
+                load_template(path, &what).await?
+            }
+            None => load_template(path, "pod template").await?,
+        },
         None => template::parse(
             "templates/pod.yaml (built in)",
             template::DEFAULT_TEMPLATE.as_bytes(),
@@ -193,7 +201,7 @@ async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
                 ))
                 .into());
             }
-            by_role.insert(role, load_template(path).await?);
+            by_role.insert(role, load_template(path, "pod template").await?);
         }
     }
     Ok(Templates { worker, by_role })
@@ -214,12 +222,12 @@ async fn read_env_file(path: &Path) -> Result<EnvVars> {
     Ok(envfile::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)?)
 }
 
-async fn load_template(path: &Path) -> Result<Pod> {
+async fn load_template(path: &Path, what: &str) -> Result<Pod> {
     const TEMPLATE: Limit = Limit {
         bytes: template::MAX_TEMPLATE_BYTES,
         why: "; a pod template is at most 1048576 bytes",
     };
-    let bytes = files::read(path, "pod template", TEMPLATE).await?;
+    let bytes = files::read(path, what, TEMPLATE).await?;
     let origin = path.display().to_string();
     let (pod, unknown) = template::parse_with_unknown(&origin, &bytes).map_err(UsageError::new)?;
     for field in unknown {

@@ -79,6 +79,9 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         port: settings.port.value,
         command: args.command.clone(),
         pod_file: settings.pod_file.value.clone(),
+        pod_file_from: (settings.pod_file.source == crate::settings::Source::File)
+            .then(|| settings.config_file.clone())
+            .flatten(),
         env_file: args.env_file.clone(),
         image: settings.image.value.clone(),
         strategy: roles.strategy,

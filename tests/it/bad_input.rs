@@ -300,6 +300,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
     let many = path("many.yaml", b"apiVersion: v1\nkind: Pod\n---\nkind: Pod\n");
     let zero_workers = path("zero.yaml", b"workers: 0\n");
     let long_deadline = path("deadline.yaml", b"deadline: 3000000000\n");
+    let missing_pod_file = path("pod-file.yaml", b"pod_file: nope.yaml\n");
     let bad_kubeconfig = path("kc.yaml", b"apiVersion: v1\nclusters: [\n");
     let path_env = path("path.env", b"PATH=/nowhere\n");
     let bad_name = path(
@@ -506,6 +507,15 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
                 &[&s],
                 1,
                 "kubeconfig: certificate-authority /dev/zero is not a regular file",
+            ),
+        ),
+        file_env(
+            "TF_SPAWNER_CONFIG",
+            &missing_pod_file,
+            bad(
+                &[&s],
+                2,
+                format!("cannot read pod template (pod_file of config file {missing_pod_file}) "),
             ),
         ),
         bad(&["--ps", "-5", &s], 2, "invalid value '-5' for '--ps <N>'"),
