@@ -109,7 +109,8 @@ async fn confirm(question: &str) -> Result<bool> {
         .name("confirm".into())
         .spawn(move || {
             let mut answer = String::new();
-            let read = std::io::stdin().lock().read_line(&mut answer);
+            // An answer is a word: a bounded read, whatever is typed or pasted.
+            let read = std::io::Read::take(std::io::stdin().lock(), 1024).read_line(&mut answer);
             let _ = tx.send(read.map(|_| answer));
         })?;
     tokio::select! {
