@@ -136,7 +136,19 @@ fn clap_one_line(rendered: &str, name: &str) -> String {
     if !tips.is_empty() {
         line.push_str(&format!(" ({})", tips.join("; ")));
     }
-    line.push_str(&format!("; see {name} --help"));
+    // The command the error is about, from clap's usage line (`tf-spawner status`).
+    let command = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            let words = usage
+                .split(' ')
+                .take_while(|w| !w.starts_with(['[', '<', '-']));
+            words.collect::<Vec<_>>().join(" ")
+        })
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| name.to_string());
+    line.push_str(&format!("; see {command} --help"));
     line
 }
 

@@ -520,6 +520,11 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         ),
         bad(&["--ps", "-5", &s], 2, "invalid value '-5' for '--ps <N>'"),
         bad(
+            &["status", "--al"],
+            2,
+            "unexpected argument '--al' found (a similar argument exists: '--all-workers'); see tf-spawner status --help",
+        ),
+        bad(
             &["--retries", "-1", &s],
             2,
             "invalid value '-1' for '--retries <N>'",
