@@ -1,6 +1,8 @@
 //! The command line as clap sees it: flags and their defaults, nothing else.
 //! Turning these into a spawn request (reading files, checking values) is `inputs.rs`.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -156,7 +158,7 @@ pub struct LogsArgs {
     pub since: Option<Duration>,
 
     /// Only the last N lines of each pod
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub tail: Option<u64>,
 
     /// Prefix each line with the time the container wrote it (RFC 3339)
@@ -195,16 +197,47 @@ pub struct ClusterArgs {
     pub request_timeout: Duration,
 
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
-    #[arg(long, global = true, default_value_t = 4, value_name = "N")]
+    #[arg(
+        long,
+        global = true,
+        default_value_t = 4,
+        allow_negative_numbers = true,
+        value_name = "N"
+    )]
     pub retries: u32,
 }
 
-/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts.
+/// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
+/// far would overflow the clock's arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts; at most
+/// [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
+    let duration = match text.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(text).map_err(|e| {
+            let e = e.to_string();
+            if e.contains("too large") || e.contains("overflow") {
+                "longer than 100 years".to_string()
+            } else {
+                format!("{e} (examples: 30s, 5m, 1h)")
+            }
+        })?,
+    };
+    if duration > MAX_DURATION {
+        return Err("longer than 100 years".to_string());
     }
-    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 30s, 5m, 1h)"))
+    Ok(duration)
+}
+
+/// A count that must be at least 1 (`--max-in-flight`).
+fn parse_at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("expected a whole number, at least 1".to_string()),
+    }
 }
 
 /// `--deadline`: a duration, or one `error:` line naming the flag.
@@ -270,7 +303,7 @@ pub struct SpawnArgs {
     pub output: Option<OutputFormat>,
 
     /// Most API requests in flight at once while creating or deleting
-    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse_at_least_one, value_name = "N")]
     pub max_in_flight: usize,
 
     /// After creating the run, wait until every pod is running (exit 3 if one cannot
@@ -349,7 +382,12 @@ pub struct RoleArgs {
     pub chief: bool,
 
     /// Number of parameter-server tasks (T-ps-0 …)
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_name = "N"
+    )]
     pub ps: u32,
 
     /// Add an evaluator task (T-evaluator-0), outside the training cluster

@@ -20,12 +20,15 @@
 //! the namespace, the kubeconfig context's); a flag on the command line beats both.
 //! A bad file is a usage error (exit 2) naming the file and the key.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::errors::UsageError;
+use crate::files::{self, Limit};
 use crate::inputs::name_problem;
 use crate::podgroup::Gang;
 
@@ -82,41 +85,38 @@ pub fn path() -> Option<PathBuf> {
     var("HOME").map(|home| PathBuf::from(home).join(".config/tf-spawner/config.yaml"))
 }
 
+/// The bound of the file: a few lines in practice, so anything near this is the wrong file.
+const LIMIT: Limit = Limit {
+    bytes: 1024 * 1024,
+    why: "; a defaults file is a few lines of YAML",
+};
+
 /// Reads the file if there is one. A missing file is fine, except when
 /// `$TF_SPAWNER_CONFIG` names it.
-pub fn load() -> Result<Defaults, UsageError> {
+pub async fn load() -> anyhow::Result<Defaults> {
     let Some(path) = path() else {
         return Ok(Defaults::default());
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                && std::env::var_os(ENV_VAR).is_none_or(|v| v.is_empty()) =>
-        {
-            return Ok(Defaults {
-                path: Some(path),
-                ..Defaults::default()
-            });
-        }
-        Err(e) => {
-            return Err(UsageError::new(format!(
-                "cannot read config file {}: {e}",
-                path.display()
-            )));
-        }
-    };
-    parse(&text, &path)
+    let named = std::env::var_os(ENV_VAR).is_some_and(|v| !v.is_empty());
+    let missing =
+        matches!(std::fs::metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    if missing && !named {
+        return Ok(Defaults {
+            path: Some(path),
+            ..Defaults::default()
+        });
+    }
+    let bytes = files::read(&path, "config file", LIMIT).await?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| UsageError::new(format!("config file {}: not valid UTF-8", path.display())))?;
+    Ok(parse(&text, &path)?)
 }
 
 /// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`.
 pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
     let file = path.display();
-    let doc: Value = serde_saphyr::from_str(text).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.lines().next().unwrap_or_default().trim().to_string();
-        UsageError::new(format!("config file {file}: not valid YAML: {msg}"))
-    })?;
+    let doc = crate::yaml::to_value(text)
+        .map_err(|e| UsageError::new(format!("config file {file}: not valid YAML: {e}")))?;
     let mut defaults = Defaults {
         path: Some(path.to_path_buf()),
         found: true,
@@ -141,6 +141,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
 /// Sets the value of one key of the file at `path`.
 fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result<(), UsageError> {
     let file = path.display();
+    let said = |text: String| UsageError::new(format!("config file {file}: key '{key}': {text}"));
     let bad = |expected: &str| {
         UsageError::new(format!(
             "config file {file}: key '{key}': expected {expected}, got {}",
@@ -153,15 +154,15 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
     };
     match key {
         "namespace" => defaults.namespace = Some(text()?),
-        "image" => defaults.image = Some(text()?),
+        "image" => {
+            let image = Some(text()?).filter(|i| !i.contains(char::is_whitespace));
+            defaults.image = Some(image.ok_or_else(|| bad("an image name (no spaces)"))?);
+        }
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
-            let port = value
-                .as_u64()
-                .and_then(|n| u16::try_from(n).ok())
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad("a port number from 1 to 65535"))?;
-            defaults.port = Some(port);
+            defaults.port = Some(
+                number(value, 1, u16::MAX).ok_or_else(|| bad("a port number from 1 to 65535"))?,
+            )
         }
         "gang" => {
             let name = text()?;
@@ -172,36 +173,30 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
         "queue" | "priority_class" | "scheduler_name" | "volcano_queue" => {
             let name = text()?;
+            // A queue's name is a label value too: at most 63 characters.
             let max = if key == "queue" { 63 } else { 253 };
             if let Some(problem) = name_problem(&name, max) {
-                return Err(UsageError::new(format!(
-                    "config file {file}: key '{key}': {name:?} {problem}"
-                )));
+                return Err(said(format!("{name:?} {problem}")));
             }
-            match key {
-                "queue" => defaults.queue = Some(name),
-                "priority_class" => defaults.priority_class = Some(name),
-                "volcano_queue" => defaults.volcano_queue = Some(name),
-                _ => defaults.scheduler_name = Some(name),
-            }
+            *match key {
+                "queue" => &mut defaults.queue,
+                "priority_class" => &mut defaults.priority_class,
+                "volcano_queue" => &mut defaults.volcano_queue,
+                _ => &mut defaults.scheduler_name,
+            } = Some(name);
         }
         "deadline" => {
-            let expected = "a duration of at least 1s (e.g. 12h, 90m) or a number of seconds";
-            let deadline = match value {
-                Value::Number(n) => n.as_u64().map(Duration::from_secs),
-                Value::String(s) => humantime::parse_duration(s.trim()).ok(),
-                _ => None,
-            }
-            .filter(|d| d.as_secs() > 0)
-            .ok_or_else(|| bad(expected))?;
+            let deadline = duration(value).ok_or_else(|| {
+                bad("a duration of at least 1s (e.g. 12h, 90m) or a number of seconds")
+            })?;
+            crate::inputs::deadline_seconds(deadline).map_err(said)?;
             defaults.deadline = Some(deadline);
         }
         "workers" => {
-            let n = value
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| bad("a whole number of workers"))?;
-            defaults.workers = Some(n);
+            let max = crate::roles::MAX_TASKS;
+            let workers = number(value, 1, max);
+            defaults.workers =
+                Some(workers.ok_or_else(|| bad(&format!("a number of workers from 1 to {max}")))?);
         }
         _ => {
             return Err(UsageError::new(format!(
@@ -211,6 +206,24 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
     }
     Ok(())
+}
+
+/// A whole number from `min` to `max`.
+fn number<T: TryFrom<u64> + PartialOrd>(value: &Value, min: T, max: T) -> Option<T> {
+    value
+        .as_u64()
+        .and_then(|n| T::try_from(n).ok())
+        .filter(|n| *n >= min && *n <= max)
+}
+
+/// A duration of at least 1s: a number of seconds, or `12h` as a flag takes it.
+fn duration(value: &Value) -> Option<Duration> {
+    match value {
+        Value::Number(n) => n.as_u64().map(Duration::from_secs),
+        Value::String(s) => crate::cli::parse_duration(s.trim()).ok(),
+        _ => None,
+    }
+    .filter(|d| d.as_secs() > 0)
 }
 
 /// `~/x` is under HOME; a relative path is relative to the config file's directory.
@@ -290,5 +303,14 @@ mod tests {
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));
         assert!(!err("image: [a\n").contains('\n'));
+        assert_eq!(
+            err("workers: 0\n"),
+            "config file /c.yaml: key 'workers': expected a number of workers from 1 to 10000, got 0"
+        );
+        assert_eq!(
+            err("deadline: 2147483648\n"),
+            "config file /c.yaml: key 'deadline': 68years 18days 3h 14m 8s is too long: at most 2147483647 seconds (about 68 years), the API's limit"
+        );
+        assert!(err("image: a b\n").contains("key 'image': expected an image name"));
     }
 }

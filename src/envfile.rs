@@ -1,8 +1,15 @@
 //! The `-e` env file: `KEY=VALUE` lines, parsed strictly so a typo is an error, not a
 //! silently wrong environment.
 //!
-//! Blank lines and `#` comments are skipped, `export ` is allowed before a key, spaces
-//! around `=` are dropped, and one pair of matching quotes around a value is removed.
+//! The format is that of docker compose's `.env` files (dotenv), strictly: blank lines
+//! and `#` comment lines are skipped, `export ` is allowed before a key, spaces around
+//! `=` are dropped; an unquoted value ends at a `#` that follows a space or a tab (an
+//! inline comment; `a#b` keeps its `#`); a value in matching single or double quotes is
+//! taken as it is between them (a `#` too), and only a comment may follow the closing
+//! quote. No escapes, no `${VAR}` expansion. A value cannot hold a NUL byte (no process
+//! environment can).
+
+#![deny(clippy::arithmetic_side_effects)]
 
 use std::collections::BTreeMap;
 
@@ -19,13 +26,13 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
             .iter()
             .filter(|b| **b == b'\n')
             .count()
-            + 1;
+            .saturating_add(1);
         format!("{file}:{line}: not valid UTF-8 (save the env file as UTF-8)")
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut vars = EnvVars::new();
     for (i, raw) in text.lines().enumerate() {
-        let at = format!("{file}:{}", i + 1);
+        let at = format!("{file}:{}", i.saturating_add(1));
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -46,7 +53,13 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
                 "{at}: {key} is set by tf-spawner for every task and cannot be overridden"
             ));
         }
-        vars.insert(key.to_string(), unquote(value.trim()).to_string());
+        let value = value_of(value.trim()).map_err(|problem| format!("{at}: {key}: {problem}"))?;
+        if value.contains('\0') {
+            return Err(format!(
+                "{at}: {key}: the value holds a NUL byte, which no environment variable can"
+            ));
+        }
+        vars.insert(key.to_string(), value.to_string());
     }
     Ok(vars)
 }
@@ -58,13 +71,33 @@ pub fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
 }
 
-fn unquote(value: &str) -> &str {
+/// The value of `KEY=VALUE` (trimmed): unquoted up to an inline comment, or quoted.
+fn value_of(raw: &str) -> Result<&str, String> {
     for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            return &value[1..value.len() - 1];
+        let Some(rest) = raw.strip_prefix(quote) else {
+            continue;
+        };
+        let Some(end) = rest.find(quote) else {
+            // No closing quote: the quote is part of the value.
+            break;
+        };
+        let after = rest[end..]
+            .strip_prefix(quote)
+            .unwrap_or_default()
+            .trim_start();
+        if after.is_empty() || after.starts_with('#') {
+            return Ok(&rest[..end]);
         }
+        return Err(format!(
+            "unexpected {:?} after the closing quote (only a # comment may follow)",
+            clip(after)
+        ));
     }
-    value
+    let end = raw
+        .char_indices()
+        .find(|&(at, c)| c == '#' && raw[..at].ends_with([' ', '\t']))
+        .map_or(raw.len(), |(at, _)| at);
+    Ok(raw[..end].trim_end())
 }
 
 /// Keeps error messages one readable line, whatever the input.
@@ -117,6 +150,53 @@ mod tests {
     #[test]
     fn mismatched_quotes_are_kept() {
         assert_eq!(ok("A=\"x'\n"), pairs(&[("A", "\"x'")]));
+    }
+
+    #[test]
+    fn inline_comments_follow_a_space_and_quotes_keep_a_hash() {
+        let text = "export S3_ENDPOINT = https://s3.example.org   # where the data is\nB=a#b\nC='x # y' # c\nD=\"\" # empty\nE=v\t# tab\n";
+        assert_eq!(
+            ok(text),
+            pairs(&[
+                ("B", "a#b"),
+                ("C", "x # y"),
+                ("D", ""),
+                ("E", "v"),
+                ("S3_ENDPOINT", "https://s3.example.org"),
+            ])
+        );
+        assert_eq!(
+            err(b"A=\"x\" y\n"),
+            "env:1: A: unexpected \"y\" after the closing quote (only a # comment may follow)"
+        );
+    }
+
+    /// The README's example says what each line gives: the parser agrees.
+    #[test]
+    fn the_readme_example_means_what_it_says() {
+        let readme = include_str!("../README.md");
+        let start =
+            readme.find("### The env file\n\n```\n").unwrap() + "### The env file\n\n```\n".len();
+        let example = &readme[start..start + readme[start..].find("```").unwrap()];
+        assert_eq!(
+            ok(example),
+            pairs(&[
+                (
+                    "S3_ACCESS_KEY",
+                    "quoted values lose one pair of matching quotes, # and keep this"
+                ),
+                ("S3_ENDPOINT", "https://s3.example.org"),
+                ("S3_REGION", "eu#1"),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_in_a_value_is_refused() {
+        assert_eq!(
+            err(b"A=x\0y\n"),
+            "env:1: A: the value holds a NUL byte, which no environment variable can"
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! to a [`SpawnRequest`]: reading the files and checking every value, so that a bad
 //! input is a usage error before any API call.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
+use crate::files::{self, Limit, MAX_OBJECT_BYTES};
 use crate::plan::{Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
@@ -25,6 +28,8 @@ pub struct SpawnOptions {
     /// `-c`: the entrypoint script.
     pub command: Option<PathBuf>,
     pub pod_file: Option<PathBuf>,
+    /// The defaults file, when `pod_file` comes from it (named in its errors).
+    pub pod_file_from: Option<PathBuf>,
     pub env_file: Option<PathBuf>,
     pub image: Option<String>,
     pub strategy: Option<Strategy>,
@@ -48,11 +53,11 @@ pub struct SpawnOptions {
     pub scheduler_name: Option<String>,
 }
 
-pub fn spawn_request(
+pub async fn spawn_request(
     args: &SpawnOptions,
     tag: Tag,
     namespace: String,
-) -> Result<SpawnRequest, UsageError> {
+) -> Result<SpawnRequest> {
     let roles = Roles::new(
         args.strategy,
         args.chief,
@@ -62,14 +67,12 @@ pub fn spawn_request(
     )?;
     tag.fits(&roles.longest_suffix())?;
     if args.port == 0 {
-        return Err(UsageError::new("--port must be between 1 and 65535"));
+        return Err(UsageError::new("--port must be between 1 and 65535").into());
     }
     if let Some(image) = &args.image
         && (image.trim().is_empty() || image.chars().any(char::is_whitespace))
     {
-        return Err(UsageError::new(format!(
-            "--image {image:?} is not a valid image name"
-        )));
+        return Err(UsageError::new(format!("--image {image:?} is not a valid image name")).into());
     }
     let scheduling = scheduling(args)?;
     let script_path = args.script.as_deref().ok_or_else(|| {
@@ -77,17 +80,16 @@ pub fn spawn_request(
             "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
         )
     })?;
-    let script = read(script_path, "training script")?;
-    let entrypoint = args
-        .command
-        .as_deref()
-        .map(|p| read(p, "entrypoint (-c)"))
-        .transpose()?;
+    let script = files::read(script_path, "training script", IN_CONFIG_MAP).await?;
+    let entrypoint = match args.command.as_deref() {
+        Some(path) => Some(files::read(path, "entrypoint (-c)", IN_CONFIG_MAP).await?),
+        None => None,
+    };
     let env = match &args.env_file {
-        Some(path) => read_env_file(path)?,
+        Some(path) => read_env_file(path).await?,
         None => EnvVars::new(),
     };
-    let templates = templates(args, &roles)?;
+    let templates = templates(args, &roles).await?;
     Ok(SpawnRequest {
         tag: tag.to_string(),
         namespace,
@@ -108,18 +110,10 @@ pub fn spawn_request(
 fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     let deadline = match args.deadline {
         None => None,
-        Some(d) if d.as_secs() == 0 => {
-            return Err(UsageError::new(format!(
-                "--deadline {} is too short: at least 1s",
-                humantime::format_duration(d)
-            )));
-        }
-        Some(d) => Some(i64::try_from(d.as_secs()).map_err(|_| {
-            UsageError::new(format!(
-                "--deadline {} is too long",
-                humantime::format_duration(d)
-            ))
-        })?),
+        Some(d) => Some(
+            deadline_seconds(d)
+                .map_err(|problem| UsageError::new(format!("--deadline {problem}")))?,
+        ),
     };
     if let Some(name) = &args.priority_class {
         check_name("--priority-class", name, 253)?;
@@ -149,6 +143,21 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     })
 }
 
+/// The most `activeDeadlineSeconds` the API server accepts (an int32).
+pub(crate) const MAX_DEADLINE_SECS: u64 = i32::MAX as u64;
+
+/// `--deadline` (or the defaults file's `deadline`) in seconds, or what is wrong with it.
+pub(crate) fn deadline_seconds(d: Duration) -> Result<i64, String> {
+    let shown = humantime::format_duration(d);
+    match d.as_secs() {
+        0 => Err(format!("{shown} is too short: at least 1s")),
+        s if s > MAX_DEADLINE_SECS => Err(format!(
+            "{shown} is too long: at most {MAX_DEADLINE_SECS} seconds (about 68 years), the API's limit"
+        )),
+        s => Ok(i64::try_from(s).unwrap_or(i64::from(i32::MAX))),
+    }
+}
+
 /// A name the API server accepts for an object the flag refers to: a DNS-1123
 /// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
 fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
@@ -175,9 +184,15 @@ pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
-fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates, UsageError> {
+async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
     let worker = match &args.pod_file {
-        Some(path) => load_template(path)?,
+        Some(path) => match &args.pod_file_from {
+            Some(file) => {
+                let what = format!("pod template (pod_file of config file {})", file.display());
+                load_template(path, &what).await?
+            }
+            None => load_template(path, "pod template").await?,
+        },
         None => template::parse(
             "templates/pod.yaml (built in)",
             template::DEFAULT_TEMPLATE.as_bytes(),
@@ -194,47 +209,44 @@ fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates, UsageError
             if roles.count(role) == 0 {
                 return Err(UsageError::new(format!(
                     "--{role}-pod-file given, but the run has no {role} task"
-                )));
+                ))
+                .into());
             }
-            by_role.insert(role, load_template(path)?);
+            by_role.insert(role, load_template(path, "pod template").await?);
         }
     }
     Ok(Templates { worker, by_role })
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {
-    if path.is_dir() {
-        return Err(UsageError::new(format!(
-            "{what} {} is a directory, not a file",
-            path.display()
-        )));
+/// The script and the entrypoint go into the run's ConfigMap.
+const IN_CONFIG_MAP: Limit = Limit {
+    bytes: MAX_OBJECT_BYTES,
+    why: "; a ConfigMap holds at most 1048576 bytes (load large files from storage instead)",
+};
+
+async fn read_env_file(path: &Path) -> Result<EnvVars> {
+    const IN_SECRET: Limit = Limit {
+        bytes: MAX_OBJECT_BYTES,
+        why: "; its values go into a Secret, which holds at most 1048576 bytes",
+    };
+    let bytes = files::read(path, "env file (-e)", IN_SECRET).await?;
+    Ok(envfile::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)?)
+}
+
+async fn load_template(path: &Path, what: &str) -> Result<Pod> {
+    const TEMPLATE: Limit = Limit {
+        bytes: template::MAX_TEMPLATE_BYTES,
+        why: "; a pod template is at most 1048576 bytes",
+    };
+    let bytes = files::read(path, what, TEMPLATE).await?;
+    let origin = path.display().to_string();
+    let (pod, unknown) = template::parse_with_unknown(&origin, &bytes).map_err(UsageError::new)?;
+    for field in unknown {
+        crate::output::warning(&format!(
+            "pod template {origin}: {field} is not a field of a Pod and is ignored (misspelled?)"
+        ));
     }
-    std::fs::read(path).map_err(|e| {
-        UsageError::new(format!(
-            "cannot read {what} {}: {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    })
-}
-
-fn read_env_file(path: &Path) -> Result<EnvVars, UsageError> {
-    let bytes = read(path, "env file (-e)")?;
-    envfile::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)
-}
-
-fn load_template(path: &Path) -> Result<Pod, UsageError> {
-    let bytes = read(path, "pod template")?;
-    template::parse(&path.display().to_string(), &bytes).map_err(UsageError::new)
-}
-
-/// "No such file or directory", without the "(os error 2)" suffix.
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
+    Ok(pod)
 }
 
 fn invocation_id() -> String {

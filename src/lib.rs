@@ -16,6 +16,7 @@ pub(crate) mod diagnostics;
 pub(crate) mod duration;
 pub(crate) mod envfile;
 pub(crate) mod errors;
+pub(crate) mod files;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;
@@ -31,6 +32,7 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod verdict;
+pub(crate) mod yaml;
 
 use std::process::ExitCode;
 
@@ -67,7 +69,7 @@ pub fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    if let Err(e) = spawn_flags_only_for_spawn(&matches) {
+    if let Err(e) = spawn_flags_only_for_spawn(&matches).and_then(|()| script_or_verb(&cli)) {
         return finish(Err(e.into()));
     }
     diagnostics::init(cli.global.verbose);
@@ -78,13 +80,10 @@ pub fn main() -> ExitCode {
         Some(cli::Command::Man) => return finish(commands::completions::man()),
         _ => {}
     }
-    let defaults = match defaults::load() {
-        Ok(d) => d,
-        Err(e) => return finish(Err(e.into())),
-    };
     // One thread: the work is waiting on the API server, and a second worker thread
     // only adds wake-ups (a 1,000-worker spawn took twice the CPU on two; README,
-    // "Performance"). Nothing here blocks a thread but the `-d` prompt, which waits alone.
+    // "Performance"). Nothing blocks this thread: the `-d` prompt and a FIFO input are read
+    // in threads of their own, so Ctrl-C can end those waits.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -95,19 +94,111 @@ pub fn main() -> ExitCode {
             return ExitCode::from(errors::EXIT_RUNTIME);
         }
     };
-    finish(runtime.block_on(run(cli, matches, defaults)))
+    finish(runtime.block_on(run(cli, matches)))
 }
 
-/// Help, version and clap's own errors as clap prints them; a value our own parser
-/// refused (a tag) as one `error:` line, like every other usage error.
+/// Help and version as clap prints them; every usage error (clap's own, or a value our
+/// parser refused, such as a tag) as one `error:` line, exit 2.
 fn clap_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
     let ours = std::error::Error::source(&err)
         .and_then(|source| source.downcast_ref::<errors::UsageError>())
-        .map(|usage| errors::UsageError::new(usage.to_string()));
-    match ours {
-        Some(usage) => finish(Err(usage.into())),
-        None => err.exit(),
+        .map(|usage| usage.to_string());
+    let name = display_name(std::env::args_os().next().as_deref());
+    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string(), &name));
+    finish(Err(errors::UsageError::new(message).into()))
+}
+
+/// clap's error text (the error, tips, usage, "For more information") as one line: the
+/// error, the tips worth reading, and where help is.
+fn clap_one_line(rendered: &str, name: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim);
+    let first = lines
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    let tips: Vec<&str> = lines
+        .filter_map(|l| {
+            l.strip_prefix("tip: ")
+                .or_else(|| l.strip_prefix('[').and_then(|l| l.strip_suffix(']')))
+        })
+        .filter(|tip| !tip.starts_with("to pass "))
+        .collect();
+    let mut line = first.to_string();
+    if !tips.is_empty() {
+        line.push_str(&format!(" ({})", tips.join("; ")));
     }
+    // The command the error is about, from clap's usage line (`tf-spawner status`).
+    let command = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map(|usage| {
+            let words = usage
+                .split(' ')
+                .take_while(|w| !w.starts_with(['[', '<', '-']));
+            words.collect::<Vec<_>>().join(" ")
+        })
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| name.to_string());
+    line.push_str(&format!("; see {command} --help"));
+    line
+}
+
+/// What clap took for a training script but is a mistyped verb (`stauts`), or `-d`
+/// given one: a usage error before any file is read.
+fn script_or_verb(cli: &Cli) -> Result<(), errors::UsageError> {
+    let Some(script) = cli
+        .spawn
+        .script
+        .as_deref()
+        .filter(|_| cli.command.is_none())
+    else {
+        return Ok(());
+    };
+    let word = script.to_string_lossy();
+    if cli.spawn.delete {
+        return Err(errors::UsageError::new(format!(
+            "-d deletes a run by its tag and takes no training script ({word}): tf-spawner -d -t TAG"
+        )));
+    }
+    if !word.contains(['.', '/']) && !script.exists() {
+        return Err(errors::UsageError::new(unknown_verb(&word)));
+    }
+    Ok(())
+}
+
+/// The verbs, and the nearest one (or `-d` for `delete`) if the word is close.
+fn unknown_verb(word: &str) -> String {
+    let verbs: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|v| v != "help")
+        .collect();
+    let nearest = verbs
+        .iter()
+        .map(|v| (strsim::damerau_levenshtein(word, v), v))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, v)| format!("; did you mean `{v}`?"));
+    let hint = match word {
+        "delete" | "del" | "rm" | "remove" | "stop" | "kill" => {
+            Some("; to delete a run: tf-spawner -d -t TAG".to_string())
+        }
+        _ => nearest,
+    };
+    format!(
+        "'{word}' is neither a verb nor an existing training script{} (the verbs: {}; a training script is a file, e.g. train.py)",
+        hint.unwrap_or_default(),
+        verbs.join(", ")
+    )
 }
 
 /// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag
@@ -143,12 +234,9 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-async fn run(
-    cli: Cli,
-    matches: clap::ArgMatches,
-    defaults: defaults::Defaults,
-) -> anyhow::Result<()> {
-    let settings = settings::Settings::load(&cli, &matches, defaults).await;
+async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
+    let defaults = defaults::load().await?;
+    let settings = settings::Settings::load(&cli, &matches, defaults).await?;
     if settings.output.quiet {
         output::silence();
     }

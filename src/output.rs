@@ -158,12 +158,41 @@ pub fn eprint(text: &str) {
 
 /// `note: TEXT` on a line of its own on stderr.
 pub fn note(text: &str) {
-    eprint(&format!("note: {text}\n"));
+    eprint(&format!("note: {}\n", escape_controls(text)));
+}
+
+/// `warning: TEXT` on a line of its own on stderr.
+pub fn warning(text: &str) {
+    eprint(&format!("warning: {}\n", escape_controls(text)));
 }
 
 /// The one line of a failed command: `error: TEXT` on stderr.
 pub fn error(text: &str) {
-    eprint(&format!("error: {text}\n"));
+    eprint(&format!("error: {}\n", escape_controls(text)));
+}
+
+/// A path as messages show it (a control character in it is escaped by [`error`],
+/// [`note`] and [`warning`]).
+pub fn shown_path(path: &std::path::Path) -> String {
+    path.display().to_string()
+}
+
+/// Control characters (an ESC, a newline, a carriage return in a tag, a path or a
+/// file's text) as `\u{1b}`, so that a message is one line and never drives the
+/// terminal.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -188,5 +217,11 @@ mod tests {
         assert_eq!(prefix("worker-1", 8, None), "worker-1 | ");
         assert_eq!(prefix("ps-0", 4, Some(1)), "\x1b[33mps-0\x1b[0m | ");
         assert_eq!(prefix("ps-0", 4, Some(13)), "\x1b[33mps-0\x1b[0m | ");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_controls("a\x1b[31mb\nc"), "a\\u{1b}[31mb\\u{a}c");
+        assert_eq!(escape_controls("plain é"), "plain é");
     }
 }

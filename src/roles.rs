@@ -5,6 +5,8 @@
 //! otherwise be counted in collective ops): it sees the training cluster and its own
 //! task `{"type":"evaluator","index":0}`, and no other task connects to it.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -135,7 +137,10 @@ impl Roles {
             }
             _ => chief,
         };
-        let total = u64::from(workers) + u64::from(ps) + u64::from(chief) + u64::from(evaluator);
+        let total = u64::from(workers)
+            .saturating_add(u64::from(ps))
+            .saturating_add(u64::from(chief))
+            .saturating_add(u64::from(evaluator));
         if total > u64::from(MAX_TASKS) {
             return Err(UsageError::new(format!(
                 "{total} tasks requested; a run has at most {MAX_TASKS} (check --workers and --ps)"
@@ -174,7 +179,7 @@ impl Roles {
     /// The object-name suffix of greatest length, for tag length checks.
     pub fn longest_suffix(&self) -> String {
         self.tasks()
-            .filter(|t| t.index + 1 == self.count(t.role))
+            .filter(|t| t.index.saturating_add(1) == self.count(t.role))
             .map(|t| format!("-{}", t.id()))
             .max_by_key(String::len)
             .unwrap_or_default()

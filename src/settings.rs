@@ -90,22 +90,22 @@ pub(crate) struct Settings {
 
 impl Settings {
     /// Lowers the parsed flags, the defaults file and the kubeconfig. Makes no request
-    /// and never fails: a missing kubeconfig is an error only for what needs a cluster
-    /// ([`Settings::connect`]).
-    pub(crate) async fn load(cli: &Cli, matches: &ArgMatches, file: Defaults) -> Settings {
+    /// and fails only on Ctrl-C while reading a kubeconfig that is a FIFO: a missing
+    /// kubeconfig is an error only for what needs a cluster ([`Settings::connect`]).
+    pub(crate) async fn load(cli: &Cli, matches: &ArgMatches, file: Defaults) -> Result<Settings> {
         let flag = |id: &str| on_command_line(matches, id);
         let target = Target {
             kubeconfig: cli.cluster.kubeconfig.clone(),
             context: cli.cluster.context.clone(),
         };
-        let found = connect::read(&target).await;
+        let found = connect::read(&target).await?;
         let namespace = namespace(
             flag("namespace").then(|| cli.cluster.namespace.clone().unwrap_or_default()),
             file.namespace.clone(),
             found.namespace,
         );
         let spawn = &cli.spawn;
-        Settings {
+        Ok(Settings {
             config_file: file.path.clone(),
             config_file_found: file.found,
             namespace,
@@ -167,7 +167,7 @@ impl Settings {
                 ..RetryPolicy::default()
             },
             kube: found.config,
-        }
+        })
     }
 
     /// A client for the namespace. No request is made.

@@ -11,6 +11,13 @@ pub const MAX_TEMPLATE_BYTES: usize = 1024 * 1024;
 
 /// Parses a pod template. `origin` names the file in error messages.
 pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
+    parse_with_unknown(origin, bytes).map(|(pod, _)| pod)
+}
+
+/// Parses a pod template, with the paths of the fields a Pod does not have
+/// (`spec.containres`, `spec.containers.0.imagee`): Kubernetes would drop them without
+/// a word, so the caller warns about each.
+pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String>), String> {
     if bytes.len() > MAX_TEMPLATE_BYTES {
         return Err(format!(
             "pod template {origin} is {} bytes; a pod template is at most {MAX_TEMPLATE_BYTES} bytes",
@@ -19,12 +26,8 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
     }
     let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("pod template {origin} is not valid UTF-8"))?;
-    let doc: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| {
-        format!(
-            "pod template {origin} is not valid YAML: {}",
-            first_line(&e.to_string())
-        )
-    })?;
+    let doc = crate::yaml::to_value(text)
+        .map_err(|e| format!("pod template {origin} is not valid YAML: {e}"))?;
     let kind = doc.get("kind").and_then(|k| k.as_str());
     let api_version = doc.get("apiVersion").and_then(|k| k.as_str());
     if kind != Some("Pod") || api_version != Some("v1") {
@@ -36,10 +39,14 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
             }
         ));
     }
-    let pod: Pod = serde_json::from_value(doc).map_err(|e| {
+    let mut unknown = Vec::new();
+    let mut note = |path: serde_ignored::Path| unknown.push(field_path(&path));
+    let tracked = serde_ignored::Deserializer::new(doc, &mut note);
+    let pod: Pod = serde_path_to_error::deserialize(tracked).map_err(|e| {
         format!(
-            "pod template {origin} is not a valid Pod: {}",
-            first_line(&e.to_string())
+            "pod template {origin} is not a valid Pod: {}: {}",
+            e.path(),
+            first_line(&e.inner().to_string())
         )
     })?;
     let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
@@ -48,7 +55,123 @@ pub fn parse(origin: &str, bytes: &[u8]) -> Result<Pod, String> {
             "pod template {origin} has no containers (spec.containers needs at least one)"
         ));
     }
-    Ok(pod)
+    if let Some(problem) = api_problem(&pod) {
+        return Err(format!("pod template {origin}: {problem}"));
+    }
+    unknown.sort();
+    unknown.dedup();
+    Ok((pod, unknown))
+}
+
+/// What the API server would refuse in a template, found before any request: container
+/// names, ports, env variable names, label keys and values.
+fn api_problem(pod: &Pod) -> Option<String> {
+    let meta = &pod.metadata;
+    for (key, value) in meta.labels.iter().flatten() {
+        if !is_label_key(key) {
+            return Some(format!("metadata.labels: {key:?} is not a valid label key"));
+        }
+        if !is_label_value(value) {
+            return Some(format!(
+                "metadata.labels.{key}: {value:?} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
+            ));
+        }
+    }
+    if let Some(key) = meta
+        .annotations
+        .iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !is_label_key(k))
+    {
+        return Some(format!(
+            "metadata.annotations: {key:?} is not a valid annotation key"
+        ));
+    }
+    let spec = pod.spec.as_ref()?;
+    let mut names = std::collections::BTreeSet::new();
+    let lists = [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or_default(),
+        ),
+        ("containers", &spec.containers[..]),
+    ];
+    let all = lists
+        .into_iter()
+        .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(at, c)| (list, at, c)));
+    for (list, at, c) in all {
+        let field = format!("spec.{list}[{at}]");
+        if crate::inputs::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
+            return Some(format!(
+                "{field}.name {:?} is not a valid container name (lowercase letters, digits and '-', at most 63 characters)",
+                c.name
+            ));
+        }
+        if !names.insert(c.name.as_str()) {
+            return Some(format!("{field}.name {:?} is used twice", c.name));
+        }
+        if let Some(p) = c
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| !(1..=65535).contains(&p.container_port))
+        {
+            return Some(format!(
+                "{field}: containerPort {} is not a port number (1 to 65535)",
+                p.container_port
+            ));
+        }
+        if let Some(e) = c
+            .env
+            .iter()
+            .flatten()
+            .find(|e| !crate::envfile::is_env_name(&e.name))
+        {
+            return Some(format!(
+                "{field}.env: {:?} is not a valid variable name",
+                e.name
+            ));
+        }
+    }
+    None
+}
+
+/// `[prefix/]name`: the prefix a DNS subdomain, the name at most 63 letters, digits,
+/// `-`, `_` or `.`, starting and ending with a letter or digit.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = key
+        .rsplit_once('/')
+        .map_or((None, key), |(p, n)| (Some(p), n));
+    prefix.is_none_or(|p| crate::inputs::name_problem(p, 253).is_none())
+        && !name.is_empty()
+        && is_label_value(name)
+}
+
+fn is_label_value(value: &str) -> bool {
+    let ends = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    value.len() <= 63
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && ends(value.chars().next())
+        && ends(value.chars().last())
+}
+
+/// `spec.containers[0].imagee`, as the API server and `serde_path_to_error` write paths.
+fn field_path(path: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => match field_path(parent) {
+            p if p.is_empty() => key.clone(),
+            p => format!("{p}.{key}"),
+        },
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => field_path(parent),
+    }
 }
 
 fn first_line(s: &str) -> &str {
@@ -103,8 +226,75 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.starts_with("pod template t.yaml is not a valid Pod"),
+            e.starts_with("pod template t.yaml is not a valid Pod: spec.containers: invalid type"),
             "{e}"
+        );
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    ports:\n    - containerPort: x\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains(": spec.containers[0].ports[0].containerPort: invalid type"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn what_the_api_server_would_refuse_is_refused() {
+        let pod = |body: &str| {
+            parse(
+                "t.yaml",
+                format!("apiVersion: v1\nkind: Pod\n{body}").as_bytes(),
+            )
+            .unwrap_err()
+        };
+        assert_eq!(
+            pod("spec:\n  containers:\n  - name: Tensor Flow\n"),
+            "pod template t.yaml: spec.containers[0].name \"Tensor Flow\" is not a valid container name (lowercase letters, digits and '-', at most 63 characters)"
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n  - name: a\n")
+                .ends_with("\"a\" is used twice")
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n    ports: [{containerPort: 70000}]\n")
+                .contains("containerPort 70000")
+        );
+        assert!(
+            pod("spec:\n  containers:\n  - name: a\n    env: [{name: 1A}]\n")
+                .contains("\"1A\" is not a valid variable name")
+        );
+        assert!(
+            pod("metadata: {labels: {team: a b}}\nspec: {containers: [{name: a}]}\n")
+                .contains("metadata.labels.team")
+        );
+        assert!(
+            pod("metadata: {labels: {'a b': x}}\nspec: {containers: [{name: a}]}\n")
+                .contains("not a valid label key")
+        );
+        let ok = "metadata: {labels: {example.org/team: a_b.c, x: ''}}\nspec: {containers: [{name: a, ports: [{containerPort: 80}], env: [{name: A.b}]}]}\n";
+        parse(
+            "t.yaml",
+            format!("apiVersion: v1\nkind: Pod\n{ok}").as_bytes(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn misspelled_fields_are_named() {
+        let (_, unknown) = parse_with_unknown(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nmetadata: {labelz: {}}\nspec:\n  containres: []\n  containers:\n  - name: a\n    imagee: x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            unknown,
+            [
+                "metadata.labelz",
+                "spec.containers[0].imagee",
+                "spec.containres"
+            ]
         );
     }
 

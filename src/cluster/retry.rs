@@ -2,6 +2,8 @@
 //! Retry-After), 500, 503, 504, timeouts and dropped connections, with bounded
 //! exponential backoff and jitter. Other 4xx answers are final.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -159,8 +161,8 @@ where
             );
         tracing::debug!(attempt, error = %err, ?wait, "retrying");
         tokio::time::sleep(wait).await;
-        backoff = (backoff * 2).min(policy.max_backoff);
-        attempt += 1;
+        backoff = backoff.saturating_mul(2).min(policy.max_backoff);
+        attempt = attempt.saturating_add(1);
     }
 }
 

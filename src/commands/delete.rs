@@ -27,14 +27,17 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if !args.yes && std::io::stdin().is_terminal() {
         let found = delete::existing(&cluster, tag, &[Gang::Volcano, Gang::Coscheduling]).await?;
         if found.is_empty() {
-            return report(tag, &ns, &[], args.output);
+            report(tag, &ns, &[], args.output)?;
+            return other_runs(&cluster, tag, &ns).await;
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         output::eprint(&format!("{}\n", shown.join("\n")));
         if !confirm(&format!(
             "delete these {} objects of run '{tag}' in namespace {ns}? [y/N] ",
             found.len()
-        ))? {
+        ))
+        .await?
+        {
             bail!("aborted; nothing was deleted");
         }
     }
@@ -47,6 +50,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     if let Some(err) = delete::failure(&deleted, tag, &ns) {
         return Err(err);
+    }
+    if deleted.removed.is_empty() {
+        return other_runs(&cluster, tag, &ns).await;
     }
     if args.wait {
         if args.output.is_some() {
@@ -78,12 +84,43 @@ fn report(tag: &str, ns: &str, removed: &[ObjectRef], format: Option<OutputForma
     Ok(())
 }
 
-fn confirm(question: &str) -> Result<bool> {
+/// Nothing had the tag: fine when the namespace has no run (deleting twice is not an
+/// error), else probably a mistyped tag: an error naming the runs there.
+async fn other_runs(cluster: &crate::cluster::Cluster, tag: &str, ns: &str) -> Result<()> {
+    let Ok(runs) = crate::ops::list::list(cluster, false).await else {
+        return Ok(());
+    };
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let tags: Vec<&str> = runs.iter().map(|r| r.tag.as_str()).collect();
+    bail!(
+        "no run tagged '{tag}' in namespace {ns}; the runs there: {} (tf-spawner list -n {ns})",
+        tags.join(", ")
+    )
+}
+
+/// Asks on stderr and reads the answer from stdin, in a thread of its own so that
+/// Ctrl-C and SIGTERM still end the wait (130, 143; nothing deleted).
+async fn confirm(question: &str) -> Result<bool> {
     output::eprint(question);
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("confirm".into())
+        .spawn(move || {
+            let mut answer = String::new();
+            // An answer is a word: a bounded read, whatever is typed or pasted.
+            let read = std::io::Read::take(std::io::stdin().lock(), 1024).read_line(&mut answer);
+            let _ = tx.send(read.map(|_| answer));
+        })?;
+    tokio::select! {
+        answer = rx => {
+            let answer = answer.map_err(|_| anyhow::anyhow!("the answer could not be read"))??;
+            Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+        }
+        code = crate::signals::stop_requested() => {
+            output::eprint("\n");
+            Err(crate::errors::ExitError::new(code, "interrupted; nothing was deleted").into())
+        }
+    }
 }

@@ -28,13 +28,15 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         &super::spawn::options(args, settings),
         super::spawn::tag(args),
         settings.namespace.value.clone(),
-    )?;
+    )
+    .await?;
     let plan = local::plan(&request, &args.python)?;
 
     let _ = output::print(&header(&plan, args.randomize_tag));
 
     let options = RunOptions {
         timeout: args.timeout,
+        env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
         colour: output::fancy_stdout(),
     };
     let outcome = local::run(&plan, &options, &mut stop).await?;

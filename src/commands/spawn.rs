@@ -18,7 +18,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         &options(args, settings),
         tag(args),
         settings.namespace.value.clone(),
-    )?;
+    )
+    .await?;
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
@@ -80,6 +81,9 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         port: settings.port.value,
         command: args.command.clone(),
         pod_file: settings.pod_file.value.clone(),
+        pod_file_from: (settings.pod_file.source == crate::settings::Source::File)
+            .then(|| settings.config_file.clone())
+            .flatten(),
         env_file: args.env_file.clone(),
         image: settings.image.value.clone(),
         strategy: roles.strategy,

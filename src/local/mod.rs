@@ -11,6 +11,10 @@
 //! its group is killed, as a container's would be. When the run has a verdict (or times
 //! out, or is interrupted), the tasks still running get SIGTERM, then SIGKILL after
 //! [`GRACE`]. A guard kills every group still alive if anything goes wrong on the way.
+//!
+//! No arithmetic here may panic, whatever the flags (`--timeout`) or the tasks do.
+
+#![deny(clippy::arithmetic_side_effects)]
 
 use std::io;
 use std::pin::Pin;
@@ -21,16 +25,19 @@ use std::time::Duration;
 
 use anyhow::Result;
 use rustix::process::{Pid, Signal};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::errors::UsageError;
 use crate::roles::{Role, Task};
+use crate::signals;
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
-use crate::{output, signals};
 
+mod reaper;
 mod setup;
+mod stream;
+
+use stream::Printer;
 
 pub(crate) use setup::{LocalPlan, LocalTask, plan};
 
@@ -38,7 +45,8 @@ pub(crate) use setup::{LocalPlan, LocalTask, plan};
 pub const GRACE: Duration = Duration::from_secs(5);
 /// How long to wait for processes to go after SIGKILL (or for their output to end).
 const AFTER_KILL: Duration = Duration::from_secs(5);
-/// Lines of output in flight between the tasks and the terminal.
+/// Lines (each at most `stream::MAX_LINE` bytes) in flight between the tasks and the
+/// terminal.
 const LINES_IN_FLIGHT: usize = 1024;
 
 /// How a task's main process ended.
@@ -62,7 +70,7 @@ impl Ended {
     pub fn code(self) -> i32 {
         match self {
             Ended::Code(c) => c,
-            Ended::Signal(s) => 128 + s,
+            Ended::Signal(s) => s.saturating_add(128),
         }
     }
 }
@@ -156,12 +164,15 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub timeout: Option<Duration>,
+    /// The env file (`-e`), named when the environment cannot start a process.
+    pub env_file: Option<String>,
     /// Colour the task prefixes.
     pub colour: bool,
 }
 
 enum Event {
-    Line(usize, Vec<u8>),
+    /// What task `at` wrote: a line, or the latest state of a redrawn one.
+    Output(usize, stream::Piece),
     /// A stdout or stderr stream reached its end.
     Closed,
     Exited(usize, ExitStatus),
@@ -172,6 +183,11 @@ enum Event {
 struct Groups(Vec<(i32, Arc<AtomicBool>)>);
 
 impl Groups {
+    /// The tasks' main processes.
+    fn leaders(&self) -> Vec<i32> {
+        self.0.iter().map(|(pid, _)| *pid).collect()
+    }
+
     fn signal(&self, at: usize, sig: Signal) {
         let (pgid, gone) = &self.0[at];
         if !gone.load(Ordering::SeqCst) {
@@ -185,7 +201,16 @@ impl Drop for Groups {
         for at in 0..self.0.len() {
             self.signal(at, Signal::KILL);
         }
+        // What the tasks detached from their groups (see `reaper.rs`).
+        reaper::kill_orphans(&self.leaders());
     }
+}
+
+/// The instant `d` from now (the constants here never pass the clock's range; if one
+/// did, the wait would end at once instead of panicking).
+fn in_(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d).unwrap_or(now)
 }
 
 fn kill_group(pgid: i32, sig: Signal) {
@@ -205,20 +230,24 @@ pub async fn run(
     stop: &mut (impl Future<Output = u8> + Unpin),
 ) -> Result<Outcome> {
     let (tx, rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
-    let groups = start(plan, &tx)?;
+    // Orphans of the tasks become ours, to be stopped with the run (see `reaper.rs`).
+    reaper::become_subreaper();
+    let groups = start(plan, &tx, options.env_file.as_deref())?;
     drop(tx);
     let mut runner = Runner {
         plan,
         timeout: options.timeout,
-        timeout_at: options.timeout.map(|t| Instant::now() + t),
+        // A timeout beyond the clock's range is no timeout.
+        timeout_at: options.timeout.and_then(|t| Instant::now().checked_add(t)),
         printer: Printer::new(plan, options.colour),
         ended: vec![None; plan.tasks.len()],
-        streams_open: 2 * plan.tasks.len(),
+        streams_open: plan.tasks.len().saturating_mul(2),
         outcome: None,
         stage: Stage::Running,
         groups,
     };
     runner.run(rx, stop).await;
+    runner.printer.end_live();
     let Runner {
         outcome, groups, ..
     } = runner;
@@ -227,7 +256,7 @@ pub async fn run(
 }
 
 /// Starts one process group per task; their output and exits arrive on `tx`.
-fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
+fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> Result<Groups> {
     let mut groups = Groups(Vec::new());
     let unbuffered = std::env::var_os("PYTHONUNBUFFERED").is_none();
     for (at, local) in plan.tasks.iter().enumerate() {
@@ -241,15 +270,17 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
             cmd.env("PYTHONUNBUFFERED", "1");
         }
         cmd.envs(local.env.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd.spawn().map_err(|e| start_error(plan, local, e))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| start_error(plan, local, e, env_file))?;
         let pid = child.id().map_or(0, |p| p as i32);
         let gone = Arc::new(AtomicBool::new(false));
         groups.0.push((pid, gone.clone()));
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(read_lines(at, out, tx.clone()));
+            tokio::spawn(stream::read(at, out, tx.clone()));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(read_lines(at, err, tx.clone()));
+            tokio::spawn(stream::read(at, err, tx.clone()));
         }
         let tx = tx.clone();
         tokio::spawn(async move {
@@ -265,16 +296,44 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>) -> Result<Groups> {
     Ok(groups)
 }
 
-fn start_error(plan: &LocalPlan, local: &LocalTask, e: io::Error) -> anyhow::Error {
+fn start_error(
+    plan: &LocalPlan,
+    local: &LocalTask,
+    e: io::Error,
+    env_file: Option<&str>,
+) -> anyhow::Error {
+    let env_path = env_file.and_then(|file| {
+        let path = local.env.iter().find(|(k, _)| k == "PATH")?;
+        Some((file, &path.1))
+    });
     if e.kind() == io::ErrorKind::NotFound {
+        let why = match env_path {
+            Some((file, path)) => format!(" in PATH={path:?}, which the env file {file} sets"),
+            None if plan.program == "bash" => String::new(),
+            None => " (choose the interpreter with --python)".to_string(),
+        };
+        return UsageError::new(format!("cannot run {}: not found{why}", plan.program)).into();
+    }
+    let reason = crate::files::io_reason(&e);
+    if e.raw_os_error() == Some(7) {
+        // E2BIG: the environment (and arguments) passed the kernel's limit.
+        let bytes = local.env.iter().fold(0usize, |n, (k, v)| {
+            n.saturating_add(k.len())
+                .saturating_add(v.len())
+                .saturating_add(2)
+        });
+        let blame = env_file.map_or_else(String::new, |file| {
+            let (key, value) = local
+                .env
+                .iter()
+                .max_by_key(|(_, v)| v.len())
+                .map_or(("", 0), |(k, v)| (k.as_str(), v.len()));
+            format!(" set from the env file {file} (its largest value: {key}, {value} bytes)")
+        });
         return UsageError::new(format!(
-            "cannot run {}: not found{}",
+            "cannot start {} for {}: {reason}: the environment of {bytes} bytes{blame} is more than a process may get; pass large values in a file",
             plan.program,
-            if plan.program == "bash" {
-                ""
-            } else {
-                " (choose the interpreter with --python)"
-            }
+            local.task.id()
         ))
         .into();
     }
@@ -369,9 +428,11 @@ impl Runner<'_> {
             _ if self.streams_open == 0 => true,
             Stage::Draining { give_up_at } => Instant::now() >= give_up_at,
             Stage::Running | Stage::Stopping { .. } => {
-                // Output may be held open by a process that left its group: wait a little.
+                // Output may be held open by a process that left its group: stop it (it
+                // is ours once its parent ended), and wait a little.
+                reaper::kill_orphans(&self.groups.leaders());
                 self.stage = Stage::Draining {
-                    give_up_at: Instant::now() + AFTER_KILL,
+                    give_up_at: in_(AFTER_KILL),
                 };
                 false
             }
@@ -410,7 +471,7 @@ impl Runner<'_> {
                 ));
                 self.signal_all(Signal::KILL);
                 self.stage = Stage::Draining {
-                    give_up_at: Instant::now() + AFTER_KILL,
+                    give_up_at: in_(AFTER_KILL),
                 };
                 false
             }
@@ -420,8 +481,8 @@ impl Runner<'_> {
 
     fn event(&mut self, event: Option<Event>) {
         match event {
-            Some(Event::Line(at, line)) => self.printer.line(at, &line),
-            Some(Event::Closed) => self.streams_open -= 1,
+            Some(Event::Output(at, piece)) => self.printer.piece(at, &piece),
+            Some(Event::Closed) => self.streams_open = self.streams_open.saturating_sub(1),
             Some(Event::Exited(at, status)) => {
                 self.ended[at] = Some(Ended::from_status(status));
                 if self.outcome.is_none() {
@@ -455,7 +516,7 @@ impl Runner<'_> {
         }
         if let Stage::Running = self.stage {
             self.stage = Stage::Stopping {
-                kill_at: Instant::now() + GRACE,
+                kill_at: in_(GRACE),
             };
         }
     }
@@ -465,7 +526,7 @@ impl Runner<'_> {
         self.signal_all(Signal::KILL);
         if !matches!(self.stage, Stage::Draining { .. }) {
             self.stage = Stage::Draining {
-                give_up_at: Instant::now() + AFTER_KILL,
+                give_up_at: in_(AFTER_KILL),
             };
         }
     }
@@ -554,78 +615,6 @@ pub fn ids(tasks: &[Task]) -> String {
         "no task".to_string()
     } else {
         tasks.iter().map(|t| t.id()).collect::<Vec<_>>().join(", ")
-    }
-}
-
-async fn read_lines(at: usize, stream: impl AsyncRead + Unpin, tx: mpsc::Sender<Event>) {
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                    if line.last() == Some(&b'\r') {
-                        line.pop();
-                    }
-                }
-                if tx.send(Event::Line(at, line)).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
-    let _ = tx.send(Event::Closed).await;
-}
-
-/// Prints task lines with their prefixes, and tf-spawner's own notes; after the reader
-/// closed the pipe, prints nothing (the run goes on to its verdict).
-struct Printer {
-    prefixes: Vec<String>,
-    note_prefix: String,
-    closed: bool,
-}
-
-impl Printer {
-    fn new(plan: &LocalPlan, colour: bool) -> Printer {
-        let width = plan
-            .tasks
-            .iter()
-            .map(|t| t.task.id().len())
-            .max()
-            .unwrap_or(0);
-        let prefixes = plan
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(n, t)| output::prefix(&t.task.id(), width, colour.then_some(n)))
-            .collect();
-        Printer {
-            prefixes,
-            note_prefix: format!("local run {}: ", plan.tag),
-            closed: false,
-        }
-    }
-
-    fn line(&mut self, at: usize, line: &[u8]) {
-        let text = format!("{}{}\n", self.prefixes[at], String::from_utf8_lossy(line));
-        self.print(&text);
-    }
-
-    fn note(&mut self, text: &str) {
-        if !text.is_empty() {
-            let text = format!("{}{text}\n", self.note_prefix);
-            self.print(&text);
-        }
-    }
-
-    fn print(&mut self, text: &str) {
-        if !self.closed {
-            // A closed pipe ends the printing, not the run; other errors are as rare
-            // and as harmless to the run.
-            self.closed = !matches!(output::print(text), Ok(true));
-        }
     }
 }
 

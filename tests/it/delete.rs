@@ -130,3 +130,82 @@ fn delete_refuses_random_tag() {
     let env = Env::new();
     env.run(&["-d", "-r"]).failure(2).stderr_has("-r");
 }
+
+/// The children of `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// The confirmation prompt (stdin a terminal: util-linux `script` gives it one) waits
+/// for an answer; Ctrl-C ends the wait with exit 130 and nothing deleted.
+#[test]
+fn ctrl_c_at_the_delete_prompt_deletes_nothing_and_exits_130() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let env = Env::new();
+    env.spawn(&["-t", "asked"]).success();
+    let bin = crate::support::BIN;
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &format!("exec {bin} -d -t asked"), "/dev/null"])
+        .current_dir(env.dir.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("KUBECONFIG", &env.kubeconfig)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux script");
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            let _ = tx.send(String::from_utf8_lossy(&seen).into_owned());
+        }
+    });
+    let mut shown = String::new();
+    while !shown.contains("[y/N]") {
+        shown = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the prompt");
+    }
+    let pids = children_of(child.id());
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    // SAFETY: signals the tf-spawner our child `script` runs.
+    unsafe {
+        libc::kill(pids[0], libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    while let Ok(more) = rx.recv_timeout(std::time::Duration::from_secs(5)) {
+        shown = more;
+    }
+    assert_eq!(status.code(), Some(130), "{shown}");
+    assert!(
+        shown.contains("error: interrupted; nothing was deleted"),
+        "{shown}"
+    );
+    assert_eq!(env.names("default").len(), 5, "{:?}", env.names("default"));
+    drop(child.stdin.take());
+}

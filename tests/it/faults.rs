@@ -242,7 +242,13 @@ fn spawn_matrix(shape: Shape, kinds: &[Kind], expect_success: bool) {
             only_touched(&env, &tag);
             assert_eq!(others(&env), before, "{kind:?} at {k} touched another run");
             env.server.clear_faults();
-            env.run(&["-d", "-t", &tag]).success();
+            let cleanup = env.run(&["-d", "-t", &tag]);
+            if left.is_empty() {
+                // Nothing of the run, and the other run is there: a mistyped tag, says -d.
+                cleanup.failure(1).stderr_has("the runs there: other");
+            } else {
+                cleanup.success();
+            }
         }
     }
 }

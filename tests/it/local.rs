@@ -372,3 +372,175 @@ fn assert_all_gone(pids: &[i32]) {
     let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
+
+/// Worker 0 detaches two processes from its group, then exits 0: `setsid sleep`, and a
+/// daemon made by a double fork (its own session, its parent gone at once). Both hold
+/// the task's stdout open. Their PIDs go to PIDS/detached.
+const DETACH: &str = r#"
+import os, subprocess, time
+d = os.environ["PIDS"]
+p = subprocess.Popen(["setsid", "sleep", "600"])
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    os.write(w, b"%d" % pid)
+    os._exit(0)
+os.close(w)
+daemon = int(os.read(r, 32))
+with open(os.path.join(d, "detached.tmp"), "w") as f:
+    f.write("%d %d" % (p.pid, daemon))
+os.rename(os.path.join(d, "detached.tmp"), os.path.join(d, "detached"))
+print("detached", p.pid, daemon, flush=True)
+"#;
+
+#[test]
+fn processes_a_task_detached_are_stopped_too() {
+    let env = Env::new();
+    let dir = tempfile::tempdir().unwrap();
+    let script = env.write("detach.py", DETACH);
+    let started = Instant::now();
+    let out = run(env.cmd().env("PIDS", dir.path()).args([
+        "--local",
+        "-w",
+        "1",
+        script.to_str().unwrap(),
+    ]));
+    out.success().stdout_has("worker-0 | detached ");
+    let pids = read_pids(dir.path());
+    assert_eq!(pids.len(), 2, "{out:#?}");
+    assert_all_gone(&pids);
+    // Killed as soon as the task ended: not after the 5 s wait for its output to end.
+    assert!(started.elapsed() < Duration::from_secs(5), "{out:#?}");
+}
+
+#[test]
+fn progress_lines_show_their_final_state_in_a_pipe_and_long_lines_come_in_pieces() {
+    let env = Env::new();
+    let script = env.write(
+        "progress.py",
+        "import sys\n\
+         for i in range(5):\n    sys.stderr.write('\\r%d%%' % (i * 25)); sys.stderr.flush()\n\
+         sys.stderr.write('\\n')\n\
+         sys.stdout.write('x' * 40000 + 'end\\n')\n\
+         sys.stdout.write('no newline at the end'); sys.stdout.flush()\n",
+    );
+    let out = env.run(&["--local", "-w", "1", script.to_str().unwrap()]);
+    out.success();
+    let lines = &lines_by_task(&out.stdout)["worker-0"];
+    assert_eq!(lines[0], "100%", "{lines:?}");
+    assert!(!out.stdout.contains('\r'));
+    let sizes: Vec<usize> = lines[1..4].iter().map(String::len).collect();
+    assert_eq!(sizes, [16384, 16384, 40003 - 2 * 16384]);
+    assert!(lines[3].ends_with("xend"));
+    assert_eq!(lines[4], "no newline at the end");
+}
+
+/// The peak memory (VmHWM, kB) of a running process, polled until it ends.
+fn peak_kb_until_exit(child: &mut std::process::Child) -> u64 {
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
+            let hwm = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok());
+            peak = peak.max(hwm.unwrap_or(0));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peak
+}
+
+#[test]
+fn memory_stays_bounded_whatever_a_task_writes() {
+    let env = Env::new();
+    // 200 MiB without a newline: the old reader held it all (and more) in memory.
+    let script = env.write(
+        "flood.py",
+        "import sys\nb = b'y' * (1 << 20)\nfor _ in range(200): sys.stdout.buffer.write(b)\n",
+    );
+    let mut child = env
+        .cmd()
+        .args(["--local", "-w", "1", script.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut lines = 0usize;
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = std::io::Read::read(&mut stdout, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+        }
+        lines
+    });
+    let peak = peak_kb_until_exit(&mut child);
+    let lines = reader.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(lines > 200 * 64, "{lines} lines");
+    assert!(peak < 100 * 1024, "peak {peak} kB for 200 MiB of output");
+}
+
+#[test]
+fn sigint_while_reading_a_fifo_script_exits_130() {
+    let env = Env::new();
+    let fifo = env.path("script.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for (args, signal, code) in [
+        (vec!["--local", "-w", "1"], libc::SIGINT, 130),
+        (vec!["--local", "-w", "1", "-e"], libc::SIGTERM, 143),
+        (vec!["-w", "1"], libc::SIGINT, 130),
+    ] {
+        let mut all = args.clone();
+        if all.last() == Some(&"-e") {
+            all.push(fifo.to_str().unwrap());
+            all.push("train.py");
+            env.script();
+        } else {
+            all.push(fifo.to_str().unwrap());
+        }
+        let child = env
+            .cmd()
+            .args(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: signals our own child.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let out = child.wait_with_output().unwrap();
+        let out = Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        out.failure(code).stderr_has(&format!(
+            "error: interrupted while reading {} {}",
+            if args.contains(&"-e") {
+                "env file (-e)"
+            } else {
+                "training script"
+            },
+            fifo.display()
+        ));
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert!(env.names("default").is_empty());
+}
