@@ -121,10 +121,16 @@ fn clap_error(err: clap::Error) -> ExitCode {
 /// error, the tips worth reading, and where help is.
 fn clap_one_line(rendered: &str, name: &str) -> String {
     let mut lines = rendered.lines().map(str::trim);
-    let first = lines
+    let mut first = lines
         .find(|l| !l.is_empty())
         .unwrap_or_default()
-        .trim_start_matches("error: ");
+        .trim_start_matches("error: ")
+        .to_string();
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if first.ends_with(':') {
+        let listed: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
+        first = format!("{} {}", first, listed.join(", "));
+    }
     let tips: Vec<&str> = lines
         .filter_map(|l| {
             l.strip_prefix("tip: ")
@@ -132,7 +138,7 @@ fn clap_one_line(rendered: &str, name: &str) -> String {
         })
         .filter(|tip| !tip.starts_with("to pass "))
         .collect();
-    let mut line = first.to_string();
+    let mut line = first;
     if !tips.is_empty() {
         line.push_str(&format!(" ({})", tips.join("; ")));
     }

@@ -103,6 +103,8 @@ async fn other_runs(cluster: &crate::cluster::Cluster, tag: &str, ns: &str) -> R
 /// Asks on stderr and reads the answer from stdin, in a thread of its own so that
 /// Ctrl-C and SIGTERM still end the wait (130, 143; nothing deleted).
 async fn confirm(question: &str) -> Result<bool> {
+    // Caught before the question is shown: an answer of Ctrl-C must not kill us.
+    let mut stop = crate::signals::Stop::listen();
     output::eprint(question);
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
@@ -118,7 +120,7 @@ async fn confirm(question: &str) -> Result<bool> {
             let answer = answer.map_err(|_| anyhow::anyhow!("the answer could not be read"))??;
             Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
         }
-        code = crate::signals::stop_requested() => {
+        code = stop.requested() => {
             output::eprint("\n");
             Err(crate::errors::ExitError::new(code, "interrupted; nothing was deleted").into())
         }
