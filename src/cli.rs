@@ -103,7 +103,7 @@ pub struct WaitArgs {
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
     pub until: WaitFor,
 
-    /// Give up after this long (e.g. 90s, 10m, 1h) with exit code 4
+    /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
@@ -191,6 +191,12 @@ pub struct ClusterArgs {
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
     #[arg(long, global = true, default_value_t = 4, value_name = "N")]
     pub retries: u32,
+
+    /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
+    /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
+    /// defaults file's give_up_after]
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub give_up_after: Option<Duration>,
 }
 
 /// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts.
@@ -272,7 +278,8 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub wait: bool,
 
-    /// With --wait or --local: give up after this long (e.g. 90s, 10m) with exit code 4
+    /// With --wait or --local: give up this long (e.g. 90s, 10m) after the command started
+    /// (creates or deletes included), with exit code 4
     #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 

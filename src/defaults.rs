@@ -12,6 +12,7 @@
 //! deadline: 12h                # --deadline (or a number of seconds)
 //! gang: volcano                # --gang (volcano or coscheduling)
 //! scheduler_name: volcano      # --scheduler-name
+//! give_up_after: 30m           # --give-up-after (or a number of seconds)
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -31,7 +32,7 @@ use crate::podgroup::Gang;
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: &[&str] = &[
     "namespace",
     "image",
     "pod_file",
@@ -42,6 +43,7 @@ pub const KEYS: [&str; 10] = [
     "deadline",
     "gang",
     "scheduler_name",
+    "give_up_after",
 ];
 
 /// What the file says; every value is optional.
@@ -60,6 +62,7 @@ pub struct Defaults {
     pub deadline: Option<Duration>,
     pub gang: Option<Gang>,
     pub scheduler_name: Option<String>,
+    pub give_up_after: Option<Duration>,
 }
 
 /// Where the file is looked for.
@@ -186,6 +189,16 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             .ok_or_else(|| bad(expected))?;
             defaults.deadline = Some(deadline);
         }
+        "give_up_after" => {
+            let expected = "a duration (e.g. 30m, 1h) or a number of seconds";
+            let bound = match value {
+                Value::Number(n) => n.as_u64().map(Duration::from_secs),
+                Value::String(s) => humantime::parse_duration(s.trim()).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| bad(expected))?;
+            defaults.give_up_after = Some(bound);
+        }
         "workers" => {
             let n = value
                 .as_u64()
@@ -275,7 +288,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, give_up_after)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

@@ -127,7 +127,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         pod_reason: None,
         waiting: None,
         restart_never: true,
-        cluster: Vec::new(),
+        cluster: Default::default(),
         container: None,
         started: true,
         queued: false,

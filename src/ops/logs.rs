@@ -63,11 +63,10 @@ pub struct Prefixes {
 impl Prefixes {
     pub fn new(tracker: &Tracker, colour: bool) -> Prefixes {
         let mut labels: Vec<(Option<crate::roles::Task>, String)> = tracker
-            .live()
-            .flat_map(|v| {
-                std::iter::once((v.task, v.label()))
-                    .chain(v.cluster.iter().map(|t| (Some(*t), t.id())))
-            })
+            .tasks()
+            .into_iter()
+            .map(|t| (Some(t), t.id()))
+            .chain(tracker.live().map(|v| (v.task, v.label())))
             .collect();
         labels.sort();
         labels.dedup();
@@ -228,10 +227,7 @@ async fn follow(
     // The run is over: pods that will not end are cut off; the others deliver their
     // last lines.
     for (name, f) in &followers.by_pod {
-        let ended = tracker
-            .live()
-            .find(|v| &v.name == name)
-            .is_none_or(|v| v.state().finished());
+        let ended = tracker.get(name).is_none_or(|v| v.state().finished());
         if !ended {
             f.handle.abort();
         }
@@ -282,7 +278,7 @@ impl Followers<'_> {
             }
         }
         for (name, f) in &self.by_pod {
-            if !t.live().any(|v| &v.name == name) {
+            if t.get(name).is_none() {
                 let _ = f.state.send(None);
             }
         }

@@ -3,7 +3,7 @@
 //! optionally save its logs and delete it. The exit code is the run's outcome.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
@@ -36,6 +36,9 @@ pub struct Wait {
     pub tag: String,
     pub until: WaitFor,
     pub timeout: Option<Duration>,
+    /// When the command started: the timeout counts from then, whatever the command
+    /// did first (a spawn's creates, a list of many pages).
+    pub started: Instant,
     pub all_workers: bool,
     pub save_logs: Option<PathBuf>,
     pub cleanup: bool,
@@ -83,7 +86,7 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
         let deadline = async {
             match wait.timeout {
                 Some(d) => {
-                    tokio::time::sleep(d).await;
+                    tokio::time::sleep_until((wait.started + d).into()).await;
                     d
                 }
                 None => std::future::pending().await,

@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::roles::{Role, Task};
+use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
 
@@ -160,6 +160,10 @@ pub struct Tracker {
     tag: String,
     all_workers: bool,
     pods: BTreeMap<String, Entry>,
+    /// The run's tasks per role as its pods describe it (the largest seen).
+    sizes: RoleSizes,
+    /// The names seen since a list began (see [`Tracker::begin_list`]).
+    listing: Option<BTreeSet<String>>,
     /// How many updates showed `ErrImagePull`, per pod.
     pull_errors: BTreeMap<String, u32>,
     /// The last `ErrImagePull` message, per pod: the kubelet alternates it with
@@ -173,6 +177,8 @@ impl Tracker {
             tag: tag.to_string(),
             all_workers,
             pods: BTreeMap::new(),
+            sizes: RoleSizes::default(),
+            listing: None,
             pull_errors: BTreeMap::new(),
             pull_error_messages: BTreeMap::new(),
         }
@@ -187,6 +193,10 @@ impl Tracker {
                     .insert(view.name.clone(), message.clone());
             }
         }
+        self.sizes.merge(&view.cluster);
+        if let Some(listing) = &mut self.listing {
+            listing.insert(view.name.clone());
+        }
         self.pods.insert(view.name.clone(), Entry::Live(view));
     }
 
@@ -198,9 +208,17 @@ impl Tracker {
         }
     }
 
-    /// A fresh list: pods missing from it were deleted meanwhile.
-    pub fn replace(&mut self, views: Vec<PodView>) {
-        let listed: BTreeSet<String> = views.iter().map(|v| v.name.clone()).collect();
+    /// A fresh list begins: its pods come through [`Tracker::update`], page by page,
+    /// until [`Tracker::end_list`].
+    pub fn begin_list(&mut self) {
+        self.listing = Some(BTreeSet::new());
+    }
+
+    /// The list is complete: pods missing from it were deleted meanwhile.
+    pub fn end_list(&mut self) {
+        let Some(listed) = self.listing.take() else {
+            return;
+        };
         let missing: Vec<String> = self
             .pods
             .iter()
@@ -210,8 +228,22 @@ impl Tracker {
         for name in missing {
             self.remove(&name);
         }
+    }
+
+    /// A fresh list in one piece: pods missing from it were deleted meanwhile.
+    pub fn replace(&mut self, views: Vec<PodView>) {
+        self.begin_list();
         for view in views {
             self.update(view);
+        }
+        self.end_list();
+    }
+
+    /// The pod named `name`, if it is there.
+    pub fn get(&self, name: &str) -> Option<&PodView> {
+        match self.pods.get(name)? {
+            Entry::Live(v) => Some(v),
+            Entry::Gone(_) => None,
         }
     }
 
@@ -238,13 +270,9 @@ impl Tracker {
     }
 
     /// Every task of the run: the ones seen, and the ones the pods' `TF_CONFIG` names.
-    fn expected(&self) -> BTreeSet<Task> {
-        let mut tasks: BTreeSet<Task> = BTreeSet::new();
-        for entry in self.pods.values() {
-            let v = entry.view();
-            tasks.extend(v.task);
-            tasks.extend(v.cluster.iter().copied());
-        }
+    pub fn tasks(&self) -> BTreeSet<Task> {
+        let mut tasks: BTreeSet<Task> = self.sizes.tasks().collect();
+        tasks.extend(self.pods.values().filter_map(|e| e.view().task));
         tasks
     }
 
@@ -265,7 +293,7 @@ impl Tracker {
             }
         }
         let mut out = Vec::new();
-        for task in self.expected() {
+        for task in self.tasks() {
             let row = match by_task.get(&task) {
                 Some(entry) => self.entry_state(entry),
                 None => {

@@ -14,7 +14,7 @@ use crate::labels::{
     CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL,
     TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
-use crate::roles::{Role, Task, tasks_of_sizes};
+use crate::roles::{Role, RoleSizes, Task};
 
 /// The pod reason of a pod stopped by the kubelet at its `activeDeadlineSeconds`.
 pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
@@ -98,8 +98,8 @@ pub struct PodView {
     pub waiting: Option<Reason>,
     /// `restartPolicy: Never` (the default of tf-spawner's pods).
     pub restart_never: bool,
-    /// The training cluster the pod's `TF_CONFIG` describes.
-    pub cluster: Vec<Task>,
+    /// The training cluster the pod describes: its tasks per role.
+    pub cluster: RoleSizes,
     /// The container whose logs are the task's: `tensorflow`, else the first.
     pub container: Option<String>,
     /// That container has started: it runs or has ended, now or before a restart.
@@ -231,7 +231,6 @@ impl PodView {
     }
 }
 
-/// The tasks named in a `TF_CONFIG`'s `cluster`.
 /// The pod belongs to a gang scheduler's PodGroup (Volcano or coscheduling).
 fn in_gang(meta: &ObjectMeta) -> bool {
     let has = |map: &Option<std::collections::BTreeMap<String, String>>, key: &str| {
@@ -302,18 +301,17 @@ fn waiting(status: Option<&PodStatus>, tf_status: Option<&ContainerStatus>) -> O
     })
 }
 
-/// The training cluster of the container's `TF_CONFIG`.
 /// The run's tasks: from the pod's [`CLUSTER_ANNOTATION`]; for pods of earlier versions,
 /// from the addresses in their `TF_CONFIG`.
-fn cluster_of_pod(meta: &ObjectMeta, tf: Option<&Container>) -> Vec<Task> {
+fn cluster_of_pod(meta: &ObjectMeta, tf: Option<&Container>) -> RoleSizes {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(CLUSTER_ANNOTATION))
-        .and_then(|sizes| tasks_of_sizes(sizes))
+        .and_then(|sizes| RoleSizes::parse(sizes))
         .unwrap_or_else(|| tf.map(cluster_in).unwrap_or_default())
 }
 
-fn cluster_in(container: &Container) -> Vec<Task> {
+fn cluster_in(container: &Container) -> RoleSizes {
     container
         .env
         .iter()
@@ -324,21 +322,21 @@ fn cluster_in(container: &Container) -> Vec<Task> {
         .unwrap_or_default()
 }
 
-fn cluster_of(tf_config: &str) -> Vec<Task> {
+/// The tasks per role of a `TF_CONFIG`'s `cluster`.
+fn cluster_of(tf_config: &str) -> RoleSizes {
+    let mut sizes = RoleSizes::default();
     let Ok(value) = serde_json::from_str::<serde_json::Value>(tf_config) else {
-        return Vec::new();
+        return sizes;
     };
     let Some(cluster) = value.get("cluster").and_then(|c| c.as_object()) else {
-        return Vec::new();
+        return sizes;
     };
-    let mut tasks = Vec::new();
     for (role, hosts) in cluster {
-        let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) else {
-            continue;
-        };
-        tasks.extend((0..hosts.len() as u32).map(|index| Task { role, index }));
+        if let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) {
+            sizes.set(role, hosts.len() as u32);
+        }
     }
-    tasks
+    sizes
 }
 
 /// What one task is doing.
