@@ -34,6 +34,9 @@ pub struct Shared {
     pub cluster_ips: crate::objects::ClusterIps,
     /// Waits out the latency (see `delay.rs`).
     pub delays: crate::delay::Delays,
+    /// `false` while the server is down (see `TestServer::stop`): no listener, and
+    /// every open connection cut.
+    pub up: tokio::sync::watch::Sender<bool>,
 }
 
 pub struct Ctx<'a> {

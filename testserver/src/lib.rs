@@ -170,6 +170,7 @@ impl TestServer {
             latency_ns: std::sync::atomic::AtomicU64::new(0),
             cluster_ips: objects::ClusterIps::default(),
             delays: delay::Delays::start(),
+            up: tokio::sync::watch::channel(true).0,
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -295,6 +296,23 @@ impl TestServer {
     /// All namespaced objects of every resource.
     pub fn object_count(&self) -> usize {
         self.store().namespaced_count()
+    }
+
+    /// Stops answering, as a killed kube-apiserver: the port refuses connections and
+    /// every open one (watches, followed logs) is cut. The store is kept (etcd's data).
+    pub fn stop(&self) {
+        self.shared.up.send_replace(false);
+    }
+
+    /// Answers again on the same port, after [`TestServer::stop`].
+    pub fn resume(&self) {
+        self.shared.up.send_replace(true);
+    }
+
+    /// Compacts the history, as etcd does every few minutes: watches from an earlier
+    /// resourceVersion and continue tokens holding one get 410 Gone.
+    pub fn compact(&self) {
+        self.store().compact();
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {

@@ -186,6 +186,18 @@ impl Store {
         Some(Arc::unwrap_or_clone(obj))
     }
 
+    /// The oldest resourceVersion a watch or a continue token may still start from.
+    pub fn history_floor(&self) -> u64 {
+        self.history_floor
+    }
+
+    /// What etcd's compaction does: the history so far is gone, so a watch from an
+    /// earlier version, or a continue token holding one, gets 410 Gone.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.history_floor = self.rv;
+    }
+
     /// Subscribes to future events and returns the past events after `since`
     /// (None = nothing from the past). Err(floor) when `since` is too old.
     pub fn subscribe(
