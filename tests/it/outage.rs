@@ -1,0 +1,102 @@
+//! A lost API server (`TestServer::stop`: the port refuses connections, open watches
+//! are cut; `resume`: it answers again with its store as it was): `wait` keeps going
+//! with a note, resumes its watch where it stopped (or lists again when the version
+//! is gone), and gives up only past `--give-up-after`, or at `--timeout`.
+
+use std::time::Duration;
+
+use crate::follow::{await_watches, exited, finish, running, spawn_run, start};
+use crate::support::Env;
+
+/// How long the server stays down: longer than the first reconnect backoff.
+const OUTAGE: Duration = Duration::from_secs(3);
+
+fn pod_lists(env: &Env) -> usize {
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/pods") && r.method == "GET" && r.param("watch").is_none())
+        .count()
+}
+
+#[test]
+fn wait_goes_on_through_an_outage_and_resumes_its_watch() {
+    let env = Env::new();
+    spawn_run(&env, "o", &["-w", "2"]);
+    running(&env, "o-worker-0");
+    running(&env, "o-worker-1");
+    env.server.clear_requests();
+    // No retries of a request: the first refused connection is the outage.
+    let child = start(&env, &["wait", "-t", "o", "--retries", "0"]);
+    await_watches(&env, 1);
+    env.server.stop();
+    // The run ends while nobody can watch it.
+    exited(&env, "o-worker-0", 0);
+    std::thread::sleep(OUTAGE);
+    env.server.resume();
+    let out = finish(child);
+    out.success()
+        .stdout_has("run o: Succeeded")
+        .stderr_has("note: lost the Kubernetes API server (watching pods: ")
+        .stderr_has("note: the Kubernetes API server answers again (after ");
+    // The watch went on from the version it had: no second list.
+    assert_eq!(pod_lists(&env), 1, "{:#?}", env.server.requests());
+}
+
+#[test]
+fn a_watch_whose_version_was_compacted_meanwhile_lists_again() {
+    let env = Env::new();
+    spawn_run(&env, "c", &["-w", "2"]);
+    running(&env, "c-worker-0");
+    running(&env, "c-worker-1");
+    env.server.clear_requests();
+    let child = start(&env, &["wait", "-t", "c", "--retries", "0"]);
+    await_watches(&env, 1);
+    env.server.stop();
+    exited(&env, "c-worker-1", 3);
+    env.server.compact();
+    std::thread::sleep(OUTAGE);
+    env.server.resume();
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stderr_has("pod c-worker-1 (worker-1) failed: exit code 3");
+    assert_eq!(pod_lists(&env), 2, "{:#?}", env.server.requests());
+}
+
+#[test]
+fn wait_gives_up_past_the_bound_saying_since_when() {
+    let env = Env::new();
+    spawn_run(&env, "g", &["-w", "1"]);
+    let child = start(
+        &env,
+        &["wait", "-t", "g", "--retries", "0", "--give-up-after", "2s"],
+    );
+    await_watches(&env, 1);
+    env.server.stop();
+    let out = finish(child);
+    env.server.resume();
+    assert_eq!(out.code, 1, "{out:#?}");
+    let last = out.stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: watching pods: cannot reach the Kubernetes API server at ")
+            && last.contains(" UTC (")
+            && last.contains("gave up after 2s, see --give-up-after"),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn the_timeout_is_kept_while_the_server_is_away() {
+    let env = Env::new();
+    spawn_run(&env, "t", &["-w", "1"]);
+    let child = start(
+        &env,
+        &["wait", "-t", "t", "--retries", "0", "--timeout", "2s"],
+    );
+    await_watches(&env, 1);
+    env.server.stop();
+    let out = finish(child);
+    env.server.resume();
+    assert_eq!(out.code, 4, "{out:#?}");
+    out.stderr_has("timed out after 2s");
+}
