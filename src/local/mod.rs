@@ -125,6 +125,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         last_exit: terminated.clone(),
         terminated,
         pod_reason: None,
+        removal: None,
         waiting: None,
         restart_never: true,
         cluster: Default::default(),

@@ -93,7 +93,8 @@ impl Prefixes {
 /// Prefixes every line of `text`; a last line without a newline gets one.
 fn prefixed(prefix: &str, text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
-    for line in text.lines() {
+    // The kubelet's notice for a container it no longer has is no log line.
+    for line in text.lines().filter(|l| !logs::kubelet_notice(l)) {
         out.push_str(prefix);
         out.push_str(line);
         out.push('\n');
@@ -175,7 +176,12 @@ struct Follower {
 /// Whether the run is over for `logs -f` (see the module docs).
 fn over(tracker: &Tracker) -> bool {
     match tracker.verdict() {
-        Verdict::Failed(f) if matches!(f.kind, FailureKind::CannotStart(_) | FailureKind::Gone) => {
+        Verdict::Failed(f)
+            if matches!(
+                f.kind,
+                FailureKind::CannotStart(_) | FailureKind::Gone | FailureKind::Removed(_)
+            ) =>
+        {
             true
         }
         Verdict::Succeeded | Verdict::Failed(_) => tracker.live().all(|v| {
@@ -396,6 +402,10 @@ async fn send_lines(
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
                 let text = text.trim_end_matches(['\n', '\r']);
+                if logs::kubelet_notice(text) {
+                    note(&format!("pod {pod}: its container's log is gone ({text})"));
+                    continue;
+                }
                 if tx.send(format!("{prefix}{text}\n")).await.is_err() {
                     return false;
                 }

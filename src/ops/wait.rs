@@ -279,6 +279,12 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     else {
         return;
     };
+    // The kubelet's notice for a container it no longer has is no log line.
+    let text: String = text
+        .lines()
+        .filter(|l| !logs::kubelet_notice(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
     if text.trim().is_empty() {
         return;
     }

@@ -94,6 +94,10 @@ pub struct PodView {
     pub last_exit: Option<Exit>,
     /// Pod-level reason and message (`Evicted`, …).
     pub pod_reason: Option<Reason>,
+    /// Why the pod is being taken away, if it is: the `DisruptionTarget` condition
+    /// (1.26+: preemption, eviction, taint manager, pod GC), else the pod reason
+    /// `Evicted` or `Preempting`, else `Deleted` for a deletion timestamp.
+    pub removal: Option<Reason>,
     /// Why the pod is not running: Unschedulable, or a container's waiting reason.
     pub waiting: Option<Reason>,
     /// `restartPolicy: Never` (the default of tf-spawner's pods).
@@ -157,6 +161,7 @@ impl PodView {
             terminated,
             last_exit,
             pod_reason: status.and_then(|s| reason(s.reason.as_ref(), s.message.as_ref())),
+            removal: removal(pod),
             waiting: waiting(status, tf_status),
             restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
             cluster: cluster_of_pod(meta, tf),
@@ -264,6 +269,35 @@ fn reason(reason: Option<&String>, message: Option<&String>) -> Option<Reason> {
         message: message.filter(|m| !m.is_empty()).cloned(),
     })
 }
+
+/// The reasons a pod is taken away (see [`PodView::removal`]).
+fn removal(pod: &Pod) -> Option<Reason> {
+    let status = pod.status.as_ref();
+    let disruption = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == DISRUPTION_TARGET && c.status == "True")
+        .map(|c| Reason {
+            reason: c.reason.clone().unwrap_or_else(|| DISRUPTION_TARGET.into()),
+            message: c.message.clone().filter(|m| !m.is_empty()),
+        });
+    let evicted = status
+        .and_then(|s| reason(s.reason.as_ref(), s.message.as_ref()))
+        .filter(|r| REMOVAL_REASONS.contains(&r.reason.as_str()));
+    let deleted = pod.metadata.deletion_timestamp.is_some().then(|| Reason {
+        reason: DELETED.into(),
+        message: None,
+    });
+    disruption.or(evicted).or(deleted)
+}
+
+/// The pod condition (1.26+) saying the pod is about to go for a reason outside it.
+const DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// Pod reasons of a pod taken away by the kubelet or the scheduler.
+const REMOVAL_REASONS: &[&str] = &["Evicted", "Preempting"];
+/// [`PodView::removal`]'s reason for a pod with a deletion timestamp and nothing more.
+pub const DELETED: &str = "Deleted";
 
 /// Whether the container runs or has ended, now or before a restart.
 fn ran(s: &ContainerStatus) -> bool {

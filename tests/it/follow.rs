@@ -369,9 +369,11 @@ fn a_deleted_pod_fails_the_run() {
     await_watches(&env, 1);
     let out = env.run(&["-d", "-t", "gone"]);
     out.success();
+    // Its pods are on a node: deleted, they linger for their grace period with a
+    // deletion timestamp, and the wait says so at once.
     let out = finish(child);
     out.failure(3)
-        .stderr_has("was deleted before the run finished");
+        .stderr_has("pod gone-worker-0 (worker-0) was deleted while it ran");
 }
 
 #[test]

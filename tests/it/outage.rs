@@ -1,7 +1,8 @@
-//! A lost API server (`TestServer::stop`: the port refuses connections, open watches
+//! The control plane's bad moments. A lost API server (`TestServer::stop`: the port refuses connections, open watches
 //! are cut; `resume`: it answers again with its store as it was): `wait` keeps going
 //! with a note, resumes its watch where it stopped (or lists again when the version
-//! is gone), and gives up only past `--give-up-after`, or at `--timeout`.
+//! is gone), and gives up only past `--give-up-after`, or at `--timeout`. A pod taken
+//! away (preempted, evicted) is named as such.
 
 use std::time::Duration;
 
@@ -99,4 +100,53 @@ fn the_timeout_is_kept_while_the_server_is_away() {
     env.server.resume();
     assert_eq!(out.code, 4, "{out:#?}");
     out.stderr_has("timed out after 2s");
+}
+
+/// A pod preempted mid-run: `wait` and `status` say so, not "failed: exit code 137".
+#[test]
+fn a_preempted_pod_is_named_as_preempted() {
+    let env = Env::new();
+    spawn_run(&env, "pre", &["-w", "2"]);
+    running(&env, "pre-worker-0");
+    running(&env, "pre-worker-1");
+    let child = start(&env, &["wait", "-t", "pre"]);
+    await_watches(&env, 1);
+    env.server.set_pod_status(
+        "default",
+        "pre-worker-1",
+        serde_json::json!({"phase": "Failed", "conditions": [{
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": "Preempted in order to admit critical pod"
+        }], "containerStatuses": crate::follow::container(false, serde_json::json!({
+            "terminated": {"exitCode": 137, "reason": "Error"}
+        }))}),
+    );
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    let why = "pod pre-worker-1 (worker-1) was preempted before it ended (PreemptionByScheduler: Preempted in order to admit critical pod)";
+    out.stderr_has(why);
+    assert!(!out.stderr.contains("exit code 137"), "{out:#?}");
+    env.run(&["status", "-t", "pre"]).stdout_has(why);
+}
+
+/// The kubelet's "unable to retrieve container logs" (its answer for a container it no
+/// longer has) is not shown as the failed pod's last log line.
+#[test]
+fn the_kubelets_notice_is_no_log_line() {
+    let env = Env::new();
+    spawn_run(&env, "kn", &["-w", "1"]);
+    running(&env, "kn-worker-0");
+    env.server.append_log(
+        "default",
+        "kn-worker-0",
+        "step 1\nunable to retrieve container logs for containerd://4f1c2a\n",
+    );
+    exited(&env, "kn-worker-0", 137);
+    let out = env.run(&["wait", "-t", "kn"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stderr_has("worker-0 | step 1");
+    assert!(!out.stderr.contains("unable to retrieve"), "{out:#?}");
+    let logs = env.run(&["logs", "-t", "kn"]);
+    logs.success().stdout_has("step 1");
+    assert!(!logs.stdout.contains("unable to retrieve"), "{logs:#?}");
 }

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -84,8 +85,10 @@ pub async fn serve(mut listener: TcpListener, shared: Arc<Shared>, tls: Option<T
         };
         let Some(accepted) = accepted else {
             drop(listener);
+            shared.listening.store(false, Ordering::SeqCst);
             let _ = up.wait_for(|up| *up).await;
             listener = rebind(addr).await;
+            shared.listening.store(true, Ordering::SeqCst);
             continue;
         };
         let Ok((tcp, _)) = accepted else {
@@ -95,7 +98,9 @@ pub async fn serve(mut listener: TcpListener, shared: Arc<Shared>, tls: Option<T
         let shared = shared.clone();
         let tls = tls.clone();
         let mut cut = shared.up.subscribe();
+        shared.connections.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
+            let counted = shared.clone();
             let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
             let mut builder = hyper::server::conn::http1::Builder::new();
             // Idle keep-alive connections of a long benchmark must not be cut.
@@ -117,6 +122,7 @@ pub async fn serve(mut listener: TcpListener, shared: Arc<Shared>, tls: Option<T
                 () = conn => {}
                 _ = cut.wait_for(|up| !*up) => {}
             }
+            counted.connections.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
