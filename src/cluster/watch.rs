@@ -346,6 +346,6 @@ impl<'a> Link<'a> {
 }
 
 /// Whether an error means the server is (for now) out of reach, as opposed to an answer.
-fn outage(err: &CallError) -> bool {
+pub fn outage(err: &CallError) -> bool {
     err.unanswered() || matches!(err.code(), Some(429 | 500 | 502 | 503 | 504))
 }

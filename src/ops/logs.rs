@@ -23,6 +23,8 @@ use futures::{AsyncBufReadExt, StreamExt, stream};
 use tokio::sync::{mpsc, watch as channel};
 use tokio::task::JoinHandle;
 
+use k8s_openapi::jiff::Timestamp;
+
 use crate::cluster::Cluster;
 use crate::cluster::logs::{self, LogOptions};
 use crate::output;
@@ -334,22 +336,24 @@ async fn follow_pod(
 ) {
     let mut params = options.params(pod.container.as_deref());
     params.follow = true;
+    // Timestamps always, to resume where a broken stream stopped (see `Cursor`).
+    params.timestamps = true;
+    let mut cursor = Cursor::new(options.timestamps);
     loop {
         if !until_started(&mut state).await {
             return;
         }
         match logs::open(&cluster, &pod.name, &params).await {
             Ok(reader) => {
-                if !send_lines(reader, &pod.name, &prefix, &tx).await {
+                if !send_lines(reader, &pod.name, &prefix, &tx, &mut cursor).await {
                     return;
                 }
                 // The stream ended: done if the container has; otherwise (a dropped
-                // connection) go on with new lines only.
+                // connection, a restarted API server) go on from the last line.
                 let current = state.borrow().clone();
                 match current {
                     Some(v) if !v.state().finished() => {
-                        params.tail_lines = Some(0);
-                        params.since_seconds = None;
+                        cursor.resume(&mut params);
                         wait_for_change(&mut state).await;
                         if state.borrow().is_none() {
                             return;
@@ -365,11 +369,76 @@ async fn follow_pod(
                 }
             }
             Err(e) if e.code() == Some(404) => return,
+            // The API server is away: the run's watch decides how long to wait for it.
+            Err(e) if crate::cluster::watch::outage(&e) => {
+                wait_for_change(&mut state).await;
+                if state.borrow().is_none() {
+                    return;
+                }
+            }
             Err(e) => {
                 note(&format!("cannot read the log of pod {}: {e}", pod.name));
                 return;
             }
         }
+    }
+}
+
+/// Where a followed log stands, so that a stream that broke is opened again from where
+/// it stopped, with no line lost or printed twice: streams are read with timestamps
+/// (removed again unless asked for); the next one asks for `sinceTime`, the last
+/// line's second (the API's precision), and skips what it sends again: lines before
+/// the last one's timestamp, and as many lines at that timestamp as were printed.
+struct Cursor {
+    show_timestamps: bool,
+    /// The last printed line's timestamp and how many printed lines carried it.
+    last: Option<(Timestamp, usize)>,
+    /// What the current stream sends again, to skip.
+    skip: Option<(Timestamp, usize)>,
+}
+
+impl Cursor {
+    fn new(show_timestamps: bool) -> Cursor {
+        Cursor {
+            show_timestamps,
+            last: None,
+            skip: None,
+        }
+    }
+
+    /// The line to print, or `None` for a line printed before.
+    fn line<'a>(&mut self, raw: &'a str) -> Option<&'a str> {
+        let Some((at, text)) = raw
+            .split_once(' ')
+            .and_then(|(at, text)| Some((at.parse::<Timestamp>().ok()?, text)))
+        else {
+            return Some(raw);
+        };
+        if let Some((before, n)) = &mut self.skip {
+            if at < *before || (at == *before && *n > 0) {
+                *n = n.saturating_sub(usize::from(at == *before));
+                return None;
+            }
+            self.skip = None;
+        }
+        match &mut self.last {
+            Some((last, n)) if *last == at => *n += 1,
+            _ => self.last = Some((at, 1)),
+        }
+        Some(if self.show_timestamps { raw } else { text })
+    }
+
+    /// Makes `params` ask for the log from the last printed line on.
+    fn resume(&mut self, params: &mut kube::api::LogParams) {
+        let Some((last, n)) = self.last else {
+            // Nothing printed yet: the same request again.
+            return;
+        };
+        let second = Timestamp::from_second(last.as_second()).unwrap_or(last);
+        params.since_time = Some(second);
+        params.since_seconds = None;
+        params.tail_lines = None;
+        self.skip = Some((last, n));
     }
 }
 
@@ -393,6 +462,7 @@ async fn send_lines(
     pod: &str,
     prefix: &str,
     tx: &mpsc::Sender<String>,
+    cursor: &mut Cursor,
 ) -> bool {
     let mut line = Vec::new();
     loop {
@@ -401,7 +471,9 @@ async fn send_lines(
             Ok(0) => return true,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
+                let Some(text) = cursor.line(text.trim_end_matches(['\n', '\r'])) else {
+                    continue;
+                };
                 if logs::kubelet_notice(text) {
                     note(&format!("pod {pod}: its container's log is gone ({text})"));
                     continue;
@@ -427,6 +499,33 @@ async fn wait_for_change(state: &mut channel::Receiver<Option<PodView>>) {
 mod tests {
     use super::*;
     use crate::verdict::tests::{pod, view};
+
+    #[test]
+    fn a_resumed_stream_skips_what_was_printed() {
+        let mut params = kube::api::LogParams::default();
+        let mut c = Cursor::new(false);
+        assert_eq!(c.line("2024-01-01T00:00:01.5Z a"), Some("a"));
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z b"), Some("b"));
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z c"), Some("c"));
+        c.resume(&mut params);
+        assert_eq!(
+            params.since_time,
+            Some("2024-01-01T00:00:02Z".parse().unwrap())
+        );
+        // The server sends again from the second: what was printed is skipped.
+        assert_eq!(c.line("2024-01-01T00:00:02.1Z x"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z b"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z c"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z d"), Some("d"));
+        assert_eq!(c.line("2024-01-01T00:00:03Z e"), Some("e"));
+        // Asked for, the timestamps stay; a line without one passes.
+        let mut shown = Cursor::new(true);
+        assert_eq!(
+            shown.line("2024-01-01T00:00:03Z e"),
+            Some("2024-01-01T00:00:03Z e")
+        );
+        assert_eq!(shown.line("no timestamp"), Some("no timestamp"));
+    }
 
     #[test]
     fn prefixes_are_padded_to_the_longest_task_and_lines_are_prefixed() {

@@ -150,3 +150,69 @@ fn the_kubelets_notice_is_no_log_line() {
     logs.success().stdout_has("step 1");
     assert!(!logs.stdout.contains("unable to retrieve"), "{logs:#?}");
 }
+
+/// Log requests of `pod` the server saw, and whether each asked for `sinceTime`.
+fn log_requests(env: &Env, pod: &str) -> Vec<bool> {
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/pods/{pod}/log")))
+        .map(|r| r.param("sinceTime").is_some())
+        .collect()
+}
+
+/// Blocks until the binary has asked for `pod`'s log `n` times (a safety net of 60 s
+/// turns a hang into a failure).
+fn await_log_requests(env: &Env, pod: &str, n: usize) {
+    let start = std::time::Instant::now();
+    while log_requests(env, pod).len() < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no log request {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `logs -f` through an outage: the stream cut with the server is opened again from
+/// its last line (sinceTime), and every line is printed once, in order, those written
+/// while the server was away included.
+#[test]
+fn logs_follow_resumes_a_broken_stream_without_losing_or_repeating_a_line() {
+    let env = Env::new();
+    spawn_run(&env, "lf", &["-w", "1"]);
+    running(&env, "lf-worker-0");
+    env.server
+        .append_log("default", "lf-worker-0", "line 1\nline 2\n");
+    let child = start(&env, &["logs", "-f", "-t", "lf", "--retries", "0"]);
+    await_watches(&env, 1);
+    await_log_requests(&env, "lf-worker-0", 1);
+    env.server.stop();
+    env.server.append_log("default", "lf-worker-0", "line 3\n");
+    std::thread::sleep(OUTAGE);
+    env.server.resume();
+    env.server.append_log("default", "lf-worker-0", "line 4\n");
+    // Ended only once the stream was opened again.
+    await_log_requests(&env, "lf-worker-0", 2);
+    env.server.append_log("default", "lf-worker-0", "line 5\n");
+    env.server.close_log("default", "lf-worker-0");
+    exited(&env, "lf-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stderr_has("note: lost the Kubernetes API server")
+        .stderr_has("note: the Kubernetes API server answers again");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "worker-0 | line 1",
+            "worker-0 | line 2",
+            "worker-0 | line 3",
+            "worker-0 | line 4",
+            "worker-0 | line 5"
+        ],
+        "{out:#?}"
+    );
+    let resumed = log_requests(&env, "lf-worker-0");
+    assert_eq!(resumed[..2], [false, true], "{resumed:?}");
+}
