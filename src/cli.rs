@@ -156,7 +156,20 @@ pub struct LogsArgs {
     /// Prefix each line with the time the container wrote it (RFC 3339)
     #[arg(long)]
     pub timestamps: bool,
+
+    /// Only this task's log (e.g. worker-3); repeat for more
+    #[arg(long = "task", value_name = "ROLE-INDEX")]
+    pub tasks: Vec<String>,
+
+    /// With -f: follow at most N pods at once (one connection each): the task that
+    /// decides the run first, then pods that failed, then the others in task order
+    #[arg(long, default_value_t = DEFAULT_MAX_LOG_REQUESTS, value_name = "N")]
+    pub max_log_requests: usize,
 }
+
+/// `logs --max-log-requests`' default: stern's cap (kubectl's is 5, low for a run's
+/// workers).
+pub const DEFAULT_MAX_LOG_REQUESTS: usize = 50;
 
 #[derive(Debug, Args, Clone)]
 pub struct ListArgs {

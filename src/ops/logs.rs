@@ -28,7 +28,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::cluster::Cluster;
 use crate::cluster::logs::{self, LogOptions};
 use crate::output;
-use crate::roles::Role;
+use crate::roles::{Role, Task};
 use crate::signals;
 use crate::verdict::{FailureKind, PodView, Tracker, Verdict};
 
@@ -42,17 +42,53 @@ const RETRY: Duration = Duration::from_secs(2);
 
 /// Prints the logs of run `tag` (followed with `options.follow`, until the run is over
 /// or a signal).
-pub(crate) async fn print(cluster: &Cluster, tag: &str, options: &LogOptions) -> Result<()> {
+pub(crate) async fn print(
+    cluster: &Cluster,
+    tag: &str,
+    options: &LogOptions,
+    pick: &Pick,
+) -> Result<()> {
     let tracker = super::status::snapshot(cluster, tag, false).await?;
     let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
     if options.follow {
         tokio::select! {
-            result = follow(cluster, tag, options, tracker, &mut prefixes) => result,
+            result = follow(cluster, tag, options, pick, tracker, &mut prefixes) => result,
             _ = signals::stop_requested() => Ok(()),
         }
     } else {
-        once(cluster, options, &tracker, &mut prefixes).await
+        once(cluster, options, pick, &tracker, &mut prefixes).await
     }
+}
+
+/// Which pods' logs: `--task` (all when empty) and, with `-f`, how many at once.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    pub tasks: Vec<Task>,
+    pub max_streams: usize,
+}
+
+impl Pick {
+    fn wants(&self, pod: &PodView) -> bool {
+        self.tasks.is_empty() || pod.task.is_some_and(|t| self.tasks.contains(&t))
+    }
+}
+
+/// The pods to follow first: the task that decides the run, then pods that failed,
+/// then the others in task order.
+fn by_priority(t: &Tracker, pick: &Pick) -> Vec<PodView> {
+    let deciding = Task::deciding(t.tasks().iter().any(|t| t.role == Role::Chief));
+    let mut pods: Vec<PodView> = t
+        .in_task_order()
+        .into_iter()
+        .filter(|p| pick.wants(p))
+        .cloned()
+        .collect();
+    pods.sort_by_key(|p| match p.state() {
+        _ if p.task == Some(deciding) => 0,
+        crate::verdict::State::Failed => 1,
+        _ => 2,
+    });
+    pods
 }
 
 /// Task prefixes: padded to the longest task id known at the start, coloured per task.
@@ -131,11 +167,14 @@ fn sorted(tracker: &Tracker) -> Vec<PodView> {
 async fn once(
     cluster: &Cluster,
     options: &LogOptions,
+    pick: &Pick,
     tracker: &Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<()> {
-    let (pods, waiting): (Vec<PodView>, Vec<PodView>) =
-        sorted(tracker).into_iter().partition(|p| p.started);
+    let (pods, waiting): (Vec<PodView>, Vec<PodView>) = sorted(tracker)
+        .into_iter()
+        .filter(|p| pick.wants(p))
+        .partition(|p| p.started);
     for pod in &waiting {
         note(&no_log(pod));
     }
@@ -198,6 +237,7 @@ async fn follow(
     cluster: &Cluster,
     tag: &str,
     options: &LogOptions,
+    pick: &Pick,
     mut tracker: Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<()> {
@@ -205,9 +245,12 @@ async fn follow(
     let mut followers = Followers {
         cluster,
         options,
+        pick,
+        tag,
         tx,
         prefixes,
         by_pod: BTreeMap::new(),
+        left_out: 0,
     };
 
     // Until the run is over: start a follower per new pod, tell each its pod's state.
@@ -252,15 +295,30 @@ async fn follow(
 struct Followers<'a> {
     cluster: &'a Cluster,
     options: &'a LogOptions,
+    pick: &'a Pick,
+    tag: &'a str,
     tx: mpsc::Sender<String>,
     prefixes: &'a mut Prefixes,
     by_pod: BTreeMap<String, Follower>,
+    /// How many pods were last left out (`--max-log-requests`); a note says so when
+    /// it grows.
+    left_out: usize,
 }
 
 impl Followers<'_> {
-    /// Starts a follower per new pod and tells each its pod's state.
+    /// Starts a follower per new pod, up to `--max-log-requests` at once in the order
+    /// of [`by_priority`], and tells each its pod's state.
     fn sync(&mut self, t: &Tracker) {
-        for pod in sorted(t) {
+        // A follower of a pod that has ended is only delivering its last lines.
+        let mut active = self
+            .by_pod
+            .iter()
+            .filter(|(name, f)| {
+                !f.handle.is_finished() && t.get(name).is_some_and(|v| !v.state().finished())
+            })
+            .count();
+        let mut left_out: Vec<PodView> = Vec::new();
+        for pod in by_priority(t, self.pick) {
             match self.by_pod.get(&pod.name) {
                 Some(f) => {
                     f.state.send_if_modified(|s| {
@@ -269,7 +327,11 @@ impl Followers<'_> {
                         changed
                     });
                 }
+                // Ended before it was followed: nothing to stream.
+                None if pod.state().finished() && !pod.started => {}
+                None if active >= self.pick.max_streams => left_out.push(pod),
                 None => {
+                    active += 1;
                     let (state, state_rx) = channel::channel(Some(pod.clone()));
                     let prefix = self.prefixes.prefix(&pod.label());
                     let handle = tokio::spawn(follow_pod(
@@ -290,7 +352,23 @@ impl Followers<'_> {
                 let _ = f.state.send(None);
             }
         }
+        if left_out.len() > self.left_out {
+            note(&left_out_note(self.tag, self.pick.max_streams, &left_out));
+        }
+        self.left_out = left_out.len();
     }
+}
+
+/// `following 50 pods at once (--max-log-requests 50); not following 950: …`.
+fn left_out_note(tag: &str, max: usize, pods: &[PodView]) -> String {
+    let names: Vec<String> = pods.iter().take(3).map(PodView::label).collect();
+    let more = if pods.len() > 3 { ", …" } else { "" };
+    let first = names.first().cloned().unwrap_or_default();
+    format!(
+        "following {max} pods at once (--max-log-requests {max}; the task that decides the run first, then failed pods, then task order); not following {} ({}{more}) until a followed one ends; see one with: tf-spawner logs -t {tag} --task {first}",
+        pods.len(),
+        names.join(", ")
+    )
 }
 
 /// Prints what the followers still send, for at most [`DRAIN`].
