@@ -12,6 +12,10 @@
 //! mark across `exec`); the launcher's own peak is printed: the floor below which a
 //! figure means nothing.
 //!
+//! Then `logs -f` of a run of 1,000 running pods, each with a log line: the test
+//! server's open connections at their peak (sampled every 20 ms), the client's wall
+//! time, CPU and peak RSS; after 3 s the pods end and the follow with them.
+//!
 //! `FOLLOW_BIN=PATH` measures another build (an older one, to compare);
 //! `FOLLOW_SIZES=1000,10000` and `FOLLOW_REPEAT=3` pick the rows and the runs per row.
 
@@ -87,10 +91,62 @@ fn main() {
             );
         }
     }
+    logs_follow(&server, &mut launcher, dir.path(), &kubeconfig, 1_000);
     println!(
         "\nlauncher's own peak RSS (the floor): {}",
         mb(launcher.own_peak_kb())
     );
+}
+
+/// `logs -f` of `n` running pods: peak connections, wall, CPU, peak RSS.
+fn logs_follow(server: &TestServer, launcher: &mut Launcher, dir: &Path, kubeconfig: &str, n: u64) {
+    let (tag, ns) = ("lf", "logs");
+    seed(server, dir, kubeconfig, tag, ns, n);
+    let pods: Vec<String> = (0..n).map(|i| format!("{tag}-worker-{i}")).collect();
+    for pod in &pods {
+        server.bind_pod(ns, pod, "node-1");
+        server.set_pod_status(ns, pod, serde_json::json!({"phase": "Running"}));
+        server.append_log(ns, pod, &format!("{pod} says hello\n"));
+    }
+    let before = server.open_connections();
+    let peak = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let start = Instant::now();
+            let mut peak = 0;
+            while start.elapsed() < Duration::from_secs(3) {
+                peak = peak.max(server.open_connections());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            for pod in &pods {
+                server.close_log(ns, pod);
+                server.set_pod_status(ns, pod, serde_json::json!({"phase": "Succeeded"}));
+            }
+            peak
+        });
+        let args = [
+            "--kubeconfig",
+            kubeconfig,
+            "-n",
+            ns,
+            "logs",
+            "-f",
+            "-t",
+            tag,
+        ];
+        let run = launcher.run(dir, &args);
+        assert_eq!(run.code, 0, "logs -f: {}", run.stderr);
+        let peak = sampler.join().expect("sampler");
+        println!(
+            "\n{n:>7}  {:<22} {:>9} {:>9} {:>9}   peak connections: {} (before: {before})",
+            "logs -f",
+            secs(run.wall),
+            secs(run.cpu),
+            mb(run.peak_kb),
+            peak - before.min(peak),
+        );
+        peak
+    });
+    let _ = peak;
 }
 
 /// Stores the pods of a run of `n` workers as the binary plans them.

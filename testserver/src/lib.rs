@@ -319,6 +319,13 @@ impl TestServer {
         }
     }
 
+    /// Connections open now (a benchmark's measure of a client's streams).
+    pub fn open_connections(&self) -> usize {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Answers again on the same port, after [`TestServer::stop`].
     pub fn resume(&self) {
         self.shared.up.send_replace(true);
