@@ -299,49 +299,52 @@ fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {
 fn list(sh: &Shared, c: &Ctx, resource: &str, ns: Option<&str>) -> Res {
     let (ls, fs) = selectors(c)?;
     let st = lock(sh);
-    let key = |v: &Value| {
-        format!(
-            "{}/{}",
-            v["metadata"]["namespace"].as_str().unwrap_or(""),
-            v["metadata"]["name"].as_str().unwrap_or("")
-        )
-    };
-    let mut items: Vec<Value> = st
-        .list(resource, ns)
-        .into_iter()
-        .filter(|o| ls.matches(o) && fs.matches(o))
-        .collect();
     let mut rv = st.current_rv();
+    let mut after = None;
     if let Some(cont) = c.query.get("continue").filter(|s| !s.is_empty()) {
-        let (from_rv, after) = Continue::decode(cont)?;
+        let (from_rv, key) = Continue::decode(cont)?;
         if from_rv < st.history_floor() as i64 {
             let mut status = ApiError::expired(EXPIRED_CONTINUE).to_json();
-            status["metadata"]["continue"] = json!(Continue::encode(-1, &after));
+            status["metadata"]["continue"] = json!(Continue::encode(-1, &key));
             return Ok(Reply::Json(410, status));
         }
         if from_rv != i64::MAX {
             rv = from_rv as u64;
         }
-        items.retain(|o| key(o) > after);
+        // `NAMESPACE/NAME` (namespaces hold no `/`); compared as the pair, the store's order.
+        let (n, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+        after = Some((n.to_string(), name.to_string()));
     }
     let limit = c
         .query
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(0);
-    let mut next = None;
-    if limit > 0 && items.len() > limit {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
-        let last = key(items.last().expect("non-empty"));
-        next = Some((Continue::encode(rv as i64, &last), remaining));
-    }
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
+    let mut matching = st
+        .list_after(resource, ns, after)
+        .filter(|o| ls.matches(o) && fs.matches(o));
+    // Only the page is copied; the rest is counted when the count is answered.
+    let items: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
+    let filtered = c.query.contains_key("labelSelector") || c.query.contains_key("fieldSelector");
+    let mut rest = matching.peekable();
+    let next = match rest.peek() {
+        Some(_) => {
+            let last = items.last().expect("a page before the rest");
+            let key = format!(
+                "{}/{}",
+                last["metadata"]["namespace"].as_str().unwrap_or(""),
+                last["metadata"]["name"].as_str().unwrap_or("")
+            );
+            let remaining = (!filtered).then(|| rest.count());
+            Some((Continue::encode(rv as i64, &key), remaining))
+        }
+        None => None,
+    };
     let mut out = list_obj(resource, rv, items);
     if let Some((token, remaining)) = next {
         out["metadata"]["continue"] = json!(token);
-        let filtered =
-            c.query.contains_key("labelSelector") || c.query.contains_key("fieldSelector");
-        if !filtered {
+        if let Some(remaining) = remaining {
             out["metadata"]["remainingItemCount"] = json!(remaining);
         }
     }

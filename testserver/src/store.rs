@@ -96,6 +96,27 @@ impl Store {
             .collect()
     }
 
+    /// Objects of a resource after `after` (namespace, name), in that order, without a
+    /// copy; `ns` None = all namespaces. What a page of a list reads.
+    pub fn list_after<'a>(
+        &'a self,
+        resource: &str,
+        ns: Option<&'a str>,
+        after: Option<(String, String)>,
+    ) -> impl Iterator<Item = &'a Value> + 'a {
+        use std::ops::Bound;
+        let start = match after {
+            Some(key) => Bound::Excluded(key),
+            None => Bound::Unbounded,
+        };
+        self.objects
+            .get(resource)
+            .into_iter()
+            .flat_map(move |map| map.range((start.clone(), Bound::Unbounded)))
+            .filter(move |((n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, v)| &**v)
+    }
+
     pub fn namespace_exists(&self, ns: &str) -> bool {
         self.get("namespaces", "", ns).is_some()
     }
