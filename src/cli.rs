@@ -105,7 +105,7 @@ pub struct WaitArgs {
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
     pub until: WaitFor,
 
-    /// Give up after this long (e.g. 90s, 10m, 1h) with exit code 4
+    /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
@@ -164,7 +164,20 @@ pub struct LogsArgs {
     /// Prefix each line with the time the container wrote it (RFC 3339)
     #[arg(long)]
     pub timestamps: bool,
+
+    /// Only this task's log (e.g. worker-3); repeat for more
+    #[arg(long = "task", value_name = "ROLE-INDEX")]
+    pub tasks: Vec<String>,
+
+    /// With -f: follow at most N pods at once (one connection each): the task that
+    /// decides the run first, then pods that failed, then the others in task order
+    #[arg(long, default_value_t = DEFAULT_MAX_LOG_REQUESTS, value_name = "N")]
+    pub max_log_requests: usize,
 }
+
+/// `logs --max-log-requests`' default: stern's cap (kubectl's is 5, low for a run's
+/// workers).
+pub const DEFAULT_MAX_LOG_REQUESTS: usize = 50;
 
 #[derive(Debug, Args, Clone)]
 pub struct ListArgs {
@@ -205,6 +218,12 @@ pub struct ClusterArgs {
         value_name = "N"
     )]
     pub retries: u32,
+
+    /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
+    /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
+    /// defaults file's give_up_after]
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub give_up_after: Option<Duration>,
 }
 
 /// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
@@ -311,7 +330,8 @@ pub struct SpawnArgs {
     #[arg(long)]
     pub wait: bool,
 
-    /// With --wait or --local: give up after this long (e.g. 90s, 10m) with exit code 4
+    /// With --wait or --local: give up this long (e.g. 90s, 10m) after the command started
+    /// (creates or deletes included), with exit code 4
     #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 

@@ -14,6 +14,7 @@
 //! volcano_queue: team-gpu      # --volcano-queue (the Volcano queue, with gang: volcano)
 //! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
 //! scheduler_name: volcano      # --scheduler-name
+//! give_up_after: 30m           # --give-up-after (or a number of seconds)
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -36,7 +37,7 @@ use crate::podgroup::Gang;
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: &[&str] = &[
     "namespace",
     "image",
     "pod_file",
@@ -49,6 +50,7 @@ pub const KEYS: [&str; 12] = [
     "scheduler_name",
     "volcano_queue",
     "keep_running",
+    "give_up_after",
 ];
 
 /// What the file says; every value is optional.
@@ -69,6 +71,7 @@ pub struct Defaults {
     pub scheduler_name: Option<String>,
     pub volcano_queue: Option<String>,
     pub keep_running: Option<bool>,
+    pub give_up_after: Option<Duration>,
 }
 
 /// Where the file is looked for.
@@ -192,6 +195,16 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             crate::inputs::deadline_seconds(deadline).map_err(said)?;
             defaults.deadline = Some(deadline);
         }
+        "give_up_after" => {
+            let expected = "a duration (e.g. 30m, 1h) or a number of seconds";
+            let bound = match value {
+                Value::Number(n) => n.as_u64().map(Duration::from_secs),
+                Value::String(s) => humantime::parse_duration(s.trim()).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| bad(expected))?;
+            defaults.give_up_after = Some(bound);
+        }
         "workers" => {
             let max = crate::roles::MAX_TASKS;
             let workers = number(value, 1, max);
@@ -298,7 +311,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

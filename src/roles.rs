@@ -277,16 +277,44 @@ pub fn tf_config_around(cluster: &str, task: Task) -> String {
     format!("{{\"cluster\":{cluster},\"task\":{task}}}")
 }
 
-/// The tasks of a cluster from [`ClusterSpec::sizes`]; `None` if it is not that shape.
-pub fn tasks_of_sizes(sizes: &str) -> Option<Vec<Task>> {
-    let mut tasks = Vec::new();
-    for part in sizes.split(',').filter(|p| !p.is_empty()) {
-        let (role, count) = part.split_once('=')?;
-        let role = Role::parse(role)?;
-        let count: u32 = count.parse().ok()?;
-        tasks.extend((0..count).map(|index| Task { role, index }));
+/// How many tasks of each role a run's cluster has: what a pod says about the run
+/// (from [`ClusterSpec::sizes`]), four numbers however many tasks there are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoleSizes([u32; 4]);
+
+impl RoleSizes {
+    /// Parses [`ClusterSpec::sizes`] (`chief=1,worker=3`); `None` if it is not that shape.
+    pub fn parse(sizes: &str) -> Option<RoleSizes> {
+        let mut out = RoleSizes::default();
+        for part in sizes.split(',').filter(|p| !p.is_empty()) {
+            let (role, count) = part.split_once('=')?;
+            let role = Role::parse(role)?;
+            out.0[role as usize] = count.parse().ok()?;
+        }
+        Some(out)
     }
-    Some(tasks)
+
+    pub fn set(&mut self, role: Role, count: u32) {
+        self.0[role as usize] = count;
+    }
+
+    pub fn get(&self, role: Role) -> u32 {
+        self.0[role as usize]
+    }
+
+    /// The larger count of each role.
+    pub fn merge(&mut self, other: &RoleSizes) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine = (*mine).max(theirs);
+        }
+    }
+
+    /// Every task, in task order.
+    pub fn tasks(&self) -> impl Iterator<Item = Task> + '_ {
+        Role::ALL
+            .into_iter()
+            .flat_map(|role| (0..self.get(role)).map(move |index| Task { role, index }))
+    }
 }
 
 #[cfg(test)]
@@ -340,13 +368,13 @@ mod tests {
         );
         assert_eq!(spec.sizes(), "chief=1,ps=2,worker=3");
         let cluster: Vec<Task> = roles.tasks().filter(|t| t.role.in_cluster()).collect();
-        let mut parsed = tasks_of_sizes(&spec.sizes()).unwrap();
+        let mut parsed: Vec<Task> = RoleSizes::parse(&spec.sizes()).unwrap().tasks().collect();
         parsed.sort();
         let mut expected = cluster.clone();
         expected.sort();
         assert_eq!(parsed, expected);
-        assert_eq!(tasks_of_sizes("worker=x"), None);
-        assert_eq!(tasks_of_sizes("boss=1"), None);
+        assert_eq!(RoleSizes::parse("worker=x"), None);
+        assert_eq!(RoleSizes::parse("boss=1"), None);
     }
 
     #[test]

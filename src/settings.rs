@@ -83,6 +83,8 @@ pub(crate) struct Settings {
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
     pub output: OutputMode,
+    /// `--give-up-after`: how long a follow reconnects to a lost API server.
+    pub give_up_after: Sourced<std::time::Duration>,
     pub retry: RetryPolicy,
     /// The client configuration, or why there is none.
     kube: Result<kube::Config, String>,
@@ -158,12 +160,14 @@ impl Settings {
             output: OutputMode {
                 quiet: cli.global.quiet,
             },
+            give_up_after: give_up_after(cli, &file, flag("give_up_after")),
             retry: RetryPolicy {
                 attempts: cli.cluster.retries.saturating_add(1),
                 timeout: cli
                     .cluster
                     .request_timeout
                     .max(std::time::Duration::from_millis(1)),
+                give_up: give_up_after(cli, &file, flag("give_up_after")).value,
                 ..RetryPolicy::default()
             },
             kube: found.config,
@@ -175,6 +179,17 @@ impl Settings {
         let config = self.kube.clone().map_err(|e| anyhow!("{e}"))?;
         Cluster::new(config, self.namespace.value.clone(), self.retry)
     }
+}
+
+/// `--give-up-after`, else the defaults file's `give_up_after`, else 10 minutes.
+fn give_up_after(cli: &Cli, file: &Defaults, from_flag: bool) -> Sourced<std::time::Duration> {
+    let default = crate::cluster::retry::GIVE_UP;
+    pick(
+        from_flag,
+        cli.cluster.give_up_after.unwrap_or(default),
+        file.give_up_after,
+        default,
+    )
 }
 
 /// `-n`, else the defaults file's, else the kubeconfig context's (or the in-cluster

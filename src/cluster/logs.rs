@@ -55,3 +55,28 @@ pub async fn open(
 pub fn not_started(err: &CallError) -> bool {
     err.code() == Some(400)
 }
+
+/// The kubelet's answer, in place of a log, for a container it no longer has (a pod
+/// deleted or evicted, its containers removed): `unable to retrieve container logs for
+/// containerd://…`. It is not a line the training printed.
+pub fn kubelet_notice(line: &str) -> bool {
+    line.strip_prefix("unable to retrieve container logs for ")
+        .is_some_and(|rest| rest.contains("://"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_kubelets_notice_is_told_from_log_lines() {
+        assert!(super::kubelet_notice(
+            "unable to retrieve container logs for containerd://4f1c2a"
+        ));
+        assert!(super::kubelet_notice(
+            "unable to retrieve container logs for docker://4f1c2a"
+        ));
+        assert!(!super::kubelet_notice(
+            "epoch 3: unable to retrieve container logs for"
+        ));
+        assert!(!super::kubelet_notice("loss 0.25"));
+    }
+}

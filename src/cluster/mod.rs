@@ -5,6 +5,7 @@ pub mod apply;
 pub mod connect;
 pub mod delete;
 pub mod logs;
+pub mod pager;
 pub mod queues;
 pub mod retry;
 pub mod stop;
@@ -192,16 +193,22 @@ impl Cluster {
         Ok(list.items.into_iter().map(|o| o.metadata).collect())
     }
 
-    /// Lists objects of one kind matching a label selector in every namespace the
-    /// credentials can read, with retries.
-    pub async fn list_all_namespaces<K: RunObject>(
+    /// Lists objects of one kind matching a label selector in pages (see [`pager`]),
+    /// in the cluster's namespace or, with `all_namespaces`, in every namespace the
+    /// credentials can read: `on_page(items, first)` gets each page; `first` says a
+    /// list (re)starts and earlier pages are to be forgotten.
+    pub async fn list_pages<K: RunObject>(
         &self,
         selector: &str,
-    ) -> Result<Vec<K>, CallError> {
-        let api: Api<K> = Api::all(self.client.clone());
-        let params = ListParams::default().labels(selector);
-        let list = retry(&self.policy, || api.list(&params), Plain).await?;
-        Ok(list.items)
+        all_namespaces: bool,
+        on_page: impl FnMut(Vec<K>, bool),
+    ) -> Result<(), CallError> {
+        let api: Api<K> = if all_namespaces {
+            Api::all(self.client.clone())
+        } else {
+            self.api::<K>()
+        };
+        pager::list_pages(&self.policy, &api, selector, on_page).await
     }
 
     /// Deletes one object if it is still the one with `uid`; a missing object is fine.

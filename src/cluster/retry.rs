@@ -20,7 +20,13 @@ pub struct RetryPolicy {
     /// The first backoff; it doubles up to `max_backoff`.
     pub backoff: Duration,
     pub max_backoff: Duration,
+    /// How long a follow (`wait`, `logs -f`) keeps trying to reach a lost API server
+    /// before it gives up (`--give-up-after`).
+    pub give_up: Duration,
 }
+
+/// `--give-up-after`'s default.
+pub const GIVE_UP: Duration = Duration::from_secs(10 * 60);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -29,6 +35,7 @@ impl Default for RetryPolicy {
             timeout: Duration::from_secs(30),
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
+            give_up: GIVE_UP,
         }
     }
 }

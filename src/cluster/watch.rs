@@ -1,109 +1,240 @@
-//! Following the pods of a run: one list, then one watch from the list's
+//! Following the pods of a run: a list in pages, then one watch from the list's
 //! resourceVersion, filtered by the run's label selector. A run of hundreds of pods
-//! costs a list and a long-lived watch, not a request per pod per second. When the
-//! watch ends (the server closes it every few minutes, or answers 410 Gone because the
-//! version is too old) the pods are listed again and a new watch starts.
+//! costs a list and a long-lived watch, not a request per pod per second.
+//!
+//! The follow is a state machine (as `kube::runtime::watcher`'s): [`State::Empty`]
+//! (a list is due) → [`State::InitPage`] (the pages, each handed on as it comes) →
+//! [`State::Watching`] (from a resourceVersion) → … When a watch ends (the server closes
+//! it every few minutes) it is reopened from the last version seen; when the version
+//! is too old (410 Gone) the pods are listed again. When the API server cannot be
+//! reached (refused, reset, timeouts, 5xx, 429 beyond the request's retries) the
+//! machine goes to [`State::Backoff`] and then tries the same state again, until the
+//! server answers or the outage lasts longer than `RetryPolicy::give_up`; the caller
+//! hears [`PodEvent::Lost`] and [`PodEvent::Back`]. Answers that will not change by
+//! waiting (401, 403, a missing namespace) end the follow at once.
 //!
 //! The watch only reports [`PodEvent`]s; what they mean for the run (the verdict
 //! `Tracker`, pods left after a delete) is the caller's to fold.
 //!
-//! Why not `kube::runtime::watcher`, which also lists, watches and relists: it needs
-//! kube's `runtime` feature (another crate and its dependencies in the build), its
-//! requests bypass our [`RetryPolicy`](super::retry::RetryPolicy) (`--retries`,
-//! `--request-timeout`, Retry-After), and it retries every error behind its own backoff
-//! instead of failing at once with a message that names the cause (401, 403, a missing
-//! namespace); its initial list is paginated, so a run of more pods than a page costs
-//! more than the one list `tests/it/perf.rs` holds us to.
+//! Why not `kube::runtime::watcher`, which also lists in pages, watches, relists and
+//! backs off: it needs kube's `runtime` feature (another crate and its dependencies in
+//! the build), its requests bypass our [`RetryPolicy`](super::retry::RetryPolicy)
+//! (`--retries`, `--request-timeout`, Retry-After), and it retries every error behind
+//! its own backoff, without end, instead of failing at once with a message that names
+//! the cause (401, 403, a missing namespace) or giving up past a bound the user set.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use futures::{StreamExt, TryStreamExt};
+use anyhow::{Result, anyhow};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{ListParams, WatchEvent, WatchParams};
+use kube::api::{Api, WatchEvent, WatchParams};
+use rand::Rng;
 
 use super::Cluster;
-use super::retry::{Plain, retry};
+use super::pager;
+use super::retry::{CallError, Plain, retry};
 
 /// What the watch saw.
 #[derive(Debug)]
 pub enum PodEvent {
-    /// A (re)list: every pod there is now, replacing what was seen before.
-    Listed(Vec<Pod>),
+    /// A (re)list begins: the pods of the pages that follow replace what was seen.
+    ListBegin,
+    /// One page of the list.
+    Page(Vec<Pod>),
+    /// The list is complete: pods seen before and not in it are gone.
+    ListEnd,
     /// A pod was added or changed.
     Changed(Box<Pod>),
     /// A pod was deleted (its name).
     Deleted(String),
+    /// The API server stopped answering (the error); the follow keeps trying.
+    Lost(String),
+    /// It answers again, after this long.
+    Back(Duration),
 }
 
 /// How long the server keeps one watch open (kubectl's default is about 5 minutes).
 const WATCH_SECONDS: u32 = 290;
 /// A watch that ends sooner than this without news is not reopened at once.
 const QUICK_END: Duration = Duration::from_secs(1);
+/// The first pause of an outage; it doubles up to [`MAX_BACKOFF`] (kube's watcher's).
+const FIRST_BACKOFF: Duration = Duration::from_millis(800);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Where the follow is.
+#[derive(Debug)]
+enum State {
+    /// A list is due.
+    Empty,
+    /// Listing: the next page's continue token (`None`: the first page).
+    InitPage { token: Option<String> },
+    /// Watching from a resourceVersion.
+    Watching { version: String },
+    /// Waiting before trying `then` (again).
+    Backoff { then: Box<State>, delay: Duration },
+}
 
 /// Hands every event about the pods matching `selector` to `on_event` until it returns
-/// a value: first the list, then each change.
+/// a value: the list's pages, then each change. `on_event`'s second argument says more
+/// events are already at hand (the pages of a list before its end, a burst of watch
+/// events): a caller can wait for the last one before working out what they mean.
 pub async fn follow<T>(
     cluster: &Cluster,
     selector: &str,
-    mut on_event: impl FnMut(PodEvent) -> Option<T>,
+    mut on_event: impl FnMut(PodEvent, bool) -> Option<T>,
 ) -> Result<T> {
     let api = cluster.api::<Pod>();
-    let list_params = ListParams::default().labels(selector);
     let watch_params = WatchParams::default()
         .labels(selector)
         .timeout(WATCH_SECONDS);
+    let mut link = Link::new(cluster);
+    let mut state = State::Empty;
     loop {
-        let list = retry(&cluster.policy, || api.list(&list_params), Plain)
-            .await
-            .map_err(|e| cluster.explain("listing pods", &e))?;
-        let mut version = list.metadata.resource_version.unwrap_or_default();
-        if let Some(done) = on_event(PodEvent::Listed(list.items)) {
-            return Ok(done);
-        }
-
-        // Watch from `version` until the stream ends or the version expires.
-        loop {
-            let opened = Instant::now();
-            let mut news = false;
-            let stream = retry(
-                &cluster.policy,
-                || api.watch(&watch_params, &version),
-                Plain,
-            )
-            .await
-            .map_err(|e| cluster.explain("watching pods", &e))?;
-            let mut stream = std::pin::pin!(stream.into_stream());
-            let mut relist = false;
-            while let Some(event) = stream.next().await {
-                let event = match event {
-                    Ok(event) => event,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "watch stream broke");
-                        relist = true;
-                        break;
-                    }
-                };
-                let event = match translate(event, &mut version) {
-                    Step::Event(event) => event,
-                    Step::Skip => continue,
-                    Step::Relist => {
-                        relist = true;
-                        break;
-                    }
-                };
-                news = true;
-                if let Some(done) = on_event(event) {
+        state = match state {
+            State::Empty => {
+                if let Some(done) = on_event(PodEvent::ListBegin, true) {
                     return Ok(done);
                 }
+                State::InitPage { token: None }
             }
-            if !news && opened.elapsed() < QUICK_END {
-                tokio::time::sleep(QUICK_END).await;
+            State::InitPage { token } => {
+                let asked = Instant::now();
+                match pager::page(&cluster.policy, &api, selector, token.as_deref()).await {
+                    Ok(list) => {
+                        if let Some(back) = link.up() {
+                            on_event(back, true);
+                        }
+                        let next = pager::next_token(&list);
+                        let version = list.metadata.resource_version.unwrap_or_default();
+                        if let Some(done) = on_event(PodEvent::Page(list.items), true) {
+                            return Ok(done);
+                        }
+                        match next {
+                            Some(token) => State::InitPage { token: Some(token) },
+                            None => match on_event(PodEvent::ListEnd, false) {
+                                Some(done) => return Ok(done),
+                                None => State::Watching { version },
+                            },
+                        }
+                    }
+                    // An expired continue token: the list starts over.
+                    Err(e) if pager::expired(&e) => State::Empty,
+                    Err(e) => {
+                        let again = State::InitPage { token };
+                        link.down("listing pods", e, asked, again, &mut on_event)?
+                    }
+                }
             }
-            if relist || version.is_empty() {
-                break;
+            State::Watching { version } => {
+                match watch(
+                    cluster,
+                    &api,
+                    &watch_params,
+                    version,
+                    &mut link,
+                    &mut on_event,
+                )
+                .await
+                {
+                    WatchEnd::Done(done) => return Ok(done),
+                    WatchEnd::Closed { version, quick } => {
+                        let again = State::Watching { version };
+                        if quick {
+                            State::Backoff {
+                                then: Box::new(again),
+                                delay: QUICK_END,
+                            }
+                        } else {
+                            again
+                        }
+                    }
+                    WatchEnd::Expired => State::Empty,
+                    WatchEnd::Failed(e, version, asked) => {
+                        let again = State::Watching { version };
+                        link.down("watching pods", e, asked, again, &mut on_event)?
+                    }
+                }
+            }
+            State::Backoff { then, delay } => {
+                tokio::time::sleep(delay).await;
+                *then
             }
         }
+    }
+}
+
+/// How one watch request ended.
+enum WatchEnd<T> {
+    /// The caller has its answer.
+    Done(T),
+    /// The stream ended (or broke) after `version`; `quick`: soon and without news.
+    Closed { version: String, quick: bool },
+    /// The version is too old (410 Gone, or an error event): list again.
+    Expired,
+    /// The watch from this version, asked for then, could not be opened.
+    Failed(CallError, String, Instant),
+}
+
+/// Opens one watch from `version` and hands its events on until it ends.
+async fn watch<T>(
+    cluster: &Cluster,
+    api: &Api<Pod>,
+    params: &WatchParams,
+    mut version: String,
+    link: &mut Link<'_>,
+    on_event: &mut impl FnMut(PodEvent, bool) -> Option<T>,
+) -> WatchEnd<T> {
+    let opened = Instant::now();
+    let stream = match retry(&cluster.policy, || api.watch(params, &version), Plain).await {
+        Ok(stream) => stream,
+        Err(e) if pager::expired(&e) => return WatchEnd::Expired,
+        Err(e) => return WatchEnd::Failed(e, version, opened),
+    };
+    if let Some(back) = link.up() {
+        on_event(back, true);
+    }
+    let mut stream = std::pin::pin!(stream.into_stream());
+    let mut news = false;
+    let mut next = stream.next().await;
+    while let Some(item) = next.take() {
+        let event = match item {
+            Ok(event) => event,
+            Err(e) => {
+                // A connection that broke mid-stream: resume from `version`.
+                tracing::debug!(error = %e, "watch stream broke");
+                break;
+            }
+        };
+        // More at hand? Then the caller may wait for it before deciding.
+        let peeked = stream.next().now_or_never();
+        let more = matches!(peeked, Some(Some(_)));
+        let event = match translate(event, &mut version) {
+            Step::Event(event) => event,
+            Step::Skip => {
+                next = next_of(peeked, &mut stream).await;
+                continue;
+            }
+            Step::Relist => return WatchEnd::Expired,
+        };
+        news = true;
+        if let Some(done) = on_event(event, more) {
+            return WatchEnd::Done(done);
+        }
+        next = next_of(peeked, &mut stream).await;
+    }
+    let quick = !news && opened.elapsed() < QUICK_END;
+    WatchEnd::Closed { version, quick }
+}
+
+/// The item peeked at, else the stream's next one.
+async fn next_of<S: futures::Stream + Unpin>(
+    peeked: Option<Option<S::Item>>,
+    stream: &mut S,
+) -> Option<S::Item> {
+    match peeked {
+        Some(item) => item,
+        None => stream.next().await,
     }
 }
 
@@ -143,4 +274,78 @@ fn remember(version: &mut String, pod: &Pod) {
     if let Some(v) = &pod.metadata.resource_version {
         version.clone_from(v);
     }
+}
+
+/// The connection to the API server as the follow has seen it: up, or down since when.
+struct Link<'a> {
+    cluster: &'a Cluster,
+    /// Since when nothing answers, on the monotonic clock and the wall clock.
+    down_since: Option<(Instant, k8s_openapi::jiff::Timestamp)>,
+    backoff: Duration,
+}
+
+impl<'a> Link<'a> {
+    fn new(cluster: &'a Cluster) -> Link<'a> {
+        Link {
+            cluster,
+            down_since: None,
+            backoff: FIRST_BACKOFF,
+        }
+    }
+
+    /// An answer came: the outage, if there was one, is over.
+    fn up(&mut self) -> Option<PodEvent> {
+        self.backoff = FIRST_BACKOFF;
+        let (since, _) = self.down_since.take()?;
+        Some(PodEvent::Back(since.elapsed()))
+    }
+
+    /// `doing` failed with `err`: the state to go to (a pause, then `again`), or the
+    /// error that ends the follow (an answer that waiting will not change, or an outage
+    /// past the bound).
+    fn down<T>(
+        &mut self,
+        doing: &str,
+        err: CallError,
+        asked: Instant,
+        again: State,
+        on_event: &mut impl FnMut(PodEvent, bool) -> Option<T>,
+    ) -> Result<State> {
+        if !outage(&err) {
+            return Err(self.cluster.explain(doing, &err));
+        }
+        let policy = &self.cluster.policy;
+        let first = self.down_since.is_none();
+        // Since the first attempt of the request that failed (its retries took time).
+        let (since, wall) = *self.down_since.get_or_insert_with(|| {
+            let ago =
+                k8s_openapi::jiff::SignedDuration::try_from(asked.elapsed()).unwrap_or_default();
+            (asked, k8s_openapi::jiff::Timestamp::now() - ago)
+        });
+        if since.elapsed() >= policy.give_up {
+            return Err(anyhow!(
+                "{doing}: cannot reach the Kubernetes API server at {} since {} UTC ({} ago; gave up after {}, see --give-up-after): {err}",
+                self.cluster.server,
+                wall.strftime("%H:%M:%S"),
+                crate::duration::age(since.elapsed().as_secs()),
+                crate::duration::age(policy.give_up.as_secs()),
+            ));
+        }
+        if first {
+            on_event(PodEvent::Lost(format!("{doing}: {err}")), true);
+        }
+        let jitter = rand::rng().random_range(0.0..0.25);
+        let left = policy.give_up.saturating_sub(since.elapsed());
+        let delay = self.backoff.mul_f64(1.0 + jitter).min(left);
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        Ok(State::Backoff {
+            then: Box::new(again),
+            delay,
+        })
+    }
+}
+
+/// Whether an error means the server is (for now) out of reach, as opposed to an answer.
+pub fn outage(err: &CallError) -> bool {
+    err.unanswered() || matches!(err.code(), Some(429 | 500 | 502 | 503 | 504))
 }

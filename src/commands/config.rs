@@ -116,6 +116,15 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| (*v).into(),
             "",
         ),
+        row(
+            "give_up_after",
+            &Sourced {
+                value: Some(settings.give_up_after.value),
+                source: settings.give_up_after.source.clone(),
+            },
+            |v| humantime::format_duration(*v).to_string().into(),
+            "",
+        ),
     ]
 }
 

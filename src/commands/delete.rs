@@ -14,6 +14,8 @@ use crate::render::OutputFormat;
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
+    // `--timeout` counts from here: the deletes are part of the time it bounds.
+    let started = std::time::Instant::now();
     if args.randomize_tag {
         return Err(UsageError::new(
             "-r makes a new tag and cannot be used with -d; name the run with -t TAG",
@@ -59,7 +61,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             // The summary stays parseable: the wait's messages are not added to it.
             output::silence();
         }
-        delete::wait_gone(&cluster, tag, args.timeout).await?;
+        delete::wait_gone(&cluster, tag, args.timeout, started).await?;
     }
     Ok(())
 }

@@ -4,10 +4,13 @@ use anyhow::Result;
 
 use crate::cli::LogsArgs;
 use crate::cluster::logs::LogOptions;
-use crate::ops;
+use crate::errors::UsageError;
+use crate::ops::{self, logs::Pick};
+use crate::roles::{Role, Task};
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
+    let pick = pick(args)?;
     let cluster = settings.connect()?;
     let options = LogOptions {
         follow: args.follow,
@@ -15,5 +18,35 @@ pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
         tail: args.tail,
         timestamps: args.timestamps,
     };
-    ops::logs::print(&cluster, args.tag.as_str(), &options).await
+    ops::logs::print(&cluster, args.tag.as_str(), &options, &pick).await
+}
+
+/// `--task` and `--max-log-requests`, checked.
+fn pick(args: &LogsArgs) -> Result<Pick, UsageError> {
+    if args.max_log_requests == 0 {
+        return Err(UsageError::new("--max-log-requests must be at least 1"));
+    }
+    let tasks = args
+        .tasks
+        .iter()
+        .map(|t| {
+            parse_task(t).ok_or_else(|| {
+                UsageError::new(format!(
+                    "--task {t:?}: expected ROLE-INDEX, e.g. worker-3 or chief-0 (roles: chief, ps, worker, evaluator)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<Task>, UsageError>>()?;
+    Ok(Pick {
+        tasks,
+        max_streams: args.max_log_requests,
+    })
+}
+
+fn parse_task(text: &str) -> Option<Task> {
+    let (role, index) = text.rsplit_once('-')?;
+    Some(Task {
+        role: Role::parse(role)?,
+        index: index.parse().ok()?,
+    })
 }

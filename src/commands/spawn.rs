@@ -14,6 +14,8 @@ use crate::settings::Settings;
 use crate::tag::Tag;
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
+    // `--timeout` counts from here: the creates are part of the time it bounds.
+    let started = std::time::Instant::now();
     let request = inputs::spawn_request(
         &options(args, settings),
         tag(args),
@@ -38,6 +40,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             tag: plan.tag.clone(),
             until: WaitFor::Start,
             timeout: args.timeout,
+            started,
             all_workers: false,
             save_logs: None,
             cleanup: false,

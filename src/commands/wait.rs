@@ -8,6 +8,7 @@ use crate::ops::wait::{self, Wait, WaitFor};
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
+    let started = std::time::Instant::now();
     if args.until == WaitFor::Start && (args.save_logs.is_some() || args.cleanup) {
         return Err(UsageError::new(
             "--save-logs and --cleanup act after the end of the run; they cannot be used with --for start",
@@ -24,6 +25,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         tag: args.tag.to_string(),
         until: args.until,
         timeout: args.timeout,
+        started,
         all_workers: args.all_workers,
         save_logs: args.save_logs.clone(),
         cleanup: args.cleanup,

@@ -21,11 +21,12 @@ pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -
 }
 
 /// `-d --wait`: until the pods that linger for their grace period are gone, or the
-/// `--timeout` (exit 4), or a signal.
+/// `--timeout` (exit 4, counted from `started`, when the command began), or a signal.
 pub(crate) async fn wait_gone(
     cluster: &Cluster,
     tag: &str,
     timeout: Option<Duration>,
+    started: Instant,
 ) -> Result<()> {
     let start = Instant::now();
     let first: Cell<Option<usize>> = Cell::new(None);
@@ -41,7 +42,7 @@ pub(crate) async fn wait_gone(
     });
     let deadline = async {
         match timeout {
-            Some(d) => tokio::time::sleep(d).await,
+            Some(d) => tokio::time::sleep_until((started + d).into()).await,
             None => std::future::pending().await,
         }
     };
@@ -108,17 +109,30 @@ fn still_there(
 /// `on_count` hears how many pods are left: after the list, then after every change.
 async fn pods_left(cluster: &Cluster, tag: &str, mut on_count: impl FnMut(usize)) -> Result<()> {
     let mut left: BTreeSet<String> = BTreeSet::new();
-    watch::follow(cluster, &run_selector(tag), |event| {
+    let mut listing: Option<BTreeSet<String>> = None;
+    watch::follow(cluster, &run_selector(tag), |event, more| {
         match event {
-            PodEvent::Listed(pods) => {
-                left = pods.into_iter().filter_map(|p| p.metadata.name).collect();
+            // A (re)list: the pods of its pages are what is left.
+            PodEvent::ListBegin => listing = Some(BTreeSet::new()),
+            PodEvent::Page(pods) => {
+                let names = pods.into_iter().filter_map(|p| p.metadata.name);
+                match &mut listing {
+                    Some(listed) => listed.extend(names),
+                    None => left.extend(names),
+                }
+                return None;
             }
+            PodEvent::ListEnd => left = listing.take().unwrap_or_default(),
             PodEvent::Changed(pod) => {
                 left.extend(pod.metadata.name);
             }
             PodEvent::Deleted(name) => {
                 left.remove(&name);
             }
+            PodEvent::Lost(_) | PodEvent::Back(_) => super::link_note(&event),
+        }
+        if more || listing.is_some() {
+            return None;
         }
         on_count(left.len());
         left.is_empty().then_some(())

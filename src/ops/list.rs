@@ -1,5 +1,5 @@
 //! The runs (tags) in a namespace, or in all of them,
-//! with their pods' phases per role, verdict and age. One list request.
+//! with their pods' phases per role, verdict and age. One list, in pages.
 
 use std::collections::BTreeMap;
 
@@ -35,69 +35,89 @@ pub struct RunJson {
     pub queue: Option<String>,
 }
 
-/// The runs in the cluster's namespace, or in every namespace. One list request.
+/// The runs in the cluster's namespace, or in every namespace. One list, in pages,
+/// each page folded into the runs' trackers.
 pub(crate) async fn list(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<RunJson>> {
     let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
-    let pods: Vec<Pod> = if all_namespaces {
-        match cluster.list_all_namespaces::<Pod>(&selector).await {
-            Ok(pods) => pods,
-            Err(e) if e.code() == Some(403) => {
-                return Err(anyhow!(
-                    "listing pods in all namespaces is forbidden for these credentials ({}); list one namespace with -n NAMESPACE instead of -A",
-                    e.status().map(|s| s.message.trim()).unwrap_or_default()
-                ));
+    let mut runs = Runs::default();
+    let listed = cluster
+        .list_pages::<Pod>(&selector, all_namespaces, |pods, first| {
+            if first {
+                runs = Runs::default();
             }
-            Err(e) => return Err(cluster.explain("listing pods in all namespaces", &e)),
+            for pod in &pods {
+                runs.add(pod);
+            }
+        })
+        .await;
+    match listed {
+        Ok(()) => {}
+        Err(e) if all_namespaces && e.code() == Some(403) => {
+            return Err(anyhow!(
+                "listing pods in all namespaces is forbidden for these credentials ({}); list one namespace with -n NAMESPACE instead of -A",
+                e.status().map(|s| s.message.trim()).unwrap_or_default()
+            ));
         }
-    } else {
-        cluster
-            .list::<Pod>(&selector)
-            .await
-            .map_err(|e| cluster.explain("listing pods", &e))?
-    };
+        Err(e) if all_namespaces => {
+            return Err(cluster.explain("listing pods in all namespaces", &e));
+        }
+        Err(e) => return Err(cluster.explain("listing pods", &e)),
+    }
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    Ok(runs(&pods, now))
+    Ok(runs.finish(now))
+}
+
+/// Pods grouped by namespace and tag, each group a run's tracker.
+#[derive(Default)]
+pub struct Runs {
+    groups: BTreeMap<(String, String), Tracker>,
+}
+
+impl Runs {
+    /// Adds one pod to its run; a pod without a tag is not a run's.
+    pub fn add(&mut self, pod: &Pod) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let Some(tag) = pod.metadata.labels.as_ref().and_then(|l| l.get(RUN_LABEL)) else {
+            return;
+        };
+        let key = (ns, tag.clone());
+        self.groups
+            .entry(key)
+            .or_insert_with(|| Tracker::new(tag, false))
+            .update(PodView::from_pod(pod));
+    }
+
+    /// The runs, sorted by namespace and tag.
+    pub fn finish(self, now: i64) -> Vec<RunJson> {
+        self.groups
+            .into_iter()
+            .map(|((namespace, tag), tracker)| {
+                let age_seconds = tracker.live().filter_map(|v| v.age(now)).max();
+                let summary = tracker.summary();
+                RunJson {
+                    namespace,
+                    verdict: tracker.verdict().name(),
+                    age_seconds,
+                    queue: summary.iter().find_map(|r| r.queue.clone()),
+                    roles: summary
+                        .into_iter()
+                        .map(|r| (role_key(&r), r.counts))
+                        .collect(),
+                    tag,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Groups pods by namespace and tag, sorted.
+#[cfg(test)]
 pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
-    let mut groups: BTreeMap<(String, String), Vec<PodView>> = BTreeMap::new();
+    let mut runs = Runs::default();
     for pod in pods {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let Some(tag) = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(RUN_LABEL))
-            .cloned()
-        else {
-            continue;
-        };
-        groups
-            .entry((ns, tag))
-            .or_default()
-            .push(PodView::from_pod(pod));
+        runs.add(pod);
     }
-    groups
-        .into_iter()
-        .map(|((namespace, tag), views)| {
-            let age_seconds = views.iter().filter_map(|v| v.age(now)).max();
-            let mut tracker = Tracker::new(&tag, false);
-            tracker.replace(views);
-            let summary = tracker.summary();
-            RunJson {
-                namespace,
-                verdict: tracker.verdict().name(),
-                age_seconds,
-                queue: summary.iter().find_map(|r| r.queue.clone()),
-                roles: summary
-                    .into_iter()
-                    .map(|r| (role_key(&r), r.counts))
-                    .collect(),
-                tag,
-            }
-        })
-        .collect()
+    runs.finish(now)
 }
 
 fn role_key(r: &RoleSummary) -> String {

@@ -23,10 +23,12 @@ use futures::{AsyncBufReadExt, StreamExt, stream};
 use tokio::sync::{mpsc, watch as channel};
 use tokio::task::JoinHandle;
 
+use k8s_openapi::jiff::Timestamp;
+
 use crate::cluster::Cluster;
 use crate::cluster::logs::{self, LogOptions};
 use crate::output;
-use crate::roles::Role;
+use crate::roles::{Role, Task};
 use crate::signals;
 use crate::verdict::{FailureKind, PodView, Tracker, Verdict};
 
@@ -40,17 +42,53 @@ const RETRY: Duration = Duration::from_secs(2);
 
 /// Prints the logs of run `tag` (followed with `options.follow`, until the run is over
 /// or a signal).
-pub(crate) async fn print(cluster: &Cluster, tag: &str, options: &LogOptions) -> Result<()> {
+pub(crate) async fn print(
+    cluster: &Cluster,
+    tag: &str,
+    options: &LogOptions,
+    pick: &Pick,
+) -> Result<()> {
     let tracker = super::status::snapshot(cluster, tag, false).await?;
     let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
     if options.follow {
         tokio::select! {
-            result = follow(cluster, tag, options, tracker, &mut prefixes) => result,
+            result = follow(cluster, tag, options, pick, tracker, &mut prefixes) => result,
             _ = signals::stop_requested() => Ok(()),
         }
     } else {
-        once(cluster, options, &tracker, &mut prefixes).await
+        once(cluster, options, pick, &tracker, &mut prefixes).await
     }
+}
+
+/// Which pods' logs: `--task` (all when empty) and, with `-f`, how many at once.
+#[derive(Debug, Clone)]
+pub struct Pick {
+    pub tasks: Vec<Task>,
+    pub max_streams: usize,
+}
+
+impl Pick {
+    fn wants(&self, pod: &PodView) -> bool {
+        self.tasks.is_empty() || pod.task.is_some_and(|t| self.tasks.contains(&t))
+    }
+}
+
+/// The pods to follow first: the task that decides the run, then pods that failed,
+/// then the others in task order.
+fn by_priority(t: &Tracker, pick: &Pick) -> Vec<PodView> {
+    let deciding = Task::deciding(t.tasks().iter().any(|t| t.role == Role::Chief));
+    let mut pods: Vec<PodView> = t
+        .in_task_order()
+        .into_iter()
+        .filter(|p| pick.wants(p))
+        .cloned()
+        .collect();
+    pods.sort_by_key(|p| match p.state() {
+        _ if p.task == Some(deciding) => 0,
+        crate::verdict::State::Failed => 1,
+        _ => 2,
+    });
+    pods
 }
 
 /// Task prefixes: padded to the longest task id known at the start, coloured per task.
@@ -63,11 +101,10 @@ pub struct Prefixes {
 impl Prefixes {
     pub fn new(tracker: &Tracker, colour: bool) -> Prefixes {
         let mut labels: Vec<(Option<crate::roles::Task>, String)> = tracker
-            .live()
-            .flat_map(|v| {
-                std::iter::once((v.task, v.label()))
-                    .chain(v.cluster.iter().map(|t| (Some(*t), t.id())))
-            })
+            .tasks()
+            .into_iter()
+            .map(|t| (Some(t), t.id()))
+            .chain(tracker.live().map(|v| (v.task, v.label())))
             .collect();
         labels.sort();
         labels.dedup();
@@ -94,7 +131,8 @@ impl Prefixes {
 /// Prefixes every line of `text`; a last line without a newline gets one.
 fn prefixed(prefix: &str, text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
-    for line in text.lines() {
+    // The kubelet's notice for a container it no longer has is no log line.
+    for line in text.lines().filter(|l| !logs::kubelet_notice(l)) {
         out.push_str(prefix);
         out.push_str(line);
         out.push('\n');
@@ -129,11 +167,14 @@ fn sorted(tracker: &Tracker) -> Vec<PodView> {
 async fn once(
     cluster: &Cluster,
     options: &LogOptions,
+    pick: &Pick,
     tracker: &Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<()> {
-    let (pods, waiting): (Vec<PodView>, Vec<PodView>) =
-        sorted(tracker).into_iter().partition(|p| p.started);
+    let (pods, waiting): (Vec<PodView>, Vec<PodView>) = sorted(tracker)
+        .into_iter()
+        .filter(|p| pick.wants(p))
+        .partition(|p| p.started);
     for pod in &waiting {
         note(&no_log(pod));
     }
@@ -176,7 +217,12 @@ struct Follower {
 /// Whether the run is over for `logs -f` (see the module docs).
 fn over(tracker: &Tracker) -> bool {
     match tracker.verdict() {
-        Verdict::Failed(f) if matches!(f.kind, FailureKind::CannotStart(_) | FailureKind::Gone) => {
+        Verdict::Failed(f)
+            if matches!(
+                f.kind,
+                FailureKind::CannotStart(_) | FailureKind::Gone | FailureKind::Removed(_)
+            ) =>
+        {
             true
         }
         Verdict::Succeeded | Verdict::Failed(_) => tracker.live().all(|v| {
@@ -191,6 +237,7 @@ async fn follow(
     cluster: &Cluster,
     tag: &str,
     options: &LogOptions,
+    pick: &Pick,
     mut tracker: Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<()> {
@@ -198,9 +245,12 @@ async fn follow(
     let mut followers = Followers {
         cluster,
         options,
+        pick,
+        tag,
         tx,
         prefixes,
         by_pod: BTreeMap::new(),
+        left_out: 0,
     };
 
     // Until the run is over: start a follower per new pod, tell each its pod's state.
@@ -228,10 +278,7 @@ async fn follow(
     // The run is over: pods that will not end are cut off; the others deliver their
     // last lines.
     for (name, f) in &followers.by_pod {
-        let ended = tracker
-            .live()
-            .find(|v| &v.name == name)
-            .is_none_or(|v| v.state().finished());
+        let ended = tracker.get(name).is_none_or(|v| v.state().finished());
         if !ended {
             f.handle.abort();
         }
@@ -248,15 +295,30 @@ async fn follow(
 struct Followers<'a> {
     cluster: &'a Cluster,
     options: &'a LogOptions,
+    pick: &'a Pick,
+    tag: &'a str,
     tx: mpsc::Sender<String>,
     prefixes: &'a mut Prefixes,
     by_pod: BTreeMap<String, Follower>,
+    /// How many pods were last left out (`--max-log-requests`); a note says so when
+    /// it grows.
+    left_out: usize,
 }
 
 impl Followers<'_> {
-    /// Starts a follower per new pod and tells each its pod's state.
+    /// Starts a follower per new pod, up to `--max-log-requests` at once in the order
+    /// of [`by_priority`], and tells each its pod's state.
     fn sync(&mut self, t: &Tracker) {
-        for pod in sorted(t) {
+        // A follower of a pod that has ended is only delivering its last lines.
+        let mut active = self
+            .by_pod
+            .iter()
+            .filter(|(name, f)| {
+                !f.handle.is_finished() && t.get(name).is_some_and(|v| !v.state().finished())
+            })
+            .count();
+        let mut left_out: Vec<PodView> = Vec::new();
+        for pod in by_priority(t, self.pick) {
             match self.by_pod.get(&pod.name) {
                 Some(f) => {
                     f.state.send_if_modified(|s| {
@@ -265,7 +327,11 @@ impl Followers<'_> {
                         changed
                     });
                 }
+                // Ended before it was followed: nothing to stream.
+                None if pod.state().finished() && !pod.started => {}
+                None if active >= self.pick.max_streams => left_out.push(pod),
                 None => {
+                    active += 1;
                     let (state, state_rx) = channel::channel(Some(pod.clone()));
                     let prefix = self.prefixes.prefix(&pod.label());
                     let handle = tokio::spawn(follow_pod(
@@ -282,11 +348,27 @@ impl Followers<'_> {
             }
         }
         for (name, f) in &self.by_pod {
-            if !t.live().any(|v| &v.name == name) {
+            if t.get(name).is_none() {
                 let _ = f.state.send(None);
             }
         }
+        if left_out.len() > self.left_out {
+            note(&left_out_note(self.tag, self.pick.max_streams, &left_out));
+        }
+        self.left_out = left_out.len();
     }
+}
+
+/// `following 50 pods at once (--max-log-requests 50); not following 950: …`.
+fn left_out_note(tag: &str, max: usize, pods: &[PodView]) -> String {
+    let names: Vec<String> = pods.iter().take(3).map(PodView::label).collect();
+    let more = if pods.len() > 3 { ", …" } else { "" };
+    let first = names.first().cloned().unwrap_or_default();
+    format!(
+        "following {max} pods at once (--max-log-requests {max}; the task that decides the run first, then failed pods, then task order); not following {} ({}{more}) until a followed one ends; see one with: tf-spawner logs -t {tag} --task {first}",
+        pods.len(),
+        names.join(", ")
+    )
 }
 
 /// Prints what the followers still send, for at most [`DRAIN`].
@@ -332,22 +414,24 @@ async fn follow_pod(
 ) {
     let mut params = options.params(pod.container.as_deref());
     params.follow = true;
+    // Timestamps always, to resume where a broken stream stopped (see `Cursor`).
+    params.timestamps = true;
+    let mut cursor = Cursor::new(options.timestamps);
     loop {
         if !until_started(&mut state).await {
             return;
         }
         match logs::open(&cluster, &pod.name, &params).await {
             Ok(reader) => {
-                if !send_lines(reader, &pod.name, &prefix, &tx).await {
+                if !send_lines(reader, &pod.name, &prefix, &tx, &mut cursor).await {
                     return;
                 }
                 // The stream ended: done if the container has; otherwise (a dropped
-                // connection) go on with new lines only.
+                // connection, a restarted API server) go on from the last line.
                 let current = state.borrow().clone();
                 match current {
                     Some(v) if !v.state().finished() => {
-                        params.tail_lines = Some(0);
-                        params.since_seconds = None;
+                        cursor.resume(&mut params);
                         wait_for_change(&mut state).await;
                         if state.borrow().is_none() {
                             return;
@@ -363,11 +447,76 @@ async fn follow_pod(
                 }
             }
             Err(e) if e.code() == Some(404) => return,
+            // The API server is away: the run's watch decides how long to wait for it.
+            Err(e) if crate::cluster::watch::outage(&e) => {
+                wait_for_change(&mut state).await;
+                if state.borrow().is_none() {
+                    return;
+                }
+            }
             Err(e) => {
                 note(&format!("cannot read the log of pod {}: {e}", pod.name));
                 return;
             }
         }
+    }
+}
+
+/// Where a followed log stands, so that a stream that broke is opened again from where
+/// it stopped, with no line lost or printed twice: streams are read with timestamps
+/// (removed again unless asked for); the next one asks for `sinceTime`, the last
+/// line's second (the API's precision), and skips what it sends again: lines before
+/// the last one's timestamp, and as many lines at that timestamp as were printed.
+struct Cursor {
+    show_timestamps: bool,
+    /// The last printed line's timestamp and how many printed lines carried it.
+    last: Option<(Timestamp, usize)>,
+    /// What the current stream sends again, to skip.
+    skip: Option<(Timestamp, usize)>,
+}
+
+impl Cursor {
+    fn new(show_timestamps: bool) -> Cursor {
+        Cursor {
+            show_timestamps,
+            last: None,
+            skip: None,
+        }
+    }
+
+    /// The line to print, or `None` for a line printed before.
+    fn line<'a>(&mut self, raw: &'a str) -> Option<&'a str> {
+        let Some((at, text)) = raw
+            .split_once(' ')
+            .and_then(|(at, text)| Some((at.parse::<Timestamp>().ok()?, text)))
+        else {
+            return Some(raw);
+        };
+        if let Some((before, n)) = &mut self.skip {
+            if at < *before || (at == *before && *n > 0) {
+                *n = n.saturating_sub(usize::from(at == *before));
+                return None;
+            }
+            self.skip = None;
+        }
+        match &mut self.last {
+            Some((last, n)) if *last == at => *n += 1,
+            _ => self.last = Some((at, 1)),
+        }
+        Some(if self.show_timestamps { raw } else { text })
+    }
+
+    /// Makes `params` ask for the log from the last printed line on.
+    fn resume(&mut self, params: &mut kube::api::LogParams) {
+        let Some((last, n)) = self.last else {
+            // Nothing printed yet: the same request again.
+            return;
+        };
+        let second = Timestamp::from_second(last.as_second()).unwrap_or(last);
+        params.since_time = Some(second);
+        params.since_seconds = None;
+        params.tail_lines = None;
+        self.skip = Some((last, n));
     }
 }
 
@@ -391,6 +540,7 @@ async fn send_lines(
     pod: &str,
     prefix: &str,
     tx: &mpsc::Sender<String>,
+    cursor: &mut Cursor,
 ) -> bool {
     let mut line = Vec::new();
     loop {
@@ -399,7 +549,13 @@ async fn send_lines(
             Ok(0) => return true,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
+                let Some(text) = cursor.line(text.trim_end_matches(['\n', '\r'])) else {
+                    continue;
+                };
+                if logs::kubelet_notice(text) {
+                    note(&format!("pod {pod}: its container's log is gone ({text})"));
+                    continue;
+                }
                 if tx.send(format!("{prefix}{text}\n")).await.is_err() {
                     return false;
                 }
@@ -421,6 +577,33 @@ async fn wait_for_change(state: &mut channel::Receiver<Option<PodView>>) {
 mod tests {
     use super::*;
     use crate::verdict::tests::{pod, view};
+
+    #[test]
+    fn a_resumed_stream_skips_what_was_printed() {
+        let mut params = kube::api::LogParams::default();
+        let mut c = Cursor::new(false);
+        assert_eq!(c.line("2024-01-01T00:00:01.5Z a"), Some("a"));
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z b"), Some("b"));
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z c"), Some("c"));
+        c.resume(&mut params);
+        assert_eq!(
+            params.since_time,
+            Some("2024-01-01T00:00:02Z".parse().unwrap())
+        );
+        // The server sends again from the second: what was printed is skipped.
+        assert_eq!(c.line("2024-01-01T00:00:02.1Z x"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z b"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z c"), None);
+        assert_eq!(c.line("2024-01-01T00:00:02.25Z d"), Some("d"));
+        assert_eq!(c.line("2024-01-01T00:00:03Z e"), Some("e"));
+        // Asked for, the timestamps stay; a line without one passes.
+        let mut shown = Cursor::new(true);
+        assert_eq!(
+            shown.line("2024-01-01T00:00:03Z e"),
+            Some("2024-01-01T00:00:03Z e")
+        );
+        assert_eq!(shown.line("no timestamp"), Some("no timestamp"));
+    }
 
     #[test]
     fn prefixes_are_padded_to_the_longest_task_and_lines_are_prefixed() {

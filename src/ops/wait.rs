@@ -11,7 +11,7 @@
 //! Kueue pod group holds its quota until no pod of it is running.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
@@ -44,6 +44,9 @@ pub struct Wait {
     pub tag: String,
     pub until: WaitFor,
     pub timeout: Option<Duration>,
+    /// When the command started: the timeout counts from then, whatever the command
+    /// did first (a spawn's creates, a list of many pages).
+    pub started: Instant,
     pub all_workers: bool,
     pub save_logs: Option<PathBuf>,
     pub cleanup: bool,
@@ -93,7 +96,7 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
         let deadline = async {
             match wait.timeout {
                 Some(d) => {
-                    tokio::time::sleep(d).await;
+                    tokio::time::sleep_until((wait.started + d).into()).await;
                     d
                 }
                 None => std::future::pending().await,
@@ -340,6 +343,12 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     else {
         return;
     };
+    // The kubelet's notice for a container it no longer has is no log line.
+    let text: String = text
+        .lines()
+        .filter(|l| !logs::kubelet_notice(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
     if text.trim().is_empty() {
         return;
     }

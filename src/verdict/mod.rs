@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::roles::{Role, Task};
+use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
 
@@ -78,6 +78,9 @@ pub enum FailureKind {
     CannotStart(Reason),
     /// The pod was deleted (or never created) before the run finished.
     Gone,
+    /// The pod was taken away before it ended (evicted, preempted, deleted while it
+    /// ran): not the training's failure.
+    Removed(Reason),
 }
 
 impl fmt::Display for Failure {
@@ -106,6 +109,17 @@ impl fmt::Display for Failure {
             }
             FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
             FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
+            FailureKind::Removed(r) => {
+                let what = match r.reason.as_str() {
+                    pod::DELETED => return write!(f, "{who} was deleted while it ran"),
+                    "Evicted" | "EvictionByEvictionAPI" | "TerminationByKubelet" => "evicted",
+                    "Preempting" | "PreemptionByScheduler" | "PreemptionByKubeScheduler" => {
+                        "preempted"
+                    }
+                    _ => "taken away",
+                };
+                write!(f, "{who} was {what} before it ended ({r})")
+            }
         }
     }
 }
@@ -160,6 +174,10 @@ pub struct Tracker {
     tag: String,
     all_workers: bool,
     pods: BTreeMap<String, Entry>,
+    /// The run's tasks per role as its pods describe it (the largest seen).
+    sizes: RoleSizes,
+    /// The names seen since a list began (see [`Tracker::begin_list`]).
+    listing: Option<BTreeSet<String>>,
     /// How many updates showed `ErrImagePull`, per pod.
     pull_errors: BTreeMap<String, u32>,
     /// The last `ErrImagePull` message, per pod: the kubelet alternates it with
@@ -173,6 +191,8 @@ impl Tracker {
             tag: tag.to_string(),
             all_workers,
             pods: BTreeMap::new(),
+            sizes: RoleSizes::default(),
+            listing: None,
             pull_errors: BTreeMap::new(),
             pull_error_messages: BTreeMap::new(),
         }
@@ -187,6 +207,10 @@ impl Tracker {
                     .insert(view.name.clone(), message.clone());
             }
         }
+        self.sizes.merge(&view.cluster);
+        if let Some(listing) = &mut self.listing {
+            listing.insert(view.name.clone());
+        }
         self.pods.insert(view.name.clone(), Entry::Live(view));
     }
 
@@ -198,9 +222,17 @@ impl Tracker {
         }
     }
 
-    /// A fresh list: pods missing from it were deleted meanwhile.
-    pub fn replace(&mut self, views: Vec<PodView>) {
-        let listed: BTreeSet<String> = views.iter().map(|v| v.name.clone()).collect();
+    /// A fresh list begins: its pods come through [`Tracker::update`], page by page,
+    /// until [`Tracker::end_list`].
+    pub fn begin_list(&mut self) {
+        self.listing = Some(BTreeSet::new());
+    }
+
+    /// The list is complete: pods missing from it were deleted meanwhile.
+    pub fn end_list(&mut self) {
+        let Some(listed) = self.listing.take() else {
+            return;
+        };
         let missing: Vec<String> = self
             .pods
             .iter()
@@ -210,8 +242,22 @@ impl Tracker {
         for name in missing {
             self.remove(&name);
         }
+    }
+
+    /// A fresh list in one piece: pods missing from it were deleted meanwhile.
+    pub fn replace(&mut self, views: Vec<PodView>) {
+        self.begin_list();
         for view in views {
             self.update(view);
+        }
+        self.end_list();
+    }
+
+    /// The pod named `name`, if it is there.
+    pub fn get(&self, name: &str) -> Option<&PodView> {
+        match self.pods.get(name)? {
+            Entry::Live(v) => Some(v),
+            Entry::Gone(_) => None,
         }
     }
 
@@ -238,13 +284,9 @@ impl Tracker {
     }
 
     /// Every task of the run: the ones seen, and the ones the pods' `TF_CONFIG` names.
-    fn expected(&self) -> BTreeSet<Task> {
-        let mut tasks: BTreeSet<Task> = BTreeSet::new();
-        for entry in self.pods.values() {
-            let v = entry.view();
-            tasks.extend(v.task);
-            tasks.extend(v.cluster.iter().copied());
-        }
+    pub fn tasks(&self) -> BTreeSet<Task> {
+        let mut tasks: BTreeSet<Task> = self.sizes.tasks().collect();
+        tasks.extend(self.pods.values().filter_map(|e| e.view().task));
         tasks
     }
 
@@ -265,7 +307,7 @@ impl Tracker {
             }
         }
         let mut out = Vec::new();
-        for task in self.expected() {
+        for task in self.tasks() {
             let row = match by_task.get(&task) {
                 Some(entry) => self.entry_state(entry),
                 None => {
@@ -301,7 +343,17 @@ impl Tracker {
             // A pod that finished and was then deleted (by --cleanup, say) keeps its
             // outcome; one deleted before the end failed.
             Entry::Gone(_) if !state.finished() => {
-                (v.name.clone(), State::Failed, failure(FailureKind::Gone))
+                let kind = match &v.removal {
+                    Some(r) if r.reason != pod::DELETED => FailureKind::Removed(r.clone()),
+                    _ => FailureKind::Gone,
+                };
+                (v.name.clone(), State::Failed, failure(kind))
+            }
+            // Taken away: by a disruption whatever its exit (the kill was not the
+            // training's), by a plain deletion only if it had not ended.
+            _ if state != State::Succeeded && self.removed(v).is_some() => {
+                let kind = FailureKind::Removed(self.removed(v).cloned().expect("checked"));
+                (v.name.clone(), State::Failed, failure(kind))
             }
             _ if state == State::Failed => {
                 let exit = v.terminated.clone().or_else(|| v.last_exit.clone());
@@ -337,6 +389,13 @@ impl Tracker {
             }
             _ => (v.name.clone(), state, None),
         }
+    }
+
+    /// Why `v` is taken away, when that decides its outcome.
+    fn removed<'a>(&self, v: &'a PodView) -> Option<&'a Reason> {
+        v.removal
+            .as_ref()
+            .filter(|r| r.reason != pod::DELETED || !v.state().finished())
     }
 
     fn cannot_start(&self, v: &PodView) -> bool {
@@ -467,6 +526,7 @@ fn failure_reason(f: &Failure) -> Reason {
             reason: "Deleted".into(),
             message: None,
         },
+        FailureKind::Removed(r) => r.clone(),
     }
 }
 
@@ -476,416 +536,4 @@ pub fn one_line(text: &str) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use serde_json::{Value, json};
-
-    /// A pod of run `t` as the API would return it.
-    pub(crate) fn pod(task: &str, phase: &str) -> Value {
-        let (role, index) = task.rsplit_once('-').unwrap();
-        json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {
-                "name": format!("t-{task}"),
-                "labels": {"training_attempt": "t", "tf-spawner/replica-type": role, "tf-spawner/replica-index": index},
-                "creationTimestamp": "2024-01-01T00:00:00Z"
-            },
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "tensorflow", "image": "tf"}]},
-            "status": {"phase": phase}
-        })
-    }
-
-    fn with_tf_config(mut pod: Value, cluster: Value) -> Value {
-        let config = json!({"cluster": cluster, "task": {"type": "worker", "index": 0}});
-        pod["spec"]["containers"][0]["env"] =
-            json!([{"name": "TF_CONFIG", "value": config.to_string()}]);
-        pod
-    }
-
-    fn terminated(mut pod: Value, code: i32, reason: &str) -> Value {
-        pod["status"]["containerStatuses"] = json!([{
-            "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
-            "state": {"terminated": {"exitCode": code, "reason": reason, "message": "boom"}}
-        }]);
-        pod
-    }
-
-    fn waiting(mut pod: Value, reason: &str, message: &str) -> Value {
-        pod["status"]["containerStatuses"] = json!([{
-            "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
-            "state": {"waiting": {"reason": reason, "message": message}}
-        }]);
-        pod
-    }
-
-    pub(crate) fn view(value: Value) -> PodView {
-        PodView::from_pod(&serde_json::from_value(value).unwrap())
-    }
-
-    fn tracker(pods: Vec<Value>, all_workers: bool) -> Tracker {
-        let mut t = Tracker::new("t", all_workers);
-        t.replace(pods.into_iter().map(view).collect());
-        t
-    }
-
-    #[test]
-    fn reads_a_pod() {
-        let mut p = terminated(pod("worker-1", "Failed"), 137, "OOMKilled");
-        p["spec"]["nodeName"] = json!("node-a");
-        let v = view(p);
-        assert_eq!(
-            v.task,
-            Some(Task {
-                role: Role::Worker,
-                index: 1
-            })
-        );
-        assert_eq!(v.phase, Phase::Failed);
-        assert_eq!(v.node.as_deref(), Some("node-a"));
-        assert_eq!(v.terminated.as_ref().unwrap().code, 137);
-        assert_eq!(v.ready, (0, 1));
-        assert_eq!(v.container.as_deref(), Some("tensorflow"));
-        assert_eq!(v.age(1704067200 + 90), Some(90));
-        assert_eq!(v.label(), "worker-1");
-    }
-
-    #[test]
-    fn a_pod_has_started_when_its_container_runs_or_ran() {
-        // Not started: pending without statuses, waiting, or failed before starting.
-        assert!(!view(pod("worker-0", "Pending")).started);
-        assert!(!view(waiting(pod("worker-0", "Pending"), "ContainerCreating", "")).started);
-        assert!(!view(pod("worker-0", "Failed")).started);
-        // Started: a Running pod without statuses, a running or terminated container, or
-        // one waiting to restart after it ran.
-        assert!(view(pod("worker-0", "Running")).started);
-        assert!(view(terminated(pod("worker-0", "Failed"), 1, "Error")).started);
-        let mut running = pod("worker-0", "Running");
-        running["status"]["containerStatuses"] = json!([{
-            "name": "tensorflow", "ready": true, "restartCount": 0, "image": "tf", "imageID": "",
-            "state": {"running": {}}
-        }]);
-        assert!(view(running).started);
-        let mut restarting = waiting(pod("worker-0", "Running"), "CrashLoopBackOff", "");
-        restarting["status"]["containerStatuses"][0]["lastState"] =
-            json!({"terminated": {"exitCode": 1}});
-        assert!(view(restarting).started);
-        // The log container decides, not a sidecar that runs.
-        let mut sidecar = waiting(pod("worker-0", "Pending"), "ContainerCreating", "");
-        sidecar["spec"]["containers"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "proxy", "image": "p"}));
-        sidecar["status"]["containerStatuses"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({
-                "name": "proxy", "ready": true, "restartCount": 0, "image": "p", "imageID": "",
-                "state": {"running": {}}
-            }));
-        assert!(!view(sidecar).started);
-    }
-
-    #[test]
-    fn worker_zero_decides_without_a_chief() {
-        let t = tracker(
-            vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")],
-            false,
-        );
-        assert_eq!(t.verdict(), Verdict::Succeeded);
-        let t = tracker(
-            vec![pod("worker-0", "Running"), pod("worker-1", "Succeeded")],
-            false,
-        );
-        assert_eq!(t.verdict(), Verdict::Running);
-    }
-
-    #[test]
-    fn all_workers_must_succeed_with_the_option() {
-        let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")];
-        assert_eq!(tracker(pods.clone(), true).verdict(), Verdict::Running);
-        let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Succeeded")];
-        assert_eq!(tracker(pods, true).verdict(), Verdict::Succeeded);
-    }
-
-    #[test]
-    fn the_chief_decides_and_parameter_servers_never_exit() {
-        let pods = vec![
-            pod("chief-0", "Running"),
-            pod("ps-0", "Running"),
-            pod("worker-0", "Succeeded"),
-        ];
-        assert_eq!(tracker(pods, false).verdict(), Verdict::Running);
-        let pods = vec![
-            pod("chief-0", "Succeeded"),
-            pod("ps-0", "Running"),
-            pod("worker-0", "Running"),
-        ];
-        assert_eq!(tracker(pods, false).verdict(), Verdict::Succeeded);
-    }
-
-    #[test]
-    fn any_failure_fails_the_run_and_names_the_pod() {
-        let pods = vec![
-            pod("worker-0", "Running"),
-            terminated(pod("worker-1", "Failed"), 2, "Error"),
-        ];
-        let Verdict::Failed(f) = tracker(pods, false).verdict() else {
-            panic!()
-        };
-        assert_eq!(f.pod, "t-worker-1");
-        assert_eq!(
-            f.to_string(),
-            "pod t-worker-1 (worker-1) failed: exit code 2, reason Error: boom"
-        );
-        // Never restarts: a non-zero exit is a failure even before the phase says so.
-        let pods = vec![terminated(pod("worker-0", "Running"), 1, "Error")];
-        assert!(matches!(tracker(pods, false).verdict(), Verdict::Failed(_)));
-        // An evicted pod has no container exit.
-        let mut evicted = pod("worker-0", "Failed");
-        evicted["status"]["reason"] = json!("Evicted");
-        evicted["status"]["message"] = json!("The node was low on resource: memory.");
-        let Verdict::Failed(f) = tracker(vec![evicted], false).verdict() else {
-            panic!()
-        };
-        assert_eq!(
-            f.to_string(),
-            "pod t-worker-0 (worker-0) failed, reason Evicted: The node was low on resource: memory."
-        );
-    }
-
-    #[test]
-    fn pending_while_any_pod_is_pending() {
-        let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Pending")];
-        let t = tracker(pods, false);
-        assert_eq!(t.verdict(), Verdict::Pending);
-        assert!(!t.started());
-        let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Running")];
-        let t = tracker(pods, false);
-        assert_eq!(t.verdict(), Verdict::Running);
-        assert!(t.started());
-    }
-
-    #[test]
-    fn a_deleted_pod_fails_an_unfinished_run() {
-        let mut t = tracker(
-            vec![pod("worker-0", "Running"), pod("worker-1", "Running")],
-            false,
-        );
-        t.remove("t-worker-1");
-        let Verdict::Failed(f) = t.verdict() else {
-            panic!()
-        };
-        assert_eq!(
-            f.to_string(),
-            "pod t-worker-1 (worker-1) was deleted before the run finished"
-        );
-        // A re-list that misses a pod means the same.
-        let mut t = tracker(vec![pod("worker-0", "Running")], false);
-        t.replace(vec![]);
-        assert!(matches!(t.verdict(), Verdict::Failed(_)));
-        // A finished pod deleted afterwards keeps its outcome.
-        let mut t = tracker(vec![pod("worker-0", "Succeeded")], false);
-        t.remove("t-worker-0");
-        assert_eq!(t.verdict(), Verdict::Succeeded);
-    }
-
-    #[test]
-    fn tasks_named_in_tf_config_but_missing_count_as_deleted() {
-        let cluster = json!({"worker": ["a:1", "b:1"]});
-        let t = tracker(
-            vec![with_tf_config(pod("worker-1", "Running"), cluster)],
-            false,
-        );
-        let Verdict::Failed(f) = t.verdict() else {
-            panic!()
-        };
-        assert_eq!(f.pod, "t-worker-0");
-        assert_eq!(f.kind, FailureKind::Gone);
-    }
-
-    #[test]
-    fn the_cluster_annotation_names_the_tasks_a_run_must_have() {
-        // The layout since TF_CONFIG refers to the run's ConfigMap: the pod's TF_CONFIG
-        // holds no addresses, its annotation holds the role counts.
-        let mut p = pod("worker-1", "Running");
-        p["metadata"]["annotations"] = json!({"tf-spawner/cluster": "chief=1,worker=2"});
-        let t = tracker(vec![p], false);
-        let Verdict::Failed(f) = t.verdict() else {
-            panic!("chief-0 and worker-0 are missing")
-        };
-        assert_eq!(f.pod, "t-chief-0");
-        assert_eq!(f.kind, FailureKind::Gone);
-    }
-
-    #[test]
-    fn stuck_reasons_and_fail_fast() {
-        let mut unschedulable = pod("worker-1", "Pending");
-        unschedulable["status"]["conditions"] = json!([{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
-        }]);
-        let t = tracker(vec![pod("worker-0", "Running"), unschedulable], false);
-        assert_eq!(t.verdict(), Verdict::Pending);
-        let summary = t.summary();
-        assert_eq!(summary.len(), 1);
-        let (who, reason) = summary[0].stuck.clone().unwrap();
-        assert_eq!(who, "worker-1");
-        assert_eq!(
-            reason.to_string(),
-            "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
-        );
-
-        for reason in [
-            "ContainerCreating",
-            "CrashLoopBackOff",
-            "CreateContainerError",
-        ] {
-            let t = tracker(
-                vec![waiting(pod("worker-0", "Pending"), reason, "m")],
-                false,
-            );
-            assert_eq!(t.verdict(), Verdict::Pending, "{reason}");
-        }
-        for reason in [
-            "ImagePullBackOff",
-            "InvalidImageName",
-            "CreateContainerConfigError",
-        ] {
-            let t = tracker(
-                vec![waiting(pod("worker-0", "Pending"), reason, "bad")],
-                false,
-            );
-            let Verdict::Failed(f) = t.verdict() else {
-                panic!("{reason}")
-            };
-            assert_eq!(
-                f.to_string(),
-                format!("pod t-worker-0 (worker-0) cannot start: {reason}: bad")
-            );
-        }
-        // ErrImagePull: the second sighting is final.
-        let pulling = waiting(pod("worker-0", "Pending"), "ErrImagePull", "not found");
-        let mut t = tracker(vec![pulling.clone()], false);
-        assert_eq!(t.verdict(), Verdict::Pending);
-        t.update(view(pulling));
-        assert!(matches!(t.verdict(), Verdict::Failed(_)));
-    }
-
-    /// What a real kubelet writes for an image that cannot be pulled (seen on the
-    /// one-node cluster): ErrImagePull with the registry's error, then ImagePullBackOff
-    /// saying only "Back-off pulling image". The verdict keeps the error; the pod counts
-    /// as pending (it never ran), not as finished.
-    #[test]
-    fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
-        let image = "tf-spawner.local/nope:1";
-        let error = format!(
-            "rpc error: code = Unknown desc = failed to pull and unpack image \"{image}\": no such host"
-        );
-        let mut t = tracker(
-            vec![waiting(pod("worker-0", "Pending"), "ErrImagePull", &error)],
-            false,
-        );
-        let back_off = format!("Back-off pulling image \"{image}\"");
-        t.update(view(waiting(
-            pod("worker-0", "Pending"),
-            "ImagePullBackOff",
-            &back_off,
-        )));
-        let Verdict::Failed(f) = t.verdict() else {
-            panic!("an image that cannot be pulled fails the run")
-        };
-        assert_eq!(
-            f.to_string(),
-            format!(
-                "pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off} (last pull error: {error})"
-            )
-        );
-        let counts = &t.summary()[0].counts;
-        assert_eq!(
-            (counts.pending, counts.failed, counts.finished()),
-            (1, 0, 0)
-        );
-    }
-
-    #[test]
-    fn summary_counts_per_role_in_role_order() {
-        let t = tracker(
-            vec![
-                pod("worker-0", "Running"),
-                pod("worker-1", "Pending"),
-                pod("worker-2", "Succeeded"),
-                pod("chief-0", "Running"),
-                pod("ps-0", "Running"),
-            ],
-            false,
-        );
-        let s = t.summary();
-        let roles: Vec<Option<Role>> = s.iter().map(|r| r.role).collect();
-        assert_eq!(
-            roles,
-            [Some(Role::Chief), Some(Role::Ps), Some(Role::Worker)]
-        );
-        assert_eq!(
-            s[2].counts,
-            RoleCounts {
-                total: 3,
-                pending: 1,
-                running: 1,
-                succeeded: 1,
-                failed: 0,
-                queued: 0,
-            }
-        );
-    }
-
-    /// A pod as Kueue's webhook leaves it until the run's group is admitted.
-    fn gated(task: &str) -> Value {
-        let mut p = pod(task, "Pending");
-        p["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("team-gpu");
-        p["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
-        p["status"]["conditions"] = json!([{
-            "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
-            "message": "Scheduling is blocked due to non-empty scheduling gates"
-        }]);
-        p
-    }
-
-    #[test]
-    fn gated_pods_are_queued_not_stuck_and_never_fail_fast() {
-        let t = tracker(vec![gated("worker-0"), gated("worker-1")], false);
-        assert_eq!(t.verdict(), Verdict::Pending);
-        assert!(!t.started());
-        let s = t.summary();
-        assert_eq!(s[0].counts.queued, 2);
-        assert_eq!(s[0].counts.pending, 0);
-        assert_eq!(s[0].queue.as_deref(), Some("team-gpu"));
-        assert_eq!(s[0].stuck, None);
-        // Admitted: the gates go, the pods are pending like any other.
-        let t = tracker(vec![pod("worker-0", "Pending"), gated("worker-1")], false);
-        let s = t.summary();
-        assert_eq!((s[0].counts.pending, s[0].counts.queued), (1, 1));
-        // A pod of a gang's PodGroup waits for the whole group: queued, with the
-        // scheduler's reason kept.
-        let mut volcano = pod("worker-0", "Pending");
-        volcano["metadata"]["annotations"] = json!({
-            "scheduling.k8s.io/group-name": "t", "scheduling.volcano.sh/queue-name": "gpu"
-        });
-        volcano["spec"]["schedulerName"] = json!("volcano");
-        volcano["status"]["conditions"] = json!([{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-            "message": "pod group is not ready, 2 Pending, 2 minAvailable"
-        }]);
-        let mut cosched = pod("worker-1", "Pending");
-        cosched["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = json!("t");
-        let t = tracker(vec![volcano, cosched], false);
-        let s = t.summary();
-        assert_eq!((s[0].counts.queued, s[0].counts.pending), (2, 0));
-        assert_eq!(s[0].queue.as_deref(), Some("gpu"));
-        assert_eq!(s[0].stuck.as_ref().unwrap().1.reason, "Unschedulable");
-        assert_eq!(t.verdict(), Verdict::Pending);
-        // A bound pod is past its queue, whatever its spec says.
-        let mut bound = gated("worker-0");
-        bound["spec"]["nodeName"] = json!("n");
-        assert!(!view(bound).queued);
-    }
-}
+pub(crate) mod tests;

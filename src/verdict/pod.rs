@@ -14,7 +14,7 @@ use crate::labels::{
     CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL,
     TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
-use crate::roles::{Role, Task, tasks_of_sizes};
+use crate::roles::{Role, RoleSizes, Task};
 
 /// The pod reason of a pod stopped by the kubelet at its `activeDeadlineSeconds`.
 pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
@@ -94,12 +94,16 @@ pub struct PodView {
     pub last_exit: Option<Exit>,
     /// Pod-level reason and message (`Evicted`, …).
     pub pod_reason: Option<Reason>,
+    /// Why the pod is being taken away, if it is: the `DisruptionTarget` condition
+    /// (1.26+: preemption, eviction, taint manager, pod GC), else the pod reason
+    /// `Evicted` or `Preempting`, else `Deleted` for a deletion timestamp.
+    pub removal: Option<Reason>,
     /// Why the pod is not running: Unschedulable, or a container's waiting reason.
     pub waiting: Option<Reason>,
     /// `restartPolicy: Never` (the default of tf-spawner's pods).
     pub restart_never: bool,
-    /// The training cluster the pod's `TF_CONFIG` describes.
-    pub cluster: Vec<Task>,
+    /// The training cluster the pod describes: its tasks per role.
+    pub cluster: RoleSizes,
     /// The container whose logs are the task's: `tensorflow`, else the first.
     pub container: Option<String>,
     /// That container has started: it runs or has ended, now or before a restart.
@@ -157,6 +161,7 @@ impl PodView {
             terminated,
             last_exit,
             pod_reason: status.and_then(|s| reason(s.reason.as_ref(), s.message.as_ref())),
+            removal: removal(pod),
             waiting: waiting(status, tf_status),
             restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
             cluster: cluster_of_pod(meta, tf),
@@ -231,7 +236,6 @@ impl PodView {
     }
 }
 
-/// The tasks named in a `TF_CONFIG`'s `cluster`.
 /// The pod belongs to a gang scheduler's PodGroup (Volcano or coscheduling).
 fn in_gang(meta: &ObjectMeta) -> bool {
     let has = |map: &Option<std::collections::BTreeMap<String, String>>, key: &str| {
@@ -265,6 +269,35 @@ fn reason(reason: Option<&String>, message: Option<&String>) -> Option<Reason> {
         message: message.filter(|m| !m.is_empty()).cloned(),
     })
 }
+
+/// The reasons a pod is taken away (see [`PodView::removal`]).
+fn removal(pod: &Pod) -> Option<Reason> {
+    let status = pod.status.as_ref();
+    let disruption = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == DISRUPTION_TARGET && c.status == "True")
+        .map(|c| Reason {
+            reason: c.reason.clone().unwrap_or_else(|| DISRUPTION_TARGET.into()),
+            message: c.message.clone().filter(|m| !m.is_empty()),
+        });
+    let evicted = status
+        .and_then(|s| reason(s.reason.as_ref(), s.message.as_ref()))
+        .filter(|r| REMOVAL_REASONS.contains(&r.reason.as_str()));
+    let deleted = pod.metadata.deletion_timestamp.is_some().then(|| Reason {
+        reason: DELETED.into(),
+        message: None,
+    });
+    disruption.or(evicted).or(deleted)
+}
+
+/// The pod condition (1.26+) saying the pod is about to go for a reason outside it.
+const DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// Pod reasons of a pod taken away by the kubelet or the scheduler.
+const REMOVAL_REASONS: &[&str] = &["Evicted", "Preempting"];
+/// [`PodView::removal`]'s reason for a pod with a deletion timestamp and nothing more.
+pub const DELETED: &str = "Deleted";
 
 /// Whether the container runs or has ended, now or before a restart.
 fn ran(s: &ContainerStatus) -> bool {
@@ -302,18 +335,17 @@ fn waiting(status: Option<&PodStatus>, tf_status: Option<&ContainerStatus>) -> O
     })
 }
 
-/// The training cluster of the container's `TF_CONFIG`.
 /// The run's tasks: from the pod's [`CLUSTER_ANNOTATION`]; for pods of earlier versions,
 /// from the addresses in their `TF_CONFIG`.
-fn cluster_of_pod(meta: &ObjectMeta, tf: Option<&Container>) -> Vec<Task> {
+fn cluster_of_pod(meta: &ObjectMeta, tf: Option<&Container>) -> RoleSizes {
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(CLUSTER_ANNOTATION))
-        .and_then(|sizes| tasks_of_sizes(sizes))
+        .and_then(|sizes| RoleSizes::parse(sizes))
         .unwrap_or_else(|| tf.map(cluster_in).unwrap_or_default())
 }
 
-fn cluster_in(container: &Container) -> Vec<Task> {
+fn cluster_in(container: &Container) -> RoleSizes {
     container
         .env
         .iter()
@@ -324,21 +356,21 @@ fn cluster_in(container: &Container) -> Vec<Task> {
         .unwrap_or_default()
 }
 
-fn cluster_of(tf_config: &str) -> Vec<Task> {
+/// The tasks per role of a `TF_CONFIG`'s `cluster`.
+fn cluster_of(tf_config: &str) -> RoleSizes {
+    let mut sizes = RoleSizes::default();
     let Ok(value) = serde_json::from_str::<serde_json::Value>(tf_config) else {
-        return Vec::new();
+        return sizes;
     };
     let Some(cluster) = value.get("cluster").and_then(|c| c.as_object()) else {
-        return Vec::new();
+        return sizes;
     };
-    let mut tasks = Vec::new();
     for (role, hosts) in cluster {
-        let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) else {
-            continue;
-        };
-        tasks.extend((0..hosts.len() as u32).map(|index| Task { role, index }));
+        if let (Some(role), Some(hosts)) = (Role::parse(role), hosts.as_array()) {
+            sizes.set(role, hosts.len() as u32);
+        }
     }
-    tasks
+    sizes
 }
 
 /// What one task is doing.

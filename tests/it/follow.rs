@@ -371,9 +371,11 @@ fn a_deleted_pod_fails_the_run() {
     await_watches(&env, 1);
     let out = env.run(&["-d", "-t", "gone"]);
     out.success();
+    // Its pods are on a node: deleted, they linger for their grace period with a
+    // deletion timestamp, and the wait says so at once.
     let out = finish(child);
     out.failure(3)
-        .stderr_has("was deleted before the run finished");
+        .stderr_has("pod gone-worker-0 (worker-0) was deleted while it ran");
 }
 
 #[test]
@@ -620,11 +622,31 @@ fn a_terminal_gets_bars_unless_no_color() {
     assert!(out.stdout.contains("worker    1/2 running"), "{out:#?}");
 }
 
+/// A pod of run `tag` as tf-spawner makes them (labels and the cluster annotation),
+/// stored directly: a run too big to spawn in a test.
+pub fn insert_worker(env: &Env, tag: &str, index: usize, workers: usize) {
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {
+                   "name": format!("{tag}-worker-{index}"),
+                   "labels": {"training_attempt": tag, "tf-spawner/replica-type": "worker",
+                              "tf-spawner/replica-index": index.to_string()},
+                   "annotations": {"tf-spawner/cluster": format!("worker={workers}")}},
+               "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "tensorflow", "image": "tf"}]}}),
+    );
+}
+
+/// A run larger than a page (500 pods): the list comes in pages, each asked for with
+/// the one before's continue token, then one watch, however many pods.
 #[test]
-fn a_big_run_costs_one_list_and_one_watch() {
+fn a_big_run_costs_a_list_in_pages_and_one_watch() {
     let env = Env::new();
-    spawn_run(&env, "big", &["-w", "150"]);
-    for i in 1..150 {
+    for i in 0..1_001 {
+        insert_worker(&env, "big", i, 1_001);
+    }
+    for i in 1..1_001 {
         running(&env, &format!("big-worker-{i}"));
     }
     env.server.clear_requests();
@@ -636,8 +658,23 @@ fn a_big_run_costs_one_list_and_one_watch() {
     exited(&env, "big-worker-0", 0);
     finish(child)
         .success()
-        .stdout_has("worker    150/150 running")
+        .stdout_has("worker    1001/1001 running")
         .stdout_has("run big: Succeeded");
     let requests = env.server.requests();
-    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let pages: Vec<(Option<String>, bool)> = requests[..3]
+        .iter()
+        .map(|r| (r.param("limit"), r.param("continue").is_some()))
+        .collect();
+    let page = Some("500".to_string());
+    assert_eq!(
+        pages,
+        [(page.clone(), false), (page.clone(), true), (page, true)]
+    );
+    assert_eq!(requests[3].param("watch").as_deref(), Some("true"));
+    // status reads the same pages.
+    let status = env.run(&["status", "-t", "big"]);
+    assert_eq!(status.code, 0);
+    assert_eq!(status.stdout.matches("big-worker-").count(), 1_001);
+    assert!(status.stdout.ends_with("verdict: Succeeded\n"));
 }

@@ -259,3 +259,70 @@ fn logs_of_an_unknown_tag_is_an_error() {
         .failure(1)
         .stderr_has("no pods labelled training_attempt=nope");
 }
+
+/// Log requests of `pod` the server saw so far.
+fn log_requests(env: &Env, pod: &str) -> usize {
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/pods/{pod}/log")))
+        .count()
+}
+
+fn await_log_request(env: &Env, pod: &str) {
+    let start = std::time::Instant::now();
+    while log_requests(env, pod) == 0 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "{pod}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `--max-log-requests 1`: one stream at a time, the deciding task's first; the
+/// others wait their turn, and a note says which and how to see them.
+#[test]
+fn follow_holds_at_most_max_log_requests_streams() {
+    let env = Env::new();
+    spawn_run(&env, "mx", &["-w", "3"]);
+    for i in 0..3 {
+        let pod = format!("mx-worker-{i}");
+        running(&env, &pod);
+        env.server.append_log(NS, &pod, &format!("w{i} a\n"));
+    }
+    let child = start(&env, &["logs", "-f", "-t", "mx", "--max-log-requests", "1"]);
+    await_watches(&env, 1);
+    await_log_request(&env, "mx-worker-0");
+    // worker-0 decides the run: it is followed, the others are not (yet).
+    assert_eq!(
+        (
+            log_requests(&env, "mx-worker-1"),
+            log_requests(&env, "mx-worker-2")
+        ),
+        (0, 0)
+    );
+    env.server.close_log(NS, "mx-worker-0");
+    exited(&env, "mx-worker-0", 0);
+    // Its stream ended: the next in task order takes its place, from its first line.
+    await_log_request(&env, "mx-worker-1");
+    assert_eq!(log_requests(&env, "mx-worker-2"), 0);
+    for pod in ["mx-worker-1", "mx-worker-2"] {
+        env.server.close_log(NS, pod);
+        exited(&env, pod, 0);
+    }
+    let out = finish(child);
+    out.success()
+        .stdout_has("worker-0 | w0 a")
+        .stdout_has("worker-1 | w1 a")
+        .stderr_has("note: following 1 pods at once (--max-log-requests 1;")
+        .stderr_has("not following 2 (worker-1, worker-2) until a followed one ends; see one with: tf-spawner logs -t mx --task worker-1");
+    env.run(&["logs", "-t", "mx", "--task", "worker-2"])
+        .success()
+        .stdout_has("worker-2 | w2 a");
+    assert_eq!(
+        env.run(&["logs", "-t", "mx", "--max-log-requests", "0"])
+            .code,
+        2
+    );
+}

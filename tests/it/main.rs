@@ -12,6 +12,7 @@ mod gang;
 mod list;
 mod local;
 mod logs;
+mod outage;
 mod perf;
 mod queues;
 mod roles;

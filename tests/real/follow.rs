@@ -272,3 +272,56 @@ async fn a_namespace_limited_credential_can_follow_its_runs() {
         .stderr_has("forbidden");
     real.run(Cred::TeamA, &["-d", "-t", &tag]).await.success();
 }
+
+/// A run larger than one page (500 pods): status, list and wait read every pod, in
+/// pages the real server cut with its continue tokens.
+#[tokio::test]
+async fn a_run_larger_than_a_page_is_listed_in_pages() {
+    let Some(real) = Real::new("a_run_larger_than_a_page_is_listed_in_pages").await else {
+        return;
+    };
+    let ns = real.namespace("follow").await;
+    real.spawn_run(&ns, "big", 501).await.success();
+    real.set_running(&ns, "big-worker-500", "tensorflow").await;
+
+    let out = real
+        .run(
+            Cred::Admin,
+            &["-v", "-n", &ns, "status", "-t", "big", "-o", "json"],
+        )
+        .await;
+    out.success();
+    let status: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+    let pods = status["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 501);
+    assert_eq!(pods[500]["name"], "big-worker-500");
+    assert_eq!(pods[500]["phase"], "Running");
+    // Two pages: the first without a token, the second with the server's.
+    let pages: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("GET") && l.contains("limit=500"))
+        .collect();
+    assert_eq!(pages.len(), 2, "{}", out.stderr);
+    assert!(pages[1].contains("continue="), "{}", out.stderr);
+
+    let out = real
+        .run(Cred::Admin, &["-n", &ns, "list", "-o", "json"])
+        .await;
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).expect("list JSON");
+    let worker = &list["runs"][0]["roles"]["worker"];
+    assert_eq!(
+        (worker["total"].as_u64(), worker["running"].as_u64()),
+        (Some(501), Some(1))
+    );
+
+    let out = real
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "wait", "-t", "big", "--timeout", "3s"],
+        )
+        .await;
+    assert_eq!(out.code, 4, "{out:#?}");
+    out.stdout_has("worker    1/501 running, 500 pending");
+}

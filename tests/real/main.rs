@@ -8,6 +8,7 @@ mod dry_run;
 mod follow;
 mod gang;
 mod limited;
+mod outage;
 mod queues;
 mod roles;
 mod shared;

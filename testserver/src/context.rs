@@ -34,6 +34,13 @@ pub struct Shared {
     pub cluster_ips: crate::objects::ClusterIps,
     /// Waits out the latency (see `delay.rs`).
     pub delays: crate::delay::Delays,
+    /// `false` while the server is down (see `TestServer::stop`): no listener, and
+    /// every open connection cut.
+    pub up: tokio::sync::watch::Sender<bool>,
+    /// Open connections and whether the port listens: `stop` returns once both say
+    /// the server is down.
+    pub connections: std::sync::atomic::AtomicUsize,
+    pub listening: std::sync::atomic::AtomicBool,
 }
 
 pub struct Ctx<'a> {

@@ -191,6 +191,9 @@ impl TestServer {
             latency_ns: std::sync::atomic::AtomicU64::new(0),
             cluster_ips: objects::ClusterIps::default(),
             delays: delay::Delays::start(),
+            up: tokio::sync::watch::channel(true).0,
+            connections: std::sync::atomic::AtomicUsize::new(0),
+            listening: std::sync::atomic::AtomicBool::new(true),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener.set_nonblocking(true).expect("nonblocking");
@@ -316,6 +319,43 @@ impl TestServer {
     /// All namespaced objects of every resource.
     pub fn object_count(&self) -> usize {
         self.store().namespaced_count()
+    }
+
+    /// Stops answering, as a killed kube-apiserver: the port refuses connections and
+    /// every open one (watches, followed logs) is cut. The store is kept (etcd's data).
+    /// Returns once the port is closed and no connection is left, so that nothing
+    /// changed afterwards reaches a client before `resume`.
+    pub fn stop(&self) {
+        use std::sync::atomic::Ordering;
+        self.shared.up.send_replace(false);
+        let start = std::time::Instant::now();
+        while self.shared.listening.load(Ordering::SeqCst)
+            || self.shared.connections.load(Ordering::SeqCst) > 0
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the server does not stop"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Connections open now (a benchmark's measure of a client's streams).
+    pub fn open_connections(&self) -> usize {
+        self.shared
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Answers again on the same port, after [`TestServer::stop`].
+    pub fn resume(&self) {
+        self.shared.up.send_replace(true);
+    }
+
+    /// Compacts the history, as etcd does every few minutes: watches from an earlier
+    /// resourceVersion and continue tokens holding one get 410 Gone.
+    pub fn compact(&self) {
+        self.store().compact();
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {

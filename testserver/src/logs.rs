@@ -34,6 +34,8 @@ struct LogQuery<'a> {
     timestamps: bool,
     tail: Option<i64>,
     since: Option<i64>,
+    /// `sinceTime` (RFC 3339, whole seconds as the API sends it): lines at or after it.
+    since_time: Option<jiff::Timestamp>,
     limit: Option<i64>,
 }
 
@@ -54,6 +56,13 @@ impl<'a> LogQuery<'a> {
             timestamps: bool_q("timestamps"),
             tail: num_q("tailLines")?,
             since: num_q("sinceSeconds")?,
+            since_time: q("sinceTime")
+                .map(|t| {
+                    t.parse::<jiff::Timestamp>().map_err(|_| {
+                        ApiError::bad_request(format!("invalid value for sinceTime: {t:?}"))
+                    })
+                })
+                .transpose()?,
             limit: num_q("limitBytes")?,
         })
     }
@@ -82,7 +91,8 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
     }
     let cutoff = query
         .since
-        .map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s));
+        .map(|s| jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s))
+        .or(query.since_time);
     let mut lines: Vec<&(jiff::Timestamp, String)> = log
         .map(|l| {
             l.lines

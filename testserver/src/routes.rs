@@ -312,50 +312,92 @@ fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {
     })
 }
 
+/// A list, in pages when asked (`limit`, `continue`) as a real server pages: every page
+/// carries the resourceVersion of the first (its token holds it, so a watch from it
+/// misses nothing), `remainingItemCount` only without selectors (with one the server
+/// cannot count what is left), and a token whose version is older than the history
+/// (compacted) gets 410 `Expired` with a token to go on inconsistently.
 fn list(sh: &Shared, c: &Ctx, resource: &str, ns: Option<&str>) -> Res {
     let (ls, fs) = selectors(c)?;
     let st = lock(sh);
-    let key = |v: &Value| {
-        format!(
-            "{}/{}",
-            v["metadata"]["namespace"].as_str().unwrap_or(""),
-            v["metadata"]["name"].as_str().unwrap_or("")
-        )
-    };
-    let mut items: Vec<Value> = st
-        .list(resource, ns)
-        .into_iter()
-        .filter(|o| ls.matches(o) && fs.matches(o))
-        .collect();
+    let mut rv = st.current_rv();
+    let mut after = None;
     if let Some(cont) = c.query.get("continue").filter(|s| !s.is_empty()) {
-        let after = base64::engine::general_purpose::STANDARD
-            .decode(cont)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-        items.retain(|o| key(o) > after);
+        let (from_rv, key) = Continue::decode(cont)?;
+        if from_rv < st.history_floor() as i64 {
+            let mut status = ApiError::expired(EXPIRED_CONTINUE).to_json();
+            status["metadata"]["continue"] = json!(Continue::encode(-1, &key));
+            return Ok(Reply::Json(410, status));
+        }
+        if from_rv != i64::MAX {
+            rv = from_rv as u64;
+        }
+        // `NAMESPACE/NAME` (namespaces hold no `/`); compared as the pair, the store's order.
+        let (n, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+        after = Some((n.to_string(), name.to_string()));
     }
     let limit = c
         .query
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(0);
-    let mut next = None;
-    if limit > 0 && items.len() > limit {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
-        let last = key(items.last().expect("non-empty"));
-        next = Some((
-            base64::engine::general_purpose::STANDARD.encode(last),
-            remaining,
-        ));
-    }
-    let mut out = list_obj(resource, st.current_rv(), items);
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
+    let mut matching = st
+        .list_after(resource, ns, after)
+        .filter(|o| ls.matches(o) && fs.matches(o));
+    // Only the page is copied; the rest is counted when the count is answered.
+    let items: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
+    let filtered = c.query.contains_key("labelSelector") || c.query.contains_key("fieldSelector");
+    let mut rest = matching.peekable();
+    let next = match rest.peek() {
+        Some(_) => {
+            let last = items.last().expect("a page before the rest");
+            let key = format!(
+                "{}/{}",
+                last["metadata"]["namespace"].as_str().unwrap_or(""),
+                last["metadata"]["name"].as_str().unwrap_or("")
+            );
+            let remaining = (!filtered).then(|| rest.count());
+            Some((Continue::encode(rv as i64, &key), remaining))
+        }
+        None => None,
+    };
+    let mut out = list_obj(resource, rv, items);
     if let Some((token, remaining)) = next {
         out["metadata"]["continue"] = json!(token);
-        out["metadata"]["remainingItemCount"] = json!(remaining);
+        if let Some(remaining) = remaining {
+            out["metadata"]["remainingItemCount"] = json!(remaining);
+        }
     }
     Ok(Reply::Json(200, out))
+}
+
+/// A real server's message for a continue token older than its history.
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// A continue token: base64url (no padding) of
+/// `{"v":"meta.k8s.io/v1","rv":RV,"start":KEY}`, as a real server makes it (`rv` -1: an
+/// inconsistent continuation).
+struct Continue;
+
+impl Continue {
+    fn encode(rv: i64, after: &str) -> String {
+        let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": after});
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+    }
+
+    /// The version and the key the token goes on after.
+    fn decode(token: &str) -> Result<(i64, String), ApiError> {
+        let bad = || ApiError::bad_request("continue key is not valid: invalid continue token");
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.trim_end_matches('='))
+            .map_err(|_| bad())?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        let rv = value["rv"].as_i64().ok_or_else(bad)?;
+        let after = value["start"].as_str().ok_or_else(bad)?.to_string();
+        // -1: go on from the current state.
+        Ok((if rv < 0 { i64::MAX } else { rv }, after))
+    }
 }
 
 fn get(sh: &Shared, resource: &str, ns: &str, name: &str) -> Res {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -72,30 +73,67 @@ impl std::fmt::Display for Dropped {
 
 impl std::error::Error for Dropped {}
 
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<TlsAcceptor>) {
+/// Serves until the process ends; while the server is down (`Shared::up` false) the
+/// port is closed and every connection cut, then the port is bound again.
+pub async fn serve(mut listener: TcpListener, shared: Arc<Shared>, tls: Option<TlsAcceptor>) {
+    let addr = listener.local_addr().expect("local addr");
+    let mut up = shared.up.subscribe();
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => Some(accepted),
+            _ = up.wait_for(|up| !*up) => None,
+        };
+        let Some(accepted) = accepted else {
+            drop(listener);
+            shared.listening.store(false, Ordering::SeqCst);
+            let _ = up.wait_for(|up| *up).await;
+            listener = rebind(addr).await;
+            shared.listening.store(true, Ordering::SeqCst);
+            continue;
+        };
+        let Ok((tcp, _)) = accepted else {
             continue;
         };
         let _ = tcp.set_nodelay(true);
         let shared = shared.clone();
         let tls = tls.clone();
+        let mut cut = shared.up.subscribe();
+        shared.connections.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
+            let counted = shared.clone();
             let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
             let mut builder = hyper::server::conn::http1::Builder::new();
             // Idle keep-alive connections of a long benchmark must not be cut.
             builder.timer(TokioTimer::new()).header_read_timeout(None);
-            match tls {
-                Some(acceptor) => {
-                    if let Ok(stream) = acceptor.accept(tcp).await {
-                        let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+            let conn = async {
+                match tls {
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(tcp).await {
+                            let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                        }
+                    }
+                    None => {
+                        let _ = builder.serve_connection(TokioIo::new(tcp), svc).await;
                     }
                 }
-                None => {
-                    let _ = builder.serve_connection(TokioIo::new(tcp), svc).await;
-                }
+            };
+            // Dropping the connection closes its socket, mid-answer or mid-stream.
+            tokio::select! {
+                () = conn => {}
+                _ = cut.wait_for(|up| !*up) => {}
             }
+            counted.connections.fetch_sub(1, Ordering::SeqCst);
         });
+    }
+}
+
+/// The listener again on the same address (retried while the old socket lingers).
+async fn rebind(addr: std::net::SocketAddr) -> TcpListener {
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
     }
 }
 

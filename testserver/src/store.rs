@@ -96,6 +96,27 @@ impl Store {
             .collect()
     }
 
+    /// Objects of a resource after `after` (namespace, name), in that order, without a
+    /// copy; `ns` None = all namespaces. What a page of a list reads.
+    pub fn list_after<'a>(
+        &'a self,
+        resource: &str,
+        ns: Option<&'a str>,
+        after: Option<(String, String)>,
+    ) -> impl Iterator<Item = &'a Value> + 'a {
+        use std::ops::Bound;
+        let start = match after {
+            Some(key) => Bound::Excluded(key),
+            None => Bound::Unbounded,
+        };
+        self.objects
+            .get(resource)
+            .into_iter()
+            .flat_map(move |map| map.range((start.clone(), Bound::Unbounded)))
+            .filter(move |((n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, v)| &**v)
+    }
+
     pub fn namespace_exists(&self, ns: &str) -> bool {
         self.get("namespaces", "", ns).is_some()
     }
@@ -184,6 +205,18 @@ impl Store {
             });
         }
         Some(Arc::unwrap_or_clone(obj))
+    }
+
+    /// The oldest resourceVersion a watch or a continue token may still start from.
+    pub fn history_floor(&self) -> u64 {
+        self.history_floor
+    }
+
+    /// What etcd's compaction does: the history so far is gone, so a watch from an
+    /// earlier version, or a continue token holding one, gets 410 Gone.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.history_floor = self.rv;
     }
 
     /// Subscribes to future events and returns the past events after `since`

@@ -611,3 +611,98 @@ async fn generate_name_and_expired_watch() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Pages as a real kube-apiserver (v1.20 checked by hand) answers them: every page with
+/// the first page's resourceVersion, `remainingItemCount` only without a selector, and
+/// 410 `Expired` (with a token to go on) for a token older than the compacted history.
+#[tokio::test]
+async fn lists_in_pages_like_a_real_server() {
+    let server = TestServer::start();
+    let (client, _dir) = client(&server, "admin", None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    for i in 0..5 {
+        let labels = json!({ "grp": "x" });
+        server.insert(
+            "configmaps",
+            "default",
+            json!({ "metadata": { "name": format!("pg-{i}"), "labels": labels } }),
+        );
+    }
+    let selected = ListParams::default().labels("grp=x").limit(2);
+    let first = cms.list(&selected).await.unwrap();
+    let names = |l: &kube::api::ObjectList<ConfigMap>| -> Vec<String> {
+        l.items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect()
+    };
+    assert_eq!(names(&first), ["pg-0", "pg-1"]);
+    assert_eq!(first.metadata.remaining_item_count, None);
+    let token = first.metadata.continue_.clone().unwrap();
+    // A change between pages does not move the list's version.
+    server.insert(
+        "configmaps",
+        "default",
+        json!({ "metadata": { "name": "other" } }),
+    );
+    let second = cms
+        .list(&selected.clone().continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&second), ["pg-2", "pg-3"]);
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+    let unfiltered = cms.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(unfiltered.metadata.remaining_item_count, Some(4));
+
+    server.compact();
+    let next = second.metadata.continue_.clone().unwrap();
+    let expired = api_error(
+        cms.list(&selected.clone().continue_token(&next))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
+    assert!(
+        expired
+            .message
+            .starts_with("The provided continue parameter is too old")
+    );
+}
+
+/// `stop` refuses connections and cuts open watches, `resume` answers again with the
+/// store as it was.
+#[tokio::test]
+async fn stops_answering_and_comes_back() {
+    let server = TestServer::start();
+    let (client, _dir) = client(&server, "admin", None).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    pods.create(&PostParams::default(), &pod("p-0", "t"))
+        .await
+        .unwrap();
+    let mut watch = pods
+        .watch(&WatchParams::default().timeout(30), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(watch.next().await, Some(Ok(WatchEvent::Added(_)))));
+    server.stop();
+    // The watch ends (or breaks), and nothing answers.
+    assert!(!matches!(watch.next().await, Some(Ok(_))));
+    let refused = pods.list(&ListParams::default()).await.unwrap_err();
+    assert!(!matches!(refused, kube::Error::Api(_)), "{refused:?}");
+    server.resume();
+    let mut listed = None;
+    for _ in 0..100 {
+        match pods.list(&ListParams::default()).await {
+            Ok(list) => {
+                listed = Some(list);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert_eq!(listed.expect("answers again").items.len(), 1);
+}

@@ -1,0 +1,463 @@
+//! The verdict's tests, and pods as the API returns them for other modules' tests.
+
+use super::*;
+use serde_json::{Value, json};
+
+/// A pod of run `t` as the API would return it.
+pub(crate) fn pod(task: &str, phase: &str) -> Value {
+    let (role, index) = task.rsplit_once('-').unwrap();
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": format!("t-{task}"),
+            "labels": {"training_attempt": "t", "tf-spawner/replica-type": role, "tf-spawner/replica-index": index},
+            "creationTimestamp": "2024-01-01T00:00:00Z"
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "tensorflow", "image": "tf"}]},
+        "status": {"phase": phase}
+    })
+}
+
+fn with_tf_config(mut pod: Value, cluster: Value) -> Value {
+    let config = json!({"cluster": cluster, "task": {"type": "worker", "index": 0}});
+    pod["spec"]["containers"][0]["env"] =
+        json!([{"name": "TF_CONFIG", "value": config.to_string()}]);
+    pod
+}
+
+fn terminated(mut pod: Value, code: i32, reason: &str) -> Value {
+    pod["status"]["containerStatuses"] = json!([{
+        "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"terminated": {"exitCode": code, "reason": reason, "message": "boom"}}
+    }]);
+    pod
+}
+
+fn waiting(mut pod: Value, reason: &str, message: &str) -> Value {
+    pod["status"]["containerStatuses"] = json!([{
+        "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"waiting": {"reason": reason, "message": message}}
+    }]);
+    pod
+}
+
+pub(crate) fn view(value: Value) -> PodView {
+    PodView::from_pod(&serde_json::from_value(value).unwrap())
+}
+
+fn tracker(pods: Vec<Value>, all_workers: bool) -> Tracker {
+    let mut t = Tracker::new("t", all_workers);
+    t.replace(pods.into_iter().map(view).collect());
+    t
+}
+
+#[test]
+fn reads_a_pod() {
+    let mut p = terminated(pod("worker-1", "Failed"), 137, "OOMKilled");
+    p["spec"]["nodeName"] = json!("node-a");
+    let v = view(p);
+    assert_eq!(
+        v.task,
+        Some(Task {
+            role: Role::Worker,
+            index: 1
+        })
+    );
+    assert_eq!(v.phase, Phase::Failed);
+    assert_eq!(v.node.as_deref(), Some("node-a"));
+    assert_eq!(v.terminated.as_ref().unwrap().code, 137);
+    assert_eq!(v.ready, (0, 1));
+    assert_eq!(v.container.as_deref(), Some("tensorflow"));
+    assert_eq!(v.age(1704067200 + 90), Some(90));
+    assert_eq!(v.label(), "worker-1");
+}
+
+#[test]
+fn a_pod_has_started_when_its_container_runs_or_ran() {
+    // Not started: pending without statuses, waiting, or failed before starting.
+    assert!(!view(pod("worker-0", "Pending")).started);
+    assert!(!view(waiting(pod("worker-0", "Pending"), "ContainerCreating", "")).started);
+    assert!(!view(pod("worker-0", "Failed")).started);
+    // Started: a Running pod without statuses, a running or terminated container, or
+    // one waiting to restart after it ran.
+    assert!(view(pod("worker-0", "Running")).started);
+    assert!(view(terminated(pod("worker-0", "Failed"), 1, "Error")).started);
+    let mut running = pod("worker-0", "Running");
+    running["status"]["containerStatuses"] = json!([{
+        "name": "tensorflow", "ready": true, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"running": {}}
+    }]);
+    assert!(view(running).started);
+    let mut restarting = waiting(pod("worker-0", "Running"), "CrashLoopBackOff", "");
+    restarting["status"]["containerStatuses"][0]["lastState"] =
+        json!({"terminated": {"exitCode": 1}});
+    assert!(view(restarting).started);
+    // The log container decides, not a sidecar that runs.
+    let mut sidecar = waiting(pod("worker-0", "Pending"), "ContainerCreating", "");
+    sidecar["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "proxy", "image": "p"}));
+    sidecar["status"]["containerStatuses"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({
+            "name": "proxy", "ready": true, "restartCount": 0, "image": "p", "imageID": "",
+            "state": {"running": {}}
+        }));
+    assert!(!view(sidecar).started);
+}
+
+#[test]
+fn worker_zero_decides_without_a_chief() {
+    let t = tracker(
+        vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")],
+        false,
+    );
+    assert_eq!(t.verdict(), Verdict::Succeeded);
+    let t = tracker(
+        vec![pod("worker-0", "Running"), pod("worker-1", "Succeeded")],
+        false,
+    );
+    assert_eq!(t.verdict(), Verdict::Running);
+}
+
+#[test]
+fn all_workers_must_succeed_with_the_option() {
+    let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Running")];
+    assert_eq!(tracker(pods.clone(), true).verdict(), Verdict::Running);
+    let pods = vec![pod("worker-0", "Succeeded"), pod("worker-1", "Succeeded")];
+    assert_eq!(tracker(pods, true).verdict(), Verdict::Succeeded);
+}
+
+#[test]
+fn the_chief_decides_and_parameter_servers_never_exit() {
+    let pods = vec![
+        pod("chief-0", "Running"),
+        pod("ps-0", "Running"),
+        pod("worker-0", "Succeeded"),
+    ];
+    assert_eq!(tracker(pods, false).verdict(), Verdict::Running);
+    let pods = vec![
+        pod("chief-0", "Succeeded"),
+        pod("ps-0", "Running"),
+        pod("worker-0", "Running"),
+    ];
+    assert_eq!(tracker(pods, false).verdict(), Verdict::Succeeded);
+}
+
+#[test]
+fn any_failure_fails_the_run_and_names_the_pod() {
+    let pods = vec![
+        pod("worker-0", "Running"),
+        terminated(pod("worker-1", "Failed"), 2, "Error"),
+    ];
+    let Verdict::Failed(f) = tracker(pods, false).verdict() else {
+        panic!()
+    };
+    assert_eq!(f.pod, "t-worker-1");
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) failed: exit code 2, reason Error: boom"
+    );
+    // Never restarts: a non-zero exit is a failure even before the phase says so.
+    let pods = vec![terminated(pod("worker-0", "Running"), 1, "Error")];
+    assert!(matches!(tracker(pods, false).verdict(), Verdict::Failed(_)));
+    // An evicted pod has no container exit.
+    let mut evicted = pod("worker-0", "Failed");
+    evicted["status"]["reason"] = json!("Evicted");
+    evicted["status"]["message"] = json!("The node was low on resource: memory.");
+    let Verdict::Failed(f) = tracker(vec![evicted], false).verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-0 (worker-0) was evicted before it ended (Evicted: The node was low on resource: memory.)"
+    );
+}
+
+#[test]
+fn pending_while_any_pod_is_pending() {
+    let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Pending")];
+    let t = tracker(pods, false);
+    assert_eq!(t.verdict(), Verdict::Pending);
+    assert!(!t.started());
+    let pods = vec![pod("worker-0", "Running"), pod("worker-1", "Running")];
+    let t = tracker(pods, false);
+    assert_eq!(t.verdict(), Verdict::Running);
+    assert!(t.started());
+}
+
+#[test]
+fn a_deleted_pod_fails_an_unfinished_run() {
+    let mut t = tracker(
+        vec![pod("worker-0", "Running"), pod("worker-1", "Running")],
+        false,
+    );
+    t.remove("t-worker-1");
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was deleted before the run finished"
+    );
+    // A re-list that misses a pod means the same.
+    let mut t = tracker(vec![pod("worker-0", "Running")], false);
+    t.replace(vec![]);
+    assert!(matches!(t.verdict(), Verdict::Failed(_)));
+    // A finished pod deleted afterwards keeps its outcome.
+    let mut t = tracker(vec![pod("worker-0", "Succeeded")], false);
+    t.remove("t-worker-0");
+    assert_eq!(t.verdict(), Verdict::Succeeded);
+}
+
+/// Preempted, evicted or deleted while it ran: named as such, not as the
+/// training's failure, whatever exit code the kill left.
+#[test]
+fn a_pod_taken_away_is_named_as_such() {
+    let mut preempted = terminated(pod("worker-1", "Failed"), 137, "Error");
+    preempted["status"]["conditions"] = json!([{
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+        "message": "Preempted in order to admit critical pod"
+    }]);
+    let t = tracker(vec![pod("worker-0", "Running"), preempted], false);
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was preempted before it ended (PreemptionByScheduler: Preempted in order to admit critical pod)"
+    );
+    // A deletion timestamp on a pod still running: it will not end by itself.
+    let mut deleting = pod("worker-1", "Running");
+    deleting["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    let t = tracker(vec![pod("worker-0", "Running"), deleting.clone()], false);
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was deleted while it ran"
+    );
+    assert_eq!(t.summary()[0].counts.failed, 1);
+    // Deleted after it had ended (a cleanup): its exit stands.
+    let mut cleaned = terminated(pod("worker-0", "Succeeded"), 0, "Completed");
+    cleaned["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    assert_eq!(tracker(vec![cleaned], false).verdict(), Verdict::Succeeded);
+    // The kill's exit of a preempted pod that then went away: still preempted.
+    let mut t = tracker(vec![pod("worker-0", "Running")], false);
+    let mut going = pod("worker-1", "Running");
+    going["status"]["conditions"] = json!([{
+        "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"
+    }]);
+    t.update(view(going));
+    t.remove("t-worker-1");
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was evicted before it ended (EvictionByEvictionAPI)"
+    );
+}
+
+#[test]
+fn tasks_named_in_tf_config_but_missing_count_as_deleted() {
+    let cluster = json!({"worker": ["a:1", "b:1"]});
+    let t = tracker(
+        vec![with_tf_config(pod("worker-1", "Running"), cluster)],
+        false,
+    );
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(f.pod, "t-worker-0");
+    assert_eq!(f.kind, FailureKind::Gone);
+}
+
+#[test]
+fn the_cluster_annotation_names_the_tasks_a_run_must_have() {
+    // The layout since TF_CONFIG refers to the run's ConfigMap: the pod's TF_CONFIG
+    // holds no addresses, its annotation holds the role counts.
+    let mut p = pod("worker-1", "Running");
+    p["metadata"]["annotations"] = json!({"tf-spawner/cluster": "chief=1,worker=2"});
+    let t = tracker(vec![p], false);
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("chief-0 and worker-0 are missing")
+    };
+    assert_eq!(f.pod, "t-chief-0");
+    assert_eq!(f.kind, FailureKind::Gone);
+}
+
+#[test]
+fn stuck_reasons_and_fail_fast() {
+    let mut unschedulable = pod("worker-1", "Pending");
+    unschedulable["status"]["conditions"] = json!([{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    }]);
+    let t = tracker(vec![pod("worker-0", "Running"), unschedulable], false);
+    assert_eq!(t.verdict(), Verdict::Pending);
+    let summary = t.summary();
+    assert_eq!(summary.len(), 1);
+    let (who, reason) = summary[0].stuck.clone().unwrap();
+    assert_eq!(who, "worker-1");
+    assert_eq!(
+        reason.to_string(),
+        "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    );
+
+    for reason in [
+        "ContainerCreating",
+        "CrashLoopBackOff",
+        "CreateContainerError",
+    ] {
+        let t = tracker(
+            vec![waiting(pod("worker-0", "Pending"), reason, "m")],
+            false,
+        );
+        assert_eq!(t.verdict(), Verdict::Pending, "{reason}");
+    }
+    for reason in [
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+    ] {
+        let t = tracker(
+            vec![waiting(pod("worker-0", "Pending"), reason, "bad")],
+            false,
+        );
+        let Verdict::Failed(f) = t.verdict() else {
+            panic!("{reason}")
+        };
+        assert_eq!(
+            f.to_string(),
+            format!("pod t-worker-0 (worker-0) cannot start: {reason}: bad")
+        );
+    }
+    // ErrImagePull: the second sighting is final.
+    let pulling = waiting(pod("worker-0", "Pending"), "ErrImagePull", "not found");
+    let mut t = tracker(vec![pulling.clone()], false);
+    assert_eq!(t.verdict(), Verdict::Pending);
+    t.update(view(pulling));
+    assert!(matches!(t.verdict(), Verdict::Failed(_)));
+}
+
+/// What a real kubelet writes for an image that cannot be pulled (seen on the
+/// one-node cluster): ErrImagePull with the registry's error, then ImagePullBackOff
+/// saying only "Back-off pulling image". The verdict keeps the error; the pod counts
+/// as pending (it never ran), not as finished.
+#[test]
+fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
+    let image = "tf-spawner.local/nope:1";
+    let error = format!(
+        "rpc error: code = Unknown desc = failed to pull and unpack image \"{image}\": no such host"
+    );
+    let mut t = tracker(
+        vec![waiting(pod("worker-0", "Pending"), "ErrImagePull", &error)],
+        false,
+    );
+    let back_off = format!("Back-off pulling image \"{image}\"");
+    t.update(view(waiting(
+        pod("worker-0", "Pending"),
+        "ImagePullBackOff",
+        &back_off,
+    )));
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("an image that cannot be pulled fails the run")
+    };
+    assert_eq!(
+        f.to_string(),
+        format!(
+            "pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off} (last pull error: {error})"
+        )
+    );
+    let counts = &t.summary()[0].counts;
+    assert_eq!(
+        (counts.pending, counts.failed, counts.finished()),
+        (1, 0, 0)
+    );
+}
+
+#[test]
+fn summary_counts_per_role_in_role_order() {
+    let t = tracker(
+        vec![
+            pod("worker-0", "Running"),
+            pod("worker-1", "Pending"),
+            pod("worker-2", "Succeeded"),
+            pod("chief-0", "Running"),
+            pod("ps-0", "Running"),
+        ],
+        false,
+    );
+    let s = t.summary();
+    let roles: Vec<Option<Role>> = s.iter().map(|r| r.role).collect();
+    assert_eq!(
+        roles,
+        [Some(Role::Chief), Some(Role::Ps), Some(Role::Worker)]
+    );
+    assert_eq!(
+        s[2].counts,
+        RoleCounts {
+            total: 3,
+            pending: 1,
+            running: 1,
+            succeeded: 1,
+            failed: 0,
+            queued: 0,
+        }
+    );
+}
+
+/// A pod as Kueue's webhook leaves it until the run's group is admitted.
+fn gated(task: &str) -> Value {
+    let mut p = pod(task, "Pending");
+    p["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("team-gpu");
+    p["spec"]["schedulingGates"] = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    p["status"]["conditions"] = json!([{
+        "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates"
+    }]);
+    p
+}
+
+#[test]
+fn gated_pods_are_queued_not_stuck_and_never_fail_fast() {
+    let t = tracker(vec![gated("worker-0"), gated("worker-1")], false);
+    assert_eq!(t.verdict(), Verdict::Pending);
+    assert!(!t.started());
+    let s = t.summary();
+    assert_eq!(s[0].counts.queued, 2);
+    assert_eq!(s[0].counts.pending, 0);
+    assert_eq!(s[0].queue.as_deref(), Some("team-gpu"));
+    assert_eq!(s[0].stuck, None);
+    // Admitted: the gates go, the pods are pending like any other.
+    let t = tracker(vec![pod("worker-0", "Pending"), gated("worker-1")], false);
+    let s = t.summary();
+    assert_eq!((s[0].counts.pending, s[0].counts.queued), (1, 1));
+    // A pod of a gang's PodGroup waits for the whole group: queued, with the
+    // scheduler's reason kept.
+    let mut volcano = pod("worker-0", "Pending");
+    volcano["metadata"]["annotations"] = json!({
+        "scheduling.k8s.io/group-name": "t", "scheduling.volcano.sh/queue-name": "gpu"
+    });
+    volcano["spec"]["schedulerName"] = json!("volcano");
+    volcano["status"]["conditions"] = json!([{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "pod group is not ready, 2 Pending, 2 minAvailable"
+    }]);
+    let mut cosched = pod("worker-1", "Pending");
+    cosched["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = json!("t");
+    let t = tracker(vec![volcano, cosched], false);
+    let s = t.summary();
+    assert_eq!((s[0].counts.queued, s[0].counts.pending), (2, 0));
+    assert_eq!(s[0].queue.as_deref(), Some("gpu"));
+    assert_eq!(s[0].stuck.as_ref().unwrap().1.reason, "Unschedulable");
+    assert_eq!(t.verdict(), Verdict::Pending);
+    // A bound pod is past its queue, whatever its spec says.
+    let mut bound = gated("worker-0");
+    bound["spec"]["nodeName"] = json!("n");
+    assert!(!view(bound).queued);
+}
