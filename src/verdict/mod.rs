@@ -83,6 +83,22 @@ pub enum FailureKind {
     Removed(Reason),
 }
 
+impl FailureKind {
+    /// Taken away from outside (deleted, evicted, preempted): not the training's own end.
+    fn is_removal(&self) -> bool {
+        matches!(self, FailureKind::Gone | FailureKind::Removed(_))
+    }
+
+    /// A plain deletion: what a stop after the verdict, a cleanup or `-d` does too.
+    fn is_plain_deletion(&self) -> bool {
+        match self {
+            FailureKind::Gone => true,
+            FailureKind::Removed(r) => r.reason == pod::DELETED,
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let who = match self.task {
@@ -405,14 +421,14 @@ impl Tracker {
                 && self.pull_errors.get(&v.name).copied().unwrap_or(0) >= PULL_ERRORS_FATAL)
     }
 
-    /// The run's verdict (see the module docs).
+    /// The run's verdict (see the module docs). Once the deciding task has succeeded,
+    /// tasks taken away afterwards (the parameter servers a verdict stops, a cleanup)
+    /// do not fail the run; of several failures, a plain deletion is named last, since
+    /// it is most likely the stop or cleanup that followed the one that decided.
     pub fn verdict(&self) -> Verdict {
         let states = self.states();
         if states.is_empty() {
             return Verdict::Pending;
-        }
-        if let Some(failure) = states.iter().find_map(|s| s.3.clone()) {
-            return Verdict::Failed(failure);
         }
         let has_chief = states
             .iter()
@@ -425,7 +441,15 @@ impl Tracker {
                 .iter()
                 .filter(|s| s.0.is_some_and(|t| t.role == Role::Worker))
                 .all(|s| s.2 == State::Succeeded);
-        if deciding_done && workers_done {
+        let failures: Vec<&Failure> = states.iter().filter_map(|s| s.3.as_ref()).collect();
+        let succeeded = deciding_done && workers_done;
+        if !(succeeded && failures.iter().all(|f| f.kind.is_removal()))
+            && let Some(first) = failures.first()
+        {
+            let decisive = failures.iter().find(|f| !f.kind.is_plain_deletion());
+            return Verdict::Failed((*decisive.unwrap_or(first)).clone());
+        }
+        if succeeded {
             return Verdict::Succeeded;
         }
         if states.iter().any(|s| s.2 == State::Pending) {

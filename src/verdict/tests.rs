@@ -461,3 +461,40 @@ fn gated_pods_are_queued_not_stuck_and_never_fail_fast() {
     bound["spec"]["nodeName"] = json!("n");
     assert!(!view(bound).queued);
 }
+
+/// What a stop after the verdict (or a cleanup) leaves for a later `status`: the
+/// parameter server deleted after the chief succeeded does not fail the run, and of a
+/// preempted worker and a worker deleted after it, the preemption is named.
+#[test]
+fn removals_after_the_decision_do_not_change_it() {
+    let mut stopped = pod("ps-0", "Running");
+    stopped["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    let pods = vec![
+        terminated(pod("chief-0", "Succeeded"), 0, "Completed"),
+        stopped,
+        terminated(pod("worker-0", "Succeeded"), 0, "Completed"),
+    ];
+    assert_eq!(tracker(pods, false).verdict(), Verdict::Succeeded);
+    // Gone altogether (the annotation names the task): the same.
+    let mut chief = terminated(pod("chief-0", "Succeeded"), 0, "Completed");
+    chief["metadata"]["annotations"] = json!({"tf-spawner/cluster": "chief=1,ps=1,worker=1"});
+    let t = tracker(vec![chief, pod("worker-0", "Succeeded")], false);
+    assert_eq!(t.verdict(), Verdict::Succeeded);
+    // A training failure still fails a run whose chief succeeded.
+    let pods = vec![
+        terminated(pod("chief-0", "Succeeded"), 0, "Completed"),
+        terminated(pod("worker-0", "Failed"), 1, "Error"),
+    ];
+    assert!(matches!(tracker(pods, false).verdict(), Verdict::Failed(_)));
+
+    let mut deleted = pod("worker-0", "Running");
+    deleted["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    let mut preempted = terminated(pod("worker-1", "Failed"), 137, "Error");
+    preempted["status"]["conditions"] = json!([{
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"
+    }]);
+    let Verdict::Failed(f) = tracker(vec![deleted, preempted], false).verdict() else {
+        panic!()
+    };
+    assert_eq!(f.pod, "t-worker-1");
+}

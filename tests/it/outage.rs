@@ -28,7 +28,11 @@ fn wait_goes_on_through_an_outage_and_resumes_its_watch() {
     running(&env, "o-worker-1");
     env.server.clear_requests();
     // No retries of a request: the first refused connection is the outage.
-    let child = start(&env, &["wait", "-t", "o", "--retries", "0"]);
+    // --keep-running: the stop after the verdict would list once more.
+    let child = start(
+        &env,
+        &["wait", "-t", "o", "--retries", "0", "--keep-running"],
+    );
     await_watches(&env, 1);
     env.server.stop();
     // The run ends while nobody can watch it.
@@ -51,7 +55,11 @@ fn a_watch_whose_version_was_compacted_meanwhile_lists_again() {
     running(&env, "c-worker-0");
     running(&env, "c-worker-1");
     env.server.clear_requests();
-    let child = start(&env, &["wait", "-t", "c", "--retries", "0"]);
+    // --keep-running: the stop after the verdict would list once more.
+    let child = start(
+        &env,
+        &["wait", "-t", "c", "--retries", "0", "--keep-running"],
+    );
     await_watches(&env, 1);
     env.server.stop();
     exited(&env, "c-worker-1", 3);
