@@ -12,6 +12,8 @@
 //! deadline: 12h                # --deadline (or a number of seconds)
 //! gang: volcano                # --gang (volcano or coscheduling)
 //! scheduler_name: volcano      # --scheduler-name
+//! volume: team-a-output:/output  # --volume CLAIM[:PATH]
+//! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -31,7 +33,7 @@ use crate::podgroup::Gang;
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// The keys, in the order the errors list them.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 12] = [
     "namespace",
     "image",
     "pod_file",
@@ -42,6 +44,8 @@ pub const KEYS: [&str; 10] = [
     "deadline",
     "gang",
     "scheduler_name",
+    "volume",
+    "tensorboard_image",
 ];
 
 /// What the file says; every value is optional.
@@ -60,6 +64,10 @@ pub struct Defaults {
     pub deadline: Option<Duration>,
     pub gang: Option<Gang>,
     pub scheduler_name: Option<String>,
+    /// `--volume CLAIM[:PATH]`, as written (checked where the flag is).
+    pub volume: Option<String>,
+    /// `tensorboard --image`.
+    pub tensorboard_image: Option<String>,
 }
 
 /// Where the file is looked for.
@@ -148,6 +156,8 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
     match key {
         "namespace" => defaults.namespace = Some(text()?),
         "image" => defaults.image = Some(text()?),
+        "volume" => defaults.volume = Some(text()?),
+        "tensorboard_image" => defaults.tensorboard_image = Some(text()?),
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
             let port = value
@@ -275,7 +285,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volume, tensorboard_image)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

@@ -16,6 +16,7 @@ pub(crate) mod diagnostics;
 pub(crate) mod duration;
 pub(crate) mod envfile;
 pub(crate) mod errors;
+pub(crate) mod helper;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;
@@ -161,6 +162,8 @@ async fn run(
         Some(cli::Command::Status(args)) => commands::status::exec(&settings, args).await,
         Some(cli::Command::Logs(args)) => commands::logs::exec(&settings, args).await,
         Some(cli::Command::List(args)) => commands::list::exec(&settings, args).await,
+        Some(cli::Command::Cp(args)) => commands::cp::exec(&settings, args).await,
+        Some(cli::Command::Tensorboard(args)) => commands::tensorboard::exec(&settings, args).await,
         None if spawn.delete => commands::delete::exec(&settings, spawn).await,
         None if spawn.local => commands::local::exec(&settings, spawn).await,
         None => commands::spawn::exec(&settings, spawn).await,

@@ -78,6 +78,10 @@ pub(crate) struct Settings {
     pub gang: Sourced<Option<crate::podgroup::Gang>>,
     /// `--scheduler-name`, if any.
     pub scheduler_name: Sourced<Option<String>>,
+    /// `--volume CLAIM[:PATH]`, if any, unchecked.
+    pub volume: Sourced<Option<String>>,
+    /// `tensorboard --image`; `None`: the built-in TensorBoard image.
+    pub tensorboard_image: Sourced<Option<String>>,
     pub output: OutputMode,
     pub retry: RetryPolicy,
     /// The client configuration, or why there is none.
@@ -144,6 +148,18 @@ impl Settings {
                 file.scheduler_name.clone().map(Some),
                 None,
             ),
+            volume: pick(
+                flag("volume"),
+                spawn.volume.clone(),
+                file.volume.clone().map(Some),
+                None,
+            ),
+            tensorboard_image: pick(
+                flag("tensorboard_image"),
+                tensorboard_image_flag(cli),
+                file.tensorboard_image.clone().map(Some),
+                None,
+            ),
             output: OutputMode {
                 quiet: cli.global.quiet,
             },
@@ -163,6 +179,14 @@ impl Settings {
     pub(crate) fn connect(&self) -> Result<Cluster> {
         let config = self.kube.clone().map_err(|e| anyhow!("{e}"))?;
         Cluster::new(config, self.namespace.value.clone(), self.retry)
+    }
+}
+
+/// `tensorboard --image`, when that is the verb.
+fn tensorboard_image_flag(cli: &Cli) -> Option<String> {
+    match &cli.command {
+        Some(crate::cli::Command::Tensorboard(args)) => args.image.clone(),
+        _ => None,
     }
 }
 

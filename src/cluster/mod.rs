@@ -6,6 +6,7 @@ pub mod connect;
 pub mod delete;
 pub mod logs;
 pub mod retry;
+pub mod volume;
 pub mod watch;
 
 use std::fmt;

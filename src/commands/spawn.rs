@@ -92,6 +92,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
+        volume: settings.volume.value.clone(),
     }
 }
 

@@ -655,6 +655,7 @@ mod tests {
             env: [("A".to_string(), "1".to_string())].into(),
             invocation: "0".into(),
             scheduling: Default::default(),
+            volume: None,
         }
     }
 

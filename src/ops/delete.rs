@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError};
-use crate::labels::run_selector;
+use crate::labels::whole_run_selector;
 use crate::{output, signals};
 
 pub(crate) use crate::cluster::apply::existing;
@@ -97,7 +97,7 @@ fn still_there(
             Some(_) => format!("{} still terminating", are(left.get())),
             None => "its pods may still be terminating".to_string(),
         },
-        run_selector(tag)
+        whole_run_selector(tag)
     )
 }
 
@@ -108,7 +108,7 @@ fn still_there(
 /// `on_count` hears how many pods are left: after the list, then after every change.
 async fn pods_left(cluster: &Cluster, tag: &str, mut on_count: impl FnMut(usize)) -> Result<()> {
     let mut left: BTreeSet<String> = BTreeSet::new();
-    watch::follow(cluster, &run_selector(tag), |event| {
+    watch::follow(cluster, &whole_run_selector(tag), |event| {
         match event {
             PodEvent::Listed(pods) => {
                 left = pods.into_iter().filter_map(|p| p.metadata.name).collect();

@@ -513,7 +513,10 @@ fn status_json_has_the_documented_keys() {
 fn a_pod_whose_container_ended_is_shown_ended_before_the_kubelet_writes_its_phase() {
     let env = Env::new();
     spawn_run(&env, "late", &["-w", "2"]);
-    for (pod, code, reason) in [("late-worker-0", 0, "Completed"), ("late-worker-1", 3, "Error")] {
+    for (pod, code, reason) in [
+        ("late-worker-0", 0, "Completed"),
+        ("late-worker-1", 3, "Error"),
+    ] {
         env.server.bind_pod(NS, pod, NODE);
         env.server.set_pod_status(
             NS,

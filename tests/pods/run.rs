@@ -56,7 +56,10 @@ async fn three_workers_wire_up_and_succeed() {
     }
     // What the kubelet wrote, not what a test wrote. A 1.27+ kubelet writes the terminal
     // phase once it has torn the pod down, seconds after the container ended.
-    for pod in c.pods_in_phase(&t, "Succeeded", Duration::from_secs(60)).await {
+    for pod in c
+        .pods_in_phase(&t, "Succeeded", Duration::from_secs(60))
+        .await
+    {
         assert_eq!(phase(&pod), "Succeeded", "{pod:?}");
         assert_eq!(exit_code(&pod), Some(0));
     }

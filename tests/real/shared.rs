@@ -140,7 +140,11 @@ async fn scheduling_gates_are_kept_or_dropped_as_the_server_does() {
     let list = real.run(Cred::Admin, &["-n", &ns, "list"]).await;
     let list = list.success();
     if real.server_minor().await >= 27 {
-        let names: Vec<String> = gates.unwrap_or_default().into_iter().map(|g| g.name).collect();
+        let names: Vec<String> = gates
+            .unwrap_or_default()
+            .into_iter()
+            .map(|g| g.name)
+            .collect();
         assert_eq!(names, ["example.com/hold"]);
         list.stdout_has("worker 0/1 running, 1 queued");
     } else {
