@@ -31,6 +31,7 @@ pub(crate) mod settings;
 pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
+pub(crate) mod timing;
 pub(crate) mod verdict;
 
 use std::process::ExitCode;

@@ -132,6 +132,8 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         started: true,
         queued: false,
         queue: None,
+        started_at: None,
+        finished_at: None,
     }
 }
 

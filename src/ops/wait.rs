@@ -121,10 +121,16 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
             let after = after_the_end(cluster, wait, tracker).await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
+            if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
+                output::print(&format!("{}\n", time.line()))?;
+            }
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
+            if let Some(time) = crate::timing::of_run(tracker, false) {
+                output::print(&format!("{}\n", time.line()))?;
+            }
             let after = after_the_end(cluster, wait, tracker).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
