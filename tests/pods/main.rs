@@ -5,6 +5,7 @@
 //! the kubelet, and every log line comes from a container. `.ci/run` sets it up, runs
 //! `cargo test --test pods`, and stops it.
 
+mod after;
 mod env;
 mod failures;
 mod lifecycle;
