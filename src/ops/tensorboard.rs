@@ -48,10 +48,10 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
         )
         .await?;
         cluster.create_helper(&pod).await?;
-        output::note(&format!(
-            "started pod/{name}, reading {} of claim '{}'",
+        output::print(&format!(
+            "started pod/{name}, reading {} of claim '{}'\n",
             volume.path, volume.claim
-        ));
+        ))?;
     }
     let served = tokio::select! {
         r = serve(cluster, &name, listener, board.timeout) => r,

@@ -251,11 +251,16 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
 
     let mut child = c.start(&["tensorboard", "-t", &t, "--timeout", "120s"]);
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(150), stdout.next_line())
-        .await
-        .expect("the URL within 150 s")
-        .unwrap()
-        .expect("a line on stdout");
+    let line = tokio::time::timeout(Duration::from_secs(150), async {
+        loop {
+            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
+            if line.starts_with("TensorBoard: ") {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the URL within 150 s");
     let port: u16 = line
         .strip_prefix("TensorBoard: http://127.0.0.1:")
         .and_then(|rest| rest.split('/').next())
