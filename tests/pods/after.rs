@@ -300,3 +300,127 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
         .stdout_has(&format!("deleted pod/{t}-tensorboard"));
     assert!(c.pods(&t).await.is_empty());
 }
+
+/// The TensorFlow image the one-node tooling may load (`tools/tensorflow`).
+const TF_IMAGE: &str = "tf-spawner.local/tensorflow:2.21";
+
+/// Whether the node has `image` (never pulled: a probe pod with
+/// `imagePullPolicy: Never` either starts or waits with `ErrImageNeverPull`).
+async fn node_has(c: &Cluster, image: &str) -> bool {
+    let probe: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "image-probe"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "probe", "image": image, "imagePullPolicy": "Never", "command": ["true"]}]}
+    }))
+    .unwrap();
+    let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+    pods.create(&PostParams::default(), &probe)
+        .await
+        .expect("create the probe");
+    c.eventually("the image probe", Duration::from_secs(60), || async {
+        let pod = pods.get("image-probe").await.ok()?;
+        let status = pod.status?.container_statuses?.into_iter().next()?;
+        let state = status.state?;
+        if let Some(waiting) = state.waiting {
+            return match waiting.reason.as_deref() {
+                Some("ErrImageNeverPull") => Some(false),
+                _ => None,
+            };
+        }
+        Some(true)
+    })
+    .await
+}
+
+/// Synthetic MNIST in the pod, then the example, trained briefly with Keras 2.
+const MNIST_ENTRYPOINT: &str = r#"set -e
+python -c "
+import numpy as np
+r = np.random.default_rng(0)
+x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
+y = lambda n: r.integers(0, 10, n, dtype=np.int64)
+np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
+"
+export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=2 STEPS_PER_EPOCH=4
+exec python /script/training-script.py
+"#;
+
+#[tokio::test]
+async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
+    let Some(c) = Cluster::new("after-mnist").await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    let t = tag("mnist");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let extra = [
+        "-w",
+        "2",
+        "--volume",
+        "out",
+        "-i",
+        TF_IMAGE,
+        "-c",
+        entry.to_str().unwrap(),
+    ];
+    c.spawn(&t, &script, &extra).await;
+    let out = c.run(&["wait", "-t", &t, "--timeout", "300s"]).await;
+    if out.code != 0 {
+        let logs = c.run(&["logs", "-t", &t]).await;
+        panic!("{out:#?}\nevery task's log:\n{}", logs.stdout);
+    }
+    out.stdout_has("took ");
+
+    // The chief's model, home: a .keras file is a zip archive.
+    let home = c.dir.path().join("home");
+    c.run(&["cp", "-t", &t, "model", home.to_str().unwrap()])
+        .await
+        .success();
+    let keras = std::fs::read(home.join("mnist.keras")).expect("the saved model");
+    assert!(keras.starts_with(b"PK"), "a zip archive");
+
+    // TensorBoard lists the chief's summaries (logs/train, logs/validation…).
+    let mut child = c.start(&[
+        "tensorboard",
+        "-t",
+        &t,
+        "--image",
+        TF_IMAGE,
+        "--timeout",
+        "180s",
+        "--rm",
+    ]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: u16 = tokio::time::timeout(Duration::from_secs(240), async {
+        loop {
+            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
+            if let Some(rest) = line.strip_prefix("TensorBoard: http://127.0.0.1:") {
+                return rest.split('/').next().unwrap().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("TensorBoard serves");
+    let runs = c
+        .eventually("TensorBoard's runs", Duration::from_secs(60), || async {
+            let answer = get(port, "/data/runs").await;
+            answer.contains("train").then_some(answer)
+        })
+        .await;
+    assert!(runs.starts_with("HTTP/1.0 200"), "{runs}");
+    let pid = child.id().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(helper_pods(&c, &t).await.is_empty(), "--rm removed it");
+}
