@@ -10,7 +10,6 @@ use futures::{StreamExt, stream};
 
 use crate::cluster::{Cluster, logs};
 use crate::errors::{EXIT_RUNTIME, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
-use crate::labels::run_selector;
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
@@ -111,7 +110,7 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
         .into()),
         Outcome::Done(Done::Empty) => bail!(
             "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
-            run_selector(tag)
+            crate::labels::whole_run_selector(tag)
         ),
         Outcome::Done(Done::Started) => {
             let n = tracker.live().count();
