@@ -125,16 +125,22 @@ def main():
     test = make_dataset(x_test, y_test, global_batch, training=False)
 
     # Summaries: the chief's in the run's volume, the others' in a temporary directory
-    # (the multi-worker guide's rule for checkpoints and summaries).
+    # (the multi-worker guide's rule for checkpoints and summaries). Writing them needs
+    # the tensorboard package, which a minimal TensorFlow image may lack.
     output_dir = os.environ.get("TF_SPAWNER_OUTPUT_DIR", "").strip()
-    log_dir = (os.path.join(output_dir, "logs") if chief and output_dir
-               else tempfile.mkdtemp(prefix="mnist-logs-%s-" % name))
-    board = tf.keras.callbacks.TensorBoard(log_dir=log_dir)
+    callbacks = []
+    try:
+        import tensorboard  # noqa: F401
+        log_dir = (os.path.join(output_dir, "logs") if chief and output_dir
+                   else tempfile.mkdtemp(prefix="mnist-logs-%s-" % name))
+        callbacks.append(tf.keras.callbacks.TensorBoard(log_dir=log_dir))
+    except ImportError:
+        print("%s: no tensorboard package, so no summaries" % name, flush=True)
 
     with strategy.scope():
         model = build_model()
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
-              callbacks=[board])
+              callbacks=callbacks)
     loss, accuracy = model.evaluate(test, verbose=0)
     print("%s: test loss %.4f, test accuracy %.4f" % (name, loss, accuracy), flush=True)
 
