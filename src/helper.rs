@@ -59,7 +59,38 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
         (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
         (HELPER_LABEL.to_string(), spec.helper.as_str().to_string()),
     ]);
-    let (command, ports, probe) = match spec.helper {
+    let (command, ports, probe) = container_of(spec);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(spec.name.clone()),
+            namespace: Some(spec.namespace.to_string()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: spec.helper.as_str().to_string(),
+                image: Some(spec.image.clone()),
+                command: Some(command),
+                ports,
+                readiness_probe: probe,
+                volume_mounts: Some(vec![spec.volume.mount(true)]),
+                ..Container::default()
+            }],
+            volumes: Some(vec![spec.volume.volume(true)]),
+            restart_policy: Some("Never".to_string()),
+            termination_grace_period_seconds: Some(1),
+            active_deadline_seconds: (spec.helper == Helper::Cp).then_some(CP_DEADLINE_SECONDS),
+            affinity: spec.node.as_ref().map(|node| on_node(node)),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The helper's command, ports and readiness probe.
+fn container_of(spec: &HelperSpec<'_>) -> (Vec<String>, Option<Vec<ContainerPort>>, Option<Probe>) {
+    match spec.helper {
         // `sleep` in a loop of the copy's length: the pod outlives no copy by much, even
         // when the client is killed before it can delete it.
         Helper::Cp => (
@@ -92,32 +123,6 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
                 ..Probe::default()
             }),
         ),
-    };
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(spec.name.clone()),
-            namespace: Some(spec.namespace.to_string()),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: spec.helper.as_str().to_string(),
-                image: Some(spec.image.clone()),
-                command: Some(command),
-                ports,
-                readiness_probe: probe,
-                volume_mounts: Some(vec![spec.volume.mount(true)]),
-                ..Container::default()
-            }],
-            volumes: Some(vec![spec.volume.volume(true)]),
-            restart_policy: Some("Never".to_string()),
-            termination_grace_period_seconds: Some(1),
-            active_deadline_seconds: (spec.helper == Helper::Cp).then_some(CP_DEADLINE_SECONDS),
-            affinity: spec.node.as_ref().map(|node| on_node(node)),
-            ..PodSpec::default()
-        }),
-        status: None,
     }
 }
 
