@@ -14,14 +14,17 @@ pub fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option
         return (None, None);
     };
     let state = status.state.as_ref();
-    let secs = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| t.0.as_second();
+    // A container that never started (StartError) reports the epoch as its start.
+    let secs = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| {
+        Some(t.0.as_second()).filter(|s| *s > 0)
+    };
     if let Some(running) = state.and_then(|s| s.running.as_ref()) {
-        return (running.started_at.as_ref().map(secs), None);
+        return (running.started_at.as_ref().and_then(secs), None);
     }
     if let Some(ended) = state.and_then(|s| s.terminated.as_ref()) {
         return (
-            ended.started_at.as_ref().map(secs),
-            ended.finished_at.as_ref().map(secs),
+            ended.started_at.as_ref().and_then(secs),
+            ended.finished_at.as_ref().and_then(secs),
         );
     }
     (None, None)
@@ -181,6 +184,18 @@ mod tests {
         assert_eq!((all.seconds(), all.decided_by.as_str()), (297, "worker-1"));
         let failed = run_time(&views, Some("t-worker-1"), false).unwrap();
         assert_eq!(failed.decided_by, "worker-1");
+    }
+
+    #[test]
+    fn a_container_that_never_started_has_no_start() {
+        let v = pod(
+            "t-worker-0",
+            "worker",
+            0,
+            "1970-01-01T00:00:00Z",
+            Some("2026-01-01T10:00:05Z"),
+        );
+        assert_eq!((v.started_at, duration(&v)), (None, None));
     }
 
     #[test]

@@ -72,14 +72,34 @@ pub(crate) async fn wait_running(
                 return Ok(pod);
             }
             crate::verdict::Phase::Succeeded | crate::verdict::Phase::Failed => {
-                bail!("pod/{name} ended before it could be used")
+                let why = match &view.last_exit {
+                    Some(e) => format!(
+                        ": exit code {}{}{}",
+                        e.code,
+                        e.reason
+                            .as_ref()
+                            .map_or(String::new(), |r| format!(", {r}")),
+                        e.message.as_ref().map_or(String::new(), |m| format!(
+                            ": {}",
+                            crate::verdict::one_line(m)
+                        ))
+                    ),
+                    None => String::new(),
+                };
+                bail!("pod/{name} ended before it could be used{why}")
             }
             _ => {}
         }
         if let Some(waiting) = &view.waiting
             && matches!(
                 waiting.reason.as_str(),
-                "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "CreateContainerError"
+                "ErrImagePull"
+                    | "ImagePullBackOff"
+                    | "ErrImageNeverPull"
+                    | "InvalidImageName"
+                    | "CreateContainerError"
+                    | "CreateContainerConfigError"
+                    | "RunContainerError"
             )
         {
             bail!("pod/{name} cannot start: {waiting}");

@@ -13,6 +13,7 @@ use crate::helper::{Helper, TENSORBOARD_PORT};
 use crate::labels::helper_pod_name;
 use crate::output;
 use crate::signals;
+use crate::verdict::{Phase, PodView};
 
 /// What `tensorboard` was asked for.
 #[derive(Debug, Clone)]
@@ -34,7 +35,19 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
     let volume = super::helper::run_volume(cluster, &board.tag).await?;
     let name = helper_pod_name(&board.tag, Helper::Tensorboard.as_str(), false);
     let listener = bind(board.port).await?;
-    if cluster.pod(&name).await?.is_none() {
+    // A pod that ended (a wrong image, an eviction) is replaced; a live one reused.
+    let existing = cluster
+        .pod(&name)
+        .await?
+        .map(|p| PodView::from_pod(&p).phase);
+    if matches!(existing, Some(Phase::Succeeded | Phase::Failed)) {
+        cluster.delete_helper(&name).await?;
+        wait_gone(cluster, &name).await?;
+    }
+    if !matches!(
+        existing,
+        Some(Phase::Pending | Phase::Running | Phase::Unknown)
+    ) {
         let image = board
             .image
             .clone()
@@ -60,6 +73,11 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
             Ok(())
         }
     };
+    // A pod that could not serve is of no use: it goes, and the error is the one line.
+    if let Err(e) = served {
+        let _ = cluster.delete_helper(&name).await;
+        return Err(e);
+    }
     if board.remove {
         cluster.delete_helper(&name).await?;
     } else {
@@ -68,7 +86,7 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
             board.tag
         ));
     }
-    served
+    Ok(())
 }
 
 /// Waits until TensorBoard is ready, prints its URL, then forwards every connection.
@@ -96,6 +114,17 @@ async fn serve(
             }
         });
     }
+}
+
+/// Waits until pod `name` is gone (a deleted pod lingers while the kubelet stops it).
+async fn wait_gone(cluster: &Cluster, name: &str) -> Result<()> {
+    for _ in 0..120 {
+        if cluster.pod(name).await?.is_none() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(anyhow!("pod/{name} is still being deleted after 60s"))
 }
 
 async fn bind(port: Option<u16>) -> Result<TcpListener> {

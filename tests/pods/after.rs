@@ -244,6 +244,28 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
         .await
         .success();
     let image = "tf-spawner.local/python:3.11";
+    // An image without tensorboard: one error line with the kubelet's reason, no pod left.
+    let wrong = c
+        .run(&[
+            "tensorboard",
+            "-t",
+            &t,
+            "--image",
+            image,
+            "--timeout",
+            "90s",
+        ])
+        .await;
+    wrong
+        .failure(1)
+        .stderr_has(&format!(
+            "error: pod/{t}-tensorboard ended before it could be used"
+        ))
+        .stderr_has("tensorboard");
+    c.eventually("the failed pod gone", Duration::from_secs(60), || async {
+        helper_pods(&c, &t).await.is_empty().then_some(())
+    })
+    .await;
     Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
         .create(&PostParams::default(), &stand_in(&t, &c.namespace, image))
         .await
