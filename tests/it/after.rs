@@ -318,3 +318,49 @@ fn helper_pods_are_no_task_of_the_run_but_go_with_it() {
         .success()
         .stdout_has("deleted pod/hp-tensorboard");
 }
+
+#[test]
+fn a_local_run_writes_under_its_output_dir_and_tensorboard_local_reads_it() {
+    let env = Env::new();
+    let script = env.write(
+        "out.py",
+        "import os\nopen(os.path.join(os.environ['TF_SPAWNER_OUTPUT_DIR'], 'model.txt'), 'w').write('m')\n",
+    );
+    env.run(&["--local", "-w", "1", "-t", "loc", script.to_str().unwrap()])
+        .success();
+    let dir = env.path("tf-spawner-output/loc");
+    assert_eq!(std::fs::read_to_string(dir.join("model.txt")).unwrap(), "m");
+
+    // `tensorboard --local` runs `tensorboard` from PATH on that directory.
+    let bin = env.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("tensorboard");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/args\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let out = crate::support::run(env.cmd().env("PATH", &path).args([
+        "tensorboard",
+        "--local",
+        "-t",
+        "loc",
+        "--port",
+        "6123",
+    ]));
+    out.success()
+        .stdout_has("TensorBoard: http://127.0.0.1:6123/ (reading ");
+    let args = std::fs::read_to_string(bin.join("args")).unwrap();
+    assert_eq!(
+        args.trim(),
+        format!(
+            "--logdir {} --port 6123 --host 127.0.0.1",
+            std::fs::canonicalize(&dir).unwrap().display()
+        )
+    );
+    env.run(&["tensorboard", "--local", "-t", "none"])
+        .failure(1)
+        .stderr_has("tf-spawner-output/none does not exist");
+}
