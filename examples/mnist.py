@@ -18,7 +18,11 @@ too, and its tf.keras would then fail to import without tf_keras), and exits 1 w
 saying what to install when it finds TF >= 2.16 without tf_keras.
 
 Environment:
-  MODEL_DIR             where the chief saves the model (default /tmp/model)
+  TF_SPAWNER_OUTPUT_DIR set by tf-spawner --volume (and --local): the chief saves the
+                        model in its model/ and TensorBoard summaries in its logs/
+                        (tf-spawner cp -t TAG model .; tf-spawner tensorboard -t TAG)
+  MODEL_DIR             where the chief saves the model (default
+                        $TF_SPAWNER_OUTPUT_DIR/model, else /tmp/model)
   MNIST_NPZ             a local copy of mnist.npz (keys x_train, y_train, x_test, y_test);
                         without it the dataset is downloaded (see load_mnist)
   EPOCHS                number of epochs (default 3)
@@ -195,15 +199,29 @@ def main():
     train = make_dataset(x_train, y_train, global_batch, training=True)
     test = make_dataset(x_test, y_test, global_batch, training=False)
 
+    # Summaries: the chief's in the run's volume, the others' in a temporary directory
+    # (the multi-worker guide's rule for checkpoints and summaries). Writing them needs
+    # the tensorboard package, which a minimal TensorFlow image may lack.
+    output_dir = os.environ.get("TF_SPAWNER_OUTPUT_DIR", "").strip()
+    callbacks = []
+    try:
+        import tensorboard  # noqa: F401
+        log_dir = (os.path.join(output_dir, "logs") if chief and output_dir
+                   else tempfile.mkdtemp(prefix="mnist-logs-%s-" % name))
+        callbacks.append(tf.keras.callbacks.TensorBoard(log_dir=log_dir))
+    except ImportError:
+        print("%s: no tensorboard package, so no summaries" % name, flush=True)
+
     with strategy.scope():
         model = build_model()
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
-              callbacks=fail_on_request(name))
+              callbacks=callbacks + fail_on_request(name))
     loss, accuracy = model.evaluate(test, verbose=0)
     print("%s: test loss %.4f, test accuracy %.4f" % (name, loss, accuracy), flush=True)
 
     # Every worker saves; only the chief's copy is kept.
-    model_dir = os.environ.get("MODEL_DIR", "").strip() or "/tmp/model"
+    model_dir = (os.environ.get("MODEL_DIR", "").strip()
+                 or (os.path.join(output_dir, "model") if output_dir else "/tmp/model"))
     target = model_dir if chief else tempfile.mkdtemp(prefix="mnist-%s-" % name)
     os.makedirs(target, exist_ok=True)
     # The .keras file format works with Keras 3 and with Keras 2 from TF 2.12 on.

@@ -57,6 +57,12 @@ pub enum Command {
     Logs(LogsArgs),
     /// List the runs in the namespace (or in every namespace with -A)
     List(ListArgs),
+    /// Copy a file or directory out of the run's volume (--volume) to this machine,
+    /// through a short-lived helper pod
+    Cp(CpArgs),
+    /// Serve the run's TensorBoard summaries (its volume) from a pod of the run, forwarded
+    /// to a local port, until Ctrl-C
+    Tensorboard(TensorboardArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
     /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the config file, the
     /// kubeconfig or the built-in default
@@ -178,6 +184,55 @@ pub struct LogsArgs {
 /// `logs --max-log-requests`' default: stern's cap (kubectl's is 5, low for a run's
 /// workers).
 pub const DEFAULT_MAX_LOG_REQUESTS: usize = 50;
+
+#[derive(Debug, Args, Clone)]
+pub struct CpArgs {
+    /// The run's tag
+    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    pub tag: Tag,
+
+    /// What to copy: a path in the run's volume, relative to it or absolute under its
+    /// mount path (e.g. model, /output/model)
+    #[arg(value_name = "REMOTE")]
+    pub remote: String,
+
+    /// Where to put it: a new path, or an existing directory to copy into
+    #[arg(value_name = "LOCAL")]
+    pub local: PathBuf,
+
+    /// Give up when the helper pod has not started after this long
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TensorboardArgs {
+    /// The run's tag
+    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    pub tag: Tag,
+
+    /// The local port to serve on [default: a free one]
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// TensorBoard's image [default: the config file's tensorboard_image, else
+    /// tensorflow/tensorflow:2.15.0]
+    #[arg(long = "image", id = "tensorboard_image", value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// Delete the TensorBoard pod when tf-spawner exits (else it stays until -d)
+    #[arg(long)]
+    pub rm: bool,
+
+    /// Run tensorboard (from PATH) here on the --local run's directory
+    /// tf-spawner-output/TAG instead
+    #[arg(long)]
+    pub local: bool,
+
+    /// Give up when the TensorBoard pod does not serve after this long
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
 
 #[derive(Debug, Args, Clone)]
 pub struct ListArgs {
@@ -385,6 +440,12 @@ pub struct SpawnArgs {
     /// scheduler-plugins-scheduler for coscheduling)
     #[arg(long, value_name = "NAME")]
     pub scheduler_name: Option<String>,
+
+    /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
+    /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
+    /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
+    #[arg(long, value_name = "CLAIM[:PATH]")]
+    pub volume: Option<String>,
 
     #[command(flatten)]
     pub roles: RoleArgs,

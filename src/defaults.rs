@@ -15,6 +15,8 @@
 //! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
 //! scheduler_name: volcano      # --scheduler-name
 //! give_up_after: 30m           # --give-up-after (or a number of seconds)
+//! volume: team-a-output:/output  # --volume CLAIM[:PATH]
+//! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -51,6 +53,8 @@ pub const KEYS: &[&str] = &[
     "volcano_queue",
     "keep_running",
     "give_up_after",
+    "volume",
+    "tensorboard_image",
 ];
 
 /// What the file says; every value is optional.
@@ -72,6 +76,10 @@ pub struct Defaults {
     pub volcano_queue: Option<String>,
     pub keep_running: Option<bool>,
     pub give_up_after: Option<Duration>,
+    /// `--volume CLAIM[:PATH]`, as written (checked where the flag is).
+    pub volume: Option<String>,
+    /// `tensorboard --image`.
+    pub tensorboard_image: Option<String>,
 }
 
 /// Where the file is looked for.
@@ -161,6 +169,8 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             let image = Some(text()?).filter(|i| !i.contains(char::is_whitespace));
             defaults.image = Some(image.ok_or_else(|| bad("an image name (no spaces)"))?);
         }
+        "volume" => defaults.volume = Some(text()?),
+        "tensorboard_image" => defaults.tensorboard_image = Some(text()?),
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
             defaults.port = Some(
@@ -311,7 +321,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
-use crate::plan::{Scheduling, SpawnRequest, Templates};
+use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
 use crate::template;
@@ -51,6 +51,8 @@ pub struct SpawnOptions {
     pub volcano_queue: Option<String>,
     /// `--scheduler-name`.
     pub scheduler_name: Option<String>,
+    /// `--volume CLAIM[:PATH]`, as written.
+    pub volume: Option<String>,
 }
 
 pub async fn spawn_request(
@@ -75,6 +77,7 @@ pub async fn spawn_request(
         return Err(UsageError::new(format!("--image {image:?} is not a valid image name")).into());
     }
     let scheduling = scheduling(args)?;
+    let volume = args.volume.as_deref().map(output_volume).transpose()?;
     let script_path = args.script.as_deref().ok_or_else(|| {
         UsageError::new(
             "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
@@ -102,6 +105,39 @@ pub async fn spawn_request(
         env,
         invocation: invocation_id(),
         scheduling,
+        volume,
+    })
+}
+
+/// `--volume CLAIM[:PATH]`, checked: a claim name the API server accepts, an absolute
+/// path that is not the script's directory.
+pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
+    let (claim, path) = match text.split_once(':') {
+        Some((claim, path)) => (claim, path),
+        None => (text, DEFAULT_OUTPUT_PATH),
+    };
+    check_name("--volume's claim", claim, 253)?;
+    let normal = std::path::Path::new(path).components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::RootDir | std::path::Component::Normal(_)
+        )
+    });
+    if !path.starts_with('/') || path == "/" || !normal || path.contains(':') {
+        return Err(UsageError::new(format!(
+            "--volume {text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
+        )));
+    }
+    let path = path.trim_end_matches('/').to_string();
+    if path == crate::plan::SCRIPT_DIR || path.starts_with(&format!("{}/", crate::plan::SCRIPT_DIR))
+    {
+        return Err(UsageError::new(format!(
+            "--volume {text:?}: {path} is where the script is mounted; choose another path"
+        )));
+    }
+    Ok(OutputVolume {
+        claim: claim.to_string(),
+        path,
     })
 }
 

@@ -49,9 +49,43 @@ pub const COSCHEDULING_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The container that gets the TF variables when the template has one of this name.
 pub const TF_CONTAINER: &str = "tensorflow";
 
-/// The label selector that finds every object of run `tag`.
+/// The label selector that finds the run's own objects and tasks: every object of run
+/// `tag` but its helper pods (`cp`, `tensorboard`), which are no task of the run.
 pub fn run_selector(tag: &str) -> String {
+    format!("{RUN_LABEL}={tag},!{HELPER_LABEL}")
+}
+
+/// The label selector that finds every object of run `tag`, helper pods included: what
+/// `-d` deletes and what makes a new spawn with the tag refuse.
+pub fn whole_run_selector(tag: &str) -> String {
     format!("{RUN_LABEL}={tag}")
+}
+
+/// On the run's ConfigMap: `--volume`'s claim and mount path, `CLAIM:PATH`, so that `cp`
+/// and `tensorboard` find the run's volume from its tag.
+pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
+
+/// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
+/// run's tag (so `-d` deletes them) but are no task of it.
+pub const HELPER_LABEL: &str = "tf-spawner/helper";
+
+/// The variable that tells the training script where the run's volume is mounted (with
+/// `--local`: a directory on this machine).
+pub const OUTPUT_DIR_VAR: &str = "TF_SPAWNER_OUTPUT_DIR";
+
+/// Where a `--local` run's [`OUTPUT_DIR_VAR`] points, under the current directory.
+pub fn local_output_dir(tag: &str) -> std::path::PathBuf {
+    std::path::Path::new("tf-spawner-output").join(tag)
+}
+
+/// A helper pod's name: `TAG-cp-1a2b3c` (a random suffix: several copies may run at
+/// once) or `TAG-tensorboard` (one per run).
+pub fn helper_pod_name(tag: &str, helper: &str, unique: bool) -> String {
+    if unique {
+        format!("{tag}-{helper}-{:06x}", rand::random::<u32>() & 0xff_ffff)
+    } else {
+        format!("{tag}-{helper}")
+    }
 }
 
 /// The run's Kueue pod group: the tag and the invocation's first 8 hex digits, so that a

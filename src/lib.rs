@@ -17,6 +17,7 @@ pub(crate) mod duration;
 pub(crate) mod envfile;
 pub(crate) mod errors;
 pub(crate) mod files;
+pub(crate) mod helper;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;
@@ -31,6 +32,7 @@ pub(crate) mod settings;
 pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
+pub(crate) mod timing;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 
@@ -255,6 +257,8 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
         Some(cli::Command::Status(args)) => commands::status::exec(&settings, args).await,
         Some(cli::Command::Logs(args)) => commands::logs::exec(&settings, args).await,
         Some(cli::Command::List(args)) => commands::list::exec(&settings, args).await,
+        Some(cli::Command::Cp(args)) => commands::cp::exec(&settings, args).await,
+        Some(cli::Command::Tensorboard(args)) => commands::tensorboard::exec(&settings, args).await,
         None if spawn.delete => commands::delete::exec(&settings, spawn).await,
         None if spawn.local => commands::local::exec(&settings, spawn).await,
         None => commands::spawn::exec(&settings, spawn).await,

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
-    EnvFromSource, EnvVar, EnvVarSource, Pod, PodSpec, Secret, SecretEnvSource, Service,
-    ServicePort, ServiceSpec, Volume, VolumeMount,
+    EnvFromSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, Pod, PodSpec, Secret,
+    SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -17,9 +17,10 @@ use crate::errors::UsageError;
 use crate::labels::{
     CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, ENV_SECRET_ANNOTATION, INDEX_LABEL,
     INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
-    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, POD_GROUP_ANNOTATION,
-    ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
-    config_map_name, kueue_group_name, pod_group_name, secret_name,
+    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, OUTPUT_DIR_VAR,
+    POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name, pod_group_name,
+    secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -54,6 +55,59 @@ pub struct SpawnRequest {
     pub invocation: String,
     /// How a shared cluster schedules the run (README, "Shared clusters").
     pub scheduling: Scheduling,
+    /// `--volume`: a claim mounted into every task.
+    pub volume: Option<OutputVolume>,
+}
+
+/// `--volume CLAIM[:PATH]`: an existing PersistentVolumeClaim mounted into every task's
+/// TF container at `path`, which the script finds in [`OUTPUT_DIR_VAR`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputVolume {
+    pub claim: String,
+    pub path: String,
+}
+
+/// Where `--volume` mounts the claim when no PATH is given.
+pub const DEFAULT_OUTPUT_PATH: &str = "/output";
+/// The name of `--volume`'s volume in every pod.
+pub const OUTPUT_VOLUME: &str = "tf-spawner-output";
+
+impl OutputVolume {
+    /// `CLAIM:PATH`, as the run's ConfigMap records it ([`VOLUME_ANNOTATION`]).
+    pub fn annotation(&self) -> String {
+        format!("{}:{}", self.claim, self.path)
+    }
+
+    /// Reads [`Self::annotation`] back.
+    pub fn from_annotation(text: &str) -> Option<OutputVolume> {
+        let (claim, path) = text.split_once(':')?;
+        (!claim.is_empty() && path.starts_with('/')).then(|| OutputVolume {
+            claim: claim.to_string(),
+            path: path.to_string(),
+        })
+    }
+
+    /// The pod volume that mounts the claim.
+    pub fn volume(&self, read_only: bool) -> Volume {
+        Volume {
+            name: OUTPUT_VOLUME.to_string(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: self.claim.clone(),
+                read_only: read_only.then_some(true),
+            }),
+            ..Volume::default()
+        }
+    }
+
+    /// The container's mount of [`Self::volume`] at the path.
+    pub fn mount(&self, read_only: bool) -> VolumeMount {
+        VolumeMount {
+            name: OUTPUT_VOLUME.to_string(),
+            mount_path: self.path.clone(),
+            read_only: read_only.then_some(true),
+            ..VolumeMount::default()
+        }
+    }
 }
 
 /// The shared-cluster options: each one only adds to the pods (and, for a gang, an
@@ -119,6 +173,8 @@ pub struct Plan {
     pub volcano_queue: Option<String>,
     pub services: Services,
     pub pods: Pods,
+    /// `--volume`: checked (the claim exists) before anything is created.
+    pub volume: Option<OutputVolume>,
 }
 
 /// The run's pods, built when asked for, one at a time: a spawn only needs the pods in
@@ -213,6 +269,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         volcano_queue: req.scheduling.volcano_queue.clone(),
         services,
         pods,
+        volume: req.volume.clone(),
     })
 }
 
@@ -327,6 +384,9 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
     annotations.insert(ENV_SECRET_ANNOTATION.to_string(), secret);
     if let Some(gang) = req.scheduling.gang {
         annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
+    }
+    if let Some(volume) = &req.volume {
+        annotations.insert(VOLUME_ANNOTATION.to_string(), volume.annotation());
     }
     Ok(ConfigMap {
         metadata,
@@ -457,10 +517,34 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     if let Some(container) = spec.containers.get_mut(at) {
         set_up_tf_container(req, cluster, task, container);
     }
+    if let Some(volume) = &req.volume {
+        mount_output_volume(volume, &mut spec, at);
+    }
     Pod {
         metadata,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// `--volume`: the claim as a volume of the pod, mounted in the TF container (at `at`),
+/// whose [`OUTPUT_DIR_VAR`] names the path. A template's volume or mount of the same
+/// name or path gives way.
+fn mount_output_volume(volume: &OutputVolume, spec: &mut PodSpec, at: usize) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != OUTPUT_VOLUME);
+    volumes.push(volume.volume(false));
+    if let Some(c) = spec.containers.get_mut(at) {
+        let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+        mounts.retain(|m| m.name != OUTPUT_VOLUME && m.mount_path != volume.path);
+        mounts.push(volume.mount(false));
+        let env = c.env.get_or_insert_with(Vec::new);
+        env.retain(|e| e.name != OUTPUT_DIR_VAR);
+        env.push(EnvVar {
+            name: OUTPUT_DIR_VAR.to_string(),
+            value: Some(volume.path.clone()),
+            value_from: None,
+        });
     }
 }
 
@@ -560,7 +644,56 @@ mod tests {
             env: EnvVars::new(),
             invocation: "0123456789abcdef".into(),
             scheduling: Scheduling::default(),
+            volume: None,
         }
+    }
+
+    #[test]
+    fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
+        let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+        req.volume = Some(OutputVolume {
+            claim: "results".into(),
+            path: "/data/out".into(),
+        });
+        let plan = build(&req).unwrap();
+        let annotations = plan.config_map.metadata.annotations.clone().unwrap();
+        assert_eq!(annotations[VOLUME_ANNOTATION], "results:/data/out");
+        for pod in plan.pods.iter() {
+            let json = serde_json::to_value(&pod).unwrap();
+            let spec = &json["spec"];
+            let volume = spec["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["name"] == OUTPUT_VOLUME)
+                .unwrap();
+            assert_eq!(volume["persistentVolumeClaim"]["claimName"], "results");
+            let c = &spec["containers"][0];
+            assert!(
+                c["volumeMounts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["name"] == OUTPUT_VOLUME && m["mountPath"] == "/data/out")
+            );
+            assert!(
+                c["env"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["name"] == OUTPUT_DIR_VAR && e["value"] == "/data/out")
+            );
+        }
+        req.volume = None;
+        let plain = build(&req).unwrap();
+        assert!(
+            !plain
+                .config_map
+                .metadata
+                .annotations
+                .unwrap()
+                .contains_key(VOLUME_ANNOTATION)
+        );
     }
 
     #[test]

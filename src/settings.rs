@@ -82,6 +82,10 @@ pub(crate) struct Settings {
     pub volcano_queue: Sourced<Option<String>>,
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
+    /// `--volume CLAIM[:PATH]`, if any, unchecked.
+    pub volume: Sourced<Option<String>>,
+    /// `tensorboard --image`; `None`: the built-in TensorBoard image.
+    pub tensorboard_image: Sourced<Option<String>>,
     pub output: OutputMode,
     /// `--give-up-after`: how long a follow reconnects to a lost API server.
     pub give_up_after: Sourced<std::time::Duration>,
@@ -157,6 +161,18 @@ impl Settings {
                 None,
             ),
             keep_running: pick(flag("keep_running"), true, file.keep_running, false),
+            volume: pick(
+                flag("volume"),
+                spawn.volume.clone(),
+                file.volume.clone().map(Some),
+                None,
+            ),
+            tensorboard_image: pick(
+                flag("tensorboard_image"),
+                tensorboard_image_flag(cli),
+                file.tensorboard_image.clone().map(Some),
+                None,
+            ),
             output: OutputMode {
                 quiet: cli.global.quiet,
             },
@@ -190,6 +206,14 @@ fn give_up_after(cli: &Cli, file: &Defaults, from_flag: bool) -> Sourced<std::ti
         file.give_up_after,
         default,
     )
+}
+
+/// `tensorboard --image`, when that is the verb.
+fn tensorboard_image_flag(cli: &Cli) -> Option<String> {
+    match &cli.command {
+        Some(crate::cli::Command::Tensorboard(args)) => args.image.clone(),
+        _ => None,
+    }
 }
 
 /// `-n`, else the defaults file's, else the kubeconfig context's (or the in-cluster

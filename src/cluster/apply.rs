@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 
 use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
-use crate::labels::{INVOCATION_ANNOTATION, run_selector};
+use crate::labels::{INVOCATION_ANNOTATION, whole_run_selector};
 use crate::plan::Plan;
 use crate::podgroup::{CoschedulingPodGroup, Gang, PodGroup, VolcanoPodGroup};
 
@@ -64,7 +64,7 @@ impl Ledger {
 /// Objects labelled with the run's tag that already exist, a few per kind; PodGroups of
 /// the `gangs`' kinds, none where the cluster lacks that API (a 404 on the list).
 pub async fn existing(cluster: &Cluster, tag: &str, gangs: &[Gang]) -> Result<Vec<ObjectRef>> {
-    let selector = run_selector(tag);
+    let selector = whole_run_selector(tag);
     let pod_groups = async {
         let mut found = Vec::new();
         for gang in gangs {

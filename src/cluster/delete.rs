@@ -30,7 +30,7 @@ use kube::api::{DeleteParams, ListParams};
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, run_selector,
+    ENV_SECRET_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
 use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 
@@ -93,7 +93,7 @@ impl SecretRecord {
 }
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
-    let selector = run_selector(tag);
+    let selector = whole_run_selector(tag);
     // The secrets and PodGroups wait for the ConfigMap's answer, which says whether there
     // are any; the pods and services do not wait.
     let config = async {
@@ -363,6 +363,6 @@ pub fn failure(deleted: &Deleted, tag: &str, namespace: &str) -> Option<anyhow::
         reasons.join("; "),
         kinds.join(", "),
         kinds.join(","),
-        run_selector(tag)
+        whole_run_selector(tag)
     ))
 }

@@ -9,6 +9,7 @@ pub mod pager;
 pub mod queues;
 pub mod retry;
 pub mod stop;
+pub mod volume;
 pub mod watch;
 
 use std::fmt;

@@ -125,6 +125,13 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| humantime::format_duration(*v).to_string().into(),
             "",
         ),
+        row("volume", &settings.volume, |v| v.clone().into(), "(none)"),
+        row(
+            "tensorboard_image",
+            &settings.tensorboard_image,
+            |v| v.clone().into(),
+            "(tensorflow/tensorflow:2.15.0)",
+        ),
     ]
 }
 

@@ -9,7 +9,7 @@ use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
 use crate::settings::Settings;
-use crate::{inputs, output, signals};
+use crate::{inputs, labels, output, signals};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // Catch Ctrl-C from now on, so no task can outlive an interruption.
@@ -24,12 +24,20 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         .into());
     }
     // The namespace is only a name here: nothing talks to a cluster.
-    let request = inputs::spawn_request(
+    let mut request = inputs::spawn_request(
         &super::spawn::options(args, settings),
         super::spawn::tag(args),
         settings.namespace.value.clone(),
     )
     .await?;
+    // What --volume is to pods: a directory every task sees, here on this machine.
+    let output_dir = std::path::absolute(labels::local_output_dir(&request.tag))?;
+    std::fs::create_dir_all(&output_dir)
+        .map_err(|e| UsageError::new(format!("cannot create {}: {e}", output_dir.display())))?;
+    request.env.insert(
+        labels::OUTPUT_DIR_VAR.to_string(),
+        output_dir.display().to_string(),
+    );
     let plan = local::plan(&request, &args.python)?;
 
     let _ = output::print(&header(&plan, args.randomize_tag));

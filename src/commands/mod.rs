@@ -6,10 +6,12 @@
 
 pub mod completions;
 pub mod config;
+pub mod cp;
 pub mod delete;
 pub mod list;
 pub mod local;
 pub mod logs;
 pub mod spawn;
 pub mod status;
+pub mod tensorboard;
 pub mod wait;

@@ -102,6 +102,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
+        volume: settings.volume.value.clone(),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::duration::age;
 use crate::ops::status::snapshot;
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
+use crate::timing;
 use crate::verdict::{PodView, SCHEDULING_GATED, Tracker, Verdict, one_line};
 
 /// `status -o json`: the documented, stable shape.
@@ -19,6 +20,9 @@ pub struct StatusJson {
     pub verdict: &'static str,
     /// Why the run failed (which pod, exit code, reason), else null.
     pub failure: Option<String>,
+    /// Once the verdict is final: seconds from the first task's start to the end of
+    /// the task that decided it; else null.
+    pub duration_seconds: Option<u64>,
     pub pods: Vec<PodJson>,
 }
 
@@ -47,6 +51,12 @@ pub struct PodJson {
     pub queued: bool,
     /// The queue the pod names (its Kueue LocalQueue, else its Volcano queue), else null.
     pub queue: Option<String>,
+    /// When the TF container started (RFC 3339), from its state; null before.
+    pub started_at: Option<String>,
+    /// When it ended (RFC 3339); null while it runs.
+    pub finished_at: Option<String>,
+    /// How long it ran, in seconds, once it has ended; else null.
+    pub duration_seconds: Option<u64>,
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
@@ -55,10 +65,16 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
-            let json = to_json(&tracker, args.tag.as_str(), cluster.namespace(), now);
+            let json = to_json(
+                &tracker,
+                args.tag.as_str(),
+                cluster.namespace(),
+                now,
+                args.all_workers,
+            );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => render(&tracker, now),
+        ReportFormat::Table => render(&tracker, now, args.all_workers),
     };
     output::print(&text)?;
     Ok(())
@@ -79,7 +95,13 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
     }
 }
 
-pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> StatusJson {
+pub fn to_json(
+    tracker: &Tracker,
+    tag: &str,
+    namespace: &str,
+    now: i64,
+    all_workers: bool,
+) -> StatusJson {
     let verdict = tracker.verdict();
     StatusJson {
         tag: tag.to_string(),
@@ -89,6 +111,7 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
             Verdict::Failed(f) => Some(f.to_string()),
             _ => None,
         },
+        duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -108,6 +131,9 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
                     message,
                     queued: v.queued,
                     queue: v.queue.clone(),
+                    started_at: v.started_at.and_then(timing::rfc3339),
+                    finished_at: v.finished_at.and_then(timing::rfc3339),
+                    duration_seconds: timing::duration(v),
                 }
             })
             .collect(),
@@ -115,7 +141,7 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
 }
 
 /// The table, the reasons of pods that are stuck, and the verdict line.
-pub fn render(tracker: &Tracker, now: i64) -> String {
+pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
     let pods = tracker.in_task_order();
     let rows: Vec<Vec<String>> = pods
         .iter()
@@ -146,12 +172,16 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
                 v.node.clone().unwrap_or_else(|| "-".into()),
                 v.age(now).map_or_else(|| "-".into(), age),
                 exit,
+                v.started_at.map_or_else(|| "-".into(), timing::clock),
+                v.finished_at.map_or_else(|| "-".into(), timing::clock),
+                timing::duration(v).map_or_else(|| "-".into(), age),
             ]
         })
         .collect();
     let mut out = output::table(
         &[
-            "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT",
+            "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED",
+            "ENDED", "DURATION",
         ],
         &rows,
     );
@@ -170,6 +200,9 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
         Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
         v => out.push_str(&format!("verdict: {}\n", v.name())),
     }
+    if let Some(time) = timing::of_run(tracker, all_workers) {
+        out.push_str(&format!("{}\n", time.line()));
+    }
     out
 }
 
@@ -185,7 +218,7 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json = serde_json::to_value(to_json(&t, "t", "ns", 1704067260)).unwrap();
+        let json = serde_json::to_value(to_json(&t, "t", "ns", 1704067260, false)).unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -200,7 +233,9 @@ mod tests {
             keys,
             [
                 "age_seconds",
+                "duration_seconds",
                 "exit_code",
+                "finished_at",
                 "index",
                 "message",
                 "name",
@@ -211,7 +246,8 @@ mod tests {
                 "ready",
                 "reason",
                 "restarts",
-                "role"
+                "role",
+                "started_at"
             ]
         );
         assert_eq!(first["name"], "t-worker-0");
@@ -225,7 +261,7 @@ mod tests {
     fn table_ends_with_the_verdict() {
         let mut t = Tracker::new("t", false);
         t.replace(vec![view(pod("worker-0", "Running"))]);
-        let text = render(&t, 1704067200 + 5);
+        let text = render(&t, 1704067200 + 5, false);
         assert!(text.starts_with("NAME "), "{text}");
         assert!(
             text.contains("t-worker-0   worker-0   Running   0/1"),

@@ -141,6 +141,8 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         started: true,
         queued: false,
         queue: None,
+        started_at: None,
+        finished_at: None,
     }
 }
 
@@ -645,6 +647,7 @@ mod tests {
             env: [("A".to_string(), "1".to_string())].into(),
             invocation: "0".into(),
             scheduling: Default::default(),
+            volume: None,
         }
     }
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError};
-use crate::labels::run_selector;
+use crate::labels::whole_run_selector;
 use crate::{output, signals};
 
 pub(crate) use crate::cluster::apply::existing;
@@ -98,7 +98,7 @@ fn still_there(
             Some(_) => format!("{} still terminating", are(left.get())),
             None => "its pods may still be terminating".to_string(),
         },
-        run_selector(tag)
+        whole_run_selector(tag)
     )
 }
 
@@ -110,7 +110,7 @@ fn still_there(
 async fn pods_left(cluster: &Cluster, tag: &str, mut on_count: impl FnMut(usize)) -> Result<()> {
     let mut left: BTreeSet<String> = BTreeSet::new();
     let mut listing: Option<BTreeSet<String>> = None;
-    watch::follow(cluster, &run_selector(tag), |event, more| {
+    watch::follow(cluster, &whole_run_selector(tag), |event, more| {
         match event {
             // A (re)list: the pods of its pages are what is left.
             PodEvent::ListBegin => listing = Some(BTreeSet::new()),

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::duration::age;
-use crate::labels::{MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
+use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
 use crate::output;
 use crate::verdict::{PodView, RoleCounts, RoleSummary, Tracker};
 
@@ -38,7 +38,8 @@ pub struct RunJson {
 /// The runs in the cluster's namespace, or in every namespace. One list, in pages,
 /// each page folded into the runs' trackers.
 pub(crate) async fn list(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<RunJson>> {
-    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
+    // Helper pods (cp, tensorboard) are not tasks of a run.
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL},!{HELPER_LABEL}");
     let mut runs = Runs::default();
     let listed = cluster
         .list_pages::<Pod>(&selector, all_namespaces, |pods, first| {

@@ -3,12 +3,15 @@
 //! (`local`), print through `output`, and never see a flag: their inputs are plain
 //! option structs.
 
+pub(crate) mod cp;
 pub(crate) mod delete;
+pub(crate) mod helper;
 pub(crate) mod list;
 pub(crate) mod logs;
 pub(crate) mod spawn;
 pub(crate) mod status;
 pub(crate) mod summary;
+pub(crate) mod tensorboard;
 pub(crate) mod wait;
 
 use anyhow::Result;

@@ -6,8 +6,9 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::errors::ExitError;
-use crate::plan::Plan;
+use crate::plan::{OutputVolume, Plan};
 use crate::signals;
+use crate::{helper, output};
 
 /// Creates every object of `plan`, at most `max_in_flight` requests at once.
 pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize) -> Result<()> {
@@ -17,6 +18,9 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
         cluster.check_pod_group_api(gang).await?;
     }
     check_queues(cluster, plan).await?;
+    if let Some(volume) = &plan.volume {
+        check_claim(cluster, volume, plan.pods.len()).await?;
+    }
     let gangs: Vec<_> = gang.into_iter().collect();
     let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
@@ -66,6 +70,32 @@ async fn check_queues(cluster: &Cluster, plan: &Plan) -> Result<()> {
         && let Some(warning) = cluster.check_volcano_queue(queue).await?
     {
         crate::output::note(&warning);
+    }
+    Ok(())
+}
+
+/// `--volume`'s claim must exist. A claim only one node can mount (ReadWriteOnce) is
+/// shared by the run's pods only when they land on one node: said once, as a note. A
+/// ReadWriteOncePod claim cannot be shared by two pods at all.
+async fn check_claim(cluster: &Cluster, volume: &OutputVolume, pods: usize) -> Result<()> {
+    let (claim, ns) = (&volume.claim, cluster.namespace());
+    let Some(found) = cluster.claim(claim).await? else {
+        anyhow::bail!(
+            "--volume: persistentvolumeclaim '{claim}' does not exist in namespace '{ns}'; create it first, or name an existing claim"
+        );
+    };
+    let spec = found.spec.unwrap_or_default();
+    let modes = spec.access_modes.unwrap_or_default();
+    if pods > 1 && modes.iter().all(|m| m == "ReadWriteOncePod") && !modes.is_empty() {
+        anyhow::bail!(
+            "--volume: persistentvolumeclaim '{claim}' is ReadWriteOncePod: only one pod can mount it, and the run has {pods}; use a ReadWriteMany claim"
+        );
+    }
+    if pods > 1 && helper::one_node_only(&modes) {
+        output::note(&format!(
+            "persistentvolumeclaim '{claim}' is {}: the run's {pods} pods can all mount it only if they land on one node; on several nodes, use a ReadWriteMany claim",
+            modes.join(",")
+        ));
     }
     Ok(())
 }

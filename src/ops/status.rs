@@ -25,7 +25,7 @@ pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) ->
     if tracker.is_empty() {
         bail!(
             "no pods labelled {} in namespace '{}' (the runs there: tf-spawner list -n {})",
-            run_selector(tag),
+            crate::labels::whole_run_selector(tag),
             cluster.namespace(),
             cluster.namespace()
         );

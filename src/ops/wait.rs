@@ -18,7 +18,6 @@ use futures::{StreamExt, stream};
 
 use crate::cluster::{Cluster, logs};
 use crate::errors::{EXIT_RUNTIME, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
-use crate::labels::run_selector;
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
@@ -124,7 +123,7 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
         .into()),
         Outcome::Done(Done::Empty) => bail!(
             "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
-            run_selector(tag)
+            crate::labels::whole_run_selector(tag)
         ),
         Outcome::Done(Done::Started) => {
             let n = tracker.live().count();
@@ -134,10 +133,16 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
             let after = after_the_verdict(cluster, wait, tracker).await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
+            if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
+                output::print(&format!("{}\n", time.line()))?;
+            }
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
+            if let Some(time) = crate::timing::of_run(tracker, false) {
+                output::print(&format!("{}\n", time.line()))?;
+            }
             let after = after_the_verdict(cluster, wait, tracker).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())

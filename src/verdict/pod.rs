@@ -116,6 +116,10 @@ pub struct PodView {
     pub queued: bool,
     /// The queue the pod waits in: its Kueue LocalQueue, else its Volcano queue.
     pub queue: Option<String>,
+    /// When the TF container started and ended (seconds since the epoch), from its
+    /// state (its current run, else its last one): the run report (`timing.rs`).
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
 }
 
 impl PodView {
@@ -147,6 +151,7 @@ impl PodView {
                 .and_then(|s| s.terminated.as_ref())
                 .map(exit_of)
         });
+        let (started_at, finished_at) = crate::timing::container_times(tf_status);
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
@@ -182,6 +187,8 @@ impl PodView {
                 .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
                 .or_else(|| meta.annotations.as_ref()?.get(VOLCANO_QUEUE_ANNOTATION))
                 .cloned(),
+            started_at,
+            finished_at,
         }
     }
 

@@ -221,7 +221,14 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
     let status = json(&env.run(&["status", "-t", "js", "-o", "json"]));
     assert_eq!(
         keys(&status),
-        ["failure", "namespace", "pods", "tag", "verdict"]
+        [
+            "duration_seconds",
+            "failure",
+            "namespace",
+            "pods",
+            "tag",
+            "verdict"
+        ]
     );
     let list = json(&env.run(&["list", "-o", "json"]));
     assert_eq!(keys(&list), ["runs"]);

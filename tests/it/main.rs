@@ -2,6 +2,7 @@
 
 mod support;
 
+mod after;
 mod bad_input;
 mod closed_stdout;
 mod delete;

@@ -6,6 +6,7 @@
 //! `cargo test --test pods`, and stops it. The TensorFlow cases (`tensorflow.rs`) also
 //! need the one-node TensorFlow image (`tools/one-node/tensorflow-image.sh`).
 
+mod after;
 mod env;
 mod failures;
 mod lifecycle;

@@ -3,6 +3,7 @@
 //! without it. `.ci/run` builds, starts and stops the server
 //! (`../shared/tools/kube-apiserver/`) around `cargo test --test real_server`.
 
+mod after;
 mod delete;
 mod dry_run;
 mod follow;

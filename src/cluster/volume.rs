@@ -1,0 +1,217 @@
+//! The API calls behind `--volume`, `cp` and `tensorboard`: the claim's lookup, the run's
+//! recorded volume, helper pods (create, wait until running, delete), a command's output
+//! through exec, and a port-forward.
+
+use anyhow::{Result, anyhow, bail};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::api::{Api, AttachParams, DeleteParams, PostParams};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+
+use super::Cluster;
+use super::retry::{Plain, retry};
+use crate::labels::{VOLUME_ANNOTATION, config_map_name, run_selector};
+use crate::plan::OutputVolume;
+
+/// What the run's pods tell a helper pod: their image and the node of the first one
+/// placed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunPlacement {
+    pub image: Option<String>,
+    pub node: Option<String>,
+}
+
+/// How a command run through exec ended.
+#[derive(Debug)]
+pub struct Exited {
+    /// 0, or the remote exit code; `None` when the status did not say.
+    pub code: Option<i32>,
+    /// The status's message when it is not a plain success.
+    pub message: Option<String>,
+    /// What the command wrote on stderr (the first 64 KiB).
+    pub stderr: String,
+}
+
+impl Cluster {
+    /// The claim `name`, or `None` when there is none in the namespace.
+    pub async fn claim(&self, name: &str) -> Result<Option<PersistentVolumeClaim>> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &self.namespace);
+        retry(&self.policy, || api.get_opt(name), Plain)
+            .await
+            .map_err(|e| self.explain(&format!("looking up persistentvolumeclaim/{name}"), &e))
+    }
+
+    /// The volume run `tag` was spawned with (its ConfigMap's [`VOLUME_ANNOTATION`]):
+    /// `Ok(None)` for a run without one; an error when there is no such run.
+    pub async fn run_volume(&self, tag: &str) -> Result<Option<OutputVolume>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        let name = config_map_name(tag);
+        let found = retry(&self.policy, || api.get_metadata_opt(&name), Plain)
+            .await
+            .map_err(|e| self.explain(&format!("looking up run '{tag}'"), &e))?;
+        let Some(found) = found else {
+            bail!(
+                "no run '{tag}' in namespace '{}' (its configmap/{name} is missing; see: tf-spawner list)",
+                self.namespace
+            );
+        };
+        Ok(found
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(VOLUME_ANNOTATION))
+            .and_then(|v| OutputVolume::from_annotation(v)))
+    }
+
+    /// The image and node of the run's pods (the first placed one's node).
+    pub async fn run_placement(&self, tag: &str) -> Result<RunPlacement> {
+        let pods = self
+            .list::<Pod>(&run_selector(tag))
+            .await
+            .map_err(|e| self.explain("listing pods", &e))?;
+        let spec = |p: &Pod| p.spec.clone().unwrap_or_default();
+        Ok(RunPlacement {
+            image: pods
+                .iter()
+                .find_map(|p| spec(p).containers.first().and_then(|c| c.image.clone())),
+            node: pods.iter().find_map(|p| spec(p).node_name),
+        })
+    }
+
+    /// Creates a helper pod (no retry of a create that may have landed: its name is
+    /// its own, and a 409 is an error worth showing).
+    pub async fn create_helper(&self, pod: &Pod) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        api.create(&PostParams::default(), pod)
+            .await
+            .map(drop)
+            .map_err(|e| anyhow!("creating pod/{name}: {e}"))
+    }
+
+    /// The helper pod `name`, if it exists.
+    pub async fn pod(&self, name: &str) -> Result<Option<Pod>> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        retry(&self.policy, || api.get_opt(name), Plain)
+            .await
+            .map_err(|e| self.explain(&format!("reading pod/{name}"), &e))
+    }
+
+    /// Deletes a helper pod at once (grace period 0: it holds nothing worth a clean
+    /// stop); a missing pod is fine.
+    pub async fn delete_helper(&self, name: &str) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        };
+        match retry(&self.policy, || api.delete(name, &params), Plain).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(404) => Ok(()),
+            Err(e) => Err(self.explain(&format!("deleting pod/{name}"), &e)),
+        }
+    }
+
+    /// Runs `command` in the helper pod's first container, copying its stdout to `out`
+    /// as it comes; returns how it ended.
+    pub async fn exec_to(
+        &self,
+        pod: &str,
+        command: Vec<String>,
+        out: &mut (impl AsyncWrite + Unpin),
+    ) -> Result<Exited> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let params = AttachParams::default().stdout(true).stderr(true);
+        let mut process = api
+            .exec(pod, command, &params)
+            .await
+            .map_err(|e| anyhow!("exec in pod/{pod}: {e}"))?;
+        let (Some(mut stdout), Some(stderr), Some(status)) =
+            (process.stdout(), process.stderr(), process.take_status())
+        else {
+            bail!("exec in pod/{pod}: no output streams");
+        };
+        let read_err = read_some(stderr, 64 * 1024);
+        let copy = tokio::io::copy(&mut stdout, out);
+        let (copied, stderr) = tokio::join!(copy, read_err);
+        copied.map_err(|e| anyhow!("reading the output of pod/{pod}: {e}"))?;
+        let status = status.await;
+        process
+            .join()
+            .await
+            .map_err(|e| anyhow!("exec in pod/{pod}: {e}"))?;
+        Ok(exited(status, stderr))
+    }
+
+    /// Opens a connection to `port` of pod `pod` and copies bytes both ways between it
+    /// and `local` until either side closes.
+    pub async fn forward(
+        &self,
+        pod: &str,
+        port: u16,
+        local: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    ) -> Result<()> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let mut forwarder = api
+            .portforward(pod, &[port])
+            .await
+            .map_err(|e| anyhow!("port-forward to pod/{pod}: {e}"))?;
+        let mut upstream = forwarder
+            .take_stream(port)
+            .ok_or_else(|| anyhow!("port-forward to pod/{pod}: no stream for port {port}"))?;
+        let copied = tokio::io::copy_bidirectional(local, &mut upstream).await;
+        drop(upstream);
+        forwarder.abort();
+        copied
+            .map(drop)
+            .map_err(|e| anyhow!("port-forward to pod/{pod}: {e}"))
+    }
+}
+
+/// Up to `limit` bytes of a stream, as text; the rest is read and dropped.
+async fn read_some(mut from: impl AsyncRead + Unpin, limit: usize) -> String {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// The exec's Status: `Success`, or a failure whose `ExitCode` cause carries the code
+/// ("command terminated with non-zero exit code").
+fn exited(status: Option<Status>, stderr: String) -> Exited {
+    let Some(status) = status else {
+        return Exited {
+            code: None,
+            message: Some("the exec ended without a status".to_string()),
+            stderr,
+        };
+    };
+    if status.status.as_deref() == Some("Success") {
+        return Exited {
+            code: Some(0),
+            message: None,
+            stderr,
+        };
+    }
+    let code = status
+        .details
+        .as_ref()
+        .and_then(|d| d.causes.as_ref())
+        .and_then(|causes| {
+            causes
+                .iter()
+                .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        })
+        .and_then(|c| c.message.as_deref()?.parse::<i32>().ok());
+    Exited {
+        code,
+        message: status.message,
+        stderr,
+    }
+}

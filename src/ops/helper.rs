@@ -1,0 +1,120 @@
+//! Helper pods of a run (`cp`, `tensorboard`): found from the run's tag, started,
+//! waited for, deleted.
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cluster::Cluster;
+use crate::helper::{self, Helper, HelperSpec};
+use crate::labels::helper_pod_name;
+use crate::plan::OutputVolume;
+
+/// The run's volume, or an error saying the run has none.
+pub(crate) async fn run_volume(cluster: &Cluster, tag: &str) -> Result<OutputVolume> {
+    cluster.run_volume(tag).await?.ok_or_else(|| {
+        anyhow!(
+            "run '{tag}' has no volume: spawn it with --volume CLAIM[:PATH] to keep what it writes"
+        )
+    })
+}
+
+/// A helper pod for run `tag`, built (not created): the run's image unless `image`
+/// names one, pinned to the run's node when the claim allows one node only.
+pub(crate) async fn plan(
+    cluster: &Cluster,
+    tag: &str,
+    kind: Helper,
+    volume: &OutputVolume,
+    image: Option<String>,
+) -> Result<Pod> {
+    let Some(claim) = cluster.claim(&volume.claim).await? else {
+        bail!(
+            "the volume of run '{tag}', persistentvolumeclaim '{}', no longer exists in namespace '{}'",
+            volume.claim,
+            cluster.namespace()
+        );
+    };
+    let modes = claim.spec.and_then(|s| s.access_modes).unwrap_or_default();
+    let placement = cluster.run_placement(tag).await?;
+    let image = image
+        .or(placement.image)
+        .unwrap_or_else(|| crate::plan::DEFAULT_IMAGE.to_string());
+    Ok(helper::pod(&HelperSpec {
+        helper: kind,
+        name: helper_pod_name(tag, kind.as_str(), kind == Helper::Cp),
+        tag,
+        namespace: cluster.namespace(),
+        image,
+        volume,
+        node: placement.node.filter(|_| helper::one_node_only(&modes)),
+    }))
+}
+
+/// Polls until pod `name` runs (and, with `ready`, its containers are ready); fails
+/// when it ended, cannot start (an image that cannot be pulled), or `timeout` passed.
+pub(crate) async fn wait_running(
+    cluster: &Cluster,
+    name: &str,
+    timeout: Duration,
+    ready: bool,
+) -> Result<Pod> {
+    let start = tokio::time::Instant::now();
+    loop {
+        let pod = cluster
+            .pod(name)
+            .await?
+            .ok_or_else(|| anyhow!("pod/{name} was deleted while starting"))?;
+        let view = crate::verdict::PodView::from_pod(&pod);
+        match view.phase {
+            crate::verdict::Phase::Running if !ready || view.ready.0 == view.ready.1 => {
+                return Ok(pod);
+            }
+            crate::verdict::Phase::Succeeded | crate::verdict::Phase::Failed => {
+                let why = match &view.last_exit {
+                    Some(e) => format!(
+                        ": exit code {}{}{}",
+                        e.code,
+                        e.reason
+                            .as_ref()
+                            .map_or(String::new(), |r| format!(", {r}")),
+                        e.message.as_ref().map_or(String::new(), |m| format!(
+                            ": {}",
+                            crate::verdict::one_line(m)
+                        ))
+                    ),
+                    None => String::new(),
+                };
+                bail!("pod/{name} ended before it could be used{why}")
+            }
+            _ => {}
+        }
+        if let Some(waiting) = &view.waiting
+            && matches!(
+                waiting.reason.as_str(),
+                "ErrImagePull"
+                    | "ImagePullBackOff"
+                    | "ErrImageNeverPull"
+                    | "InvalidImageName"
+                    | "CreateContainerError"
+                    | "CreateContainerConfigError"
+                    | "RunContainerError"
+            )
+        {
+            bail!("pod/{name} cannot start: {waiting}");
+        }
+        if start.elapsed() > timeout {
+            let why = match view.waiting {
+                Some(w) => w.to_string(),
+                None if view.phase == crate::verdict::Phase::Running => "not ready".to_string(),
+                None => "still Pending".to_string(),
+            };
+            bail!(
+                "pod/{name} did not start within {}: {why}",
+                humantime::format_duration(timeout)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

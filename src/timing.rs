@@ -1,0 +1,208 @@
+//! The run report (pure): when each task's container started and ended, and how long
+//! the run took, from the first task's start to the end of the task that decided it.
+//! Read from the pods' container states, never from the logs.
+
+use k8s_openapi::api::core::v1::ContainerStatus;
+
+use crate::roles::{Role, Task};
+use crate::verdict::{PodView, Tracker, Verdict};
+
+/// When a container started and ended (seconds since the epoch): its current state's,
+/// else (after a restart) its last one's end.
+pub fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64>) {
+    let Some(status) = status else {
+        return (None, None);
+    };
+    let state = status.state.as_ref();
+    // A container that never started (StartError) reports the epoch as its start.
+    let secs = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| {
+        Some(t.0.as_second()).filter(|s| *s > 0)
+    };
+    if let Some(running) = state.and_then(|s| s.running.as_ref()) {
+        return (running.started_at.as_ref().and_then(secs), None);
+    }
+    if let Some(ended) = state.and_then(|s| s.terminated.as_ref()) {
+        return (
+            ended.started_at.as_ref().and_then(secs),
+            ended.finished_at.as_ref().and_then(secs),
+        );
+    }
+    (None, None)
+}
+
+/// How long one task ran, in seconds, if it has ended.
+pub fn duration(view: &PodView) -> Option<u64> {
+    Some((view.finished_at? - view.started_at?).max(0) as u64)
+}
+
+/// How long a finished run took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunTime {
+    /// The first task's start.
+    pub started: i64,
+    /// The deciding task's end.
+    pub ended: i64,
+    /// Which task that was (`worker-0`, `chief-0`, or the one that failed).
+    pub decided_by: String,
+}
+
+impl RunTime {
+    pub fn seconds(&self) -> u64 {
+        (self.ended - self.started).max(0) as u64
+    }
+
+    /// `took 1m 12s: from the first task's start (09:35:01 UTC) to worker-0's end (09:36:13 UTC)`.
+    pub fn line(&self) -> String {
+        format!(
+            "took {}: from the first task's start ({}) to {}'s end ({})",
+            humantime::format_duration(std::time::Duration::from_secs(self.seconds())),
+            clock(self.started),
+            self.decided_by,
+            clock(self.ended)
+        )
+    }
+}
+
+/// `HH:MM:SS UTC`, or the date too when it is not today's (UTC).
+pub fn clock(secs: i64) -> String {
+    let Ok(at) = k8s_openapi::jiff::Timestamp::from_second(secs) else {
+        return secs.to_string();
+    };
+    let today = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%d")
+        .to_string();
+    let day = at.strftime("%Y-%m-%d").to_string();
+    if day == today {
+        at.strftime("%H:%M:%S UTC").to_string()
+    } else {
+        at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
+    }
+}
+
+/// RFC 3339, for JSON.
+pub fn rfc3339(secs: i64) -> Option<String> {
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .ok()
+        .map(|t| t.to_string())
+}
+
+/// The run's time: from the earliest start of any task to the end of `decider` (the
+/// failed pod's name, else the deciding task; with `all_workers`, the last worker's end
+/// if later). `None` until those are known.
+pub fn run_time(
+    views: &[&PodView],
+    failed_pod: Option<&str>,
+    all_workers: bool,
+) -> Option<RunTime> {
+    let tasks = views.iter().copied().filter(|v| v.task.is_some());
+    let started = tasks.clone().filter_map(|v| v.started_at).min()?;
+    let end_of = |v: &PodView| v.finished_at.map(|t| (t, v.label()));
+    let (ended, decided_by) = match failed_pod {
+        Some(pod) => tasks.clone().find(|v| v.name == pod).and_then(end_of)?,
+        None => {
+            let has_chief = tasks
+                .clone()
+                .any(|v| v.task.is_some_and(|t| t.role == Role::Chief));
+            let deciding = Task::deciding(has_chief);
+            let mut ends = vec![
+                tasks
+                    .clone()
+                    .find(|v| v.task == Some(deciding))
+                    .and_then(end_of)?,
+            ];
+            if all_workers {
+                for v in tasks
+                    .clone()
+                    .filter(|v| v.task.is_some_and(|t| t.role == Role::Worker))
+                {
+                    ends.push(end_of(v)?);
+                }
+            }
+            ends.into_iter().max_by_key(|(t, _)| *t)?
+        }
+    };
+    Some(RunTime {
+        started,
+        ended,
+        decided_by,
+    })
+}
+
+/// The time of the run `tracker` follows, once its verdict is final.
+pub fn of_run(tracker: &Tracker, all_workers: bool) -> Option<RunTime> {
+    match tracker.verdict() {
+        Verdict::Succeeded => run_time(&tracker.live().collect::<Vec<_>>(), None, all_workers),
+        Verdict::Failed(f) => run_time(&tracker.live().collect::<Vec<_>>(), Some(&f.pod), false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::tests::view;
+    use serde_json::json;
+
+    fn pod(name: &str, role: &str, index: u32, started: &str, finished: Option<&str>) -> PodView {
+        let state = match finished {
+            Some(f) => {
+                json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": f}})
+            }
+            None => json!({"running": {"startedAt": started}}),
+        };
+        view(json!({
+            "metadata": {"name": name, "labels": {"tf-spawner/replica-type": role, "tf-spawner/replica-index": index.to_string()}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "tensorflow"}]},
+            "status": {"phase": if finished.is_some() {"Succeeded"} else {"Running"},
+                "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0, "image": "i", "imageID": "", "state": state}]}
+        }))
+    }
+
+    #[test]
+    fn the_run_lasts_from_the_first_start_to_the_deciding_end() {
+        let views = [
+            pod(
+                "t-worker-1",
+                "worker",
+                1,
+                "2026-01-01T10:00:03Z",
+                Some("2026-01-01T10:05:00Z"),
+            ),
+            pod(
+                "t-worker-0",
+                "worker",
+                0,
+                "2026-01-01T10:00:05Z",
+                Some("2026-01-01T10:02:05Z"),
+            ),
+        ];
+        let views: Vec<&PodView> = views.iter().collect();
+        let t = run_time(&views, None, false).unwrap();
+        assert_eq!((t.seconds(), t.decided_by.as_str()), (122, "worker-0"));
+        assert_eq!(duration(views[1]), Some(120));
+        let all = run_time(&views, None, true).unwrap();
+        assert_eq!((all.seconds(), all.decided_by.as_str()), (297, "worker-1"));
+        let failed = run_time(&views, Some("t-worker-1"), false).unwrap();
+        assert_eq!(failed.decided_by, "worker-1");
+    }
+
+    #[test]
+    fn a_container_that_never_started_has_no_start() {
+        let v = pod(
+            "t-worker-0",
+            "worker",
+            0,
+            "1970-01-01T00:00:00Z",
+            Some("2026-01-01T10:00:05Z"),
+        );
+        assert_eq!((v.started_at, duration(&v)), (None, None));
+    }
+
+    #[test]
+    fn a_run_whose_deciding_task_runs_has_no_time_yet() {
+        let views = [pod("t-worker-0", "worker", 0, "2026-01-01T10:00:05Z", None)];
+        assert_eq!(run_time(&[&views[0]], None, false), None);
+        assert_eq!(duration(&views[0]), None);
+        assert_eq!(views[0].started_at, Some(1767261605));
+    }
+}

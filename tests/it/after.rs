@@ -1,0 +1,373 @@
+//! Issue 24, "After the training": `--volume`, `cp`, `tensorboard` and the run report,
+//! against the test server (what it stored, what the user saw). Exec and port-forward
+//! need a kubelet: the running-pods suite covers them (tests/pods/after.rs).
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, env_var, name};
+
+const NS: &str = "default";
+
+/// A claim in `default`, as a provisioner would leave it (Bound).
+fn claim(env: &Env, name: &str, modes: &[&str]) {
+    env.server.insert(
+        "persistentvolumeclaims",
+        NS,
+        json!({
+            "metadata": {"name": name},
+            "spec": {"accessModes": modes, "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Bound", "accessModes": modes}
+        }),
+    );
+}
+
+fn pod(env: &Env, name: &str) -> Value {
+    env.server.get("pods", NS, name).expect("pod stored")
+}
+
+#[test]
+fn a_volume_is_mounted_in_every_task_and_recorded_on_the_run() {
+    let env = Env::new();
+    claim(&env, "results", &["ReadWriteMany"]);
+    let out = env.spawn(&[
+        "-t",
+        "vol",
+        "-w",
+        "2",
+        "--chief",
+        "--volume",
+        "results:/data/out",
+    ]);
+    out.success();
+    assert!(!out.stderr.contains("note:"), "no note for RWX: {out:#?}");
+    for name in ["vol-chief-0", "vol-worker-0", "vol-worker-1"] {
+        let pod = pod(&env, name);
+        let volumes = pod["spec"]["volumes"].as_array().unwrap();
+        let volume = volumes
+            .iter()
+            .find(|v| v["name"] == "tf-spawner-output")
+            .unwrap_or_else(|| panic!("{name} has the volume: {pod:#}"));
+        assert_eq!(volume["persistentVolumeClaim"]["claimName"], "results");
+        let mounts = pod["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap();
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m["name"] == "tf-spawner-output" && m["mountPath"] == "/data/out"),
+            "{pod:#}"
+        );
+        assert_eq!(
+            env_var(&pod, "TF_SPAWNER_OUTPUT_DIR").as_deref(),
+            Some("/data/out")
+        );
+    }
+    let cm = env.server.get("configmaps", NS, "vol-script").unwrap();
+    assert_eq!(
+        cm["metadata"]["annotations"]["tf-spawner/volume"],
+        "results:/data/out"
+    );
+}
+
+#[test]
+fn a_missing_claim_is_named_and_nothing_is_created() {
+    let env = Env::new();
+    env.server.create_namespace(NS);
+    let out = env.spawn(&["-t", "nov", "--volume", "nope"]);
+    out.failure(1).stderr_has(
+        "error: --volume: persistentvolumeclaim 'nope' does not exist in namespace 'default'",
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+}
+
+#[test]
+fn a_read_write_once_claim_is_a_note_and_read_write_once_pod_an_error() {
+    let env = Env::new();
+    claim(&env, "rwo", &["ReadWriteOnce"]);
+    claim(&env, "rwop", &["ReadWriteOncePod"]);
+    env.spawn(&["-t", "one", "-w", "1", "--volume", "rwo"])
+        .success();
+    let out = env.spawn(&["-t", "two", "-w", "2", "--volume", "rwo"]);
+    out.success().stderr_has(
+        "note: persistentvolumeclaim 'rwo' is ReadWriteOnce: the run's 2 pods can all mount it only if they land on one node",
+    );
+    env.spawn(&["-t", "single", "-w", "1", "--volume", "rwop"])
+        .success();
+    let out = env.spawn(&["-t", "pair", "-w", "2", "--volume", "rwop"]);
+    out.failure(1)
+        .stderr_has("error: --volume: persistentvolumeclaim 'rwop' is ReadWriteOncePod");
+    assert!(
+        !env.names(NS).iter().any(|n| n.contains("pair")),
+        "{:?}",
+        env.names(NS)
+    );
+}
+
+#[test]
+fn a_bad_volume_is_a_usage_error_before_any_request() {
+    let env = Env::new();
+    for (value, says) in [
+        (
+            "Bad_Claim",
+            "--volume's claim \"Bad_Claim\" is not a valid name",
+        ),
+        ("out:relative", "must be an absolute directory"),
+        ("out:/", "must be an absolute directory"),
+        ("out:/a/../b", "must be an absolute directory"),
+        ("out:/script", "is where the script is mounted"),
+    ] {
+        let out = env.spawn(&["--volume", value]);
+        out.failure(2).stderr_has(says);
+    }
+    assert!(env.server.requests().is_empty());
+}
+
+#[test]
+fn the_defaults_file_may_name_the_volume() {
+    let env = Env::new();
+    claim(&env, "team-out", &["ReadWriteMany"]);
+    let config = env.write("config.yaml", "volume: team-out:/results\n");
+    let out = crate::support::run(env.cmd().env("TF_SPAWNER_CONFIG", &config).args([
+        "-t",
+        "cfg",
+        "-w",
+        "1",
+        env.script().to_str().unwrap(),
+    ]));
+    out.success();
+    assert_eq!(
+        env_var(&pod(&env, "cfg-worker-0"), "TF_SPAWNER_OUTPUT_DIR").as_deref(),
+        Some("/results")
+    );
+    let shown = crate::support::run(
+        env.cmd()
+            .env("TF_SPAWNER_CONFIG", &config)
+            .args(["config", "-o", "json"]),
+    );
+    let json: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(json["settings"]["volume"]["value"], "team-out:/results");
+    assert_eq!(json["settings"]["volume"]["source"], "file");
+}
+
+#[test]
+fn cp_and_tensorboard_need_a_run_with_a_volume() {
+    let env = Env::new();
+    env.server.create_namespace(NS);
+    env.run(&["cp", "-t", "ghost", "model", "out"])
+        .failure(1)
+        .stderr_has("error: no run 'ghost' in namespace 'default'");
+    env.spawn(&["-t", "plain", "-w", "1"]).success();
+    env.run(&["cp", "-t", "plain", "model", "out"])
+        .failure(1)
+        .stderr_has("error: run 'plain' has no volume: spawn it with --volume CLAIM[:PATH]");
+    env.run(&["tensorboard", "-t", "plain"])
+        .failure(1)
+        .stderr_has("error: run 'plain' has no volume");
+    assert!(!env.path("out").exists());
+}
+
+#[test]
+fn cp_refuses_paths_outside_the_volume_and_existing_destinations() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteOnce"]);
+    env.spawn(&["-t", "c", "-w", "1", "--volume", "out"])
+        .success();
+    env.run(&["cp", "-t", "c", "/etc/passwd", "x"])
+        .failure(1)
+        .stderr_has("/etc/passwd is not in the run's volume, which is mounted at /output");
+    env.run(&["cp", "-t", "c", "model/../../etc", "x"])
+        .failure(1)
+        .stderr_has("'..' is not allowed");
+    env.write("taken", "mine");
+    env.run(&["cp", "-t", "c", "model", "taken"])
+        .failure(1)
+        .stderr_has("taken already exists; choose a new path");
+    assert_eq!(std::fs::read_to_string(env.path("taken")).unwrap(), "mine");
+    // No helper pod was made for any of them.
+    assert!(
+        !env.names(NS).iter().any(|n| n.contains("-cp-")),
+        "{:?}",
+        env.names(NS)
+    );
+}
+
+#[test]
+fn a_helper_pod_that_cannot_start_is_deleted_and_nothing_is_copied() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteOnce"]);
+    env.spawn(&["-t", "h", "-w", "1", "--volume", "out"])
+        .success();
+    env.server.bind_pod(NS, "h-worker-0", "node-a");
+    let child = env
+        .cmd()
+        .args(["cp", "-t", "h", "model", "got", "--timeout", "1s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The helper pod as stored while the copy waits for it to start.
+    let mut seen = None;
+    for _ in 0..200 {
+        seen = env
+            .list("pods", NS)
+            .into_iter()
+            .find(|p| name(p).starts_with("h-cp-"));
+        if seen.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let done = child.wait_with_output().unwrap();
+    let out = crate::support::Output {
+        code: done.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+    };
+    out.failure(1).stderr_has("did not start within 1s");
+    assert!(!env.path("got").exists());
+    let left: Vec<String> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tf-spawner-cp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // The helper asked for the run's node (a ReadWriteOnce claim), read-only, then went.
+    let helper = &seen.expect("a helper pod was created");
+    assert_eq!(helper["metadata"]["labels"]["training_attempt"], "h");
+    assert_eq!(helper["metadata"]["labels"]["tf-spawner/helper"], "cp");
+    assert_eq!(
+        helper["spec"]["volumes"][0]["persistentVolumeClaim"]["readOnly"],
+        true
+    );
+    assert_eq!(
+        helper["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
+        "node-a"
+    );
+    assert!(
+        env.server.get("pods", NS, name(helper)).is_none(),
+        "the helper pod was deleted"
+    );
+}
+
+#[test]
+fn status_and_wait_report_each_task_s_times_and_the_run_s() {
+    let env = Env::new();
+    env.spawn(&["-t", "rt", "-w", "2"]).success();
+    let ended = |pod: &str, start: &str, end: &str| {
+        env.server.bind_pod(NS, pod, "node-a");
+        env.server.set_pod_status(
+            NS,
+            pod,
+            json!({"phase": "Succeeded", "containerStatuses": [{
+                "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                    "startedAt": start, "finishedAt": end}}}]}),
+        );
+    };
+    ended(
+        "rt-worker-1",
+        "2026-01-01T10:00:02Z",
+        "2026-01-01T10:03:00Z",
+    );
+    ended(
+        "rt-worker-0",
+        "2026-01-01T10:00:04Z",
+        "2026-01-01T10:01:14Z",
+    );
+    env.run(&["wait", "-t", "rt"])
+        .success()
+        .stdout_has("run rt: Succeeded\ntook 1m 12s: from the first task's start (2026-01-01 10:00:02 UTC) to worker-0's end (2026-01-01 10:01:14 UTC)\n");
+    let out = env.run(&["status", "-t", "rt", "-o", "json"]);
+    let json: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    assert_eq!(json["duration_seconds"], 72);
+    assert_eq!(json["pods"][0]["started_at"], "2026-01-01T10:00:04Z");
+    assert_eq!(json["pods"][0]["finished_at"], "2026-01-01T10:01:14Z");
+    assert_eq!(json["pods"][0]["duration_seconds"], 70);
+    assert_eq!(json["pods"][1]["duration_seconds"], 178);
+    env.run(&["status", "-t", "rt"])
+        .success()
+        .stdout_has("STARTED")
+        .stdout_has("2026-01-01 10:00:04 UTC   2026-01-01 10:01:14 UTC   70s")
+        .stdout_has("took 1m 12s");
+}
+
+#[test]
+fn helper_pods_are_no_task_of_the_run_but_go_with_it() {
+    let env = Env::new();
+    env.spawn(&["-t", "hp", "-w", "1"]).success();
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {"name": "hp-tensorboard", "labels": {
+            "training_attempt": "hp", "tf-spawner/helper": "tensorboard",
+            "app.kubernetes.io/managed-by": "tf-spawner"}},
+            "spec": {"containers": [{"name": "tensorboard", "image": "tb"}]},
+            "status": {"phase": "Running"}}),
+    );
+    let out = env.run(&["status", "-t", "hp", "-o", "json"]);
+    let json: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    let names: Vec<&str> = json["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["hp-worker-0"]);
+    // `list` counts the run's tasks only.
+    let out = env.run(&["list", "-o", "json"]);
+    let list: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    assert_eq!(list["runs"][0]["roles"]["worker"]["total"], 1, "{list:#}");
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1, "{list:#}");
+    assert!(list["runs"][0]["roles"].get("other").is_none(), "{list:#}");
+    env.run(&["-d", "-t", "hp", "-y"])
+        .success()
+        .stdout_has("deleted pod/hp-tensorboard");
+}
+
+#[test]
+fn a_local_run_writes_under_its_output_dir_and_tensorboard_local_reads_it() {
+    let env = Env::new();
+    let script = env.write(
+        "out.py",
+        "import os\nopen(os.path.join(os.environ['TF_SPAWNER_OUTPUT_DIR'], 'model.txt'), 'w').write('m')\n",
+    );
+    env.run(&["--local", "-w", "1", "-t", "loc", script.to_str().unwrap()])
+        .success();
+    let dir = env.path("tf-spawner-output/loc");
+    assert_eq!(std::fs::read_to_string(dir.join("model.txt")).unwrap(), "m");
+
+    // `tensorboard --local` runs `tensorboard` from PATH on that directory.
+    let bin = env.path("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("tensorboard");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/args\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let out = crate::support::run(env.cmd().env("PATH", &path).args([
+        "tensorboard",
+        "--local",
+        "-t",
+        "loc",
+        "--port",
+        "6123",
+    ]));
+    out.success()
+        .stdout_has("TensorBoard: http://127.0.0.1:6123/ (reading ");
+    let args = std::fs::read_to_string(bin.join("args")).unwrap();
+    assert_eq!(
+        args.trim(),
+        format!(
+            "--logdir {} --port 6123 --host 127.0.0.1",
+            std::fs::canonicalize(&dir).unwrap().display()
+        )
+    );
+    env.run(&["tensorboard", "--local", "-t", "none"])
+        .failure(1)
+        .stderr_has("tf-spawner-output/none does not exist");
+}
