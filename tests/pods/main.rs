@@ -10,6 +10,7 @@ mod after;
 mod env;
 mod failures;
 mod lifecycle;
+mod outage;
 mod run;
 mod streams;
 mod support;
