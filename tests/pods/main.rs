@@ -1,4 +1,4 @@
-//! The suite against running pods: a one-node Kubernetes v1.20 cluster built on this
+//! The suite against running pods: a one-node Kubernetes cluster (v1.36 or v1.20) built on this
 //! machine by `tools/one-node/` (kubelet, scheduler, containerd, a pod network and
 //! cluster DNS), named by its admin kubeconfig in `TF_SPAWNER_PODS_KUBECONFIG`; every
 //! test is skipped, with a notice, without it. Here nothing writes a pod's status but
