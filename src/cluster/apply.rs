@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use anyhow::{Result, anyhow};
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 
 use super::retry::{AsyncRecover, CallError, retry};
@@ -219,25 +219,39 @@ enum Obj<'a> {
     Pod(Box<Pod>),
 }
 
+/// Creates `objects`, at most `max_in_flight` at once. After the first error no new
+/// create starts, but those already sent are let finish, so that the ledger knows their
+/// outcome: a create dropped on the wire could land after the rollback looked for it.
 async fn run_stage<'a>(
     cluster: &Cluster,
     ledger: &Ledger,
     objects: impl futures::Stream<Item = Obj<'a>>,
     max_in_flight: usize,
 ) -> Result<()> {
+    let first_error: Mutex<Option<anyhow::Error>> = Mutex::default();
+    let failed = || first_error.lock().expect("error lock").is_some();
     objects
-        .map(Ok)
-        .try_for_each_concurrent(max_in_flight, |obj| async move {
-            match obj {
+        .for_each_concurrent(max_in_flight, |obj| async {
+            if failed() {
+                return;
+            }
+            let result = match obj {
                 Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
                 Obj::Secret(o) => create_one(cluster, ledger, o).await,
                 Obj::Service(o) => create_one(cluster, ledger, &*o).await,
                 Obj::VolcanoPodGroup(o) => create_one(cluster, ledger, o).await,
                 Obj::CoschedulingPodGroup(o) => create_one(cluster, ledger, o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
+            };
+            if let Err(e) = result {
+                first_error.lock().expect("error lock").get_or_insert(e);
             }
         })
-        .await
+        .await;
+    match first_error.into_inner().expect("error lock") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 async fn create_one<K: RunObject>(cluster: &Cluster, ledger: &Ledger, obj: &K) -> Result<()> {
