@@ -368,6 +368,11 @@ pub struct SpawnArgs {
 
     #[command(flatten)]
     pub roles: RoleArgs,
+
+    /// Arguments after `--`, passed to the training script unchanged (to the
+    /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
+    #[arg(last = true, value_name = "SCRIPT_ARGS", allow_hyphen_values = true)]
+    pub script_args: Vec<String>,
 }
 
 /// Roles besides the workers (see README, "Roles and strategies").

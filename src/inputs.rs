@@ -51,6 +51,8 @@ pub struct SpawnOptions {
     pub volcano_queue: Option<String>,
     /// `--scheduler-name`.
     pub scheduler_name: Option<String>,
+    /// The arguments after `--`, for the script (or the entrypoint).
+    pub script_args: Vec<String>,
 }
 
 pub async fn spawn_request(
@@ -99,6 +101,7 @@ pub async fn spawn_request(
         templates,
         script,
         entrypoint,
+        script_args: args.script_args.clone(),
         env,
         invocation: invocation_id(),
         scheduling,

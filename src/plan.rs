@@ -49,6 +49,8 @@ pub struct SpawnRequest {
     pub templates: Templates,
     pub script: Vec<u8>,
     pub entrypoint: Option<Vec<u8>>,
+    /// The arguments after `--`: the TF container's `args`, after its command.
+    pub script_args: Vec<String>,
     pub env: EnvVars,
     /// A random id written on every object (see [`INVOCATION_ANNOTATION`]).
     pub invocation: String,
@@ -475,7 +477,9 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
     } else {
         vec!["python".into(), format!("{SCRIPT_DIR}/{SCRIPT_KEY}")]
     });
-    c.args = None;
+    // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
+    // the entrypoint, as "$@") gets them unchanged.
+    c.args = (!req.script_args.is_empty()).then(|| req.script_args.clone());
 
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
@@ -557,6 +561,7 @@ mod tests {
             },
             script: b"print('hello')\n".to_vec(),
             entrypoint: None,
+            script_args: Vec::new(),
             env: EnvVars::new(),
             invocation: "0123456789abcdef".into(),
             scheduling: Scheduling::default(),

@@ -641,6 +641,7 @@ mod tests {
             },
             script: b"print(1)\n".to_vec(),
             entrypoint: None,
+            script_args: Vec::new(),
             env: [("A".to_string(), "1".to_string())].into(),
             invocation: "0".into(),
             scheduling: Default::default(),

@@ -118,6 +118,11 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
         }
         None => (python.to_string(), vec![script]),
     };
+    // The arguments after `--`, as argv words: no shell in between.
+    let args = args
+        .into_iter()
+        .chain(req.script_args.iter().map(PathBuf::from))
+        .collect();
     let in_cluster = req.roles.tasks().filter(|t| t.role.in_cluster()).count();
     let ports = free_ports(in_cluster).context("finding free ports on 127.0.0.1")?;
     let tasks = tasks(req, &ports, dir.path());

@@ -544,3 +544,36 @@ fn sigint_while_reading_a_fifo_script_exits_130() {
     }
     assert!(env.names("default").is_empty());
 }
+
+/// `--local` passes the arguments after `--` as argv, unchanged (spaces, quotes, `$`),
+/// to the script and, with `-c`, to the entrypoint as "$@".
+#[test]
+fn arguments_after_double_dash_reach_the_script_unchanged() {
+    let env = Env::new();
+    let script = env.write(
+        "train.py",
+        "import json, sys\nprint(json.dumps(sys.argv[1:]), flush=True)\n",
+    );
+    let odd = "it's \"quoted\" $HOME `x` \\n";
+    let want = serde_json::json!(["--epochs", "3", odd, ""]);
+    let argv = |out: &crate::support::Output| -> serde_json::Value {
+        let lines = &lines_by_task(&out.stdout)["worker-0"];
+        assert_eq!(lines.len(), 1, "{out:#?}");
+        serde_json::from_str(&lines[0]).unwrap()
+    };
+    let s = script.to_str().unwrap();
+    let out = env.run(&["--local", "-w", "1", s, "--", "--epochs", "3", odd, ""]);
+    out.success();
+    assert_eq!(argv(&out), want);
+
+    let entry = env.write(
+        "entry.sh",
+        "exec python3 \"$TF_SPAWNER_SCRIPT_DIR/training-script.py\" \"$@\"\n",
+    );
+    let e = entry.to_str().unwrap();
+    let out = env.run(&[
+        "--local", "-w", "1", "-c", e, s, "--", "--epochs", "3", odd, "",
+    ]);
+    out.success();
+    assert_eq!(argv(&out), want);
+}

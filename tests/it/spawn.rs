@@ -490,3 +490,61 @@ fn context_flag_selects_a_context() {
     );
     out.failure(1).stderr_has("nope");
 }
+
+/// Arguments after `--` are the TF container's `args`: argv words after the command,
+/// no shell in between, the same in `--dry-run`.
+#[test]
+fn arguments_after_double_dash_are_the_containers_args() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    let odd = "it's \"quoted\" $HOME; rm -rf /";
+    let args = ["--epochs", "3", odd];
+    let mut all = vec!["-w", "1", "-t", "ar", script, "--"];
+    all.extend(args);
+    env.run(&all).success();
+    let pod = env.server.get("pods", "default", "ar-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(
+        c["command"],
+        json!(["python", "/script/training-script.py"])
+    );
+    assert_eq!(c["args"], json!(args));
+
+    let entry = env.write(
+        "entry.sh",
+        "exec python /script/training-script.py \"$@\"\n",
+    );
+    let mut all = vec!["-w", "1", "-t", "ae", "-c", entry.to_str().unwrap(), script];
+    all.extend(["--", "--epochs", "3"]);
+    env.run(&all).success();
+    let pod = env.server.get("pods", "default", "ae-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["command"], json!(["bash", "/script/entrypoint.sh"]));
+    assert_eq!(c["args"], json!(["--epochs", "3"]));
+
+    let out = env.run(&[
+        "--dry-run",
+        "-o",
+        "json",
+        "-t",
+        "dr",
+        script,
+        "--",
+        "--lr",
+        "0.1",
+    ]);
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let pod = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Pod")
+        .unwrap();
+    assert_eq!(pod["spec"]["containers"][0]["args"], json!(["--lr", "0.1"]));
+    // Without `--`, no args.
+    env.spawn(&["-w", "1", "-t", "na"]).success();
+    let pod = env.server.get("pods", "default", "na-worker-0").unwrap();
+    assert!(pod["spec"]["containers"][0].get("args").is_none());
+}

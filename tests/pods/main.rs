@@ -8,6 +8,7 @@
 
 mod env;
 mod failures;
+mod firsthour;
 mod lifecycle;
 mod run;
 mod streams;
