@@ -369,6 +369,12 @@ pub struct SpawnArgs {
     #[command(flatten)]
     pub roles: RoleArgs,
 
+    /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
+    /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
+    /// working directory and on PYTHONPATH; the training script is a file in it
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
     /// Arguments after `--`, passed to the training script unchanged (to the
     /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
     #[arg(last = true, value_name = "SCRIPT_ARGS", allow_hyphen_values = true)]

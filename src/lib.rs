@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![forbid(unsafe_code)]
 
+pub(crate) mod bundle;
 pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod commands;

@@ -100,6 +100,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
         script_args: args.script_args.clone(),
+        dir: args.dir.clone(),
     }
 }
 

@@ -548,3 +548,64 @@ fn arguments_after_double_dash_are_the_containers_args() {
     let pod = env.server.get("pods", "default", "na-worker-0").unwrap();
     assert!(pod["spec"]["containers"][0].get("args").is_none());
 }
+
+/// `--dir` ships the script's directory (what the ignore files exclude left out) in the
+/// ConfigMap; the pod unpacks it and runs the script from there.
+#[test]
+fn dir_ships_the_code_without_what_is_excluded() {
+    use base64::Engine;
+    let env = Env::new();
+    let code = env.path("code");
+    std::fs::create_dir_all(code.join("data")).unwrap();
+    std::fs::write(code.join("train.py"), "import helpers\n").unwrap();
+    std::fs::write(code.join("helpers.py"), "X = 1\n").unwrap();
+    std::fs::write(code.join("data/big.bin"), vec![1u8; 3 << 20]).unwrap();
+    std::fs::write(code.join(".tfspawnerignore"), "data/\n").unwrap();
+    let script = code.join("train.py");
+    let (code, script) = (code.to_str().unwrap(), script.to_str().unwrap());
+    env.run(&["-w", "1", "-t", "dir", "--dir", code, script, "--", "-v"])
+        .success();
+    let cm = env
+        .server
+        .get("configmaps", "default", "dir-script")
+        .unwrap();
+    let tgz = base64::engine::general_purpose::STANDARD
+        .decode(cm["binaryData"]["dir.tar.gz"].as_str().unwrap())
+        .unwrap();
+    assert!(tgz.len() < 4096, "{} bytes", tgz.len());
+    let pod = env.server.get("pods", "default", "dir-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    let command: Vec<&str> = c["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(command[..2], ["python", "-c"]);
+    assert_eq!(command[3..], ["python", "/tf-spawner-work/train.py"]);
+    assert_eq!(c["args"], json!(["-v"]));
+    assert_eq!(
+        env_var(&pod, "TF_SPAWNER_WORK_DIR").as_deref(),
+        Some("/tf-spawner-work")
+    );
+
+    // Not excluded, the data is too big: a usage error naming the file and the ways out,
+    // and nothing created.
+    std::fs::remove_file(env.path("code/.tfspawnerignore")).unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect();
+    std::fs::write(env.path("code/data/big.bin"), noise).unwrap();
+    env.run(&["-w", "1", "-t", "big", "--dir", code, script])
+        .failure(2)
+        .stderr_has("data/big.bin")
+        .stderr_has(".tfspawnerignore")
+        .stderr_has("image");
+    assert!(env.names("default").iter().all(|n| !n.contains("big")));
+}
