@@ -101,6 +101,10 @@ pub struct WaitArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
+
     /// What to wait for: the verdict (end), or every pod running or finished (start)
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
     pub until: WaitFor,
@@ -134,6 +138,10 @@ pub struct StatusArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
+
     /// The verdict requires every worker to have exited 0
     #[arg(long)]
     pub all_workers: bool,
@@ -148,6 +156,10 @@ pub struct LogsArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
+
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
 
     /// Keep streaming until the pods end; pods that start later are picked up
     #[arg(short, long)]

@@ -1,0 +1,58 @@
+//! Naming runs and verbs the way kubectl, stern and arena do (issue 30).
+
+use crate::support::Env;
+
+#[test]
+fn the_tag_is_a_positional_or_t_before_or_after_the_verb() {
+    let env = Env::new();
+    env.spawn(&["-w", "1", "-t", "exp42"]).success();
+    for args in [
+        vec!["status", "exp42"],
+        vec!["-t", "exp42", "status"],
+        vec!["status", "-t", "exp42"],
+        vec!["-t", "exp42", "status", "exp42"],
+    ] {
+        env.run(&args).success().stdout_has("exp42-worker-0");
+    }
+    // Not the default run: there is none.
+    env.run(&["status"]).stdout_lacks("exp42-worker-0");
+    env.run(&["status", "exp42", "-t", "other"])
+        .failure(2)
+        .stderr_has("two runs");
+    env.run(&["-t", "nope", "logs", "exp42"]).failure(2);
+    env.run(&["logs", "exp42"]).success();
+    let waited = env.run(&["wait", "exp42", "--for", "start", "--timeout", "1s"]);
+    assert!(!waited.stderr.contains("unexpected"), "{waited:#?}");
+    assert_ne!(waited.code, 2, "{waited:#?}");
+    // -d still takes the tag by -t only.
+    env.run(&["-d", "exp42"]).failure(2).stderr_has("-d -t TAG");
+}
+
+#[test]
+fn spawn_is_an_explicit_verb() {
+    let env = Env::new();
+    let script = env.script();
+    let s = script.to_str().unwrap();
+    env.run(&["spawn", "-w", "1", "-t", "sp", s]).success();
+    env.run(&[
+        "-n", "default", "spawn", "-w", "2", "-t", "sq", s, "--", "spawn",
+    ])
+    .success();
+    let names = env.names("default");
+    assert!(names.contains(&"pod/sp-worker-0".to_string()), "{names:?}");
+    assert!(names.contains(&"pod/sq-worker-1".to_string()), "{names:?}");
+    let pod = env.server.get("pods", "default", "sq-worker-0").unwrap();
+    assert_eq!(
+        pod["spec"]["containers"][0]["args"],
+        serde_json::json!(["spawn"])
+    );
+}
+
+#[test]
+fn no_arguments_prints_a_short_usage_naming_the_verbs() {
+    let env = Env::new();
+    env.run(&[])
+        .failure(2)
+        .stderr_has("error: a training script or a verb is needed")
+        .stderr_has("wait, status, logs, list");
+}
