@@ -64,6 +64,7 @@ pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
 pub fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let name = display_name(argv.first().map(|a| a.as_os_str()));
+    output::set_name(&name);
     if argv.len() <= 1 {
         return finish(Err(verbs::short_usage(&name).into()));
     }

@@ -56,3 +56,43 @@ fn no_arguments_prints_a_short_usage_naming_the_verbs() {
         .stderr_has("error: a training script or a verb is needed")
         .stderr_has("wait, status, logs, list");
 }
+
+/// After a spawn: `run TAG created` and the next steps as our own commands, under the
+/// name the user ran (`kubectl tf-spawner` as a kubectl plugin); `-q` only the tag.
+#[test]
+fn a_spawn_leads_to_wait_logs_status_and_delete() {
+    let env = Env::new();
+    let script = env.script();
+    let s = script.to_str().unwrap();
+    let out = env.run(&["-w", "2", "-t", "lead", s]);
+    out.success()
+        .stdout_has(
+            "run lead created in namespace default: configmap/lead-script, 2 services, 2 pods",
+        )
+        .stdout_has("  tf-spawner wait lead -n default")
+        .stdout_has("  tf-spawner logs -f lead -n default")
+        .stdout_has("  tf-spawner status lead -n default")
+        .stdout_has("  tf-spawner -d -t lead -n default");
+    assert!(!out.stdout.contains("kubectl"), "{out:#?}");
+    let quiet = env.run(&["-q", "-w", "1", "-t", "quiet", s]);
+    assert_eq!(quiet.stdout, "quiet\n", "{quiet:#?}");
+
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let link = bin.join("kubectl-tf_spawner");
+    std::os::unix::fs::symlink(crate::support::BIN, &link).unwrap();
+    let cmd = env.cmd();
+    let mut plugin = std::process::Command::new(&link);
+    plugin.current_dir(env.path("")).env_clear();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            plugin.env(k, v);
+        }
+    }
+    let out = crate::support::run(plugin.args(["-w", "1", "-t", "plug", s]));
+    out.success()
+        .stdout_has("run plug created")
+        .stdout_has("  kubectl tf-spawner wait plug -n default")
+        .stdout_has("  kubectl tf-spawner logs -f plug -n default")
+        .stdout_has("  kubectl tf-spawner -d -t plug -n default");
+}

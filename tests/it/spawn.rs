@@ -16,8 +16,12 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
         let env = Env::new();
         let out = env.spawn(&["-w", &n.to_string(), "-t", "run"]);
         out.success()
-            .stdout_has("generated with label training_attempt=run")
-            .stdout_has("tf-spawner -d -t run -n default");
+            .stdout_has("run run created in namespace default: configmap/run-script")
+            .stdout_has("tf-spawner wait run -n default")
+            .stdout_has("tf-spawner logs -f run -n default")
+            .stdout_has("tf-spawner status run -n default")
+            .stdout_has("tf-spawner -d -t run -n default")
+            .stdout_lacks("kubectl");
 
         let expected_hosts: Vec<String> = (0..n)
             .map(|i| format!("run-worker-{i}.default.svc:1999"))
@@ -344,7 +348,8 @@ fn random_tag_is_valid_printed_and_used() {
     out.success();
     let line = out.stdout.lines().next().unwrap();
     let tag = line
-        .strip_prefix("generated with label training_attempt=")
+        .strip_prefix("run ")
+        .and_then(|l| l.split(' ').next())
         .unwrap();
     assert!(tag.starts_with(|c: char| c.is_ascii_lowercase()), "{tag}");
     assert!(
