@@ -47,6 +47,8 @@ pub struct PodJson {
     pub queued: bool,
     /// The queue the pod names (its Kueue LocalQueue, else its Volcano queue), else null.
     pub queue: Option<String>,
+    /// Being deleted (kubectl's Terminating); `phase` is still the API's.
+    pub terminating: bool,
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
@@ -108,6 +110,7 @@ pub fn to_json(tracker: &Tracker, tag: &str, namespace: &str, now: i64) -> Statu
                     message,
                     queued: v.queued,
                     queue: v.queue.clone(),
+                    terminating: v.terminating,
                 }
             })
             .collect(),
@@ -120,7 +123,12 @@ pub fn render(tracker: &Tracker, now: i64) -> String {
     let rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
-            let shown = v.shown_phase().as_str();
+            // As kubectl: a pod being deleted is Terminating, whatever its phase.
+            let shown = if v.terminating {
+                "Terminating"
+            } else {
+                v.shown_phase().as_str()
+            };
             let phase = match (&v.waiting, v.decisive_reason()) {
                 _ if v.queued => match &v.queue {
                     Some(q) => format!("{shown} (queued in {q})"),
@@ -211,7 +219,8 @@ mod tests {
                 "ready",
                 "reason",
                 "restarts",
-                "role"
+                "role",
+                "terminating"
             ]
         );
         assert_eq!(first["name"], "t-worker-0");

@@ -140,6 +140,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         started: true,
         queued: false,
         queue: None,
+        terminating: false,
     }
 }
 

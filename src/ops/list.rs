@@ -33,6 +33,8 @@ pub struct RunJson {
     /// The queue (Kueue LocalQueue) the run's queued pods wait in; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
+    /// Pods being deleted (kubectl's Terminating), counted in `roles` by their phase.
+    pub terminating: u32,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list request.
@@ -82,6 +84,7 @@ pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
         .into_iter()
         .map(|((namespace, tag), views)| {
             let age_seconds = views.iter().filter_map(|v| v.age(now)).max();
+            let terminating = views.iter().filter(|v| v.terminating).count() as u32;
             let mut tracker = Tracker::new(&tag, false);
             tracker.replace(views);
             let summary = tracker.summary();
@@ -95,6 +98,7 @@ pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
                     .map(|r| (role_key(&r), r.counts))
                     .collect(),
                 tag,
+                terminating,
             }
         })
         .collect()
@@ -131,7 +135,7 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
-            let pods: Vec<String> = ROLE_ORDER
+            let mut pods: Vec<String> = ROLE_ORDER
                 .iter()
                 .filter_map(|role| {
                     run.roles
@@ -139,9 +143,19 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
                         .map(|c| role_cell(role, c, run.queue.as_deref()))
                 })
                 .collect();
+            if run.terminating > 0 {
+                pods.push(format!("{} terminating", run.terminating));
+            }
+            // Every pod being deleted: the run is, as kubectl would show its pods.
+            let total: u32 = run.roles.values().map(|c| c.total).sum();
+            let verdict = if run.terminating > 0 && run.terminating == total {
+                "Terminating"
+            } else {
+                run.verdict
+            };
             let mut row = vec![
                 run.tag.clone(),
-                run.verdict.to_string(),
+                verdict.to_string(),
                 run.age_seconds.map_or_else(|| "-".into(), age),
                 pods.join("; "),
             ];

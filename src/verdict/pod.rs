@@ -112,6 +112,8 @@ pub struct PodView {
     pub queued: bool,
     /// The queue the pod waits in: its Kueue LocalQueue, else its Volcano queue.
     pub queue: Option<String>,
+    /// Being deleted (`deletionTimestamp` set): kubectl's `Terminating`.
+    pub terminating: bool,
 }
 
 impl PodView {
@@ -177,6 +179,7 @@ impl PodView {
                 .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
                 .or_else(|| meta.annotations.as_ref()?.get(VOLCANO_QUEUE_ANNOTATION))
                 .cloned(),
+            terminating: meta.deletion_timestamp.is_some(),
         }
     }
 

@@ -96,3 +96,43 @@ fn a_spawn_leads_to_wait_logs_status_and_delete() {
         .stdout_has("  kubectl tf-spawner logs -f plug -n default")
         .stdout_has("  kubectl tf-spawner -d -t plug -n default");
 }
+
+/// A pod being deleted is `Terminating` in `status` and `list`, as kubectl shows it.
+#[test]
+fn pods_being_deleted_are_terminating_in_status_and_list() {
+    let env = Env::new();
+    env.spawn(&["-w", "2", "-t", "term"]).success();
+    for i in 0..2 {
+        env.server
+            .set_pod_phase("default", &format!("term-worker-{i}"), "Running");
+    }
+    env.server.mark_terminating("default", "term-worker-0");
+
+    let status = env.run(&["status", "term"]);
+    status.success();
+    let row = |name: &str| {
+        status
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}: {status:#?}"))
+            .to_string()
+    };
+    assert!(row("term-worker-0 ").contains("Terminating"), "{status:#?}");
+    assert!(row("term-worker-1 ").contains("Running"), "{status:#?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&env.run(&["status", "term", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["pods"][0]["terminating"], true);
+    assert_eq!(json["pods"][1]["terminating"], false);
+    env.run(&["list"]).success().stdout_has("1 terminating");
+
+    env.server.mark_terminating("default", "term-worker-1");
+    let list = env.run(&["list"]);
+    list.success().stdout_has("2 terminating");
+    let line = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("term "))
+        .unwrap();
+    assert!(line.contains("Terminating"), "{list:#?}");
+}
