@@ -21,6 +21,23 @@ pub const IGNORE_FILE: &str = ".tfspawnerignore";
 /// The most bytes of files read before compression: more is not code.
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// `--dir`: the ConfigMap key of the packed directory, and where a pod unpacks it (an
+/// emptyDir, writable whatever the image's file system).
+pub const DIR_KEY: &str = "dir.tar.gz";
+pub const WORK_DIR: &str = "/tf-spawner-work";
+pub const WORK_VOLUME: &str = "tf-spawner-work";
+/// With `--dir`, the TF container's program before the script: unpacks the directory
+/// with python's `tarfile` (the image runs python anyway; `tar` may be missing from a
+/// slim one), makes it the working directory and the head of PYTHONPATH, then execs
+/// its arguments (the script or the entrypoint, then the arguments after `--`), so the
+/// script is the container's process, as without `--dir`.
+pub const UNPACK_AND_EXEC: &str = "import os, sys, tarfile\n\
+d = os.environ['TF_SPAWNER_WORK_DIR']\n\
+with tarfile.open(os.path.join(os.environ['TF_SPAWNER_SCRIPT_DIR'], 'dir.tar.gz')) as t:\n    \
+t.extractall(d, **({'filter': 'data'} if hasattr(tarfile, 'data_filter') else {}))\n\
+os.chdir(d)\n\
+os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (d, os.environ.get('PYTHONPATH')) if p)\n\
+os.execvp(sys.argv[1], sys.argv[1:])\n";
 /// DIR packed, and where the script is inside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {

@@ -30,23 +30,8 @@ pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
 pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
-/// `--dir`: the ConfigMap key of the packed directory, and where a pod unpacks it (an
-/// emptyDir, writable whatever the image's file system).
-pub const DIR_KEY: &str = "dir.tar.gz";
-pub const WORK_DIR: &str = "/tf-spawner-work";
-pub const WORK_VOLUME: &str = "tf-spawner-work";
-/// With `--dir`, the TF container's program before the script: unpacks the directory
-/// with python's `tarfile` (the image runs python anyway; `tar` may be missing from a
-/// slim one), makes it the working directory and the head of PYTHONPATH, then execs
-/// its arguments (the script or the entrypoint, then the arguments after `--`), so the
-/// script is the container's process, as without `--dir`.
-const UNPACK_AND_EXEC: &str = "import os, sys, tarfile\n\
-d = os.environ['TF_SPAWNER_WORK_DIR']\n\
-with tarfile.open(os.path.join(os.environ['TF_SPAWNER_SCRIPT_DIR'], 'dir.tar.gz')) as t:\n    \
-t.extractall(d, **({'filter': 'data'} if hasattr(tarfile, 'data_filter') else {}))\n\
-os.chdir(d)\n\
-os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (d, os.environ.get('PYTHONPATH')) if p)\n\
-os.execvp(sys.argv[1], sys.argv[1:])\n";
+use crate::bundle::UNPACK_AND_EXEC;
+pub use crate::bundle::{DIR_KEY, WORK_DIR, WORK_VOLUME};
 pub const PORT_NAME: &str = "tf-grpc";
 /// What an API server accepts in one ConfigMap (data and binaryData together).
 pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
