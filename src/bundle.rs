@@ -229,4 +229,63 @@ mod tests {
             .to_string();
         assert!(e.contains("is not inside --dir"), "{e}");
     }
+
+    /// The plan with `--dir` and arguments: the archive in `binaryData`, counted; one
+    /// work volume and mount; the unpacking program, then the script and its `args`.
+    #[test]
+    fn the_plan_ships_and_unpacks_the_bundle() {
+        use crate::plan::{MAX_CONFIG_MAP_BYTES, SpawnRequest, Templates, build};
+        let bundle = Bundle {
+            archive: vec![0x1f, 0x8b, 0],
+            script: "src/train.py".into(),
+            files: 2,
+        };
+        let mut req = SpawnRequest {
+            tag: "demo".into(),
+            namespace: "ns".into(),
+            port: 1999,
+            image: None,
+            roles: crate::roles::Roles::workers(1).unwrap(),
+            templates: Templates {
+                worker: crate::template::parse("t", crate::template::DEFAULT_TEMPLATE.as_bytes())
+                    .unwrap(),
+                by_role: Default::default(),
+            },
+            script: b"import helpers\n".to_vec(),
+            entrypoint: None,
+            script_args: vec!["--epochs".into(), "3".into()],
+            bundle: Some(bundle),
+            env: Default::default(),
+            invocation: "0123456789abcdef".into(),
+            scheduling: Default::default(),
+        };
+        let plan = build(&req).unwrap();
+        let binary = plan.config_map.binary_data.as_ref().unwrap();
+        assert_eq!(binary[DIR_KEY].0, [0x1f, 0x8b, 0]);
+        let pod = plan.pods.iter().next().unwrap();
+        let spec = pod.spec.unwrap();
+        let works = |n: &str| n == WORK_VOLUME;
+        assert_eq!(
+            spec.volumes
+                .unwrap()
+                .iter()
+                .filter(|v| works(&v.name))
+                .count(),
+            1
+        );
+        let c = &spec.containers[0];
+        let command = c.command.clone().unwrap();
+        assert_eq!(command[..3], ["python", "-c", UNPACK_AND_EXEC]);
+        assert_eq!(command[3..], ["python", "/tf-spawner-work/src/train.py"]);
+        assert_eq!(c.args.clone().unwrap(), ["--epochs", "3"]);
+        let mounts = c.volume_mounts.as_ref().unwrap();
+        assert_eq!(mounts.iter().filter(|m| works(&m.name)).count(), 1);
+
+        req.bundle.as_mut().unwrap().archive = vec![0; MAX_CONFIG_MAP_BYTES];
+        let e = build(&req).unwrap_err().to_string();
+        assert!(
+            e.contains("--dir") && e.contains("at most 1048576 bytes"),
+            "{e}"
+        );
+    }
 }
