@@ -107,6 +107,10 @@ pub struct WaitArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
+
     /// What to wait for: the verdict (end), or every pod running or finished (start)
     #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
     pub until: WaitFor,
@@ -140,6 +144,10 @@ pub struct StatusArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
+
     /// The verdict requires every worker to have exited 0
     #[arg(long)]
     pub all_workers: bool,
@@ -154,6 +162,10 @@ pub struct LogsArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
+
+    /// The run's tag, as a positional: the same as -t TAG
+    #[arg(value_name = "RUN")]
+    pub run: Option<Tag>,
 
     /// Keep streaming until the pods end; pods that start later are picked up
     #[arg(short, long)]
@@ -449,6 +461,17 @@ pub struct SpawnArgs {
 
     #[command(flatten)]
     pub roles: RoleArgs,
+
+    /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
+    /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
+    /// working directory and on PYTHONPATH; the training script is a file in it
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Arguments after `--`, passed to the training script unchanged (to the
+    /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
+    #[arg(last = true, value_name = "SCRIPT_ARGS", allow_hyphen_values = true)]
+    pub script_args: Vec<String>,
 }
 
 /// Roles besides the workers (see README, "Roles and strategies").

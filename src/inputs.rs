@@ -53,6 +53,10 @@ pub struct SpawnOptions {
     pub scheduler_name: Option<String>,
     /// `--volume CLAIM[:PATH]`, as written.
     pub volume: Option<String>,
+    /// The arguments after `--`, for the script (or the entrypoint).
+    pub script_args: Vec<String>,
+    /// `--dir`: the directory shipped with the script.
+    pub dir: Option<PathBuf>,
 }
 
 pub async fn spawn_request(
@@ -92,6 +96,10 @@ pub async fn spawn_request(
         Some(path) => read_env_file(path).await?,
         None => EnvVars::new(),
     };
+    let bundle = match &args.dir {
+        Some(dir) => Some(crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES).await?),
+        None => None,
+    };
     let templates = templates(args, &roles).await?;
     Ok(SpawnRequest {
         tag: tag.to_string(),
@@ -102,6 +110,8 @@ pub async fn spawn_request(
         templates,
         script,
         entrypoint,
+        script_args: args.script_args.clone(),
+        bundle,
         env,
         invocation: invocation_id(),
         scheduling,

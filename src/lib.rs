@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![forbid(unsafe_code)]
 
+pub(crate) mod bundle;
 pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod commands;
@@ -33,6 +34,7 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod timing;
+pub(crate) mod verbs;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 
@@ -62,16 +64,24 @@ pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
 
 /// Parses the command line, runs the command, and maps errors to exit codes.
 pub fn main() -> ExitCode {
-    let argv0 = std::env::args_os().next();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let name = display_name(argv.first().map(|a| a.as_os_str()));
+    output::set_name(&name);
+    if argv.len() <= 1 {
+        return finish(Err(verbs::short_usage(&name).into()));
+    }
     let matches = match Cli::command()
-        .bin_name(display_name(argv0.as_deref()))
-        .try_get_matches()
+        .bin_name(&name)
+        .try_get_matches_from(verbs::without_spawn_verb(argv))
     {
         Ok(matches) => matches,
         Err(e) => return clap_error(e),
     };
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    if let Err(e) = spawn_flags_only_for_spawn(&matches).and_then(|()| script_or_verb(&cli)) {
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let checked = spawn_flags_only_for_spawn(&matches)
+        .and_then(|()| verbs::settle_tag(&mut cli, &matches))
+        .and_then(|()| script_or_verb(&cli));
+    if let Err(e) = checked {
         return finish(Err(e.into()));
     }
     diagnostics::init(cli.global.verbose);
@@ -216,8 +226,13 @@ fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::
         return Ok(());
     };
     let spawn_args = <cli::SpawnArgs as clap::Args>::augment_args(clap::Command::new("spawn"));
+    // `-t TAG` before a verb acting on a run names that run (`verbs::settle_tag`).
+    let tag_names_the_run = matches!(verb, "wait" | "status" | "logs");
     for arg in spawn_args.get_arguments() {
         let id = arg.get_id().as_str();
+        if id == "tag" && tag_names_the_run {
+            continue;
+        }
         if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
             let flag = match arg.get_long() {
                 Some(long) => format!("--{long}"),

@@ -19,6 +19,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set by `-q`, or by [`silence`].
 static QUIET: AtomicBool = AtomicBool::new(false);
 
+/// How the user runs us (`tf-spawner`, or `kubectl tf-spawner` as a kubectl plugin),
+/// set once by `lib.rs::main`: the commands we suggest start with it.
+static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub fn set_name(name: &str) {
+    let _ = NAME.set(name.to_string());
+}
+
+/// The command that runs tf-spawner, for the commands we suggest.
+pub fn name() -> &'static str {
+    NAME.get().map_or("tf-spawner", String::as_str)
+}
+
 /// Nothing on stdout from now on but [`data`].
 pub fn silence() {
     QUIET.store(true, Ordering::Relaxed);

@@ -31,6 +31,8 @@ pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
 pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
+use crate::bundle::UNPACK_AND_EXEC;
+pub use crate::bundle::{DIR_KEY, WORK_DIR, WORK_VOLUME};
 pub const PORT_NAME: &str = "tf-grpc";
 /// What an API server accepts in one ConfigMap (data and binaryData together).
 pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
@@ -50,6 +52,10 @@ pub struct SpawnRequest {
     pub templates: Templates,
     pub script: Vec<u8>,
     pub entrypoint: Option<Vec<u8>>,
+    /// The arguments after `--`: the TF container's `args`, after its command.
+    pub script_args: Vec<String>,
+    /// `--dir`: the directory shipped in the ConfigMap, unpacked in the pod.
+    pub bundle: Option<crate::bundle::Bundle>,
     pub env: EnvVars,
     /// A random id written on every object (see [`INVOCATION_ANNOTATION`]).
     pub invocation: String,
@@ -348,14 +354,16 @@ fn meta(req: &SpawnRequest, name: String, labels: BTreeMap<String, String>) -> O
 
 fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<ConfigMap, UsageError> {
     let cluster_json = cluster.cluster_json();
-    let files = req.script.len() + req.entrypoint.as_ref().map_or(0, Vec::len);
+    let files = req.script.len()
+        + req.entrypoint.as_ref().map_or(0, Vec::len)
+        + req.bundle.as_ref().map_or(0, |b| b.archive.len());
     if files + cluster_json.len() > MAX_CONFIG_MAP_BYTES {
         return Err(UsageError::new(format!(
             "the training script{} is {files} bytes and the run's cluster addresses {} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
-            if req.entrypoint.is_some() {
-                " and entrypoint"
-            } else {
-                ""
+            match (req.entrypoint.is_some(), req.bundle.is_some()) {
+                (_, true) => ", entrypoint and --dir",
+                (true, false) => " and entrypoint",
+                (false, false) => "",
             },
             cluster_json.len()
         )));
@@ -373,6 +381,9 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
                 binary_data.insert(key.to_string(), ByteString(bytes.clone()));
             }
         }
+    }
+    if let Some(bundle) = &req.bundle {
+        binary_data.insert(DIR_KEY.to_string(), ByteString(bundle.archive.clone()));
     }
     let mut metadata = meta(req, config_map_name(&req.tag), run_labels(&req.tag));
     let secret = if req.env.is_empty() {
@@ -507,6 +518,14 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         }),
         ..Volume::default()
     });
+    if req.bundle.is_some() {
+        volumes.retain(|v| v.name != WORK_VOLUME);
+        volumes.push(Volume {
+            name: WORK_VOLUME.to_string(),
+            empty_dir: Some(Default::default()),
+            ..Volume::default()
+        });
+    }
 
     let at = spec
         .containers
@@ -554,12 +573,10 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
         .clone()
         .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
         .or_else(|| Some(DEFAULT_IMAGE.to_string()));
-    c.command = Some(if req.entrypoint.is_some() {
-        vec!["bash".into(), format!("{SCRIPT_DIR}/{ENTRYPOINT_KEY}")]
-    } else {
-        vec!["python".into(), format!("{SCRIPT_DIR}/{SCRIPT_KEY}")]
-    });
-    c.args = None;
+    c.command = Some(tf_command(req));
+    // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
+    // the entrypoint, as "$@") gets them unchanged.
+    c.args = (!req.script_args.is_empty()).then(|| req.script_args.clone());
 
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
@@ -618,6 +635,48 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
         read_only: Some(true),
         ..VolumeMount::default()
     });
+    if req.bundle.is_some() {
+        mounts.retain(|m| m.name != WORK_VOLUME && m.mount_path != WORK_DIR);
+        mounts.push(VolumeMount {
+            name: WORK_VOLUME.to_string(),
+            mount_path: WORK_DIR.to_string(),
+            ..VolumeMount::default()
+        });
+        for (name, value) in [
+            ("TF_SPAWNER_SCRIPT_DIR", SCRIPT_DIR),
+            ("TF_SPAWNER_WORK_DIR", WORK_DIR),
+        ] {
+            env_value(c, name, value);
+        }
+    }
+}
+
+/// The TF container's command (the arguments after `--` are its `args`): the script,
+/// or the entrypoint; with `--dir`, the script inside the unpacked directory, after the
+/// unpacking.
+fn tf_command(req: &SpawnRequest) -> Vec<String> {
+    let run = match (&req.entrypoint, &req.bundle) {
+        (Some(_), _) => vec!["bash".into(), format!("{SCRIPT_DIR}/{ENTRYPOINT_KEY}")],
+        (None, Some(b)) => vec!["python".into(), format!("{WORK_DIR}/{}", b.script)],
+        (None, None) => vec!["python".into(), format!("{SCRIPT_DIR}/{SCRIPT_KEY}")],
+    };
+    if req.bundle.is_none() {
+        return run;
+    }
+    let mut command = vec!["python".into(), "-c".into(), UNPACK_AND_EXEC.into()];
+    command.extend(run);
+    command
+}
+
+/// Sets `name` to `value` in the container, replacing the template's.
+fn env_value(c: &mut Container, name: &str, value: &str) {
+    let env = c.env.get_or_insert_with(Vec::new);
+    env.retain(|e| e.name != name);
+    env.push(EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        value_from: None,
+    });
 }
 
 #[cfg(test)]
@@ -641,6 +700,8 @@ mod tests {
             },
             script: b"print('hello')\n".to_vec(),
             entrypoint: None,
+            script_args: Vec::new(),
+            bundle: None,
             env: EnvVars::new(),
             invocation: "0123456789abcdef".into(),
             scheduling: Scheduling::default(),

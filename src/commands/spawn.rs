@@ -103,6 +103,8 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
         volume: settings.volume.value.clone(),
+        script_args: args.script_args.clone(),
+        dir: args.dir.clone(),
     }
 }
 
@@ -126,14 +128,15 @@ fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     }
     parts.push(format!("{} services", plan.services.len()));
     parts.push(format!("{} pods", plan.pods.len()));
-    let first = plan.pods.names().next().unwrap_or_default();
+    let me = output::name();
+    let ns_flag = format!("-n {ns}");
     output::print(&format!(
-        "generated with label training_attempt={tag}\n\
-         created in namespace {ns}: {}\n\
+        "run {tag} created in namespace {ns}: {}\n\
          next:\n  \
-         kubectl get pods -n {ns} -l training_attempt={tag}\n  \
-         kubectl logs -n {ns} -f {first}\n  \
-         tf-spawner -d -t {tag} -n {ns}\n",
+         {me} wait {tag} {ns_flag}       wait for its verdict (exit 0 if it succeeded)\n  \
+         {me} logs -f {tag} {ns_flag}    follow the merged logs of its pods\n  \
+         {me} status {tag} {ns_flag}     its pods and verdict\n  \
+         {me} -d -t {tag} {ns_flag}      delete it\n",
         parts.join(", ")
     ))?;
     Ok(())

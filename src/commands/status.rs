@@ -57,6 +57,8 @@ pub struct PodJson {
     pub finished_at: Option<String>,
     /// How long it ran, in seconds, once it has ended; else null.
     pub duration_seconds: Option<u64>,
+    /// Being deleted (kubectl's Terminating); `phase` is still the API's.
+    pub terminating: bool,
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
@@ -134,6 +136,7 @@ pub fn to_json(
                     started_at: v.started_at.and_then(timing::rfc3339),
                     finished_at: v.finished_at.and_then(timing::rfc3339),
                     duration_seconds: timing::duration(v),
+                    terminating: v.terminating,
                 }
             })
             .collect(),
@@ -146,7 +149,12 @@ pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
     let rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
-            let shown = v.shown_phase().as_str();
+            // As kubectl: a pod being deleted is Terminating, whatever its phase.
+            let shown = if v.terminating {
+                "Terminating"
+            } else {
+                v.shown_phase().as_str()
+            };
             let phase = match (&v.waiting, v.decisive_reason()) {
                 _ if v.queued => match &v.queue {
                     Some(q) => format!("{shown} (queued in {q})"),
@@ -247,7 +255,8 @@ mod tests {
                 "reason",
                 "restarts",
                 "role",
-                "started_at"
+                "started_at",
+                "terminating"
             ]
         );
         assert_eq!(first["name"], "t-worker-0");

@@ -143,6 +143,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         queue: None,
         started_at: None,
         finished_at: None,
+        terminating: false,
     }
 }
 
@@ -269,6 +270,9 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> 
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        if let Some(cwd) = &plan.cwd {
+            cmd.current_dir(cwd);
+        }
         if unbuffered && !local.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED") {
             cmd.env("PYTHONUNBUFFERED", "1");
         }
@@ -644,6 +648,8 @@ mod tests {
             },
             script: b"print(1)\n".to_vec(),
             entrypoint: None,
+            script_args: Vec::new(),
+            bundle: None,
             env: [("A".to_string(), "1".to_string())].into(),
             invocation: "0".into(),
             scheduling: Default::default(),

@@ -34,6 +34,8 @@ pub struct LocalPlan {
     pub program: String,
     pub args: Vec<PathBuf>,
     pub tasks: Vec<LocalTask>,
+    /// `--dir`: the tasks' working directory (the unpacked directory).
+    pub cwd: Option<PathBuf>,
     /// Removed when the plan is dropped.
     pub dir: TempDir,
 }
@@ -118,14 +120,59 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
         }
         None => (python.to_string(), vec![script]),
     };
+    let (cwd, args) = unpack_dir(req, dir.path(), args)?;
+    // The arguments after `--`, as argv words: no shell in between.
+    let args = args
+        .into_iter()
+        .chain(req.script_args.iter().map(PathBuf::from))
+        .collect();
     let in_cluster = req.roles.tasks().filter(|t| t.role.in_cluster()).count();
     let ports = free_ports(in_cluster).context("finding free ports on 127.0.0.1")?;
-    let tasks = tasks(req, &ports, dir.path());
+    let mut tasks = tasks(req, &ports, dir.path());
+    if let Some(work) = &cwd {
+        add_work_dir(&mut tasks, work);
+    }
     Ok(LocalPlan {
         tag: req.tag.clone(),
         program,
         args,
         tasks,
+        cwd,
         dir,
     })
+}
+
+/// `--dir`: unpacked from the archive a pod gets, into `DIR/work`, where the script then
+/// is (with `-c`, the entrypoint runs as it is); the working directory, if any, and the
+/// program's arguments.
+fn unpack_dir(
+    req: &SpawnRequest,
+    dir: &Path,
+    args: Vec<PathBuf>,
+) -> Result<(Option<PathBuf>, Vec<PathBuf>)> {
+    let Some(bundle) = &req.bundle else {
+        return Ok((None, args));
+    };
+    let work = dir.join("work");
+    crate::bundle::unpack(&bundle.archive, &work)?;
+    let args = if req.entrypoint.is_some() {
+        args
+    } else {
+        vec![work.join(&bundle.script)]
+    };
+    Ok((Some(work), args))
+}
+
+/// The unpacked directory, to every task: `TF_SPAWNER_WORK_DIR` and the head of
+/// `PYTHONPATH`, as in a pod.
+fn add_work_dir(tasks: &mut [LocalTask], work: &Path) {
+    let work = work.display().to_string();
+    let path = match std::env::var("PYTHONPATH") {
+        Ok(p) if !p.is_empty() => format!("{work}:{p}"),
+        _ => work.clone(),
+    };
+    for t in tasks {
+        t.env.push(("TF_SPAWNER_WORK_DIR".into(), work.clone()));
+        t.env.push(("PYTHONPATH".into(), path.clone()));
+    }
 }

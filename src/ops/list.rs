@@ -33,6 +33,8 @@ pub struct RunJson {
     /// The queue (Kueue LocalQueue) the run's queued pods wait in; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
+    /// Pods being deleted (kubectl's Terminating), counted in `roles` by their phase.
+    pub terminating: u32,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list, in pages,
@@ -94,6 +96,7 @@ impl Runs {
             .into_iter()
             .map(|((namespace, tag), tracker)| {
                 let age_seconds = tracker.live().filter_map(|v| v.age(now)).max();
+                let terminating = tracker.live().filter(|v| v.terminating).count() as u32;
                 let summary = tracker.summary();
                 RunJson {
                     namespace,
@@ -105,6 +108,7 @@ impl Runs {
                         .map(|r| (role_key(&r), r.counts))
                         .collect(),
                     tag,
+                    terminating,
                 }
             })
             .collect()
@@ -152,7 +156,7 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
-            let pods: Vec<String> = ROLE_ORDER
+            let mut pods: Vec<String> = ROLE_ORDER
                 .iter()
                 .filter_map(|role| {
                     run.roles
@@ -160,9 +164,19 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
                         .map(|c| role_cell(role, c, run.queue.as_deref()))
                 })
                 .collect();
+            if run.terminating > 0 {
+                pods.push(format!("{} terminating", run.terminating));
+            }
+            // Every pod being deleted: the run is, as kubectl would show its pods.
+            let total: u32 = run.roles.values().map(|c| c.total).sum();
+            let verdict = if run.terminating > 0 && run.terminating == total {
+                "Terminating"
+            } else {
+                run.verdict
+            };
             let mut row = vec![
                 run.tag.clone(),
-                run.verdict.to_string(),
+                verdict.to_string(),
                 run.age_seconds.map_or_else(|| "-".into(), age),
                 pods.join("; "),
             ];

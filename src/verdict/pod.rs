@@ -120,6 +120,8 @@ pub struct PodView {
     /// state (its current run, else its last one): the run report (`timing.rs`).
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// Being deleted (`deletionTimestamp` set): kubectl's `Terminating`.
+    pub terminating: bool,
 }
 
 impl PodView {
@@ -189,6 +191,7 @@ impl PodView {
                 .cloned(),
             started_at,
             finished_at,
+            terminating: meta.deletion_timestamp.is_some(),
         }
     }
 

@@ -39,7 +39,8 @@ fn bad_flags_and_files_are_usage_errors_before_any_call() {
         2,
         "cannot read training script missing.py: No such file or directory",
     );
-    refused(&env, &[], 2, "the training script is missing");
+    refused(&env, &[], 2, "a training script or a verb is needed");
+    refused(&env, &["-w", "2"], 2, "the training script is missing");
     refused(&env, &[dir.to_str().unwrap()], 2, "is a directory");
     refused(
         &env,

@@ -187,7 +187,7 @@ fn spawn_wait_returns_once_every_pod_runs() {
     running(&env, "sw-worker-1");
     let out = finish(child);
     out.success()
-        .stdout_has("generated with label training_attempt=sw")
+        .stdout_has("run sw created")
         .stdout_has("worker    2/2 running")
         .stdout_has("run sw: all 2 pods started");
 }

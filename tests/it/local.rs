@@ -544,3 +544,72 @@ fn sigint_while_reading_a_fifo_script_exits_130() {
     }
     assert!(env.names("default").is_empty());
 }
+
+/// `--local` passes the arguments after `--` as argv, unchanged (spaces, quotes, `$`),
+/// to the script and, with `-c`, to the entrypoint as "$@".
+#[test]
+fn arguments_after_double_dash_reach_the_script_unchanged() {
+    let env = Env::new();
+    let script = env.write(
+        "train.py",
+        "import json, sys\nprint(json.dumps(sys.argv[1:]), flush=True)\n",
+    );
+    let odd = "it's \"quoted\" $HOME `x` \\n";
+    let want = serde_json::json!(["--epochs", "3", odd, ""]);
+    let argv = |out: &crate::support::Output| -> serde_json::Value {
+        let lines = &lines_by_task(&out.stdout)["worker-0"];
+        assert_eq!(lines.len(), 1, "{out:#?}");
+        serde_json::from_str(&lines[0]).unwrap()
+    };
+    let s = script.to_str().unwrap();
+    let out = env.run(&["--local", "-w", "1", s, "--", "--epochs", "3", odd, ""]);
+    out.success();
+    assert_eq!(argv(&out), want);
+
+    let entry = env.write(
+        "entry.sh",
+        "exec python3 \"$TF_SPAWNER_SCRIPT_DIR/training-script.py\" \"$@\"\n",
+    );
+    let e = entry.to_str().unwrap();
+    let out = env.run(&[
+        "--local", "-w", "1", "-c", e, s, "--", "--epochs", "3", odd, "",
+    ]);
+    out.success();
+    assert_eq!(argv(&out), want);
+}
+
+/// `--dir`: the script imports a module next to it, reads a file by a relative path,
+/// and an excluded file is not there.
+#[test]
+fn dir_makes_the_scripts_modules_importable() {
+    let env = Env::new();
+    let code = env.path("code");
+    std::fs::create_dir_all(code.join("ckpt")).unwrap();
+    std::fs::write(
+        code.join("train.py"),
+        "import os, helpers\nprint(helpers.GREETING, open('conf.txt').read().strip(), os.path.exists('ckpt'), flush=True)\n",
+    )
+    .unwrap();
+    std::fs::write(code.join("helpers.py"), "GREETING = 'hello from helpers'\n").unwrap();
+    std::fs::write(code.join("conf.txt"), "conf\n").unwrap();
+    std::fs::write(code.join("ckpt/model.h5"), "weights").unwrap();
+    std::fs::write(code.join(".gitignore"), "ckpt/\n").unwrap();
+    let script = code.join("train.py");
+    let out = env.run(&[
+        "--local",
+        "-w",
+        "1",
+        "--dir",
+        code.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    out.success();
+    assert_eq!(
+        lines_by_task(&out.stdout)["worker-0"],
+        ["hello from helpers conf False"],
+        "{out:#?}"
+    );
+    // Without --dir, the module is missing, as the issue reported.
+    let out = env.run(&["--local", "-w", "1", script.to_str().unwrap()]);
+    out.failure(3).stdout_has("ModuleNotFoundError");
+}

@@ -8,6 +8,7 @@ mod closed_stdout;
 mod delete;
 mod ecosystem;
 mod faults;
+mod firsthour;
 mod follow;
 mod gang;
 mod list;

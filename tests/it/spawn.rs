@@ -16,8 +16,12 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
         let env = Env::new();
         let out = env.spawn(&["-w", &n.to_string(), "-t", "run"]);
         out.success()
-            .stdout_has("generated with label training_attempt=run")
-            .stdout_has("tf-spawner -d -t run -n default");
+            .stdout_has("run run created in namespace default: configmap/run-script")
+            .stdout_has("tf-spawner wait run -n default")
+            .stdout_has("tf-spawner logs -f run -n default")
+            .stdout_has("tf-spawner status run -n default")
+            .stdout_has("tf-spawner -d -t run -n default")
+            .stdout_lacks("kubectl");
 
         let expected_hosts: Vec<String> = (0..n)
             .map(|i| format!("run-worker-{i}.default.svc:1999"))
@@ -344,7 +348,8 @@ fn random_tag_is_valid_printed_and_used() {
     out.success();
     let line = out.stdout.lines().next().unwrap();
     let tag = line
-        .strip_prefix("generated with label training_attempt=")
+        .strip_prefix("run ")
+        .and_then(|l| l.split(' ').next())
         .unwrap();
     assert!(tag.starts_with(|c: char| c.is_ascii_lowercase()), "{tag}");
     assert!(
@@ -489,4 +494,123 @@ fn context_flag_selects_a_context() {
         &["--context", "nope", "-t", "cy", script.to_str().unwrap()],
     );
     out.failure(1).stderr_has("nope");
+}
+
+/// Arguments after `--` are the TF container's `args`: argv words after the command,
+/// no shell in between, the same in `--dry-run`.
+#[test]
+fn arguments_after_double_dash_are_the_containers_args() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    let odd = "it's \"quoted\" $HOME; rm -rf /";
+    let args = ["--epochs", "3", odd];
+    let mut all = vec!["-w", "1", "-t", "ar", script, "--"];
+    all.extend(args);
+    env.run(&all).success();
+    let pod = env.server.get("pods", "default", "ar-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(
+        c["command"],
+        json!(["python", "/script/training-script.py"])
+    );
+    assert_eq!(c["args"], json!(args));
+
+    let entry = env.write(
+        "entry.sh",
+        "exec python /script/training-script.py \"$@\"\n",
+    );
+    let mut all = vec!["-w", "1", "-t", "ae", "-c", entry.to_str().unwrap(), script];
+    all.extend(["--", "--epochs", "3"]);
+    env.run(&all).success();
+    let pod = env.server.get("pods", "default", "ae-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["command"], json!(["bash", "/script/entrypoint.sh"]));
+    assert_eq!(c["args"], json!(["--epochs", "3"]));
+
+    let out = env.run(&[
+        "--dry-run",
+        "-o",
+        "json",
+        "-t",
+        "dr",
+        script,
+        "--",
+        "--lr",
+        "0.1",
+    ]);
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let pod = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Pod")
+        .unwrap();
+    assert_eq!(pod["spec"]["containers"][0]["args"], json!(["--lr", "0.1"]));
+    // Without `--`, no args.
+    env.spawn(&["-w", "1", "-t", "na"]).success();
+    let pod = env.server.get("pods", "default", "na-worker-0").unwrap();
+    assert!(pod["spec"]["containers"][0].get("args").is_none());
+}
+
+/// `--dir` ships the script's directory (what the ignore files exclude left out) in the
+/// ConfigMap; the pod unpacks it and runs the script from there.
+#[test]
+fn dir_ships_the_code_without_what_is_excluded() {
+    use base64::Engine;
+    let env = Env::new();
+    let code = env.path("code");
+    std::fs::create_dir_all(code.join("data")).unwrap();
+    std::fs::write(code.join("train.py"), "import helpers\n").unwrap();
+    std::fs::write(code.join("helpers.py"), "X = 1\n").unwrap();
+    std::fs::write(code.join("data/big.bin"), vec![1u8; 3 << 20]).unwrap();
+    std::fs::write(code.join(".tfspawnerignore"), "data/\n").unwrap();
+    let script = code.join("train.py");
+    let (code, script) = (code.to_str().unwrap(), script.to_str().unwrap());
+    env.run(&["-w", "1", "-t", "dir", "--dir", code, script, "--", "-v"])
+        .success();
+    let cm = env
+        .server
+        .get("configmaps", "default", "dir-script")
+        .unwrap();
+    let tgz = base64::engine::general_purpose::STANDARD
+        .decode(cm["binaryData"]["dir.tar.gz"].as_str().unwrap())
+        .unwrap();
+    assert!(tgz.len() < 4096, "{} bytes", tgz.len());
+    let pod = env.server.get("pods", "default", "dir-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    let command: Vec<&str> = c["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(command[..2], ["python", "-c"]);
+    assert_eq!(command[3..], ["python", "/tf-spawner-work/train.py"]);
+    assert_eq!(c["args"], json!(["-v"]));
+    assert_eq!(
+        env_var(&pod, "TF_SPAWNER_WORK_DIR").as_deref(),
+        Some("/tf-spawner-work")
+    );
+
+    // Not excluded, the data is too big: a usage error naming the file and the ways out,
+    // and nothing created.
+    std::fs::remove_file(env.path("code/.tfspawnerignore")).unwrap();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect();
+    std::fs::write(env.path("code/data/big.bin"), noise).unwrap();
+    env.run(&["-w", "1", "-t", "big", "--dir", code, script])
+        .failure(2)
+        .stderr_has("data/big.bin")
+        .stderr_has(".tfspawnerignore")
+        .stderr_has("image");
+    assert!(env.names("default").iter().all(|n| !n.contains("big")));
 }

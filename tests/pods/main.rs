@@ -9,6 +9,7 @@
 mod after;
 mod env;
 mod failures;
+mod firsthour;
 mod lifecycle;
 mod outage;
 mod run;

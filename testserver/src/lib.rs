@@ -457,6 +457,17 @@ impl TestServer {
         }
     }
 
+    /// Marks the pod as being deleted (`deletionTimestamp`) and keeps it so, as a
+    /// kubelet that has not yet stopped its containers: `Terminating` in kubectl.
+    pub fn mark_terminating(&self, namespace: &str, name: &str) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
+            pod["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            pod["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+            st.put("pods", namespace, pod);
+        }
+    }
+
     /// Appends to the pod's container log (each line stamped with the current time).
     pub fn append_log(&self, namespace: &str, pod: &str, text: &str) {
         self.store().append_log(namespace, pod, text);
