@@ -474,7 +474,7 @@ pub struct SpawnArgs {
     pub script_args: Vec<String>,
 }
 
-/// Roles besides the workers (see README, "Roles and strategies").
+/// Roles besides the workers (see docs/reference.md, "Roles and strategies").
 #[derive(Debug, Args, Clone, Default)]
 pub struct RoleArgs {
     /// Strategy preset: checks the roles (and adds a chief for parameter-server)

@@ -24,7 +24,7 @@ pub const POD_GROUP_ANNOTATION: &str = "tf-spawner/pod-group";
 /// of pods (the verdict) know every task without the addresses.
 pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
 
-/// Kueue (README, "Shared clusters"): the LocalQueue a pod is submitted to.
+/// Kueue (docs/shared-clusters.md): the LocalQueue a pod is submitted to.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// Kueue: the pods with the same value form one group, admitted as a whole.
 pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";

@@ -93,7 +93,7 @@ pub fn main() -> ExitCode {
         _ => {}
     }
     // One thread: the work is waiting on the API server, and a second worker thread
-    // only adds wake-ups (a 1,000-worker spawn took twice the CPU on two; README,
+    // only adds wake-ups (a 1,000-worker spawn took twice the CPU on two; docs/performance.md,
     // "Performance"). Nothing blocks this thread: the `-d` prompt and a FIFO input are read
     // in threads of their own, so Ctrl-C can end those waits.
     let runtime = match tokio::runtime::Builder::new_current_thread()

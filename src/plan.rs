@@ -59,7 +59,7 @@ pub struct SpawnRequest {
     pub env: EnvVars,
     /// A random id written on every object (see [`INVOCATION_ANNOTATION`]).
     pub invocation: String,
-    /// How a shared cluster schedules the run (README, "Shared clusters").
+    /// How a shared cluster schedules the run (docs/shared-clusters.md).
     pub scheduling: Scheduling,
     /// `--volume`: a claim mounted into every task.
     pub volume: Option<OutputVolume>,

@@ -1,4 +1,4 @@
-//! Gang scheduling (`--gang`, README "Shared clusters"): the run's one PodGroup, of
+//! Gang scheduling (`--gang`, docs/shared-clusters.md): the run's one PodGroup, of
 //! Volcano (`scheduling.volcano.sh/v1beta1`) or of scheduler-plugins' coscheduling
 //! plugin (`scheduling.x-k8s.io/v1alpha1`), and what its pods need to join it.
 //!

@@ -1,5 +1,5 @@
 //! The queues a run names, checked before its first create, and Kueue's hold on its
-//! first pod, checked after it (README, "Shared clusters"):
+//! first pod, checked after it (docs/shared-clusters.md):
 //!
 //! - `--queue`: the Kueue LocalQueue (`kueue.x-k8s.io/v1beta1`, served by every Kueue
 //!   from v0.3 to today, beside `v1beta2` from v0.15) must exist in the namespace: a

@@ -1,4 +1,4 @@
-//! Gang scheduling (README, "Shared clusters"): `--gang volcano|coscheduling` and
+//! Gang scheduling (docs/shared-clusters.md): `--gang volcano|coscheduling` and
 //! `--scheduler-name`: the run's PodGroup, what its pods carry, its rollback and delete,
 //! and a cluster without the PodGroup API.
 

@@ -1,4 +1,4 @@
-//! Queue misconfigurations (README, "Shared clusters"): every one is one `error:` line
+//! Queue misconfigurations (docs/shared-clusters.md): every one is one `error:` line
 //! and nothing left in the cluster, or, for what these credentials may not read, a note
 //! and the run. The test server models Kueue's webhook (the gate and the managed label,
 //! only in the namespaces Kueue manages) and serves LocalQueues and Volcano Queues.

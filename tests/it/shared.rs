@@ -1,4 +1,4 @@
-//! Shared clusters (README, "Shared clusters"): `--deadline`, `--priority-class`,
+//! Shared clusters (docs/shared-clusters.md): `--deadline`, `--priority-class`,
 //! `--queue`; what they put on the pods, how a stopped or queued run is reported.
 
 use kube_testserver::{KUEUE_LOCALQUEUES, Options};

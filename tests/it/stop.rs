@@ -1,4 +1,4 @@
-//! The run ends for the cluster when it ends for the user (README, "Shared clusters"):
+//! The run ends for the cluster when it ends for the user (docs/shared-clusters.md):
 //! once `wait` has the verdict, the pods that have not finished are stopped (deleted),
 //! the finished ones kept with their logs, so that a Kueue pod group stops holding its
 //! quota (its finish rule, modelled by the test server: no pod of a

@@ -1,4 +1,4 @@
-//! `--queue` against the real 1.20 server (README, "Shared clusters"): Kueue's
+//! `--queue` against the real 1.20 server (docs/shared-clusters.md): Kueue's
 //! LocalQueue CRD is installed from a small definition (`crds/kueue-localqueue.yaml`);
 //! Kueue itself does not run here, so its webhook never takes a pod, which is what a
 //! namespace Kueue does not manage looks like. Every misconfiguration is one `error:`

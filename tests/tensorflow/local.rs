@@ -1,4 +1,4 @@
-//! The examples on real TensorFlow, as local processes: the README's commands
+//! The examples on real TensorFlow, as local processes: the commands of README.md and docs/tensorflow.md
 //! (`tf-spawner --local ... examples/mnist.py`, `... examples/parameter_server.py`) with a
 //! small synthetic data set, a few epochs, and the model saved in the test's temp dir.
 

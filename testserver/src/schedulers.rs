@@ -1,5 +1,5 @@
 //! What the shared-cluster controllers do that tf-spawner depends on, modelled from
-//! their source (tf-spawner's README, "Shared clusters"):
+//! their source (tf-spawner's docs/shared-clusters.md):
 //!
 //! - Kueue's pod webhook (`pkg/controller/jobs/pod/pod_webhook.go::Default`): in a
 //!   namespace Kueue manages, with its `pod` integration on, a new pod naming a
