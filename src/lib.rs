@@ -34,7 +34,6 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod timing;
-pub(crate) mod verbs;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 
@@ -68,18 +67,18 @@ pub fn main() -> ExitCode {
     let name = display_name(argv.first().map(|a| a.as_os_str()));
     output::set_name(&name);
     if argv.len() <= 1 {
-        return finish(Err(verbs::short_usage(&name).into()));
+        return finish(Err(commands::verbs::short_usage(&name).into()));
     }
     let matches = match Cli::command()
         .bin_name(&name)
-        .try_get_matches_from(verbs::without_spawn_verb(argv))
+        .try_get_matches_from(commands::verbs::without_spawn_verb(argv))
     {
         Ok(matches) => matches,
         Err(e) => return clap_error(e),
     };
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let checked = spawn_flags_only_for_spawn(&matches)
-        .and_then(|()| verbs::settle_tag(&mut cli, &matches))
+        .and_then(|()| commands::verbs::settle_tag(&mut cli, &matches))
         .and_then(|()| script_or_verb(&cli));
     if let Err(e) = checked {
         return finish(Err(e.into()));
@@ -226,7 +225,7 @@ fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::
         return Ok(());
     };
     let spawn_args = <cli::SpawnArgs as clap::Args>::augment_args(clap::Command::new("spawn"));
-    // `-t TAG` before a verb acting on a run names that run (`verbs::settle_tag`).
+    // `-t TAG` before a verb acting on a run names that run (`commands::verbs::settle_tag`).
     let tag_names_the_run = matches!(verb, "wait" | "status" | "logs");
     for arg in spawn_args.get_arguments() {
         let id = arg.get_id().as_str();

@@ -14,4 +14,7 @@ pub mod logs;
 pub mod spawn;
 pub mod status;
 pub mod tensorboard;
+/// Before the verbs run: the explicit `spawn` verb, a run's tag given positionally or
+/// before the verb, the short usage of a bare `tf-spawner`.
+pub mod verbs;
 pub mod wait;
