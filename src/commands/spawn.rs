@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use crate::cli::SpawnArgs;
 use crate::inputs::{self, SpawnOptions};
-use crate::labels;
+use crate::labels::{self, RUN_LABEL};
 use crate::ops::wait::{Wait, WaitFor};
 use crate::ops::{self, summary};
 use crate::output;
@@ -126,12 +126,13 @@ fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     if plan.secret.is_some() {
         parts.push(format!("secret/{}", labels::secret_name(tag)));
     }
-    parts.push(format!("{} services", plan.services.len()));
-    parts.push(format!("{} pods", plan.pods.len()));
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    parts.push(count(plan.services.len(), "service"));
+    parts.push(count(plan.pods.len(), "pod"));
     let me = output::name();
     let ns_flag = format!("-n {ns}");
     output::print(&format!(
-        "run {tag} created in namespace {ns}: {}\n\
+        "run {tag} created in namespace {ns} (label {RUN_LABEL}={tag}): {}\n\
          next:\n  \
          {me} wait {tag} {ns_flag}       wait for its verdict (exit 0 if it succeeded)\n  \
          {me} logs -f {tag} {ns_flag}    follow the merged logs of its pods\n  \

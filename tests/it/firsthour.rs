@@ -67,7 +67,7 @@ fn a_spawn_leads_to_wait_logs_status_and_delete() {
     let out = env.run(&["-w", "2", "-t", "lead", s]);
     out.success()
         .stdout_has(
-            "run lead created in namespace default: configmap/lead-script, 2 services, 2 pods",
+            "run lead created in namespace default (label training_attempt=lead): configmap/lead-script, 2 services, 2 pods",
         )
         .stdout_has("  tf-spawner wait lead -n default")
         .stdout_has("  tf-spawner logs -f lead -n default")

@@ -16,7 +16,10 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
         let env = Env::new();
         let out = env.spawn(&["-w", &n.to_string(), "-t", "run"]);
         out.success()
-            .stdout_has("run run created in namespace default: configmap/run-script")
+            .stdout_has(&format!(
+                "run run created in namespace default (label training_attempt=run): configmap/run-script, {n} service{s}, {n} pod{s}",
+                s = if n == 1 { "" } else { "s" }
+            ))
             .stdout_has("tf-spawner wait run -n default")
             .stdout_has("tf-spawner logs -f run -n default")
             .stdout_has("tf-spawner status run -n default")

@@ -402,10 +402,10 @@ spec:
         )
         .await;
     out.success();
+    // "run TAG created in namespace …"
     let tag = out
         .stdout
-        .split("training_attempt=")
-        .nth(1)
+        .strip_prefix("run ")
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no tag printed: {out:#?}"))
         .to_string();
