@@ -15,8 +15,28 @@ use crate::labels::run_selector;
 
 /// Whether a pod has finished: its phase is `Succeeded` or `Failed`.
 fn finished(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    matches!(phase, Some("Succeeded" | "Failed"))
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref());
+    if matches!(phase, Some("Succeeded" | "Failed")) {
+        return true;
+    }
+    // A 1.27+ kubelet keeps a pod Running for seconds after its only container ended
+    // (until it has torn the pod down): a TF container that ended, never to restart, has
+    // finished, as the verdict counts it.
+    let spec = pod.spec.as_ref();
+    let never = spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never");
+    let tf = spec.and_then(|s| {
+        s.containers
+            .iter()
+            .find(|c| c.name == crate::labels::TF_CONTAINER)
+            .or_else(|| s.containers.first())
+    });
+    let ended = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|all| all.iter().find(|c| Some(&c.name) == tf.map(|t| &t.name)))
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|state| state.terminated.is_some());
+    never && ended
 }
 
 /// Deletes the pods of run `tag` that have not finished and are not being deleted
