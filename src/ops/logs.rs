@@ -276,9 +276,11 @@ async fn follow(
     }
 
     // The run is over: pods that will not end are cut off; the others deliver their
-    // last lines.
+    // last lines, a pod being deleted too (its SIGTERM handler's lines are its last).
     for (name, f) in &followers.by_pod {
-        let ended = tracker.get(name).is_none_or(|v| v.state().finished());
+        let ended = tracker
+            .get(name)
+            .is_none_or(|v| v.state().finished() || v.terminating);
         if !ended {
             f.handle.abort();
         }
