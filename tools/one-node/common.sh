@@ -73,6 +73,20 @@ cp_env() {
 kubectl_admin() { env -u KUBECONFIG "$CP/bin/kubectl" --kubeconfig "$CP/kubeconfig" "$@"; }
 ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
 
+# archive_config ARCHIVE: the config digest (the image ID) of a `docker save`-format archive
+# image.sh wrote (its manifest.json comes first: read without reading the layers).
+archive_config() {
+  tar --occurrence=1 -xOf "$1" manifest.json \
+    | python3 -c 'import json, sys; print("sha256:" + json.load(sys.stdin)[0]["Config"][:-len(".json")])'
+}
+# containerd_config REF: the config digest of containerd's image REF; nothing if there is none.
+containerd_config() {
+  local digest
+  digest=$(ctr_k8s images ls "name==$1" | awk 'NR > 1 { print $3 }')
+  [ -n "$digest" ] || return 0
+  ctr_k8s content get "$digest" | python3 -c 'import json, sys; print(json.load(sys.stdin)["config"]["digest"])'
+}
+
 # pid_of NAME PATTERN: the PID in $PIDS/NAME.pid if that process runs with PATTERN in its command line.
 pid_of() {
   local f=$PIDS/$1.pid pid

@@ -220,15 +220,20 @@ else
   start_daemon containerd "$(command -v containerd)" --config "$RUN/containerd.toml" --log-level info
 fi
 wait_for "containerd" 30 containerd ctr_k8s version
+# Imported when containerd has no image of that name or another one than the archive (by
+# config digest: a rebuilt archive, e.g. after tools/tensorflow's pins changed, is imported
+# again under its name, so a cached containerd never runs a stale image).
 for image in pause python tensorflow; do
   ref=$PAUSE_IMAGE; [ $image = python ] && ref=$PYTHON_IMAGE
   # The TensorFlow image is optional: imported when tensorflow-image.sh has written it.
   [ $image = tensorflow ] && { ref=$TENSORFLOW_IMAGE; [ -f "$IMAGES/tensorflow.tar" ] || continue; }
-  if ! ctr_k8s images ls -q | grep -xF "$ref" >/dev/null; then
-    log "importing $ref into containerd (namespace k8s.io)"
+  want=$(archive_config "$IMAGES/$image.tar")
+  have=$(containerd_config "$ref")
+  if [ "$have" != "$want" ]; then
+    log "importing $ref ($want) into containerd (namespace k8s.io)${have:+, replacing $have}"
     ctr_k8s images import --no-unpack=false "$IMAGES/$image.tar" >"$LOGS/import-$image.log" 2>&1 \
       || { cat "$LOGS/import-$image.log" >&2; die "could not import $IMAGES/$image.tar"; }
-    ctr_k8s images ls -q | grep -xF "$ref" >/dev/null || die "$ref not in containerd after importing $IMAGES/$image.tar"
+    [ "$(containerd_config "$ref")" = "$want" ] || die "$ref in containerd is not $IMAGES/$image.tar's image after importing it"
   fi
 done
 

@@ -1,14 +1,17 @@
 #!/bin/bash
 # tensorflow-image.sh - build (once) the image tf-spawner.local/tensorflow:2.21 for the one-node
 # cluster, without a registry: the Python image setup.sh made (Debian 12, python3.11) plus one
-# layer holding the pinned wheels of tools/tensorflow (tensorflow-cpu and what it needs, then
-# tf-keras with --no-deps), installed into /usr/local/lib/python3.11/dist-packages with pip
-# --target. The wheels are tools/tensorflow/setup.sh's (its cache's wheels/, downloaded once);
-# only cp311 wheels missing there are downloaded. Before writing the archive, the image's own
-# python imports TensorFlow and tf_keras in a chroot. start.sh imports the archive into
-# containerd when it is there.
+# layer holding the pinned wheels of tools/tensorflow (tensorflow-cpu, tensorboard and what they
+# need, then tf-keras with --no-deps), installed into /usr/local/lib/python3.11/dist-packages
+# with pip --target, and /usr/local/bin/tensorboard (what `tf-spawner tensorboard` runs). The
+# wheels are tools/tensorflow/setup.sh's (its cache's wheels/, downloaded once); only cp311
+# wheels missing there are downloaded. Before writing the archive, the image's own python
+# imports TensorFlow and tf_keras, and its `tensorboard` runs, in a chroot. start.sh imports the
+# archive into containerd when it is there and containerd's image of that name differs.
 #
-# Idempotent: an archive whose stamp (the pins' and the Python image's hashes) matches is kept.
+# Idempotent: an archive whose stamp (the hashes of the pins, of the Python image and of this
+# script and image.sh) matches is kept; any change rebuilds it, and the next start.sh
+# re-imports it.
 # Run as root, after setup.sh. Progress on stderr; the image's name on stdout (last line).
 # Environment: TF_SPAWNER_ONE_NODE (see setup.sh), TF_SPAWNER_TENSORFLOW (see
 # tools/tensorflow/setup.sh).
@@ -36,7 +39,7 @@ version=$(sed -n 's/^tensorflow-cpu==\([0-9]*\.[0-9]*\)\..*/\1/p' "$REQUIREMENTS
 [ "$TENSORFLOW_IMAGE" = "tf-spawner.local/tensorflow:$version" ] \
   || die "requirements.txt pins TensorFlow $version but common.sh names $TENSORFLOW_IMAGE: change TENSORFLOW_IMAGE (and the pod templates)"
 
-stamp="$(cat "$REQUIREMENTS" "$NO_DEPS" | sha256sum | cut -d' ' -f1) $(sha256sum "$IMAGES/python.tar" | cut -d' ' -f1)"
+stamp="$(cat "$REQUIREMENTS" "$NO_DEPS" | sha256sum | cut -d' ' -f1) $(sha256sum "$IMAGES/python.tar" | cut -d' ' -f1) $(cat "$HERE/tensorflow-image.sh" "$HERE/image.sh" | sha256sum | cut -d' ' -f1)"
 if [ -f "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$stamp" ]; then
   log "cached: $OUT ($TENSORFLOW_IMAGE)"
   echo "$TENSORFLOW_IMAGE"
@@ -76,9 +79,18 @@ fi
 # Not needed to run: console scripts written for the host's python, and TensorFlow's C++ headers
 # (287 MB, for building custom ops).
 rm -rf "$site/bin" "$site/tensorflow/include"
+# `tensorboard` on PATH, as in TensorFlow's own images, for the image's python.
+mkdir -p "$work/layer/usr/local/bin"
+cat >"$work/layer/usr/local/bin/tensorboard" <<'PY'
+#!/usr/bin/python3
+import sys
+from tensorboard.main import run_main
+sys.exit(run_main())
+PY
+chmod 755 "$work/layer/usr/local/bin/tensorboard"
 
 # The check: the Python image's rootfs with the layer on top, its python importing TensorFlow.
-log "checking: the image's python3 imports tensorflow and tf_keras (chroot)"
+log "checking: the image's python3 imports tensorflow and tf_keras, its tensorboard runs (chroot)"
 mkdir "$work/rootfs"
 layer=$(tar -xOf "$IMAGES/python.tar" manifest.json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["Layers"][0])')
 tar -xOf "$IMAGES/python.tar" "$layer" | tar -C "$work/rootfs" -xf -
@@ -91,6 +103,11 @@ print("python %s, tensorflow %s, tf.keras from %s" % (sys.version.split()[0], tf
   || { tail -20 "$CACHE/tensorflow-image-check.log" >&2; die "import tensorflow failed in the image"; }
 log "$check"
 case $check in *"tensorflow $version."*"tf.keras from tf_keras") ;; *) die "unexpected: $check" ;; esac
+board=$(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  unshare --mount --pid --fork --mount-proc="$work/rootfs/proc" chroot "$work/rootfs" \
+  tensorboard --version_tb 2>>"$CACHE/tensorflow-image-check.log") \
+  || { tail -20 "$CACHE/tensorflow-image-check.log" >&2; die "tensorboard does not run in the image"; }
+log "tensorboard $board"
 
 log "writing $OUT ($TENSORFLOW_IMAGE: the Python image's layer + $(du -sh "$work/layer" | cut -f1))"
 make_image "$work/layer" "$TENSORFLOW_IMAGE" "$OUT" 'null' '["python3"]' "$IMAGES/python.tar"

@@ -1,6 +1,6 @@
 #!/bin/bash
-# setup.sh - a virtualenv with the pinned TensorFlow (requirements.txt: tensorflow-cpu and
-# what it needs; requirements-no-deps.txt: tf-keras, installed with --no-deps), made once and
+# setup.sh - a virtualenv with the pinned TensorFlow (requirements.txt: tensorflow-cpu,
+# tensorboard and what they need; requirements-no-deps.txt: tf-keras, with --no-deps), made once and
 # cached; the wheels are kept beside it (WHEELS below) for tools/one-node/tensorflow-image.sh.
 #
 #   python=$(bash tools/tensorflow/setup.sh | tail -1)
@@ -9,7 +9,8 @@
 # Idempotent: a venv whose stamp (the pins' hash and the interpreter's version) matches is
 # kept as it is, without network. Otherwise the wheels are downloaded from PyPI into WHEELS
 # (files already there are not downloaded again), the venv is made anew and installed from
-# WHEELS only, and `import tensorflow` is checked with TF_USE_LEGACY_KERAS=1.
+# WHEELS only, and `import tensorflow` (with TF_USE_LEGACY_KERAS=1) and the venv's `tensorboard`
+# command are checked. `tensorboard --local` finds that command with the venv's bin/ on PATH.
 # Progress and times on stderr; the venv's python on stdout (last line).
 # Environment:
 #   TF_SPAWNER_TENSORFLOW         cache directory (default ~/.cache/tf-spawner-tensorflow): venv/,
@@ -68,17 +69,18 @@ if ! { pip install --no-cache-dir --no-index --find-links "$WHEELS" -r "$REQUIRE
   die "pip install failed; see $CACHE/install.log"
 fi
 
-log "checking: import tensorflow with TF_USE_LEGACY_KERAS=1 (log: $CACHE/check.log)"
+log "checking: import tensorflow with TF_USE_LEGACY_KERAS=1, tensorboard (log: $CACHE/check.log)"
 if ! check=$(TF_USE_LEGACY_KERAS=1 "$VENV/bin/python" -c '
-import tensorflow as tf, tf_keras
-print("tensorflow %s, tf.keras from %s (tf_keras %s)"
-      % (tf.__version__, tf.keras.Sequential.__module__.split(".")[0], tf_keras.__version__))
-' 2>"$CACHE/check.log"); then
+import tensorflow as tf, tf_keras, tensorboard
+print("tensorflow %s, tf.keras from %s (tf_keras %s), tensorboard %s"
+      % (tf.__version__, tf.keras.Sequential.__module__.split(".")[0], tf_keras.__version__,
+         tensorboard.__version__))
+' 2>"$CACHE/check.log") || ! "$VENV/bin/tensorboard" --version_tb >>"$CACHE/check.log" 2>&1; then
   tail -20 "$CACHE/check.log" >&2
-  die "import tensorflow failed in $VENV; see $CACHE/check.log"
+  die "import tensorflow or the tensorboard command failed in $VENV; see $CACHE/check.log"
 fi
 log "$check"
-case $check in *"tf.keras from tf_keras "*) ;; *) die "tf.keras is not tf_keras with TF_USE_LEGACY_KERAS=1: $check" ;; esac
+case $check in *"tf.keras from tf_keras "*"tensorboard "*) ;; *) die "tf.keras is not tf_keras with TF_USE_LEGACY_KERAS=1: $check" ;; esac
 
 echo "$stamp" >"$VENV/tf-spawner-stamp"
 log "ready: $VENV ($(du -sh "$VENV" | cut -f1))"
