@@ -323,8 +323,10 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
     assert!(c.pods(&t).await.is_empty());
 }
 
-/// The TensorFlow image the one-node tooling may load (`tools/tensorflow`).
+/// The TensorFlow image the one-node tooling builds (`tools/one-node/tensorflow-image.sh`:
+/// tensorflow-cpu, tf-keras and tensorboard), unless `TF_SPAWNER_PODS_TF_IMAGE` names another.
 const TF_IMAGE: &str = "tf-spawner.local/tensorflow:2.21";
+const TF_IMAGE_VAR: &str = "TF_SPAWNER_PODS_TF_IMAGE";
 
 /// Whether the node has `image` (never pulled: a probe pod with
 /// `imagePullPolicy: Never` either starts or waits with `ErrImageNeverPull`).
@@ -354,6 +356,26 @@ async fn node_has(c: &Cluster, image: &str) -> bool {
     .await
 }
 
+/// The TensorFlow image to train with: `TF_SPAWNER_PODS_TF_IMAGE` (then the node must have
+/// it), else [`TF_IMAGE`] if the node has it, else `None` after a SKIPPED notice.
+async fn tensorflow_image(c: &Cluster, test: &str) -> Option<String> {
+    let required = std::env::var(TF_IMAGE_VAR).ok().filter(|v| !v.is_empty());
+    let image = required.clone().unwrap_or_else(|| TF_IMAGE.to_string());
+    if node_has(c, &image).await {
+        return Some(image);
+    }
+    assert!(
+        required.is_none(),
+        "{TF_IMAGE_VAR}={image}: the node does not have it (tools/one-node/tensorflow-image.sh, then start.sh)"
+    );
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: the node has no {image} (tools/one-node/tensorflow-image.sh builds it; .ci/run sets {TF_IMAGE_VAR})"
+    );
+    None
+}
+
 /// Synthetic MNIST in the pod, then the example, trained briefly with Keras 2.
 const MNIST_ENTRYPOINT: &str = r#"set -e
 python -c "
@@ -367,21 +389,9 @@ export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=2 STEPS_PER_EPOCH=4
 exec python /script/training-script.py
 "#;
 
-#[tokio::test]
-async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
-    let Some(c) = Cluster::new("after-mnist").await else {
-        return;
-    };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
-        );
-        return;
-    }
-    let claim = Claim::new(&c).await;
-    let t = tag("mnist");
+/// Trains examples/mnist.py on 2 workers of `image` with claim `out` as `--volume`, to
+/// its verdict (every task's log in the panic otherwise).
+async fn train_mnist(c: &Cluster, t: &str, image: &str) {
     let script = crate::support::repo_file("examples/mnist.py");
     let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
     let extra = [
@@ -390,17 +400,126 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
         "--volume",
         "out",
         "-i",
-        TF_IMAGE,
+        image,
         "-c",
         entry.to_str().unwrap(),
     ];
-    c.spawn(&t, &script, &extra).await;
-    let out = c.run(&["wait", "-t", &t, "--timeout", "300s"]).await;
+    c.spawn(t, &script, &extra).await;
+    let out = c.run(&["wait", "-t", t, "--timeout", "300s"]).await;
     if out.code != 0 {
-        let logs = c.run(&["logs", "-t", &t]).await;
+        let logs = c.run(&["logs", "-t", t]).await;
         panic!("{out:#?}\nevery task's log:\n{}", logs.stdout);
     }
     out.stdout_has("took ");
+}
+
+/// The body of an HTTP answer, as JSON, after checking its status line says 200.
+fn json_body(answer: &str) -> serde_json::Value {
+    let status = answer.lines().next().unwrap_or_default();
+    assert!(status.contains(" 200 "), "{answer}");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+/// Starts `tf-spawner tensorboard -t TAG` (its image from the defaults file) and returns
+/// the child and the local port it printed.
+async fn start_tensorboard(c: &Cluster, t: &str) -> (tokio::process::Child, u16) {
+    let mut child = c.start(&["tensorboard", "-t", t, "--timeout", "180s"]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(240), async {
+        loop {
+            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
+            if let Some(rest) = line.strip_prefix("TensorBoard: http://127.0.0.1:") {
+                return rest.split('/').next().unwrap().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("TensorBoard serves");
+    (child, port)
+}
+
+/// What TensorBoard's HTTP API lists through the forwarded `port`, once it has loaded the
+/// chief's summaries: the runs (`/data/runs`) and the logs/train run's scalar tags
+/// (`/data/plugin/scalars/tags`).
+async fn served_summaries(c: &Cluster, port: u16) -> (Vec<String>, Vec<String>) {
+    c.eventually(
+        "TensorBoard's scalars",
+        Duration::from_secs(120),
+        || async {
+            let runs = json_body(&get(port, "/data/runs").await);
+            let tags = json_body(&get(port, "/data/plugin/scalars/tags").await);
+            let train = tags
+                .get("logs/train")?
+                .as_object()?
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>();
+            let runs = runs
+                .as_array()?
+                .iter()
+                .filter_map(|r| r.as_str())
+                .map(String::from);
+            (!train.is_empty()).then(|| (runs.collect(), train))
+        },
+    )
+    .await
+}
+
+/// A `cp` whose client is killed (SIGKILL) once its helper pod exists: the pod stays
+/// (for `-d`). Returns its name.
+async fn killed_cp(c: &Cluster, t: &str) -> String {
+    let home = c.dir.path().join("killed");
+    let mut child = c.start(&["cp", "-t", t, "model", home.to_str().unwrap()]);
+    let name = c
+        .eventually("cp's helper pod", Duration::from_secs(60), || async {
+            helper_pods(c, t)
+                .await
+                .into_iter()
+                .find(|n| n.starts_with(&format!("{t}-cp-")))
+        })
+        .await;
+    child.kill().await.expect("SIGKILL cp");
+    name
+}
+
+/// The TensorBoard part: the pod of the run serves the chief's real summaries (read from
+/// the volume) through the forwarded port; Ctrl-C leaves the pod.
+async fn tensorboard_serves_the_summaries(c: &Cluster, t: &str) {
+    let (mut child, port) = start_tensorboard(c, t).await;
+    let (runs, tags) = served_summaries(c, port).await;
+    // --logdir is the volume's root: the run is named by its directory under it.
+    assert_eq!(runs, ["logs/train"], "the chief's one run");
+    for tag in ["epoch_loss", "epoch_accuracy"] {
+        assert!(tags.iter().any(|x| x == tag), "{tag} in {tags:?}");
+    }
+    let page = get(port, "/").await;
+    assert!(
+        page.contains("<tf-tensorboard") || page.contains("TensorBoard"),
+        "{page}"
+    );
+    let pid = child.id().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("ends after Ctrl-C")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
+    let test = "mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it";
+    let Some(c) = Cluster::new("after-mnist").await else {
+        return;
+    };
+    let Some(image) = tensorflow_image(&c, test).await else {
+        return;
+    };
+    let claim = Claim::new(&c).await;
+    let t = tag("mnist");
+    train_mnist(&c, &t, &image).await;
 
     // The chief's model, home: a .keras file is a zip archive.
     let home = c.dir.path().join("home");
@@ -418,48 +537,37 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
         );
     }
 
-    // TensorBoard lists the chief's summaries (logs/train, logs/validation…), when the
-    // image could write them (a minimal TensorFlow image has no tensorboard package).
-    if !claim.dir.path().join("logs").is_dir() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED the TensorBoard part of mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it: {TF_IMAGE} has no tensorboard, so the run wrote no summaries"
-        );
-        return;
-    }
-    let mut child = c.start(&[
-        "tensorboard",
-        "-t",
-        &t,
-        "--image",
-        TF_IMAGE,
-        "--timeout",
-        "180s",
-        "--rm",
-    ]);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let port: u16 = tokio::time::timeout(Duration::from_secs(240), async {
-        loop {
-            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
-            if let Some(rest) = line.strip_prefix("TensorBoard: http://127.0.0.1:") {
-                return rest.split('/').next().unwrap().parse().unwrap();
-            }
-        }
-    })
-    .await
-    .expect("TensorBoard serves");
-    let runs = c
-        .eventually("TensorBoard's runs", Duration::from_secs(60), || async {
-            let answer = get(port, "/data/runs").await;
-            answer.contains("train").then_some(answer)
-        })
-        .await;
-    assert!(runs.starts_with("HTTP/1.0 200"), "{runs}");
-    let pid = child.id().expect("pid") as i32;
-    // SAFETY: kill(2) on our own child's pid; no memory is touched.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let status = child.wait().await.unwrap();
-    assert!(status.success(), "{status:?}");
-    assert!(helper_pods(&c, &t).await.is_empty(), "--rm removed it");
+    // The chief's summaries are on the volume: TensorBoard (the same image, named by the
+    // defaults file's tensorboard_image) lists them.
+    let train = claim.dir.path().join("logs/train");
+    assert!(
+        std::fs::read_dir(&train)
+            .map(|mut d| d.any(|e| e.is_ok_and(|e| e
+                .file_name()
+                .to_string_lossy()
+                .starts_with("events.out.tfevents."))))
+            .unwrap_or(false),
+        "the chief wrote its summaries to {}",
+        train.display()
+    );
+    let config = c.dir.path().join(".config/tf-spawner");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.yaml"),
+        format!("tensorboard_image: {image}\n"),
+    )
+    .unwrap();
+    tensorboard_serves_the_summaries(&c, &t).await;
+
+    // -d removes the TensorBoard pod and a helper pod a killed `cp` left.
+    let cp = killed_cp(&c, &t).await;
+    let mut left = helper_pods(&c, &t).await;
+    left.sort();
+    assert_eq!(left, [cp.clone(), format!("{t}-tensorboard")]);
+    c.run(&["-d", "-t", &t, "-y", "--wait", "--timeout", "90s"])
+        .await
+        .success()
+        .stdout_has(&format!("deleted pod/{t}-tensorboard"))
+        .stdout_has(&format!("deleted pod/{cp}"));
+    assert!(c.pods(&t).await.is_empty(), "nothing of the run is left");
 }
