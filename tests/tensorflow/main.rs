@@ -10,3 +10,4 @@
 
 mod local;
 mod support;
+mod tensorboard;
