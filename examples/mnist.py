@@ -204,10 +204,13 @@ def main():
     # the tensorboard package, which a minimal TensorFlow image may lack.
     output_dir = os.environ.get("TF_SPAWNER_OUTPUT_DIR", "").strip()
     callbacks = []
+    scratch_logs = None
     try:
         import tensorboard  # noqa: F401
-        log_dir = (os.path.join(output_dir, "logs") if chief and output_dir
-                   else tempfile.mkdtemp(prefix="mnist-logs-%s-" % name))
+        if chief and output_dir:
+            log_dir = os.path.join(output_dir, "logs")
+        else:
+            log_dir = scratch_logs = tempfile.mkdtemp(prefix="mnist-logs-%s-" % name)
         callbacks.append(tf.keras.callbacks.TensorBoard(log_dir=log_dir))
     except ImportError:
         print("%s: no tensorboard package, so no summaries" % name, flush=True)
@@ -216,6 +219,8 @@ def main():
         model = build_model()
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
               callbacks=callbacks + fail_on_request(name))
+    if scratch_logs:
+        shutil.rmtree(scratch_logs, ignore_errors=True)
     loss, accuracy = model.evaluate(test, verbose=0)
     print("%s: test loss %.4f, test accuracy %.4f" % (name, loss, accuracy), flush=True)
 
