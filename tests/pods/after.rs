@@ -508,6 +508,25 @@ async fn tensorboard_serves_the_summaries(c: &Cluster, t: &str) {
     assert!(status.success(), "{status:?}");
 }
 
+/// `cp` brings the chief's model home: `mnist.keras`, a zip archive holding the model's
+/// config and its weights.
+async fn copy_the_model_home(c: &Cluster, t: &str) {
+    let home = c.dir.path().join("home");
+    c.run(&["cp", "-t", t, "model", home.to_str().unwrap()])
+        .await
+        .success();
+    let keras = std::fs::read(home.join("mnist.keras")).expect("the saved model");
+    assert!(keras.starts_with(b"PK"), "a zip archive");
+    // The .keras layout: the model's config and its weights as zip entries.
+    for entry in [&b"config.json"[..], b"model.weights.h5"] {
+        assert!(
+            keras.windows(entry.len()).any(|w| w == entry),
+            "{} in mnist.keras",
+            String::from_utf8_lossy(entry)
+        );
+    }
+}
+
 #[tokio::test]
 async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
     let test = "mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it";
@@ -521,21 +540,7 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
     let t = tag("mnist");
     train_mnist(&c, &t, &image).await;
 
-    // The chief's model, home: a .keras file is a zip archive.
-    let home = c.dir.path().join("home");
-    c.run(&["cp", "-t", &t, "model", home.to_str().unwrap()])
-        .await
-        .success();
-    let keras = std::fs::read(home.join("mnist.keras")).expect("the saved model");
-    assert!(keras.starts_with(b"PK"), "a zip archive");
-    // The .keras layout: the model's config and its weights as zip entries.
-    for entry in [&b"config.json"[..], b"model.weights.h5"] {
-        assert!(
-            keras.windows(entry.len()).any(|w| w == entry),
-            "{} in mnist.keras",
-            String::from_utf8_lossy(entry)
-        );
-    }
+    copy_the_model_home(&c, &t).await;
 
     // The chief's summaries are on the volume: TensorBoard (the same image, named by the
     // defaults file's tensorboard_image) lists them.

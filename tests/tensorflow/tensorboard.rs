@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{BIN, Tf, repo_file};
@@ -43,30 +43,9 @@ fn served_summaries(port: u16) -> (serde_json::Value, Vec<String>) {
     }
 }
 
-#[test]
-fn tensorboard_local_serves_the_summaries_of_a_local_mnist_run() {
-    let Some(tf) = Tf::new("tensorboard_local") else {
-        return;
-    };
-    let npz = tf.mnist_npz();
-    let env = tf.env_file(
-        "mnist.env",
-        &[
-            ("MNIST_NPZ", npz.to_str().unwrap()),
-            ("EPOCHS", "2"),
-            ("STEPS_PER_EPOCH", "4"),
-        ],
-    );
-    let mnist = repo_file("examples/mnist.py");
-    let out = tf.local(&["-t", "tb", "-w", "1", "-e", env.to_str().unwrap(), &mnist]);
-    out.success().stdout_has("run tb (local): Succeeded");
-    let train = tf.path("tf-spawner-output/tb/logs/train");
-    assert!(
-        train.is_dir(),
-        "the chief's summaries in {}",
-        train.display()
-    );
-
+/// Starts `tf-spawner tensorboard --local -t tb` in the test's dir, with the venv's `bin/`
+/// first on PATH (its `tensorboard`); the child and the port of the URL it printed.
+fn start_tensorboard_local(tf: &Tf) -> (Child, u16) {
     // `tensorboard` from PATH: the venv's bin/ first.
     let bin = tf.python.parent().expect("the venv's bin/");
     let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
@@ -96,6 +75,34 @@ fn tensorboard_local_serves_the_summaries_of_a_local_mnist_run() {
         line.contains("tf-spawner-output/tb; Ctrl-C to stop"),
         "{line}"
     );
+    (child, port)
+}
+
+#[test]
+fn tensorboard_local_serves_the_summaries_of_a_local_mnist_run() {
+    let Some(tf) = Tf::new("tensorboard_local") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let env = tf.env_file(
+        "mnist.env",
+        &[
+            ("MNIST_NPZ", npz.to_str().unwrap()),
+            ("EPOCHS", "2"),
+            ("STEPS_PER_EPOCH", "4"),
+        ],
+    );
+    let mnist = repo_file("examples/mnist.py");
+    let out = tf.local(&["-t", "tb", "-w", "1", "-e", env.to_str().unwrap(), &mnist]);
+    out.success().stdout_has("run tb (local): Succeeded");
+    let train = tf.path("tf-spawner-output/tb/logs/train");
+    assert!(
+        train.is_dir(),
+        "the chief's summaries in {}",
+        train.display()
+    );
+
+    let (mut child, port) = start_tensorboard_local(&tf);
 
     let (runs, tags) = served_summaries(port);
     assert_eq!(
