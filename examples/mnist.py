@@ -48,12 +48,14 @@ run starts over. To start over after a failure, delete BACKUP_DIR (tf-spawner ca
 volume is yours) or point BACKUP_DIR elsewhere.
 
 SIGTERM: a deleted, preempted or evicted pod gets SIGTERM, then SIGKILL after its grace
-period (30 s by default). This script keeps Python's default action (it ends at once, exit
-143 as the kubelet reports it): what it loses is the epoch under way, since the last backup
-is at most one epoch old. TensorFlow's PreemptionCheckpointHandler, which saves on SIGTERM
-before exiting (with code 42 off Google Cloud), works with a custom training loop, not
-Model.fit, and Keras' save_before_preemption is only active on Google Cloud; with short
-epochs the per-epoch backup costs less than a second loop would.
+period (30 s by default). MultiWorkerMirroredStrategy installs a SIGTERM handler of its own
+(TensorFlow's preemption notifier: "SIGTERM caught" in the log) that only records the signal
+for PreemptionCheckpointHandler, so a TensorFlow script trains on until the SIGKILL. This
+script puts the default action back: on SIGTERM it prints one line and ends at once, killed
+by the signal (exit code 143). What it loses is the epoch under way, since the last backup
+is at most one epoch old. It does not use PreemptionCheckpointHandler, which saves on
+SIGTERM and then exits (with code 42 off Google Cloud): that needs a custom training loop,
+not Model.fit, and Keras' save_before_preemption is only active on Google Cloud.
 """
 
 import importlib.metadata
@@ -61,6 +63,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -109,6 +112,25 @@ keras_2_or_exit("mnist.py", "Model.fit under MultiWorkerMirroredStrategy")
 # starts this task's gRPC server on its TF_CONFIG address, which must happen before
 # TensorFlow's runtime is initialised. Training then waits until every peer is up.
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def end_on_sigterm():
+    """SIGTERM ends this task at once, as without TensorFlow (see SIGTERM above).
+
+    Installed after the strategy, whose coordination service installs TensorFlow's own
+    handler: the last handler installed is the one that runs. Python runs it in the main
+    thread between two steps of Model.fit.
+    """
+    def end(signum, frame):
+        print("mnist.py: SIGTERM: stopping now; a new run resumes from the last backup",
+              flush=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, end)
+
+
+end_on_sigterm()
 
 
 def read_tf_config():

@@ -313,6 +313,98 @@ fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
     );
 }
 
+/// SIGTERM mid-training (to tf-spawner --local, which passes it to every task, as the
+/// kubelet does to a deleted or preempted pod): mnist.py ends at once with its own line,
+/// despite TensorFlow's SIGTERM handler, so no task needs the SIGKILL that follows 5 s
+/// later; the same command again resumes after the last epoch the backup holds (the 2nd
+/// at least: the chief had begun the 3rd when the signal was sent) and trains to the end.
+#[test]
+fn mnist_stopped_by_sigterm_ends_at_once_and_resumes() {
+    use std::io::{BufRead, BufReader, Read};
+    let Some(tf) = Tf::new("sigterm") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let env = tf.env_file(
+        "long.env",
+        &[("MNIST_NPZ", npz.to_str().unwrap()), ("EPOCHS", "30")],
+    );
+    let script = repo_file("examples/mnist.py");
+    let args = [
+        "-t",
+        "sigterm",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &script,
+    ];
+    let mut child = tf.start_local(&args);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    loop {
+        let Some(line) = lines.next() else {
+            panic!("the run ended before worker 0's third epoch: {stdout}");
+        };
+        let line = line.expect("a line");
+        stdout.push_str(&line);
+        stdout.push('\n');
+        if line == "worker-0 | Epoch 3/30" {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    for line in lines {
+        stdout.push_str(&line.expect("a line"));
+        stdout.push('\n');
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let first = Output {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    };
+    first.failure(143).stdout_lacks("sending SIGKILL");
+    for worker in ["worker-0", "worker-1"] {
+        assert!(
+            task_lines(&first.stdout, worker).contains(
+                &"mnist.py: SIGTERM: stopping now; a new run resumes from the last backup"
+            ),
+            "{worker}: {first:#?}"
+        );
+    }
+    let chief = task_lines(&first.stdout, "worker-0");
+    let completed = epochs(&chief).len();
+
+    let second = tf.local(&args);
+    second
+        .success()
+        .stdout_has("run sigterm (local): Succeeded");
+    let starts = epoch_starts(&second, "worker-0");
+    let resumed: usize = starts[0]
+        .strip_prefix("Epoch ")
+        .and_then(|s| s.strip_suffix("/30"))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("{second:#?}"));
+    assert!(
+        (3..=completed + 1).contains(&resumed),
+        "resumed at epoch {resumed}, after {completed} completed: {second:#?}"
+    );
+    second.stdout_has(&format!(
+        "worker-0 | worker-0: resuming from epoch {resumed} of 30"
+    ));
+    assert_eq!(starts.len(), 30 - resumed + 1, "{second:#?}");
+    assert_eq!(starts.last(), Some(&"Epoch 30/30"));
+}
+
 /// Keras 3 (TF_USE_LEGACY_KERAS=0 on TensorFlow >= 2.16), whose Model.fit fails under
 /// MultiWorkerMirroredStrategy: every worker refuses at once with one line saying why and
 /// what to do, not a traceback.
