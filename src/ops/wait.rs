@@ -201,21 +201,25 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             // `is_final` admits only the two above.
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
-        Outcome::NotStarted(d) => {
-            // A verdict: the pods that did start are stopped (they hold their GPUs).
-            let message = format!(
-                "run '{tag}' did not start within {} of its creation (--start-timeout): {}",
-                humantime_secs(d),
-                crate::verdict::describe_holdups(&tracker.holdups())
-            );
-            let after = after_the_verdict(cluster, wait, tracker).await;
-            Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
-        }
+        Outcome::NotStarted(d) => not_started(cluster, wait, tracker, d).await,
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait, tracker).await;
             Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
         }
     }
+}
+
+/// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
+/// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
+async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Duration) -> Result<()> {
+    let message = format!(
+        "run '{}' did not start within {} of its creation (--start-timeout): {}",
+        wait.tag,
+        humantime_secs(d),
+        crate::verdict::describe_holdups(&tracker.holdups())
+    );
+    let after = after_the_verdict(cluster, wait, tracker).await;
+    Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
 /// `timed out after 90s waiting for run 'T' to end (verdict so far: Pending; who: why)`.

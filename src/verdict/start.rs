@@ -76,6 +76,10 @@ impl Tracker {
 /// `worker-1: Unschedulable: 0/1 nodes are available: …; worker-2, worker-3 and 5 more:
 /// ContainerCreating`, at most [`SHOWN_REASONS`] reasons.
 pub fn describe(holdups: &[Holdup]) -> String {
+    if holdups.is_empty() {
+        // The timer saw the run not started; the last events, not yet settled, start it.
+        return "the last pending task started as the time ran out".to_string();
+    }
     let mut parts: Vec<String> = holdups
         .iter()
         .take(SHOWN_REASONS)
@@ -124,6 +128,10 @@ mod tests {
         let t = tracker(vec![pod("worker-0", "Running"), done]);
         assert!(t.started());
         assert_eq!(t.holdups(), []);
+        assert_eq!(
+            describe(&t.holdups()),
+            "the last pending task started as the time ran out"
+        );
         assert_eq!(t.created(), Some(1_704_067_200), "the earliest pod's");
         assert_eq!(Tracker::new("t", false).created(), None);
     }
