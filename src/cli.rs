@@ -49,7 +49,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Wait until a run ends (or starts, with --for start) and exit with its outcome:
-    /// 0 Succeeded, 3 Failed, 4 timed out
+    /// 0 Succeeded, 3 Failed, 4 timed out, 5 not started in time (--start-timeout)
     Wait(WaitArgs),
     /// Show the pods of a run and the run's verdict
     Status(StatusArgs),
@@ -118,6 +118,12 @@ pub struct WaitArgs {
     /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
+
+    /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
+    /// after the run was created, naming the tasks still pending and why; the started
+    /// pods are stopped [default: the config file's start_timeout, else none]
+    #[arg(long, value_parser = parse_start_timeout, value_name = "DURATION")]
+    pub start_timeout: Option<Duration>,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
     #[arg(long)]
@@ -332,6 +338,16 @@ fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
         .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
 }
 
+/// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.
+fn parse_start_timeout(text: &str) -> Result<Duration, crate::errors::UsageError> {
+    match parse_duration(text) {
+        Ok(d) if d.as_secs() >= 1 => Ok(d),
+        Ok(_) => Err("must be at least 1s".to_string()),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| crate::errors::UsageError::new(format!("--start-timeout {text:?}: {e}")))
+}
+
 #[derive(Debug, Args, Clone)]
 #[command(group = clap::ArgGroup::new("waits").args(["wait", "local"]).multiple(true))]
 pub struct SpawnArgs {
@@ -401,6 +417,12 @@ pub struct SpawnArgs {
     /// (creates or deletes included), with exit code 4
     #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
+
+    /// With --wait: fail the run (exit 5) unless every task runs or has finished this long
+    /// (e.g. 10m) after its creation, naming the tasks still pending and why; the started
+    /// pods are stopped [default: the config file's start_timeout, else none]
+    #[arg(long, requires = "wait", value_parser = parse_start_timeout, value_name = "DURATION")]
+    pub start_timeout: Option<Duration>,
 
     /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
     /// run's verdict, instead of creating pods; no cluster needed

@@ -15,6 +15,7 @@
 //! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
 //! scheduler_name: volcano      # --scheduler-name
 //! give_up_after: 30m           # --give-up-after (or a number of seconds)
+//! start_timeout: 15m           # --start-timeout of wait and spawn --wait
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! ```
@@ -55,6 +56,7 @@ pub const KEYS: &[&str] = &[
     "give_up_after",
     "volume",
     "tensorboard_image",
+    "start_timeout",
 ];
 
 /// What the file says; every value is optional.
@@ -76,6 +78,8 @@ pub struct Defaults {
     pub volcano_queue: Option<String>,
     pub keep_running: Option<bool>,
     pub give_up_after: Option<Duration>,
+    /// `--start-timeout`.
+    pub start_timeout: Option<Duration>,
     /// `--volume CLAIM[:PATH]`, as written (checked where the flag is).
     pub volume: Option<String>,
     /// `tensorboard --image`.
@@ -205,6 +209,12 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             crate::inputs::deadline_seconds(deadline).map_err(said)?;
             defaults.deadline = Some(deadline);
         }
+        "start_timeout" => {
+            let limit = duration(value).ok_or_else(|| {
+                bad("a duration of at least 1s (e.g. 15m, 1h) or a number of seconds")
+            })?;
+            defaults.start_timeout = Some(limit);
+        }
         "give_up_after" => {
             let expected = "a duration (e.g. 30m, 1h) or a number of seconds";
             let bound = match value {
@@ -301,7 +311,13 @@ mod tests {
         assert_eq!(d.deadline, Some(Duration::from_secs(12 * 3600)));
         let d = parse("deadline: 600\n", Path::new("/c.yaml")).unwrap();
         assert_eq!(d.deadline, Some(Duration::from_secs(600)));
+        let d = parse("start_timeout: 15m\n", Path::new("/c.yaml")).unwrap();
+        assert_eq!(d.start_timeout, Some(Duration::from_secs(900)));
         let err = |text: &str| parse(text, Path::new("/c.yaml")).unwrap_err().to_string();
+        assert_eq!(
+            err("start_timeout: soon\n"),
+            "config file /c.yaml: key 'start_timeout': expected a duration of at least 1s (e.g. 15m, 1h) or a number of seconds, got \"soon\""
+        );
         assert!(
             err("queue: Team GPU\n")
                 .starts_with("config file /c.yaml: key 'queue': \"Team GPU\" is not a valid name"),
@@ -321,7 +337,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image, start_timeout)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

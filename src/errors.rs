@@ -8,6 +8,8 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_TRAINING_FAILED: u8 = 3;
 /// A wait ran out of time (`--timeout`).
 pub const EXIT_TIMEOUT: u8 = 4;
+/// The run did not start in time (`--start-timeout`): a task still not running.
+pub const EXIT_START_TIMEOUT: u8 = 5;
 pub const EXIT_INTERRUPTED: u8 = 130;
 pub const EXIT_TERMINATED: u8 = 143;
 

@@ -80,6 +80,8 @@ pub(crate) struct Settings {
     pub scheduler_name: Sourced<Option<String>>,
     /// `--volcano-queue`: the Volcano queue, if any.
     pub volcano_queue: Sourced<Option<String>>,
+    /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
+    pub start_timeout: Sourced<Option<std::time::Duration>>,
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
     /// `--volume CLAIM[:PATH]`, if any, unchecked.
@@ -160,6 +162,12 @@ impl Settings {
                 file.volcano_queue.clone().map(Some),
                 None,
             ),
+            start_timeout: pick(
+                flag("start_timeout"),
+                start_timeout_flag(cli),
+                file.start_timeout.map(Some),
+                None,
+            ),
             keep_running: pick(flag("keep_running"), true, file.keep_running, false),
             volume: pick(
                 flag("volume"),
@@ -206,6 +214,14 @@ fn give_up_after(cli: &Cli, file: &Defaults, from_flag: bool) -> Sourced<std::ti
         file.give_up_after,
         default,
     )
+}
+
+/// `--start-timeout` of `wait`, else of the spawn.
+fn start_timeout_flag(cli: &Cli) -> Option<std::time::Duration> {
+    match &cli.command {
+        Some(crate::cli::Command::Wait(args)) => args.start_timeout,
+        _ => cli.spawn.start_timeout,
+    }
 }
 
 /// `tensorboard --image`, when that is the verb.

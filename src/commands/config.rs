@@ -125,6 +125,12 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| humantime::format_duration(*v).to_string().into(),
             "",
         ),
+        row(
+            "start_timeout",
+            &settings.start_timeout,
+            |v| humantime::format_duration(*v).to_string().into(),
+            "(none)",
+        ),
         row("volume", &settings.volume, |v| v.clone().into(), "(none)"),
         row(
             "tensorboard_image",

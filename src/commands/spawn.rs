@@ -40,6 +40,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             tag: plan.tag.clone(),
             until: WaitFor::Start,
             timeout: args.timeout,
+            start_timeout: settings.start_timeout.value,
             started,
             all_workers: false,
             save_logs: None,
@@ -65,6 +66,7 @@ pub(crate) fn tag(args: &SpawnArgs) -> Tag {
 pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     [
         (args.deadline.is_some(), "--deadline"),
+        (args.start_timeout.is_some(), "--start-timeout"),
         (args.priority_class.is_some(), "--priority-class"),
         (args.queue.is_some(), "--queue"),
         (args.gang.is_some(), "--gang"),

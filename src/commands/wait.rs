@@ -25,6 +25,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         tag: args.tag.to_string(),
         until: args.until,
         timeout: args.timeout,
+        start_timeout: settings.start_timeout.value,
         started,
         all_workers: args.all_workers,
         save_logs: args.save_logs.clone(),

@@ -15,9 +15,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
+use tokio::sync::watch;
 
 use crate::cluster::{Cluster, logs};
-use crate::errors::{EXIT_RUNTIME, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
+use crate::errors::{
+    EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
+};
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
@@ -43,6 +46,9 @@ pub struct Wait {
     pub tag: String,
     pub until: WaitFor,
     pub timeout: Option<Duration>,
+    /// `--start-timeout`: the run fails unless every task runs (or has finished) this
+    /// long after its creation (its earliest pod's `creationTimestamp`).
+    pub start_timeout: Option<Duration>,
     /// When the command started: the timeout counts from then, whatever the command
     /// did first (a spawn's creates, a list of many pages).
     pub started: Instant,
@@ -63,7 +69,17 @@ enum Done {
 enum Outcome {
     Done(Done),
     Timeout(Duration),
+    /// `--start-timeout` passed with a task not running yet.
+    NotStarted(Duration),
     Signal(u8),
+}
+
+/// What the start timer learns from the follow: the run's creation, and whether it has
+/// started (then the timer is off for good).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct StartSeen {
+    created: Option<i64>,
+    started: bool,
 }
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
@@ -77,10 +93,18 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
 async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result<Outcome> {
     let mut progress = Progress::new();
     let until = wait.until;
+    let (seen, seen_by_timer) = watch::channel(StartSeen::default());
     let outcome = {
         let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
             if t.is_empty() {
                 return Some(Done::Empty);
+            }
+            if wait.start_timeout.is_some() && !seen.borrow().started {
+                let now = StartSeen {
+                    created: t.created(),
+                    started: t.started(),
+                };
+                seen.send_if_modified(|s| std::mem::replace(s, now) != now);
             }
             progress.show(t);
             let verdict = t.verdict();
@@ -104,11 +128,37 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
         tokio::select! {
             done = follow => done.map(Outcome::Done),
             d = deadline => Ok(Outcome::Timeout(d)),
+            d = start_timer(wait.start_timeout, seen_by_timer) => Ok(Outcome::NotStarted(d)),
             code = signals::stop_requested() => Ok(Outcome::Signal(code)),
         }
     };
     progress.finish();
     outcome
+}
+
+/// `--start-timeout`: resolves with `limit` once that long has passed since the run's
+/// creation (the API server's clock, to the second) without every task started; never
+/// without a limit, nor once the run has started.
+async fn start_timer(limit: Option<Duration>, mut seen: watch::Receiver<StartSeen>) -> Duration {
+    let Some(limit) = limit else {
+        return std::future::pending().await;
+    };
+    let first = seen.wait_for(|s| s.created.is_some() || s.started).await;
+    let Some(created) = first.ok().and_then(|s| s.created.filter(|_| !s.started)) else {
+        return std::future::pending().await;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let left = created
+        .saturating_add(limit.as_secs().min(i64::MAX as u64) as i64)
+        .saturating_sub(now)
+        .max(0);
+    tokio::time::sleep(Duration::from_secs(left as u64)).await;
+    if seen.borrow().started {
+        return std::future::pending().await;
+    }
+    limit
 }
 
 /// What the outcome prints, after saving logs and cleaning up as asked.
@@ -151,11 +201,25 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             // `is_final` admits only the two above.
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
+        Outcome::NotStarted(d) => not_started(cluster, wait, tracker, d).await,
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait, tracker).await;
             Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
         }
     }
+}
+
+/// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
+/// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
+async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Duration) -> Result<()> {
+    let message = format!(
+        "run '{}' did not start within {} of its creation (--start-timeout): {}",
+        wait.tag,
+        humantime_secs(d),
+        crate::verdict::describe_holdups(&tracker.holdups())
+    );
+    let after = after_the_verdict(cluster, wait, tracker).await;
+    Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
 /// `timed out after 90s waiting for run 'T' to end (verdict so far: Pending; who: why)`.

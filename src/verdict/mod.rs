@@ -16,8 +16,10 @@ use serde::Serialize;
 use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
+mod start;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
+pub use start::describe as describe_holdups;
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";

@@ -21,4 +21,5 @@ mod roles;
 mod security;
 mod shared;
 mod spawn;
+mod start;
 mod stop;

@@ -160,3 +160,77 @@ async fn a_pod_asking_for_more_cpu_than_the_node_has_is_unschedulable_until_the_
         "{logs:#?}"
     );
 }
+
+/// `--start-timeout` on a real scheduler: the chief starts, worker 0's nodeSelector
+/// matches no node; `spawn --wait --start-timeout` fails with exit 5 naming worker 0 and
+/// the scheduler's own reason, and stops the chief that did start.
+#[tokio::test]
+async fn a_pod_no_node_matches_trips_the_start_timeout_with_the_schedulers_reason() {
+    let Some(c) = Cluster::new("starttimeout").await else {
+        return;
+    };
+    let t = tag("start");
+    let template = std::fs::read_to_string(c.template()).expect("template");
+    let nowhere = c.write(
+        "pod-nowhere.yaml",
+        &template.replace(
+            "  restartPolicy: Never\n",
+            "  restartPolicy: Never\n  nodeSelector:\n    tf-spawner-test/pool: nowhere\n",
+        ),
+    );
+    assert!(
+        std::fs::read_to_string(&nowhere)
+            .unwrap()
+            .contains("tf-spawner-test/pool: nowhere")
+    );
+    let template = c.template();
+    let script = c.write("train.py", "import time\ntime.sleep(600)\n");
+    let out = c
+        .run(&[
+            "-t",
+            &t,
+            "--chief",
+            "--chief-pod-file",
+            template.to_str().unwrap(),
+            "-w",
+            "1",
+            "--pod-file",
+            nowhere.to_str().unwrap(),
+            "--wait",
+            "--start-timeout",
+            "30s",
+            "--timeout",
+            RUN_TIMEOUT,
+            script.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(out.code, 5, "{out:#?}");
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {out:#?}"));
+    assert!(
+        error.starts_with(&format!(
+            "error: run '{t}' did not start within 30s of its creation (--start-timeout): worker-0: Unschedulable: 0/1 nodes are available"
+        )),
+        "{out:#?}"
+    );
+    // v1.36: "didn't match Pod's node affinity/selector."; v1.20: "… node affinity."
+    assert!(
+        error.contains("didn't match Pod's node affinity"),
+        "{error}"
+    );
+    assert!(!error.contains("chief-0"), "the chief started: {error}");
+    assert!(
+        out.stdout
+            .contains(&format!("stopped 2 unfinished pods of run {t}")),
+        "{out:#?}"
+    );
+    // The chief that started is being deleted or gone: it holds its node no longer.
+    let pods = c.pods(&t).await;
+    assert!(
+        pods.iter().all(|p| p.metadata.deletion_timestamp.is_some()),
+        "{pods:#?}"
+    );
+}

@@ -252,3 +252,74 @@ async fn parameter_server_strategy_trains_on_four_pods() {
 
     delete_leaves_nothing(&c, &t).await;
 }
+
+/// mnist.py resumes on pods: a run whose worker 1 fails after 2 of 4 epochs (exit 42,
+/// TF_SPAWNER_FAIL_CODE) leaves the chief's BackupAndRestore backup on the shared volume
+/// (the template's hostPath, BACKUP_DIR=/data/backup: what `--volume` gives at
+/// $TF_SPAWNER_OUTPUT_DIR/backup); after `-d`, the same run spawned again, without the
+/// failure, on new pods restores it: both workers say they resume from epoch 3, Keras
+/// trains epochs 3 and 4 only, the chief saves the model, and the backup is deleted.
+#[tokio::test]
+async fn mnist_resumes_on_new_pods_from_the_backup_on_the_volume() {
+    let Some(c) = Cluster::new("tf-resume").await else {
+        return;
+    };
+    let Some(template) = tensorflow_template(&c, "tf_resume").await else {
+        return;
+    };
+    write_synthetic_mnist(&c.dir.path().join("mnist.npz"), 512, 128);
+    let common =
+        "MNIST_NPZ=/data/mnist.npz\nMODEL_DIR=/data/model\nBACKUP_DIR=/data/backup\nEPOCHS=4\n";
+    let failing = c.write(
+        "fail.env",
+        &format!(
+            "{common}TF_SPAWNER_FAIL_TASK=worker-1\nTF_SPAWNER_FAIL_AFTER=2\nTF_SPAWNER_FAIL_CODE=42\n"
+        ),
+    );
+    let t = tag("resume");
+    let mut args = vec!["-t", &t, "--pod-file", template.to_str().unwrap()];
+    args.extend(["-w", "2", "-e", failing.to_str().unwrap()]);
+    let script = repo_file("examples/mnist.py");
+    args.push(script.to_str().unwrap());
+    c.run(&args).await.success();
+    let out = c.run(&["wait", "-t", &t, "--timeout", TF_TIMEOUT]).await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert!(
+        out.stderr
+            .contains(&format!("pod {t}-worker-1 (worker-1) failed: exit code 42")),
+        "{out:#?}"
+    );
+    let backup = c.dir.path().join("backup");
+    assert!(
+        backup.join("chief").join("checkpoint").is_file(),
+        "the chief's backup is on the volume"
+    );
+    delete_leaves_nothing(&c, &t).await;
+
+    let env = c.write("resume.env", common);
+    let logs = train(
+        &c,
+        &t,
+        &template,
+        &["-w", "2", "-e", env.to_str().unwrap()],
+        "examples/mnist.py",
+    )
+    .await;
+    for worker in ["worker-0", "worker-1"] {
+        let text = logs.of(worker);
+        assert!(
+            text.contains(&format!(
+                "{worker}: resuming from epoch 3 of 4 (backup in /data/backup)"
+            )),
+            "{text}"
+        );
+        let starts: Vec<&str> = text.lines().filter(|l| l.starts_with("Epoch ")).collect();
+        assert_eq!(starts, ["Epoch 3/4", "Epoch 4/4"], "{text}");
+    }
+    assert!(is_keras_file(&c.dir.path().join("model/mnist.keras")));
+    assert!(
+        !backup.join("chief").exists(),
+        "Keras deleted the backup when training completed"
+    );
+    delete_leaves_nothing(&c, &t).await;
+}

@@ -214,11 +214,195 @@ fn a_worker_failing_mid_training_fails_the_run() {
     assert_eq!(epochs(&lines).len(), 1, "one epoch trained: {out:#?}");
     assert!(
         lines.contains(
-            &"RuntimeError: worker-1: failing after epoch 1, as TF_SPAWNER_FAIL_TASK asks"
+            &"RequestedFailure: worker-1: failing after epoch 1, as TF_SPAWNER_FAIL_TASK asks"
         ),
         "{out:#?}"
     );
     assert!(!model_dir.join("mnist.keras").exists(), "no model saved");
+}
+
+/// The lines Keras printed for `task` that start an epoch (`Epoch K/N`).
+fn epoch_starts<'a>(out: &'a Output, task: &str) -> Vec<&'a str> {
+    task_lines(&out.stdout, task)
+        .into_iter()
+        .filter(|l| l.starts_with("Epoch "))
+        .collect()
+}
+
+/// mnist.py resumes with BackupAndRestore in $TF_SPAWNER_OUTPUT_DIR/backup: a first run
+/// whose worker 1 fails after 2 of 4 epochs (exit 42, as TF_SPAWNER_FAIL_CODE asks) leaves
+/// the chief's backup on the run's directory; the same command again (same tag, so the same
+/// output directory, without the failure) restores it and trains epochs 3 and 4 only, from
+/// the trained weights (its first loss is below the first run's first), saves the model,
+/// and Keras deletes the backup.
+#[test]
+fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
+    let Some(tf) = Tf::new("resume") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let data = ("MNIST_NPZ", npz.to_str().unwrap());
+    let failing = tf.env_file(
+        "fail.env",
+        &[
+            data,
+            ("EPOCHS", "4"),
+            ("TF_SPAWNER_FAIL_TASK", "worker-1"),
+            ("TF_SPAWNER_FAIL_AFTER", "2"),
+            ("TF_SPAWNER_FAIL_CODE", "42"),
+        ],
+    );
+    let script = repo_file("examples/mnist.py");
+    let run = |env: &std::path::Path| {
+        tf.local(&[
+            "-t",
+            "resume",
+            "-w",
+            "2",
+            "-e",
+            env.to_str().unwrap(),
+            &script,
+        ])
+    };
+    let first = run(&failing);
+    first
+        .failure(3)
+        .stderr_has("error: local run 'resume' failed: worker-1 exited with code 42");
+    assert_eq!(
+        epoch_starts(&first, "worker-1"),
+        ["Epoch 1/4", "Epoch 2/4"],
+        "{first:#?}"
+    );
+    let output = tf.path("tf-spawner-output/resume");
+    let backup = output.join("backup");
+    assert!(
+        backup.join("chief").join("checkpoint").is_file(),
+        "the chief's backup is on the run's directory: {first:#?}"
+    );
+    let first_loss = series(
+        &epochs(&task_lines(&first.stdout, "worker-0")),
+        "loss",
+        &task_lines(&first.stdout, "worker-0"),
+    );
+
+    let env = tf.env_file("resume.env", &[data, ("EPOCHS", "4")]);
+    let second = run(&env);
+    second.success().stdout_has("run resume (local): Succeeded");
+    for worker in ["worker-0", "worker-1"] {
+        second.stdout_has(&format!(
+            "{worker} | {worker}: resuming from epoch 3 of 4 (backup in {})",
+            backup.display()
+        ));
+        assert_eq!(
+            epoch_starts(&second, worker),
+            ["Epoch 3/4", "Epoch 4/4"],
+            "{worker} trained the last 2 epochs only: {second:#?}"
+        );
+    }
+    let lines = task_lines(&second.stdout, "worker-0");
+    let resumed_loss = series(&epochs(&lines), "loss", &lines);
+    assert_eq!(resumed_loss.len(), 2, "{second:#?}");
+    assert!(
+        resumed_loss[0] < first_loss[0],
+        "the resumed model is the trained one, not a new one: {resumed_loss:?} vs {first_loss:?}"
+    );
+    assert!(is_keras_file(&output.join("model").join("mnist.keras")));
+    assert!(
+        !backup.join("chief").exists(),
+        "Keras deleted the backup when training completed"
+    );
+}
+
+/// SIGTERM mid-training (to tf-spawner --local, which passes it to every task, as the
+/// kubelet does to a deleted or preempted pod): mnist.py ends at once with its own line,
+/// despite TensorFlow's SIGTERM handler, so no task needs the SIGKILL that follows 5 s
+/// later; the same command again resumes after the last epoch the backup holds (the 2nd
+/// at least: the chief had begun the 3rd when the signal was sent) and trains to the end.
+#[test]
+fn mnist_stopped_by_sigterm_ends_at_once_and_resumes() {
+    use std::io::{BufRead, BufReader, Read};
+    let Some(tf) = Tf::new("sigterm") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let env = tf.env_file(
+        "long.env",
+        &[("MNIST_NPZ", npz.to_str().unwrap()), ("EPOCHS", "30")],
+    );
+    let script = repo_file("examples/mnist.py");
+    let args = [
+        "-t",
+        "sigterm",
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        &script,
+    ];
+    let mut child = tf.start_local(&args);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    loop {
+        let Some(line) = lines.next() else {
+            panic!("the run ended before worker 0's third epoch: {stdout}");
+        };
+        let line = line.expect("a line");
+        stdout.push_str(&line);
+        stdout.push('\n');
+        if line == "worker-0 | Epoch 3/30" {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    for line in lines {
+        stdout.push_str(&line.expect("a line"));
+        stdout.push('\n');
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let first = Output {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    };
+    first.failure(143).stdout_lacks("sending SIGKILL");
+    for worker in ["worker-0", "worker-1"] {
+        assert!(
+            task_lines(&first.stdout, worker).contains(
+                &"mnist.py: SIGTERM: stopping now; a new run resumes from the last backup"
+            ),
+            "{worker}: {first:#?}"
+        );
+    }
+    let chief = task_lines(&first.stdout, "worker-0");
+    let completed = epochs(&chief).len();
+
+    let second = tf.local(&args);
+    second
+        .success()
+        .stdout_has("run sigterm (local): Succeeded");
+    let starts = epoch_starts(&second, "worker-0");
+    let resumed: usize = starts[0]
+        .strip_prefix("Epoch ")
+        .and_then(|s| s.strip_suffix("/30"))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("{second:#?}"));
+    assert!(
+        (3..=completed + 1).contains(&resumed),
+        "resumed at epoch {resumed}, after {completed} completed: {second:#?}"
+    );
+    second.stdout_has(&format!(
+        "worker-0 | worker-0: resuming from epoch {resumed} of 30"
+    ));
+    assert_eq!(starts.len(), 30 - resumed + 1, "{second:#?}");
+    assert_eq!(starts.last(), Some(&"Epoch 30/30"));
 }
 
 /// Keras 3 (TF_USE_LEGACY_KERAS=0 on TensorFlow >= 2.16), whose Model.fit fails under

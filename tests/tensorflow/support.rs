@@ -72,20 +72,33 @@ impl Tf {
         path
     }
 
-    /// `tf-spawner --local --python PY ARGS...` to its end, with only PATH and HOME (the
-    /// temp dir) from this environment: what the user saw.
-    pub fn local(&self, args: &[&str]) -> Output {
+    /// `tf-spawner --local --python PY ARGS...`, with only PATH and HOME (the temp dir)
+    /// from this environment.
+    fn command(&self, args: &[&str]) -> Command {
         let python = self.python.to_str().expect("UTF-8 interpreter path");
-        let out = Command::new(BIN)
-            .args(["--local", "--python", python])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--local", "--python", python])
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.dir.path())
             .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tf-spawner");
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts [`Tf::command`] with stdout and stderr piped, for a test that acts while it runs.
+    pub fn start_local(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start tf-spawner")
+    }
+
+    /// [`Tf::command`] to its end: what the user saw.
+    pub fn local(&self, args: &[&str]) -> Output {
+        let out = self.command(args).output().expect("run tf-spawner");
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -407,6 +407,16 @@ impl TestServer {
         }
     }
 
+    /// Sets a pod's `metadata.creationTimestamp` (RFC 3339), as if it had been created
+    /// then (watchers see MODIFIED). A missing pod is ignored.
+    pub fn set_pod_created(&self, namespace: &str, name: &str, created: &str) {
+        let mut st = self.store();
+        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
+            pod["metadata"]["creationTimestamp"] = json!(created);
+            st.put("pods", namespace, pod);
+        }
+    }
+
     /// Binds a pod to a node (sets `spec.nodeName`), as the scheduler does through
     /// `pods/NAME/binding`; watchers see MODIFIED. Only a bound pod has a log to read
     /// (unbound ones answer 204) and lingers for its grace period when deleted. A pod
