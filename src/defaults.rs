@@ -17,6 +17,7 @@
 //! give_up_after: 30m           # --give-up-after (or a number of seconds)
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
+//! dir: .                      # --dir, relative to this file's directory
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -55,6 +56,7 @@ pub const KEYS: &[&str] = &[
     "give_up_after",
     "volume",
     "tensorboard_image",
+    "dir",
 ];
 
 /// What the file says; every value is optional.
@@ -80,6 +82,8 @@ pub struct Defaults {
     pub volume: Option<String>,
     /// `tensorboard --image`.
     pub tensorboard_image: Option<String>,
+    /// `--dir`, anchored at the file's directory.
+    pub dir: Option<PathBuf>,
 }
 
 /// Where the file is looked for.
@@ -123,7 +127,8 @@ pub async fn load() -> anyhow::Result<Defaults> {
     Ok(parse(&text, &path)?)
 }
 
-/// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`.
+/// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`
+/// and `dir`.
 pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
     let file = path.display();
     let doc = crate::yaml::to_value(text)
@@ -172,6 +177,7 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         "volume" => defaults.volume = Some(text()?),
         "tensorboard_image" => defaults.tensorboard_image = Some(text()?),
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
+        "dir" => defaults.dir = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
             defaults.port = Some(
                 number(value, 1, u16::MAX).ok_or_else(|| bad("a port number from 1 to 65535"))?,
@@ -287,6 +293,8 @@ mod tests {
         assert_eq!(d.pod_file, Some(PathBuf::from("/etc/tfs/gpu.yaml")));
         assert_eq!((d.port, d.workers), (Some(2222), Some(4)));
         assert!(parse("", Path::new("c.yaml")).unwrap().found);
+        let d = parse("dir: .\n", Path::new("/home/r/project/tf-spawner.yaml")).unwrap();
+        assert_eq!(d.dir, Some(PathBuf::from("/home/r/project/.")));
     }
 
     #[test]
@@ -321,7 +329,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image, dir)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

@@ -136,3 +136,262 @@ fn pods_being_deleted_are_terminating_in_status_and_list() {
         .unwrap();
     assert!(line.contains("Terminating"), "{list:#?}");
 }
+
+/// `dir` in the defaults file is `--dir` (relative to the file's directory), `config`
+/// shows it and where it came from, and a script outside it names the file.
+#[test]
+fn dir_in_the_defaults_file_ships_the_code() {
+    let env = Env::new();
+    let project = env.path("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(env.path("elsewhere")).unwrap();
+    std::fs::write(project.join("train.py"), "import helpers\n").unwrap();
+    std::fs::write(project.join("helpers.py"), "X = 1\n").unwrap();
+    let config = env.write("project/tf-spawner.yaml", "dir: .\nworkers: 1\n");
+    let run = |args: &[&str]| {
+        crate::support::run(
+            env.cmd()
+                .env("TF_SPAWNER_CONFIG", &config)
+                .current_dir(&project)
+                .args(args),
+        )
+    };
+    let shown = run(&["config", "-o", "json"]);
+    shown.success();
+    let settings: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(
+        settings["settings"]["dir"],
+        serde_json::json!({"value": project.join(".").display().to_string(), "source": "file"})
+    );
+    run(&["config"]).success().stdout_has("dir ");
+    run(&["-t", "fromfile", "train.py"]).success();
+    let cm = env
+        .server
+        .get("configmaps", "default", "fromfile-script")
+        .unwrap();
+    assert!(cm["binaryData"]["dir.tar.gz"].is_string(), "{cm:#}");
+    // --dir on the command line beats the file; a script outside the file's dir names it.
+    let elsewhere = env.write("elsewhere/train.py", "print(1)\n");
+    run(&["-t", "outside", elsewhere.to_str().unwrap()])
+        .failure(2)
+        .stderr_has("is not inside --dir")
+        .stderr_has("dir is set in config file");
+    assert!(env.names("default").iter().all(|n| !n.contains("outside")));
+    let other = elsewhere.parent().unwrap().to_str().unwrap();
+    run(&["-t", "flagged", "--dir", other, elsewhere.to_str().unwrap()]).success();
+}
+
+/// `status` shows the newest events of each pending pod, as `kubectl describe pod`
+/// lists them (the scheduler's through events.k8s.io, the kubelet's through core/v1),
+/// in one list of the namespace's events, and none for a run without pending pods.
+#[test]
+fn status_shows_the_events_of_pending_pods() {
+    use crate::follow::{running, spawn_run, unschedulable, waiting};
+    use kube_testserver::Reporter;
+    let env = Env::new();
+    spawn_run(&env, "ev", &["-w", "3"]);
+    running(&env, "ev-worker-0");
+    waiting(
+        &env,
+        "ev-worker-1",
+        "ImagePullBackOff",
+        "Back-off pulling image \"nope:1\"",
+    );
+    unschedulable(
+        &env,
+        "ev-worker-2",
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+    );
+    let event = |pod: &str, by, what, count| {
+        assert!(env.server.record_pod_event("default", pod, by, what, count));
+    };
+    let pulled = "Failed to pull image \"nope:1\": rpc error: code = NotFound desc = failed to pull and unpack image \"docker.io/library/nope:1\": not found";
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
+        (
+            "Normal",
+            "Scheduled",
+            "Successfully assigned default/ev-worker-1 to node-1",
+        ),
+        1,
+    );
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
+        ("Warning", "Failed", pulled),
+        2,
+    );
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
+        ("Normal", "BackOff", "Back-off pulling image \"nope:1\""),
+        3,
+    );
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
+        ("Warning", "Failed", "Error: ImagePullBackOff"),
+        3,
+    );
+    event(
+        "ev-worker-2",
+        Reporter::Scheduler,
+        (
+            "Warning",
+            "FailedScheduling",
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        ),
+        4,
+    );
+    // The running pod's events are not shown.
+    event(
+        "ev-worker-0",
+        Reporter::Kubelet,
+        ("Normal", "Started", "Started container tensorflow"),
+        1,
+    );
+    env.server.clear_requests();
+
+    let out = env.run(&["status", "ev"]);
+    out.success()
+        .stdout_has("events of the pending pods (newest first):")
+        .stdout_lacks("Started container")
+        .stdout_lacks("Successfully assigned");
+    let rows: Vec<Vec<&str>> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("TASK "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("verdict:"))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    let expected = [
+        [
+            "worker-1",
+            "0s",
+            "Warning",
+            "Failed (x3)",
+            "Error: ImagePullBackOff",
+        ],
+        [
+            "worker-1",
+            "0s",
+            "Normal",
+            "BackOff (x3)",
+            "Back-off pulling image \"nope:1\"",
+        ],
+        ["worker-1", "Warning", "Failed (x2)", pulled],
+        [
+            "worker-2",
+            "0s",
+            "Warning",
+            "FailedScheduling (x4)",
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        ],
+    ];
+    assert_eq!(rows, expected, "{out:#?}");
+    // The verdict stays the last line.
+    assert!(
+        out.stdout
+            .ends_with("cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\"\n"),
+        "{out:#?}"
+    );
+    let lists: Vec<_> = env
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:#?}");
+    assert_eq!(lists[0].status, 200, "{lists:#?}");
+    assert!(
+        lists[0]
+            .query
+            .contains("fieldSelector=involvedObject.kind%3DPod"),
+        "{lists:#?}"
+    );
+
+    let json = env.run(&["status", "ev", "-o", "json"]);
+    json.success();
+    let status: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let pods = status["pods"].as_array().unwrap();
+    assert_eq!(pods[0]["events"], serde_json::json!([]));
+    let w1: Vec<&str> = pods[1]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(w1.len(), 3, "{:#}", pods[1]);
+    assert!(!w1.contains(&"Scheduled"), "the oldest left out: {w1:?}");
+    let w2 = &pods[2]["events"][0];
+    assert_eq!(w2["type"], "Warning");
+    assert_eq!(w2["reason"], "FailedScheduling");
+    assert_eq!(w2["count"], 4);
+    assert!(w2["last_seen"].is_string(), "{w2:#}");
+
+    // One pending pod: the events of that pod only, by name, as kubectl describe asks.
+    running(&env, "ev-worker-1");
+    running(&env, "ev-worker-2");
+    let env2 = Env::new();
+    spawn_run(&env2, "one", &["-w", "1"]);
+    env2.server.record_pod_event(
+        "default",
+        "one-worker-0",
+        Reporter::Scheduler,
+        ("Warning", "FailedScheduling", "0/1 nodes are available"),
+        1,
+    );
+    env2.server.clear_requests();
+    env2.run(&["status", "one"])
+        .success()
+        .stdout_has("FailedScheduling");
+    let lists: Vec<_> = env2
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .collect();
+    assert_eq!(lists.len(), 1, "{lists:#?}");
+    assert!(
+        lists[0]
+            .query
+            .contains("involvedObject.name%3Done-worker-0"),
+        "{lists:#?}"
+    );
+    // Nothing pending: no events asked for.
+    env.server.clear_requests();
+    env.run(&["status", "ev"])
+        .success()
+        .stdout_lacks("events of");
+    assert!(
+        env.server
+            .requests()
+            .iter()
+            .all(|r| !r.path.ends_with("/events"))
+    );
+}
+
+/// Events that cannot be read (RBAC allows pods, not events) leave `status` working
+/// with a note.
+#[test]
+fn status_without_access_to_events_still_answers() {
+    use crate::follow::spawn_run;
+    let env = Env::new();
+    spawn_run(&env, "noev", &["-w", "1"]);
+    env.server.add_fault(
+        kube_testserver::Fault::on("GET", "/events")
+            .always()
+            .status(403),
+    );
+    let out = env.run(&["status", "noev"]);
+    out.success()
+        .stdout_has("noev-worker-0")
+        .stderr_has("note: the pending pods' events are not shown");
+}
