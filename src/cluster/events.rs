@@ -18,7 +18,7 @@ use super::pager;
 use super::retry::CallError;
 
 /// Events kept per pod: the newest.
-pub const KEEP: usize = 3;
+pub const KEEP: usize = 5;
 
 /// One Event about a pod, as `kubectl describe` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +184,15 @@ mod tests {
             .iter()
             .map(|e| (e.reason.as_str(), e.count))
             .collect();
-        assert_eq!(w0, [("BackOff", 4), ("Failed", 3), ("Pulling", 2)]);
+        assert_eq!(
+            w0,
+            [
+                ("BackOff", 4),
+                ("Failed", 3),
+                ("Pulling", 2),
+                ("Scheduled", 1)
+            ]
+        );
         let w1 = &found["t-worker-1"];
         assert_eq!(w1.len(), 1);
         assert_eq!(

@@ -219,7 +219,19 @@ fn status_shows_the_events_of_pending_pods() {
     event(
         "ev-worker-1",
         Reporter::Kubelet,
+        ("Normal", "Pulling", "Pulling image \"nope:1\""),
+        2,
+    );
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
         ("Warning", "Failed", pulled),
+        2,
+    );
+    event(
+        "ev-worker-1",
+        Reporter::Kubelet,
+        ("Warning", "Failed", "Error: ErrImagePull"),
         2,
     );
     event(
@@ -293,7 +305,14 @@ fn status_shows_the_events_of_pending_pods() {
             "BackOff (x3)",
             "Back-off pulling image \"nope:1\"",
         ],
+        ["worker-1", "Warning", "Failed (x2)", "Error: ErrImagePull"],
         ["worker-1", "Warning", "Failed (x2)", pulled],
+        [
+            "worker-1",
+            "Normal",
+            "Pulling (x2)",
+            "Pulling image \"nope:1\"",
+        ],
         [
             "worker-2",
             "Warning",
@@ -334,7 +353,7 @@ fn status_shows_the_events_of_pending_pods() {
         .iter()
         .map(|e| e["reason"].as_str().unwrap())
         .collect();
-    assert_eq!(w1.len(), 3, "{:#}", pods[1]);
+    assert_eq!(w1.len(), 5, "{:#}", pods[1]);
     assert!(!w1.contains(&"Scheduled"), "the oldest left out: {w1:?}");
     let w2 = &pods[2]["events"][0];
     assert_eq!(w2["type"], "Warning");
