@@ -420,3 +420,49 @@ fn status_without_access_to_events_still_answers() {
         .stdout_has("noev-worker-0")
         .stderr_has("note: the pending pods' events are not shown");
 }
+
+/// The man page refers to no page that does not exist (clap_mangen's SUBCOMMANDS
+/// section named tf-spawner-wait(1) and others): each verb is a subsection of the one
+/// page, with its synopsis and flags.
+#[test]
+fn the_man_page_has_no_dangling_references() {
+    let env = Env::new();
+    let out = env.run(&["man"]);
+    out.success();
+    let page = &out.stdout;
+    // A reference is NAME(SECTION); roff writes `-` as `\-`.
+    let references: Vec<&str> = page
+        .match_indices("(1)")
+        .chain(page.match_indices("(8)"))
+        .map(|(at, _)| {
+            let start = page[..at]
+                .rfind(|c: char| c.is_whitespace() || c == '>')
+                .map_or(0, |i| i + 1);
+            &page[start..at + 3]
+        })
+        .collect();
+    assert!(
+        references.is_empty(),
+        "references to other pages: {references:?}"
+    );
+    assert!(!page.contains("tf\\-spawner\\-wait"), "{page}");
+    for verb in [
+        "wait",
+        "status",
+        "logs",
+        "list",
+        "cp",
+        "tensorboard",
+        "config",
+    ] {
+        assert!(
+            page.contains(&format!(".SS \"tf-spawner {verb}\"")),
+            "no section for {verb}"
+        );
+    }
+    // Each verb's own flags are in its section.
+    let wait = &page[page.find(".SS \"tf-spawner wait\"").unwrap()..];
+    let wait = &wait[..wait[4..].find(".SS ").unwrap()];
+    assert!(wait.contains("\\-\\-save\\-logs"), "{wait}");
+    assert!(!wait.contains("\\-\\-max\\-log\\-requests"), "{wait}");
+}
