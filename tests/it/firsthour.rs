@@ -466,3 +466,69 @@ fn the_man_page_has_no_dangling_references() {
     assert!(wait.contains("\\-\\-save\\-logs"), "{wait}");
     assert!(!wait.contains("\\-\\-max\\-log\\-requests"), "{wait}");
 }
+
+/// Help fits a screen: on 80 columns, `tf-spawner --help` (the overview naming every
+/// verb), `spawn -h` = `help spawn` (the spawn summary), and each verb's `-h` and
+/// `--help` are at most 50 lines; `spawn --help` has every spawn flag.
+#[test]
+fn help_fits_a_screen_per_verb() {
+    use clap::CommandFactory;
+    let env = Env::new();
+    let help = |args: &[&str]| {
+        let out = crate::support::run(env.cmd().env("COLUMNS", "80").args(args));
+        out.success();
+        let long = out
+            .stdout
+            .lines()
+            .filter(|l| l.chars().count() > 80)
+            .count();
+        assert_eq!(long, 0, "lines over 80 columns: {out:#?}");
+        out.stdout
+    };
+    let lines = |text: &str| text.lines().count();
+    let cli = tf_spawner::cli::Cli::command();
+    let verbs: Vec<&str> = cli.get_subcommands().map(|v| v.get_name()).collect();
+    let overview = help(&["--help"]);
+    assert!(lines(&overview) <= 50, "{overview}");
+    assert_eq!(help(&["-h"]), overview);
+    assert_eq!(help(&["help"]), overview);
+    for verb in verbs.iter().chain(&["spawn"]) {
+        assert!(
+            overview.contains(&format!("\n  {verb} ")),
+            "{verb}: {overview}"
+        );
+    }
+    let spawn = help(&["spawn", "-h"]);
+    assert!(lines(&spawn) <= 50, "{} lines: {spawn}", lines(&spawn));
+    assert_eq!(help(&["help", "spawn"]), spawn);
+    assert!(
+        spawn.contains("--workers") && spawn.contains("--dir"),
+        "{spawn}"
+    );
+    assert!(spawn.contains("Global options"), "{spawn}");
+    assert!(spawn.contains("tf-spawner spawn --help"), "{spawn}");
+    // The full spawn help: every flag, under headings.
+    let full = help(&["spawn", "--help"]);
+    for arg in cli.get_arguments().filter_map(|a| a.get_long()) {
+        assert!(
+            full.contains(&format!("--{arg}")),
+            "--{arg} missing: {full}"
+        );
+    }
+    assert!(
+        full.contains("Shared clusters:") && full.contains("Roles:"),
+        "{full}"
+    );
+    for verb in verbs.iter().filter(|v| **v != "help") {
+        for flag in ["-h", "--help"] {
+            let text = help(&[verb, flag]);
+            assert!(
+                lines(&text) <= 50,
+                "{verb} {flag}: {} lines: {text}",
+                lines(&text)
+            );
+            assert!(text.contains("Global options"), "{verb} {flag}: {text}");
+        }
+        assert_eq!(help(&["help", verb]), help(&[verb, "--help"]));
+    }
+}
