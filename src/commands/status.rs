@@ -304,6 +304,7 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::events::PodEvent;
     use crate::verdict::tests::{pod, view};
 
     #[test]
@@ -367,5 +368,56 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("verdict: Running\n"), "{text}");
+    }
+
+    #[test]
+    fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
+        let mut t = Tracker::new("t", false);
+        let pods: Vec<_> = (0..7)
+            .map(|i| view(pod(&format!("worker-{i}"), "Pending")))
+            .collect();
+        t.replace(pods);
+        let now = 1704067200 + 100;
+        let event = |reason: &str, count, ago: i64| PodEvent {
+            kind: "Warning".into(),
+            reason: reason.into(),
+            message: "0/1 nodes are\n available".into(),
+            count,
+            last_seen: Some(now - ago),
+        };
+        let events: Events = (0..7)
+            .map(|i| {
+                (
+                    format!("t-worker-{i}"),
+                    vec![event("FailedScheduling", 3, 5)],
+                )
+            })
+            .chain([(
+                "t-worker-0".to_string(),
+                vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
+            )])
+            .collect();
+        let text = render(&t, &events, now, false);
+        assert!(
+            text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
+            "{text}"
+        );
+        assert!(!text.contains("worker-5   5s"), "five pods at most: {text}");
+        assert!(
+            text.contains(
+                "(and 2 more pending pods: their events are in status -o json)\nverdict: Pending\n"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(to_json(&t, &events, ("t", "ns"), now, false)).unwrap();
+        assert_eq!(json["pods"][6]["events"][0]["count"], 3);
+        assert_eq!(
+            json["pods"][0]["events"][1]["last_seen"],
+            "2023-12-31T23:58:20Z"
+        );
+        assert_eq!(
+            json["pods"][0]["events"][0]["message"],
+            "0/1 nodes are available"
+        );
     }
 }
