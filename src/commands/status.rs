@@ -62,7 +62,7 @@ pub struct PodJson {
     pub duration_seconds: Option<u64>,
     /// Being deleted (kubectl's Terminating); `phase` is still the API's.
     pub terminating: bool,
-    /// For a pending pod, its newest events (at most 5, newest first: what `kubectl
+    /// For a pending pod (being deleted or not), its newest events (at most 5, newest first: what `kubectl
     /// describe pod` lists); else empty.
     pub events: Vec<EventJson>,
 }

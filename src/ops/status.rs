@@ -47,7 +47,7 @@ pub(crate) async fn pending_events(
 ) -> BTreeMap<String, Vec<PodEvent>> {
     let pending: BTreeMap<String, Option<i64>> = tracker
         .live()
-        .filter(|v| v.phase == Phase::Pending && !v.terminating)
+        .filter(|v| v.phase == Phase::Pending)
         .map(|v| (v.name.clone(), v.created))
         .collect();
     match events::of_pods(cluster, &pending).await {
