@@ -18,6 +18,7 @@
 //! start_timeout: 15m           # --start-timeout of wait and spawn --wait
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
+//! dir: .                      # --dir, relative to this file's directory
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -57,6 +58,7 @@ pub const KEYS: &[&str] = &[
     "volume",
     "tensorboard_image",
     "start_timeout",
+    "dir",
 ];
 
 /// What the file says; every value is optional.
@@ -84,6 +86,8 @@ pub struct Defaults {
     pub volume: Option<String>,
     /// `tensorboard --image`.
     pub tensorboard_image: Option<String>,
+    /// `--dir`, anchored at the file's directory.
+    pub dir: Option<PathBuf>,
 }
 
 /// Where the file is looked for.
@@ -127,7 +131,8 @@ pub async fn load() -> anyhow::Result<Defaults> {
     Ok(parse(&text, &path)?)
 }
 
-/// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`.
+/// Parses the file's text; `path` names it in errors and anchors a relative `pod_file`
+/// and `dir`.
 pub fn parse(text: &str, path: &Path) -> Result<Defaults, UsageError> {
     let file = path.display();
     let doc = crate::yaml::to_value(text)
@@ -176,6 +181,7 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         "volume" => defaults.volume = Some(text()?),
         "tensorboard_image" => defaults.tensorboard_image = Some(text()?),
         "pod_file" => defaults.pod_file = Some(resolve(&PathBuf::from(text()?), path)),
+        "dir" => defaults.dir = Some(resolve(&PathBuf::from(text()?), path)),
         "port" => {
             defaults.port = Some(
                 number(value, 1, u16::MAX).ok_or_else(|| bad("a port number from 1 to 65535"))?,
@@ -297,6 +303,8 @@ mod tests {
         assert_eq!(d.pod_file, Some(PathBuf::from("/etc/tfs/gpu.yaml")));
         assert_eq!((d.port, d.workers), (Some(2222), Some(4)));
         assert!(parse("", Path::new("c.yaml")).unwrap().found);
+        let d = parse("dir: .\n", Path::new("/home/r/project/tf-spawner.yaml")).unwrap();
+        assert_eq!(d.dir, Some(PathBuf::from("/home/r/project/.")));
     }
 
     #[test]
@@ -337,7 +345,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image, start_timeout)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image, start_timeout, dir)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

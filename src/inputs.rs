@@ -57,6 +57,8 @@ pub struct SpawnOptions {
     pub script_args: Vec<String>,
     /// `--dir`: the directory shipped with the script.
     pub dir: Option<PathBuf>,
+    /// The defaults file, when `dir` comes from it (named in its errors).
+    pub dir_from: Option<PathBuf>,
 }
 
 pub async fn spawn_request(
@@ -97,7 +99,11 @@ pub async fn spawn_request(
         None => EnvVars::new(),
     };
     let bundle = match &args.dir {
-        Some(dir) => Some(crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES).await?),
+        Some(dir) => Some(
+            crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES)
+                .await
+                .map_err(|e| dir_from_file(e, args.dir_from.as_deref()))?,
+        ),
         None => None,
     };
     let templates = templates(args, &roles).await?;
@@ -153,6 +159,18 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
 
 /// The shared-cluster options, checked: what the API server would refuse is a usage
 /// error here, before anything is created.
+/// A `--dir` error, naming the defaults file when the directory came from its `dir`.
+fn dir_from_file(e: anyhow::Error, file: Option<&Path>) -> anyhow::Error {
+    match (file, e.downcast_ref::<UsageError>()) {
+        (Some(file), Some(usage)) => UsageError::new(format!(
+            "{usage} (dir is set in config file {}; --dir DIR overrides it)",
+            file.display()
+        ))
+        .into(),
+        _ => e,
+    }
+}
+
 fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     let deadline = match args.deadline {
         None => None,

@@ -69,10 +69,11 @@ pub fn main() -> ExitCode {
     if argv.len() <= 1 {
         return finish(Err(commands::verbs::short_usage(&name).into()));
     }
-    let matches = match Cli::command()
-        .bin_name(&name)
-        .try_get_matches_from(commands::verbs::without_spawn_verb(argv))
-    {
+    let given = commands::help::help_spawn(argv);
+    let argv = commands::verbs::without_spawn_verb(given.clone());
+    let spawn_verb = argv.len() < given.len();
+    let command = commands::help::command(Cli::command(), &name, spawn_verb);
+    let matches = match command.try_get_matches_from(argv) {
         Ok(matches) => matches,
         Err(e) => return clap_error(e),
     };

@@ -1,65 +1,112 @@
 //! Showing a run's progress: one line per role. On a terminal (and without `NO_COLOR`)
-//! an indicatif bar per role redrawn in place; otherwise plain lines, printed only
-//! when a role's line changes, without escape codes.
+//! each role's line is redrawn in place (indicatif), fitted to the terminal's width so
+//! that it never wraps and always keeps the reason a task is stuck or failed; otherwise
+//! plain lines, printed whole and only when a role's line changes, without escape codes.
 
 use std::collections::BTreeMap;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::output;
-use crate::verdict::{RoleSummary, Tracker, one_line};
+use crate::verdict::{RoleCounts, RoleSummary, Tracker, one_line};
 
-/// `worker     2/4 running, 1 pending, 1 finished — worker-3: Unschedulable: 0/3 nodes…`
+/// Columns assumed when the terminal does not say.
+const DEFAULT_WIDTH: usize = 80;
+
+/// `worker    2/4 running, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes…`
 pub fn role_line(summary: &RoleSummary) -> String {
-    format!("{:<9} {}", role_name(summary), role_text(summary))
+    let tail = reason_text(summary).map(|r| format!(" — {r}"));
+    format!(
+        "{:<9} {}{}",
+        role_name(summary),
+        counts_text(&summary.counts, summary.queue.as_deref()),
+        tail.unwrap_or_default()
+    )
 }
 
 fn role_name(summary: &RoleSummary) -> &'static str {
     summary.role.map_or("(other)", |r| r.as_str())
 }
 
-/// The counts and the stuck reason, without the role name.
-pub fn role_text(summary: &RoleSummary) -> String {
-    let c = &summary.counts;
+/// `2/4 running, 1 queued in team-gpu, 1 pending, 1 succeeded, 1 failed`: running of
+/// the total, then the counts that are not zero (also `list`'s cell).
+pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
+    let mut parts = vec![format!("{}/{} running", c.running, c.total)];
     if c.queued > 0 {
-        return queued_text(summary);
+        parts.push(match queue {
+            Some(q) => format!("{} queued in {q}", c.queued),
+            None => format!("{} queued", c.queued),
+        });
     }
-    let mut text = format!(
-        "{}/{} running, {} pending, {} finished",
-        c.running,
-        c.total,
-        c.pending,
-        c.finished()
-    );
-    if c.failed > 0 {
-        text.push_str(&format!(" ({} failed)", c.failed));
-    }
-    if let Some((who, reason)) = &summary.stuck {
-        text.push_str(&format!(" — {who}: {}", one_line(&reason.to_string())));
-    }
-    text
-}
-
-/// `0/4 running, 4 queued in team-gpu`: a role with queued pods, then its other
-/// non-zero counts and the stuck reason.
-fn queued_text(summary: &RoleSummary) -> String {
-    let c = &summary.counts;
-    let mut text = format!("{}/{} running, {} queued", c.running, c.total, c.queued);
-    if let Some(queue) = &summary.queue {
-        text.push_str(&format!(" in {queue}"));
-    }
-    for (n, what) in [(c.pending, "pending"), (c.finished(), "finished")] {
+    for (n, what) in [
+        (c.pending, "pending"),
+        (c.succeeded, "succeeded"),
+        (c.failed, "failed"),
+    ] {
         if n > 0 {
-            text.push_str(&format!(", {n} {what}"));
+            parts.push(format!("{n} {what}"));
         }
     }
-    if c.failed > 0 {
-        text.push_str(&format!(" ({} failed)", c.failed));
+    parts.join(", ")
+}
+
+/// `worker-3: Unschedulable: 0/3 nodes are available…`, `worker-0: Error: exit code 1`.
+fn reason_text(summary: &RoleSummary) -> Option<String> {
+    let (who, reason) = summary.stuck.as_ref()?;
+    Some(format!("{who}: {}", one_line(&reason.to_string())))
+}
+
+/// The role's line in at most `width - 1` columns (the last column left free so that
+/// no terminal wraps it). The stuck task and its reason stay: the reason's message is
+/// cut first (`…`), then the counts shrink to `running/total`; only a terminal too
+/// narrow for the role, the task and the reason's first word cuts those.
+pub fn fitted_line(summary: &RoleSummary, width: usize) -> String {
+    let room = width.saturating_sub(1).max(1);
+    let full = role_line(summary);
+    if columns(&full) <= room {
+        return full;
     }
-    if let Some((who, reason)) = &summary.stuck {
-        text.push_str(&format!(" — {who}: {}", one_line(&reason.to_string())));
+    let name = format!("{:<9} ", role_name(summary));
+    let c = &summary.counts;
+    let Some((who, reason)) = summary.stuck.as_ref() else {
+        return cut(&full, room);
+    };
+    let must = format!(" — {who}: {}", reason.reason);
+    for counts in [
+        counts_text(c, summary.queue.as_deref()),
+        format!("{}/{}", c.running, c.total),
+    ] {
+        let head = format!("{name}{counts}");
+        if columns(&head) + columns(&must) < room {
+            let tail = format!(" — {who}: {}", one_line(&reason.to_string()));
+            return cut(&format!("{head}{tail}"), room);
+        }
     }
-    text
+    cut(&format!("{}{must}", name.trim_end()), room)
+}
+
+fn columns(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// `text` in at most `room` columns, ending in `…` when cut.
+fn cut(text: &str, room: usize) -> String {
+    if columns(text) <= room {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(room.saturating_sub(1)).collect();
+    out.truncate(out.trim_end_matches([' ', ':']).len());
+    out.push('…');
+    out
+}
+
+/// The terminal's width in columns, when stdout is one.
+fn terminal_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stdout())
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|&w| w > 0)
+        .unwrap_or(DEFAULT_WIDTH)
 }
 
 /// Where progress goes.
@@ -93,21 +140,17 @@ impl Progress {
         let summary = tracker.summary();
         match self {
             Progress::Bars { multi, bars } => {
+                let width = terminal_width();
                 for role in &summary {
                     let key = role_name(role).to_string();
                     let bar = bars.entry(key.clone()).or_insert_with(|| {
-                        let bar = multi.add(ProgressBar::new(u64::from(role.counts.total)));
+                        let bar = multi.add(ProgressBar::no_length());
                         bar.set_style(
-                            ProgressStyle::with_template("{prefix:<9} [{bar:20}] {wide_msg}")
-                                .expect("valid template")
-                                .progress_chars("=> "),
+                            ProgressStyle::with_template("{msg}").expect("valid template"),
                         );
-                        bar.set_prefix(key);
                         bar
                     });
-                    bar.set_message(role_text(role));
-                    bar.set_length(u64::from(role.counts.total));
-                    bar.set_position(u64::from(role.counts.running + role.counts.finished()));
+                    bar.set_message(fitted_line(role, width));
                 }
             }
             Progress::Plain { last } => {
@@ -181,7 +224,7 @@ mod tests {
         };
         assert_eq!(
             role_line(&summary),
-            "worker    2/4 running, 1 pending, 1 finished — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+            "worker    2/4 running, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
         );
         let done = RoleSummary {
             role: Some(Role::Ps),
@@ -198,7 +241,7 @@ mod tests {
         };
         assert_eq!(
             role_line(&done),
-            "ps        0/2 running, 0 pending, 2 finished (1 failed)"
+            "ps        0/2 running, 1 succeeded, 1 failed"
         );
         let queued = RoleSummary {
             role: Some(Role::Worker),
@@ -214,5 +257,106 @@ mod tests {
             role_line(&queued),
             "worker    0/4 running, 4 queued in team-gpu"
         );
+    }
+
+    fn summary(counts: RoleCounts, who: &str, reason: &str, message: &str) -> RoleSummary {
+        RoleSummary {
+            role: Some(Role::Worker),
+            counts,
+            stuck: Some((
+                who.into(),
+                Reason {
+                    reason: reason.into(),
+                    message: Some(message.into()),
+                },
+            )),
+            queue: None,
+        }
+    }
+
+    fn pending(total: u32) -> RoleCounts {
+        RoleCounts {
+            total,
+            pending: total,
+            ..RoleCounts::default()
+        }
+    }
+
+    #[test]
+    fn the_live_line_fits_80_columns_and_keeps_the_reason() {
+        let s = summary(
+            pending(2),
+            "worker-1",
+            "Unschedulable",
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+        );
+        let line = fitted_line(&s, 80);
+        assert_eq!(
+            line,
+            "worker    0/2 running, 2 pending — worker-1: Unschedulable: 0/1 nodes are avai…"
+        );
+        assert_eq!(line.chars().count(), 79);
+        // A line that fits is left whole.
+        let short = summary(pending(2), "worker-0", "ErrImagePull", "not found");
+        assert_eq!(
+            fitted_line(&short, 80),
+            "worker    0/2 running, 2 pending — worker-0: ErrImagePull: not found"
+        );
+    }
+
+    #[test]
+    fn a_failed_pod_reads_as_its_reason() {
+        let counts = RoleCounts {
+            total: 2,
+            running: 1,
+            failed: 1,
+            ..RoleCounts::default()
+        };
+        let s = summary(counts, "worker-0", "Error", "exit code 1");
+        assert_eq!(
+            fitted_line(&s, 80),
+            "worker    1/2 running, 1 failed — worker-0: Error: exit code 1"
+        );
+        assert_eq!(
+            fitted_line(&s, 40),
+            "worker    1/2 — worker-0: Error: exit…"
+        );
+    }
+
+    #[test]
+    fn narrower_terminals_shrink_the_counts_before_the_reason() {
+        let counts = RoleCounts {
+            total: 4,
+            pending: 1,
+            running: 2,
+            succeeded: 1,
+            ..RoleCounts::default()
+        };
+        let s = summary(
+            counts,
+            "worker-3",
+            "ImagePullBackOff",
+            "Back-off pulling image \"x\"",
+        );
+        for width in [80, 72, 60, 50, 45, 40] {
+            let line = fitted_line(&s, width);
+            assert!(line.chars().count() < width, "{width}: {line}");
+            assert!(
+                line.contains("worker-3: ImagePullBackOff"),
+                "{width}: {line}"
+            );
+        }
+        assert_eq!(
+            fitted_line(&s, 60),
+            "worker    2/4 — worker-3: ImagePullBackOff: Back-off pulli…"
+        );
+        // Too narrow even for that: the role, the task and the reason, cut.
+        assert_eq!(fitted_line(&s, 30), "worker — worker-3: ImagePull…");
+        // No reason: the counts, cut.
+        let plain = RoleSummary {
+            stuck: None,
+            ..s.clone()
+        };
+        assert_eq!(fitted_line(&plain, 30), "worker    2/4 running, 1 pen…");
     }
 }

@@ -86,6 +86,8 @@ pub(crate) struct Settings {
     pub keep_running: Sourced<bool>,
     /// `--volume CLAIM[:PATH]`, if any, unchecked.
     pub volume: Sourced<Option<String>>,
+    /// `--dir`: the directory shipped with the script, if any.
+    pub dir: Sourced<Option<PathBuf>>,
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     pub tensorboard_image: Sourced<Option<String>>,
     pub output: OutputMode,
@@ -173,6 +175,12 @@ impl Settings {
                 flag("volume"),
                 spawn.volume.clone(),
                 file.volume.clone().map(Some),
+                None,
+            ),
+            dir: pick(
+                flag("dir"),
+                spawn.dir.clone(),
+                file.dir.clone().map(Some),
                 None,
             ),
             tensorboard_image: pick(

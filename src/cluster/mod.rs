@@ -4,6 +4,7 @@ pub mod apilog;
 pub mod apply;
 pub mod connect;
 pub mod delete;
+pub mod events;
 pub mod logs;
 pub mod pager;
 pub mod queues;

@@ -28,7 +28,20 @@ pub(super) async fn page<K>(
 where
     K: Clone + DeserializeOwned + std::fmt::Debug,
 {
-    let mut params = ListParams::default().labels(selector).limit(PAGE);
+    page_with(policy, api, &ListParams::default().labels(selector), token).await
+}
+
+/// The page after `token` of a list with these parameters (selectors), with retries.
+async fn page_with<K>(
+    policy: &RetryPolicy,
+    api: &Api<K>,
+    base: &ListParams,
+    token: Option<&str>,
+) -> Result<ObjectList<K>, CallError>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let mut params = base.clone().limit(PAGE);
     if let Some(token) = token {
         params = params.continue_token(token);
     }
@@ -52,6 +65,20 @@ pub(super) async fn list_pages<K>(
     policy: &RetryPolicy,
     api: &Api<K>,
     selector: &str,
+    on_page: impl FnMut(Vec<K>, bool),
+) -> Result<(), CallError>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let params = ListParams::default().labels(selector);
+    list_pages_with(policy, api, &params, on_page).await
+}
+
+/// [`list_pages`] with any list parameters (a field selector).
+pub(super) async fn list_pages_with<K>(
+    policy: &RetryPolicy,
+    api: &Api<K>,
+    params: &ListParams,
     mut on_page: impl FnMut(Vec<K>, bool),
 ) -> Result<(), CallError>
 where
@@ -60,7 +87,7 @@ where
     let mut token: Option<String> = None;
     let mut restarts = 0;
     loop {
-        match page(policy, api, selector, token.as_deref()).await {
+        match page_with(policy, api, params, token.as_deref()).await {
             Ok(list) => {
                 let next = next_token(&list);
                 on_page(list.items, token.is_none());

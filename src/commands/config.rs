@@ -133,6 +133,12 @@ fn rows(settings: &Settings) -> Vec<Row> {
         ),
         row("volume", &settings.volume, |v| v.clone().into(), "(none)"),
         row(
+            "dir",
+            &settings.dir,
+            |v| v.display().to_string().into(),
+            "(none: the script alone)",
+        ),
+        row(
             "tensorboard_image",
             &settings.tensorboard_image,
             |v| v.clone().into(),

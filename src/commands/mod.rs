@@ -8,6 +8,8 @@ pub mod completions;
 pub mod config;
 pub mod cp;
 pub mod delete;
+/// Help that fits a screen: `-h` the summary, `--help` every flag under headings.
+pub mod help;
 pub mod list;
 pub mod local;
 pub mod logs;

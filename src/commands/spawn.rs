@@ -106,7 +106,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         volcano_queue: settings.volcano_queue.value.clone(),
         volume: settings.volume.value.clone(),
         script_args: args.script_args.clone(),
-        dir: args.dir.clone(),
+        dir: settings.dir.value.clone(),
+        dir_from: (settings.dir.source == crate::settings::Source::File)
+            .then(|| settings.config_file.clone())
+            .flatten(),
     }
 }
 

@@ -1,11 +1,14 @@
 //! `tf-spawner status -t TAG [-o json]`: the pods of a run and its verdict.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::StatusArgs;
+use crate::cluster::events::PodEvent;
 use crate::duration::age;
-use crate::ops::status::snapshot;
+use crate::ops::status::{pending_events, snapshot};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
@@ -59,24 +62,47 @@ pub struct PodJson {
     pub duration_seconds: Option<u64>,
     /// Being deleted (kubectl's Terminating); `phase` is still the API's.
     pub terminating: bool,
+    /// For a pending pod (being deleted or not), its newest events (at most 5, newest first: what `kubectl
+    /// describe pod` lists); else empty.
+    pub events: Vec<EventJson>,
 }
+
+/// One event about a pending pod.
+#[derive(Debug, Serialize)]
+pub struct EventJson {
+    /// Normal or Warning.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+    pub count: u32,
+    /// When it last happened (RFC 3339), if the event says.
+    pub last_seen: Option<String>,
+}
+
+/// The newest events of the pending pods, by pod name.
+pub type Events = BTreeMap<String, Vec<PodEvent>>;
+
+/// The table shows the events of at most this many pending pods (`-o json`: all).
+const EVENTS_SHOWN: usize = 5;
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
     let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let events = pending_events(&cluster, &tracker).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
-                args.tag.as_str(),
-                cluster.namespace(),
+                &events,
+                (args.tag.as_str(), cluster.namespace()),
                 now,
                 args.all_workers,
             );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => render(&tracker, now, args.all_workers),
+        ReportFormat::Table => render(&tracker, &events, now, args.all_workers),
     };
     output::print(&text)?;
     Ok(())
@@ -99,8 +125,8 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
-    tag: &str,
-    namespace: &str,
+    events: &Events,
+    (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
 ) -> StatusJson {
@@ -137,14 +163,74 @@ pub fn to_json(
                     finished_at: v.finished_at.and_then(timing::rfc3339),
                     duration_seconds: timing::duration(v),
                     terminating: v.terminating,
+                    events: events
+                        .get(&v.name)
+                        .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                 }
             })
             .collect(),
     }
 }
 
-/// The table, the reasons of pods that are stuck, and the verdict line.
-pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
+fn event_json(e: &PodEvent) -> EventJson {
+    EventJson {
+        kind: e.kind.clone(),
+        reason: e.reason.clone(),
+        message: one_line(&e.message),
+        count: e.count,
+        last_seen: e.last_seen.and_then(timing::rfc3339),
+    }
+}
+
+/// The events of the first pending pods (in task order), newest first, as a table:
+/// `TASK AGE TYPE REASON MESSAGE`, kubectl describe's columns.
+fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
+    let with: Vec<(&PodView, &Vec<PodEvent>)> = pods
+        .iter()
+        .filter_map(|v| events.get(&v.name).map(|e| (*v, e)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = with
+        .iter()
+        .take(EVENTS_SHOWN)
+        .flat_map(|(v, events)| {
+            events.iter().map(|e| {
+                let seen = e.last_seen.map_or_else(
+                    || "-".into(),
+                    |t| age(u64::try_from(now.saturating_sub(t)).unwrap_or(0)),
+                );
+                let reason = match e.count {
+                    1 => e.reason.clone(),
+                    n => format!("{} (x{n})", e.reason),
+                };
+                vec![
+                    v.label(),
+                    seen,
+                    e.kind.clone(),
+                    reason,
+                    one_line(&e.message),
+                ]
+            })
+        })
+        .collect();
+    let mut out = String::from("\nevents of the pending pods (newest first):\n");
+    out.push_str(&output::table(
+        &["TASK", "AGE", "TYPE", "REASON", "MESSAGE"],
+        &rows,
+    ));
+    if let Some(more) = with.len().checked_sub(EVENTS_SHOWN).filter(|&n| n > 0) {
+        out.push_str(&format!(
+            "(and {more} more pending pods: their events are in status -o json)\n"
+        ));
+    }
+    out
+}
+
+/// The table, the reasons of pods that are stuck, the pending pods' events and the
+/// verdict line.
+pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -> String {
     let pods = tracker.in_task_order();
     let rows: Vec<Vec<String>> = pods
         .iter()
@@ -203,6 +289,7 @@ pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
     }
+    out.push_str(&events_table(&pods, events, now));
     let verdict = tracker.verdict();
     match &verdict {
         Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
@@ -217,6 +304,7 @@ pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::events::PodEvent;
     use crate::verdict::tests::{pod, view};
 
     #[test]
@@ -226,7 +314,9 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json = serde_json::to_value(to_json(&t, "t", "ns", 1704067260, false)).unwrap();
+        let json =
+            serde_json::to_value(to_json(&t, &Events::new(), ("t", "ns"), 1704067260, false))
+                .unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -242,6 +332,7 @@ mod tests {
             [
                 "age_seconds",
                 "duration_seconds",
+                "events",
                 "exit_code",
                 "finished_at",
                 "index",
@@ -270,12 +361,63 @@ mod tests {
     fn table_ends_with_the_verdict() {
         let mut t = Tracker::new("t", false);
         t.replace(vec![view(pod("worker-0", "Running"))]);
-        let text = render(&t, 1704067200 + 5, false);
+        let text = render(&t, &Events::new(), 1704067200 + 5, false);
         assert!(text.starts_with("NAME "), "{text}");
         assert!(
             text.contains("t-worker-0   worker-0   Running   0/1"),
             "{text}"
         );
         assert!(text.ends_with("verdict: Running\n"), "{text}");
+    }
+
+    #[test]
+    fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
+        let mut t = Tracker::new("t", false);
+        let pods: Vec<_> = (0..7)
+            .map(|i| view(pod(&format!("worker-{i}"), "Pending")))
+            .collect();
+        t.replace(pods);
+        let now = 1704067200 + 100;
+        let event = |reason: &str, count, ago: i64| PodEvent {
+            kind: "Warning".into(),
+            reason: reason.into(),
+            message: "0/1 nodes are\n available".into(),
+            count,
+            last_seen: Some(now - ago),
+        };
+        let events: Events = (0..7)
+            .map(|i| {
+                (
+                    format!("t-worker-{i}"),
+                    vec![event("FailedScheduling", 3, 5)],
+                )
+            })
+            .chain([(
+                "t-worker-0".to_string(),
+                vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
+            )])
+            .collect();
+        let text = render(&t, &events, now, false);
+        assert!(
+            text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
+            "{text}"
+        );
+        assert!(!text.contains("worker-5   5s"), "five pods at most: {text}");
+        assert!(
+            text.contains(
+                "(and 2 more pending pods: their events are in status -o json)\nverdict: Pending\n"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(to_json(&t, &events, ("t", "ns"), now, false)).unwrap();
+        assert_eq!(json["pods"][6]["events"][0]["count"], 3);
+        assert_eq!(
+            json["pods"][0]["events"][1]["last_seen"],
+            "2023-12-31T23:58:20Z"
+        );
+        assert_eq!(
+            json["pods"][0]["events"][0]["message"],
+            "0/1 nodes are available"
+        );
     }
 }

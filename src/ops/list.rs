@@ -131,23 +131,7 @@ fn role_key(r: &RoleSummary) -> String {
 
 /// `worker 2/4 running, 1 pending, 1 succeeded`: the non-zero counts of one role.
 fn role_cell(role: &str, c: &RoleCounts, queue: Option<&str>) -> String {
-    let mut parts = vec![format!("{role} {}/{} running", c.running, c.total)];
-    if c.queued > 0 {
-        parts.push(match queue {
-            Some(q) => format!("{} queued in {q}", c.queued),
-            None => format!("{} queued", c.queued),
-        });
-    }
-    for (n, what) in [
-        (c.pending, "pending"),
-        (c.succeeded, "succeeded"),
-        (c.failed, "failed"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    }
-    parts.join(", ")
+    format!("{role} {}", crate::progress::counts_text(c, queue))
 }
 
 const ROLE_ORDER: [&str; 5] = ["chief", "ps", "worker", "evaluator", "other"];

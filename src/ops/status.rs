@@ -1,11 +1,16 @@
-//! A run's pods, listed once (in pages, each folded into the run's tracker).
+//! A run's pods, listed once (in pages, each folded into the run's tracker), and the
+//! latest events of those still pending.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::Cluster;
+use crate::cluster::events::{self, PodEvent};
 use crate::labels::run_selector;
-use crate::verdict::{PodView, Tracker};
+use crate::output;
+use crate::verdict::{Phase, PodView, Tracker};
 
 /// The run's pods, listed once; an error when there are none.
 pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
@@ -31,4 +36,26 @@ pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) ->
         );
     }
     Ok(tracker)
+}
+
+/// The newest events of each pending pod of the run (one paged list of the namespace's
+/// Events), by pod name. Events are a help, not the answer: when they cannot be read
+/// (RBAC may allow pods and not events) a note says so and the status goes on.
+pub(crate) async fn pending_events(
+    cluster: &Cluster,
+    tracker: &Tracker,
+) -> BTreeMap<String, Vec<PodEvent>> {
+    let pending: BTreeMap<String, Option<i64>> = tracker
+        .live()
+        .filter(|v| v.phase == Phase::Pending)
+        .map(|v| (v.name.clone(), v.created))
+        .collect();
+    match events::of_pods(cluster, &pending).await {
+        Ok(found) => found,
+        Err(e) => {
+            let why = cluster.explain("listing events", &e);
+            output::note(&format!("the pending pods' events are not shown: {why}"));
+            BTreeMap::new()
+        }
+    }
 }

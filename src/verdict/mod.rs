@@ -155,12 +155,6 @@ pub struct RoleCounts {
     pub failed: u32,
 }
 
-impl RoleCounts {
-    pub fn finished(&self) -> u32 {
-        self.succeeded + self.failed
-    }
-}
-
 /// One role's summary: counts and the first stuck task with its reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleSummary {

@@ -153,7 +153,7 @@ fn wait_shows_progress_and_stuck_reasons_until_success() {
     exited(&env, "prog-worker-0", 0);
     let out = finish(child);
     out.success()
-        .stdout_has("worker    0/2 running, 2 pending, 0 finished — worker-1: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        .stdout_has("worker    0/2 running, 2 pending — worker-1: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
         .stdout_has("run prog: Succeeded");
     // Plain lines (not a terminal): no escape codes, one line per change.
     assert!(!out.stdout.contains('\x1b'), "{out:#?}");
@@ -561,6 +561,16 @@ fn an_unknown_tag_is_a_clear_error() {
 
 /// Runs `args` on a pseudo-terminal (util-linux `script`), or `None` without it.
 fn on_terminal(env: &Env, args: &[&str], no_color: bool) -> Option<Output> {
+    on_terminal_of(env, args, no_color, None)
+}
+
+/// [`on_terminal`] on a terminal `columns` wide (`stty cols`).
+fn on_terminal_of(
+    env: &Env,
+    args: &[&str],
+    no_color: bool,
+    columns: Option<u16>,
+) -> Option<Output> {
     let script = std::process::Command::new("script")
         .arg("--version")
         .output();
@@ -568,10 +578,13 @@ fn on_terminal(env: &Env, args: &[&str], no_color: bool) -> Option<Output> {
         eprintln!("skipped: no `script` to make a terminal");
         return None;
     }
-    let line = std::iter::once(crate::support::BIN)
+    let mut line = std::iter::once(crate::support::BIN)
         .chain(args.iter().copied())
         .collect::<Vec<_>>()
         .join(" ");
+    if let Some(columns) = columns {
+        line = format!("stty cols {columns} rows 24 && {line}");
+    }
     // The binary's clean environment (see `Env::cmd`), given to `script`.
     let base = env.cmd();
     let mut cmd = std::process::Command::new("script");
@@ -604,12 +617,9 @@ fn a_terminal_gets_bars_unless_no_color() {
         out.stdout.contains("\x1b["),
         "bars redraw in place: {out:#?}"
     );
+    assert!(out.stdout.contains("1/2 running, 1 succeeded"), "{out:#?}");
     assert!(
-        out.stdout.contains("1/2 running, 0 pending, 1 finished"),
-        "{out:#?}"
-    );
-    assert!(
-        out.stdout.contains("finished\r\nrun tty: Succeeded\r\n")
+        out.stdout.contains("succeeded\r\nrun tty: Succeeded\r\n")
             || out.stdout.contains(" \r\nrun tty: Succeeded\r\n"),
         "the verdict on its own line: {out:#?}"
     );
@@ -620,6 +630,99 @@ fn a_terminal_gets_bars_unless_no_color() {
         "NO_COLOR: plain lines: {out:#?}"
     );
     assert!(out.stdout.contains("worker    1/2 running"), "{out:#?}");
+}
+
+/// What a terminal shows of output with escape codes: each line as last drawn,
+/// whatever was redrawn over it (`\r`, erase-line and cursor moves dropped).
+fn drawn_lines(out: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut chars = out.chars().peekable();
+    let mut current = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI: ESC [ parameters final-byte.
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\r' | '\n' => {
+                if !current.is_empty() {
+                    lines.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    lines
+}
+
+/// On a terminal the live progress line never wraps (it is fitted to the width) and
+/// keeps the stuck task and its reason, cutting the message first; a failed pod reads
+/// as its reason.
+#[test]
+fn the_live_line_fits_the_terminal_and_keeps_the_reason() {
+    let env = Env::new();
+    spawn_run(&env, "fit", &["-w", "2"]);
+    unschedulable(
+        &env,
+        "fit-worker-1",
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+    );
+    for columns in [80u16, 50] {
+        let args = ["wait", "-t", "fit", "--timeout", "1s"];
+        let Some(out) = on_terminal_of(&env, &args, false, Some(columns)) else {
+            return;
+        };
+        assert_eq!(out.code, 4, "{out:#?}");
+        assert!(out.stdout.contains("\x1b["), "redrawn in place: {out:#?}");
+        let lines = drawn_lines(&out.stdout);
+        // indicatif fills the rest of the line with spaces.
+        let live: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("worker"))
+            .map(|l| l.trim_end())
+            .collect();
+        assert!(!live.is_empty(), "{out:#?}");
+        for line in &live {
+            assert!(
+                line.chars().count() < usize::from(columns),
+                "{columns} columns: {line:?} ({} long)",
+                line.chars().count()
+            );
+            assert!(line.contains("worker-1: Unschedulable"), "{line:?}");
+        }
+        if columns == 80 {
+            assert_eq!(
+                *live.last().unwrap(),
+                "worker    0/2 running, 2 pending — worker-1: Unschedulable: 0/3 nodes are avai…"
+            );
+        }
+    }
+    // A failed pod: its reason, not "(1 failed) —".
+    let env = Env::new();
+    spawn_run(&env, "fitf", &["-w", "2"]);
+    running(&env, "fitf-worker-0");
+    exited(&env, "fitf-worker-1", 137);
+    let args = ["wait", "-t", "fitf", "--timeout", "1s"];
+    let Some(out) = on_terminal_of(&env, &args, false, Some(80)) else {
+        return;
+    };
+    let lines = drawn_lines(&out.stdout);
+    let live = lines.iter().rfind(|l| l.starts_with("worker")).unwrap();
+    assert!(
+        live.starts_with("worker    1/2 running, 1 failed — worker-1: ")
+            && live.contains("exit code 137"),
+        "{out:#?}"
+    );
 }
 
 /// A pod of run `tag` as tf-spawner makes them (labels and the cluster annotation),

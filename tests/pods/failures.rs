@@ -92,7 +92,7 @@ async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
         .rfind(|l| l.starts_with("worker"))
         .unwrap_or_default();
     assert!(
-        last.contains("0/1 running, 1 pending, 0 finished"),
+        last.contains("0/1 running, 1 pending") && !last.contains(", 1 failed"),
         "{out:#?}"
     );
     // Fast: the pull fails at once here (no registry); no waiting for the timeout.
@@ -106,6 +106,18 @@ async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
     status.success();
     assert!(
         status.stdout.contains("ErrImagePull") || status.stdout.contains("ImagePullBackOff"),
+        "{status:#?}"
+    );
+    // The kubelet's events, as kubectl describe lists them.
+    let events = status
+        .stdout
+        .split("events of the pending pods (newest first):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no events: {status:#?}"));
+    assert!(
+        events
+            .lines()
+            .any(|l| l.starts_with("worker-0 ") && l.contains("Failed")),
         "{status:#?}"
     );
 }
@@ -149,6 +161,21 @@ async fn a_pod_asking_for_more_cpu_than_the_node_has_is_unschedulable_until_the_
     assert!(
         status.stdout.contains("Unschedulable") && status.stdout.contains("Insufficient cpu"),
         "{status:#?}"
+    );
+    // The scheduler's event (events.k8s.io on 1.19+, read through core/v1), as kubectl
+    // describe lists it.
+    let json = c.run(&["status", "-t", &t, "-o", "json"]).await;
+    json.success();
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).expect("status JSON");
+    let events = json["pods"][0]["events"].as_array().expect("events");
+    assert!(
+        events.iter().any(|e| e["reason"] == "FailedScheduling"
+            && e["type"] == "Warning"
+            && e["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Insufficient cpu")),
+        "{json:#}"
     );
     // No node took the pod, so there is no log: a note says so (the server itself
     // answers such a log request with an empty 204).

@@ -300,7 +300,7 @@ async fn a_run_larger_than_a_page_is_listed_in_pages() {
     let pages: Vec<&str> = out
         .stderr
         .lines()
-        .filter(|l| l.contains("GET") && l.contains("limit=500"))
+        .filter(|l| l.contains("GET") && l.contains("/pods?") && l.contains("limit=500"))
         .collect();
     assert_eq!(pages.len(), 2, "{}", out.stderr);
     assert!(pages[1].contains("continue="), "{}", out.stderr);

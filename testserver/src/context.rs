@@ -62,8 +62,11 @@ pub enum Reply {
     NoContent,
 }
 
-pub fn selectors(c: &Ctx) -> Result<(LabelSelector, FieldSelector), ApiError> {
+/// The request's selectors; a field the resource cannot be selected by is refused
+/// as a real server refuses it.
+pub fn selectors(c: &Ctx, resource: &str) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let l = LabelSelector::parse(c.query.get("labelSelector").map_or("", String::as_str))?;
     let f = FieldSelector::parse(c.query.get("fieldSelector").map_or("", String::as_str))?;
+    f.check(resource)?;
     Ok((l, f))
 }

@@ -7,6 +7,7 @@
 
 mod context;
 mod delay;
+mod events;
 mod faults;
 mod logs;
 mod objects;
@@ -26,6 +27,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Value, json};
+
+pub use events::Reporter;
 
 use context::Shared;
 pub use faults::{Fault, FaultAction};
@@ -476,6 +479,24 @@ impl TestServer {
             pod["metadata"]["deletionGracePeriodSeconds"] = json!(30);
             st.put("pods", namespace, pod);
         }
+    }
+
+    /// Records an Event about the pod as the kubelet or the scheduler writes it (see
+    /// `events.rs`), seen `count` times; false when there is no such pod.
+    pub fn record_pod_event(
+        &self,
+        namespace: &str,
+        pod: &str,
+        by: Reporter,
+        (kind, reason, message): (&str, &str, &str),
+        count: u32,
+    ) -> bool {
+        let Some(stored) = self.get("pods", namespace, pod) else {
+            return false;
+        };
+        let event = events::about_pod(&stored, by, kind, reason, message, count);
+        self.insert("events", namespace, event);
+        true
     }
 
     /// Appends to the pod's container log (each line stamped with the current time).

@@ -16,6 +16,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("configmaps", "ConfigMap", true),
     ("secrets", "Secret", true),
     ("endpoints", "Endpoints", true),
+    ("events", "Event", true),
     ("persistentvolumeclaims", "PersistentVolumeClaim", true),
     ("namespaces", "Namespace", false),
     (crate::VOLCANO_PODGROUPS, "PodGroup", true),

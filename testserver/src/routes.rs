@@ -318,7 +318,7 @@ fn list_obj(resource: &str, rv: u64, items: Vec<Value>) -> Value {
 /// cannot count what is left), and a token whose version is older than the history
 /// (compacted) gets 410 `Expired` with a token to go on inconsistently.
 fn list(sh: &Shared, c: &Ctx, resource: &str, ns: Option<&str>) -> Res {
-    let (ls, fs) = selectors(c)?;
+    let (ls, fs) = selectors(c, resource)?;
     let st = lock(sh);
     let mut rv = st.current_rv();
     let mut after = None;
@@ -765,7 +765,7 @@ fn delete_collection(sh: &Arc<Shared>, c: &Ctx, resource: &str, ns: &str) -> Res
     if (resource == "services" && !sh.opts.collection_delete_services) || resource == "namespaces" {
         return Err(ApiError::method_not_allowed());
     }
-    let (ls, fs) = selectors(c)?;
+    let (ls, fs) = selectors(c, resource)?;
     let opts = delete_options(c)?;
     let dry = dry_run(c, Some(&opts));
     let grace = grace_of(c, &opts);

@@ -145,6 +145,50 @@ impl FieldSelector {
         Ok(FieldSelector { reqs })
     }
 
+    /// Refuses a field the resource's objects cannot be selected by, with a real
+    /// server's answer (400 `field label not supported: F`). Every resource has
+    /// `metadata.name` and `metadata.namespace`; the others are the API server's
+    /// field label conversions (pkg/apis/core/v1/conversion.go).
+    pub fn check(&self, resource: &str) -> Result<(), ApiError> {
+        let extra: &[&str] = match resource {
+            "pods" => &[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            "events" => &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ],
+            "secrets" => &["type"],
+            "namespaces" => &["status.phase"],
+            _ => &[],
+        };
+        match self.reqs.iter().find(|(path, _, _)| {
+            !matches!(path.as_str(), "metadata.name" | "metadata.namespace")
+                && !extra.contains(&path.as_str())
+        }) {
+            Some((path, _, _)) => Err(ApiError::bad_request(format!(
+                "field label not supported: {path}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         self.reqs.iter().all(|(path, eq, want)| {
             let pointer = format!("/{}", path.replace('.', "/"));
@@ -204,6 +248,15 @@ mod tests {
             !FieldSelector::parse("metadata.name!=p")
                 .unwrap()
                 .matches(&p)
+        );
+        let by_pod = FieldSelector::parse("involvedObject.kind=Pod,involvedObject.name=p").unwrap();
+        assert!(by_pod.check("events").is_ok());
+        assert!(by_pod.check("pods").is_err());
+        assert!(
+            FieldSelector::parse("spec.nodeName=n")
+                .unwrap()
+                .check("pods")
+                .is_ok()
         );
     }
 }

@@ -60,7 +60,7 @@ pub fn start(
     resource: &str,
     ns: Option<&str>,
 ) -> Result<Reply, ApiError> {
-    let (labels, fields) = selectors(c)?;
+    let (labels, fields) = selectors(c, resource)?;
     let filter = Filter {
         resource: resource.to_string(),
         ns: ns.map(str::to_string),

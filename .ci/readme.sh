@@ -1,0 +1,140 @@
+#!/bin/bash
+# readme.sh KUBECONFIG - the README's "Quick start" and "From CI" run as written: every fenced
+# sh block of those two sections, extracted from README.md and run unchanged (bash -euo
+# pipefail, in order, in a scratch directory), with the freshly built tf-spawner first on PATH.
+#
+# What the README leaves to the reader's machine and cluster is given here the way a reader
+# gives it, never by editing the text:
+#   - `train.py` (the reader's script) is a copy of examples/wiring_check.py, and examples/
+#     is a copy of the repository's;
+#   - step 2's pip installs from the wheels tools/tensorflow/setup.sh keeps
+#     (PIP_FIND_LINKS=that directory, PIP_NO_INDEX=1: the same pinned files PyPI serves, without
+#     downloading 280 MB each run); README_PIP_INDEX=1 lets pip use PyPI instead;
+#   - MNIST: examples/mnist.py downloads it; where storage.googleapis.com cannot be reached
+#     (CI's network has PyPI only), MNIST_NPZ points at a synthetic mnist.npz of MNIST's shapes
+#     (2,048 training and 512 test images), written with the TensorFlow venv's numpy;
+#   - step 3 and "From CI" run on the cluster of KUBECONFIG (the one-node v1.36 cluster) in a
+#     namespace of their own, through a defaults file (TF_SPAWNER_CONFIG) naming it and the
+#     one-node pod template (tools/one-node/pod-tensorflow.yaml: the TensorFlow image built
+#     there, never pulled, and small requests), as a researcher's config.yaml names their
+#     cluster's image and template.
+# Then it checks what the README promises: exp42 succeeded and was deleted, the CI run saved
+# its 4 logs and left nothing behind. Prints each block's time and the total.
+#
+# Environment: TF_SPAWNER_TENSORFLOW (the TensorFlow cache, default ~/.cache/tf-spawner-tensorflow),
+# README_PIP_INDEX=1 (pip from PyPI), README_KEEP=1 (keep the scratch directory).
+set -euo pipefail
+
+KUBECONFIG_FILE=${1:?usage: readme.sh KUBECONFIG}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KUBECTL=$(dirname "$KUBECONFIG_FILE")/bin/kubectl
+[ -x "$KUBECTL" ] || KUBECTL=kubectl
+TF_CACHE=${TF_SPAWNER_TENSORFLOW:-$HOME/.cache/tf-spawner-tensorflow}
+NAMESPACE=tf-spawner-readme
+START=$SECONDS
+
+log() { echo "[readme +$((SECONDS - START))s] $*"; }
+die() { echo "[readme] ERROR: $*" >&2; exit 1; }
+
+cd "$ROOT"
+cargo build --quiet --bin tf-spawner
+BIN_DIR=$ROOT/target/debug
+WORK=$(mktemp -d /tmp/tf-spawner-readme.XXXXXX)
+cleanup() {
+  env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" delete namespace "$NAMESPACE" \
+    --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  [ -n "${README_KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# The blocks: ```sh ... ``` inside "## Quick start" and "## From CI", in order.
+python3 - "$ROOT/README.md" "$WORK" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+blocks = []
+for section in ("Quick start", "From CI"):
+    m = re.search(r"^## " + re.escape(section) + r"\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if not m:
+        sys.exit("README.md has no section '## %s'" % section)
+    found = re.findall(r"^```sh\n(.*?)^```", m.group(1), re.M | re.S)
+    if not found:
+        sys.exit("README.md's '%s' has no sh block" % section)
+    blocks += [(section, b) for b in found]
+for i, (section, body) in enumerate(blocks, 1):
+    with open("%s/block-%d.sh" % (sys.argv[2], i), "w") as f:
+        f.write("# README.md, %s\n%s" % (section, body))
+print(len(blocks))
+EOF
+BLOCKS=$(ls "$WORK"/block-*.sh | wc -l)
+[ "$BLOCKS" -eq 4 ] || die "expected 4 sh blocks (quick start 1-3, from CI), found $BLOCKS; update this script with the README"
+
+cp -r "$ROOT/examples" "$WORK/examples"
+cp "$ROOT/examples/wiring_check.py" "$WORK/train.py"
+
+# Step 2's pip: the cached wheels, unless asked for PyPI.
+if [ -z "${README_PIP_INDEX:-}" ] && [ -d "$TF_CACHE/wheels" ]; then
+  export PIP_FIND_LINKS=$TF_CACHE/wheels PIP_NO_INDEX=1
+  log "pip: from $PIP_FIND_LINKS (README_PIP_INDEX=1: from PyPI)"
+fi
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+# MNIST: downloaded by the example when it can be.
+if python3 -c 'import urllib.request; urllib.request.urlopen(urllib.request.Request("https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz", method="HEAD"), timeout=5)' 2>/dev/null; then
+  log "MNIST: downloaded by examples/mnist.py"
+else
+  TF_PYTHON=$(bash "$ROOT/tools/tensorflow/setup.sh" 2>/dev/null | tail -1)
+  "$TF_PYTHON" - "$WORK/mnist.npz" <<'EOF'
+import sys
+import numpy as np
+rng = np.random.default_rng(0)
+def part(n):
+    y = rng.integers(0, 10, n).astype(np.uint8)
+    x = (rng.random((n, 28, 28)) * 40).astype(np.uint8)
+    for i, label in enumerate(y):  # a bright bar per class: something to learn
+        x[i, 2 + 2 * label:4 + 2 * label, 4:24] = 255
+    return x, y
+(x_train, y_train), (x_test, y_test) = part(2048), part(512)
+np.savez(sys.argv[1], x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+EOF
+  export MNIST_NPZ=$WORK/mnist.npz
+  log "MNIST: storage.googleapis.com unreachable; MNIST_NPZ=$MNIST_NPZ (synthetic)"
+fi
+
+# The cluster: its own namespace, named with the pod template in a defaults file.
+env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" delete namespace "$NAMESPACE" --ignore-not-found --wait=true >/dev/null
+env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" create namespace "$NAMESPACE" >/dev/null
+cat >"$WORK/config.yaml" <<EOF
+namespace: $NAMESPACE
+pod_file: $ROOT/tools/one-node/pod-tensorflow.yaml
+EOF
+export KUBECONFIG=$KUBECONFIG_FILE TF_SPAWNER_CONFIG=$WORK/config.yaml
+export PATH=$BIN_DIR:$PATH
+[ "$(command -v tf-spawner)" = "$BIN_DIR/tf-spawner" ] || die "tf-spawner on PATH is $(command -v tf-spawner)"
+
+cd "$WORK"
+TIMES=()
+for ((i = 1; i <= BLOCKS; i++)); do
+  echo
+  log "block $i of $BLOCKS, as written in README.md:"
+  sed 's/^/    /' "block-$i.sh"
+  began=$SECONDS
+  if ! bash -euo pipefail "block-$i.sh" </dev/null >"block-$i.log" 2>&1; then
+    tail -n 40 "block-$i.log" >&2
+    die "README block $i failed (its output: above)"
+  fi
+  tail -n 12 "block-$i.log" | sed 's/^/    | /'
+  TIMES+=("block $i: $((SECONDS - began)) s")
+done
+
+# What the README says happened.
+grep -q "agrees on" block-1.log || die "block 1: no task said the cluster agrees"
+grep -q "run exp42: Succeeded" block-3.log || die "block 3: exp42 did not succeed"
+grep -Eq "^exp42-worker-3 +worker-3 +Succeeded" block-3.log || die "block 3: status did not show worker-3 Succeeded"
+[ "$(ls logs/*.log | wc -l)" -eq 4 ] || die "From CI: expected 4 logs in logs/, found: $(ls logs)"
+# --cleanup deleted the run; its pods may still be in their grace period.
+env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" wait --for=delete \
+  pods -l training_attempt --timeout=120s >/dev/null 2>&1 || true
+left=$(env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" get pods,services,configmaps,secrets -l training_attempt -o name)
+[ -z "$left" ] || die "left behind in $NAMESPACE: $left"
+
+echo
+log "README quick start and From CI ran as written: ${TIMES[*]}; total $((SECONDS - START)) s"

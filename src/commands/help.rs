@@ -1,0 +1,227 @@
+//! Help that fits a screen. `tf-spawner --help` is an overview: the verbs, and where
+//! the spawn flags are. `tf-spawner spawn -h` (= `tf-spawner help spawn`) is the spawn
+//! summary: each flag in a line, the ones most runs never need (shared-cluster
+//! scheduling, per-role templates, tuning) left to `tf-spawner spawn --help`, which
+//! shows every flag in full under headings. A verb's `-h` and `--help` are one compact
+//! screen: its flags, then the global ones under their heading. The man page keeps
+//! every flag's full text (it is made from `cli.rs` unshaped).
+//!
+//! The shaping is done on the command clap derives from `cli.rs`, so that `cli.rs`
+//! keeps one doc comment per flag (the full text) and a new flag shows as written.
+
+use std::ffi::OsString;
+
+use clap::{Arg, Command};
+
+/// Headings of `--help`.
+const ROLES: &str = "Roles";
+const SHARED: &str = "Shared clusters";
+const GLOBAL: &str = "Global options (any command, before or after it)";
+
+/// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
+/// the spawn options).
+const LONG_ONLY: &[(&str, Option<&str>)] = &[
+    ("deadline", Some(SHARED)),
+    ("priority_class", Some(SHARED)),
+    ("queue", Some(SHARED)),
+    ("gang", Some(SHARED)),
+    ("volcano_queue", Some(SHARED)),
+    ("scheduler_name", Some(SHARED)),
+    ("chief_pod_file", Some(ROLES)),
+    ("ps_pod_file", Some(ROLES)),
+    ("evaluator_pod_file", Some(ROLES)),
+    ("max_in_flight", None),
+    ("port", None),
+    ("python", None),
+    ("keep_running", None),
+    ("yes", None),
+    ("randomize_tag", None),
+    ("strategy", Some(ROLES)),
+];
+
+/// Headings of flags `-h` shows too.
+const HEADED: &[(&str, &str)] = &[
+    ("namespace", GLOBAL),
+    ("kubeconfig", GLOBAL),
+    ("context", GLOBAL),
+    ("request_timeout", GLOBAL),
+    ("retries", GLOBAL),
+    ("give_up_after", GLOBAL),
+    ("verbose", GLOBAL),
+    ("quiet", GLOBAL),
+    ("chief", ROLES),
+    ("ps", ROLES),
+    ("evaluator", ROLES),
+];
+
+/// The one-line summary `-h` shows of a flag whose full text is longer (the full text
+/// stays for `spawn --help`; a global flag has only this one, so that a verb's help
+/// stays compact). Each fits beside its flag on 80 columns.
+const SHORT: &[(&str, &str)] = &[
+    ("script", "The TensorFlow script to run"),
+    (
+        "script_args",
+        "Arguments after --, passed to the script unchanged",
+    ),
+    ("namespace", "Namespace (tf-spawner config shows it)"),
+    ("kubeconfig", "Kubeconfig file [default: $KUBECONFIG]"),
+    ("context", "Kubeconfig context [default: current]"),
+    ("request_timeout", "Time limit per request"),
+    ("retries", "Retries of a failed request"),
+    ("give_up_after", "Give up reconnecting after [default: 10m]"),
+    ("verbose", "Log each API call to stderr (-vv: more)"),
+    ("quiet", "Print only errors (and a new run's tag)"),
+    ("pod_file", "Pod template (YAML) [default: built in]"),
+    ("command", "Run this bash entrypoint instead"),
+    ("tag", "The run's tag"),
+    ("env_file", "KEY=VALUE lines for every pod (a Secret)"),
+    ("image", "Container image [default: the template's]"),
+    ("delete", "Delete the run tagged -t TAG"),
+    ("dry_run", "Print the objects instead of creating them"),
+    ("output", "yaml or json: --dry-run's objects or the summary"),
+    ("wait", "Wait until every pod runs (-d: until gone)"),
+    ("timeout", "With --wait/--local: give up after it (exit 4)"),
+    ("local", "Run the tasks as processes here (no cluster)"),
+    ("volume", "Mount CLAIM at PATH (/output) in every task"),
+    ("dir", "Ship this directory (imports, files) too"),
+    ("chief", "Add a chief task, whose exit decides the run"),
+    ("ps", "Parameter-server tasks"),
+    ("evaluator", "Add an evaluator task"),
+    ("workers", "Number of worker pods"),
+];
+
+/// Flags whose values their summary names.
+const VALUES_IN_TEXT: &[&str] = &["output"];
+
+/// A verb's flags whose full text is more than a screen wants.
+const VERB_SHORT: &[(&str, &str, &str)] = &[
+    (
+        "wait",
+        "until",
+        "end (the verdict) or start (every pod running)",
+    ),
+    (
+        "wait",
+        "keep_running",
+        "Leave a failed run's unfinished tasks running",
+    ),
+];
+
+/// The command line's definition with help shaped as above; `name` is what usage
+/// shows. Without the explicit `spawn` verb, the top level's help is the overview.
+pub fn command(base: Command, name: &str, spawn_verb: bool) -> Command {
+    let mut cmd = base
+        .bin_name(name)
+        .after_help(MORE)
+        .after_long_help(EXAMPLES);
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    for id in &ids {
+        cmd = cmd.mut_arg(id.as_str(), |a| shape(a, id));
+    }
+    for (verb, about) in ABOUTS {
+        cmd = cmd.mut_subcommand(verb, |v| v.about(*about));
+    }
+    for (verb, id, short) in VERB_SHORT {
+        cmd = cmd.mut_subcommand(verb, |v| {
+            v.mut_arg(id, |a| {
+                let values = a.get_action().takes_values();
+                a.hide_possible_values(values).help(*short)
+            })
+        });
+    }
+    if spawn_verb {
+        // The spawn help: its flags, not the verbs.
+        let verbs: Vec<String> = cmd
+            .get_subcommands()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        for verb in verbs {
+            cmd = cmd.mut_subcommand(verb, |v| v.hide(true));
+        }
+        cmd.disable_help_subcommand(true)
+    } else {
+        cmd.help_template(OVERVIEW)
+            .after_help(SPAWN_HELP)
+            .after_long_help(SPAWN_HELP)
+    }
+}
+
+/// The overview: what `tf-spawner --help` shows.
+const OVERVIEW: &str = "{about-with-newline}\n{usage-heading} {usage}\n\nCommands:\n  spawn        Spawn a run (the default: tf-spawner -w 4 train.py)\n{subcommands}{after-help}\n";
+
+/// Below the overview.
+const SPAWN_HELP: &str = "The spawn flags: tf-spawner help spawn (every one: tf-spawner spawn --help).\n\
+A verb's flags: tf-spawner help VERB.\n\
+Examples:\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py\n  tf-spawner --local -w 2 train.py   run the same job as processes here\n  tf-spawner wait exp42              follow run exp42 to its verdict\n  tf-spawner logs -f exp42           follow its merged logs\n  tf-spawner -d -t exp42             delete it";
+
+/// The verbs' one-line descriptions in the overview and their help (`cli.rs` has the
+/// full ones, for the man page).
+const ABOUTS: &[(&str, &str)] = &[
+    (
+        "wait",
+        "Wait for a run's verdict: exit 0 succeeded, 3 failed, 4 timed out",
+    ),
+    (
+        "logs",
+        "Print the logs of a run's pods as one stream (-f: follow)",
+    ),
+    (
+        "cp",
+        "Copy a path out of the run's volume (--volume) to here",
+    ),
+    (
+        "tensorboard",
+        "Serve the run's TensorBoard summaries on a local port",
+    ),
+    (
+        "config",
+        "Show the effective defaults and where each comes from",
+    ),
+    ("completions", "Print a shell completion script"),
+];
+
+fn shape(arg: Arg, id: &str) -> Arg {
+    let mut arg = arg;
+    if let Some((_, short)) = SHORT.iter().find(|(i, _)| *i == id) {
+        let full = arg.get_help().map(ToString::to_string);
+        arg = arg.help(*short);
+        if VALUES_IN_TEXT.contains(&id) {
+            arg = arg.hide_possible_values(true);
+        }
+        // Global flags keep one text: a long one would make every verb's --help long.
+        if !arg.is_global_set()
+            && let Some(full) = full
+        {
+            arg = arg.long_help(full);
+        }
+    }
+    if let Some((_, heading)) = LONG_ONLY.iter().find(|(i, _)| *i == id) {
+        arg = arg.hide_short_help(true);
+        if let Some(heading) = heading {
+            arg = arg.help_heading(*heading);
+        }
+    }
+    if let Some((_, heading)) = HEADED.iter().find(|(i, _)| *i == id) {
+        arg = arg.help_heading(*heading);
+    }
+    arg
+}
+
+/// Below `spawn -h`.
+const MORE: &str = "More flags (shared clusters, per-role templates, --port, --python, --keep-running): tf-spawner spawn --help";
+
+/// Below `spawn --help`.
+const EXAMPLES: &str = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T";
+
+/// `tf-spawner help spawn` is `tf-spawner spawn -h`, as `help VERB` is `VERB`'s help.
+pub fn help_spawn(argv: Vec<OsString>) -> Vec<OsString> {
+    match argv.get(1..) {
+        Some([help, spawn]) if help == "help" && spawn == super::verbs::SPAWN => {
+            vec![argv[0].clone(), spawn.clone(), "-h".into()]
+        }
+        _ => argv,
+    }
+}
