@@ -82,6 +82,9 @@ pub(crate) struct Settings {
     pub volcano_queue: Sourced<Option<String>>,
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
+    /// `--restarts` and `--restart-on` (of `wait` and `spawn --wait`).
+    pub restarts: Sourced<u32>,
+    pub restart_on: Sourced<crate::verdict::restart::RestartOn>,
     /// `--volume CLAIM[:PATH]`, if any, unchecked.
     pub volume: Sourced<Option<String>>,
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
@@ -161,6 +164,18 @@ impl Settings {
                 None,
             ),
             keep_running: pick(flag("keep_running"), true, file.keep_running, false),
+            restarts: pick(
+                flag("restarts"),
+                restart_flags(cli).restarts.unwrap_or(0),
+                file.restarts,
+                0,
+            ),
+            restart_on: pick(
+                flag("restart_on"),
+                restart_flags(cli).restart_on.clone().unwrap_or_default(),
+                file.restart_on.clone(),
+                Default::default(),
+            ),
             volume: pick(
                 flag("volume"),
                 spawn.volume.clone(),
@@ -206,6 +221,14 @@ fn give_up_after(cli: &Cli, file: &Defaults, from_flag: bool) -> Sourced<std::ti
         file.give_up_after,
         default,
     )
+}
+
+/// The restart flags of the verb (`wait`), else of the spawn.
+fn restart_flags(cli: &Cli) -> &crate::cli::RestartArgs {
+    match &cli.command {
+        Some(crate::cli::Command::Wait(args)) => &args.restart,
+        _ => &cli.spawn.restart,
+    }
 }
 
 /// `tensorboard --image`, when that is the verb.

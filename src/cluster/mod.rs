@@ -7,6 +7,7 @@ pub mod delete;
 pub mod logs;
 pub mod pager;
 pub mod queues;
+pub mod restart;
 pub mod retry;
 pub mod stop;
 pub mod volume;

@@ -23,6 +23,9 @@ pub struct StatusJson {
     /// Once the verdict is final: seconds from the first task's start to the end of
     /// the task that decided it; else null.
     pub duration_seconds: Option<u64>,
+    /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
+    /// restart's number (the highest of its pods').
+    pub attempt: u32,
     pub pods: Vec<PodJson>,
 }
 
@@ -59,6 +62,8 @@ pub struct PodJson {
     pub duration_seconds: Option<u64>,
     /// Being deleted (kubectl's Terminating); `phase` is still the API's.
     pub terminating: bool,
+    /// The attempt the pod belongs to (its `tf-spawner/attempt` label; 0 without one).
+    pub attempt: u32,
 }
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
@@ -114,6 +119,7 @@ pub fn to_json(
             _ => None,
         },
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
+        attempt: tracker.attempt(),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -137,6 +143,7 @@ pub fn to_json(
                     finished_at: v.finished_at.and_then(timing::rfc3339),
                     duration_seconds: timing::duration(v),
                     terminating: v.terminating,
+                    attempt: v.attempt,
                 }
             })
             .collect(),
@@ -203,6 +210,18 @@ pub fn render(tracker: &Tracker, now: i64, all_workers: bool) -> String {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
     }
+    let attempt = tracker.attempt();
+    if attempt > 0 {
+        let restarted: Vec<String> = pods
+            .iter()
+            .filter(|v| v.attempt == attempt)
+            .map(|v| v.label())
+            .collect();
+        out.push_str(&format!(
+            "attempt: {attempt} (restarted by wait --restarts: {})\n",
+            restarted.join(", ")
+        ));
+    }
     let verdict = tracker.verdict();
     match &verdict {
         Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
@@ -241,6 +260,7 @@ mod tests {
             keys,
             [
                 "age_seconds",
+                "attempt",
                 "duration_seconds",
                 "exit_code",
                 "finished_at",
