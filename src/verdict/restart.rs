@@ -262,7 +262,10 @@ mod tests {
             Some(Scope::Whole)
         );
         let failed = failure(task(Role::Worker, 1), exited(1, "Error"));
-        assert_eq!(decide(&on, &failed, &[failed.clone()], &all), None);
+        assert_eq!(
+            decide(&on, &failed, std::slice::from_ref(&failed), &all),
+            None
+        );
     }
 
     #[test]
@@ -298,7 +301,12 @@ mod tests {
         let all = tasks(&[task(Role::Worker, 0), task(Role::Evaluator, 0)]);
         let lost = failure(task(Role::Evaluator, 0), removed("Deleted"));
         assert_eq!(
-            decide(&RestartOn::default(), &lost, &[lost.clone()], &all),
+            decide(
+                &RestartOn::default(),
+                &lost,
+                std::slice::from_ref(&lost),
+                &all
+            ),
             Some(Scope::Tasks(tasks(&[task(Role::Evaluator, 0)])))
         );
     }
