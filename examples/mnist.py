@@ -28,9 +28,32 @@ Environment:
   EPOCHS                number of epochs (default 3)
   BATCH_PER_REPLICA     batch size per replica (default 64)
   STEPS_PER_EPOCH       steps per epoch (default: one pass over the training set)
+  BACKUP_DIR            where Keras' BackupAndRestore keeps the training state at the end
+                        of every epoch (default $TF_SPAWNER_OUTPUT_DIR/backup; with neither,
+                        no backup: a new run starts over). Every task must see the same
+                        directory, so on pods it is on the run's volume (see Resuming below)
   TF_USE_LEGACY_KERAS   set to 1 if unset and tf_keras is installed (see Keras above)
-  TF_SPAWNER_FAIL_TASK  e.g. worker-1: that task raises after its first epoch, to see how a
-                        failed task is reported
+  TF_SPAWNER_FAIL_TASK  e.g. worker-1: that task raises once it has trained
+                        TF_SPAWNER_FAIL_AFTER epochs (default 1) in this process, to see how a
+                        failed task is reported and how a run resumes; it then exits with
+                        TF_SPAWNER_FAIL_CODE (default 1)
+
+Resuming: a run that stops before its last epoch (a task failed, a pod was deleted,
+preempted or evicted) leaves its backup in BACKUP_DIR; the next run with the same
+BACKUP_DIR (the same run restarted by `tf-spawner --restarts N`, or the same command
+again) restores the model and the optimizer and continues from the epoch after the last
+completed one: it prints "worker-0: resuming from epoch K of N (backup in DIR)" and Keras'
+lines start at "Epoch K/N". When training completes, Keras deletes the backup, so the next
+run starts over. To start over after a failure, delete BACKUP_DIR (tf-spawner cannot: the
+volume is yours) or point BACKUP_DIR elsewhere.
+
+SIGTERM: a deleted, preempted or evicted pod gets SIGTERM, then SIGKILL after its grace
+period (30 s by default). This script keeps Python's default action (it ends at once, exit
+143 as the kubelet reports it): what it loses is the epoch under way, since the last backup
+is at most one epoch old. TensorFlow's PreemptionCheckpointHandler, which saves on SIGTERM
+before exiting (with code 42 off Google Cloud), works with a custom training loop, not
+Model.fit, and Keras' save_before_preemption is only active on Google Cloud; with short
+epochs the per-epoch backup costs less than a second loop would.
 """
 
 import importlib.metadata
@@ -165,23 +188,76 @@ def build_model():
     return model
 
 
-class FailAfterFirstEpoch(tf.keras.callbacks.Callback):
-    """Raises after the first epoch: a task failing in the middle of training."""
+class RequestedFailure(RuntimeError):
+    """The failure TF_SPAWNER_FAIL_TASK asks for, with the exit code to end with."""
 
-    def __init__(self, name):
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
+class FailAfterEpochs(tf.keras.callbacks.Callback):
+    """Raises once this process has trained `count` epochs: a task failing mid-training.
+
+    Counted in this process, not from the run's start, so a run that resumes trains
+    `count` more epochs before failing again: every attempt makes progress.
+    """
+
+    def __init__(self, name, count, code):
         super().__init__()
-        self.name = name
+        self.name, self.count, self.code = name, count, code
+        self.trained = 0
 
     def on_epoch_begin(self, epoch, logs=None):
-        # At the start of the second epoch, once Keras has printed the first one's line.
-        if epoch >= 1:
-            raise RuntimeError("%s: failing after epoch %d, as TF_SPAWNER_FAIL_TASK asks"
-                               % (self.name, epoch))
+        # At the start of the next epoch, once Keras has printed the last one's line (and
+        # BackupAndRestore has saved it).
+        if self.trained >= self.count:
+            raise RequestedFailure("%s: failing after epoch %d, as TF_SPAWNER_FAIL_TASK asks"
+                                   % (self.name, epoch), self.code)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.trained += 1
 
 
 def fail_on_request(name):
     """The callbacks of model.fit: one that fails, if TF_SPAWNER_FAIL_TASK names this task."""
-    return [FailAfterFirstEpoch(name)] if os.environ.get("TF_SPAWNER_FAIL_TASK") == name else []
+    if os.environ.get("TF_SPAWNER_FAIL_TASK") != name:
+        return []
+    return [FailAfterEpochs(name, env_int("TF_SPAWNER_FAIL_AFTER", 1),
+                            env_int("TF_SPAWNER_FAIL_CODE", 1))]
+
+
+class ResumeNote(tf.keras.callbacks.Callback):
+    """Prints one line when fit starts at a later epoch than the first (restored by
+    BackupAndRestore): Keras calls on_epoch_begin from the restored epoch on."""
+
+    def __init__(self, name, epochs, backup_dir):
+        super().__init__()
+        self.name, self.epochs, self.backup_dir = name, epochs, backup_dir
+        self.first = True
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.first and epoch > 0:
+            print("%s: resuming from epoch %d of %d (backup in %s)"
+                  % (self.name, epoch + 1, self.epochs, self.backup_dir), flush=True)
+        self.first = False
+
+
+def backup_callbacks(name, epochs, output_dir):
+    """BackupAndRestore in BACKUP_DIR (default OUTPUT_DIR/backup), and its resume note.
+
+    Every task passes the same directory: the chief writes the backup in its chief/, the
+    others a temporary copy they remove, and all of them restore from the chief's.
+    """
+    backup_dir = (os.environ.get("BACKUP_DIR", "").strip()
+                  or (os.path.join(output_dir, "backup") if output_dir else ""))
+    if not backup_dir:
+        print("%s: no TF_SPAWNER_OUTPUT_DIR or BACKUP_DIR, so no backup: a new run starts over"
+              % name, flush=True)
+        return []
+    # Saved at the end of every epoch: a resumed run repeats at most the epoch under way.
+    return [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq="epoch"),
+            ResumeNote(name, epochs, backup_dir)]
 
 
 def main():
@@ -214,6 +290,7 @@ def main():
 
     with strategy.scope():
         model = build_model()
+    callbacks += backup_callbacks(name, epochs, output_dir)
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
               callbacks=callbacks + fail_on_request(name))
     loss, accuracy = model.evaluate(test, verbose=0)
@@ -237,6 +314,9 @@ def main():
 if __name__ == "__main__":
     try:
         sys.exit(main())
+    except RequestedFailure as e:
+        traceback.print_exc()
+        sys.exit(e.code)
     except Exception:  # noqa: BLE001 - any failure must make the pod fail
         traceback.print_exc()
         sys.exit(1)

@@ -214,11 +214,103 @@ fn a_worker_failing_mid_training_fails_the_run() {
     assert_eq!(epochs(&lines).len(), 1, "one epoch trained: {out:#?}");
     assert!(
         lines.contains(
-            &"RuntimeError: worker-1: failing after epoch 1, as TF_SPAWNER_FAIL_TASK asks"
+            &"RequestedFailure: worker-1: failing after epoch 1, as TF_SPAWNER_FAIL_TASK asks"
         ),
         "{out:#?}"
     );
     assert!(!model_dir.join("mnist.keras").exists(), "no model saved");
+}
+
+/// The lines Keras printed for `task` that start an epoch (`Epoch K/N`).
+fn epoch_starts<'a>(out: &'a Output, task: &str) -> Vec<&'a str> {
+    task_lines(&out.stdout, task)
+        .into_iter()
+        .filter(|l| l.starts_with("Epoch "))
+        .collect()
+}
+
+/// mnist.py resumes with BackupAndRestore in $TF_SPAWNER_OUTPUT_DIR/backup: a first run
+/// whose worker 1 fails after 2 of 4 epochs (exit 42, as TF_SPAWNER_FAIL_CODE asks) leaves
+/// the chief's backup on the run's directory; the same command again (same tag, so the same
+/// output directory, without the failure) restores it and trains epochs 3 and 4 only, from
+/// the trained weights (its first loss is below the first run's first), saves the model,
+/// and Keras deletes the backup.
+#[test]
+fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
+    let Some(tf) = Tf::new("resume") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let data = ("MNIST_NPZ", npz.to_str().unwrap());
+    let failing = tf.env_file(
+        "fail.env",
+        &[
+            data,
+            ("EPOCHS", "4"),
+            ("TF_SPAWNER_FAIL_TASK", "worker-1"),
+            ("TF_SPAWNER_FAIL_AFTER", "2"),
+            ("TF_SPAWNER_FAIL_CODE", "42"),
+        ],
+    );
+    let script = repo_file("examples/mnist.py");
+    let run = |env: &std::path::Path| {
+        tf.local(&[
+            "-t",
+            "resume",
+            "-w",
+            "2",
+            "-e",
+            env.to_str().unwrap(),
+            &script,
+        ])
+    };
+    let first = run(&failing);
+    first
+        .failure(3)
+        .stderr_has("error: local run 'resume' failed: worker-1 exited with code 42");
+    assert_eq!(
+        epoch_starts(&first, "worker-1"),
+        ["Epoch 1/4", "Epoch 2/4"],
+        "{first:#?}"
+    );
+    let output = tf.path("tf-spawner-output/resume");
+    let backup = output.join("backup");
+    assert!(
+        backup.join("chief").join("checkpoint").is_file(),
+        "the chief's backup is on the run's directory: {first:#?}"
+    );
+    let first_loss = series(
+        &epochs(&task_lines(&first.stdout, "worker-0")),
+        "loss",
+        &task_lines(&first.stdout, "worker-0"),
+    );
+
+    let env = tf.env_file("resume.env", &[data, ("EPOCHS", "4")]);
+    let second = run(&env);
+    second.success().stdout_has("run resume (local): Succeeded");
+    for worker in ["worker-0", "worker-1"] {
+        second.stdout_has(&format!(
+            "{worker} | {worker}: resuming from epoch 3 of 4 (backup in {})",
+            backup.display()
+        ));
+        assert_eq!(
+            epoch_starts(&second, worker),
+            ["Epoch 3/4", "Epoch 4/4"],
+            "{worker} trained the last 2 epochs only: {second:#?}"
+        );
+    }
+    let lines = task_lines(&second.stdout, "worker-0");
+    let resumed_loss = series(&epochs(&lines), "loss", &lines);
+    assert_eq!(resumed_loss.len(), 2, "{second:#?}");
+    assert!(
+        resumed_loss[0] < first_loss[0],
+        "the resumed model is the trained one, not a new one: {resumed_loss:?} vs {first_loss:?}"
+    );
+    assert!(is_keras_file(&output.join("model").join("mnist.keras")));
+    assert!(
+        !backup.join("chief").exists(),
+        "Keras deleted the backup when training completed"
+    );
 }
 
 /// Keras 3 (TF_USE_LEGACY_KERAS=0 on TensorFlow >= 2.16), whose Model.fit fails under
