@@ -99,6 +99,7 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
+    .or_else(|| restart_flag(args))
 }
 
 /// The spawn flags, with the defaults file's values where no flag was given.

@@ -143,6 +143,44 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
         .stdout_has("Succeeded (attempt 1)");
 }
 
+/// `spawn --wait --restarts`: the spawn follows the run to its verdict, restarting it.
+#[test]
+fn spawn_wait_with_restarts_follows_the_run_to_its_end() {
+    let env = Env::new();
+    let script = env.script();
+    let mut child = start(
+        &env,
+        &[
+            "-t",
+            "sw",
+            "-w",
+            "2",
+            "--wait",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+            script.to_str().unwrap(),
+        ],
+    );
+    let names = ["sw-worker-0", "sw-worker-1"];
+    await_attempt(&env, "sw", &names, "0", &mut child);
+    run_all(&env, &names);
+    // Every pod runs: a plain --wait would have ended here.
+    crate::follow::await_watches(&env, 1);
+    exited(&env, "sw-worker-1", 137);
+    await_attempt(&env, "sw", &names, "1", &mut child);
+    run_all(&env, &names);
+    exited(&env, "sw-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run sw: restart 1/1 in 0s: pod sw-worker-1 (worker-1) failed: exit code 137")
+        .stdout_has("run sw: Succeeded");
+    let local = env.spawn(&["--local", "--restarts", "1"]);
+    assert_eq!(local.code, 2, "{local:#?}");
+    local.stderr_has("--restarts applies to pods on a cluster; --local runs processes");
+}
+
 #[test]
 fn a_run_that_keeps_failing_retryably_exits_3_after_its_restarts() {
     let env = Env::new();
