@@ -95,6 +95,16 @@ pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str) -> Pod {
     pod
 }
 
+/// The attempt a pod belongs to: its [`ATTEMPT_LABEL`], 0 without one.
+pub fn attempt_of(pod: &Pod) -> u32 {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(ATTEMPT_LABEL))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Deletes the run's pods named in `names` that are there and not being deleted yet,
 /// each with its uid as a precondition, `max_in_flight` at a time. The first error
 /// (after trying every pod) is the result.

@@ -112,6 +112,9 @@ fn backoff(first: Duration, attempt: u32) -> Duration {
 pub(crate) struct Restarter {
     options: Restarts,
     templates: Templates,
+    /// The latest attempt known: of the templates, of the pods followed, of a restart
+    /// begun. Not only the pods there now: a re-created pod may be gone again.
+    attempt: u32,
     state: State,
 }
 
@@ -143,6 +146,7 @@ impl Restarter {
         }
         Ok(Restarter {
             options: options.clone(),
+            attempt: templates.values().map(pods::attempt_of).max().unwrap_or(0),
             templates,
             state: State::Following,
         })
@@ -158,10 +162,14 @@ impl Restarter {
         tracker: &Tracker,
         verdict: &Verdict,
     ) -> Result<bool> {
+        self.attempt = self.attempt.max(tracker.attempt());
         let restart = match verdict {
             Verdict::Failed(failure) if self.options.max > 0 => self.plan(bounds, tracker, failure),
             _ => None,
         };
+        if let Some(r) = &restart {
+            self.attempt = r.attempt;
+        }
         self.state = next(self.state.clone(), Event::Verdict(restart));
         loop {
             let event = match &self.state {
@@ -186,7 +194,7 @@ impl Restarter {
         let tag = &bounds.tag;
         let tasks = tracker.tasks();
         let scope = decide(&self.options.on, failure, &tracker.failures(), &tasks)?;
-        let attempt = tracker.attempt() + 1;
+        let attempt = self.attempt + 1;
         if attempt > self.options.max {
             output::note(&format!(
                 "run {tag}: not restarted: its {} restart{} (--restarts) {} used",

@@ -460,3 +460,43 @@ fn restart_flags_are_checked_and_shown_by_config() {
     assert_eq!(out.code, 2, "{out:#?}");
     out.stderr_has("key 'restart_on'");
 }
+
+/// A parameter-server run's worker re-created alone and lost again (before a node took
+/// it: gone at once) is its second restart, not its first again: the count is of the
+/// attempts made, not of the pods there.
+#[test]
+fn a_worker_lost_again_counts_as_the_next_restart() {
+    let env = Env::new();
+    env.spawn(&[
+        "-t",
+        "la2",
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "1",
+    ])
+    .success();
+    run_all(&env, &["la2-chief-0", "la2-ps-0", "la2-worker-0"]);
+    let mut child = start(
+        &env,
+        &["wait", "la2", "--restarts", "2", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    for attempt in ["1", "2"] {
+        env.server.delete_pod(NS, "la2-worker-0");
+        await_attempt(&env, "la2", &["la2-worker-0"], attempt, &mut child);
+    }
+    // Never on a node: deleted, it is gone at once.
+    env.server.delete_pod(NS, "la2-worker-0");
+    let out = finish(child);
+    crate::follow::failed_with_logs(&out, 3);
+    assert_eq!(restart_lines(&out).len(), 2, "{out:#?}");
+    out.stdout_has("(attempt 2)");
+    assert!(
+        out.stderr
+            .contains("run la2: not restarted: its 2 restarts (--restarts) are used"),
+        "{out:#?}"
+    );
+}
