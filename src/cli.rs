@@ -15,6 +15,7 @@ pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
+pub use crate::verdict::restart::RestartOn;
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_PORT: u16 = 1999;
@@ -142,6 +143,9 @@ pub struct WaitArgs {
     /// keeping the finished pods and their logs, as TFJob's cleanPodPolicy: Running
     #[arg(long)]
     pub keep_running: bool,
+
+    #[command(flatten)]
+    pub restart: RestartArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -470,6 +474,9 @@ pub struct SpawnArgs {
     #[arg(long, requires = "wait")]
     pub keep_running: bool,
 
+    #[command(flatten)]
+    pub restart: RestartArgs,
+
     /// The schedulerName of every pod (default with --gang: volcano, or
     /// scheduler-plugins-scheduler for coscheduling)
     #[arg(long, value_name = "NAME")]
@@ -494,6 +501,27 @@ pub struct SpawnArgs {
     /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
     #[arg(last = true, value_name = "SCRIPT_ARGS", allow_hyphen_values = true)]
     pub script_args: Vec<String>,
+}
+
+/// `--restarts` and its companions, of `wait` and `spawn --wait` (docs/reference.md,
+/// "Restarts").
+#[derive(Debug, Args, Clone, Default)]
+pub struct RestartArgs {
+    /// Restart the run up to N times when it fails for a reason worth retrying
+    /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
+    /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
+    /// [default: the config file's restarts, else 0]
+    #[arg(long, value_name = "N")]
+    pub restarts: Option<u32>,
+
+    /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
+    /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
+    #[arg(long, value_name = "LIST")]
+    pub restart_on: Option<RestartOn>,
+
+    /// The pause before the first restart, doubled for each next one (at most 5m)
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub restart_backoff: Option<Duration>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

@@ -13,6 +13,8 @@
 //! gang: volcano                # --gang (volcano or coscheduling)
 //! volcano_queue: team-gpu      # --volcano-queue (the Volcano queue, with gang: volcano)
 //! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
+//! restarts: 3                  # --restarts (of wait and spawn --wait)
+//! restart_on: exit:3           # --restart-on (changes to the retried failures)
 //! scheduler_name: volcano      # --scheduler-name
 //! give_up_after: 30m           # --give-up-after (or a number of seconds)
 //! start_timeout: 15m           # --start-timeout of wait and spawn --wait
@@ -54,6 +56,8 @@ pub const KEYS: &[&str] = &[
     "scheduler_name",
     "volcano_queue",
     "keep_running",
+    "restarts",
+    "restart_on",
     "give_up_after",
     "volume",
     "tensorboard_image",
@@ -79,6 +83,8 @@ pub struct Defaults {
     pub scheduler_name: Option<String>,
     pub volcano_queue: Option<String>,
     pub keep_running: Option<bool>,
+    pub restarts: Option<u32>,
+    pub restart_on: Option<crate::verdict::restart::RestartOn>,
     pub give_up_after: Option<Duration>,
     /// `--start-timeout`.
     pub start_timeout: Option<Duration>,
@@ -193,6 +199,17 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
         "keep_running" => {
             defaults.keep_running = Some(value.as_bool().ok_or_else(|| bad("true or false"))?);
+        }
+        "restarts" => {
+            defaults.restarts =
+                Some(number(value, 0, u32::MAX).ok_or_else(|| bad("a number of restarts"))?);
+        }
+        "restart_on" => {
+            let list = text()?;
+            defaults.restart_on =
+                Some(list.parse().map_err(|e: UsageError| {
+                    said(e.to_string().replacen("--restart-on ", "", 1))
+                })?);
         }
         "queue" | "priority_class" | "scheduler_name" | "volcano_queue" => {
             let name = text()?;
@@ -345,7 +362,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, give_up_after, volume, tensorboard_image, start_timeout, dir)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

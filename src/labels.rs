@@ -24,6 +24,15 @@ pub const POD_GROUP_ANNOTATION: &str = "tf-spawner/pod-group";
 /// of pods (the verdict) know every task without the addresses.
 pub const CLUSTER_ANNOTATION: &str = "tf-spawner/cluster";
 
+/// On every task pod: its attempt, 0 for the pods a spawn creates, N for those the
+/// N-th restart re-created (`wait --restarts`). `status` and `list` show it.
+pub const ATTEMPT_LABEL: &str = "tf-spawner/attempt";
+/// The TF container's variable holding the same number as [`ATTEMPT_LABEL`].
+pub const ATTEMPT_VAR: &str = "TF_SPAWNER_ATTEMPT";
+/// On a pod whose template set `spec.nodeName`: that node, so that a restart keeps it
+/// (a scheduler's binding writes the same field, which a restart must not keep).
+pub const NODE_NAME_ANNOTATION: &str = "tf-spawner/node-name";
+
 /// Kueue (docs/shared-clusters.md): the LocalQueue a pod is submitted to.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// Kueue: the pods with the same value form one group, admitted as a whole.

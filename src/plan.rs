@@ -15,12 +15,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
-    CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, ENV_SECRET_ANNOTATION, INDEX_LABEL,
-    INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
-    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NO_ENV_SECRET, OUTPUT_DIR_VAR,
-    POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
-    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name, pod_group_name,
-    secret_name,
+    ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL,
+    ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION,
+    KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
+    NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
+    RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION,
+    config_map_name, kueue_group_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -448,6 +448,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
 
     let mut labels = template_meta.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
+    labels.insert(ATTEMPT_LABEL.to_string(), "0".to_string());
     if let Some(queue) = req.scheduling.kueue_queue() {
         labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
         labels.insert(
@@ -465,6 +466,9 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let mut metadata = meta(req, task.name(&req.tag), labels);
     let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
     annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
+    if let Some(node) = spec.node_name.as_ref().filter(|n| !n.is_empty()) {
+        annotations.insert(NODE_NAME_ANNOTATION.to_string(), node.clone());
+    }
     if req.scheduling.gang == Some(Gang::Volcano) {
         if member {
             annotations.insert(
@@ -616,6 +620,9 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
             ..EnvFromSource::default()
         });
     }
+
+    // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart.rs).
+    env_value(c, ATTEMPT_VAR, "0");
 
     let port = i32::from(req.port);
     let ports = c.ports.get_or_insert_with(Vec::new);

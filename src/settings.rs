@@ -84,6 +84,9 @@ pub(crate) struct Settings {
     pub start_timeout: Sourced<Option<std::time::Duration>>,
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
+    /// `--restarts` and `--restart-on` (of `wait` and `spawn --wait`).
+    pub restarts: Sourced<u32>,
+    pub restart_on: Sourced<crate::verdict::restart::RestartOn>,
     /// `--volume CLAIM[:PATH]`, if any, unchecked.
     pub volume: Sourced<Option<String>>,
     /// `--dir`: the directory shipped with the script, if any.
@@ -171,6 +174,18 @@ impl Settings {
                 None,
             ),
             keep_running: pick(flag("keep_running"), true, file.keep_running, false),
+            restarts: pick(
+                flag("restarts"),
+                restart_flags(cli).restarts.unwrap_or(0),
+                file.restarts,
+                0,
+            ),
+            restart_on: pick(
+                flag("restart_on"),
+                restart_flags(cli).restart_on.clone().unwrap_or_default(),
+                file.restart_on.clone(),
+                Default::default(),
+            ),
             volume: pick(
                 flag("volume"),
                 spawn.volume.clone(),
@@ -229,6 +244,14 @@ fn start_timeout_flag(cli: &Cli) -> Option<std::time::Duration> {
     match &cli.command {
         Some(crate::cli::Command::Wait(args)) => args.start_timeout,
         _ => cli.spawn.start_timeout,
+    }
+}
+
+/// The restart flags of the verb (`wait`), else of the spawn.
+fn restart_flags(cli: &Cli) -> &crate::cli::RestartArgs {
+    match &cli.command {
+        Some(crate::cli::Command::Wait(args)) => &args.restart,
+        _ => &cli.spawn.restart,
     }
 }
 

@@ -46,6 +46,15 @@ impl Ledger {
         }
     }
 
+    /// The ledger of a restart's creates (`cluster/restart.rs`): its own invocation id,
+    /// written on the pods it re-creates.
+    pub fn for_invocation(invocation: &str) -> Ledger {
+        Ledger {
+            invocation: invocation.to_string(),
+            entries: Mutex::default(),
+        }
+    }
+
     fn open(&self, object: ObjectRef) -> usize {
         let mut entries = self.entries.lock().expect("ledger lock");
         entries.push((object, Outcome::InFlight));
@@ -169,6 +178,18 @@ pub async fn create(
         max_in_flight,
     )
     .await
+}
+
+/// Creates `pods` (a restart's, see `cluster/restart.rs`), at most `max_in_flight` at
+/// once, each written in the ledger first. On error the ledger tells what to roll back.
+pub async fn create_pods(
+    cluster: &Cluster,
+    pods: &[Pod],
+    ledger: &Ledger,
+    max_in_flight: usize,
+) -> Result<()> {
+    let objects = stream::iter(pods.iter().map(|p| Obj::Pod(Box::new(p.clone()))));
+    run_stage(cluster, ledger, objects, max_in_flight.max(1)).await
 }
 
 /// Creates one pod like [`create_one`], and returns it as the server stored it (after

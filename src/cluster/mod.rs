@@ -8,6 +8,7 @@ pub mod events;
 pub mod logs;
 pub mod pager;
 pub mod queues;
+pub mod restart;
 pub mod retry;
 pub mod stop;
 pub mod volume;

@@ -117,6 +117,24 @@ fn rows(settings: &Settings) -> Vec<Row> {
             "",
         ),
         row(
+            "restarts",
+            &number(
+                u64::from(settings.restarts.value),
+                &settings.restarts.source,
+            ),
+            |v| (*v).into(),
+            "",
+        ),
+        row(
+            "restart_on",
+            &Sourced {
+                value: Some(settings.restart_on.value.to_string()),
+                source: settings.restart_on.source.clone(),
+            },
+            |v| v.clone().into(),
+            "",
+        ),
+        row(
             "give_up_after",
             &Sourced {
                 value: Some(settings.give_up_after.value),

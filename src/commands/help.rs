@@ -35,6 +35,8 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("python", None),
     ("keep_running", None),
     ("start_timeout", None),
+    ("restart_on", None),
+    ("restart_backoff", None),
     ("yes", None),
     ("randomize_tag", None),
     ("strategy", Some(ROLES)),
@@ -89,6 +91,10 @@ const SHORT: &[(&str, &str)] = &[
     ("ps", "Parameter-server tasks"),
     ("evaluator", "Add an evaluator task"),
     ("workers", "Number of worker pods"),
+    (
+        "restarts",
+        "With --wait: restart a retryable failure N times",
+    ),
 ];
 
 /// Flags whose values their summary names.
@@ -105,6 +111,46 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
         "wait",
         "keep_running",
         "Leave a failed run's unfinished tasks running",
+    ),
+    (
+        "wait",
+        "timeout",
+        "Give up this long after the start (exit 4)",
+    ),
+    (
+        "wait",
+        "start_timeout",
+        "Fail the run (exit 5) unless every task started this long after its creation",
+    ),
+    (
+        "wait",
+        "all_workers",
+        "Succeed only when every worker exits 0",
+    ),
+    (
+        "wait",
+        "save_logs",
+        "After the verdict, write each pod's log to DIR/POD.log",
+    ),
+    (
+        "wait",
+        "cleanup",
+        "After the verdict, delete the run (logs saved first)",
+    ),
+    (
+        "wait",
+        "restarts",
+        "Restart a retryable failure up to N times (see --restart-on)",
+    ),
+    (
+        "wait",
+        "restart_on",
+        "What is retryable [default: removed,exit:42,exit:137,exit:143]",
+    ),
+    (
+        "wait",
+        "restart_backoff",
+        "Pause before a restart, doubled each time [default: 10s, at most 5m]",
     ),
 ];
 
@@ -163,7 +209,7 @@ Examples:\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py
 const ABOUTS: &[(&str, &str)] = &[
     (
         "wait",
-        "Wait for a run's verdict: exit 0 succeeded, 3 failed, 4 timed out",
+        "Wait for a run's verdict: exit 0 succeeded, 3 failed, 4 timed out, 5 not started",
     ),
     (
         "logs",
@@ -212,7 +258,7 @@ fn shape(arg: Arg, id: &str) -> Arg {
 }
 
 /// Below `spawn -h`.
-const MORE: &str = "More flags (shared clusters, per-role templates, --port, --python, --keep-running, --start-timeout): tf-spawner spawn --help";
+const MORE: &str = "More flags (shared clusters, per-role templates, --port, --python, --keep-running, --start-timeout, --restart-on): tf-spawner spawn --help";
 
 /// Below `spawn --help`.
 const EXAMPLES: &str = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T";

@@ -25,6 +25,13 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
+    let restarts = super::wait::restarts(settings, &args.restart);
+    if let Some(flag) = restart_flag(args).filter(|_| !args.wait) {
+        return Err(crate::errors::UsageError::new(format!(
+            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
+        ))
+        .into());
+    }
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -36,9 +43,15 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             // The summary stays parseable: the wait's progress is not added to it.
             output::silence();
         }
+        // Restarts happen only while the run is followed: then to its end.
+        let until = if restarts.max > 0 {
+            WaitFor::End
+        } else {
+            WaitFor::Start
+        };
         let wait = Wait {
             tag: plan.tag.clone(),
-            until: WaitFor::Start,
+            until,
             timeout: args.timeout,
             start_timeout: settings.start_timeout.value,
             started,
@@ -47,10 +60,23 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             cleanup: false,
             keep_running: settings.keep_running.value,
             max_in_flight: args.max_in_flight,
+            restarts,
         };
         ops::wait::run(&cluster, &wait).await?;
     }
     Ok(())
+}
+
+/// The first restart flag given on the command line.
+fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
+    let r = &args.restart;
+    [
+        (r.restarts.is_some(), "--restarts"),
+        (r.restart_on.is_some(), "--restart-on"),
+        (r.restart_backoff.is_some(), "--restart-backoff"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
 }
 
 /// The tag a spawn uses: `-r` makes a random one, else `-t`.
@@ -75,6 +101,7 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
+    .or_else(|| restart_flag(args))
 }
 
 /// The spawn flags, with the defaults file's values where no flag was given.

@@ -26,6 +26,9 @@ pub struct StatusJson {
     /// Once the verdict is final: seconds from the first task's start to the end of
     /// the task that decided it; else null.
     pub duration_seconds: Option<u64>,
+    /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
+    /// restart's number (the highest of its pods').
+    pub attempt: u32,
     pub pods: Vec<PodJson>,
 }
 
@@ -65,6 +68,8 @@ pub struct PodJson {
     /// For a pending pod (being deleted or not), its newest events (at most 5, newest first: what `kubectl
     /// describe pod` lists); else empty.
     pub events: Vec<EventJson>,
+    /// The attempt the pod belongs to (its `tf-spawner/attempt` label; 0 without one).
+    pub attempt: u32,
 }
 
 /// One event about a pending pod.
@@ -140,6 +145,7 @@ pub fn to_json(
             _ => None,
         },
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
+        attempt: tracker.attempt(),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -166,6 +172,7 @@ pub fn to_json(
                     events: events
                         .get(&v.name)
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
+                    attempt: v.attempt,
                 }
             })
             .collect(),
@@ -290,6 +297,18 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
         }
     }
     out.push_str(&events_table(&pods, events, now));
+    let attempt = tracker.attempt();
+    if attempt > 0 {
+        let restarted: Vec<String> = pods
+            .iter()
+            .filter(|v| v.attempt == attempt)
+            .map(|v| v.label())
+            .collect();
+        out.push_str(&format!(
+            "attempt: {attempt} (restarted by wait --restarts: {})\n",
+            restarted.join(", ")
+        ));
+    }
     let verdict = tracker.verdict();
     match &verdict {
         Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
@@ -331,6 +350,7 @@ mod tests {
             keys,
             [
                 "age_seconds",
+                "attempt",
                 "duration_seconds",
                 "events",
                 "exit_code",

@@ -144,6 +144,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         started_at: None,
         finished_at: None,
         terminating: false,
+        attempt: 0,
     }
 }
 

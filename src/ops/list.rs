@@ -35,6 +35,8 @@ pub struct RunJson {
     pub queue: Option<String>,
     /// Pods being deleted (kubectl's Terminating), counted in `roles` by their phase.
     pub terminating: u32,
+    /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest one's.
+    pub attempt: u32,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list, in pages,
@@ -109,6 +111,7 @@ impl Runs {
                         .collect(),
                     tag,
                     terminating,
+                    attempt: tracker.attempt(),
                 }
             })
             .collect()
@@ -153,14 +156,17 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
             }
             // Every pod being deleted: the run is, as kubectl would show its pods.
             let total: u32 = run.roles.values().map(|c| c.total).sum();
-            let verdict = if run.terminating > 0 && run.terminating == total {
-                "Terminating"
+            let mut verdict = if run.terminating > 0 && run.terminating == total {
+                "Terminating".to_string()
             } else {
-                run.verdict
+                run.verdict.to_string()
             };
+            if run.attempt > 0 {
+                verdict.push_str(&format!(" (attempt {})", run.attempt));
+            }
             let mut row = vec![
                 run.tag.clone(),
-                verdict.to_string(),
+                verdict,
                 run.age_seconds.map_or_else(|| "-".into(), age),
                 pods.join("; "),
             ];

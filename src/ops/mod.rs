@@ -8,6 +8,7 @@ pub(crate) mod delete;
 pub(crate) mod helper;
 pub(crate) mod list;
 pub(crate) mod logs;
+pub(crate) mod restart;
 pub(crate) mod spawn;
 pub(crate) mod status;
 pub(crate) mod summary;

@@ -58,6 +58,8 @@ pub struct Wait {
     /// `--keep-running`: leave the unfinished pods after a verdict.
     pub keep_running: bool,
     pub max_in_flight: usize,
+    /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart.rs`).
+    pub restarts: super::restart::Restarts,
 }
 
 enum Done {
@@ -83,10 +85,26 @@ struct StartSeen {
 }
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
+/// With `--restarts`, a retryable failure's verdict goes to the restart state machine
+/// (`ops/restart.rs`) first: a restarted run is followed again, afresh.
 pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
-    let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
-    let outcome = follow(cluster, wait, &mut tracker).await?;
-    report(cluster, wait, &tracker, outcome).await
+    let mut restarter =
+        super::restart::Restarter::begin(cluster, &wait.tag, &wait.restarts).await?;
+    let bounds = super::restart::Bounds {
+        tag: wait.tag.clone(),
+        deadline: wait.timeout.map(|d| (wait.started + d, d)),
+        max_in_flight: wait.max_in_flight,
+    };
+    loop {
+        let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
+        let outcome = follow(cluster, wait, &mut tracker).await?;
+        if let Outcome::Done(Done::Final(verdict)) = &outcome
+            && restarter.after(cluster, &bounds, &tracker, verdict).await?
+        {
+            continue;
+        }
+        return report(cluster, wait, &tracker, outcome).await;
+    }
 }
 
 /// Follows the run with progress until it is done, the timeout, or a signal.

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
+pub mod restart;
 mod start;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
@@ -295,6 +296,12 @@ impl Tracker {
         self.pods.is_empty()
     }
 
+    /// The run's attempt: the latest of its pods' (0 until a restart, see
+    /// `ops/restart.rs`).
+    pub fn attempt(&self) -> u32 {
+        self.live().map(|p| p.attempt).max().unwrap_or(0)
+    }
+
     /// Every task of the run: the ones seen, and the ones the pods' `TF_CONFIG` names.
     pub fn tasks(&self) -> BTreeSet<Task> {
         let mut tasks: BTreeSet<Task> = self.sizes.tasks().collect();
@@ -453,6 +460,12 @@ impl Tracker {
         } else {
             Verdict::Running
         }
+    }
+
+    /// Every task's failure, in task order (see [`Tracker::verdict`] for the one that
+    /// decides).
+    pub fn failures(&self) -> Vec<Failure> {
+        self.states().into_iter().filter_map(|s| s.3).collect()
     }
 
     /// Every task has started: each pod is Running or finished, none is missing.

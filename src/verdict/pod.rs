@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::one_line;
 use crate::labels::{
-    CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL, ROLE_LABEL,
-    TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
+    ROLE_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -122,6 +122,8 @@ pub struct PodView {
     pub finished_at: Option<i64>,
     /// Being deleted (`deletionTimestamp` set): kubectl's `Terminating`.
     pub terminating: bool,
+    /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
+    pub attempt: u32,
 }
 
 impl PodView {
@@ -192,6 +194,7 @@ impl PodView {
             started_at,
             finished_at,
             terminating: meta.deletion_timestamp.is_some(),
+            attempt: attempt_of(meta),
         }
     }
 
@@ -244,6 +247,15 @@ impl PodView {
     pub fn age(&self, now: i64) -> Option<u64> {
         self.created.map(|c| (now - c).max(0) as u64)
     }
+}
+
+/// The pod's [`ATTEMPT_LABEL`], 0 without one (the first attempt, or an earlier version).
+fn attempt_of(meta: &ObjectMeta) -> u32 {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(ATTEMPT_LABEL))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The pod belongs to a gang scheduler's PodGroup (Volcano or coscheduling).

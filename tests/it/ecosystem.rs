@@ -222,6 +222,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
     assert_eq!(
         keys(&status),
         [
+            "attempt",
             "duration_seconds",
             "failure",
             "namespace",

@@ -238,7 +238,8 @@ spec:
             "TF_SPAWNER_CLUSTER",
             "TF_CONFIG",
             "WORKER_NUMBER",
-            "TOT_WORKERS"
+            "TOT_WORKERS",
+            "TF_SPAWNER_ATTEMPT"
         ]
     );
     assert_eq!(env_var(&pod, "WORKER_NUMBER").unwrap(), "0");

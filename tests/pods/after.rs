@@ -18,15 +18,15 @@ use crate::support::{Cluster, RUN_TIMEOUT, tag};
 /// A static hostPath PersistentVolume (cluster-scoped, deleted on drop) and claim
 /// `out` bound to it, ReadWriteOnce, in the test's namespace. The directory is on this
 /// machine, which is the node.
-struct Claim {
+pub(crate) struct Claim {
     pv: String,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     /// A client is tied to the runtime that made it: drop makes its own from this.
     config: kube::Config,
 }
 
 impl Claim {
-    async fn new(c: &Cluster) -> Claim {
+    pub(crate) async fn new(c: &Cluster) -> Claim {
         let dir = tempfile::Builder::new()
             .prefix("tf-spawner-pv-")
             .tempdir()
@@ -325,12 +325,12 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
 
 /// The TensorFlow image the one-node tooling builds (`tools/one-node/tensorflow-image.sh`:
 /// tensorflow-cpu, tf-keras and tensorboard), unless `TF_SPAWNER_PODS_TF_IMAGE` names another.
-const TF_IMAGE: &str = "tf-spawner.local/tensorflow:2.21";
+pub(crate) const TF_IMAGE: &str = "tf-spawner.local/tensorflow:2.21";
 const TF_IMAGE_VAR: &str = "TF_SPAWNER_PODS_TF_IMAGE";
 
 /// Whether the node has `image` (never pulled: a probe pod with
 /// `imagePullPolicy: Never` either starts or waits with `ErrImageNeverPull`).
-async fn node_has(c: &Cluster, image: &str) -> bool {
+pub(crate) async fn node_has(c: &Cluster, image: &str) -> bool {
     let probe: Pod = serde_json::from_value(json!({
         "metadata": {"name": "image-probe"},
         "spec": {"restartPolicy": "Never", "containers": [{

@@ -12,6 +12,7 @@ mod failures;
 mod firsthour;
 mod lifecycle;
 mod outage;
+mod restart;
 mod run;
 mod streams;
 mod support;

@@ -461,6 +461,15 @@ impl TestServer {
         schedulers::place(&mut self.store(), namespace, free)
     }
 
+    /// Deletes a pod as a DELETE request without options does (someone's `kubectl
+    /// delete`, a preemption, a drain): a pod on a node gets a `deletionTimestamp` and
+    /// is removed after the simulated grace period; watchers see MODIFIED, then DELETED.
+    pub fn delete_pod(&self, namespace: &str, name: &str) {
+        let _in_runtime = self.runtime.as_ref().expect("the server runs").enter();
+        let mut st = routes::lock(&self.shared);
+        routes::delete_one(&self.shared, &mut st, "pods", namespace, name, None);
+    }
+
     /// Sets `status.phase`, keeping the rest of the status.
     pub fn set_pod_phase(&self, namespace: &str, name: &str, phase: &str) {
         let mut st = self.store();

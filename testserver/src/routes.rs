@@ -298,7 +298,7 @@ fn dry_run(c: &Ctx, body: Option<&Value>) -> bool {
             .is_some_and(|a| a.iter().any(|v| v == "All"))
 }
 
-fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, Store> {
+pub(crate) fn lock(sh: &Shared) -> std::sync::MutexGuard<'_, Store> {
     sh.store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -715,7 +715,7 @@ fn delete(sh: &Arc<Shared>, c: &Ctx, resource: &str, ns: &str, name: &str) -> Re
 
 /// Deletes one object; a pod bound to a node only gets a deletionTimestamp and is
 /// removed after a (short) simulated grace period.
-fn delete_one(
+pub(crate) fn delete_one(
     sh: &Arc<Shared>,
     st: &mut Store,
     resource: &str,

@@ -1,0 +1,204 @@
+//! The API side of a restart (`wait --restarts`, `ops/restart.rs`): the run's pods read
+//! once as templates, the pods of an attempt deleted, and the next attempt's pods made
+//! from the templates (created through `apply.rs`'s ledger, so a failed or interrupted
+//! restart deletes exactly what it created).
+//!
+//! Where the specs come from: the pods themselves, read whole from the API server when
+//! the follow starts (`wait` is often another process than the spawn, with no plan).
+//! What the servers wrote into them is taken out again ([`template`]). A pod already
+//! gone when the follow started has no template: its task cannot be restarted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::Result;
+use futures::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{EnvVar, Pod};
+
+use super::Cluster;
+use crate::labels::{
+    ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NODE_NAME_ANNOTATION, TF_CONTAINER,
+    run_selector,
+};
+
+/// The run's task pods as the next attempt re-creates them, by name.
+pub type Templates = BTreeMap<String, Pod>;
+
+/// Reads the run's pods whole, once, as [`template`]s.
+pub async fn templates(cluster: &Cluster, tag: &str) -> Result<Templates> {
+    let pods = cluster
+        .list::<Pod>(&run_selector(tag))
+        .await
+        .map_err(|e| cluster.explain("reading the run's pods (for --restarts)", &e))?;
+    Ok(pods
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name.clone()?, template(p))))
+        .collect())
+}
+
+/// A stored pod without what the API server, the scheduler and the kubelet wrote into
+/// it: uid, resourceVersion, timestamps, managedFields, status, and the node the
+/// scheduler bound it to (kept only when the template named it, see
+/// [`NODE_NAME_ANNOTATION`]). What admission plugins added (the service account's
+/// token volume, default tolerations, the priority of a priority class) is accepted
+/// again as it is.
+pub fn template(mut pod: Pod) -> Pod {
+    let meta = &mut pod.metadata;
+    meta.uid = None;
+    meta.resource_version = None;
+    meta.creation_timestamp = None;
+    meta.deletion_timestamp = None;
+    meta.deletion_grace_period_seconds = None;
+    meta.managed_fields = None;
+    meta.generation = None;
+    meta.self_link = None;
+    let pinned = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(NODE_NAME_ANNOTATION))
+        .cloned();
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.node_name = pinned;
+    }
+    pod.status = None;
+    pod
+}
+
+/// The pod of `attempt` made from `template`: the attempt in its [`ATTEMPT_LABEL`] and
+/// the TF container's [`ATTEMPT_VAR`], and the restart's `invocation` (so that a retried
+/// create knows its own pod, and a rollback deletes nothing else).
+pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str) -> Pod {
+    let mut pod = template.clone();
+    let meta = &mut pod.metadata;
+    meta.labels
+        .get_or_insert_with(Default::default)
+        .insert(ATTEMPT_LABEL.to_string(), attempt.to_string());
+    meta.annotations
+        .get_or_insert_with(Default::default)
+        .insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
+    if let Some(spec) = pod.spec.as_mut() {
+        let at = spec
+            .containers
+            .iter()
+            .position(|c| c.name == TF_CONTAINER)
+            .unwrap_or(0);
+        if let Some(c) = spec.containers.get_mut(at) {
+            let env = c.env.get_or_insert_with(Vec::new);
+            env.retain(|e| e.name != ATTEMPT_VAR);
+            env.push(EnvVar {
+                name: ATTEMPT_VAR.to_string(),
+                value: Some(attempt.to_string()),
+                value_from: None,
+            });
+        }
+    }
+    pod
+}
+
+/// The attempt a pod belongs to: its [`ATTEMPT_LABEL`], 0 without one.
+pub fn attempt_of(pod: &Pod) -> u32 {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(ATTEMPT_LABEL))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Deletes the run's pods named in `names` that are there and not being deleted yet,
+/// each with its uid as a precondition, `max_in_flight` at a time. The first error
+/// (after trying every pod) is the result.
+pub async fn delete_pods(
+    cluster: &Cluster,
+    tag: &str,
+    names: &BTreeSet<String>,
+    max_in_flight: usize,
+) -> Result<()> {
+    let pods = cluster
+        .list_metadata::<Pod>(&run_selector(tag))
+        .await
+        .map_err(|e| cluster.explain("listing the run's pods", &e))?;
+    let doomed: Vec<(String, String)> = pods
+        .into_iter()
+        .filter(|m| m.deletion_timestamp.is_none())
+        .filter_map(|m| Some((m.name?, m.uid?)))
+        .filter(|(name, _)| names.contains(name))
+        .collect();
+    let results: Vec<Result<()>> = stream::iter(doomed)
+        .map(|(name, uid)| async move {
+            cluster
+                .delete_exact::<Pod>(&name, &uid)
+                .await
+                .map_err(|e| cluster.explain(&format!("deleting pod {name}"), &e))
+        })
+        .buffer_unordered(max_in_flight.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": "t-worker-1", "namespace": "default", "uid": "u-1",
+                "resourceVersion": "42", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "managedFields": [{"manager": "tf-spawner"}],
+                "labels": {"training_attempt": "t", "tf-spawner/attempt": "0"},
+                "annotations": {"tf-spawner/invocation": "first"}
+            },
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [
+                    {"name": "sidecar", "image": "s"},
+                    {"name": "tensorflow", "image": "tf", "env": [
+                        {"name": "A", "value": "1"},
+                        {"name": "TF_SPAWNER_ATTEMPT", "value": "0"}
+                    ]}
+                ]
+            },
+            "status": {"phase": "Running"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
+        let pod = next_attempt(&template(stored()), 2, "second");
+        let value = serde_json::to_value(&pod).unwrap();
+        let meta = &value["metadata"];
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
+            assert!(meta.get(field).is_none(), "{field}: {value}");
+        }
+        assert!(value.get("status").is_none(), "{value}");
+        assert!(value["spec"].get("nodeName").is_none(), "{value}");
+        assert_eq!(meta["labels"]["tf-spawner/attempt"], "2");
+        assert_eq!(meta["annotations"]["tf-spawner/invocation"], "second");
+        assert_eq!(
+            value["spec"]["containers"][1]["env"],
+            json!([{"name": "A", "value": "1"}, {"name": "TF_SPAWNER_ATTEMPT", "value": "2"}])
+        );
+        assert!(value["spec"]["containers"][0].get("env").is_none());
+    }
+
+    #[test]
+    fn a_node_the_template_named_is_kept() {
+        let mut pod = stored();
+        pod.metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(NODE_NAME_ANNOTATION.into(), "node-1".into());
+        let spec = template(pod).spec.unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+    }
+}

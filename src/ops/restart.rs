@@ -1,0 +1,463 @@
+//! `wait --restarts N` (and `spawn --wait --restarts N`): a run that fails for a reason
+//! worth retrying (`verdict/restart.rs`) is restarted, up to N times in its life, while
+//! this process follows it.
+//!
+//! A state machine folded from events: `Following{attempt}` hears the follow's final
+//! verdict; a retryable failure with restarts left makes it `Stopping` (the pods of the
+//! restart's scope deleted, then followed until gone: the new pods have the same names),
+//! `Backoff` (10 s by default, doubling per attempt, at most 5 minutes), `Creating` (the
+//! next attempt's pods made from the templates read when the follow began, through the
+//! ledger of `cluster/apply.rs`), then `Following{attempt + 1}` again; anything else is
+//! `Done`, and the verdict stands. A step that fails ends the restart (`Done`): what the
+//! restart had created is deleted again, and the run's verdict is the failure that
+//! called for it.
+//!
+//! The attempt is counted on the pods (`tf-spawner/attempt`, `TF_SPAWNER_ATTEMPT`): a
+//! second `wait` on the same run goes on counting, it does not start over. Restarts
+//! happen only while a tf-spawner process follows the run; stopped (Ctrl-C, a
+//! `--timeout`) in the middle of one, it says in what state it left the run, never
+//! with half of an attempt's pods created.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cluster::Cluster;
+use crate::cluster::apply::{self, Ledger};
+use crate::cluster::restart::{self as pods, Templates};
+use crate::cluster::watch::{self, PodEvent};
+use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
+use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
+use crate::output;
+use crate::roles::Task;
+use crate::signals;
+use crate::verdict::restart::{RestartOn, Scope, decide};
+use crate::verdict::{Tracker, Verdict};
+
+/// The first backoff's default; each attempt doubles it, up to [`MAX_BACKOFF`].
+pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest backoff between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// `--restarts`, `--restart-on`, `--restart-backoff`.
+#[derive(Debug, Clone)]
+pub struct Restarts {
+    /// At most this many restarts in the run's life; 0: none (no request is made for them).
+    pub max: u32,
+    pub on: RestartOn,
+    /// The first backoff.
+    pub backoff: Duration,
+}
+
+impl Default for Restarts {
+    fn default() -> Restarts {
+        Restarts {
+            max: 0,
+            on: RestartOn::default(),
+            backoff: DEFAULT_BACKOFF,
+        }
+    }
+}
+
+/// One restart: the attempt it starts, what it re-creates, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Restart {
+    attempt: u32,
+    names: BTreeSet<String>,
+    why: String,
+    backoff: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Following,
+    Stopping(Restart),
+    Backoff(Restart),
+    Creating(Restart),
+    /// No (more) restart: the verdict stands.
+    Done,
+}
+
+#[derive(Debug)]
+enum Event {
+    /// The follow's final verdict, and the restart it calls for, if any.
+    Verdict(Option<Restart>),
+    /// The restart's pods are gone.
+    Stopped,
+    Waited,
+    Created,
+    /// A step failed: the restart cannot be made.
+    StepFailed,
+}
+
+/// The fold: the state after `event`.
+fn next(state: State, event: Event) -> State {
+    match (state, event) {
+        (State::Following, Event::Verdict(Some(r))) => State::Stopping(r),
+        (State::Stopping(r), Event::Stopped) => State::Backoff(r),
+        (State::Backoff(r), Event::Waited) => State::Creating(r),
+        (State::Creating(_), Event::Created) => State::Following,
+        _ => State::Done,
+    }
+}
+
+/// The backoff before `attempt` (1 for the first restart).
+fn backoff(first: Duration, attempt: u32) -> Duration {
+    let doubled = first.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    doubled.min(MAX_BACKOFF.max(first))
+}
+
+/// The restarts of one follow.
+pub(crate) struct Restarter {
+    options: Restarts,
+    templates: Templates,
+    /// The latest attempt known: of the templates, of the pods followed, of a restart
+    /// begun. Not only the pods there now: a re-created pod may be gone again.
+    attempt: u32,
+    state: State,
+}
+
+/// How the follow's end bounds a restart: its deadline (`--timeout`), the one of the wait.
+pub(crate) struct Bounds {
+    pub tag: String,
+    pub deadline: Option<(Instant, Duration)>,
+    pub max_in_flight: usize,
+}
+
+impl Restarter {
+    /// Reads the run's pods as templates when restarts are asked for (one list).
+    pub async fn begin(cluster: &Cluster, tag: &str, options: &Restarts) -> Result<Restarter> {
+        let templates = if options.max > 0 {
+            pods::templates(cluster, tag).await?
+        } else {
+            Templates::new()
+        };
+        if let Some(queue) = templates.values().find_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
+        }) {
+            return Err(UsageError::new(format!(
+                "--restarts: run '{tag}' was submitted to Kueue queue '{queue}', whose pod group ends when a pod fails and takes no new pods; wait without --restarts"
+            ))
+            .into());
+        }
+        Ok(Restarter {
+            options: options.clone(),
+            attempt: templates.values().map(pods::attempt_of).max().unwrap_or(0),
+            templates,
+            state: State::Following,
+        })
+    }
+
+    /// After a final verdict: `true` when the run was restarted (follow it again),
+    /// `false` when the verdict stands. An error: stopped by a signal or the timeout in
+    /// the middle of a restart, saying in what state the run was left.
+    pub async fn after(
+        &mut self,
+        cluster: &Cluster,
+        bounds: &Bounds,
+        tracker: &Tracker,
+        verdict: &Verdict,
+    ) -> Result<bool> {
+        self.attempt = self.attempt.max(tracker.attempt());
+        let restart = match verdict {
+            Verdict::Failed(failure) if self.options.max > 0 => self.plan(bounds, tracker, failure),
+            _ => None,
+        };
+        if let Some(r) = &restart {
+            self.attempt = r.attempt;
+        }
+        self.state = next(self.state.clone(), Event::Verdict(restart));
+        loop {
+            let event = match &self.state {
+                State::Following => return Ok(true),
+                State::Done => return Ok(false),
+                State::Stopping(r) => self.stop(cluster, bounds, r).await?,
+                State::Backoff(r) => wait_out(bounds, r).await?,
+                State::Creating(r) => self.create(cluster, bounds, r).await?,
+            };
+            self.state = next(self.state.clone(), event);
+        }
+    }
+
+    /// The restart `failure` calls for: retryable, a restart left, every pod's template
+    /// at hand. Says why not when the failure was retryable.
+    fn plan(
+        &self,
+        bounds: &Bounds,
+        tracker: &Tracker,
+        failure: &crate::verdict::Failure,
+    ) -> Option<Restart> {
+        let tag = &bounds.tag;
+        let tasks = tracker.tasks();
+        let scope = decide(&self.options.on, failure, &tracker.failures(), &tasks)?;
+        let attempt = self.attempt + 1;
+        if attempt > self.options.max {
+            output::note(&format!(
+                "run {tag}: not restarted: its {} restart{} (--restarts) {} used",
+                self.options.max,
+                if self.options.max == 1 { "" } else { "s" },
+                if self.options.max == 1 { "is" } else { "are" },
+            ));
+            return None;
+        }
+        let chosen: Vec<Task> = match &scope {
+            Scope::Whole => tasks.into_iter().collect(),
+            Scope::Tasks(t) => t.iter().copied().collect(),
+        };
+        let names: BTreeSet<String> = chosen.iter().map(|t| t.name(tag)).collect();
+        if let Some(missing) = names.iter().find(|n| !self.templates.contains_key(*n)) {
+            output::note(&format!(
+                "run {tag}: not restarted: pod {missing} was already gone when this wait began, so its spec is unknown"
+            ));
+            return None;
+        }
+        let what = match &scope {
+            Scope::Whole => format!("re-creating its {} pods", names.len()),
+            Scope::Tasks(_) => {
+                let ids: Vec<String> = chosen.iter().map(|t| t.id()).collect();
+                format!("re-creating {} alone", ids.join(", "))
+            }
+        };
+        let backoff = backoff(self.options.backoff, attempt);
+        Some(Restart {
+            attempt,
+            names,
+            why: format!("{failure}; {what}"),
+            backoff,
+        })
+    }
+
+    /// Deletes the restart's pods and follows them until they are gone.
+    async fn stop(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
+        let tag = &bounds.tag;
+        output::print(&format!(
+            "run {tag}: restart {}/{} in {}: {} (attempt {})\n",
+            r.attempt,
+            self.options.max,
+            crate::duration::age(r.backoff.as_secs()),
+            r.why,
+            r.attempt,
+        ))?;
+        let work = async {
+            pods::delete_pods(cluster, tag, &r.names, bounds.max_in_flight).await?;
+            gone(cluster, tag, &r.names).await
+        };
+        match bounded(bounds, work).await {
+            Ok(()) => Ok(Event::Stopped),
+            Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED)),
+            Err(Stop::Failed(e)) => {
+                output::note(&format!("run {tag}: restart {} failed: {e:#}", r.attempt));
+                Ok(Event::StepFailed)
+            }
+        }
+    }
+
+    /// Creates the next attempt's pods; on an error or a signal, deletes again what it
+    /// created.
+    async fn create(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
+        let tag = &bounds.tag;
+        let invocation = format!("{:016x}", rand::random::<u64>());
+        let new: Vec<_> = r
+            .names
+            .iter()
+            .filter_map(|n| self.templates.get(n))
+            .map(|t| pods::next_attempt(t, r.attempt, &invocation))
+            .collect();
+        let ledger = Ledger::for_invocation(&invocation);
+        let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);
+        let stop = match bounded(bounds, work).await {
+            Ok(()) => return Ok(Event::Created),
+            Err(stop) => stop,
+        };
+        let left = apply::roll_back(cluster, &ledger).await;
+        let rolled = match apply::rollback_report(&left, tag, cluster.namespace()) {
+            Some(e) => e.to_string(),
+            None => format!(
+                "what it had created was deleted again: no pod {} now (the services and ConfigMap are kept)",
+                listed(&r.names)
+            ),
+        };
+        match stop {
+            Stop::By(s) => Err(s.error(bounds, r, &rolled)),
+            Stop::Failed(e) => {
+                output::note(&format!(
+                    "run {tag}: restart {} failed: {e:#}; {rolled}",
+                    r.attempt
+                ));
+                Ok(Event::StepFailed)
+            }
+        }
+    }
+}
+
+/// `a, b and 2 more`.
+fn listed(names: &BTreeSet<String>) -> String {
+    const SHOWN: usize = 3;
+    let mut out: Vec<&str> = names.iter().take(SHOWN).map(String::as_str).collect();
+    let more = names.len().saturating_sub(SHOWN);
+    let more_text = format!("{more} more");
+    if more > 0 {
+        out.push(&more_text);
+    }
+    out.join(", ")
+}
+
+/// What a restart left when it was stopped before it created anything.
+const NOT_CREATED: &str = "its pods were deleted and none has been created again";
+
+/// Waits out the restart's backoff, bounded like every step.
+async fn wait_out(bounds: &Bounds, r: &Restart) -> Result<Event> {
+    match bounded(bounds, async {
+        tokio::time::sleep(r.backoff).await;
+        Ok(())
+    })
+    .await
+    {
+        Ok(()) => Ok(Event::Waited),
+        Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED)),
+        Err(Stop::Failed(e)) => Err(e),
+    }
+}
+
+/// Why a step ended early.
+enum Stop {
+    /// The step's own error.
+    Failed(anyhow::Error),
+    /// A signal or the wait's deadline.
+    By(Stopped),
+}
+
+/// A signal (its exit code) or the deadline (exit 4), and what it was.
+struct Stopped {
+    code: u8,
+    why: String,
+}
+
+impl Stopped {
+    /// The error that ends the wait: what stopped it during which restart, and in what
+    /// `state` the run was left.
+    fn error(self, bounds: &Bounds, r: &Restart, state: &str) -> anyhow::Error {
+        let tag = &bounds.tag;
+        ExitError::new(
+            self.code,
+            format!(
+                "{} while restarting run '{tag}' (attempt {}): {state} (see: tf-spawner status -t {tag})",
+                self.why, r.attempt
+            ),
+        )
+        .into()
+    }
+}
+
+/// Runs one step of a restart, unless a signal or the wait's deadline comes first.
+async fn bounded<T>(
+    bounds: &Bounds,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T, Stop> {
+    let deadline = async {
+        match bounds.deadline {
+            Some((at, d)) => {
+                tokio::time::sleep_until(at.into()).await;
+                d
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        result = work => result.map_err(Stop::Failed),
+        d = deadline => Err(Stop::By(Stopped {
+            code: EXIT_TIMEOUT,
+            why: format!("timed out after {}", crate::duration::age(d.as_secs())),
+        })),
+        code = signals::stop_requested() => Err(Stop::By(Stopped {
+            code,
+            why: "interrupted".to_string(),
+        })),
+    }
+}
+
+/// Follows the run's pods until none of `names` is left (a deleted pod lingers for its
+/// grace period). One list and one watch.
+async fn gone(cluster: &Cluster, tag: &str, names: &BTreeSet<String>) -> Result<()> {
+    let mut left: BTreeSet<String> = BTreeSet::new();
+    let mut listing: Option<BTreeSet<String>> = None;
+    let ours = |name: &String| names.contains(name);
+    watch::follow(cluster, &run_selector(tag), |event, more| {
+        match event {
+            PodEvent::ListBegin => listing = Some(BTreeSet::new()),
+            PodEvent::Page(pods) => {
+                let found = pods.into_iter().filter_map(|p| p.metadata.name);
+                match &mut listing {
+                    Some(listed) => listed.extend(found.filter(ours)),
+                    None => left.extend(found.filter(ours)),
+                }
+                return None;
+            }
+            PodEvent::ListEnd => left = listing.take().unwrap_or_default(),
+            PodEvent::Changed(pod) => left.extend(pod.metadata.name.filter(ours)),
+            PodEvent::Deleted(name) => {
+                left.remove(&name);
+            }
+            PodEvent::Lost(_) | PodEvent::Back(_) => super::link_note(&event),
+        }
+        if more || listing.is_some() {
+            return None;
+        }
+        left.is_empty().then_some(())
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn restart(attempt: u32) -> Restart {
+        Restart {
+            attempt,
+            names: ["t-worker-0".to_string()].into(),
+            why: "w".into(),
+            backoff: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_restart_goes_through_every_step_and_follows_again() {
+        let r = restart(1);
+        let mut state = next(State::Following, Event::Verdict(Some(r.clone())));
+        assert_eq!(state, State::Stopping(r.clone()));
+        for (event, then) in [
+            (Event::Stopped, State::Backoff(r.clone())),
+            (Event::Waited, State::Creating(r.clone())),
+            (Event::Created, State::Following),
+        ] {
+            state = next(state, event);
+            assert_eq!(state, then);
+        }
+    }
+
+    #[test]
+    fn no_restart_or_a_failed_step_is_done() {
+        assert_eq!(next(State::Following, Event::Verdict(None)), State::Done);
+        for state in [
+            State::Stopping(restart(1)),
+            State::Backoff(restart(1)),
+            State::Creating(restart(1)),
+        ] {
+            assert_eq!(next(state, Event::StepFailed), State::Done);
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_cap() {
+        let s = Duration::from_secs;
+        let b: Vec<Duration> = (1..=7).map(|a| backoff(s(10), a)).collect();
+        assert_eq!(b, [s(10), s(20), s(40), s(80), s(160), s(300), s(300)]);
+        assert_eq!(backoff(Duration::ZERO, 3), Duration::ZERO);
+        assert_eq!(backoff(s(3600), 2), s(3600));
+    }
+}

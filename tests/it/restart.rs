@@ -1,0 +1,502 @@
+//! `wait --restarts` (docs/reference.md, "Restarts"): a run that fails for a reason
+//! worth retrying is restarted from its pods, whole or (parameter servers) the lost
+//! workers alone, through the ledger. The test drives pod states on the test server
+//! while the binary waits, and checks what the server stores and what the user saw.
+
+use std::collections::BTreeMap;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use kube_testserver::Fault;
+use serde_json::Value;
+
+use crate::follow::{exited, finish, running, start};
+use crate::support::{Env, Output, env_var, name};
+
+const NS: &str = "default";
+
+/// The run's pods by name: (uid, attempt label, being deleted).
+fn pods(env: &Env, tag: &str) -> BTreeMap<String, (String, String, bool)> {
+    env.list("pods", NS)
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["training_attempt"] == tag)
+        .map(|p: &Value| {
+            (
+                name(p).to_string(),
+                (
+                    p["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+                    p["metadata"]["labels"]["tf-spawner/attempt"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    p["metadata"].get("deletionTimestamp").is_some(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Blocks until `names` are there, not being deleted, with attempt `attempt`.
+fn await_attempt(env: &Env, tag: &str, names: &[&str], attempt: &str, child: &mut Child) {
+    let start = Instant::now();
+    loop {
+        let now = pods(env, tag);
+        if names
+            .iter()
+            .all(|n| now.get(*n).is_some_and(|p| p.1 == attempt && !p.2))
+        {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("tf-spawner ended ({status}) before attempt {attempt}: {now:?}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no attempt {attempt} after 60s: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_all(env: &Env, names: &[&str]) {
+    for n in names {
+        running(env, n);
+    }
+}
+
+fn restart_lines(out: &Output) -> Vec<&str> {
+    out.stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect()
+}
+
+fn json(out: &Output) -> Value {
+    out.success();
+    serde_json::from_str(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
+    let env = Env::new();
+    env.spawn(&["-t", "rs", "-w", "2"]).success();
+    let names = ["rs-worker-0", "rs-worker-1"];
+    run_all(&env, &names);
+    let before = pods(&env, "rs");
+    let first_config = env.server.get("pods", NS, "rs-worker-1").unwrap();
+    let mut child = start(
+        &env,
+        &["wait", "rs", "--restarts", "2", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "rs-worker-1");
+    await_attempt(&env, "rs", &names, "1", &mut child);
+
+    // Same names, new pods, the attempt in the label and the variable, and the same
+    // TF_CONFIG; nothing the servers wrote in the old ones.
+    let after = pods(&env, "rs");
+    for n in names {
+        assert_ne!(before[n].0, after[n].0, "{n} was re-created");
+    }
+    let pod = env.server.get("pods", NS, "rs-worker-1").unwrap();
+    assert_eq!(env_var(&pod, "TF_SPAWNER_ATTEMPT").as_deref(), Some("1"));
+    assert_eq!(
+        env_var(&pod, "TF_CONFIG"),
+        env_var(&first_config, "TF_CONFIG")
+    );
+    assert!(pod["spec"].get("nodeName").is_none(), "{pod}");
+    assert_ne!(
+        pod["metadata"]["annotations"]["tf-spawner/invocation"],
+        first_config["metadata"]["annotations"]["tf-spawner/invocation"]
+    );
+
+    run_all(&env, &names);
+    exited(&env, "rs-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run rs: Succeeded");
+    assert_eq!(
+        restart_lines(&out),
+        [
+            "run rs: restart 1/2 in 0s: pod rs-worker-1 (worker-1) was deleted while it ran; re-creating its 2 pods (attempt 1)"
+        ],
+        "{out:#?}"
+    );
+
+    // status and list show the attempt.
+    let status = json(&env.run(&["status", "rs", "-o", "json"]));
+    assert_eq!(status["attempt"], 1, "{status}");
+    assert!(
+        status["pods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["attempt"] == 1),
+        "{status}"
+    );
+    env.run(&["status", "rs"])
+        .success()
+        .stdout_has("attempt: 1 (restarted by wait --restarts: worker-0, worker-1)");
+    let list = json(&env.run(&["list", "-o", "json"]));
+    assert_eq!(list["runs"][0]["attempt"], 1, "{list}");
+    env.run(&["list"])
+        .success()
+        .stdout_has("Succeeded (attempt 1)");
+}
+
+/// `spawn --wait --restarts`: the spawn follows the run to its verdict, restarting it.
+#[test]
+fn spawn_wait_with_restarts_follows_the_run_to_its_end() {
+    let env = Env::new();
+    let script = env.script();
+    let mut child = start(
+        &env,
+        &[
+            "-t",
+            "sw",
+            "-w",
+            "2",
+            "--wait",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+            script.to_str().unwrap(),
+        ],
+    );
+    let names = ["sw-worker-0", "sw-worker-1"];
+    await_attempt(&env, "sw", &names, "0", &mut child);
+    run_all(&env, &names);
+    // Every pod runs: a plain --wait would have ended here.
+    crate::follow::await_watches(&env, 1);
+    exited(&env, "sw-worker-1", 137);
+    await_attempt(&env, "sw", &names, "1", &mut child);
+    run_all(&env, &names);
+    exited(&env, "sw-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run sw: restart 1/1 in 0s: pod sw-worker-1 (worker-1) failed: exit code 137")
+        .stdout_has("run sw: Succeeded");
+    let local = env.spawn(&["--local", "--restarts", "1"]);
+    assert_eq!(local.code, 2, "{local:#?}");
+    local.stderr_has("--restarts applies to pods on a cluster; --local runs processes");
+}
+
+#[test]
+fn a_run_that_keeps_failing_retryably_exits_3_after_its_restarts() {
+    let env = Env::new();
+    env.spawn(&["-t", "kf", "-w", "2"]).success();
+    let names = ["kf-worker-0", "kf-worker-1"];
+    let mut child = start(
+        &env,
+        &["wait", "kf", "--restarts", "2", "--restart-backoff", "0s"],
+    );
+    for attempt in ["0", "1", "2"] {
+        await_attempt(&env, "kf", &names, attempt, &mut child);
+        run_all(&env, &names);
+        // SIGTERM from outside, every time.
+        exited(&env, "kf-worker-1", 143);
+    }
+    let out = finish(child);
+    crate::follow::failed_with_logs(&out, 3);
+    assert_eq!(restart_lines(&out).len(), 2, "{out:#?}");
+    out.stdout_has("run kf: restart 2/2 in 0s: pod kf-worker-1 (worker-1) failed: exit code 143, reason Error; re-creating its 2 pods (attempt 2)");
+    assert!(
+        out.stderr
+            .contains("run kf: not restarted: its 2 restarts (--restarts) are used"),
+        "{out:#?}"
+    );
+    assert!(
+        out.stderr
+            .contains("error: run 'kf' failed: pod kf-worker-1 (worker-1) failed: exit code 143"),
+        "{out:#?}"
+    );
+    // The last attempt's pods: the failed one kept, the running one stopped.
+    let left = pods(&env, "kf");
+    assert_eq!(left["kf-worker-1"].1, "2");
+    assert!(
+        left.get("kf-worker-0").is_none_or(|p| p.2),
+        "worker-0 was stopped: {left:?}"
+    );
+    // A second wait goes on counting: no restart is left.
+    let again = env.run(&["wait", "kf", "--restarts", "2"]);
+    assert_eq!(again.code, 3, "{again:#?}");
+    assert!(restart_lines(&again).is_empty(), "{again:#?}");
+}
+
+#[test]
+fn a_failure_not_worth_retrying_ends_the_run_at_once() {
+    let env = Env::new();
+    env.spawn(&["-t", "nr", "-w", "2"]).success();
+    run_all(&env, &["nr-worker-0", "nr-worker-1"]);
+    exited(&env, "nr-worker-1", 1);
+    let before = pods(&env, "nr");
+    let out = env.run(&["wait", "nr", "--restarts", "3"]);
+    crate::follow::failed_with_logs(&out, 3);
+    assert!(restart_lines(&out).is_empty(), "{out:#?}");
+    assert!(!out.stderr.contains("not restarted"), "{out:#?}");
+    assert_eq!(pods(&env, "nr")["nr-worker-1"], before["nr-worker-1"]);
+    // No pod was created again: one POST per pod, both by the spawn.
+    let posts = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        .count();
+    assert_eq!(posts, 2);
+}
+
+#[test]
+fn a_parameter_server_runs_lost_worker_comes_back_alone() {
+    let env = Env::new();
+    env.spawn(&[
+        "-t",
+        "ps",
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "2",
+    ])
+    .success();
+    let names = ["ps-chief-0", "ps-ps-0", "ps-worker-0", "ps-worker-1"];
+    run_all(&env, &names);
+    let before = pods(&env, "ps");
+    let mut child = start(
+        &env,
+        &["wait", "ps", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "ps-worker-1");
+    await_attempt(&env, "ps", &["ps-worker-1"], "1", &mut child);
+    let after = pods(&env, "ps");
+    for n in ["ps-chief-0", "ps-ps-0", "ps-worker-0"] {
+        assert_eq!(after[n], before[n], "{n} was left as it was");
+    }
+    assert_ne!(after["ps-worker-1"].0, before["ps-worker-1"].0);
+
+    running(&env, "ps-worker-1");
+    exited(&env, "ps-chief-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run ps: Succeeded");
+    assert_eq!(
+        restart_lines(&out),
+        [
+            "run ps: restart 1/1 in 0s: pod ps-worker-1 (worker-1) was deleted while it ran; re-creating worker-1 alone (attempt 1)"
+        ],
+        "{out:#?}"
+    );
+    let status = json(&env.run(&["status", "ps", "-o", "json"]));
+    let attempts: Vec<(String, u64)> = status["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        attempts.contains(&("ps-chief-0".into(), 0)) && status["attempt"] == 1,
+        "{status}"
+    );
+}
+
+/// The restart's creates fail for good (a 500 on every pod create from the second
+/// on): the pod it created is deleted again, the run ends with the failure that called
+/// for the restart, and what is left is said.
+#[test]
+fn a_restart_whose_creates_fail_deletes_what_it_created() {
+    let env = Env::new();
+    env.spawn(&["-t", "cf", "-w", "3"]).success();
+    let names = ["cf-worker-0", "cf-worker-1", "cf-worker-2"];
+    run_all(&env, &names);
+    env.server
+        .add_fault(Fault::on("POST", "/pods").nth(2).always().status(500));
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "cf",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+            "--retries",
+            "1",
+        ],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "cf-worker-1");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = finish(child);
+    crate::follow::failed_with_logs(&out, 3);
+    out.stderr_has("run cf: restart 1 failed: creating pod/")
+        .stderr_has("what it had created was deleted again: no pod cf-worker-0, cf-worker-1, cf-worker-2 now (the services and ConfigMap are kept)")
+        .stderr_has("error: run 'cf' failed: pod cf-worker-1 (worker-1) was deleted while it ran");
+    // One create landed (the first), and was deleted again; the others never did.
+    let start = Instant::now();
+    while !pods(&env, "cf").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            pods(&env, "cf")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let landed = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods") && r.status == 201)
+        .count();
+    assert_eq!(landed, 4, "3 by the spawn, 1 by the restart");
+    let names = env.names(NS);
+    assert!(
+        names.contains(&"configmap/cf-script".to_string())
+            && names.contains(&"service/cf-worker-1".to_string()),
+        "{names:?}"
+    );
+}
+
+/// A create whose answer is lost is retried; the 409 that follows finds the pod the
+/// restart made (its invocation annotation): the restart goes on, with one pod each.
+#[test]
+fn a_lost_answer_during_the_restart_creates_is_recovered() {
+    let env = Env::new();
+    env.spawn(&["-t", "la", "-w", "2"]).success();
+    let names = ["la-worker-0", "la-worker-1"];
+    run_all(&env, &names);
+    env.server
+        .add_fault(Fault::on("POST", "/pods").nth(1).times(1).drop_response());
+    let mut child = start(
+        &env,
+        &["wait", "la", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "la-worker-0");
+    await_attempt(&env, "la", &names, "1", &mut child);
+    run_all(&env, &names);
+    exited(&env, "la-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run la: Succeeded");
+    assert_eq!(pods(&env, "la").len(), 2);
+}
+
+/// Ctrl-C while a restart waits out its backoff: the run's pods are gone, none is
+/// created again, and the message says so.
+#[test]
+fn ctrl_c_during_a_restart_says_what_is_left() {
+    let env = Env::new();
+    env.spawn(&["-t", "cc", "-w", "2"]).success();
+    run_all(&env, &["cc-worker-0", "cc-worker-1"]);
+    let child = start(
+        &env,
+        &["wait", "cc", "--restarts", "1", "--restart-backoff", "10m"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "cc-worker-1");
+    let start = Instant::now();
+    while !pods(&env, "cc").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "not deleted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:#?}");
+    out.stderr_has("error: interrupted while restarting run 'cc' (attempt 1): its pods were deleted and none has been created again");
+    assert!(pods(&env, "cc").is_empty());
+}
+
+#[test]
+fn restart_flags_are_checked_and_shown_by_config() {
+    let env = Env::new();
+    for (args, says) in [
+        (
+            vec!["wait", "x", "--restart-on", "exit:300"],
+            "--restart-on \"exit:300\": \"exit:300\" needs an exit code from 1 to 255",
+        ),
+        (
+            vec!["wait", "x", "--restart-on", "sometimes"],
+            "is not one of them",
+        ),
+        (
+            vec!["-t", "x", "--restarts", "2"],
+            "--restarts acts while a run is followed: add --wait",
+        ),
+    ] {
+        let out = if args[0] == "wait" {
+            env.run(&args)
+        } else {
+            env.spawn(&args)
+        };
+        assert_eq!(out.code, 2, "{out:#?}");
+        out.stderr_has(says);
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert!(env.list("configmaps", NS).is_empty());
+    let dir = env.path(".config/tf-spawner");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.yaml"), "restarts: 3\nrestart_on: exit:7\n").unwrap();
+    let out = json(&env.run(&["config", "-o", "json"]));
+    assert_eq!(out["settings"]["restarts"]["value"], 3, "{out}");
+    assert_eq!(out["settings"]["restarts"]["source"], "file");
+    assert_eq!(
+        out["settings"]["restart_on"]["value"],
+        "removed,exit:7,exit:42,exit:137,exit:143"
+    );
+    std::fs::write(dir.join("config.yaml"), "restart_on: exit:0\n").unwrap();
+    let out = env.run(&["config"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    out.stderr_has("key 'restart_on'");
+}
+
+/// A parameter-server run's worker re-created alone and lost again (before a node took
+/// it: gone at once) is its second restart, not its first again: the count is of the
+/// attempts made, not of the pods there.
+#[test]
+fn a_worker_lost_again_counts_as_the_next_restart() {
+    let env = Env::new();
+    env.spawn(&[
+        "-t",
+        "la2",
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "1",
+    ])
+    .success();
+    run_all(&env, &["la2-chief-0", "la2-ps-0", "la2-worker-0"]);
+    let mut child = start(
+        &env,
+        &["wait", "la2", "--restarts", "2", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    for attempt in ["1", "2"] {
+        env.server.delete_pod(NS, "la2-worker-0");
+        await_attempt(&env, "la2", &["la2-worker-0"], attempt, &mut child);
+    }
+    // Never on a node: deleted, it is gone at once.
+    env.server.delete_pod(NS, "la2-worker-0");
+    let out = finish(child);
+    crate::follow::failed_with_logs(&out, 3);
+    assert_eq!(restart_lines(&out).len(), 2, "{out:#?}");
+    out.stdout_has("(attempt 2)");
+    assert!(
+        out.stderr
+            .contains("run la2: not restarted: its 2 restarts (--restarts) are used"),
+        "{out:#?}"
+    );
+}

@@ -1,0 +1,203 @@
+//! `wait --restarts` on running pods (issue 25): a worker deleted in the middle of a
+//! real TensorFlow training costs one restart and the epochs since the last backup,
+//! and the run still succeeds; a task that keeps exiting with a retryable code ends the
+//! run with exit 3 once the restarts are used.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams};
+
+use crate::after::{Claim, TF_IMAGE, node_has};
+use crate::support::{Cluster, RUN_TIMEOUT, tag};
+
+/// Synthetic MNIST in the pod, then the example: enough epochs that a worker can be
+/// deleted in the middle, each one backed up in the run's volume. Enough that the
+/// first attempt does not finish while its pods wait out their grace period either
+/// (measured: TensorFlow trained on for the 30 s after the pods' SIGTERM, about 40
+/// epochs of these).
+const MNIST_ENTRYPOINT: &str = r#"set -e
+python -c "
+import numpy as np
+r = np.random.default_rng(0)
+x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
+y = lambda n: r.integers(0, 10, n, dtype=np.int64)
+np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
+"
+echo "attempt $TF_SPAWNER_ATTEMPT"
+export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=120 STEPS_PER_EPOCH=8
+exec python /script/training-script.py
+"#;
+
+/// Every file under `dir`, for a failure's message.
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
+async fn log_of(c: &Cluster, t: &str, task: &str) -> String {
+    c.run(&["logs", "-t", t, "--task", task]).await.stdout
+}
+
+#[tokio::test]
+async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
+    let Some(c) = Cluster::new("restart-mnist").await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
+        );
+        return;
+    }
+    let claim = Claim::new(&c).await;
+    let t = tag("resume");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let extra = [
+        "-w",
+        "2",
+        "--volume",
+        "out",
+        "-i",
+        TF_IMAGE,
+        "-c",
+        entry.to_str().unwrap(),
+    ];
+    c.spawn(&t, &script, &extra).await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "600s",
+    ]);
+    // Two epochs done (and backed up): Keras has begun the third.
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            log_of(&c, &t, "worker-0")
+                .await
+                .contains("Epoch 3/120")
+                .then_some(())
+        },
+    )
+    .await;
+    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
+        .delete(&format!("{t}-worker-1"), &DeleteParams::default())
+        .await
+        .expect("delete worker 1");
+    let out = child.wait_with_output().await.expect("wait ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = log_of(&c, &t, "worker-0").await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    let restarts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{stdout}");
+    assert!(
+        restarts[0].contains(&format!(
+            "restart 1/1 in 1s: pod {t}-worker-1 (worker-1) was deleted while it ran; re-creating its 2 pods (attempt 1)"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("run {t}: Succeeded")), "{stdout}");
+    // The second attempt's log: attempt 1, resumed from a later epoch than the first.
+    assert!(log.contains("attempt 1\n"), "{log}");
+    let resumed = log
+        .lines()
+        .find_map(|l| l.split_once("worker-0: resuming from epoch ").map(|(_, rest)| rest))
+        .unwrap_or_else(|| {
+            panic!(
+                "no resume line in the second attempt's log:\n{log}\nwait said:\n{stdout}\n{stderr}\nthe volume holds: {:?}",
+                files(claim.dir.path())
+            )
+        });
+    let epoch: u32 = resumed
+        .split(' ')
+        .next()
+        .and_then(|e| e.parse().ok())
+        .unwrap_or_else(|| panic!("{resumed}"));
+    assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
+    assert!(log.contains("Epoch 120/120"), "{log}");
+}
+
+/// Exits 143 (a SIGTERM's code) on worker 1 every time; worker 0 would run on.
+const EXIT_143: &str = "\
+import os, sys, time
+print('attempt', os.environ.get('TF_SPAWNER_ATTEMPT'), flush=True)
+if os.environ.get('WORKER_NUMBER') == '1':
+    time.sleep(1)
+    sys.exit(143)
+time.sleep(600)
+";
+
+#[tokio::test]
+async fn a_task_that_keeps_exiting_143_ends_with_exit_3_after_its_restarts() {
+    let Some(c) = Cluster::new("restart-143").await else {
+        return;
+    };
+    let t = tag("again");
+    let script = c.write("exit143.py", EXIT_143);
+    c.spawn(&t, &script, &["-w", "2"]).await;
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            &t,
+            "--restarts",
+            "2",
+            "--restart-backoff",
+            "1s",
+            "--timeout",
+            RUN_TIMEOUT,
+        ])
+        .await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    let restarts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect();
+    assert_eq!(restarts.len(), 2, "{out:#?}");
+    assert!(
+        restarts[1].contains("exit code 143") && restarts[1].ends_with("(attempt 2)"),
+        "{out:#?}"
+    );
+    out.stderr_has(&format!(
+        "error: run '{t}' failed: pod {t}-worker-1 (worker-1) failed: exit code 143"
+    ));
+    // The last attempt's pod, with its number in its label and its environment.
+    let pods = c.pods(&t).await;
+    let one = pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(&format!("{t}-worker-1")))
+        .expect("worker 1");
+    assert_eq!(
+        one.metadata.labels.as_ref().unwrap()["tf-spawner/attempt"],
+        "2"
+    );
+    let log = log_of(&c, &t, "worker-1").await;
+    assert!(log.contains("attempt 2"), "{log}");
+}
