@@ -1,0 +1,340 @@
+//! The plan's unit tests and snapshots (`src/plan/snapshots`).
+
+use super::*;
+use crate::render::OutputFormat;
+use crate::render::render;
+use crate::roles::Strategy;
+use crate::template;
+
+fn request(roles: Roles) -> SpawnRequest {
+    SpawnRequest {
+        tag: "demo".into(),
+        namespace: "physics".into(),
+        port: 1999,
+        image: None,
+        roles,
+        templates: Templates {
+            worker: template::parse("t", template::DEFAULT_TEMPLATE.as_bytes()).unwrap(),
+            by_role: BTreeMap::new(),
+        },
+        script: b"print('hello')\n".to_vec(),
+        entrypoint: None,
+        script_args: Vec::new(),
+        bundle: None,
+        env: EnvVars::new(),
+        invocation: "0123456789abcdef".into(),
+        scheduling: Scheduling::default(),
+        volume: None,
+    }
+}
+
+#[test]
+fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
+    let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+    req.volume = Some(OutputVolume {
+        claim: "results".into(),
+        path: "/data/out".into(),
+    });
+    let plan = build(&req).unwrap();
+    let annotations = plan.config_map.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations[VOLUME_ANNOTATION], "results:/data/out");
+    for pod in plan.pods.iter() {
+        let json = serde_json::to_value(&pod).unwrap();
+        let spec = &json["spec"];
+        let volume = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == OUTPUT_VOLUME)
+            .unwrap();
+        assert_eq!(volume["persistentVolumeClaim"]["claimName"], "results");
+        let c = &spec["containers"][0];
+        assert!(
+            c["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["name"] == OUTPUT_VOLUME && m["mountPath"] == "/data/out")
+        );
+        assert!(
+            c["env"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["name"] == OUTPUT_DIR_VAR && e["value"] == "/data/out")
+        );
+    }
+    req.volume = None;
+    let plain = build(&req).unwrap();
+    assert!(
+        !plain
+            .config_map
+            .metadata
+            .annotations
+            .unwrap()
+            .contains_key(VOLUME_ANNOTATION)
+    );
+}
+
+#[test]
+fn a_kueue_queue_makes_the_run_one_pod_group() {
+    let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+    req.scheduling.queue = Some("team-gpu".into());
+    let plan = build(&req).unwrap();
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+}
+
+#[test]
+fn a_volcano_gang_is_one_pod_group_in_its_queue() {
+    let mut req = request(Roles::new(None, true, 0, 2, true).unwrap());
+    req.scheduling.gang = Some(Gang::Volcano);
+    req.scheduling.volcano_queue = Some("team-gpu".into());
+    req.scheduling.priority_class = Some("team-high".into());
+    let plan = build(&req).unwrap();
+    let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
+        panic!("no Volcano PodGroup: {:?}", plan.pod_group);
+    };
+    // The chief and both workers: the group's members; not the evaluator.
+    assert_eq!(group.spec.min_member, 3);
+    assert_members(&plan, VOLCANO_GROUP_ANNOTATION, 3);
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+}
+
+#[test]
+fn a_coscheduling_gang_is_one_pod_group() {
+    let mut req = request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
+    req.scheduling.gang = Some(Gang::Coscheduling);
+    let plan = build(&req).unwrap();
+    let Some(PodGroup::Coscheduling(group)) = &plan.pod_group else {
+        panic!("no coscheduling PodGroup: {:?}", plan.pod_group);
+    };
+    // The chief (the parameter-server strategy has one), the ps and both workers.
+    assert_eq!(group.spec.min_member, 4);
+    assert_members(&plan, COSCHEDULING_GROUP_LABEL, 4);
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+}
+
+/// Exactly `n` pods name the group (by label or annotation `key`), and the
+/// evaluator is not one of them.
+fn assert_members(plan: &Plan, key: &str, n: usize) {
+    let members: Vec<String> = plan
+        .pods
+        .iter()
+        .filter(|p| {
+            let m = &p.metadata;
+            m.labels.as_ref().is_some_and(|l| l.contains_key(key))
+                || m.annotations.as_ref().is_some_and(|a| a.contains_key(key))
+        })
+        .map(|p| p.metadata.name.unwrap_or_default())
+        .collect();
+    assert_eq!(members.len(), n, "{members:?}");
+    assert!(
+        !members.iter().any(|m| m.contains("evaluator")),
+        "{members:?}"
+    );
+}
+
+#[test]
+fn volcano_min_resources_is_the_sum_of_the_members_requests() {
+    let mut req = request(Roles::new(None, true, 0, 2, true).unwrap());
+    req.scheduling.gang = Some(Gang::Volcano);
+    let worker: Pod = serde_json::from_value(serde_json::json!({
+        "spec": { "containers": [{ "name": "tensorflow", "resources": {
+            "requests": { "cpu": "1500m", "memory": "1Gi" },
+            "limits": { "nvidia.com/gpu": "1", "memory": "2Gi" } } }],
+          "initContainers": [{ "name": "fetch", "resources": { "requests": { "cpu": "4" } } }] }
+    }))
+    .unwrap();
+    let chief: Pod = serde_json::from_value(serde_json::json!({
+        "spec": { "containers": [
+            { "name": "tensorflow", "resources": { "requests": { "cpu": "500m" } } },
+            { "name": "sidecar", "resources": { "requests": { "cpu": "250m", "memory": "512Mi" } } }] }
+    }))
+    .unwrap();
+    // The evaluator asks for a lot, and is not a member: it does not count.
+    let evaluator: Pod = serde_json::from_value(serde_json::json!({
+        "spec": { "containers": [{ "name": "tensorflow", "resources": {
+            "requests": { "cpu": "64", "nvidia.com/gpu": "8" } } }] }
+    }))
+    .unwrap();
+    req.templates.worker = worker;
+    req.templates.by_role.insert(Role::Chief, chief);
+    req.templates.by_role.insert(Role::Evaluator, evaluator);
+    let plan = build(&req).unwrap();
+    let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
+        panic!("no Volcano PodGroup: {:?}", plan.pod_group);
+    };
+    let shown: BTreeMap<&str, &str> = group
+        .spec
+        .min_resources
+        .as_ref()
+        .expect("minResources")
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.0.as_str()))
+        .collect();
+    // Workers: the init container's 4 CPUs beat the containers' 1.5; the memory
+    // request, not the limit; the GPU limit stands for the request. Chief: the sum of
+    // its two containers.
+    assert_eq!(
+        shown,
+        BTreeMap::from([
+            ("cpu", "8750m"),
+            ("memory", "2560Mi"),
+            ("nvidia.com/gpu", "2"),
+        ])
+    );
+}
+
+#[test]
+fn a_scheduler_name_overrides_the_gangs() {
+    let mut req = request(Roles::workers(2).unwrap());
+    req.scheduling.gang = Some(Gang::Coscheduling);
+    req.scheduling.scheduler_name = Some("my-scheduler".into());
+    req.scheduling.queue = Some("team-gpu".into());
+    let plan = build(&req).unwrap();
+    for pod in plan.pods.iter() {
+        let spec = pod.spec.unwrap();
+        assert_eq!(spec.scheduler_name.as_deref(), Some("my-scheduler"));
+        // Coscheduling has no queue: --queue stays Kueue's.
+        let labels = pod.metadata.labels.unwrap();
+        assert_eq!(labels[KUEUE_QUEUE_LABEL], "team-gpu");
+        assert_eq!(labels[COSCHEDULING_GROUP_LABEL], "demo-group");
+    }
+}
+
+#[test]
+fn deadline_and_priority_class_match_the_fixture() {
+    let mut req = request(Roles::workers(2).unwrap());
+    req.scheduling.deadline_seconds = Some(43_200);
+    req.scheduling.priority_class = Some("team-high".into());
+    let plan = build(&req).unwrap();
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+}
+
+#[test]
+fn two_workers_match_the_fixture() {
+    let plan = build(&request(Roles::workers(2).unwrap())).unwrap();
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+}
+
+#[test]
+fn parameter_server_with_env_and_entrypoint_matches_the_fixture() {
+    let mut req = request(Roles::new(Some(Strategy::ParameterServer), false, 1, 2, true).unwrap());
+    req.env
+        .insert("S3_SECRET_KEY".into(), "never-printed".into());
+    req.entrypoint = Some(b"#!/bin/bash\npython /script/training-script.py\n".to_vec());
+    req.image = Some("my/tf:1".into());
+    let plan = build(&req).unwrap();
+    let yaml = render(&plan, OutputFormat::Yaml).unwrap();
+    assert!(!yaml.contains("never-printed"));
+    insta::assert_snapshot!(yaml);
+}
+
+#[test]
+fn every_role_gets_its_template() {
+    let mut req = request(Roles::new(None, true, 1, 2, true).unwrap());
+    for (role, image) in [
+        (Role::Chief, "chief:1"),
+        (Role::Ps, "ps:1"),
+        (Role::Evaluator, "eval:1"),
+    ] {
+        let mut pod = req.templates.worker.clone();
+        pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
+        req.templates.by_role.insert(role, pod);
+    }
+    let plan = build(&req).unwrap();
+    let images: Vec<(String, String)> = plan
+        .pods
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap(),
+                p.spec.as_ref().unwrap().containers[0]
+                    .image
+                    .clone()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("demo-chief-0", "chief:1"),
+        ("demo-ps-0", "ps:1"),
+        ("demo-worker-0", DEFAULT_IMAGE),
+        ("demo-worker-1", DEFAULT_IMAGE),
+        ("demo-evaluator-0", "eval:1"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(images, expected);
+    // No service for the evaluator: nothing connects to it.
+    let services: Vec<String> = plan
+        .services
+        .iter()
+        .map(|s| s.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(
+        services,
+        [
+            "demo-chief-0",
+            "demo-ps-0",
+            "demo-worker-0",
+            "demo-worker-1"
+        ]
+    );
+}
+
+#[test]
+fn only_workers_get_worker_number() {
+    let plan = build(&request(Roles::new(None, true, 1, 2, false).unwrap())).unwrap();
+    for pod in plan.pods.iter() {
+        let env = pod.spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap();
+        let names: Vec<&str> = env.iter().map(|e| e.name.as_str()).collect();
+        let is_worker = pod.metadata.name.as_deref().unwrap().contains("-worker-");
+        assert_eq!(names.contains(&"WORKER_NUMBER"), is_worker, "{names:?}");
+        assert!(names.contains(&"TF_CONFIG") && names.contains(&"TOT_WORKERS"));
+    }
+}
+
+#[test]
+fn the_config_map_records_whether_the_run_has_a_secret() {
+    let record = |plan: &Plan| {
+        plan.config_map.metadata.annotations.as_ref().unwrap()[ENV_SECRET_ANNOTATION].clone()
+    };
+    let mut req = request(Roles::workers(1).unwrap());
+    let plan = build(&req).unwrap();
+    assert!(plan.secret.is_none());
+    assert_eq!(record(&plan), NO_ENV_SECRET);
+    req.env.insert("K".into(), "v".into());
+    let plan = build(&req).unwrap();
+    assert_eq!(
+        plan.secret.as_ref().unwrap().metadata.name.as_deref(),
+        Some("demo-env")
+    );
+    assert_eq!(record(&plan), "demo-env");
+}
+
+#[test]
+fn binary_scripts_use_binary_data_and_size_is_bounded() {
+    let mut req = request(Roles::workers(1).unwrap());
+    req.script = vec![0xff, 0xfe, 0x00];
+    let plan = build(&req).unwrap();
+    // Only the cluster addresses are text.
+    let data = plan.config_map.data.as_ref().unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), [CLUSTER_KEY]);
+    assert_eq!(
+        plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0,
+        vec![0xff, 0xfe, 0x00]
+    );
+    req.script = vec![b'#'; MAX_CONFIG_MAP_BYTES + 1];
+    assert!(
+        build(&req)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 1048576 bytes")
+    );
+}
