@@ -222,7 +222,7 @@ impl ClusterSpec {
     /// The variables of `task`, in this order: `TF_CONFIG`, `WORKER_NUMBER` (workers
     /// only: their index), `TOT_WORKERS` (the number of workers), with `cluster` as the
     /// cluster part of `TF_CONFIG`: the JSON itself for local processes
-    /// (`local/setup.rs`), the `$(TF_SPAWNER_CLUSTER)` reference for pods (`plan.rs`).
+    /// (`local/setup.rs`), the `$(TF_SPAWNER_CLUSTER)` reference for pods (`plan/`).
     /// The one rule for both.
     pub fn env_around(
         &self,
