@@ -5,8 +5,9 @@
 #
 # What the README leaves to the reader's machine and cluster is given here the way a reader
 # gives it, never by editing the text:
-#   - `train.py` (the reader's script) is a copy of examples/wiring_check.py, and examples/
-#     is a copy of the repository's;
+#   - `train.py` (the reader's script) imports the project's own helpers.py and takes --epochs
+#     (it runs examples/wiring_check.py, copied beside it), a .gitignore keeps the scratch
+#     files home, and examples/ is a copy of the repository's;
 #   - step 2's pip installs from the wheels tools/tensorflow/setup.sh keeps
 #     (PIP_FIND_LINKS=that directory, PIP_NO_INDEX=1: the same pinned files PyPI serves, without
 #     downloading 280 MB each run); README_PIP_INDEX=1 lets pip use PyPI instead;
@@ -69,7 +70,32 @@ BLOCKS=$(ls "$WORK"/block-*.sh | wc -l)
 [ "$BLOCKS" -eq 4 ] || die "expected 4 sh blocks (quick start 1-3, from CI), found $BLOCKS; update this script with the README"
 
 cp -r "$ROOT/examples" "$WORK/examples"
-cp "$ROOT/examples/wiring_check.py" "$WORK/train.py"
+# The reader's project: train.py, which imports its own helpers.py and takes --epochs, and a
+# .gitignore keeping data, logs and the copied examples home (a hidden .venv is never shipped).
+cp "$ROOT/examples/wiring_check.py" "$WORK/wiring_check.py"
+cat >"$WORK/helpers.py" <<'EOF'
+"""The project's own module: train.py imports it (shipped by --dir)."""
+import os
+import runpy
+
+
+def wiring_check():
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "wiring_check.py"),
+                   run_name="__main__")
+EOF
+cat >"$WORK/train.py" <<'EOF'
+"""The README's train.py: a two-file project that takes --epochs."""
+import argparse
+
+import helpers
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=1)
+args = parser.parse_args()
+print("train.py: %d epochs, with the project's helpers.py" % args.epochs, flush=True)
+helpers.wiring_check()
+EOF
+printf 'examples/\n*.npz\n*.log\nlogs/\nblock-*.sh\nconfig.yaml\n' >"$WORK/.gitignore"
 
 # Step 2's pip: the cached wheels, unless asked for PyPI.
 if [ -z "${README_PIP_INDEX:-}" ] && [ -d "$TF_CACHE/wheels" ]; then
@@ -129,6 +155,8 @@ done
 grep -q "agrees on" block-1.log || die "block 1: no task said the cluster agrees"
 grep -q "run exp42: Succeeded" block-3.log || die "block 3: exp42 did not succeed"
 grep -Eq "^exp42-worker-3 +worker-3 +Succeeded" block-3.log || die "block 3: status did not show worker-3 Succeeded"
+[ "$(grep -c "train.py: 3 epochs, with the project's helpers.py" block-3.log)" -eq 4 ] ||
+  die "block 3: not every task's train.py imported helpers.py and got --epochs 3"
 [ "$(ls logs/*.log | wc -l)" -eq 4 ] || die "From CI: expected 4 logs in logs/, found: $(ls logs)"
 # --cleanup deleted the run; its pods may still be in their grace period.
 env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" wait --for=delete \
