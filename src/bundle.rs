@@ -1,8 +1,9 @@
 //! `--dir DIR`: the training code's directory, packed as a gzip'd tar for the run's
 //! ConfigMap (and unpacked again for `--local`). What `DIR/.gitignore` and
 //! `DIR/.tfspawnerignore` exclude is left out (the `ignore` crate, git's rules), as are
-//! hidden files and directories (`.git`, `.env`). Bounded: the archive must fit in the
-//! ConfigMap, and at most [`MAX_INPUT_BYTES`] are read.
+//! hidden files and directories (`.git`, `.env`) and what `--local` runs wrote
+//! (`tf-spawner-output/`: models and checkpoints, never code). Bounded: the archive must
+//! fit in the ConfigMap, and at most [`MAX_INPUT_BYTES`] are read.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -82,6 +83,7 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
         .parents(false)
         .follow_links(false)
         .sort_by_file_name(std::ffi::OsStr::cmp)
+        .filter_entry(|e| e.file_name() != crate::labels::LOCAL_OUTPUT_ROOT)
         .build();
     for entry in walk {
         let entry = entry.map_err(|e| UsageError::new(format!("--dir {shown}: {e}")))?;
@@ -171,7 +173,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn excludes_what_the_ignore_files_name_and_hidden_files() {
+    async fn excludes_what_the_ignore_files_name_hidden_files_and_local_output() {
         let d = tempfile::tempdir().unwrap();
         let w = |p: &str, c: &[u8]| {
             let p = d.path().join(p);
@@ -186,6 +188,10 @@ mod tests {
         w(".env", b"SECRET=1");
         w(".gitignore", b"ckpt/\n");
         w(IGNORE_FILE, b"data/\n");
+        w(
+            "tf-spawner-output/t/model/mnist.keras",
+            b"a --local run's model",
+        );
         let b = pack(d.path(), &d.path().join("train.py"), 1 << 20)
             .await
             .unwrap();

@@ -82,9 +82,12 @@ pub const HELPER_LABEL: &str = "tf-spawner/helper";
 /// `--local`: a directory on this machine).
 pub const OUTPUT_DIR_VAR: &str = "TF_SPAWNER_OUTPUT_DIR";
 
+/// The directory under the current one where `--local` runs keep their output.
+pub const LOCAL_OUTPUT_ROOT: &str = "tf-spawner-output";
+
 /// Where a `--local` run's [`OUTPUT_DIR_VAR`] points, under the current directory.
 pub fn local_output_dir(tag: &str) -> std::path::PathBuf {
-    std::path::Path::new("tf-spawner-output").join(tag)
+    std::path::Path::new(LOCAL_OUTPUT_ROOT).join(tag)
 }
 
 /// A helper pod's name: `TAG-cp-1a2b3c` (a random suffix: several copies may run at
