@@ -141,6 +141,8 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
         .unwrap_or_else(|| panic!("{resumed}"));
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
     assert!(log.contains("Epoch 120/120"), "{log}");
+    // For the docs (with --nocapture): how far the first attempt got.
+    eprintln!("restart: the second attempt resumed from epoch {epoch} of 120");
 }
 
 /// Exits 143 (a SIGTERM's code) on worker 1 every time; worker 0 would run on.
