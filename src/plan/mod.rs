@@ -444,54 +444,7 @@ fn service(req: &SpawnRequest, task: Task) -> Service {
 fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     let template = req.templates.for_role(task.role);
     let mut spec: PodSpec = template.spec.clone().unwrap_or_default();
-    let template_meta = &template.metadata;
-
-    let mut labels = template_meta.labels.clone().unwrap_or_default();
-    labels.extend(task_labels(&req.tag, task));
-    labels.insert(ATTEMPT_LABEL.to_string(), "0".to_string());
-    if let Some(queue) = req.scheduling.kueue_queue() {
-        labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
-        labels.insert(
-            KUEUE_GROUP_LABEL.to_string(),
-            kueue_group_name(&req.tag, &req.invocation),
-        );
-    }
-    let member = gang_member(task.role);
-    if req.scheduling.gang == Some(Gang::Coscheduling) && member {
-        labels.insert(
-            COSCHEDULING_GROUP_LABEL.to_string(),
-            pod_group_name(&req.tag),
-        );
-    }
-    let mut metadata = meta(req, task.name(&req.tag), labels);
-    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
-    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
-    if let Some(node) = spec.node_name.as_ref().filter(|n| !n.is_empty()) {
-        annotations.insert(NODE_NAME_ANNOTATION.to_string(), node.clone());
-    }
-    if req.scheduling.gang == Some(Gang::Volcano) {
-        if member {
-            annotations.insert(
-                VOLCANO_GROUP_ANNOTATION.to_string(),
-                pod_group_name(&req.tag),
-            );
-        }
-        // A pod outside the group waits in the same queue, in a PodGroup of its own.
-        if let Some(queue) = &req.scheduling.volcano_queue {
-            annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
-        }
-    }
-    if req.scheduling.kueue_queue().is_some() {
-        let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
-        annotations.insert(KUEUE_GROUP_COUNT_ANNOTATION.to_string(), pods.to_string());
-        annotations.insert(KUEUE_RETRIABLE_ANNOTATION.to_string(), "false".to_string());
-    }
-    if let Some(theirs) = &template_meta.annotations {
-        let ours = metadata.annotations.get_or_insert_with(BTreeMap::new);
-        for (k, v) in theirs {
-            ours.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-    }
+    let metadata = pod_metadata(req, cluster, task, &template.metadata, &spec);
 
     spec.restart_policy
         .get_or_insert_with(|| "Never".to_string());
@@ -499,37 +452,8 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     // eviction, a preemption) ends it at once or runs its handler, instead of being
     // dropped by a PID 1 without one while the kubelet waits out the grace period.
     spec.share_process_namespace.get_or_insert(true);
-    let scheduling = &req.scheduling;
-    if let Some(seconds) = scheduling.deadline_seconds {
-        spec.active_deadline_seconds = Some(seconds);
-    }
-    if let Some(name) = scheduling.scheduler_name() {
-        spec.scheduler_name = Some(name);
-    }
-    if let Some(class) = &scheduling.priority_class {
-        spec.priority_class_name = Some(class.clone());
-        // The admission plugin fills in the class's value; a template's own value would
-        // be refused when it differs.
-        spec.priority = None;
-    }
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    volumes.retain(|v| v.name != SCRIPT_VOLUME);
-    volumes.push(Volume {
-        name: SCRIPT_VOLUME.to_string(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: config_map_name(&req.tag),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
-    if req.bundle.is_some() {
-        volumes.retain(|v| v.name != WORK_VOLUME);
-        volumes.push(Volume {
-            name: WORK_VOLUME.to_string(),
-            empty_dir: Some(Default::default()),
-            ..Volume::default()
-        });
-    }
+    set_scheduling(&req.scheduling, &mut spec);
+    add_run_volumes(req, &mut spec);
 
     let at = spec
         .containers
@@ -547,6 +471,108 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         metadata,
         spec: Some(spec),
         status: None,
+    }
+}
+
+/// A task pod's labels: the template's, the run's and task's, the attempt, Kueue's and
+/// coscheduling's.
+fn pod_labels(req: &SpawnRequest, task: Task, template: &ObjectMeta) -> BTreeMap<String, String> {
+    let mut labels = template.labels.clone().unwrap_or_default();
+    labels.extend(task_labels(&req.tag, task));
+    labels.insert(ATTEMPT_LABEL.to_string(), "0".to_string());
+    if let Some(queue) = req.scheduling.kueue_queue() {
+        labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
+        labels.insert(
+            KUEUE_GROUP_LABEL.to_string(),
+            kueue_group_name(&req.tag, &req.invocation),
+        );
+    }
+    if req.scheduling.gang == Some(Gang::Coscheduling) && gang_member(task.role) {
+        labels.insert(
+            COSCHEDULING_GROUP_LABEL.to_string(),
+            pod_group_name(&req.tag),
+        );
+    }
+    labels
+}
+
+/// A task pod's metadata: its name, labels and annotations (ours first, then the
+/// template's where they do not clash).
+fn pod_metadata(
+    req: &SpawnRequest,
+    cluster: &ClusterSpec,
+    task: Task,
+    template: &ObjectMeta,
+    spec: &PodSpec,
+) -> ObjectMeta {
+    let labels = pod_labels(req, task, template);
+    let mut metadata = meta(req, task.name(&req.tag), labels);
+    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
+    if let Some(node) = spec.node_name.as_ref().filter(|n| !n.is_empty()) {
+        annotations.insert(NODE_NAME_ANNOTATION.to_string(), node.clone());
+    }
+    if req.scheduling.gang == Some(Gang::Volcano) {
+        if gang_member(task.role) {
+            annotations.insert(
+                VOLCANO_GROUP_ANNOTATION.to_string(),
+                pod_group_name(&req.tag),
+            );
+        }
+        // A pod outside the group waits in the same queue, in a PodGroup of its own.
+        if let Some(queue) = &req.scheduling.volcano_queue {
+            annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
+        }
+    }
+    if req.scheduling.kueue_queue().is_some() {
+        let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
+        annotations.insert(KUEUE_GROUP_COUNT_ANNOTATION.to_string(), pods.to_string());
+        annotations.insert(KUEUE_RETRIABLE_ANNOTATION.to_string(), "false".to_string());
+    }
+    if let Some(theirs) = &template.annotations {
+        for (k, v) in theirs {
+            annotations.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    metadata
+}
+
+/// `--deadline`, the gang's scheduler and `--priority-class` on a pod.
+fn set_scheduling(scheduling: &Scheduling, spec: &mut PodSpec) {
+    if let Some(seconds) = scheduling.deadline_seconds {
+        spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(name) = scheduling.scheduler_name() {
+        spec.scheduler_name = Some(name);
+    }
+    if let Some(class) = &scheduling.priority_class {
+        spec.priority_class_name = Some(class.clone());
+        // The admission plugin fills in the class's value; a template's own value would
+        // be refused when it differs.
+        spec.priority = None;
+    }
+}
+
+/// The script's ConfigMap volume and, with `--dir`, the work directory's emptyDir
+/// (replacing any of the template's volumes of those names).
+fn add_run_volumes(req: &SpawnRequest, spec: &mut PodSpec) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != SCRIPT_VOLUME);
+    volumes.push(Volume {
+        name: SCRIPT_VOLUME.to_string(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_map_name(&req.tag),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+    if req.bundle.is_some() {
+        volumes.retain(|v| v.name != WORK_VOLUME);
+        volumes.push(Volume {
+            name: WORK_VOLUME.to_string(),
+            empty_dir: Some(Default::default()),
+            ..Volume::default()
+        });
     }
 }
 
