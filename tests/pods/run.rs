@@ -183,12 +183,17 @@ async fn the_verdict_stops_the_parameter_server_and_keeps_the_finished_pods() {
     let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
     out.success().stdout_has(&format!("run {t}: Succeeded"));
 
+    // The chief decides: the parameter server (serving forever) is stopped; the chief is
+    // kept. The worker ends with the chief and is kept too, unless its container was still
+    // running at the verdict (seen once on a v1.36 node): then it is stopped like the ps.
     c.eventually(
-        "the parameter server to be gone, the chief and worker kept",
+        "the parameter server to be gone, the chief kept",
         Duration::from_secs(90),
         || async {
             let names: Vec<String> = c.pods(&t).await.iter().map(|p| p.name_any()).collect();
-            (names == [format!("{t}-chief-0"), format!("{t}-worker-0")]).then_some(())
+            let chief = format!("{t}-chief-0");
+            let kept = [vec![chief.clone(), format!("{t}-worker-0")], vec![chief]];
+            kept.contains(&names).then_some(())
         },
     )
     .await;
