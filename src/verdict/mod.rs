@@ -84,12 +84,22 @@ pub enum FailureKind {
     /// The pod was taken away before it ended (evicted, preempted, deleted while it
     /// ran): not the training's failure.
     Removed(Reason),
+    /// Stopped by tf-spawner after an earlier verdict (`cluster/stop.rs`): named only
+    /// when nothing else explains the end (the earlier verdict is on the run's record).
+    Stopped,
 }
 
 impl FailureKind {
     /// Taken away from outside (deleted, evicted, preempted): not the training's own end.
     fn is_removal(&self) -> bool {
         matches!(self, FailureKind::Gone | FailureKind::Removed(_))
+    }
+
+    /// Evidence lost since: a stop after the verdict, or a plain deletion (what a
+    /// cleanup, `-d` or tf-spawner's deletion of a pod no node had taken does too). A
+    /// verdict recorded when the run ended says more.
+    pub fn is_after_the_fact(&self) -> bool {
+        matches!(self, FailureKind::Stopped) || self.is_plain_deletion()
     }
 
     /// A plain deletion: what a stop after the verdict, a cleanup or `-d` does too.
@@ -128,6 +138,7 @@ impl fmt::Display for Failure {
             }
             FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
             FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
+            FailureKind::Stopped => write!(f, "{who} {STOPPED_TEXT}"),
             FailureKind::Removed(r) => {
                 let what = match r.reason.as_str() {
                     pod::DELETED => return write!(f, "{who} was deleted while it ran"),
@@ -143,6 +154,9 @@ impl fmt::Display for Failure {
     }
 }
 
+/// How every command names a task tf-spawner stopped after the run's verdict.
+pub const STOPPED_TEXT: &str = "was stopped by tf-spawner after the verdict";
+
 /// Pod counts of one role, and the first reason one of them is stuck.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RoleCounts {
@@ -154,6 +168,8 @@ pub struct RoleCounts {
     pub running: u32,
     pub succeeded: u32,
     pub failed: u32,
+    /// Stopped by tf-spawner after the run's verdict (neither succeeded nor failed).
+    pub stopped: u32,
 }
 
 /// One role's summary: counts and the first stuck task with its reason.
@@ -455,6 +471,15 @@ impl Tracker {
         if succeeded {
             return Verdict::Succeeded;
         }
+        if failures.is_empty()
+            && let Some(stopped) = states.iter().find(|s| s.2 == State::Stopped)
+        {
+            return Verdict::Failed(Failure {
+                pod: stopped.1.clone(),
+                task: stopped.0,
+                kind: FailureKind::Stopped,
+            });
+        }
         if states.iter().any(|s| s.2 == State::Pending) {
             Verdict::Pending
         } else {
@@ -516,6 +541,7 @@ impl Tracker {
                 State::Running => summary.counts.running += 1,
                 State::Succeeded => summary.counts.succeeded += 1,
                 State::Failed => summary.counts.failed += 1,
+                State::Stopped => summary.counts.stopped += 1,
             }
             let label = task.map_or_else(|| name.clone(), Task::id);
             // A queued pod is waiting its turn, not stuck: the gate says nothing new.
@@ -560,6 +586,10 @@ fn failure_reason(f: &Failure) -> Reason {
             message: None,
         },
         FailureKind::Removed(r) => r.clone(),
+        FailureKind::Stopped => Reason {
+            reason: "Stopped".into(),
+            message: None,
+        },
     }
 }
 

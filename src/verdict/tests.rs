@@ -411,6 +411,7 @@ fn summary_counts_per_role_in_role_order() {
             succeeded: 1,
             failed: 0,
             queued: 0,
+            stopped: 0,
         }
     );
 }

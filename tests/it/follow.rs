@@ -770,7 +770,9 @@ fn a_big_run_costs_a_list_in_pages_and_one_watch() {
         .stdout_has("worker    1001/1001 running")
         .stdout_has("run big: Succeeded");
     let requests = env.server.requests();
-    assert_eq!(requests.len(), 4, "{requests:#?}");
+    // The pages, the watch, and the verdict recorded on the run's ConfigMap.
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    assert_eq!(requests[4].method, "PATCH", "{requests:#?}");
     let pages: Vec<(Option<String>, bool)> = requests[..3]
         .iter()
         .map(|r| (r.param("limit"), r.param("continue").is_some()))

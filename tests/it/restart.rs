@@ -210,12 +210,13 @@ fn a_run_that_keeps_failing_retryably_exits_3_after_its_restarts() {
             .contains("error: run 'kf' failed: pod kf-worker-1 (worker-1) failed: exit code 143"),
         "{out:#?}"
     );
-    // The last attempt's pods: the failed one kept, the running one stopped.
+    // The last attempt's pods: the failed one kept, the running one stopped (kept).
     let left = pods(&env, "kf");
     assert_eq!(left["kf-worker-1"].1, "2");
+    let worker_0 = env.server.get("pods", NS, "kf-worker-0").unwrap();
     assert!(
-        left.get("kf-worker-0").is_none_or(|p| p.2),
-        "worker-0 was stopped: {left:?}"
+        worker_0["metadata"]["annotations"]["tf-spawner/stopped"].is_string(),
+        "worker-0 was stopped: {worker_0}"
     );
     // A second wait goes on counting: no restart is left.
     let again = env.run(&["wait", "kf", "--restarts", "2"]);
