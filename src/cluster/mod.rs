@@ -8,9 +8,9 @@ pub mod events;
 pub mod logs;
 pub mod pager;
 pub mod queues;
+pub mod record;
 pub mod restart;
 pub mod retry;
-pub mod record;
 pub mod stop;
 pub mod volume;
 pub mod watch;
@@ -258,8 +258,8 @@ impl Cluster {
         let params = PatchParams::default();
         let patch = Patch::Merge(patch);
         retry(&self.policy, || api.patch(name, &params, &patch), Plain)
-        .await
-        .map(|_| ())
+            .await
+            .map(|_| ())
     }
 
     /// Fails with one clear error when `gang`'s PodGroup API is not served (a discovery

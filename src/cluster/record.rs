@@ -40,7 +40,12 @@ impl Record {
             sizes: annotation(CLUSTER_ANNOTATION).and_then(|s| RoleSizes::parse(s)),
             verdict: annotation(VERDICT_ANNOTATION).cloned(),
             never_started: annotation(NEVER_STARTED_ANNOTATION)
-                .map(|s| s.split(',').filter(|t| !t.is_empty()).map(String::from).collect())
+                .map(|s| {
+                    s.split(',')
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default(),
             tag,
         })
@@ -48,7 +53,12 @@ impl Record {
 }
 
 /// Writes the verdict and the tasks deleted unstarted on run `tag`'s ConfigMap.
-pub async fn write(cluster: &Cluster, tag: &str, verdict: &str, never_started: &[&str]) -> Result<()> {
+pub async fn write(
+    cluster: &Cluster,
+    tag: &str,
+    verdict: &str,
+    never_started: &[&str],
+) -> Result<()> {
     let never = (!never_started.is_empty()).then(|| never_started.join(","));
     let patch = serde_json::json!({
         "metadata": { "annotations": {
@@ -80,7 +90,10 @@ pub async fn read(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
 }
 
 /// The records of every run in the namespace (or in all of them).
-pub async fn all(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<Record>, super::retry::CallError> {
+pub async fn all(
+    cluster: &Cluster,
+    all_namespaces: bool,
+) -> Result<Vec<Record>, super::retry::CallError> {
     let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
     let found = cluster
         .list_metadata_in::<ConfigMap>(&selector, all_namespaces)

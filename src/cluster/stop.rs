@@ -84,7 +84,11 @@ enum Done {
 /// Stops the pods of run `tag` that have not finished and are not being deleted
 /// already, `max_in_flight` at a time. The first error (after trying every pod) is the
 /// result.
-pub async fn stop_unfinished(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Result<Stopped> {
+pub async fn stop_unfinished(
+    cluster: &Cluster,
+    tag: &str,
+    max_in_flight: usize,
+) -> Result<Stopped> {
     let pods = cluster
         .list::<Pod>(&run_selector(tag))
         .await
@@ -97,7 +101,12 @@ pub async fn stop_unfinished(cluster: &Cluster, tag: &str, max_in_flight: usize)
         .filter_map(|p| {
             let on_node = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
             let label = task_id(p).unwrap_or_else(|| p.metadata.name.clone().unwrap_or_default());
-            Some((p.metadata.name.clone()?, p.metadata.uid.clone()?, on_node, label))
+            Some((
+                p.metadata.name.clone()?,
+                p.metadata.uid.clone()?,
+                on_node,
+                label,
+            ))
         })
         .collect();
     let patch = &patch;

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
-use crate::duration::age;
 use crate::cluster::record::Record;
+use crate::duration::age;
 use crate::ops::status::{pending_events, verdict_of, with_record};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
@@ -326,9 +326,15 @@ pub fn render(
         }
     }
     for v in pods.iter().filter(|v| v.stopped_at.is_some()) {
-        out.push_str(&format!("{}: {STOPPED_TEXT} (its log is kept)\n", v.label()));
+        out.push_str(&format!(
+            "{}: {STOPPED_TEXT} (its log is kept)\n",
+            v.label()
+        ));
     }
-    for task in record.map(|r| r.never_started.as_slice()).unwrap_or_default() {
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
         out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
     }
     out.push_str(&events_table(&pods, events, now));
@@ -373,14 +379,21 @@ fn without_pods(tracker: &Tracker, record: Option<&Record>, now: i64) -> String 
         }
         if let Some(sizes) = &r.sizes {
             let tasks: Vec<String> = sizes.tasks().map(|t| t.id()).collect();
-            out.push_str(&format!(" for {} tasks ({})", tasks.len(), tasks.join(", ")));
+            out.push_str(&format!(
+                " for {} tasks ({})",
+                tasks.len(),
+                tasks.join(", ")
+            ));
         }
     }
     out.push_str(&format!(
         " (remove it with: tf-spawner -d -t {})\n",
         record.map_or("TAG", |r| r.tag.as_str())
     ));
-    for task in record.map(|r| r.never_started.as_slice()).unwrap_or_default() {
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
         out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
     }
     out.push_str(&verdict_line(tracker, record));
@@ -400,9 +413,15 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json =
-            serde_json::to_value(to_json(&t, None, &Events::new(), ("t", "ns"), 1704067260, false))
-                .unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            None,
+            &Events::new(),
+            ("t", "ns"),
+            1704067260,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -497,7 +516,8 @@ mod tests {
             ),
             "{text}"
         );
-        let json = serde_json::to_value(to_json(&t, None, &events, ("t", "ns"), now, false)).unwrap();
+        let json =
+            serde_json::to_value(to_json(&t, None, &events, ("t", "ns"), now, false)).unwrap();
         assert_eq!(json["pods"][6]["events"][0]["count"], 3);
         assert_eq!(
             json["pods"][0]["events"][1]["last_seen"],

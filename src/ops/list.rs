@@ -7,9 +7,9 @@ use anyhow::{Result, anyhow};
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
+use crate::cluster::Cluster;
 use crate::cluster::record::{self, Record};
 use crate::cluster::retry::CallError;
-use crate::cluster::Cluster;
 use crate::duration::age;
 use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
 use crate::output;

@@ -24,7 +24,10 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     let gangs: Vec<_> = gang.into_iter().collect();
     let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
-        let record = crate::cluster::record::read(cluster, &plan.tag).await.ok().flatten();
+        let record = crate::cluster::record::read(cluster, &plan.tag)
+            .await
+            .ok()
+            .flatten();
         anyhow::bail!("{}", in_use(plan, &existing, record.as_ref()));
     }
 

@@ -7,8 +7,8 @@ use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::Cluster;
-use crate::cluster::record::Record;
 use crate::cluster::events::{self, PodEvent};
+use crate::cluster::record::Record;
 use crate::labels::run_selector;
 use crate::output;
 use crate::verdict::{Phase, PodView, Tracker, Verdict};
@@ -101,7 +101,10 @@ pub(crate) async fn pending_events(
 /// The run's verdict (its name) and why it failed: the pods', unless they lost the
 /// evidence (all gone, or the verdict would only name a pod stopped or deleted since),
 /// then the one `wait` recorded on the run's ConfigMap.
-pub(crate) fn verdict_of(tracker: &Tracker, record: Option<&Record>) -> (&'static str, Option<String>) {
+pub(crate) fn verdict_of(
+    tracker: &Tracker,
+    record: Option<&Record>,
+) -> (&'static str, Option<String>) {
     let live = (!tracker.is_empty()).then(|| tracker.verdict());
     let lost = match &live {
         None => true,

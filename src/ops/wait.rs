@@ -237,7 +237,10 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         humantime_secs(d),
         crate::verdict::describe_holdups(&tracker.holdups())
     );
-    let record = format!("Failed: did not start (--start-timeout {})", humantime_secs(d));
+    let record = format!(
+        "Failed: did not start (--start-timeout {})",
+        humantime_secs(d)
+    );
     let after = after_the_verdict(cluster, wait, tracker, &record).await;
     Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
@@ -321,7 +324,9 @@ const STOP_WAIT: Duration = Duration::from_secs(45);
 async fn record_step(cluster: &Cluster, wait: &Wait, verdict: &str, stopped: &Stopped) {
     let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
     if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never).await {
-        output::note(&format!("the verdict is not recorded on the run's ConfigMap: {e:#}"));
+        output::note(&format!(
+            "the verdict is not recorded on the run's ConfigMap: {e:#}"
+        ));
     }
 }
 
@@ -364,15 +369,27 @@ async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) -
             if !stopped.stopped.is_empty() {
                 let _ = output::print(&format!(
                     "stopped {} (kept with {} logs until -d; --keep-running leaves them running)\n",
-                    counted(&stopped.stopped, "pod still running after the verdict", "pods still running after the verdict"),
-                    if stopped.stopped.len() == 1 { "its" } else { "their" },
+                    counted(
+                        &stopped.stopped,
+                        "pod still running after the verdict",
+                        "pods still running after the verdict"
+                    ),
+                    if stopped.stopped.len() == 1 {
+                        "its"
+                    } else {
+                        "their"
+                    },
                 ));
             }
             if !stopped.deleted.is_empty() {
                 let tasks: Vec<String> = stopped.deleted.iter().map(|(_, t)| t.clone()).collect();
                 let _ = output::print(&format!(
                     "deleted {} (no node had taken {}: no log)\n",
-                    counted(&tasks, "task that never started", "tasks that never started"),
+                    counted(
+                        &tasks,
+                        "task that never started",
+                        "tasks that never started"
+                    ),
                     if tasks.len() == 1 { "it" } else { "them" },
                 ));
             }

@@ -212,6 +212,11 @@ pub struct Tracker {
     /// The last `ErrImagePull` message, per pod: the kubelet alternates it with
     /// `ImagePullBackOff`, whose message only says "Back-off pulling image".
     pull_error_messages: BTreeMap<String, String>,
+    /// When each pod was first seen failed, taken away or deleted: the count of events
+    /// folded before it. A list is one event (its pods are seen at once), so a snapshot
+    /// has no order; a follow has the order things happened in.
+    first_failed: BTreeMap<String, u64>,
+    events: u64,
 }
 
 impl Tracker {
@@ -224,7 +229,17 @@ impl Tracker {
             listing: None,
             pull_errors: BTreeMap::new(),
             pull_error_messages: BTreeMap::new(),
+            first_failed: BTreeMap::new(),
+            events: 0,
         }
+    }
+
+    /// One more event folded (all of a list's pods count as one).
+    fn tick(&mut self) -> u64 {
+        if self.listing.is_none() {
+            self.events += 1;
+        }
+        self.events
     }
 
     /// A pod was added or changed.
@@ -240,11 +255,22 @@ impl Tracker {
         if let Some(listing) = &mut self.listing {
             listing.insert(view.name.clone());
         }
+        let now = self.tick();
+        let failing = view.state() == State::Failed
+            || view.removal.is_some()
+            || view.waiting.as_ref().is_some_and(|w| {
+                FATAL_WAITING.contains(&w.reason.as_str()) || w.reason == PULL_ERROR
+            });
+        if failing {
+            self.first_failed.entry(view.name.clone()).or_insert(now);
+        }
         self.pods.insert(view.name.clone(), Entry::Live(view));
     }
 
     /// A pod was deleted.
     pub fn remove(&mut self, name: &str) {
+        let now = self.tick();
+        self.first_failed.entry(name.to_string()).or_insert(now);
         if let Some(entry) = self.pods.remove(name) {
             self.pods
                 .insert(name.to_string(), Entry::Gone(entry.view().clone()));
@@ -387,7 +413,11 @@ impl Tracker {
             // Taken away: by a disruption whatever its exit (the kill was not the
             // training's), by a plain deletion only if it had not ended.
             _ if state != State::Succeeded && self.removed(v).is_some() => {
-                let kind = FailureKind::Removed(self.removed(v).cloned().expect("checked"));
+                let kind = match self.removed(v).cloned().expect("checked") {
+                    // Deleted before it ever ran: not "while it ran".
+                    r if r.reason == pod::DELETED && !v.started => FailureKind::Gone,
+                    r => FailureKind::Removed(r),
+                };
                 (v.name.clone(), State::Failed, failure(kind))
             }
             _ if state == State::Failed => {
@@ -462,11 +492,18 @@ impl Tracker {
                 .all(|s| s.2 == State::Succeeded);
         let failures: Vec<&Failure> = states.iter().filter_map(|s| s.3.as_ref()).collect();
         let succeeded = deciding_done && workers_done;
-        if !(succeeded && failures.iter().all(|f| f.kind.is_removal()))
-            && let Some(first) = failures.first()
-        {
-            let decisive = failures.iter().find(|f| !f.kind.is_plain_deletion());
-            return Verdict::Failed((*decisive.unwrap_or(first)).clone());
+        if !(succeeded && failures.iter().all(|f| f.kind.is_removal())) && !failures.is_empty() {
+            // The first failure seen decides (a deleted worker before the peer whose
+            // collective it broke); among those seen at once (a snapshot), a plain
+            // deletion is named last, as it is most likely a cleanup that followed.
+            let decisive = failures
+                .iter()
+                .min_by_key(|f| {
+                    let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
+                    (seen, f.kind.is_plain_deletion())
+                })
+                .expect("not empty");
+            return Verdict::Failed((*decisive).clone());
         }
         if succeeded {
             return Verdict::Succeeded;

@@ -12,7 +12,8 @@ use serde::Serialize;
 use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
-    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -216,9 +217,9 @@ impl PodView {
     pub fn state(&self) -> State {
         let own = self.own_state();
         // Ended after tf-spawner stopped it (not before: then its own end stands).
-        let stopped = self.stopped_at.is_some_and(|at| {
-            own == State::Failed && self.finished_at.is_none_or(|end| end >= at)
-        });
+        let stopped = self
+            .stopped_at
+            .is_some_and(|at| own == State::Failed && self.finished_at.is_none_or(|end| end >= at));
         if stopped { State::Stopped } else { own }
     }
 

@@ -190,6 +190,8 @@ fn spawn_wait_returns_once_every_pod_runs() {
         .stdout_has("run sw created")
         .stdout_has("worker    2/2 running")
         .stdout_has("run sw: all 2 pods started");
+    // The wait is under way: no `next:` commands.
+    assert!(!out.stdout.contains("next:"), "{out:#?}");
 }
 
 #[test]

@@ -107,7 +107,8 @@ fn a_failed_worker_stops_its_hung_peers_and_kueue_frees_the_quota() {
         "two still run"
     );
 
-    env.server.append_log(NS, "fw-worker-0", "epoch 1 of worker 0\n");
+    env.server
+        .append_log(NS, "fw-worker-0", "epoch 1 of worker 0\n");
     let out = env.run(&["wait", "-t", "fw"]);
     assert_eq!(out.code, 3, "{out:#?}");
     out.stdout_has(
@@ -115,7 +116,11 @@ fn a_failed_worker_stops_its_hung_peers_and_kueue_frees_the_quota() {
     );
     // Kept, not deleted: the kubelet ends them by their deadline.
     assert_eq!(stopped(&env), ["fw-worker-0", "fw-worker-2"]);
-    assert!(pods(&env).iter().all(|(_, _, deleting)| !deleting), "{:?}", pods(&env));
+    assert!(
+        pods(&env).iter().all(|(_, _, deleting)| !deleting),
+        "{:?}",
+        pods(&env)
+    );
     assert!(!env.server.kueue_group_finished(NS, &group));
     kubelet_enforces_deadlines(&env);
     assert!(
@@ -197,7 +202,9 @@ fn after_the_chief_succeeds_the_parameter_servers_and_workers_are_stopped() {
     kubelet_enforces_deadlines(&env);
     assert!(env.server.kueue_group_finished(NS, &group));
     // A Succeeded run's counts add up: nothing failed.
-    env.run(&["status", "ps"]).success().stdout_has("verdict: Succeeded\n");
+    env.run(&["status", "ps"])
+        .success()
+        .stdout_has("verdict: Succeeded\n");
     env.run(&["list"])
         .success()
         .stdout_has("ps 0/2 running, 2 stopped by tf-spawner")
@@ -286,9 +293,9 @@ fn a_run_whose_pods_are_all_gone_is_listed_and_its_tag_refusal_says_what_is_left
     await_gone(&env);
     assert!(env.list("pods", NS).is_empty());
     let list = env.run(&["list"]);
-    list.success()
-        .stdout_has("bare   Failed")
-        .stdout_has("no pods left (its ConfigMap and services remain: tf-spawner -d -t bare removes them)");
+    list.success().stdout_has("bare   Failed").stdout_has(
+        "no pods left (its ConfigMap and services remain: tf-spawner -d -t bare removes them)",
+    );
     let status = env.run(&["status", "bare"]);
     status
         .success()
