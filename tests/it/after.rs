@@ -179,6 +179,10 @@ fn cp_refuses_paths_outside_the_volume_and_existing_destinations() {
     env.run(&["cp", "-t", "c", "model/../../etc", "x"])
         .failure(1)
         .stderr_has("'..' is not allowed");
+    // An empty REMOTE is a mistake (a variable that was not set), not the whole volume.
+    let out = env.run(&["cp", "-t", "c", "", "x"]);
+    out.failure(2).stderr_has("error: REMOTE is empty");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     env.write("taken", "mine");
     env.run(&["cp", "-t", "c", "model", "taken"])
         .failure(1)
