@@ -73,6 +73,13 @@ pub struct OutputVolume {
     pub path: String,
 }
 
+/// The directories tf-spawner mounts in the TF container, and what: `--volume` may not
+/// mount a claim at or inside one (it would hide the script, or the `--dir` unpacking
+/// would write into the user's claim).
+pub const OWNED_MOUNTS: [(&str, &str); 2] = [
+    (SCRIPT_DIR, "the script"),
+    (WORK_DIR, "the --dir directory it unpacks"),
+];
 /// Where `--volume` mounts the claim when no PATH is given.
 pub const DEFAULT_OUTPUT_PATH: &str = "/output";
 /// The name of `--volume`'s volume in every pod.
