@@ -247,10 +247,10 @@ fn unpack_entry(
         std::fs::create_dir_all(&target)?;
         return Ok(());
     }
-    if kind.is_file() || kind.is_hard_link() {
-        if let Some(dir) = target.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+    if (kind.is_file() || kind.is_hard_link())
+        && let Some(dir) = target.parent()
+    {
+        std::fs::create_dir_all(dir)?;
     }
     if kind.is_file() {
         let mut out = std::fs::File::create(&target)
