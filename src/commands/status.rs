@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
-use crate::duration::age;
+use crate::duration::{self, age};
 use crate::ops::status::{pending_events, verdict_of, with_record};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
@@ -159,7 +159,7 @@ pub fn to_json(
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
-        created_at: record.and_then(|r| r.created).and_then(timing::rfc3339),
+        created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
         pods: tracker
             .in_task_order()
@@ -180,8 +180,8 @@ pub fn to_json(
                     message,
                     queued: v.queued,
                     queue: v.queue.clone(),
-                    started_at: v.started_at.and_then(timing::rfc3339),
-                    finished_at: v.finished_at.and_then(timing::rfc3339),
+                    started_at: v.started_at.and_then(duration::rfc3339),
+                    finished_at: v.finished_at.and_then(duration::rfc3339),
                     duration_seconds: timing::duration(v),
                     terminating: v.terminating,
                     events: events
@@ -201,7 +201,7 @@ fn event_json(e: &PodEvent) -> EventJson {
         reason: e.reason.clone(),
         message: one_line(&e.message),
         count: e.count,
-        last_seen: e.last_seen.and_then(timing::rfc3339),
+        last_seen: e.last_seen.and_then(duration::rfc3339),
     }
 }
 
@@ -302,8 +302,8 @@ pub fn render(
                 v.node.clone().unwrap_or_else(|| "-".into()),
                 v.age(now).map_or_else(|| "-".into(), age),
                 exit,
-                v.started_at.map_or_else(|| "-".into(), timing::clock),
-                v.finished_at.map_or_else(|| "-".into(), timing::clock),
+                v.started_at.map_or_else(|| "-".into(), duration::clock),
+                v.finished_at.map_or_else(|| "-".into(), duration::clock),
                 timing::duration(v).map_or_else(|| "-".into(), age),
             ]
         })

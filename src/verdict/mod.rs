@@ -16,11 +16,11 @@ use serde::Serialize;
 use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
-pub mod restart;
+pub mod retryable;
 mod start;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
-pub use start::describe as describe_holdups;
+pub use start::describe_holdups;
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";
@@ -492,7 +492,8 @@ impl Tracker {
                 .all(|s| s.2 == State::Succeeded);
         let failures: Vec<&Failure> = states.iter().filter_map(|s| s.3.as_ref()).collect();
         let succeeded = deciding_done && workers_done;
-        if !(succeeded && failures.iter().all(|f| f.kind.is_removal())) && !failures.is_empty() {
+        let only_removals_after_success = succeeded && failures.iter().all(|f| f.kind.is_removal());
+        if !failures.is_empty() && !only_removals_after_success {
             // The first failure seen decides (a deleted worker before the peer whose
             // collective it broke); among those seen at once (a snapshot), a plain
             // deletion is named last, as it is most likely a cleanup that followed.
