@@ -122,6 +122,7 @@ pub async fn spawn_request(
         invocation: invocation_id(),
         scheduling,
         volume,
+        resources: Default::default(),
     })
 }
 

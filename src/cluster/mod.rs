@@ -7,6 +7,7 @@ pub mod delete;
 pub mod events;
 pub mod logs;
 pub mod pager;
+pub mod preflight;
 pub mod queues;
 pub mod restart;
 pub mod retry;

@@ -25,6 +25,7 @@ fn request(roles: Roles) -> SpawnRequest {
         invocation: "0123456789abcdef".into(),
         scheduling: Scheduling::default(),
         volume: None,
+        resources: Default::default(),
     }
 }
 
