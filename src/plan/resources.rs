@@ -44,15 +44,13 @@ pub struct TaskResources {
     pub gpus: Option<u32>,
 }
 
-/// Where a memory-backed `/dev/shm` goes, and its size.
+/// A memory-backed `/dev/shm`: its size, and which tasks get one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shm {
-    /// On the tasks with GPUs (the default).
-    GpuTasks(String),
-    /// On every task (its size given).
-    AllTasks(String),
-    /// On none (a size of 0).
-    Off,
+pub struct Shm {
+    /// `None`: no task gets one.
+    pub size: Option<String>,
+    /// Every task (its size was given), else the tasks with GPUs.
+    pub every_task: bool,
 }
 
 /// The resources of a run's tasks.
@@ -73,7 +71,10 @@ impl Default for Resources {
             compute: TaskResources::default(),
             ps: TaskResources::default(),
             gpu_resource: DEFAULT_GPU_RESOURCE.to_string(),
-            shm: Shm::GpuTasks(DEFAULT_SHM_SIZE.to_string()),
+            shm: Shm {
+                size: Some(DEFAULT_SHM_SIZE.to_string()),
+                every_task: false,
+            },
         }
     }
 }
@@ -114,11 +115,11 @@ pub fn apply(res: &Resources, role: Role, spec: &mut PodSpec, at: usize) -> bool
         set_gpus(c, &res.gpu_resource, gpus);
     }
     let gpu = has_gpus(spec, &res.gpu_resource);
-    let shm = match &res.shm {
-        Shm::GpuTasks(size) if gpu && !mounts_shm(spec, at) => Some(size.clone()),
-        Shm::AllTasks(size) => Some(size.clone()),
-        _ => None,
-    };
+    let shm = res
+        .shm
+        .size
+        .clone()
+        .filter(|_| res.shm.every_task || (gpu && !mounts_shm(spec, at)));
     let Some(c) = spec.containers.get_mut(at) else {
         return gpu;
     };

@@ -16,11 +16,7 @@ use crate::quantity;
 pub fn check(nodes: &[Node], run: &RunObjects) -> Option<String> {
     let rooms: Vec<(String, BTreeMap<String, i128>)> = nodes
         .iter()
-        .filter(|n| {
-            !n.spec
-                .as_ref()
-                .is_some_and(|s| s.unschedulable == Some(true))
-        })
+        .filter(|n| n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true))
         .map(|n| {
             let allocatable = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
             let room = allocatable

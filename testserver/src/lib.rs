@@ -119,6 +119,7 @@ impl Options {
             collection_delete_services: false,
             single_delete_returns_status: true,
             scheduling_gates: false,
+            quota_names_containers: false,
             ..Options::default()
         }
     }

@@ -52,7 +52,10 @@ fn a_run_that_fits_passes_and_one_pod_too_many_is_refused_naming_what_is_left() 
         json!({"requests.nvidia.com/gpu": "8", "pods": "10"}),
         json!({"requests.nvidia.com/gpu": "6", "pods": "3"}),
     );
-    assert_eq!(check(&[q.clone()], &run(2, gpu.clone()), "team"), Ok(()));
+    assert_eq!(
+        check(std::slice::from_ref(&q), &run(2, gpu.clone()), "team"),
+        Ok(())
+    );
     let err = check(&[q], &run(4, gpu), "team").unwrap_err();
     assert_eq!(
         err,
@@ -84,7 +87,7 @@ fn a_quota_on_limits_demands_them_of_every_container() {
         json!({"limits.cpu": "8", "limits.memory": "8Gi"}),
         json!({"limits.cpu": "0", "limits.memory": "0"}),
     );
-    let err = check(&[q.clone()], &run(2, tf), "ns").unwrap_err();
+    let err = check(std::slice::from_ref(&q), &run(2, tf), "ns").unwrap_err();
     assert!(
         err.starts_with("resource quota 'q' in namespace 'ns' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them"),
         "{err}"
@@ -94,7 +97,10 @@ fn a_quota_on_limits_demands_them_of_every_container() {
         json!(null),
         json!({"cpu": "2", "memory": "2Gi"}),
     );
-    assert_eq!(check(&[q.clone()], &run(2, tf.clone()), "ns"), Ok(()));
+    assert_eq!(
+        check(std::slice::from_ref(&q), &run(2, tf.clone()), "ns"),
+        Ok(())
+    );
     let err = check(&[q], &run(5, tf), "ns").unwrap_err();
     assert!(
         err.contains("limits.cpu: the run needs 10, 8 left"),
