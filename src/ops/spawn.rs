@@ -103,11 +103,11 @@ async fn check_claim(cluster: &Cluster, volume: &OutputVolume, pods: usize) -> R
 
 /// The namespace's quotas must leave room for the whole run (else one line and nothing
 /// is created); a pod no node could ever hold is a warning (`preflight/`). The quotas are
-/// read once, the nodes only when a pod asks for something of them.
+/// read once, the nodes only when a pod asks for more than the built-in template.
 async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
     let run = preflight::RunObjects::of(plan);
     let nodes = async {
-        if run.asks_anything() {
+        if run.asks_more_than_the_default() {
             cluster.nodes().await
         } else {
             None

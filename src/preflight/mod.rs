@@ -61,12 +61,22 @@ impl RunObjects {
         }
     }
 
-    /// Whether any pod asks for CPU, memory, GPUs or anything else of a node.
-    pub fn asks_anything(&self) -> bool {
+    /// Whether some pod asks for more than the built-in template's 1 CPU and 1Gi, or for
+    /// anything else of a node (GPUs…): only then can it be too large for every node, and
+    /// only then are the nodes read (a list of a large cluster's nodes is megabytes).
+    pub fn asks_more_than_the_default(&self) -> bool {
+        let small = [
+            ("cpu", crate::quantity::ONE),
+            ("memory", 1024 * 1024 * 1024 * crate::quantity::ONE),
+        ];
         self.pods.iter().any(|p| {
-            crate::quantity::pod_requests(&p.spec)
-                .values()
-                .any(|v| *v > 0)
+            crate::quantity::pod_requests(&p.spec).iter().any(|(k, v)| {
+                let at_most = small
+                    .iter()
+                    .find(|(name, _)| name == k)
+                    .map_or(0, |(_, m)| *m);
+                *v > at_most
+            })
         })
     }
 }
