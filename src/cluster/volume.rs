@@ -3,22 +3,25 @@
 //! through exec, and a port-forward.
 
 use anyhow::{Result, anyhow, bail};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSecurityContext};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, DeleteParams, PostParams};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::Cluster;
-use super::retry::{Plain, retry};
+use super::retry::{CallError, Plain, retry};
 use crate::labels::{VOLUME_ANNOTATION, config_map_name, run_selector};
 use crate::plan::OutputVolume;
+use crate::plan::security::Owner;
 
-/// What the run's pods tell a helper pod: their image and the node of the first one
-/// placed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the run's pods tell a helper pod: their image, the node of the first one
+/// placed, and the user they run as.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunPlacement {
     pub image: Option<String>,
     pub node: Option<String>,
+    /// The user the run's pods run as (`helper::run_as_the_run`).
+    pub security: Option<PodSecurityContext>,
 }
 
 /// How a command run through exec ended.
@@ -75,6 +78,7 @@ impl Cluster {
                 .iter()
                 .find_map(|p| spec(p).containers.first().and_then(|c| c.image.clone())),
             node: pods.iter().find_map(|p| spec(p).node_name),
+            security: pods.iter().find_map(|p| spec(p).security_context),
         })
     }
 
@@ -86,7 +90,13 @@ impl Cluster {
         api.create(&PostParams::default(), pod)
             .await
             .map(drop)
-            .map_err(|e| anyhow!("creating pod/{name}: {e}"))
+            .map_err(|e| {
+                self.explain_for(
+                    &format!("creating pod/{name}"),
+                    &CallError::Api(e),
+                    Owner::Helper,
+                )
+            })
     }
 
     /// The helper pod `name`, if it exists.
@@ -125,7 +135,7 @@ impl Cluster {
         let mut process = api
             .exec(pod, command, &params)
             .await
-            .map_err(|e| anyhow!("exec in pod/{pod}: {e}"))?;
+            .map_err(|e| self.explain(&format!("exec in pod/{pod}"), &CallError::Api(e)))?;
         let (Some(mut stdout), Some(stderr), Some(status)) =
             (process.stdout(), process.stderr(), process.take_status())
         else {
@@ -155,7 +165,7 @@ impl Cluster {
         let mut forwarder = api
             .portforward(pod, &[port])
             .await
-            .map_err(|e| anyhow!("port-forward to pod/{pod}: {e}"))?;
+            .map_err(|e| self.explain(&format!("port-forward to pod/{pod}"), &CallError::Api(e)))?;
         let mut upstream = forwarder
             .take_stream(port)
             .ok_or_else(|| anyhow!("port-forward to pod/{pod}: no stream for port {port}"))?;

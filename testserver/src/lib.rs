@@ -11,6 +11,7 @@ mod events;
 mod faults;
 mod logs;
 mod objects;
+mod podsecurity;
 mod routes;
 mod schedulers;
 mod selector;
@@ -71,6 +72,9 @@ pub struct Options {
     /// Serve scheduler-plugins' PodGroup API as it was before v0.25
     /// (`scheduling.sigs.k8s.io/v1alpha1`).
     pub legacy_coscheduling_api: bool,
+    /// The PodSecurity admission plugin (1.23 on; not in 1.20): pods in a namespace
+    /// labelled `pod-security.kubernetes.io/enforce` are checked (`podsecurity.rs`).
+    pub pod_security: bool,
 }
 
 /// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
@@ -101,6 +105,7 @@ impl Default for Options {
             kueue_api: false,
             kueue_namespaces: vec![],
             legacy_coscheduling_api: false,
+            pod_security: true,
         }
     }
 }
@@ -112,6 +117,7 @@ impl Options {
             collection_delete_services: false,
             single_delete_returns_status: true,
             scheduling_gates: false,
+            pod_security: false,
             ..Options::default()
         }
     }
