@@ -12,6 +12,7 @@ mod hardened;
 mod limited;
 mod outage;
 mod queues;
+mod resources;
 mod roles;
 mod shared;
 mod spawn;

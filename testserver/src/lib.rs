@@ -12,6 +12,8 @@ mod faults;
 mod logs;
 mod objects;
 mod podsecurity;
+mod quantity;
+mod quota;
 mod routes;
 mod schedulers;
 mod selector;
@@ -72,6 +74,10 @@ pub struct Options {
     /// Serve scheduler-plugins' PodGroup API as it was before v0.25
     /// (`scheduling.sigs.k8s.io/v1alpha1`).
     pub legacy_coscheduling_api: bool,
+    /// ResourceQuota admission's "must specify" names each missing resource's containers
+    /// (`limits.cpu for: tensorflow; …`, 1.21 on) or lists the resources alone
+    /// (`limits.cpu,limits.memory`, 1.20): see `quota.rs`.
+    pub quota_names_containers: bool,
     /// The PodSecurity admission plugin (1.23 on; not in 1.20): pods in a namespace
     /// labelled `pod-security.kubernetes.io/enforce` are checked (`podsecurity.rs`).
     pub pod_security: bool,
@@ -108,6 +114,7 @@ impl Default for Options {
             kueue_api: false,
             kueue_namespaces: vec![],
             legacy_coscheduling_api: false,
+            quota_names_containers: true,
             pod_security: true,
         }
     }
@@ -120,6 +127,7 @@ impl Options {
             collection_delete_services: false,
             single_delete_returns_status: true,
             scheduling_gates: false,
+            quota_names_containers: false,
             pod_security: false,
             ..Options::default()
         }
