@@ -658,6 +658,7 @@ mod tests {
             invocation: "0".into(),
             scheduling: Default::default(),
             volume: None,
+            resources: Default::default(),
         }
     }
 
