@@ -47,7 +47,7 @@ pub(crate) async fn tail(cluster: &Cluster, tracker: &Tracker) -> Training {
     match logs::open(cluster, &pod.name, &params).await {
         Ok(mut reader) => {
             let mut feed = Feed::new(true);
-            read_into(&mut reader, &mut feed, &mut |_| true, &mut training, &mut |_| {}).await;
+            read_into(&mut reader, &mut feed, |_| true, &mut training, |_| {}).await;
             feed.finish(now_ms(), &mut training);
         }
         Err(e) => tracing::debug!(pod = %pod.name, error = %e, "no progress: the log"),
@@ -60,9 +60,9 @@ pub(crate) async fn tail(cluster: &Cluster, tracker: &Tracker) -> Training {
 async fn read_into(
     reader: &mut (impl futures::AsyncRead + Unpin),
     feed: &mut Feed,
-    keep: &mut dyn FnMut(Timestamp) -> bool,
+    mut keep: impl FnMut(Timestamp) -> bool,
     training: &mut Training,
-    seen: &mut dyn FnMut(&Training),
+    mut seen: impl FnMut(&Training),
 ) {
     let mut buf = vec![0u8; CHUNK];
     loop {
@@ -70,7 +70,7 @@ async fn read_into(
             Ok(0) => return,
             Ok(n) => {
                 let before = training.last_at;
-                feed.push(&buf[..n], now_ms(), keep, training);
+                feed.push(&buf[..n], now_ms(), &mut keep, training);
                 if training.last_at != before {
                     seen(training);
                 }
@@ -105,8 +105,8 @@ pub(crate) async fn follow(
         cursor.resume(&mut params);
         match logs::open(&cluster, &view.name, &params).await {
             Ok(mut reader) => {
-                let mut keep = |at: Timestamp| cursor.keep(at);
-                read_into(&mut reader, &mut feed, &mut keep, &mut training, &mut |t| {
+                let keep = |at: Timestamp| cursor.keep(at);
+                read_into(&mut reader, &mut feed, keep, &mut training, |t| {
                     out.send_replace(t.clone());
                 })
                 .await;

@@ -135,7 +135,9 @@ impl Training {
         self.epoch_ended = true;
         self.epochs_done = self.epochs_done.saturating_add(1);
         self.epoch_metrics.clone_from(&self.metrics);
-        if let Some(began) = self.began.filter(|b| at >= *b) {
+        // An epoch of no measurable length (its lines read at once, without the
+        // kubelet's timestamps) says nothing of the time an epoch takes.
+        if let Some(began) = self.began.filter(|b| at > *b) {
             self.timed = self.timed.saturating_add(1);
             self.timed_ms = self.timed_ms.saturating_add(at - began);
         }

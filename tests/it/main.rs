@@ -16,6 +16,7 @@ mod local;
 mod logs;
 mod outage;
 mod perf;
+mod progress;
 mod queues;
 mod restart;
 mod roles;
