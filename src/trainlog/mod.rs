@@ -68,6 +68,14 @@ impl Training {
         self.last_at = Some(at);
     }
 
+    /// Reads one whole line (the final state of a redrawn one) printed at `at`; a line
+    /// longer than [`MAX_STATE`] is no progress line.
+    pub fn read_line(&mut self, at: Millis, line: &[u8]) {
+        if line.len() <= MAX_STATE {
+            self.read(at, &parse::clean(line), true);
+        }
+    }
+
     fn begin(&mut self, at: Millis, k: u32, of: Option<u32>) {
         if self.epoch != Some(k) {
             self.epoch = Some(k);

@@ -149,3 +149,25 @@ fn status_reads_the_progress_from_the_log_tail_once() {
         .stdout_has("progress: epoch 7/20, loss 0.1429, accuracy 0.96, 8.33 steps/s, about ");
     assert_eq!(log_requests(&env, "st-worker-1"), 0);
 }
+
+/// A custom training loop printing tf-spawner's own line (docs/progress.md); worker 1
+/// prints other numbers, which are not the deciding task's.
+const OWN_LINES: &str = r#"
+import json, os, time
+cfg = json.loads(os.environ["TF_CONFIG"])
+me = cfg["task"]["index"]
+for epoch in range(1, 3):
+    for step in (50, 100):
+        print(f"tf-spawner: epoch={epoch}/2 step={step}/100 loss={0.5 / epoch + me:.3f}", flush=True)
+        time.sleep(0.05)
+"#;
+
+#[test]
+fn a_local_run_reports_what_the_deciding_task_printed() {
+    let env = Env::new();
+    let script = env.write("own.py", OWN_LINES);
+    let out = crate::support::run(env.cmd().args(["--local", "-w", "2", script.to_str().unwrap()]));
+    out.success()
+        .stdout_has("run tf-spawner (local): Succeeded\ntraining: 2 of 2 epochs seen to end, ")
+        .stdout_has("; final loss 0.25\n");
+}
