@@ -185,7 +185,10 @@ impl Progress {
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 let bar = bar(multi, bars, TRAINING);
-                bar.set_message(cut(&training_line(training), width.saturating_sub(1).max(1)));
+                bar.set_message(cut(
+                    &training_line(training),
+                    width.saturating_sub(1).max(1),
+                ));
             }
             Progress::Plain { last } => {
                 let key = format!("{} {}", show::short(training), training.epochs_done);

@@ -7,9 +7,9 @@ use futures::FutureExt;
 use crate::cli::SpawnArgs;
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::local::{self, LocalPlan, Outcome, RunOptions};
-use crate::trainlog::{Training, show};
 use crate::roles::Task;
 use crate::settings::Settings;
+use crate::trainlog::{Training, show};
 use crate::{inputs, labels, output, signals};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {

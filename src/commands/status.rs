@@ -367,9 +367,14 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json =
-            serde_json::to_value(to_json(&t, (&Events::new(), &Training::default()), ("t", "ns"), 1704067260, false))
-                .unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            (&Events::new(), &Training::default()),
+            ("t", "ns"),
+            1704067260,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -415,7 +420,12 @@ mod tests {
     fn table_ends_with_the_verdict() {
         let mut t = Tracker::new("t", false);
         t.replace(vec![view(pod("worker-0", "Running"))]);
-        let text = render(&t, (&Events::new(), &Training::default()), 1704067200 + 5, false);
+        let text = render(
+            &t,
+            (&Events::new(), &Training::default()),
+            1704067200 + 5,
+            false,
+        );
         assert!(text.starts_with("NAME "), "{text}");
         assert!(
             text.contains("t-worker-0   worker-0   Running   0/1"),
@@ -463,7 +473,14 @@ mod tests {
             ),
             "{text}"
         );
-        let json = serde_json::to_value(to_json(&t, (&events, &Training::default()), ("t", "ns"), now, false)).unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            (&events, &Training::default()),
+            ("t", "ns"),
+            now,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["pods"][6]["events"][0]["count"], 3);
         assert_eq!(
             json["pods"][0]["events"][1]["last_seen"],

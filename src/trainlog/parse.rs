@@ -224,7 +224,10 @@ mod tests {
             "2/5 [===========>..................] - ETA: 0s - loss: 0.8063 - accuracy: 0.4531",
         );
         assert_eq!((s.step, s.steps, s.eta), (2, Some(5), true));
-        assert_eq!(s.metrics, metrics(&[("loss", 0.8063), ("accuracy", 0.4531)]));
+        assert_eq!(
+            s.metrics,
+            metrics(&[("loss", 0.8063), ("accuracy", 0.4531)])
+        );
         let s = step(
             "5/5 [==============================] - 1s 64ms/step - loss: 0.7592 - accuracy: 0.5000",
         );
@@ -237,8 +240,12 @@ mod tests {
         let s = step("5/5 - 1s - loss: 0.7217 - accuracy: 0.4812 - 918ms/epoch - 184ms/step");
         assert_eq!((s.step, s.steps, s.eta), (5, Some(5), false));
         assert_eq!(s.secs_per_step, Some(0.184));
-        assert_eq!(s.metrics, metrics(&[("loss", 0.7217), ("accuracy", 0.4812)]));
-        let s = step("100/100 - 12s - 120ms/step - accuracy: 0.9310 - loss: 0.2310 - val_loss: 0.3");
+        assert_eq!(
+            s.metrics,
+            metrics(&[("loss", 0.7217), ("accuracy", 0.4812)])
+        );
+        let s =
+            step("100/100 - 12s - 120ms/step - accuracy: 0.9310 - loss: 0.2310 - val_loss: 0.3");
         assert_eq!(s.metrics.len(), 3);
         assert_eq!(s.secs_per_step, Some(0.12));
         let s = step("12/Unknown - 3s 20ms/step - loss: 0.5");
@@ -251,7 +258,10 @@ mod tests {
         let s = step(&clean(raw));
         assert_eq!((s.step, s.steps, s.eta), (2, Some(5), false));
         assert_eq!(s.secs_per_step, Some(0.065));
-        assert_eq!(s.metrics, metrics(&[("accuracy", 0.4844), ("loss", 0.7074)]));
+        assert_eq!(
+            s.metrics,
+            metrics(&[("accuracy", 0.4844), ("loss", 0.7074)])
+        );
     }
 
     #[test]

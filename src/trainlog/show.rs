@@ -204,7 +204,10 @@ mod tests {
     fn the_lines_a_user_reads() {
         let t = training(&[
             (0, "Epoch 1/20"),
-            (120_000, "500/500 - 120s - loss: 0.5 - accuracy: 0.8 - 240ms/step"),
+            (
+                120_000,
+                "500/500 - 120s - loss: 0.5 - accuracy: 0.8 - 240ms/step",
+            ),
             (120_500, "Epoch 2/20"),
         ]);
         assert_eq!(short(&t), "epoch 2/20");
@@ -218,7 +221,10 @@ mod tests {
         );
         let json = ProgressJson::of(&t, false).unwrap();
         assert_eq!(json.seconds_left, Some(2280));
-        assert_eq!(json.last_progress_at.as_deref(), Some("1970-01-01T00:02:00Z"));
+        assert_eq!(
+            json.last_progress_at.as_deref(),
+            Some("1970-01-01T00:02:00Z")
+        );
         assert_eq!(ProgressJson::of(&Training::default(), false), None);
         assert_eq!(report(&Training::default()), None);
     }
@@ -227,7 +233,10 @@ mod tests {
     fn a_finished_training_says_done() {
         let t = training(&[
             (0, "Epoch 2/2"),
-            (800, "5/5 - 1s - loss: 0.7071 - accuracy: 0.5063 - 64ms/step"),
+            (
+                800,
+                "5/5 - 1s - loss: 0.7071 - accuracy: 0.5063 - 64ms/step",
+            ),
         ]);
         assert_eq!(
             live(&t),

@@ -54,12 +54,15 @@ fn wait_shows_the_epochs_and_reports_the_final_metrics() {
     env.server
         .append_log(NS, "tr-worker-0", "tr-worker-0: model saved\n");
     // Worker 1 prints too; only the deciding task's log is read.
-    env.server.append_log(NS, "tr-worker-1", &keras_epochs(1, 1, 3));
+    env.server
+        .append_log(NS, "tr-worker-1", &keras_epochs(1, 1, 3));
     exited(&env, "tr-worker-0", 0);
     env.server.close_log(NS, "tr-worker-0");
     let out = finish(child);
     out.success()
-        .stdout_has("training  epoch 3/3, step 100/100, loss 0.25, accuracy 0.93, 8.33 steps/s, done")
+        .stdout_has(
+            "training  epoch 3/3, step 100/100, loss 0.25, accuracy 0.93, 8.33 steps/s, done",
+        )
         .stdout_has("run tr: Succeeded")
         .stdout_has("training: 3 of 3 epochs seen to end")
         .stdout_has("; final loss 0.25, accuracy 0.93\n");
@@ -166,7 +169,10 @@ for epoch in range(1, 3):
 fn a_local_run_reports_what_the_deciding_task_printed() {
     let env = Env::new();
     let script = env.write("own.py", OWN_LINES);
-    let out = crate::support::run(env.cmd().args(["--local", "-w", "2", script.to_str().unwrap()]));
+    let out = crate::support::run(
+        env.cmd()
+            .args(["--local", "-w", "2", script.to_str().unwrap()]),
+    );
     out.success()
         .stdout_has("run tf-spawner (local): Succeeded\ntraining: 2 of 2 epochs seen to end, ")
         .stdout_has("; final loss 0.25\n");
