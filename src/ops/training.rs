@@ -56,28 +56,29 @@ pub(crate) async fn tail(cluster: &Cluster, tracker: &Tracker) -> Training {
 }
 
 /// Reads `reader` to its end (or a broken stream) into `feed` and `training`, calling
-/// `seen` after every chunk that changed it.
+/// `seen` after every chunk that changed it; `true` if the stream ended, `false` if it
+/// broke.
 async fn read_into(
     reader: &mut (impl futures::AsyncRead + Unpin),
     feed: &mut Feed,
     mut keep: impl FnMut(Timestamp) -> bool,
     training: &mut Training,
     mut seen: impl FnMut(&Training),
-) {
+) -> bool {
     let mut buf = vec![0u8; CHUNK];
     loop {
         match reader.read(&mut buf).await {
-            Ok(0) => return,
+            Ok(0) => return true,
             Ok(n) => {
-                let before = training.last_at;
+                let before = training.marks();
                 feed.push(&buf[..n], now_ms(), &mut keep, training);
-                if training.last_at != before {
+                if training.marks() != before {
                     seen(training);
                 }
             }
             Err(e) => {
                 tracing::debug!(error = %e, "progress: the log stream broke");
-                return;
+                return false;
             }
         }
     }
@@ -106,15 +107,24 @@ pub(crate) async fn follow(
         match logs::open(&cluster, &view.name, &params).await {
             Ok(mut reader) => {
                 let keep = |at: Timestamp| cursor.keep(at);
-                read_into(&mut reader, &mut feed, keep, &mut training, |t| {
+                let whole = read_into(&mut reader, &mut feed, keep, &mut training, |t| {
                     out.send_replace(t.clone());
                 })
                 .await;
-                // A line cut by the break is read again whole.
+                // A line cut by a break is read again whole.
                 feed = Feed::new(true);
-                let ended = pod.borrow().as_ref().is_none_or(|v| v.state().finished());
-                if ended {
-                    return;
+                // The server ends a followed log when the container ends, and the pod's
+                // status says so a moment later; a broken stream is opened again even
+                // then, for the lines it did not deliver.
+                if whole {
+                    if ended(&pod) {
+                        return;
+                    }
+                    wait_for_change(&mut pod).await;
+                    if ended(&pod) {
+                        return;
+                    }
+                    continue;
                 }
             }
             Err(e) if e.code() == Some(404) => return,
@@ -122,6 +132,11 @@ pub(crate) async fn follow(
         }
         wait_for_change(&mut pod).await;
     }
+}
+
+/// Whether the deciding pod is gone or its container has ended.
+fn ended(pod: &watch::Receiver<Option<PodView>>) -> bool {
+    pod.borrow().as_ref().is_none_or(|v| v.state().finished())
 }
 
 /// Waits until the deciding pod is there and its container has started; `None` if it

@@ -50,6 +50,8 @@ pub struct Training {
     timed_ms: i64,
     /// The first of our step lines in this epoch (time, step): to measure the speed.
     anchor: Option<(Millis, u64)>,
+    /// How many progress lines were read: what changed since a given moment.
+    marks: u64,
 }
 
 impl Training {
@@ -66,6 +68,12 @@ impl Training {
             None => return,
         }
         self.last_at = Some(at);
+        self.marks = self.marks.wrapping_add(1);
+    }
+
+    /// How many progress lines were read so far (a change count).
+    pub fn marks(&self) -> u64 {
+        self.marks
     }
 
     /// Reads one whole line (the final state of a redrawn one) printed at `at`; a line
