@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
+use crate::labels::check_name;
 use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
@@ -126,7 +127,8 @@ pub async fn spawn_request(
 }
 
 /// `--volume CLAIM[:PATH]`, checked: a claim name the API server accepts, an absolute
-/// path that is not the script's directory.
+/// path that is neither in nor at a directory tf-spawner mounts itself
+/// ([`crate::plan::OWNED_MOUNTS`]).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
     let (claim, path) = match text.split_once(':') {
         Some((claim, path)) => (claim, path),
@@ -145,10 +147,12 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
         )));
     }
     let path = path.trim_end_matches('/').to_string();
-    if path == crate::plan::SCRIPT_DIR || path.starts_with(&format!("{}/", crate::plan::SCRIPT_DIR))
+    if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
+        .into_iter()
+        .find(|(owned, _)| path == *owned || path.starts_with(&format!("{owned}/")))
     {
         return Err(UsageError::new(format!(
-            "--volume {text:?}: {path} is where the script is mounted; choose another path"
+            "--volume {text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
         )));
     }
     Ok(OutputVolume {
@@ -220,31 +224,6 @@ pub(crate) fn deadline_seconds(d: Duration) -> Result<i64, String> {
         )),
         s => Ok(i64::try_from(s).unwrap_or(i64::from(i32::MAX))),
     }
-}
-
-/// A name the API server accepts for an object the flag refers to: a DNS-1123
-/// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
-fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
-    match name_problem(name, max) {
-        Some(problem) => Err(UsageError::new(format!("{flag} {name:?} {problem}"))),
-        None => Ok(()),
-    }
-}
-
-/// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
-pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
-    let part_ok = |p: &str| {
-        !p.is_empty()
-            && p.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !p.starts_with('-')
-            && !p.ends_with('-')
-    };
-    (name.len() > max || !name.split('.').all(part_ok)).then(|| {
-        format!(
-            "is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
-        )
-    })
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::logs::{Cursor, until_started, wait_for_change};
 use crate::cluster::Cluster;
-use crate::cluster::logs::{self, LogOptions};
+use crate::cluster::pod_logs::{self as logs, LogOptions};
 use crate::roles::{Role, Task};
 use crate::trainlog::{Feed, Millis, Training};
 use crate::verdict::{PodView, Tracker};

@@ -16,11 +16,11 @@ use serde::Serialize;
 use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
-pub mod restart;
+pub mod retryable;
 mod start;
 
 pub use pod::{Exit, Phase, PodView, Reason, State};
-pub use start::describe as describe_holdups;
+pub use start::describe_holdups;
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";

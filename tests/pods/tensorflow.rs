@@ -192,7 +192,10 @@ async fn mnist_trains_on_two_pods_and_the_chief_saves_the_model() {
         .collect();
     // (Each printed once per epoch's start and end; epoch 1's start may come in one
     // piece with its end if the stream opened late.)
-    let epochs: Vec<&str> = shown.iter().map(|l| &l["training  epoch ".len()..][..1]).collect();
+    let epochs: Vec<&str> = shown
+        .iter()
+        .map(|l| &l["training  epoch ".len()..][..1])
+        .collect();
     assert!(
         epochs.windows(2).all(|w| w[0] <= w[1]) && epochs.last() == Some(&"2"),
         "{}",
@@ -209,10 +212,18 @@ async fn mnist_trains_on_two_pods_and_the_chief_saves_the_model() {
     status.success();
     let json: serde_json::Value = serde_json::from_str(&status.stdout).expect("JSON");
     let p = &json["progress"];
-    assert_eq!((p["epoch"].as_u64(), p["epochs"].as_u64()), (Some(2), Some(2)), "{json:#}");
+    assert_eq!(
+        (p["epoch"].as_u64(), p["epochs"].as_u64()),
+        (Some(2), Some(2)),
+        "{json:#}"
+    );
     assert_eq!(p["epochs_done"], 2, "{json:#}");
     assert_eq!(p["epoch_metrics"]["loss"].as_f64(), Some(loss), "{json:#}");
-    assert_eq!(p["epoch_metrics"]["accuracy"].as_f64(), Some(accuracy), "{json:#}");
+    assert_eq!(
+        p["epoch_metrics"]["accuracy"].as_f64(),
+        Some(accuracy),
+        "{json:#}"
+    );
     assert_eq!(p["seconds_left"], 0, "{json:#}");
     assert!(
         logs.of("worker-0")
