@@ -123,6 +123,7 @@ pub async fn spawn_request(
         invocation: invocation_id(),
         scheduling,
         volume,
+        resources: Default::default(),
     })
 }
 

@@ -675,6 +675,7 @@ mod tests {
             invocation: "0".into(),
             scheduling: Default::default(),
             volume: None,
+            resources: Default::default(),
         }
     }
 

@@ -18,6 +18,7 @@ mod outage;
 mod perf;
 mod progress;
 mod queues;
+mod resources;
 mod restart;
 mod roles;
 mod security;
