@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
@@ -39,18 +38,9 @@ pub struct SpawnOptions {
     pub chief_pod_file: Option<PathBuf>,
     pub ps_pod_file: Option<PathBuf>,
     pub evaluator_pod_file: Option<PathBuf>,
-    /// `--deadline`.
-    pub deadline: Option<Duration>,
-    /// `--priority-class`.
-    pub priority_class: Option<String>,
-    /// `--queue`.
-    pub queue: Option<String>,
-    /// `--gang`.
-    pub gang: Option<crate::podgroup::Gang>,
-    /// `--volcano-queue`.
-    pub volcano_queue: Option<String>,
-    /// `--scheduler-name`.
-    pub scheduler_name: Option<String>,
+    /// The shared-cluster options (`--deadline`, `--queue`, `--gang`…), each checked by
+    /// its parser (`settings/parse.rs`).
+    pub scheduling: Scheduling,
     /// `--volume CLAIM[:PATH]`, as written.
     pub volume: Option<String>,
     /// The arguments after `--`, for the script (or the entrypoint).
@@ -175,25 +165,16 @@ fn dir_from_file(e: anyhow::Error, file: Option<&Path>) -> anyhow::Error {
 }
 
 fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
-    // Each value was checked by its parser (`settings/parse.rs`); what is left are the
-    // rules between them.
-    if let Some(name) = &args.volcano_queue
-        && args.gang != Some(crate::podgroup::Gang::Volcano)
+    // Each value was checked by its parser; what is left are the rules between them.
+    let scheduling = &args.scheduling;
+    if let Some(name) = &scheduling.volcano_queue
+        && scheduling.gang != Some(crate::podgroup::Gang::Volcano)
     {
         return Err(UsageError::new(format!(
             "--volcano-queue {name} needs --gang volcano (a Kueue LocalQueue is --queue)"
         )));
     }
-    Ok(Scheduling {
-        deadline_seconds: args
-            .deadline
-            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
-        priority_class: args.priority_class.clone(),
-        queue: args.queue.clone(),
-        gang: args.gang,
-        scheduler_name: args.scheduler_name.clone(),
-        volcano_queue: args.volcano_queue.clone(),
-    })
+    Ok(scheduling.clone())
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

@@ -6,6 +6,7 @@
 use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
+use crate::plan::Scheduling;
 use crate::tag::Tag;
 
 use super::{Settings, Source};
@@ -80,12 +81,17 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         chief_pod_file: chief_pod_file.clone(),
         ps_pod_file: ps_pod_file.clone(),
         evaluator_pod_file: evaluator_pod_file.clone(),
-        deadline: settings.deadline.value,
-        priority_class: settings.priority_class.value.clone(),
-        queue: settings.queue.value.clone(),
-        gang: settings.gang.value,
-        scheduler_name: settings.scheduler_name.value.clone(),
-        volcano_queue: settings.volcano_queue.value.clone(),
+        scheduling: Scheduling {
+            deadline_seconds: settings
+                .deadline
+                .value
+                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+            priority_class: settings.priority_class.value.clone(),
+            queue: settings.queue.value.clone(),
+            gang: settings.gang.value,
+            scheduler_name: settings.scheduler_name.value.clone(),
+            volcano_queue: settings.volcano_queue.value.clone(),
+        },
         volume: settings.volume.value.clone(),
         script_args: script_args.clone(),
         dir: settings.dir.value.clone(),
