@@ -106,7 +106,7 @@ settings! { |given|
     dir: Option<PathBuf> = built_in(None), parse::path, "(none: the script alone)", anchored;
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     tensorboard_image: Option<String> = built_in(None), parse::image,
-        "(tensorflow/tensorflow:2.15.0)";
+        "(the run's image)";
 }
 
 /// A built-in default.
