@@ -15,50 +15,21 @@ use super::{Settings, Source};
 /// field of [`SpawnArgs`] is named here, so that a new flag fails to compile until it
 /// is lowered (or said to be another command's business).
 pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
+    #[rustfmt::skip]
     let SpawnArgs {
-        script,
-        command,
-        env_file,
-        roles,
-        script_args,
+        script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _,
-        port: _,
-        pod_file: _,
-        image: _,
-        deadline: _,
-        priority_class: _,
-        queue: _,
-        gang: _,
-        volcano_queue: _,
-        scheduler_name: _,
-        volume: _,
-        dir: _,
+        workers: _, port: _, pod_file: _, image: _, deadline: _, priority_class: _, queue: _,
+        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
-        tag: _,
-        randomize_tag: _,
-        delete: _,
-        yes: _,
-        dry_run: _,
-        output: _,
-        max_in_flight: _,
-        wait: _,
-        timeout: _,
-        start_timeout: _,
-        keep_running: _,
-        restart: _,
-        local: _,
+        tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
+        wait: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
         python: _,
     } = args;
+    #[rustfmt::skip]
     let RoleArgs {
-        strategy,
-        chief,
-        ps,
-        evaluator,
-        chief_pod_file,
-        ps_pod_file,
-        evaluator_pod_file,
+        strategy, chief, ps, evaluator, chief_pod_file, ps_pod_file, evaluator_pod_file,
     } = roles;
     let from_file = |source: &Source| {
         (*source == Source::File)
@@ -81,21 +52,26 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         chief_pod_file: chief_pod_file.clone(),
         ps_pod_file: ps_pod_file.clone(),
         evaluator_pod_file: evaluator_pod_file.clone(),
-        scheduling: Scheduling {
-            deadline_seconds: settings
-                .deadline
-                .value
-                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
-            priority_class: settings.priority_class.value.clone(),
-            queue: settings.queue.value.clone(),
-            gang: settings.gang.value,
-            scheduler_name: settings.scheduler_name.value.clone(),
-            volcano_queue: settings.volcano_queue.value.clone(),
-        },
+        scheduling: scheduling(settings),
         volume: settings.volume.value.clone(),
         script_args: script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+    }
+}
+
+/// The shared-cluster settings, as the plan takes them.
+fn scheduling(settings: &Settings) -> Scheduling {
+    Scheduling {
+        deadline_seconds: settings
+            .deadline
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        priority_class: settings.priority_class.value.clone(),
+        queue: settings.queue.value.clone(),
+        gang: settings.gang.value,
+        scheduler_name: settings.scheduler_name.value.clone(),
+        volcano_queue: settings.volcano_queue.value.clone(),
     }
 }
 
