@@ -655,6 +655,7 @@ mod tests {
             invocation: "0".into(),
             scheduling: Default::default(),
             volume: None,
+            resources: Default::default(),
         }
     }
 

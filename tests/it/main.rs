@@ -17,6 +17,7 @@ mod logs;
 mod outage;
 mod perf;
 mod queues;
+mod resources;
 mod restart;
 mod roles;
 mod security;
