@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::tag::Tag;
 
-pub use crate::ops::wait::WaitFor;
+pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
@@ -125,6 +125,20 @@ pub struct WaitArgs {
     /// pods are stopped [default: the config file's start_timeout, else none]
     #[arg(long, value_parser = parse_start_timeout, value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
+
+    /// A stall: the deciding task (chief, else worker 0) has printed no progress line
+    /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
+    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
+    /// …"), or failing the run with --on-stall fail [default: the config file's
+    /// stall_after, else none]
+    #[arg(long, value_parser = parse_stall_after, value_name = "DURATION")]
+    pub stall_after: Option<Duration>,
+
+    /// What a stall (--stall-after) does: warn (name it, wait on) or fail (exit 3, the
+    /// unfinished pods stopped as after any verdict, so a run stuck on a dead peer frees
+    /// its GPUs)
+    #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
+    pub on_stall: OnStall,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
     #[arg(long)]
@@ -345,6 +359,16 @@ fn parse_at_least_one(text: &str) -> Result<usize, String> {
 fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
     parse_duration(text)
         .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
+}
+
+/// `--stall-after`: a duration of at least 1s, or one `error:` line naming the flag.
+fn parse_stall_after(text: &str) -> Result<Duration, crate::errors::UsageError> {
+    match parse_duration(text) {
+        Ok(d) if d.as_secs() >= 1 => Ok(d),
+        Ok(_) => Err("must be at least 1s".to_string()),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| crate::errors::UsageError::new(format!("--stall-after {text:?}: {e}")))
 }
 
 /// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.

@@ -18,6 +18,7 @@
 //! scheduler_name: volcano      # --scheduler-name
 //! give_up_after: 30m           # --give-up-after (or a number of seconds)
 //! start_timeout: 15m           # --start-timeout of wait and spawn --wait
+//! stall_after: 30m             # --stall-after of wait (and status's "no progress since")
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! dir: .                      # --dir, relative to this file's directory
@@ -62,6 +63,7 @@ pub const KEYS: &[&str] = &[
     "volume",
     "tensorboard_image",
     "start_timeout",
+    "stall_after",
     "dir",
 ];
 
@@ -88,6 +90,8 @@ pub struct Defaults {
     pub give_up_after: Option<Duration>,
     /// `--start-timeout`.
     pub start_timeout: Option<Duration>,
+    /// `--stall-after`.
+    pub stall_after: Option<Duration>,
     /// `--volume CLAIM[:PATH]`, as written (checked where the flag is).
     pub volume: Option<String>,
     /// `tensorboard --image`.
@@ -238,6 +242,12 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             })?;
             defaults.start_timeout = Some(limit);
         }
+        "stall_after" => {
+            let bound = duration(value).ok_or_else(|| {
+                bad("a duration of at least 1s (e.g. 30m, 2h) or a number of seconds")
+            })?;
+            defaults.stall_after = Some(bound);
+        }
         "give_up_after" => {
             let expected = "a duration (e.g. 30m, 1h) or a number of seconds";
             let bound = match value {
@@ -338,6 +348,8 @@ mod tests {
         assert_eq!(d.deadline, Some(Duration::from_secs(600)));
         let d = parse("start_timeout: 15m\n", Path::new("/c.yaml")).unwrap();
         assert_eq!(d.start_timeout, Some(Duration::from_secs(900)));
+        let d = parse("stall_after: 30m\n", Path::new("/c.yaml")).unwrap();
+        assert_eq!(d.stall_after, Some(Duration::from_secs(1800)));
         let err = |text: &str| parse(text, Path::new("/c.yaml")).unwrap_err().to_string();
         assert_eq!(
             err("start_timeout: soon\n"),
@@ -362,7 +374,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, stall_after, dir)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

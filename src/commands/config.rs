@@ -149,6 +149,12 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| humantime::format_duration(*v).to_string().into(),
             "(none)",
         ),
+        row(
+            "stall_after",
+            &settings.stall_after,
+            |v| humantime::format_duration(*v).to_string().into(),
+            "(none)",
+        ),
         row("volume", &settings.volume, |v| v.clone().into(), "(none)"),
         row(
             "dir",

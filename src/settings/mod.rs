@@ -84,6 +84,8 @@ pub(crate) struct Settings {
     pub volcano_queue: Sourced<Option<String>>,
     /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
     pub start_timeout: Sourced<Option<std::time::Duration>>,
+    /// `--stall-after` (of `wait`), if any; `status` names a stall by it too.
+    pub stall_after: Sourced<Option<std::time::Duration>>,
     /// `--keep-running` (of `wait` and `spawn --wait`).
     pub keep_running: Sourced<bool>,
     /// `--restarts` and `--restart-on` (of `wait` and `spawn --wait`).
@@ -173,6 +175,15 @@ impl Settings {
                 flag("start_timeout"),
                 start_timeout_flag(cli),
                 file.start_timeout.map(Some),
+                None,
+            ),
+            stall_after: pick(
+                flag("stall_after"),
+                match &cli.command {
+                    Some(crate::cli::Command::Wait(args)) => args.stall_after,
+                    _ => None,
+                },
+                file.stall_after.map(Some),
                 None,
             ),
             keep_running: pick(flag("keep_running"), true, file.keep_running, false),
