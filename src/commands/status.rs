@@ -119,7 +119,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
             let json = to_json(
                 &tracker,
                 record,
-                (&events, &training),
+                (&events, (&training, settings.stall_after.value)),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
                 args.all_workers,
@@ -129,7 +129,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         ReportFormat::Table => render(
             &tracker,
             record,
-            (&events, &training),
+            (&events, (&training, settings.stall_after.value)),
             now,
             args.all_workers,
         ),
@@ -156,7 +156,7 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 pub fn to_json(
     tracker: &Tracker,
     record: Option<&Record>,
-    (events, training): (&Events, &Training),
+    (events, (training, stall_after)): (&Events, Progressed),
     (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
@@ -172,7 +172,10 @@ pub fn to_json(
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
-        progress: show::ProgressJson::of(training, false),
+        progress: show::ProgressJson::of(
+            training,
+            stalled(tracker, training, stall_after, now).is_some(),
+        ),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -263,6 +266,25 @@ fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
     out
 }
 
+/// The training's progress and the stall bound (`stall_after`), if any.
+pub type Progressed<'a> = (&'a Training, Option<std::time::Duration>);
+
+/// `no progress since 21:03:12 UTC (--stall-after 30m)` when the deciding task, still
+/// running, printed a progress line and none for longer than the bound.
+fn stalled(
+    tracker: &Tracker,
+    training: &Training,
+    bound: Option<std::time::Duration>,
+    now: i64,
+) -> Option<String> {
+    let bound = bound?;
+    let last = training.last_at? / 1000;
+    let running = crate::ops::training::deciding(tracker).is_some_and(|p| !p.state().finished());
+    let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
+    (running && !training.finished() && quiet > bound.as_secs())
+        .then(|| crate::ops::wait::stalled_text(training, bound))
+}
+
 /// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`.
 fn progress_line(training: &Training, now: i64) -> String {
     let mut text = show::line(training, None);
@@ -278,7 +300,7 @@ fn progress_line(training: &Training, now: i64) -> String {
 pub fn render(
     tracker: &Tracker,
     record: Option<&Record>,
-    (events, training): (&Events, &Training),
+    (events, (training, stall_after)): (&Events, Progressed),
     now: i64,
     all_workers: bool,
 ) -> String {
@@ -383,7 +405,11 @@ pub fn render(
         ));
     }
     if !training.is_empty() {
-        out.push_str(&format!("progress: {}\n", progress_line(training, now)));
+        let mut line = progress_line(training, now);
+        if let Some(since) = stalled(tracker, training, stall_after, now) {
+            line.push_str(&format!("; {since}"));
+        }
+        out.push_str(&format!("progress: {line}\n"));
     }
     out.push_str(&verdict_line(tracker, record));
     if let Some(time) = timing::of_run(tracker, all_workers) {
@@ -451,7 +477,7 @@ mod tests {
         let json = serde_json::to_value(to_json(
             &t,
             None,
-            (&Events::new(), &Training::default()),
+            (&Events::new(), (&Training::default(), None)),
             ("t", "ns"),
             1704067260,
             false,
@@ -506,7 +532,7 @@ mod tests {
         let text = render(
             &t,
             None,
-            (&Events::new(), &Training::default()),
+            (&Events::new(), (&Training::default(), None)),
             1704067200 + 5,
             false,
         );
@@ -545,7 +571,7 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, None, (&events, &Training::default()), now, false);
+        let text = render(&t, None, (&events, (&Training::default(), None)), now, false);
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
@@ -560,7 +586,7 @@ mod tests {
         let json = serde_json::to_value(to_json(
             &t,
             None,
-            (&events, &Training::default()),
+            (&events, (&Training::default(), None)),
             ("t", "ns"),
             now,
             false,
