@@ -571,7 +571,13 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, None, (&events, (&Training::default(), None)), now, false);
+        let text = render(
+            &t,
+            None,
+            (&events, (&Training::default(), None)),
+            now,
+            false,
+        );
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"

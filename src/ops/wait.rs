@@ -351,7 +351,7 @@ async fn report(
                 stalled_text(training, d),
                 show::live(training)
             );
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {message}")).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Timeout(d) => {
