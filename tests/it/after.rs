@@ -539,8 +539,12 @@ fn tensorboard_sessions_share_the_pod_and_the_last_one_deletes_it() {
     };
     assert_eq!(sessions(&env), 2);
     let out = first.interrupt();
+    // Ctrl-C is how a session ends (as for `kubectl port-forward`): exit 0, said so,
+    // and no exit code of a signal in the words.
     out.success()
+        .stderr_has("tensorboard ended by Ctrl-C")
         .stderr_has("pod/tb-tensorboard stays: 1 other tensorboard session uses it");
+    assert!(!out.stderr.contains("exit code"), "{}", out.stderr);
     assert_eq!(sessions(&env), 1);
     let out = second.interrupt();
     out.success()
