@@ -334,6 +334,11 @@ impl Tracker {
         })
     }
 
+    /// The run's tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }
