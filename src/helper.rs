@@ -252,11 +252,16 @@ impl Found {
         let kind = meta.labels.as_ref()?.get(HELPER_LABEL)?.clone();
         let annotation = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k));
         let status = pod.status.as_ref();
-        let phase = match (&meta.deletion_timestamp, status.and_then(|s| s.phase.clone())) {
+        let phase = match (
+            &meta.deletion_timestamp,
+            status.and_then(|s| s.phase.clone()),
+        ) {
             (Some(_), _) => "Terminating".to_string(),
             (None, phase) => phase.unwrap_or_else(|| "Pending".into()),
         };
-        let started = status.and_then(|s| s.start_time.as_ref()).map(|t| t.0.as_second());
+        let started = status
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.as_second());
         let deadline = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
         Some(Found {
             name: meta.name.clone().unwrap_or_default(),

@@ -111,7 +111,12 @@ impl Runs {
             return;
         };
         let key = (ns, tag.clone());
-        if let Some(kind) = pod.metadata.labels.as_ref().and_then(|l| l.get(HELPER_LABEL)) {
+        if let Some(kind) = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(HELPER_LABEL))
+        {
             *self
                 .helpers
                 .entry(key)
@@ -213,7 +218,11 @@ fn helpers_cell(helpers: &BTreeMap<String, u32>) -> Option<String> {
         })
         .collect();
     let total: u32 = helpers.values().sum();
-    let what = if total == 1 { "helper pod" } else { "helper pods" };
+    let what = if total == 1 {
+        "helper pod"
+    } else {
+        "helper pods"
+    };
     (!kinds.is_empty()).then(|| format!("{what}: {}", kinds.join(", ")))
 }
 
