@@ -496,6 +496,9 @@ pub struct SpawnArgs {
     #[command(flatten)]
     pub roles: RoleArgs,
 
+    #[command(flatten)]
+    pub resources: ResourceArgs,
+
     /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
     /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
     /// working directory and on PYTHONPATH; the training script is a file in it
@@ -527,6 +530,69 @@ pub struct RestartArgs {
     /// The pause before the first restart, doubled for each next one (at most 5m)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
+}
+
+/// What each task asks of its node (docs/resources.md); every one also a defaults-file
+/// key (`inputs::RESOURCE_KEYS`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResourceArgs {
+    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
+    /// request and limit [default: the template's]
+    #[arg(long, value_parser = |s: &str| check("cpu", s), value_name = "N")]
+    pub cpu: Option<String>,
+
+    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
+    /// and limit, plus /dev/shm's size on a task with GPUs [default: the template's]
+    #[arg(long, value_parser = |s: &str| check("memory", s), value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
+    /// resource (--gpu-resource); 0 removes the template's [default: the template's]
+    #[arg(long, allow_negative_numbers = true, value_parser = |s: &str| check("gpus", s), value_name = "N")]
+    pub gpus: Option<String>,
+
+    /// CPUs of each parameter server [default: --cpu]
+    #[arg(long, value_parser = |s: &str| check("ps_cpu", s), value_name = "N")]
+    pub ps_cpu: Option<String>,
+
+    /// Memory of each parameter server [default: --memory]
+    #[arg(long, value_parser = |s: &str| check("ps_memory", s), value_name = "SIZE")]
+    pub ps_memory: Option<String>,
+
+    /// GPUs of each parameter server [default: the template's]
+    #[arg(long, allow_negative_numbers = true, value_parser = |s: &str| check("ps_gpus", s), value_name = "N")]
+    pub ps_gpus: Option<String>,
+
+    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
+    /// nvidia.com/mig-1g.10gb [default: nvidia.com/gpu]
+    #[arg(long, value_parser = |s: &str| check("gpu_resource", s), value_name = "NAME")]
+    pub gpu_resource: Option<String>,
+
+    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
+    /// container's 64Mi); 0 for none [default: 2Gi]
+    #[arg(long, value_parser = |s: &str| check("shm_size", s), value_name = "SIZE")]
+    pub shm_size: Option<String>,
+}
+
+impl ResourceArgs {
+    /// The value given for a key of `inputs::RESOURCE_KEYS`.
+    pub fn get(&self, key: &str) -> Option<&String> {
+        match key {
+            "cpu" => self.cpu.as_ref(),
+            "memory" => self.memory.as_ref(),
+            "gpus" => self.gpus.as_ref(),
+            "ps_cpu" => self.ps_cpu.as_ref(),
+            "ps_memory" => self.ps_memory.as_ref(),
+            "ps_gpus" => self.ps_gpus.as_ref(),
+            "gpu_resource" => self.gpu_resource.as_ref(),
+            "shm_size" => self.shm_size.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+fn check(key: &str, text: &str) -> Result<String, String> {
+    crate::inputs::check_resource(key, text)
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

@@ -21,6 +21,8 @@
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! dir: .                      # --dir, relative to this file's directory
+//! cpu: 4                       # --cpu, and memory, gpus, ps_cpu, ps_memory, ps_gpus,
+//! memory: 16Gi                 # gpu_resource, shm_size: their flags (docs/resources.md)
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -63,6 +65,14 @@ pub const KEYS: &[&str] = &[
     "tensorboard_image",
     "start_timeout",
     "dir",
+    "cpu",
+    "memory",
+    "gpus",
+    "ps_cpu",
+    "ps_memory",
+    "ps_gpus",
+    "gpu_resource",
+    "shm_size",
 ];
 
 /// What the file says; every value is optional.
@@ -94,6 +104,8 @@ pub struct Defaults {
     pub tensorboard_image: Option<String>,
     /// `--dir`, anchored at the file's directory.
     pub dir: Option<PathBuf>,
+    /// `cpu`, `memory`… (`inputs::RESOURCE_KEYS`), checked.
+    pub resources: Vec<(&'static str, String)>,
 }
 
 /// Where the file is looked for.
@@ -248,6 +260,21 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             .ok_or_else(|| bad(expected))?;
             defaults.give_up_after = Some(bound);
         }
+        k if crate::inputs::RESOURCE_KEYS.iter().any(|(r, _)| *r == k) => {
+            let key = crate::inputs::RESOURCE_KEYS
+                .iter()
+                .map(|(r, _)| *r)
+                .find(|r| *r == k)
+                .unwrap_or_default();
+            // A number is as good as its text (`cpu: 4`, `gpus: 1`).
+            let text = match value {
+                Value::Number(n) => n.to_string(),
+                _ => text()?,
+            };
+            let checked = crate::inputs::check_resource(key, &text).map_err(said)?;
+            defaults.resources.retain(|(k, _)| *k != key);
+            defaults.resources.push((key, checked));
+        }
         "workers" => {
             let max = crate::roles::MAX_TASKS;
             let workers = number(value, 1, max);
@@ -362,7 +389,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir, cpu, memory, gpus, ps_cpu, ps_memory, ps_gpus, gpu_resource, shm_size)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

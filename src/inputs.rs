@@ -60,6 +60,9 @@ pub struct SpawnOptions {
     pub dir: Option<PathBuf>,
     /// The defaults file, when `dir` comes from it (named in its errors).
     pub dir_from: Option<PathBuf>,
+    /// `--cpu`, `--memory`… by their key in [`RESOURCE_KEYS`], checked (by
+    /// [`check_resource`], where the flag or the file's key was read).
+    pub resources: Vec<(&'static str, String)>,
 }
 
 pub async fn spawn_request(
@@ -123,8 +126,102 @@ pub async fn spawn_request(
         invocation: invocation_id(),
         scheduling,
         volume,
-        resources: Default::default(),
+        resources: resources(&args.resources),
     })
+}
+
+/// The resource settings: each one's defaults-file key and flag, in the order `config`
+/// shows them (docs/resources.md).
+pub const RESOURCE_KEYS: [(&str, &str); 8] = [
+    ("cpu", "--cpu"),
+    ("memory", "--memory"),
+    ("gpus", "--gpus"),
+    ("ps_cpu", "--ps-cpu"),
+    ("ps_memory", "--ps-memory"),
+    ("ps_gpus", "--ps-gpus"),
+    ("gpu_resource", "--gpu-resource"),
+    ("shm_size", "--shm-size"),
+];
+
+/// A resource setting's value (`key` of [`RESOURCE_KEYS`]) checked, as the API server
+/// would take it: CPUs and memory positive quantities (memory of at least 1Mi: `16` is
+/// 16 bytes), GPUs a count, the GPU resource an extended resource name, `/dev/shm`'s size
+/// a quantity (0: none). `Err`: what is wrong, for the flag's or the file key's error.
+pub(crate) fn check_resource(key: &str, text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let value = crate::quantity::parse(text);
+    let mib = 1024 * 1024 * crate::quantity::ONE;
+    match key {
+        "cpu" | "ps_cpu" => match value {
+            Some(v) if v > 0 => Ok(text.to_string()),
+            _ => Err(format!(
+                "{text:?} is not a number of CPUs (e.g. 4, 0.5, 500m)"
+            )),
+        },
+        "memory" | "ps_memory" | "shm_size" => match value {
+            Some(0) if key == "shm_size" => Ok("0".to_string()),
+            Some(v) if v >= mib => Ok(text.to_string()),
+            Some(v) if v > 0 && !text.ends_with(char::is_alphabetic) => Err(format!(
+                "{text:?} is {text} bytes; give a unit: {text}Gi, {text}Mi"
+            )),
+            _ => Err(format!(
+                "{text:?} is not a size of at least 1Mi (e.g. 16Gi, 512Mi)"
+            )),
+        },
+        "gpus" | "ps_gpus" => match text.parse::<u32>() {
+            Ok(n) => Ok(n.to_string()),
+            Err(_) => Err(format!("{text:?} is not a number of GPUs (0, 1, 2…)")),
+        },
+        _ => gpu_resource_problem(text).map_or_else(|| Ok(text.to_string()), Err),
+    }
+}
+
+/// What is wrong with `name` as an extended resource name (`DOMAIN/NAME`).
+fn gpu_resource_problem(name: &str) -> Option<String> {
+    let (domain, resource) = name.split_once('/').unwrap_or(("", ""));
+    let resource_ok = !resource.is_empty()
+        && resource.len() <= 63
+        && resource
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && resource.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && resource.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let ok = crate::labels::name_problem(domain, 253).is_none()
+        && domain.contains('.')
+        && !domain.ends_with("kubernetes.io")
+        && resource_ok;
+    (!ok).then(|| {
+        format!(
+            "{name:?} is not an extended resource name (DOMAIN/NAME: nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb)"
+        )
+    })
+}
+
+/// The tasks' resources from the checked settings: the parameter servers take `--cpu`
+/// and `--memory` unless their own are given, never `--gpus`; a `/dev/shm` size of 0 is
+/// none.
+fn resources(values: &[(&'static str, String)]) -> crate::plan::Resources {
+    let get = |key: &str| {
+        values
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let gpus = |key: &str| get(key).and_then(|v| v.parse().ok());
+    let mut r = crate::plan::Resources::default();
+    r.compute.cpu = get("cpu");
+    r.compute.memory = get("memory");
+    r.compute.gpus = gpus("gpus");
+    r.ps.cpu = get("ps_cpu").or_else(|| get("cpu"));
+    r.ps.memory = get("ps_memory").or_else(|| get("memory"));
+    r.ps.gpus = gpus("ps_gpus");
+    if let Some(name) = get("gpu_resource") {
+        r.gpu_resource = name;
+    }
+    if let Some(size) = get("shm_size") {
+        r.shm_size = (size != "0").then_some(size);
+    }
+    r
 }
 
 /// `--volume CLAIM[:PATH]`, checked: a claim name the API server accepts, an absolute

@@ -163,6 +163,25 @@ fn rows(settings: &Settings) -> Vec<Row> {
             "(the run's image)",
         ),
     ]
+    .into_iter()
+    .chain(
+        settings
+            .resources
+            .iter()
+            .map(|(key, setting)| row(key, setting, |v| v.clone().into(), resource_default(key))),
+    )
+    .collect()
+}
+
+/// What a resource setting is when nothing gives it (docs/resources.md).
+fn resource_default(key: &str) -> &'static str {
+    match key {
+        "ps_cpu" => "(--cpu)",
+        "ps_memory" => "(--memory)",
+        "gpu_resource" => "(nvidia.com/gpu)",
+        "shm_size" => "(2Gi, on tasks with GPUs)",
+        _ => "(the template's)",
+    }
 }
 
 pub fn exec(settings: &Settings, args: &ConfigArgs) -> Result<()> {

@@ -93,6 +93,8 @@ pub(crate) struct Settings {
     pub volume: Sourced<Option<String>>,
     /// `--dir`: the directory shipped with the script, if any.
     pub dir: Sourced<Option<PathBuf>>,
+    /// `--cpu`, `--memory`…: each key of `inputs::RESOURCE_KEYS`, checked, if given.
+    pub resources: Vec<(&'static str, Sourced<Option<String>>)>,
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     pub tensorboard_image: Sourced<Option<String>>,
     pub output: OutputMode,
@@ -194,6 +196,19 @@ impl Settings {
                 file.volume.clone().map(Some),
                 None,
             ),
+            resources: crate::inputs::RESOURCE_KEYS
+                .iter()
+                .map(|(key, _)| {
+                    let in_file = file.resources.iter().find(|(k, _)| k == key);
+                    let value = pick(
+                        flag(key),
+                        spawn.resources.get(key).cloned(),
+                        in_file.map(|(_, v)| Some(v.clone())),
+                        None,
+                    );
+                    (*key, value)
+                })
+                .collect(),
             dir: pick(
                 flag("dir"),
                 spawn.dir.clone(),

@@ -44,6 +44,11 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script_args: args.script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+        resources: settings
+            .resources
+            .iter()
+            .filter_map(|(key, v)| Some((*key, v.value.clone()?)))
+            .collect(),
     }
 }
 
@@ -90,6 +95,11 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
         (args.volcano_queue.is_some(), "--volcano-queue"),
     ]
     .into_iter()
+    .chain(
+        crate::inputs::RESOURCE_KEYS
+            .iter()
+            .map(|(key, flag)| (args.resources.get(key).is_some(), *flag)),
+    )
     .find_map(|(given, flag)| given.then_some(flag))
     .or_else(|| restart_flag(args))
 }
