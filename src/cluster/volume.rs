@@ -63,6 +63,28 @@ impl Cluster {
             .and_then(|v| OutputVolume::from_annotation(v)))
     }
 
+    /// The ConfigMap `name` whole, if it exists.
+    pub async fn config_map(&self, name: &str) -> Result<Option<ConfigMap>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        retry(&self.policy, || api.get_opt(name), Plain)
+            .await
+            .map_err(|e| self.explain(&format!("reading configmap/{name}"), &e))
+    }
+
+    /// A JSON merge patch of ConfigMap `name` (retried: a merge patch gives the same
+    /// object however often it lands).
+    pub async fn patch_config_map(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), super::retry::CallError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+        retry(&self.policy, || api.patch(name, &params, &patch), Plain)
+            .await
+            .map(drop)
+    }
+
     /// The image and node of the run's pods (the first placed one's node).
     pub async fn run_placement(&self, tag: &str) -> Result<RunPlacement> {
         let pods = self
