@@ -425,7 +425,18 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     assert_eq!(cm["metadata"]["annotations"]["tf-spawner/restarting"], "1");
     let mut child = crate::follow::start(&env, &["wait", "cc", "--restarts", "1"]);
     await_attempt(&env, "cc", &["cc-worker-0", "cc-worker-1"], "1", &mut child);
-    let cm = env.server.get("configmaps", NS, "cc-script").unwrap();
+    // The record is cleared by a request after the pods' creates: seeing the pods does
+    // not mean it has landed yet.
+    let cleared = Instant::now();
+    let cm = loop {
+        let cm = env.server.get("configmaps", NS, "cc-script").unwrap();
+        if cm["binaryData"].get("restart.json.gz").is_none()
+            || cleared.elapsed() > Duration::from_secs(10)
+        {
+            break cm;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(cm["binaryData"].get("restart.json.gz").is_none(), "{cm}");
     assert!(
         cm["metadata"]["annotations"]
