@@ -280,7 +280,7 @@ fn shape(arg: Arg, id: &str) -> Arg {
 }
 
 /// Below `spawn -h`.
-const MORE: &str = "More flags (shared clusters, per-role templates, --port, --python, --keep-running, --start-timeout, --restart-on): tf-spawner spawn --help";
+const MORE: &str = "More flags (shared clusters, per-role templates and resources, --port, --python, --keep-running, --start-timeout, --restart-on): tf-spawner spawn --help";
 
 /// Below `spawn --help`.
 const EXAMPLES: &str = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T";

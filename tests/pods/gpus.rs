@@ -1,7 +1,8 @@
 //! GPUs on the one-node cluster (docs/resources.md): its Ready node advertises two
 //! `nvidia.com/gpu` (a patch of `status.capacity` and `status.allocatable`, as Kubernetes'
 //! docs advertise an extended resource; the scheduler and the kubelet then count them,
-//! and no device is behind them), put back as it was after each test. `--gpus 1` workers
+//! and no device is behind them), put back as it was after each test. A second node
+//! (`second-node.sh`, tainted NoSchedule) is left alone. `--gpus 1` workers
 //! run with the limit set and a memory-backed `/dev/shm` of the asked size; a pod asking
 //! for more GPUs than any node has is reported, naming `nvidia.com/gpu`.
 
@@ -9,6 +10,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -16,16 +18,25 @@ use crate::support::{Cluster, RUN_TIMEOUT, tag};
 
 const GPU: &str = "nvidia.com/gpu";
 
-/// Runs `body` while the cluster's Ready nodes advertise `count` GPUs; puts them back
-/// (the resource removed) whatever `body` does.
-async fn with_gpus<F: std::future::Future<Output = ()>>(c: &Cluster, count: u32, body: F) {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let ready: Vec<String> = nodes
+/// The label of the second node `tools/one-node/second-node.sh` may add (tainted
+/// NoSchedule, owned by its own tests): never patched here.
+const SECOND_NODE: &str = "tf-spawner.test/second-node";
+
+/// The one-node cluster's own node: the Ready node that is not the second node, by name.
+async fn first_node(nodes: &Api<Node>) -> Node {
+    let mut first: Vec<Node> = nodes
         .list(&ListParams::default())
         .await
         .expect("list nodes")
         .items
         .into_iter()
+        .filter(|n| {
+            !n.metadata
+                .labels
+                .iter()
+                .flatten()
+                .any(|(k, _)| k == SECOND_NODE)
+        })
         .filter(|n| {
             let conditions = n.status.as_ref().and_then(|s| s.conditions.as_ref());
             conditions
@@ -33,31 +44,42 @@ async fn with_gpus<F: std::future::Future<Output = ()>>(c: &Cluster, count: u32,
                 .flatten()
                 .any(|c| c.type_ == "Ready" && c.status == "True")
         })
-        .filter_map(|n| n.metadata.name)
         .collect();
-    assert!(!ready.is_empty(), "no Ready node");
-    let set = |value: serde_json::Value| json!({ "status": { "capacity": { GPU: value.clone() }, "allocatable": { GPU: value } } });
-    for name in &ready {
-        nodes
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(set(json!(count.to_string()))),
-            )
-            .await
-            .expect("advertise GPUs");
-    }
+    first.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    first.into_iter().next().expect("no Ready node")
+}
+
+/// Runs `body` while the cluster's first node advertises `count` GPUs; puts its GPU
+/// capacity and allocatable back as they were (the resource removed if it had none)
+/// whatever `body` does.
+async fn with_gpus<F: std::future::Future<Output = ()>>(c: &Cluster, count: u32, body: F) {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let node = first_node(&nodes).await;
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let status = node.status.unwrap_or_default();
+    let was = |map: Option<&std::collections::BTreeMap<String, Quantity>>| {
+        map.and_then(|m| m.get(GPU))
+            .map_or(serde_json::Value::Null, |q| json!(q.0))
+    };
+    let found = json!({ "status": {
+        "capacity": { GPU: was(status.capacity.as_ref()) },
+        "allocatable": { GPU: was(status.allocatable.as_ref()) },
+    } });
+    let gpus = json!(count.to_string());
+    let advertised =
+        json!({ "status": { "capacity": { GPU: gpus.clone() }, "allocatable": { GPU: gpus } } });
+    let patch = |value: serde_json::Value| {
+        let nodes = nodes.clone();
+        let name = name.clone();
+        async move {
+            nodes
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(value))
+                .await
+        }
+    };
+    patch(advertised).await.expect("advertise GPUs");
     let outcome = AssertUnwindSafe(body).catch_unwind().await;
-    for name in &ready {
-        nodes
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(set(serde_json::Value::Null)),
-            )
-            .await
-            .expect("put the node back");
-    }
+    patch(found).await.expect("put the node back");
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
