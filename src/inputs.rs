@@ -80,6 +80,11 @@ pub async fn spawn_request(
         )
     })?;
     let script = files::read(script_path, "training script", IN_CONFIG_MAP).await?;
+    if args.dir.is_none()
+        && let Some(line) = crate::imports::warning(script_path, &script)
+    {
+        crate::output::note(&line);
+    }
     let entrypoint = match args.command.as_deref() {
         Some(path) => Some(files::read(path, "entrypoint (-c)", IN_CONFIG_MAP).await?),
         None => None,

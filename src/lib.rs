@@ -19,6 +19,7 @@ pub(crate) mod envfile;
 pub(crate) mod errors;
 pub(crate) mod files;
 pub(crate) mod helper;
+pub(crate) mod imports;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;

@@ -255,6 +255,40 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
     assert_eq!(objects(&yaml["created"]).len(), 3);
 }
 
+/// A script that imports a module beside it while `--dir` is not given: one note at
+/// spawn time naming `--dir` (the pods would fail with ModuleNotFoundError); `-q`
+/// silences it, `--dir` and a standard-library import give none (issue 35, item 6).
+#[test]
+fn a_script_importing_a_module_beside_it_without_dir_gets_one_note() {
+    let env = Env::new();
+    let code = env.path("code");
+    std::fs::create_dir_all(&code).unwrap();
+    let script = code.join("train.py");
+    std::fs::write(&script, "import os\nfrom helpers import greet\ngreet()\n").unwrap();
+    std::fs::write(code.join("helpers.py"), "def greet(): print('hi')\n").unwrap();
+    let script = script.to_str().unwrap();
+    let want = format!(
+        "note: train.py imports helpers from beside it (helpers.py), but only the script is shipped: add --dir {} to ship its directory\n",
+        code.display()
+    );
+    let out = env.run(&["-t", "sib", "-w", "1", script]);
+    out.success();
+    assert_eq!(out.stderr.matches("--dir").count(), 1, "{out:#?}");
+    out.stderr_has(&want);
+    let out = env.run(&["-q", "-t", "sibq", "-w", "1", script]);
+    out.success();
+    assert_eq!(out.stderr, "", "{out:#?}");
+    let dir = code.to_str().unwrap();
+    let out = env.run(&["-t", "sibd", "-w", "1", "--dir", dir, script]);
+    out.success();
+    assert!(!out.stderr.contains("--dir"), "{out:#?}");
+    std::fs::write(code.join("alone.py"), "import os\nimport json\n").unwrap();
+    let alone = code.join("alone.py");
+    let out = env.run(&["-t", "siba", "-w", "1", alone.to_str().unwrap()]);
+    out.success();
+    assert!(!out.stderr.contains("--dir"), "{out:#?}");
+}
+
 #[test]
 fn quiet_prints_only_a_new_runs_tag_and_errors() {
     let env = Env::new();

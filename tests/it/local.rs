@@ -609,7 +609,12 @@ fn dir_makes_the_scripts_modules_importable() {
         ["hello from helpers conf False"],
         "{out:#?}"
     );
-    // Without --dir, the module is missing, as the issue reported.
+    assert!(!out.stderr.contains("--dir"), "{out:#?}");
+    // Without --dir, the module is missing, as the issue reported: a note said so first.
     let out = env.run(&["--local", "-w", "1", script.to_str().unwrap()]);
-    out.failure(3).stdout_has("ModuleNotFoundError");
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("ModuleNotFoundError").stderr_has(&format!(
+        "note: train.py imports helpers from beside it (helpers.py), but only the script is shipped: add --dir {} to ship its directory\nerror: ",
+        code.display()
+    ));
 }
