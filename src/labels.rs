@@ -94,6 +94,12 @@ pub const VERDICT_ANNOTATION: &str = "tf-spawner/verdict";
 /// the verdict because no node had taken them (they never started: nothing to keep).
 pub const NEVER_STARTED_ANNOTATION: &str = "tf-spawner/never-started";
 
+/// On the run's ConfigMap: why each task tf-spawner stopped or deleted after the verdict
+/// had never started, as JSON (`[{"why": "ErrImagePull: …", "tasks": ["worker-0"]}]`,
+/// tasks grouped by reason), so `status` still says it once the kubelet has ended the pod
+/// (its container status then reads `ContainerStatusUnknown`) and its events expired.
+pub const NOT_STARTED_ANNOTATION: &str = "tf-spawner/not-started";
+
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";

@@ -7,11 +7,12 @@
 use anyhow::Result;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
 
 use super::Cluster;
 use crate::labels::{
-    CLUSTER_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NEVER_STARTED_ANNOTATION, RUN_LABEL,
-    VERDICT_ANNOTATION, config_map_name, run_selector,
+    CLUSTER_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NEVER_STARTED_ANNOTATION,
+    NOT_STARTED_ANNOTATION, RUN_LABEL, VERDICT_ANNOTATION, config_map_name, run_selector,
 };
 use crate::roles::RoleSizes;
 
@@ -28,6 +29,48 @@ pub struct Record {
     pub verdict: Option<String>,
     /// Tasks deleted after the verdict without ever starting (`worker-2`).
     pub never_started: Vec<String>,
+    /// Why the tasks stopped or deleted after the verdict before they started had not
+    /// started, grouped by reason.
+    pub not_started: Vec<NotStarted>,
+}
+
+/// Tasks that never started, and why ([`NOT_STARTED_ANNOTATION`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotStarted {
+    pub why: String,
+    pub tasks: Vec<String>,
+}
+
+/// Reasons kept at most (a run of 1,000 unscheduled workers has one), and their length.
+const REASONS_KEPT: usize = 20;
+const REASON_CHARS: usize = 600;
+
+/// The tasks of `unstarted` (task, reason), grouped by reason in their order, bounded.
+pub fn group_not_started(unstarted: &[(String, String)]) -> Vec<NotStarted> {
+    let mut out: Vec<NotStarted> = Vec::new();
+    for (task, why) in unstarted {
+        let why: String = why.chars().take(REASON_CHARS).collect();
+        match out.iter().position(|n| n.why == why) {
+            Some(at) => out[at].tasks.push(task.clone()),
+            None if out.len() < REASONS_KEPT => out.push(NotStarted {
+                why,
+                tasks: vec![task.clone()],
+            }),
+            None => {}
+        }
+    }
+    out
+}
+
+impl Record {
+    /// Why task `task` (`worker-0`) had not started when tf-spawner stopped or deleted
+    /// it, if the record says.
+    pub fn why_not_started(&self, task: &str) -> Option<&str> {
+        self.not_started
+            .iter()
+            .find(|n| n.tasks.iter().any(|t| t == task))
+            .map(|n| n.why.as_str())
+    }
 }
 
 impl Record {
@@ -47,23 +90,31 @@ impl Record {
                         .collect()
                 })
                 .unwrap_or_default(),
+            not_started: annotation(NOT_STARTED_ANNOTATION)
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default(),
             tag,
         })
     }
 }
 
-/// Writes the verdict and the tasks deleted unstarted on run `tag`'s ConfigMap.
+/// Writes the verdict, the tasks deleted unstarted and why the tasks stopped or deleted
+/// unstarted had not started, on run `tag`'s ConfigMap.
 pub async fn write(
     cluster: &Cluster,
     tag: &str,
     verdict: &str,
     never_started: &[&str],
+    not_started: &[NotStarted],
 ) -> Result<()> {
     let never = (!never_started.is_empty()).then(|| never_started.join(","));
+    let why =
+        (!not_started.is_empty()).then(|| serde_json::to_string(not_started).unwrap_or_default());
     let patch = serde_json::json!({
         "metadata": { "annotations": {
             VERDICT_ANNOTATION: verdict,
             NEVER_STARTED_ANNOTATION: never,
+            NOT_STARTED_ANNOTATION: why,
         } }
     });
     match cluster

@@ -16,7 +16,8 @@ use k8s_openapi::api::core::v1::{EnvVar, Pod};
 
 use super::Cluster;
 use crate::labels::{
-    ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NODE_NAME_ANNOTATION, TF_CONTAINER,
+    ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NEVER_STARTED_ANNOTATION,
+    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, TF_CONTAINER, VERDICT_ANNOTATION,
     config_map_name, run_selector,
 };
 
@@ -121,8 +122,15 @@ pub async fn save(cluster: &Cluster, tag: &str, record: &Record) -> Result<bool>
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&json)?;
     let bytes = k8s_openapi::ByteString(gz.finish()?);
+    // A restart begins: a verdict recorded before (a run `wait`ed once, then waited
+    // with --restarts) no longer holds.
     let patch = serde_json::json!({
-        "metadata": {"annotations": {RESTARTING_ANNOTATION: record.attempt.to_string()}},
+        "metadata": {"annotations": {
+            RESTARTING_ANNOTATION: record.attempt.to_string(),
+            VERDICT_ANNOTATION: null,
+            NEVER_STARTED_ANNOTATION: null,
+            NOT_STARTED_ANNOTATION: null,
+        }},
         "binaryData": {RESTART_KEY: bytes},
     });
     match cluster
@@ -154,7 +162,12 @@ pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
 /// Removes the record (once the restart's pods are created).
 pub async fn clear(cluster: &Cluster, tag: &str) -> Result<()> {
     let patch = serde_json::json!({
-        "metadata": {"annotations": {RESTARTING_ANNOTATION: null}},
+        "metadata": {"annotations": {
+            RESTARTING_ANNOTATION: null,
+            VERDICT_ANNOTATION: null,
+            NEVER_STARTED_ANNOTATION: null,
+            NOT_STARTED_ANNOTATION: null,
+        }},
         "binaryData": {RESTART_KEY: null},
     });
     cluster

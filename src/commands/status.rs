@@ -10,7 +10,7 @@ use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration::{self, age};
 use crate::helper::Found;
-use crate::ops::status::{Known, known, pending_events, verdict_of};
+use crate::ops::status::{Known, known, never_started, pending_events, verdict_of};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
@@ -43,6 +43,9 @@ pub struct StatusJson {
     /// Tasks whose pods tf-spawner deleted after the verdict because no node had taken
     /// them: they never started.
     pub never_started: Vec<String>,
+    /// Why each task tf-spawner stopped or deleted after the verdict before it started
+    /// had not started (`{"worker-0": "ErrImagePull: …"}`), as `wait` recorded it.
+    pub why_not_started: BTreeMap<String, String>,
     pub pods: Vec<PodJson>,
     /// The run's helper pods (`cp`, `tensorboard`): no tasks of it, deleted by `-d`.
     pub helpers: Vec<HelperJson>,
@@ -104,6 +107,9 @@ pub struct PodJson {
     /// Stopped by tf-spawner after the run's verdict (it ends, or has ended, by its
     /// lowered `activeDeadlineSeconds`; its log is kept).
     pub stopped: bool,
+    /// Stopped before its container ever started: why it had not (`ErrImagePull: …`);
+    /// its `exit_code` is then null (the kubelet's 137 `ContainerStatusUnknown` is none).
+    pub never_started: Option<String>,
 }
 
 /// One event about a pending pod.
@@ -133,7 +139,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         helpers,
     } = known(&cluster, args.tag.as_str(), args.all_workers).await?;
     let record = record.as_ref();
-    let events = pending_events(&cluster, &tracker).await;
+    let events = pending_events(&cluster, &tracker, record).await;
     let training = crate::ops::training::tail(&cluster, &tracker).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
@@ -194,6 +200,12 @@ pub fn to_json(
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
+        why_not_started: record
+            .map(|r| r.not_started.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|n| n.tasks.iter().map(|t| (t.clone(), n.why.clone())))
+            .collect(),
         helpers: helpers.iter().map(|h| helper_json(h, tag, now)).collect(),
         progress: show::ProgressJson::of(
             training,
@@ -204,6 +216,7 @@ pub fn to_json(
             .into_iter()
             .map(|v| {
                 let (reason, message) = reason_of(v);
+                let never = never_started(v, record);
                 PodJson {
                     name: v.name.clone(),
                     role: v.task.map(|t| t.role.as_str()),
@@ -213,7 +226,11 @@ pub fn to_json(
                     restarts: v.restarts,
                     node: v.node.clone(),
                     age_seconds: v.age(now),
-                    exit_code: v.last_exit.as_ref().map(|e| e.code),
+                    exit_code: v
+                        .last_exit
+                        .as_ref()
+                        .filter(|_| never.is_none())
+                        .map(|e| e.code),
                     reason,
                     message,
                     queued: v.queued,
@@ -227,6 +244,7 @@ pub fn to_json(
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
                     stopped: v.stopped_at.is_some(),
+                    never_started: never,
                 }
             })
             .collect(),
@@ -276,14 +294,14 @@ fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
             })
         })
         .collect();
-    let mut out = String::from("\nevents of the pending pods (newest first):\n");
+    let mut out = String::from("\nevents of the pods that have not started (newest first):\n");
     out.push_str(&output::table(
         &["TASK", "AGE", "TYPE", "REASON", "MESSAGE"],
         &rows,
     ));
     if let Some(more) = with.len().checked_sub(EVENTS_SHOWN).filter(|&n| n > 0) {
         out.push_str(&format!(
-            "(and {more} more pending pods: their events are in status -o json)\n"
+            "(and {more} more pods not started: their events are in status -o json)\n"
         ));
     }
     out
@@ -335,9 +353,12 @@ pub fn render(
     let mut rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
+            let never = never_started(v, record);
             // As kubectl: a pod being deleted is Terminating, whatever its phase.
             let shown = if v.terminating {
                 "Terminating"
+            } else if v.state() == State::Stopped && never.is_some() {
+                "Stopped (never started)"
             } else if v.state() == State::Stopped {
                 "Stopped"
             } else if v.stopping() {
@@ -357,6 +378,7 @@ pub fn render(
             let exit = v
                 .last_exit
                 .as_ref()
+                .filter(|_| never.is_none())
                 .map_or_else(String::new, |e| match &e.reason {
                     Some(r) => format!("{} ({r})", e.code),
                     None => e.code.to_string(),
@@ -398,22 +420,25 @@ pub fn render(
             && let Some(w) = &v.waiting
             && w.message.is_some()
             && !(v.queued && w.reason == SCHEDULING_GATED)
+            && never_started(v, record).is_none()
         {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
     }
     for v in pods.iter().filter(|v| v.stopped_at.is_some()) {
-        out.push_str(&format!(
-            "{}: {STOPPED_TEXT} (its log is kept)\n",
-            v.label()
-        ));
+        match never_started(v, record) {
+            Some(why) => out.push_str(&format!(
+                "{}: never started ({}); stopped by tf-spawner after the verdict (no log)\n",
+                v.label(),
+                one_line(&why)
+            )),
+            None => out.push_str(&format!(
+                "{}: {STOPPED_TEXT} (its log is kept)\n",
+                v.label()
+            )),
+        }
     }
-    for task in record
-        .map(|r| r.never_started.as_slice())
-        .unwrap_or_default()
-    {
-        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
-    }
+    out.push_str(&deleted_lines(record));
     out.push_str(&events_table(&pods, events, now));
     out.push_str(&helper_lines(helpers, tracker.tag(), now));
     let attempt = tracker.attempt();
@@ -444,7 +469,26 @@ pub fn render(
 
 /// How `status` names a task tf-spawner deleted after the verdict without it starting.
 const NEVER_STARTED_TEXT: &str =
-    "never started; its pod (which no node had taken) was deleted by tf-spawner after the verdict";
+    "its pod (which no node had taken) was deleted by tf-spawner after the verdict";
+
+/// `worker-2: never started (Unschedulable: …); its pod … was deleted …`: the tasks
+/// `wait` deleted unstarted, with why when the record says.
+fn deleted_lines(record: Option<&Record>) -> String {
+    let Some(record) = record else {
+        return String::new();
+    };
+    record
+        .never_started
+        .iter()
+        .map(|task| match record.why_not_started(task) {
+            Some(why) => format!(
+                "{task}: never started ({}); {NEVER_STARTED_TEXT}\n",
+                one_line(why)
+            ),
+            None => format!("{task}: never started; {NEVER_STARTED_TEXT}\n"),
+        })
+        .collect()
+}
 
 fn verdict_line(tracker: &Tracker, record: Option<&Record>) -> String {
     match verdict_of(tracker, record) {
@@ -483,12 +527,7 @@ fn without_pods(
         " (remove it with: tf-spawner -d -t {})\n",
         record.map_or("TAG", |r| r.tag.as_str())
     ));
-    for task in record
-        .map(|r| r.never_started.as_slice())
-        .unwrap_or_default()
-    {
-        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
-    }
+    out.push_str(&deleted_lines(record));
     out.push_str(&helper_lines(helpers, tracker.tag(), now));
     out.push_str(&verdict_line(tracker, record));
     out
@@ -643,13 +682,13 @@ mod tests {
             false,
         );
         assert!(
-            text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
+            text.contains("events of the pods that have not started (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
         );
         assert!(!text.contains("worker-5   5s"), "five pods at most: {text}");
         assert!(
             text.contains(
-                "(and 2 more pending pods: their events are in status -o json)\nverdict: Pending\n"
+                "(and 2 more pods not started: their events are in status -o json)\nverdict: Pending\n"
             ),
             "{text}"
         );

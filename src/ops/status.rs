@@ -110,10 +110,12 @@ async fn helpers(cluster: &Cluster, tag: &str) -> Result<Vec<Found>> {
 pub(crate) async fn pending_events(
     cluster: &Cluster,
     tracker: &Tracker,
+    record: Option<&Record>,
 ) -> BTreeMap<String, Vec<PodEvent>> {
+    // A pod stopped before it started keeps telling why (while the events last).
     let pending: BTreeMap<String, Option<i64>> = tracker
         .live()
-        .filter(|v| v.phase == Phase::Pending)
+        .filter(|v| v.phase == Phase::Pending || never_started(v, record).is_some())
         .map(|v| (v.name.clone(), v.created))
         .collect();
     match events::of_pods(cluster, &pending).await {
@@ -126,29 +128,41 @@ pub(crate) async fn pending_events(
     }
 }
 
-/// The run's verdict (its name) and why it failed: the pods', unless they lost the
-/// evidence (all gone, or the verdict would only name a pod stopped or deleted since),
-/// then the one `wait` recorded on the run's ConfigMap.
+/// Why pod `v` never started, when tf-spawner stopped it after the verdict before it
+/// did: what the run's record says (the kubelet's end of the pod hides it), else its
+/// waiting reason while it has not ended.
+pub(crate) fn never_started(v: &PodView, record: Option<&Record>) -> Option<String> {
+    v.stopped_at?;
+    if let Some(why) = record.and_then(|r| r.why_not_started(&v.label())) {
+        return Some(why.to_string());
+    }
+    (!v.started).then(|| {
+        v.waiting
+            .as_ref()
+            .map_or_else(|| "Pending".to_string(), ToString::to_string)
+    })
+}
+
+/// The run's verdict (its name) and why it failed: the one `wait` recorded on the run's
+/// ConfigMap when there is one (the pods, stopped or deleted since, no longer show it,
+/// and while they end they may read Pending: one account, `wait`'s; a restart clears
+/// it), else the pods'.
 pub(crate) fn verdict_of(
     tracker: &Tracker,
     record: Option<&Record>,
 ) -> (&'static str, Option<String>) {
-    let live = (!tracker.is_empty()).then(|| tracker.verdict());
-    let lost = match &live {
-        None => true,
-        Some(Verdict::Failed(f)) => f.kind.is_after_the_fact(),
-        Some(_) => false,
-    };
-    if lost && let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
+    if let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
         return match recorded.split_once(": ") {
             Some(("Failed", why)) => ("Failed", Some(why.to_string())),
             _ if recorded == "Succeeded" => ("Succeeded", None),
             _ => ("Failed", Some(recorded.to_string())),
         };
     }
-    match live {
-        None => ("Unknown", None),
-        Some(Verdict::Failed(f)) => ("Failed", Some(f.to_string())),
-        Some(v) => (v.name(), None),
+    if tracker.is_empty() {
+        return ("Unknown", None);
+    }
+    match tracker.verdict() {
+        Verdict::Failed(f) => ("Failed", Some(f.to_string())),
+        v => (v.name(), None),
     }
 }

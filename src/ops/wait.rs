@@ -436,10 +436,10 @@ async fn after_the_verdict(
     let unfinished = tracker.live().any(|p| !p.state().finished());
     let mut stopped = Stopped::default();
     if unfinished && !wait.keep_running && (!wait.cleanup || wait.save_logs.is_some()) {
-        stopped = stop_step(cluster, wait, &mut problems).await;
+        stopped = stop_step(cluster, wait, tracker, &mut problems).await;
     }
     if !wait.cleanup {
-        record_step(cluster, wait, verdict, &stopped).await;
+        record_step(cluster, wait, (tracker, verdict), &stopped).await;
     }
     if wait.save_logs.is_some() && !stopped.stopped.is_empty() {
         crate::cluster::stop::until_ended(cluster, &wait.tag, STOP_WAIT).await;
@@ -453,10 +453,26 @@ async fn after_the_verdict(
 /// default, and the kubelet's round).
 const STOP_WAIT: Duration = Duration::from_secs(45);
 
-/// The verdict and the tasks deleted unstarted, on the run's ConfigMap: its record.
-async fn record_step(cluster: &Cluster, wait: &Wait, verdict: &str, stopped: &Stopped) {
+/// The verdict, the tasks deleted unstarted and why the tasks stopped or deleted before
+/// they started had not started, on the run's ConfigMap: its record.
+async fn record_step(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, verdict): (&Tracker, &str),
+    stopped: &Stopped,
+) {
     let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
-    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never).await {
+    let ended = |pod: &str| {
+        stopped.stopped.iter().any(|p| p == pod) || stopped.deleted.iter().any(|(p, _)| p == pod)
+    };
+    let unstarted: Vec<(String, String)> = tracker
+        .unstarted()
+        .into_iter()
+        .filter(|(_, pod, _)| ended(pod))
+        .map(|(task, _, why)| (task, why.to_string()))
+        .collect();
+    let why = crate::cluster::record::group_not_started(&unstarted);
+    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never, &why).await {
         output::note(&format!(
             "the verdict is not recorded on the run's ConfigMap: {e:#}"
         ));
@@ -496,22 +512,42 @@ async fn save_logs_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<Strin
 }
 
 /// The run's pods that have not finished are stopped (`cluster::stop`).
-async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) -> Stopped {
+async fn stop_step(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    problems: &mut Vec<String>,
+) -> Stopped {
     match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
         Ok(stopped) => {
-            if !stopped.stopped.is_empty() {
+            // As the follower saw them at the verdict: a pod whose container never ran
+            // (a pull that failed, still being created) has no log to keep.
+            let unstarted: Vec<String> = tracker
+                .unstarted()
+                .into_iter()
+                .map(|(_, pod, _)| pod)
+                .collect();
+            let (never, ran): (Vec<String>, Vec<String>) = stopped
+                .stopped
+                .iter()
+                .cloned()
+                .partition(|p| unstarted.contains(p));
+            if !ran.is_empty() {
                 let _ = output::print(&format!(
                     "stopped {} (kept with {} logs until -d; --keep-running leaves them running)\n",
                     counted(
-                        &stopped.stopped,
+                        &ran,
                         "pod still running after the verdict",
                         "pods still running after the verdict"
                     ),
-                    if stopped.stopped.len() == 1 {
-                        "its"
-                    } else {
-                        "their"
-                    },
+                    if ran.len() == 1 { "its" } else { "their" },
+                ));
+            }
+            if !never.is_empty() {
+                let _ = output::print(&format!(
+                    "stopped {} (no log; kept until -d: tf-spawner status -t {} says why)\n",
+                    counted(&never, "pod that never started", "pods that never started"),
+                    wait.tag,
                 ));
             }
             if !stopped.deleted.is_empty() {

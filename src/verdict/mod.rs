@@ -444,19 +444,8 @@ impl Tracker {
                 (v.name.clone(), State::Failed, failure(kind))
             }
             _ if state == State::Pending && self.cannot_start(v) => {
-                let mut reason = v.waiting.clone().expect("cannot_start implies a reason");
-                // A kubelet of 1.26 or later says the pull error in the back-off's own
-                // message (`Back-off pulling image "x": ErrImagePull: …`): said once.
-                if reason.reason == BACK_OFF
-                    && let Some(pull_error) = self.pull_error_messages.get(&v.name)
-                    && !reason
-                        .message
-                        .as_deref()
-                        .is_some_and(|m| m.contains(pull_error.as_str()))
-                {
-                    let back_off = reason.message.take().unwrap_or_default();
-                    reason.message = Some(format!("{back_off} (last pull error: {pull_error})"));
-                }
+                let reason = v.waiting.clone().expect("cannot_start implies a reason");
+                let reason = self.with_pull_error(&v.name, reason);
                 (
                     v.name.clone(),
                     State::Failed,
@@ -465,6 +454,22 @@ impl Tracker {
             }
             _ => (v.name.clone(), state, None),
         }
+    }
+
+    /// `reason`, and for an `ImagePullBackOff` of pod `name` the last pull error, which
+    /// its message does not carry before kubelet 1.26 (later ones say it: then once).
+    pub(crate) fn with_pull_error(&self, name: &str, mut reason: Reason) -> Reason {
+        if reason.reason == BACK_OFF
+            && let Some(pull_error) = self.pull_error_messages.get(name)
+            && !reason
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains(pull_error.as_str()))
+        {
+            let back_off = reason.message.take().unwrap_or_default();
+            reason.message = Some(format!("{back_off} (last pull error: {pull_error})"));
+        }
+        reason
     }
 
     /// Why `v` is taken away, when that decides its outcome.

@@ -49,6 +49,17 @@ impl Tracker {
         out
     }
 
+    /// The pods that have not started (no container ran) and have not ended, with why
+    /// (their task or pod name, pod name, reason): what the run's record keeps of a
+    /// task tf-spawner stops or deletes after the verdict before it ever ran.
+    pub fn unstarted(&self) -> Vec<(String, String, Reason)> {
+        self.in_task_order()
+            .into_iter()
+            .filter(|v| !v.started && !v.state().finished())
+            .map(|v| (v.label(), v.name.clone(), self.pending_reason(&v.name)))
+            .collect()
+    }
+
     /// Why the pending pod `name` is not running.
     fn pending_reason(&self, name: &str) -> Reason {
         let view = self.pods.get(name).map(|e| e.view());
@@ -57,7 +68,7 @@ impl Tracker {
             .and_then(|v| v.waiting.clone())
             .filter(|w| !(queued && w.reason == SCHEDULING_GATED));
         if let Some(reason) = waiting {
-            return reason;
+            return self.with_pull_error(name, reason);
         }
         let queue = view.and_then(|v| v.queue.as_deref());
         let message = match (queued, queue, view.and_then(|v| v.node.as_deref())) {

@@ -267,7 +267,7 @@ fn status_shows_the_events_of_pending_pods() {
 
     let out = env.run(&["status", "ev"]);
     out.success()
-        .stdout_has("events of the pending pods (newest first):")
+        .stdout_has("events of the pods that have not started (newest first):")
         .stdout_lacks("Started container")
         .stdout_lacks("Successfully assigned");
     let rows: Vec<Vec<&str>> = out

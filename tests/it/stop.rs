@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use kube_testserver::Options;
 use serde_json::{Value, json};
 
-use crate::follow::{exited, running};
+use crate::follow::{exited, running, waiting};
 use crate::shared::kueue;
 use crate::support::{Env, name};
 
@@ -167,9 +167,78 @@ fn a_pod_no_node_has_taken_is_deleted_and_recorded_as_never_started() {
     let status = env.run(&["status", "ns"]);
     status
         .success()
-        .stdout_has("worker-2: never started; its pod (which no node had taken) was deleted by tf-spawner after the verdict")
+        .stdout_has("worker-2: never started (Pending: not scheduled yet); its pod (which no node had taken) was deleted by tf-spawner after the verdict")
         .stdout_has("verdict: Failed — pod ns-worker-1 (worker-1) failed: exit code 2");
     assert!(!status.stdout.contains("was deleted before"), "{status:#?}");
+}
+
+/// A pod on a node whose image cannot be pulled never started: `wait` stops it (kept; no
+/// log promised) and records why on the run's ConfigMap, so `status` tells it the same
+/// way before the kubelet ends the pod and after (when its container status reads a
+/// `ContainerStatusUnknown` 137, which is no exit), and its verdict is wait's, not the
+/// Pending that a pod back in `ErrImagePull` reads as (issue 35, items 3 and 5).
+#[test]
+fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict() {
+    let env = Env::new();
+    env.spawn(&["-t", "pull", "-w", "2"]).success();
+    running(&env, "pull-worker-0");
+    let back_off = "Back-off pulling image \"x:1\": ErrImagePull: failed to pull: no such host";
+    waiting(&env, "pull-worker-1", "ImagePullBackOff", back_off);
+    let out = env.run(&["wait", "-t", "pull"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("stopped 1 pod still running after the verdict: pull-worker-0 (kept with its log")
+        .stdout_has("stopped 1 pod that never started: pull-worker-1 (no log; kept until -d: tf-spawner status -t pull says why)");
+    let verdict = format!(
+        "verdict: Failed — pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: {back_off}\n"
+    );
+    let line = format!(
+        "worker-1: never started (ImagePullBackOff: {back_off}); stopped by tf-spawner after the verdict (no log)\n"
+    );
+    // The kubelet tries the pull again before it ends the pod: ErrImagePull, once.
+    waiting(
+        &env,
+        "pull-worker-1",
+        "ErrImagePull",
+        "failed to pull: no such host",
+    );
+    for kubelet_ended_it in [false, true] {
+        if kubelet_ended_it {
+            env.server.set_pod_status(
+                NS,
+                "pull-worker-1",
+                json!({"phase": "Failed", "reason": "DeadlineExceeded",
+                    "message": "Pod was active on the node longer than the specified deadline",
+                    "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
+                        "image": "x:1", "imageID": "", "started": false,
+                        "state": {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+                            "message": "The container could not be located when the pod was terminated"}}}]}),
+            );
+        }
+        let status = env.run(&["status", "pull"]);
+        status.success().stdout_has(&line).stdout_has(&verdict);
+        assert!(!status.stdout.contains("137"), "{status:#?}");
+        assert!(
+            !status.stdout.contains("worker-1: ErrImagePull"),
+            "{status:#?}"
+        );
+        if kubelet_ended_it {
+            status.stdout_has("Stopped (never started)");
+        }
+        env.run(&["list"]).success().stdout_has("pull   Failed ");
+    }
+    let json: Value =
+        serde_json::from_str(&env.run(&["status", "pull", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["verdict"], "Failed");
+    assert_eq!(json["pods"][1]["exit_code"], Value::Null);
+    assert_eq!(
+        json["pods"][1]["never_started"],
+        format!("ImagePullBackOff: {back_off}")
+    );
+    assert_eq!(json["pods"][0]["never_started"], Value::Null);
+    assert_eq!(
+        json["why_not_started"],
+        json!({"worker-1": format!("ImagePullBackOff: {back_off}")})
+    );
 }
 
 /// Parameter-server strategy: the chief succeeds, the parameter servers and workers
