@@ -608,6 +608,7 @@ mod tests {
                 "index",
                 "message",
                 "name",
+                "never_started",
                 "node",
                 "phase",
                 "queue",

@@ -233,7 +233,8 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
             "progress",
             "recorded_verdict",
             "tag",
-            "verdict"
+            "verdict",
+            "why_not_started"
         ]
     );
     let list = json(&env.run(&["list", "-o", "json"]));
