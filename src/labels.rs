@@ -10,6 +10,9 @@ pub const INDEX_LABEL: &str = "tf-spawner/replica-index";
 /// Marks the objects of one invocation, so that a retried create can recognise its own
 /// object and a rollback never deletes an object another invocation made.
 pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
+/// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
+/// (worker-1) was deleted while it ran`), so `status` says which task it was for.
+pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. It lets
 /// `-d` know whether there is a Secret to delete without reading secrets, which many
 /// credentials may not do.

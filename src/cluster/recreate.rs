@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{EnvVar, Pod};
 use super::Cluster;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NEVER_STARTED_ANNOTATION,
-    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, TF_CONTAINER, VERDICT_ANNOTATION,
-    config_map_name, run_selector,
+    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, RESTARTED_FOR_ANNOTATION, TF_CONTAINER,
+    VERDICT_ANNOTATION, config_map_name, run_selector,
 };
 
 /// The run's task pods as the next attempt re-creates them, by name.
@@ -67,16 +67,17 @@ pub fn template(mut pod: Pod) -> Pod {
 
 /// The pod of `attempt` made from `template`: the attempt in its [`ATTEMPT_LABEL`] and
 /// the TF container's [`ATTEMPT_VAR`], and the restart's `invocation` (so that a retried
-/// create knows its own pod, and a rollback deletes nothing else).
-pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str) -> Pod {
+/// create knows its own pod, and a rollback deletes nothing else), and the failure it
+/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]).
+pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str, cause: &str) -> Pod {
     let mut pod = template.clone();
     let meta = &mut pod.metadata;
     meta.labels
         .get_or_insert_with(Default::default)
         .insert(ATTEMPT_LABEL.to_string(), attempt.to_string());
-    meta.annotations
-        .get_or_insert_with(Default::default)
-        .insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
+    let annotations = meta.annotations.get_or_insert_with(Default::default);
+    annotations.insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
+    annotations.insert(RESTARTED_FOR_ANNOTATION.to_string(), cause.to_string());
     if let Some(spec) = pod.spec.as_mut() {
         let at = spec
             .containers
@@ -107,6 +108,9 @@ pub struct Record {
     pub attempt: u32,
     /// The pods it re-creates, as templates, by name.
     pub templates: Templates,
+    /// The failure it is for (absent in a record of an earlier version).
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
 /// The run's ConfigMap key of a [`Record`].
@@ -249,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
-        let pod = next_attempt(&template(stored()), 2, "second");
+        let pod = next_attempt(&template(stored()), 2, "second", "pod x failed");
         let value = serde_json::to_value(&pod).unwrap();
         let meta = &value["metadata"];
         for field in [

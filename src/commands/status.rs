@@ -32,6 +32,9 @@ pub struct StatusJson {
     /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
     /// restart's number (the highest of its pods').
     pub attempt: u32,
+    /// The failure the latest restart was for (`pod T-worker-1 (worker-1) was deleted
+    /// while it ran`), as the restart line of `wait` said it; else null.
+    pub restarted_for: Option<String>,
     /// The training's progress, from the tail of the deciding task's log (Keras' lines
     /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
     pub progress: Option<show::ProgressJson>,
@@ -197,6 +200,7 @@ pub fn to_json(
         failure,
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
+        restarted_for: restarted_for(tracker).map(String::from),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
@@ -448,8 +452,10 @@ pub fn render(
             .filter(|v| v.attempt == attempt)
             .map(|v| v.label())
             .collect();
+        // As the restart line of `wait` said it: the failure, then what was re-created.
+        let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{c}; "));
         out.push_str(&format!(
-            "attempt: {attempt} (restarted by wait --restarts: {})\n",
+            "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
             restarted.join(", ")
         ));
     }
@@ -465,6 +471,15 @@ pub fn render(
         out.push_str(&format!("{}\n", time.line()));
     }
     out
+}
+
+/// The failure the run's latest restart was for, as its pods say.
+fn restarted_for(tracker: &Tracker) -> Option<&str> {
+    let attempt = tracker.attempt();
+    tracker
+        .live()
+        .filter(|v| attempt > 0 && v.attempt == attempt)
+        .find_map(|v| v.restarted_for.as_deref())
 }
 
 /// How `status` names a task tf-spawner deleted after the verdict without it starting.

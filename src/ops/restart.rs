@@ -65,6 +65,8 @@ impl Default for Restarts {
 struct Restart {
     attempt: u32,
     names: BTreeSet<String>,
+    /// The failure the restart is for: on the new pods, for `status`.
+    cause: String,
     why: String,
     backoff: Duration,
 }
@@ -257,6 +259,7 @@ impl Restarter {
         Some(Restart {
             attempt,
             names,
+            cause: failure.to_string(),
             why: format!("{failure}; {what}"),
             backoff,
         })
@@ -275,6 +278,7 @@ impl Restarter {
         ))?;
         let record = recreate::Record {
             attempt: r.attempt,
+            cause: Some(r.cause.clone()),
             templates: r
                 .names
                 .iter()
@@ -310,7 +314,7 @@ impl Restarter {
             .names
             .iter()
             .filter_map(|n| self.templates.get(n))
-            .map(|t| recreate::next_attempt(t, r.attempt, &invocation))
+            .map(|t| recreate::next_attempt(t, r.attempt, &invocation, &r.cause))
             .collect();
         let ledger = Ledger::for_invocation(&invocation);
         let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);
@@ -394,6 +398,9 @@ async fn unfinished(
     }
     let pending = Restart {
         attempt: record.attempt,
+        cause: record
+            .cause
+            .unwrap_or_else(|| "a restart stopped before its pods were created".to_string()),
         why: format!(
             "taking up the restart that was stopped; re-creating {}",
             listed(&names)
@@ -515,6 +522,7 @@ mod tests {
         Restart {
             attempt,
             names: ["t-worker-0".to_string()].into(),
+            cause: "c".into(),
             why: "w".into(),
             backoff: Duration::ZERO,
         }

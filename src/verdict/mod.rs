@@ -576,14 +576,17 @@ impl Tracker {
             summary.counts.total += 1;
             // A pod that cannot start fails the run, but it is still pending, not
             // finished: count it where its phase is (its reason says why).
+            let view = self.pods.get(name).map(Entry::view);
+            // A pod tf-spawner stopped after the verdict counts as stopped at once, as
+            // `wait` said it, not as running for the seconds it takes to end.
             let counted = match failure {
+                _ if view.is_some_and(PodView::stopping) => State::Stopped,
                 Some(Failure {
                     kind: FailureKind::CannotStart(_),
                     ..
                 }) => State::Pending,
                 _ => *state,
             };
-            let view = self.pods.get(name).map(Entry::view);
             let queued =
                 counted == State::Pending && failure.is_none() && view.is_some_and(|v| v.queued);
             if queued && summary.queue.is_none() {

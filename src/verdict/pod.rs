@@ -12,8 +12,8 @@ use serde::Serialize;
 use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
-    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
-    VOLCANO_QUEUE_ANNOTATION,
+    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER,
+    VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -128,6 +128,9 @@ pub struct PodView {
     /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
     /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
     pub stopped_at: Option<i64>,
+    /// On a pod of a restarted attempt: the failure the restart was for
+    /// ([`RESTARTED_FOR_ANNOTATION`]).
+    pub restarted_for: Option<String>,
 }
 
 impl PodView {
@@ -205,6 +208,11 @@ impl PodView {
                 .and_then(|a| a.get(STOPPED_ANNOTATION))
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
+            restarted_for: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(RESTARTED_FOR_ANNOTATION))
+                .cloned(),
         }
     }
 

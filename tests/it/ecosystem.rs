@@ -232,6 +232,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
             "pods",
             "progress",
             "recorded_verdict",
+            "restarted_for",
             "tag",
             "verdict",
             "why_not_started"

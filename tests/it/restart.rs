@@ -133,14 +133,21 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
             .all(|p| p["attempt"] == 1),
         "{status}"
     );
-    env.run(&["status", "rs"])
-        .success()
-        .stdout_has("attempt: 1 (restarted by wait --restarts: worker-0, worker-1)");
+    // Which task the restart was for, as the restart line said it; the counts add up.
+    assert_eq!(
+        status["restarted_for"],
+        "pod rs-worker-1 (worker-1) was deleted while it ran"
+    );
+    env.run(&["status", "rs"]).success().stdout_has(
+        "attempt: 1 (pod rs-worker-1 (worker-1) was deleted while it ran; re-created by wait --restarts: worker-0, worker-1)",
+    );
     let list = json(&env.run(&["list", "-o", "json"]));
     assert_eq!(list["runs"][0]["attempt"], 1, "{list}");
     env.run(&["list"])
         .success()
-        .stdout_has("Succeeded (attempt 1)");
+        .stdout_has("Succeeded (attempt 1)")
+        .stdout_has("worker 0/2 running, 1 succeeded, 1 stopped by tf-spawner\n");
+    out.stdout_has("stopped 1 pod still running after the verdict: rs-worker-1");
 }
 
 /// `spawn --wait --restarts`: the spawn follows the run to its verdict, restarting it.
