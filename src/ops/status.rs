@@ -144,25 +144,31 @@ pub(crate) fn never_started(v: &PodView, record: Option<&Record>) -> Option<Stri
 }
 
 /// The run's verdict (its name) and why it failed: the one `wait` recorded on the run's
-/// ConfigMap when there is one (the pods, stopped or deleted since, no longer show it,
-/// and while they end they may read Pending: one account, `wait`'s; a restart clears
-/// it), else the pods'.
+/// ConfigMap once the pods no longer tell it (all gone, the verdict would only name a pod
+/// stopped or deleted since, or tf-spawner stopped pods for that verdict: a pod it stopped
+/// before it started may read Pending again, `ErrImagePull`, while it ends), so every
+/// command tells wait's account; else the pods' (a run left running with
+/// `--keep-running` is judged again, `--all-workers` or not). A restart clears it.
 pub(crate) fn verdict_of(
     tracker: &Tracker,
     record: Option<&Record>,
 ) -> (&'static str, Option<String>) {
-    if let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
+    let live = (!tracker.is_empty()).then(|| tracker.verdict());
+    let lost = match &live {
+        None => true,
+        Some(Verdict::Failed(f)) => f.kind.is_after_the_fact(),
+        Some(_) => false,
+    } || tracker.live().any(|v| v.stopped_at.is_some());
+    if lost && let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
         return match recorded.split_once(": ") {
             Some(("Failed", why)) => ("Failed", Some(why.to_string())),
             _ if recorded == "Succeeded" => ("Succeeded", None),
             _ => ("Failed", Some(recorded.to_string())),
         };
     }
-    if tracker.is_empty() {
-        return ("Unknown", None);
-    }
-    match tracker.verdict() {
-        Verdict::Failed(f) => ("Failed", Some(f.to_string())),
-        v => (v.name(), None),
+    match live {
+        None => ("Unknown", None),
+        Some(Verdict::Failed(f)) => ("Failed", Some(f.to_string())),
+        Some(v) => (v.name(), None),
     }
 }
