@@ -390,7 +390,7 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         "run '{}' did not start within {} of its creation (--start-timeout): {}",
         wait.tag,
         humantime_secs(d),
-        crate::verdict::describe_holdups(&tracker.holdups())
+        crate::verdict::start::describe_holdups(&tracker.holdups())
     );
     let record = format!(
         "Failed: did not start (--start-timeout {})",
