@@ -347,6 +347,12 @@ fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
         .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
 }
 
+/// `--run-as-user`: a non-root user id, or one `error:` line naming the flag.
+fn parse_run_as_user(text: &str) -> Result<i64, crate::errors::UsageError> {
+    crate::plan::security::parse_uid(text)
+        .map_err(|e| crate::errors::UsageError::new(format!("--run-as-user {text:?}: {e}")))
+}
+
 /// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.
 fn parse_start_timeout(text: &str) -> Result<Duration, crate::errors::UsageError> {
     match parse_duration(text) {
@@ -486,6 +492,18 @@ pub struct SpawnArgs {
     /// scheduler-plugins-scheduler for coscheduling)
     #[arg(long, value_name = "NAME")]
     pub scheduler_name: Option<String>,
+
+    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
+    /// --volume claim made writable by the group; HOME a writable directory), as a
+    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
+    /// as the same user
+    #[arg(long, value_parser = parse_run_as_user, value_name = "UID")]
+    pub run_as_user: Option<i64>,
+
+    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
+    /// own tasks (every port), for namespaces that deny traffic by default
+    #[arg(long)]
+    pub network_policy: bool,
 
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the

@@ -21,6 +21,8 @@
 //! volume: team-a-output:/output  # --volume CLAIM[:PATH]
 //! tensorboard_image: tensorflow/tensorflow:2.15.0  # tensorboard --image
 //! dir: .                      # --dir, relative to this file's directory
+//! run_as_user: 1000            # --run-as-user (restricted namespaces)
+//! network_policy: true         # --network-policy (namespaces that deny traffic)
 //! ```
 //!
 //! Every key is optional. A value from the file replaces the built-in default (and, for
@@ -63,6 +65,8 @@ pub const KEYS: &[&str] = &[
     "tensorboard_image",
     "start_timeout",
     "dir",
+    "run_as_user",
+    "network_policy",
 ];
 
 /// What the file says; every value is optional.
@@ -94,6 +98,10 @@ pub struct Defaults {
     pub tensorboard_image: Option<String>,
     /// `--dir`, anchored at the file's directory.
     pub dir: Option<PathBuf>,
+    /// `--run-as-user`.
+    pub run_as_user: Option<i64>,
+    /// `--network-policy`.
+    pub network_policy: Option<bool>,
 }
 
 /// Where the file is looked for.
@@ -199,6 +207,16 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
         }
         "keep_running" => {
             defaults.keep_running = Some(value.as_bool().ok_or_else(|| bad("true or false"))?);
+        }
+        "network_policy" => {
+            defaults.network_policy = Some(value.as_bool().ok_or_else(|| bad("true or false"))?);
+        }
+        "run_as_user" => {
+            let text = match value.as_i64() {
+                Some(n) => n.to_string(),
+                None => text()?,
+            };
+            defaults.run_as_user = Some(crate::plan::security::parse_uid(&text).map_err(said)?);
         }
         "restarts" => {
             defaults.restarts =
@@ -362,7 +380,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir, run_as_user, network_policy)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

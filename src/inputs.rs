@@ -60,6 +60,8 @@ pub struct SpawnOptions {
     pub dir: Option<PathBuf>,
     /// The defaults file, when `dir` comes from it (named in its errors).
     pub dir_from: Option<PathBuf>,
+    /// `--run-as-user`, `--network-policy`.
+    pub hardening: crate::plan::security::Hardening,
 }
 
 pub async fn spawn_request(
@@ -124,6 +126,7 @@ pub async fn spawn_request(
         scheduling,
         volume,
         resources: Default::default(),
+        hardening: args.hardening,
     })
 }
 

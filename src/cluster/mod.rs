@@ -20,6 +20,7 @@ use std::fmt;
 use anyhow::Result;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Preconditions};
 use serde::Serialize;
@@ -39,6 +40,8 @@ pub enum Kind {
     Secret,
     /// `--gang`'s PodGroup, of that gang's API.
     PodGroup(Gang),
+    /// `--network-policy`'s NetworkPolicy (`networking.k8s.io/v1`).
+    NetworkPolicy,
 }
 
 impl Kind {
@@ -50,6 +53,7 @@ impl Kind {
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
             Kind::PodGroup(_) => "podgroup",
+            Kind::NetworkPolicy => "networkpolicy",
         }
     }
 
@@ -60,6 +64,7 @@ impl Kind {
             Kind::ConfigMap => "configmaps",
             Kind::Secret => "secrets",
             Kind::PodGroup(_) => "podgroups",
+            Kind::NetworkPolicy => "networkpolicies",
         }
     }
 }
@@ -102,6 +107,9 @@ impl RunObject for ConfigMap {
 }
 impl RunObject for Secret {
     const KIND: Kind = Kind::Secret;
+}
+impl RunObject for NetworkPolicy {
+    const KIND: Kind = Kind::NetworkPolicy;
 }
 impl RunObject for VolcanoPodGroup {
     const KIND: Kind = Kind::PodGroup(Gang::Volcano);

@@ -162,6 +162,21 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| v.clone().into(),
             "(the run's image)",
         ),
+        row(
+            "run_as_user",
+            &settings.run_as_user,
+            |v| (*v).into(),
+            "(the image's user)",
+        ),
+        row(
+            "network_policy",
+            &Sourced {
+                value: Some(settings.network_policy.value),
+                source: settings.network_policy.source.clone(),
+            },
+            |v| (*v).into(),
+            "",
+        ),
     ]
 }
 

@@ -23,7 +23,8 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     }
     check_room(cluster, plan).await?;
     let gangs: Vec<_> = gang.into_iter().collect();
-    let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
+    let policy = plan.network_policy.is_some();
+    let existing = apply::existing(cluster, &plan.tag, &gangs, policy).await?;
     if !existing.is_empty() {
         let shown: Vec<String> = existing.iter().take(3).map(ToString::to_string).collect();
         anyhow::bail!(

@@ -95,6 +95,10 @@ pub(crate) struct Settings {
     pub dir: Sourced<Option<PathBuf>>,
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     pub tensorboard_image: Sourced<Option<String>>,
+    /// `--run-as-user`, if any.
+    pub run_as_user: Sourced<Option<i64>>,
+    /// `--network-policy`.
+    pub network_policy: Sourced<bool>,
     pub output: OutputMode,
     /// `--give-up-after`: how long a follow reconnects to a lost API server.
     pub give_up_after: Sourced<std::time::Duration>,
@@ -206,6 +210,13 @@ impl Settings {
                 file.tensorboard_image.clone().map(Some),
                 None,
             ),
+            run_as_user: pick(
+                flag("run_as_user"),
+                spawn.run_as_user,
+                file.run_as_user.map(Some),
+                None,
+            ),
+            network_policy: pick(flag("network_policy"), true, file.network_policy, false),
             output: OutputMode {
                 quiet: cli.global.quiet,
             },

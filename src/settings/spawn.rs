@@ -44,6 +44,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script_args: args.script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+        hardening: crate::plan::security::Hardening {
+            run_as_user: settings.run_as_user.value,
+            network_policy: settings.network_policy.value,
+        },
     }
 }
 
@@ -88,6 +92,8 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
         (args.gang.is_some(), "--gang"),
         (args.scheduler_name.is_some(), "--scheduler-name"),
         (args.volcano_queue.is_some(), "--volcano-queue"),
+        (args.run_as_user.is_some(), "--run-as-user"),
+        (args.network_policy, "--network-policy"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
