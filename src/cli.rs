@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::settings::parse::{self, Flag};
+
 pub use crate::tag::Tag;
 
-pub use crate::ops::wait::WaitFor;
+pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
@@ -117,14 +119,28 @@ pub struct WaitArgs {
     pub until: WaitFor,
 
     /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
     /// after the run was created, naming the tasks still pending and why; the started
     /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, value_parser = parse_start_timeout, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
+
+    /// A stall: the deciding task (chief, else worker 0) has printed no progress line
+    /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
+    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
+    /// …"), or failing the run with --on-stall fail [default: the config file's
+    /// stall_after, else none]
+    #[arg(long, value_parser = Flag(parse::stall_after), value_name = "DURATION")]
+    pub stall_after: Option<Duration>,
+
+    /// What a stall (--stall-after) does: warn (name it, wait on) or fail (exit 3, the
+    /// unfinished pods stopped as after any verdict, so a run stuck on a dead peer frees
+    /// its GPUs)
+    #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
+    pub on_stall: OnStall,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
     #[arg(long)]
@@ -182,7 +198,7 @@ pub struct LogsArgs {
     pub follow: bool,
 
     /// Only lines newer than this (e.g. 10s, 5m, 1h)
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub since: Option<Duration>,
 
     /// Only the last N lines of each pod
@@ -213,17 +229,23 @@ pub struct CpArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
-    /// What to copy: a path in the run's volume, relative to it or absolute under its
-    /// mount path (e.g. model, /output/model)
-    #[arg(value_name = "REMOTE")]
+    /// [TAG] REMOTE LOCAL: the run's tag (as -t TAG, which it may replace, as for wait,
+    /// logs and status); what to copy, a path in the run's volume, relative to it or
+    /// absolute under its mount path (e.g. model, /output/model); where to put it, a new
+    /// path or an existing directory to copy into
+    #[arg(num_args = 2..=3, required = true, value_name = "[TAG] REMOTE LOCAL")]
+    pub paths: Vec<String>,
+
+    /// REMOTE, from `paths` (`commands/verbs.rs::settle_tag`).
+    #[arg(skip)]
     pub remote: String,
 
-    /// Where to put it: a new path, or an existing directory to copy into
-    #[arg(value_name = "LOCAL")]
+    /// LOCAL, from `paths`.
+    #[arg(skip)]
     pub local: PathBuf,
 
     /// Give up when the helper pod has not started after this long
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
 }
 
@@ -239,7 +261,7 @@ pub struct TensorboardArgs {
 
     /// TensorBoard's image [default: the config file's tensorboard_image, else the
     /// run's image, as cp uses]
-    #[arg(long = "image", id = "tensorboard_image", value_name = "IMAGE")]
+    #[arg(long = "image", id = "tensorboard_image", value_parser = Flag(parse::image), value_name = "IMAGE")]
     pub image: Option<String>,
 
     /// Keep the TensorBoard pod when tf-spawner exits, for the next tensorboard (it
@@ -257,7 +279,7 @@ pub struct TensorboardArgs {
     pub local: bool,
 
     /// Give up when the TensorBoard pod does not serve after this long
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
 }
 
@@ -276,7 +298,7 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
     /// Kubernetes namespace [default: the config file's, else the kubeconfig context's, else "default"]
-    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    #[arg(short = 'n', long, global = true, value_parser = Flag(parse::text), value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
     /// Path to the kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster]
@@ -288,7 +310,7 @@ pub struct ClusterArgs {
     pub context: Option<String>,
 
     /// Time limit of each API request (e.g. 30s, 2m); a request that takes longer is retried
-    #[arg(long, global = true, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "30s", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub request_timeout: Duration,
 
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
@@ -304,63 +326,8 @@ pub struct ClusterArgs {
     /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
     /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
     /// defaults file's give_up_after]
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub give_up_after: Option<Duration>,
-}
-
-/// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
-/// far would overflow the clock's arithmetic.
-pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts; at most
-/// [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = match text.parse::<u64>() {
-        Ok(secs) => Duration::from_secs(secs),
-        Err(_) => humantime::parse_duration(text).map_err(|e| {
-            let e = e.to_string();
-            if e.contains("too large") || e.contains("overflow") {
-                "longer than 100 years".to_string()
-            } else {
-                format!("{e} (examples: 30s, 5m, 1h)")
-            }
-        })?,
-    };
-    if duration > MAX_DURATION {
-        return Err("longer than 100 years".to_string());
-    }
-    Ok(duration)
-}
-
-/// A count that must be at least 1 (`--max-in-flight`).
-fn parse_at_least_one(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_string()),
-        Ok(n) => Ok(n),
-        Err(_) => Err("expected a whole number, at least 1".to_string()),
-    }
-}
-
-/// `--deadline`: a duration, or one `error:` line naming the flag.
-fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
-    parse_duration(text)
-        .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
-}
-
-/// `--run-as-user`: a non-root user id, or one `error:` line naming the flag.
-fn parse_run_as_user(text: &str) -> Result<i64, crate::errors::UsageError> {
-    crate::plan::security::parse_uid(text)
-        .map_err(|e| crate::errors::UsageError::new(format!("--run-as-user {text:?}: {e}")))
-}
-
-/// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.
-fn parse_start_timeout(text: &str) -> Result<Duration, crate::errors::UsageError> {
-    match parse_duration(text) {
-        Ok(d) if d.as_secs() >= 1 => Ok(d),
-        Ok(_) => Err("must be at least 1s".to_string()),
-        Err(e) => Err(e),
-    }
-    .map_err(|e| crate::errors::UsageError::new(format!("--start-timeout {text:?}: {e}")))
 }
 
 #[derive(Debug, Args, Clone)]
@@ -371,11 +338,11 @@ pub struct SpawnArgs {
     pub script: Option<PathBuf>,
 
     /// Number of worker pods (and services)
-    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_name = "N")]
+    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_parser = Flag(parse::workers), value_name = "N")]
     pub workers: u32,
 
     /// gRPC port used in TF_CONFIG, on the containers and on the services
-    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = Flag(parse::port), value_name = "PORT")]
     pub port: u16,
 
     /// Entrypoint script file run with bash instead of `python /script/training-script.py`
@@ -383,7 +350,7 @@ pub struct SpawnArgs {
     pub command: Option<PathBuf>,
 
     /// Pod template (YAML) [default: the config file's pod_file, else the built-in templates/pod.yaml]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_parser = Flag(parse::path), value_name = "FILE")]
     pub pod_file: Option<PathBuf>,
 
     /// Value of the training_attempt label, and prefix of every object name
@@ -399,7 +366,7 @@ pub struct SpawnArgs {
     pub env_file: Option<PathBuf>,
 
     /// Container image [default: the config file's, else the template's, else the pinned TensorFlow image]
-    #[arg(short, long, value_name = "IMAGE")]
+    #[arg(short, long, value_parser = Flag(parse::image), value_name = "IMAGE")]
     pub image: Option<String>,
 
     /// Delete every object labelled training_attempt=TAG in the namespace
@@ -420,7 +387,7 @@ pub struct SpawnArgs {
     pub output: Option<OutputFormat>,
 
     /// Most API requests in flight at once while creating or deleting
-    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse_at_least_one, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse::at_least_one, value_name = "N")]
     pub max_in_flight: usize,
 
     /// After creating the run, wait until every pod is running (exit 3 if one cannot
@@ -430,13 +397,13 @@ pub struct SpawnArgs {
 
     /// With --wait or --local: give up this long (e.g. 90s, 10m) after the command started
     /// (creates or deletes included), with exit code 4
-    #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, requires = "waits", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// With --wait: fail the run (exit 5) unless every task runs or has finished this long
     /// (e.g. 10m) after its creation, naming the tasks still pending and why; the started
     /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, requires = "wait", value_parser = parse_start_timeout, value_name = "DURATION")]
+    #[arg(long, requires = "wait", value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
 
     /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
@@ -456,17 +423,17 @@ pub struct SpawnArgs {
     /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
     /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
     /// DeadlineExceeded
-    #[arg(long, value_parser = parse_deadline, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
     pub deadline: Option<Duration>,
 
     /// The PriorityClass of every pod (priorityClassName)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub priority_class: Option<String>,
 
     /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
     /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
     /// exist, and Kueue must hold the pods
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::queue), value_name = "NAME")]
     pub queue: Option<String>,
 
     /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
@@ -477,7 +444,7 @@ pub struct SpawnArgs {
 
     /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
     /// exist and be open
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub volcano_queue: Option<String>,
 
     /// With --wait: leave the tasks still running when the run fails (by default they
@@ -490,25 +457,26 @@ pub struct SpawnArgs {
 
     /// The schedulerName of every pod (default with --gang: volcano, or
     /// scheduler-plugins-scheduler for coscheduling)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub scheduler_name: Option<String>,
 
     /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
     /// --volume claim made writable by the group; HOME a writable directory), as a
     /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
-    /// as the same user
-    #[arg(long, value_parser = parse_run_as_user, value_name = "UID")]
+    /// as the same user [default: the config file's run_as_user, else the image's user]
+    #[arg(long, value_parser = Flag(parse::uid), value_name = "UID")]
     pub run_as_user: Option<i64>,
 
     /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
-    /// own tasks (every port), for namespaces that deny traffic by default
+    /// own tasks (every port), for namespaces that deny traffic by default [default:
+    /// the config file's network_policy, else false]
     #[arg(long)]
     pub network_policy: bool,
 
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
     /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
-    #[arg(long, value_name = "CLAIM[:PATH]")]
+    #[arg(long, value_parser = Flag(parse::volume), value_name = "CLAIM[:PATH]")]
     pub volume: Option<String>,
 
     #[command(flatten)]
@@ -517,7 +485,7 @@ pub struct SpawnArgs {
     /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
     /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
     /// working directory and on PYTHONPATH; the training script is a file in it
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_parser = Flag(parse::path), value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
     /// Arguments after `--`, passed to the training script unchanged (to the
@@ -534,16 +502,16 @@ pub struct RestartArgs {
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
     /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
     /// [default: the config file's restarts, else 0]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_parser = Flag(parse::restarts), value_name = "N")]
     pub restarts: Option<u32>,
 
     /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
     /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_parser = Flag(parse::restart_on), value_name = "LIST")]
     pub restart_on: Option<RestartOn>,
 
     /// The pause before the first restart, doubled for each next one (at most 5m)
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
 }
 

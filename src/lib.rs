@@ -36,6 +36,7 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod timing;
+pub(crate) mod trainlog;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 
@@ -260,8 +261,7 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 }
 
 async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
-    let defaults = defaults::load().await?;
-    let settings = settings::Settings::load(&cli, &matches, defaults).await?;
+    let settings = settings::Settings::load(&cli, &matches).await?;
     if settings.output.quiet {
         output::silence();
     }

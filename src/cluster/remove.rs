@@ -114,27 +114,8 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
                 }
             }
         };
-        // Every gang's kind, unless the record says which (none, for most runs).
-        let pod_groups = futures::future::join_all(Gang::ALL.into_iter().map(|gang| {
-            let guessing = gangs.is_none();
-            let wanted = gangs.as_ref().is_none_or(|g| g.contains(&gang));
-            let selector = &selector;
-            async move {
-                let result = match wanted {
-                    false => Ok(Vec::new()),
-                    true => with_pod_group_type!(gang, K => {
-                        delete_pod_groups::<K>(cluster, selector, guessing).await
-                    }),
-                };
-                (Kind::PodGroup(gang), result)
-            }
-        }));
-        let policies = async {
-            match policy {
-                Some(false) => Ok(Vec::new()),
-                _ => delete_pod_groups::<NetworkPolicy>(cluster, &selector, policy.is_none()).await,
-            }
-        };
+        let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
+        let policies = delete_network_policy_of_run(cluster, &selector, policy);
         let (secrets, pod_groups, policies) = tokio::join!(secrets, pod_groups, policies);
         (config_maps, record, secrets, (pod_groups, policies))
     };
@@ -169,18 +150,25 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (Kind::Secret, secrets),
         (Kind::NetworkPolicy, policies),
     ];
-    for (kind, result) in kinds.into_iter().chain(pod_groups) {
-        match result {
-            Ok(gone) => {
-                let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
-                names.sort();
-                out.removed
-                    .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
+    out.add(kinds.into_iter().chain(pod_groups));
+    out
+}
+
+impl Deleted {
+    /// Each kind's outcome: its objects removed (sorted by name), or why it failed.
+    fn add(&mut self, kinds: impl Iterator<Item = (Kind, Result<Vec<Gone>, KindFailed>)>) {
+        for (kind, result) in kinds {
+            match result {
+                Ok(gone) => {
+                    let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
+                    names.sort();
+                    self.removed
+                        .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
+                }
+                Err(e) => self.failed.push((kind, e.why)),
             }
-            Err(e) => out.failed.push((kind, e.why)),
         }
     }
-    out
 }
 
 /// One collection DELETE of the run's objects of kind `K`, with retries.
@@ -212,6 +200,38 @@ async fn delete_kind<K: RunObject>(
     }
 }
 
+/// The run's PodGroups of every gang's kind (`Gang::ALL`), unless the record says
+/// which (`gangs`: none, for most runs).
+/// The run's NetworkPolicy, unless its record says it has none (`policy`: what the
+/// ConfigMap says, `None` without a record).
+async fn delete_network_policy_of_run(
+    cluster: &Cluster,
+    selector: &str,
+    policy: Option<bool>,
+) -> Result<Vec<Gone>, KindFailed> {
+    match policy {
+        Some(false) => Ok(Vec::new()),
+        _ => delete_optional::<NetworkPolicy>(cluster, selector, policy.is_none()).await,
+    }
+}
+
+async fn delete_pod_groups_of_run(
+    cluster: &Cluster,
+    selector: &str,
+    gangs: Option<&[Gang]>,
+) -> Vec<(Kind, Result<Vec<Gone>, KindFailed>)> {
+    futures::future::join_all(Gang::ALL.into_iter().map(|gang| async move {
+        let result = match gangs {
+            Some(g) if !g.contains(&gang) => Ok(Vec::new()),
+            _ => with_pod_group_type!(gang, K => {
+                delete_optional::<K>(cluster, selector, gangs.is_none()).await
+            }),
+        };
+        (Kind::PodGroup(gang), result)
+    }))
+    .await
+}
+
 /// The gangs whose PodGroups the run's ConfigMap records: `Some(&[])` for a run without
 /// one, `None` when no ConfigMap of the run was deleted (no record).
 fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<Vec<Gang>> {
@@ -237,10 +257,11 @@ fn network_policy_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> 
     Some(ours.network_policy.is_some())
 }
 
-/// One collection DELETE of a PodGroup kind (or NetworkPolicies). A 404 means the cluster has no such API:
+/// One collection DELETE of a kind a run may not have (a PodGroup kind, NetworkPolicies).
+/// A 404 means the cluster has no such API:
 /// nothing to delete. Without a record of the run's gang (`guessing`), a 403 means the
 /// same for these credentials.
-async fn delete_pod_groups<K: RunObject>(
+async fn delete_optional<K: RunObject>(
     cluster: &Cluster,
     selector: &str,
     guessing: bool,

@@ -7,12 +7,14 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
+use crate::cluster::record::Record;
 use crate::duration::{self, age};
-use crate::ops::status::{pending_events, snapshot};
+use crate::ops::status::{pending_events, verdict_of, with_record};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
-use crate::verdict::{PodView, SCHEDULING_GATED, Tracker, Verdict, one_line};
+use crate::trainlog::{Training, show};
+use crate::verdict::{PodView, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -29,6 +31,17 @@ pub struct StatusJson {
     /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
     /// restart's number (the highest of its pods').
     pub attempt: u32,
+    /// The training's progress, from the tail of the deciding task's log (Keras' lines
+    /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
+    pub progress: Option<show::ProgressJson>,
+    /// The verdict `wait` recorded on the run's ConfigMap (`Succeeded`, `Failed: …`),
+    /// else null. When there is one, `verdict` and `failure` are its.
+    pub recorded_verdict: Option<String>,
+    /// When the run was made (RFC 3339, its ConfigMap's creation), else null.
+    pub created_at: Option<String>,
+    /// Tasks whose pods tf-spawner deleted after the verdict because no node had taken
+    /// them: they never started.
+    pub never_started: Vec<String>,
     pub pods: Vec<PodJson>,
 }
 
@@ -70,6 +83,9 @@ pub struct PodJson {
     pub events: Vec<EventJson>,
     /// The attempt the pod belongs to (its `tf-spawner/attempt` label; 0 without one).
     pub attempt: u32,
+    /// Stopped by tf-spawner after the run's verdict (it ends, or has ended, by its
+    /// lowered `activeDeadlineSeconds`; its log is kept).
+    pub stopped: bool,
 }
 
 /// One event about a pending pod.
@@ -93,21 +109,30 @@ const EVENTS_SHOWN: usize = 5;
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
-    let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let (tracker, record) = with_record(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let record = record.as_ref();
     let events = pending_events(&cluster, &tracker).await;
+    let training = crate::ops::training::tail(&cluster, &tracker).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
-                &events,
+                record,
+                (&events, (&training, settings.stall_after.value)),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
                 args.all_workers,
             );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => render(&tracker, &events, now, args.all_workers),
+        ReportFormat::Table => render(
+            &tracker,
+            record,
+            (&events, (&training, settings.stall_after.value)),
+            now,
+            args.all_workers,
+        ),
     };
     output::print(&text)?;
     Ok(())
@@ -130,22 +155,27 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
-    events: &Events,
+    record: Option<&Record>,
+    (events, (training, stall_after)): (&Events, Progressed),
     (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
 ) -> StatusJson {
-    let verdict = tracker.verdict();
+    let (verdict, failure) = verdict_of(tracker, record);
     StatusJson {
         tag: tag.to_string(),
         namespace: namespace.to_string(),
-        verdict: verdict.name(),
-        failure: match &verdict {
-            Verdict::Failed(f) => Some(f.to_string()),
-            _ => None,
-        },
+        verdict,
+        failure,
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
+        recorded_verdict: record.and_then(|r| r.verdict.clone()),
+        created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
+        never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
+        progress: show::ProgressJson::of(
+            training,
+            stalled(tracker, training, stall_after, now).is_some(),
+        ),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -173,6 +203,7 @@ pub fn to_json(
                         .get(&v.name)
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
+                    stopped: v.stopped_at.is_some(),
                 }
             })
             .collect(),
@@ -235,16 +266,59 @@ fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
     out
 }
 
+/// The training's progress and the stall bound (`stall_after`), if any.
+pub type Progressed<'a> = (&'a Training, Option<std::time::Duration>);
+
+/// `no progress since 21:03:12 UTC (--stall-after 30m)` when the deciding task, still
+/// running, printed a progress line and none for longer than the bound.
+fn stalled(
+    tracker: &Tracker,
+    training: &Training,
+    bound: Option<std::time::Duration>,
+    now: i64,
+) -> Option<String> {
+    let bound = bound?;
+    let last = training.last_at? / 1000;
+    let running = crate::ops::training::deciding(tracker).is_some_and(|p| !p.state().finished());
+    let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
+    (running && !training.finished() && quiet > bound.as_secs())
+        .then(|| crate::ops::wait::stalled_text(training, bound))
+}
+
+/// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`.
+fn progress_line(training: &Training, now: i64) -> String {
+    let mut text = show::line(training, None);
+    if let Some(last) = training.last_at {
+        let ago = u64::try_from(now.saturating_sub(last / 1000)).unwrap_or(0);
+        text.push_str(&format!(" (last progress {} ago)", age(ago)));
+    }
+    text
+}
+
 /// The table, the reasons of pods that are stuck, the pending pods' events and the
 /// verdict line.
-pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -> String {
+pub fn render(
+    tracker: &Tracker,
+    record: Option<&Record>,
+    (events, (training, stall_after)): (&Events, Progressed),
+    now: i64,
+    all_workers: bool,
+) -> String {
     let pods = tracker.in_task_order();
-    let rows: Vec<Vec<String>> = pods
+    if pods.is_empty() {
+        return without_pods(tracker, record, now);
+    }
+    let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
+    let mut rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
             // As kubectl: a pod being deleted is Terminating, whatever its phase.
             let shown = if v.terminating {
                 "Terminating"
+            } else if v.state() == State::Stopped {
+                "Stopped"
+            } else if v.stopping() {
+                "Stopping"
             } else {
                 v.shown_phase().as_str()
             };
@@ -279,13 +353,22 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
             ]
         })
         .collect();
-    let mut out = output::table(
-        &[
-            "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED",
-            "ENDED", "DURATION",
-        ],
-        &rows,
-    );
+    let mut header = vec![
+        "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED", "ENDED",
+        "DURATION",
+    ];
+    // The PROGRESS column only when the deciding task printed some.
+    if !training.is_empty() {
+        header.push("PROGRESS");
+        for (row, v) in rows.iter_mut().zip(&pods) {
+            row.push(if Some(v.name.as_str()) == deciding {
+                show::short(training)
+            } else {
+                "-".into()
+            });
+        }
+    }
+    let mut out = output::table(&header, &rows);
     for v in &pods {
         // A gate says nothing new; a gang scheduler's reason does.
         if v.terminated.is_none()
@@ -295,6 +378,18 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
         {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
+    }
+    for v in pods.iter().filter(|v| v.stopped_at.is_some()) {
+        out.push_str(&format!(
+            "{}: {STOPPED_TEXT} (its log is kept)\n",
+            v.label()
+        ));
+    }
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
+        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
     }
     out.push_str(&events_table(&pods, events, now));
     let attempt = tracker.attempt();
@@ -309,14 +404,60 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
             restarted.join(", ")
         ));
     }
-    let verdict = tracker.verdict();
-    match &verdict {
-        Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
-        v => out.push_str(&format!("verdict: {}\n", v.name())),
+    if !training.is_empty() {
+        let mut line = progress_line(training, now);
+        if let Some(since) = stalled(tracker, training, stall_after, now) {
+            line.push_str(&format!("; {since}"));
+        }
+        out.push_str(&format!("progress: {line}\n"));
     }
+    out.push_str(&verdict_line(tracker, record));
     if let Some(time) = timing::of_run(tracker, all_workers) {
         out.push_str(&format!("{}\n", time.line()));
     }
+    out
+}
+
+/// How `status` names a task tf-spawner deleted after the verdict without it starting.
+const NEVER_STARTED_TEXT: &str =
+    "never started; its pod (which no node had taken) was deleted by tf-spawner after the verdict";
+
+fn verdict_line(tracker: &Tracker, record: Option<&Record>) -> String {
+    match verdict_of(tracker, record) {
+        (name, Some(why)) => format!("verdict: {name} — {why}\n"),
+        (name, None) => format!("verdict: {name}\n"),
+    }
+}
+
+/// A run whose pods are all gone: what its record says.
+fn without_pods(tracker: &Tracker, record: Option<&Record>, now: i64) -> String {
+    let mut out = String::from("no pods left");
+    if let Some(r) = record {
+        out.push_str("; the run's ConfigMap remains");
+        if let Some(created) = r.created {
+            let ago = age(u64::try_from(now.saturating_sub(created)).unwrap_or(0));
+            out.push_str(&format!(", made {ago} ago"));
+        }
+        if let Some(sizes) = &r.sizes {
+            let tasks: Vec<String> = sizes.tasks().map(|t| t.id()).collect();
+            out.push_str(&format!(
+                " for {} tasks ({})",
+                tasks.len(),
+                tasks.join(", ")
+            ));
+        }
+    }
+    out.push_str(&format!(
+        " (remove it with: tf-spawner -d -t {})\n",
+        record.map_or("TAG", |r| r.tag.as_str())
+    ));
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
+        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
+    }
+    out.push_str(&verdict_line(tracker, record));
     out
 }
 
@@ -333,9 +474,15 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json =
-            serde_json::to_value(to_json(&t, &Events::new(), ("t", "ns"), 1704067260, false))
-                .unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            None,
+            (&Events::new(), (&Training::default(), None)),
+            ("t", "ns"),
+            1704067260,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -367,6 +514,7 @@ mod tests {
                 "restarts",
                 "role",
                 "started_at",
+                "stopped",
                 "terminating"
             ]
         );
@@ -381,7 +529,13 @@ mod tests {
     fn table_ends_with_the_verdict() {
         let mut t = Tracker::new("t", false);
         t.replace(vec![view(pod("worker-0", "Running"))]);
-        let text = render(&t, &Events::new(), 1704067200 + 5, false);
+        let text = render(
+            &t,
+            None,
+            (&Events::new(), (&Training::default(), None)),
+            1704067200 + 5,
+            false,
+        );
         assert!(text.starts_with("NAME "), "{text}");
         assert!(
             text.contains("t-worker-0   worker-0   Running   0/1"),
@@ -417,7 +571,13 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, &events, now, false);
+        let text = render(
+            &t,
+            None,
+            (&events, (&Training::default(), None)),
+            now,
+            false,
+        );
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
@@ -429,7 +589,15 @@ mod tests {
             ),
             "{text}"
         );
-        let json = serde_json::to_value(to_json(&t, &events, ("t", "ns"), now, false)).unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            None,
+            (&events, (&Training::default(), None)),
+            ("t", "ns"),
+            now,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["pods"][6]["events"][0]["count"], 3);
         assert_eq!(
             json["pods"][0]["events"][1]["last_seen"],

@@ -10,6 +10,7 @@
 //! operation after a peer failed; left running they hold their CPUs and GPUs, and a
 //! Kueue pod group holds its quota until no pod of it is running.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
 use tokio::sync::watch;
 
+use crate::cluster::stop::Stopped;
 use crate::cluster::{Cluster, pod_logs};
 use crate::errors::{
     EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
@@ -24,6 +26,7 @@ use crate::errors::{
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
+use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
 
 /// Lines of the failed pod's log shown with the failure.
@@ -38,6 +41,23 @@ pub enum WaitFor {
     Start,
     /// The run has succeeded or failed
     End,
+}
+
+/// `--on-stall`: what a stall does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnStall {
+    /// Name it (the training line, then the report) and go on waiting
+    Warn,
+    /// Fail the run: exit 3, the unfinished pods stopped as after any verdict
+    Fail,
+}
+
+/// `--stall-after` and `--on-stall`: no progress line from the deciding task for
+/// `after` (once it has printed one) is a stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub after: Duration,
+    pub on: OnStall,
 }
 
 /// One wait.
@@ -60,6 +80,8 @@ pub struct Wait {
     pub max_in_flight: usize,
     /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart.rs`).
     pub restarts: super::restart::Restarts,
+    /// `--stall-after` and `--on-stall`, if a bound is set.
+    pub stall: Option<Stall>,
 }
 
 enum Done {
@@ -73,6 +95,8 @@ enum Outcome {
     Timeout(Duration),
     /// `--start-timeout` passed with a task not running yet.
     NotStarted(Duration),
+    /// No progress line for `--stall-after`, with `--on-stall fail`.
+    Stalled(Duration),
     Signal(u8),
 }
 
@@ -98,21 +122,37 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     restarter.resume(cluster, &bounds).await?;
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
-        let outcome = follow(cluster, wait, &mut tracker).await?;
+        let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
             continue;
         }
-        return report(cluster, wait, &tracker, outcome).await;
+        return report(cluster, wait, (&tracker, &training), outcome).await;
     }
 }
 
-/// Follows the run with progress until it is done, the timeout, or a signal.
-async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result<Outcome> {
-    let mut progress = Progress::new();
+/// How long, after the verdict, the deciding task's log may take to deliver its last
+/// progress lines (the stream ends with the container; this is a bound).
+const PROGRESS_DRAIN: Duration = Duration::from_secs(3);
+
+/// Follows the run with progress until it is done, the timeout, or a signal; the
+/// training's progress read from the deciding task's log meanwhile (`ops/training.rs`).
+async fn follow(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+) -> Result<(Outcome, Training)> {
+    let progress = RefCell::new(Progress::new());
     let until = wait.until;
     let (seen, seen_by_timer) = watch::channel(StartSeen::default());
+    let (deciding, deciding_rx) = watch::channel(None::<PodView>);
+    let (training_tx, mut training) = watch::channel(Training::default());
+    let mut reader = tokio::spawn(super::training::follow(
+        cluster.clone(),
+        deciding_rx,
+        training_tx,
+    ));
     let outcome = {
         let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
             if t.is_empty() {
@@ -125,7 +165,13 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
                 };
                 seen.send_if_modified(|s| std::mem::replace(s, now) != now);
             }
-            progress.show(t);
+            let pod = super::training::deciding(t).cloned();
+            deciding.send_if_modified(|s| {
+                let changed = *s != pod;
+                *s = pod;
+                changed
+            });
+            progress.borrow_mut().show(t);
             let verdict = t.verdict();
             if verdict.is_final() {
                 Some(Done::Final(verdict))
@@ -135,6 +181,7 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
                 None
             }
         });
+        let shown = show_training(&mut training, &progress, wait.stall);
         let deadline = async {
             match wait.timeout {
                 Some(d) => {
@@ -149,10 +196,76 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
             d = deadline => Ok(Outcome::Timeout(d)),
             d = start_timer(wait.start_timeout, seen_by_timer) => Ok(Outcome::NotStarted(d)),
             code = signals::stop_requested() => Ok(Outcome::Signal(code)),
+            d = shown => Ok(Outcome::Stalled(d)),
         }
     };
+    // After a verdict the deciding task's log delivers its last lines, for the report.
+    if matches!(outcome, Ok(Outcome::Done(Done::Final(_)))) {
+        let _ = tokio::time::timeout(PROGRESS_DRAIN, &mut reader).await;
+    }
+    reader.abort();
+    let last = training.borrow().clone();
+    // What arrived after the follow ended is shown too: the line ends as the log did.
+    let mut progress = progress.into_inner();
+    progress.show_training(&last);
     progress.finish();
-    outcome
+    outcome.map(|o| (o, last))
+}
+
+/// Shows the training's progress as it changes; with a stall bound, names a stall (no
+/// new progress line for that long, counted from the last one read, once there was
+/// one, while the training is not finished) and, with `--on-stall fail`, resolves with
+/// the bound. Never resolves otherwise.
+async fn show_training(
+    training: &mut watch::Receiver<Training>,
+    progress: &RefCell<Progress>,
+    stall: Option<Stall>,
+) -> Duration {
+    let mut last: Option<Instant> = None;
+    let mut open = true;
+    loop {
+        let stall_at = stall.zip(last).map(|(s, at)| (s, at + s.after));
+        let timer = async {
+            match stall_at {
+                Some((_, at)) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = training.changed(), if open => {
+                open = changed.is_ok();
+                let now = training.borrow_and_update().clone();
+                if open && !now.is_empty() {
+                    last = Some(Instant::now());
+                }
+                progress.borrow_mut().show_training(&now);
+            }
+            () = timer => {
+                let Some((s, _)) = stall_at else { continue };
+                let now = training.borrow().clone();
+                last = None;
+                if now.finished() {
+                    continue;
+                }
+                if s.on == OnStall::Fail {
+                    return s.after;
+                }
+                progress.borrow_mut().show_stall(&now, &stalled_text(&now, s.after));
+            }
+        }
+    }
+}
+
+/// `no progress since 21:03:12 UTC (for 30m; --stall-after 30m)`.
+pub fn stalled_text(training: &Training, after: Duration) -> String {
+    let since = training.last_at.map_or_else(
+        || "its start".to_string(),
+        |ms| crate::duration::clock(ms / 1000),
+    );
+    format!(
+        "no progress since {since} (--stall-after {})",
+        humantime::format_duration(after)
+    )
 }
 
 /// `--start-timeout`: resolves with `limit` once that long has passed since the run's
@@ -181,7 +294,12 @@ async fn start_timer(limit: Option<Duration>, mut seen: watch::Receiver<StartSee
 }
 
 /// What the outcome prints, after saving logs and cleaning up as asked.
-async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outcome) -> Result<()> {
+async fn report(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training): (&Tracker, &Training),
+    outcome: Outcome,
+) -> Result<()> {
     let tag = wait.tag.as_str();
     let ns = cluster.namespace();
     match outcome {
@@ -200,10 +318,13 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker, "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
                 output::print(&format!("{}\n", time.line()))?;
+            }
+            if let Some(line) = show::report(training) {
+                output::print(&format!("{line}\n"))?;
             }
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
@@ -212,7 +333,10 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             if let Some(time) = crate::timing::of_run(tracker, false) {
                 output::print(&format!("{}\n", time.line()))?;
             }
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            if let Some(line) = show::report(training) {
+                output::print(&format!("{line}\n"))?;
+            }
+            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {failure}")).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
@@ -221,8 +345,17 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
         Outcome::NotStarted(d) => not_started(cluster, wait, tracker, d).await,
+        Outcome::Stalled(d) => {
+            let message = format!(
+                "run '{tag}' made no progress: {} (--on-stall fail); the last: {}",
+                stalled_text(training, d),
+                show::live(training)
+            );
+            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {message}")).await;
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+        }
         Outcome::Timeout(d) => {
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_end(cluster, wait).await;
             Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
         }
     }
@@ -237,7 +370,11 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         humantime_secs(d),
         crate::verdict::describe_holdups(&tracker.holdups())
     );
-    let after = after_the_verdict(cluster, wait, tracker).await;
+    let record = format!(
+        "Failed: did not start (--start-timeout {})",
+        humantime_secs(d)
+    );
+    let after = after_the_verdict(cluster, wait, tracker, &record).await;
     Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
@@ -283,25 +420,53 @@ fn humantime_secs(d: Duration) -> String {
     crate::duration::age(d.as_secs())
 }
 
-/// After a verdict: `--save-logs`, then the pods still unfinished are stopped (unless
-/// `--keep-running`, or `--cleanup` deletes them all anyway), then `--cleanup`. Every
-/// problem is reported, none stops the others.
-async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+/// After a verdict: the pods still unfinished are stopped and kept (unless
+/// `--keep-running`, or `--cleanup` without `--save-logs` deletes them all anyway), the
+/// verdict is recorded on the run's ConfigMap, then `--save-logs` (once the stopped pods
+/// have ended, so their last lines are in), then `--cleanup`. Every problem is reported,
+/// none stops the others.
+async fn after_the_verdict(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    verdict: &str,
+) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    save_logs_step(cluster, wait, tracker, &mut problems).await;
     // Pods the follower saw unfinished at the verdict; none: no request at all.
     let unfinished = tracker.live().any(|p| !p.state().finished());
-    if unfinished && !wait.keep_running && !wait.cleanup {
-        stop_step(cluster, wait, &mut problems).await;
+    let mut stopped = Stopped::default();
+    if unfinished && !wait.keep_running && (!wait.cleanup || wait.save_logs.is_some()) {
+        stopped = stop_step(cluster, wait, &mut problems).await;
     }
+    if !wait.cleanup {
+        record_step(cluster, wait, verdict, &stopped).await;
+    }
+    if wait.save_logs.is_some() && !stopped.stopped.is_empty() {
+        crate::cluster::stop::until_ended(cluster, &wait.tag, STOP_WAIT).await;
+    }
+    save_logs_step(cluster, wait, &mut problems).await;
     cleanup_step(cluster, wait, &mut problems).await;
     joined(problems)
 }
 
+/// How long `--save-logs` waits for the stopped pods to end (their grace period, 30 s by
+/// default, and the kubelet's round).
+const STOP_WAIT: Duration = Duration::from_secs(45);
+
+/// The verdict and the tasks deleted unstarted, on the run's ConfigMap: its record.
+async fn record_step(cluster: &Cluster, wait: &Wait, verdict: &str, stopped: &Stopped) {
+    let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
+    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never).await {
+        output::note(&format!(
+            "the verdict is not recorded on the run's ConfigMap: {e:#}"
+        ));
+    }
+}
+
 /// After a time-out (no verdict: nothing is stopped): `--save-logs`, then `--cleanup`.
-async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+async fn after_the_end(cluster: &Cluster, wait: &Wait) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    save_logs_step(cluster, wait, tracker, &mut problems).await;
+    save_logs_step(cluster, wait, &mut problems).await;
     cleanup_step(cluster, wait, &mut problems).await;
     joined(problems)
 }
@@ -314,14 +479,14 @@ fn joined(problems: Vec<String>) -> Result<()> {
     }
 }
 
-async fn save_logs_step(
-    cluster: &Cluster,
-    wait: &Wait,
-    tracker: &Tracker,
-    problems: &mut Vec<String>,
-) {
+async fn save_logs_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
     if let Some(dir) = &wait.save_logs {
-        match save_logs(cluster, tracker, dir).await {
+        // A fresh look: the pods stopped since the verdict have ended.
+        let saved = match super::status::snapshot(cluster, &wait.tag, wait.all_workers).await {
+            Ok(tracker) => save_logs(cluster, &tracker, dir).await,
+            Err(e) => Err(e),
+        };
+        match saved {
             Ok(saved) => {
                 let _ = output::print(&format!("saved {saved} pod logs in {}\n", dir.display()));
             }
@@ -331,24 +496,54 @@ async fn save_logs_step(
 }
 
 /// The run's pods that have not finished are stopped (`cluster::stop`).
-async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
-    const SHOWN: usize = 8;
+async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) -> Stopped {
     match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
-        Ok(stopped) if stopped.is_empty() => {}
         Ok(stopped) => {
-            let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
-            if stopped.len() > SHOWN {
-                names.push_str(", …");
+            if !stopped.stopped.is_empty() {
+                let _ = output::print(&format!(
+                    "stopped {} (kept with {} logs until -d; --keep-running leaves them running)\n",
+                    counted(
+                        &stopped.stopped,
+                        "pod still running after the verdict",
+                        "pods still running after the verdict"
+                    ),
+                    if stopped.stopped.len() == 1 {
+                        "its"
+                    } else {
+                        "their"
+                    },
+                ));
             }
-            let _ = output::print(&format!(
-                "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
-                stopped.len(),
-                if stopped.len() == 1 { "" } else { "s" },
-                wait.tag,
-            ));
+            if !stopped.deleted.is_empty() {
+                let tasks: Vec<String> = stopped.deleted.iter().map(|(_, t)| t.clone()).collect();
+                let _ = output::print(&format!(
+                    "deleted {} (no node had taken {}: no log)\n",
+                    counted(
+                        &tasks,
+                        "task that never started",
+                        "tasks that never started"
+                    ),
+                    if tasks.len() == 1 { "it" } else { "them" },
+                ));
+            }
+            stopped
         }
-        Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
+        Err(e) => {
+            problems.push(format!("stopping the unfinished pods failed: {e:#}"));
+            Stopped::default()
+        }
     }
+}
+
+/// `2 pods still running after the verdict: a, b` (the first few names).
+fn counted(names: &[String], one: &str, many: &str) -> String {
+    const SHOWN: usize = 8;
+    let mut shown = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        shown.push_str(", …");
+    }
+    let what = if names.len() == 1 { one } else { many };
+    format!("{} {what}: {shown}", names.len())
 }
 
 async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {

@@ -31,12 +31,13 @@ pub struct Hardening {
 /// 2147483647).
 pub fn parse_uid(text: &str) -> Result<i64, String> {
     match text.trim().parse::<i64>() {
-        Ok(0) => Err(
-            "0 is root, which a restricted namespace refuses; give a non-root user id such as 1000"
-                .to_string(),
-        ),
+        Ok(0) => Err(format!(
+            "{text:?} is root, which a restricted namespace refuses; give a non-root user id such as 1000"
+        )),
         Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
-        _ => Err("expected a user id from 1 to 2147483647, such as 1000".to_string()),
+        _ => Err(format!(
+            "{text:?} is not a user id from 1 to 2147483647 (such as 1000)"
+        )),
     }
 }
 

@@ -254,11 +254,11 @@ fn run_as_user_comes_from_the_defaults_file_and_refuses_root_in_one_line() {
     for (args, needle) in [
         (
             &["--run-as-user", "0"][..],
-            "error: --run-as-user \"0\": 0 is root",
+            "error: --run-as-user \"0\" is root",
         ),
         (
             &["--run-as-user", "me"][..],
-            "error: --run-as-user \"me\": expected a user id",
+            "error: --run-as-user \"me\" is not a user id",
         ),
         (&["--local", "--run-as-user", "1000"][..], "--run-as-user"),
         (&["--local", "--network-policy"][..], "--network-policy"),
@@ -275,7 +275,8 @@ fn run_as_user_comes_from_the_defaults_file_and_refuses_root_in_one_line() {
         "bad",
         script.to_str().unwrap(),
     ]));
-    out.failure(2).stderr_has("key 'run_as_user': 0 is root");
+    out.failure(2)
+        .stderr_has("key 'run_as_user': \"0\" is root");
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod local;
 mod logs;
 mod outage;
 mod perf;
+mod progress;
 mod queues;
 mod resources;
 mod restart;

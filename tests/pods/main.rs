@@ -14,6 +14,7 @@ mod lifecycle;
 mod outage;
 mod restart;
 mod run;
+mod stop;
 mod streams;
 mod support;
 mod tensorflow;
