@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
+use crate::labels::{
+    HELPER_LABEL, KEEP_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, SESSIONS_ANNOTATION,
+};
 use crate::plan::OutputVolume;
 
 /// The port TensorBoard serves on in its pod, on the pod's loopback only: kube's
@@ -221,6 +223,81 @@ impl Sessions {
 
     pub fn leave(&mut self, me: &str) {
         self.0.remove(me);
+    }
+}
+
+/// A helper pod of a run as `status` and `list` show it: what it is for, its phase, and
+/// how it ends (issue 35: nothing the tool started runs on unseen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub name: String,
+    /// `cp`, `tensorboard` (the label's value, whatever it is).
+    pub kind: String,
+    /// The API's phase, or `Terminating` for a pod being deleted (as kubectl).
+    pub phase: String,
+    /// Creation time, seconds since the epoch.
+    pub created: Option<i64>,
+    /// Kept by `tensorboard --keep`.
+    pub keep: bool,
+    /// `tensorboard` sessions heard from lately.
+    pub sessions: usize,
+    /// When the kubelet ends it at the latest (`cp`'s deadline), seconds since the epoch.
+    pub deadline: Option<i64>,
+}
+
+impl Found {
+    /// The helper pod `pod` of run `tag`, if it is one (its helper label).
+    pub fn of(pod: &Pod, now: u64) -> Option<Found> {
+        let meta = &pod.metadata;
+        let kind = meta.labels.as_ref()?.get(HELPER_LABEL)?.clone();
+        let annotation = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k));
+        let status = pod.status.as_ref();
+        let phase = match (
+            &meta.deletion_timestamp,
+            status.and_then(|s| s.phase.clone()),
+        ) {
+            (Some(_), _) => "Terminating".to_string(),
+            (None, phase) => phase.unwrap_or_else(|| "Pending".into()),
+        };
+        let started = status
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.as_second());
+        let deadline = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        Some(Found {
+            name: meta.name.clone().unwrap_or_default(),
+            keep: annotation(KEEP_ANNOTATION).is_some_and(|v| v == "true"),
+            sessions: Sessions::parse(annotation(SESSIONS_ANNOTATION).map(String::as_str))
+                .others_alive("", now),
+            deadline: started.zip(deadline).map(|(s, d)| s + d),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            kind,
+            phase,
+        })
+    }
+
+    /// How it ends, for run `tag`: `deleted when …`, `stays …`.
+    pub fn ends(&self, tag: &str) -> String {
+        let by_hand = format!("tf-spawner -d -t {tag} deletes it");
+        match (self.phase.as_str(), self.kind.as_str()) {
+            ("Terminating", _) => "being deleted".to_string(),
+            ("Succeeded" | "Failed", _) => format!("ended; {by_hand}"),
+            (_, "tensorboard") if self.keep => format!("stays (tensorboard --keep); {by_hand}"),
+            (_, "tensorboard") if self.sessions > 0 => format!(
+                "deleted when the last tensorboard session using it ends ({} now)",
+                self.sessions
+            ),
+            (_, "tensorboard") => format!(
+                "no tensorboard session uses it now: the next session's end deletes it, or {by_hand}"
+            ),
+            (_, "cp") => match self.deadline {
+                Some(at) => format!(
+                    "deleted when its copy ends; its deadline ends it by {} at the latest",
+                    crate::duration::clock(at)
+                ),
+                None => "deleted when its copy ends".to_string(),
+            },
+            _ => by_hand,
+        }
     }
 }
 

@@ -75,6 +75,12 @@ pub fn whole_run_selector(tag: &str) -> String {
     format!("{RUN_LABEL}={tag}")
 }
 
+/// The label selector that finds the helper pods of run `tag` (`cp`, `tensorboard`):
+/// what `status` shows beside the run's tasks.
+pub fn helper_selector(tag: &str) -> String {
+    format!("{RUN_LABEL}={tag},{HELPER_LABEL}")
+}
+
 /// On the run's ConfigMap: `--volume`'s claim and mount path, `CLAIM:PATH`, so that `cp`
 /// and `tensorboard` find the run's volume from its tag.
 pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
