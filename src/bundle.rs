@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
@@ -73,7 +73,13 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
                 shown_path(script)
             ))
         })?;
-    let script_rel = slash_path(&script_rel);
+    let script_rel = slash_path(&script_rel).ok_or_else(|| {
+        UsageError::new(format!(
+            "the training script's path in --dir {shown} is not valid UTF-8; rename it (a pod's command is text)"
+        ))
+    })?;
+    let root_dir =
+        std::fs::File::open(&root).with_context(|| format!("--dir {shown}: cannot be read"))?;
     let mut tar = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::default()));
     let (mut read, mut files, mut biggest) = (0u64, 0usize, (0u64, PathBuf::new()));
     let mut shipped_script = false;
@@ -91,7 +97,13 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
             continue;
         }
         let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        let file = open_walked(&root_dir, rel, entry.ino()).map_err(|why| {
+            anyhow!(
+                "--dir {shown}: {} {why}; nothing was shipped",
+                rel.display()
+            )
+        })?;
+        let len = file.len;
         read = read.saturating_add(len);
         if len > biggest.0 {
             biggest = (len, rel.to_path_buf());
@@ -100,10 +112,14 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
         if read > MAX_INPUT_BYTES {
             return Err(over(format!("more than {MAX_INPUT_BYTES} bytes of files")).into());
         }
-        tar.append_path_with_name(entry.path(), rel)
-            .with_context(|| format!("packing {}", entry.path().display()))?;
+        append_exactly(&mut tar, rel, file).map_err(|why| {
+            anyhow!(
+                "--dir {shown}: {} {why}; nothing was shipped",
+                rel.display()
+            )
+        })?;
         files = files.saturating_add(1);
-        shipped_script |= slash_path(rel) == script_rel;
+        shipped_script |= slash_path(rel).is_some_and(|p| p == script_rel);
         if tar.get_ref().get_ref().len() > limit {
             return Err(over(format!("more than {limit} bytes compressed")).into());
         }
@@ -135,6 +151,119 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     })
 }
 
+/// A file of DIR opened for packing: the very file the walk saw (same device and inode,
+/// never a symlink's target, never a FIFO that blocks the open), and its size then.
+struct Opened {
+    file: std::fs::File,
+    meta: std::fs::Metadata,
+    len: u64,
+}
+
+/// Opens `rel` under DIR (`root`, opened once) one component at a time, none of them
+/// followed if it is a symlink (`openat` with `O_NOFOLLOW`; `O_NONBLOCK` too, so a FIFO
+/// put in the file's place cannot hang the spawn): nothing outside DIR can be reached,
+/// even when a directory of it is swapped for a symlink while it is packed. Then `fstat`
+/// checks that it is the regular file the walk saw (its inode, `ino`). The error says
+/// why, for one line.
+fn open_walked(root: &std::fs::File, rel: &Path, ino: Option<u64>) -> Result<Opened, String> {
+    use rustix::fd::AsFd;
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::fs::MetadataExt;
+    let swapped = || "was replaced while it was packed (by a link or another file)".to_string();
+    let parts: Vec<_> = rel.components().collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return Err(swapped());
+    };
+    let nofollow = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir: Option<rustix::fd::OwnedFd> = None;
+    for part in dirs {
+        let at = dir.as_ref().map_or(root.as_fd(), |d| d.as_fd());
+        let next = rustix::fs::openat(
+            at,
+            part.as_os_str(),
+            nofollow | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(|_| swapped())?;
+        dir = Some(next);
+    }
+    let at = dir.as_ref().map_or(root.as_fd(), |d| d.as_fd());
+    let fd = rustix::fs::openat(
+        at,
+        last.as_os_str(),
+        nofollow | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP => swapped(),
+        e => format!("cannot be read ({e})"),
+    })?;
+    let file = std::fs::File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    if !meta.is_file() || ino.is_some_and(|ino| ino != meta.ino()) {
+        return Err(swapped());
+    }
+    let len = meta.len();
+    Ok(Opened { file, meta, len })
+}
+
+/// Appends the opened file under `rel` with the size `fstat` gave when it was opened,
+/// copying exactly that many bytes: a file that shrank, grew or was rewritten meanwhile
+/// is refused (a header whose size the data does not match would corrupt the archive).
+fn append_exactly<W: Write>(
+    tar: &mut tar::Builder<W>,
+    rel: &Path,
+    opened: Opened,
+) -> Result<(), String> {
+    use std::io::Read;
+    let Opened { file, meta, len } = opened;
+    let changed =
+        || "changed while it was packed (pack again when nothing writes to it)".to_string();
+    let mut header = tar::Header::new_gnu();
+    header.set_metadata_in_mode(&meta, tar::HeaderMode::Complete);
+    header.set_size(len);
+    let mut data = Exact {
+        inner: (&file).take(len),
+        left: len,
+    };
+    tar.append_data(&mut header, rel, &mut data)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => changed(),
+            _ => format!("cannot be packed ({e})"),
+        })?;
+    let mut more = [0u8; 1];
+    let grew = (&file)
+        .read(&mut more)
+        .map_err(|e| format!("cannot be read ({e})"))?
+        > 0;
+    let after = file
+        .metadata()
+        .map_err(|e| format!("cannot be read ({e})"))?;
+    if grew || after.len() != len || after.modified().ok() != meta.modified().ok() {
+        return Err(changed());
+    }
+    Ok(())
+}
+
+/// A reader of exactly `left` bytes: ends early with `UnexpectedEof`.
+struct Exact<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Exact<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.left > 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.left = self.left.saturating_sub(n as u64);
+        Ok(n)
+    }
+}
+
 fn too_big(shown: &str, size: String, biggest: &Path, len: u64, limit: usize) -> UsageError {
     UsageError::new(format!(
         "--dir {shown} packs to {size} (its largest file: {} with {len} bytes); the run's ConfigMap holds at most {limit}: exclude data and checkpoints in {shown}/{IGNORE_FILE} (.gitignore rules), or bake the code into an image (-i) or put it on a volume",
@@ -142,11 +271,13 @@ fn too_big(shown: &str, size: String, biggest: &Path, len: u64, limit: usize) ->
     ))
 }
 
-fn slash_path(path: &Path) -> String {
+/// `path` with `/` between its components; `None` when it is not UTF-8 (a lossy
+/// conversion would name another file).
+fn slash_path(path: &Path) -> Option<String> {
     path.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
+        .map(|c| c.as_os_str().to_str())
+        .collect::<Option<Vec<_>>>()
+        .map(|parts| parts.join("/"))
 }
 
 /// Unpacks a bundle into `into` (for `--local`: the same files a pod gets).
@@ -234,6 +365,109 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not inside --dir"), "{e}");
+    }
+
+    fn ino(p: &Path) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Some(std::fs::symlink_metadata(p).unwrap().ino())
+    }
+
+    /// What the walk saw is what is opened: a file swapped for a symlink (to a secret
+    /// outside DIR), a directory above it swapped for one, or another file in its place
+    /// is refused; the file itself opens.
+    #[test]
+    fn a_file_is_opened_only_as_the_walk_saw_it() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(secret.path(), b"hunter2").unwrap();
+        std::fs::create_dir_all(d.path().join("sub")).unwrap();
+        let file = d.path().join("sub/train.py");
+        std::fs::write(&file, b"pass\n").unwrap();
+        let root = std::fs::File::open(d.path()).unwrap();
+        let rel = Path::new("sub/train.py");
+        let walked = ino(&file);
+        let opened = open_walked(&root, rel, walked).unwrap();
+        assert_eq!(opened.len, 5);
+
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(secret.path(), &file).unwrap();
+        let e = open_walked(&root, rel, walked).err().unwrap();
+        assert!(e.contains("was replaced while it was packed"), "{e}");
+
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, b"pass\n").unwrap();
+        let e = open_walked(&root, rel, walked).err().unwrap();
+        assert!(e.contains("was replaced"), "a new file in its place: {e}");
+
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::hard_link(secret.path(), outside.path().join("train.py")).unwrap();
+        std::fs::rename(d.path().join("sub"), d.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("sub")).unwrap();
+        let e = open_walked(&root, rel, ino(secret.path())).err().unwrap();
+        assert!(
+            e.contains("was replaced"),
+            "a directory became a symlink: {e}"
+        );
+    }
+
+    /// The header's size is the size at the open and exactly that is copied: a file that
+    /// grows or shrinks meanwhile is refused, never shipped as a corrupt archive.
+    #[test]
+    fn a_file_that_changes_while_packed_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::File::open(d.path()).unwrap();
+        let path = d.path().join("log.txt");
+        for change in [
+            |p: &Path| {
+                let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+                f.write_all(b"more").unwrap();
+            },
+            |p: &Path| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .unwrap()
+                    .set_len(3)
+                    .unwrap();
+            },
+        ] {
+            std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
+            let opened = open_walked(&root, Path::new("log.txt"), ino(&path)).unwrap();
+            change(&path);
+            let mut tar = tar::Builder::new(Vec::new());
+            let e = append_exactly(&mut tar, Path::new("log.txt"), opened).unwrap_err();
+            assert!(e.contains("changed while it was packed"), "{e}");
+        }
+        std::fs::write(&path, b"steady").unwrap();
+        let opened = open_walked(&root, Path::new("log.txt"), ino(&path)).unwrap();
+        let mut tar = tar::Builder::new(Vec::new());
+        append_exactly(&mut tar, Path::new("log.txt"), opened).unwrap();
+        let bytes = tar.into_inner().unwrap();
+        let mut a = tar::Archive::new(&bytes[..]);
+        let mut entry = a.entries().unwrap().next().unwrap().unwrap();
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut entry, &mut got).unwrap();
+        assert_eq!(got, "steady");
+    }
+
+    /// A symlink in DIR (to a file outside) is never followed by the pack; a script
+    /// whose name is not UTF-8 is refused, not renamed lossily.
+    #[tokio::test]
+    async fn symlinks_are_not_shipped_and_a_non_utf8_script_name_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let secret = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(secret.path(), b"hunter2").unwrap();
+        std::fs::write(d.path().join("train.py"), b"pass\n").unwrap();
+        std::os::unix::fs::symlink(secret.path(), d.path().join("key.txt")).unwrap();
+        let b = pack(d.path(), &d.path().join("train.py"), 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(listing(&b.archive), ["train.py"]);
+        let odd = d.path().join(std::ffi::OsStr::from_bytes(b"tr\xffin.py"));
+        std::fs::write(&odd, b"pass\n").unwrap();
+        let e = pack(d.path(), &odd, 1 << 20).await.unwrap_err().to_string();
+        assert!(e.contains("is not valid UTF-8; rename it"), "{e}");
     }
 
     /// The plan with `--dir` and arguments: the archive in `binaryData`, counted; one

@@ -38,14 +38,16 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
             continue;
         }
         let line = line.strip_prefix("export ").map_or(line, str::trim_start);
+        // The line's text is never shown: a pasted token is a typical mistake here.
         let Some((key, value)) = line.split_once('=') else {
-            return Err(format!("{at}: expected KEY=VALUE, found {:?}", clip(line)));
+            return Err(format!(
+                "{at}: expected KEY=VALUE, found a line without '=' (its text is not shown: it may be a secret)"
+            ));
         };
         let key = key.trim();
-        if !is_env_name(key) {
+        if let Some(problem) = env_name_problem(key) {
             return Err(format!(
-                "{at}: {:?} is not a valid variable name (letters, digits, '_', '-' and '.', not starting with a digit)",
-                clip(key)
+                "{at}: the variable name {problem} (letters, digits, '_', '-' and '.', not starting with a digit, not '.' or '..'; the name is not shown)"
             ));
         }
         if RESERVED.contains(&key) {
@@ -64,11 +66,34 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
     Ok(vars)
 }
 
-/// Kubernetes' (strict) rule for environment variable names: `[-._a-zA-Z][-._a-zA-Z0-9]*`.
+/// Kubernetes' (strict) rule for environment variable names, as the API server checks
+/// them (`IsEnvVarName` in apimachinery's `util/validation`): `[-._a-zA-Z][-._a-zA-Z0-9]*`,
+/// and not `.`, `..` nor starting with `..` (`hasChDirPrefix`, which the Secret's keys of
+/// an env file obey too).
 pub fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || "-._".contains(c))
-        && chars.all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    env_name_problem(name).is_none()
+}
+
+/// What is wrong with `name` as an environment variable name, in words that do not
+/// repeat it (it may be part of a secret).
+fn env_name_problem(name: &str) -> Option<String> {
+    let Some(first) = name.chars().next() else {
+        return Some("is empty".to_string());
+    };
+    if name == "." || name == ".." || name.starts_with("..") {
+        return Some("is '.' or '..' or starts with '..'".to_string());
+    }
+    if first.is_ascii_digit() {
+        return Some("starts with a digit".to_string());
+    }
+    name.chars()
+        .position(|c| !(c.is_ascii_alphanumeric() || "-._".contains(c)))
+        .map(|at| {
+            format!(
+                "has a character that is not allowed (character {})",
+                at.saturating_add(1)
+            )
+        })
 }
 
 /// The value of `KEY=VALUE` (trimmed): unquoted up to an inline comment, or quoted.
@@ -88,25 +113,16 @@ fn value_of(raw: &str) -> Result<&str, String> {
         if after.is_empty() || after.starts_with('#') {
             return Ok(&rest[..end]);
         }
-        return Err(format!(
-            "unexpected {:?} after the closing quote (only a # comment may follow)",
-            clip(after)
-        ));
+        return Err(
+            "text after the closing quote (only a # comment may follow; the value is not shown)"
+                .to_string(),
+        );
     }
     let end = raw
         .char_indices()
         .find(|&(at, c)| c == '#' && raw[..at].ends_with([' ', '\t']))
         .map_or(raw.len(), |(at, _)| at);
     Ok(raw[..end].trim_end())
-}
-
-/// Keeps error messages one readable line, whatever the input.
-fn clip(s: &str) -> String {
-    const MAX: usize = 40;
-    match s.char_indices().nth(MAX) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -167,7 +183,7 @@ mod tests {
         );
         assert_eq!(
             err(b"A=\"x\" y\n"),
-            "env:1: A: unexpected \"y\" after the closing quote (only a # comment may follow)"
+            "env:1: A: text after the closing quote (only a # comment may follow; the value is not shown)"
         );
     }
 
@@ -203,11 +219,13 @@ mod tests {
     fn errors_name_file_and_line() {
         assert_eq!(
             err(b"A=1\nnot a pair\n"),
-            "env:2: expected KEY=VALUE, found \"not a pair\""
+            "env:2: expected KEY=VALUE, found a line without '=' (its text is not shown: it may be a secret)"
         );
-        assert!(err(b"1A=x").starts_with("env:1: \"1A\" is not a valid variable name"));
-        assert!(err(b"A B=x").starts_with("env:1: \"A B\" is not a valid"));
-        assert!(err(b"=x").starts_with("env:1: \"\" is not a valid"));
+        assert!(err(b"1A=x").starts_with("env:1: the variable name starts with a digit"));
+        assert!(err(b"A B=x").starts_with(
+            "env:1: the variable name has a character that is not allowed (character 2)"
+        ));
+        assert!(err(b"=x").starts_with("env:1: the variable name is empty"));
         assert_eq!(
             err(b"\nTF_CONFIG={}"),
             "env:2: TF_CONFIG is set by tf-spawner for every task and cannot be overridden"
@@ -218,8 +236,41 @@ mod tests {
         );
     }
 
+    /// The API server refuses `.`, `..` and names starting with `..` (`hasChDirPrefix`):
+    /// refused here, before anything is created. `.a` and `a..b` are fine.
     #[test]
-    fn long_lines_are_clipped_in_errors() {
+    fn dot_and_dot_dot_are_refused_as_the_api_server_refuses_them() {
+        for key in [".", "..", "..a"] {
+            let e = err(format!("{key}=1\n").as_bytes());
+            assert!(
+                e.starts_with("env:1: the variable name is '.' or '..'"),
+                "{e}"
+            );
+        }
+        assert_eq!(ok(".a=1\na..b=2\n"), pairs(&[(".a", "1"), ("a..b", "2")]));
+    }
+
+    /// An error names the file, the line and the kind of mistake, never the line's text:
+    /// a pasted token (a line without '=', a key with a space, text after a quote) stays
+    /// out of CI logs.
+    #[test]
+    fn errors_never_echo_the_text() {
+        let token = "ghp_SECRETTOKEN1234567890abcdef";
+        for text in [
+            token.to_string(),
+            format!("{token} x=1"),
+            format!("1{token}=1"),
+            format!("A=\"x\" {token}"),
+            format!("A={token}\n{token}"),
+        ] {
+            let e = err(text.as_bytes());
+            assert!(e.starts_with("env:"), "{e}");
+            assert!(!e.contains("SECRET") && !e.contains("ghp"), "{e}");
+        }
+    }
+
+    #[test]
+    fn long_lines_give_short_errors() {
         let line = "x".repeat(100_000);
         let e = err(line.as_bytes());
         assert!(e.len() < 120, "{e}");

@@ -126,7 +126,8 @@ pub async fn spawn_request(
 }
 
 /// `--volume CLAIM[:PATH]`, checked: a claim name the API server accepts, an absolute
-/// path that is not the script's directory.
+/// path that is neither in nor at a directory tf-spawner mounts itself
+/// ([`crate::plan::OWNED_MOUNTS`]).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
     let (claim, path) = match text.split_once(':') {
         Some((claim, path)) => (claim, path),
@@ -145,10 +146,12 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
         )));
     }
     let path = path.trim_end_matches('/').to_string();
-    if path == crate::plan::SCRIPT_DIR || path.starts_with(&format!("{}/", crate::plan::SCRIPT_DIR))
+    if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
+        .into_iter()
+        .find(|(owned, _)| path == *owned || path.starts_with(&format!("{owned}/")))
     {
         return Err(UsageError::new(format!(
-            "--volume {text:?}: {path} is where the script is mounted; choose another path"
+            "--volume {text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
         )));
     }
     Ok(OutputVolume {

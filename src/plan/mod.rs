@@ -73,6 +73,13 @@ pub struct OutputVolume {
     pub path: String,
 }
 
+/// The directories tf-spawner mounts in the TF container, and what: `--volume` may not
+/// mount a claim at or inside one (it would hide the script, or the `--dir` unpacking
+/// would write into the user's claim).
+pub const OWNED_MOUNTS: [(&str, &str); 2] = [
+    (SCRIPT_DIR, "the script"),
+    (WORK_DIR, "the --dir directory it unpacks"),
+];
 /// Where `--volume` mounts the claim when no PATH is given.
 pub const DEFAULT_OUTPUT_PATH: &str = "/output";
 /// The name of `--volume`'s volume in every pod.
@@ -603,10 +610,11 @@ fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c:
         .clone()
         .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
         .or_else(|| Some(DEFAULT_IMAGE.to_string()));
-    c.command = Some(tf_command(req));
+    c.command = Some(tf_command(req).iter().map(|w| kubelet_literal(w)).collect());
     // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
-    // the entrypoint, as "$@") gets them unchanged.
-    c.args = (!req.script_args.is_empty()).then(|| req.script_args.clone());
+    // the entrypoint, as "$@") gets them unchanged, once escaped for the kubelet.
+    c.args = (!req.script_args.is_empty())
+        .then(|| req.script_args.iter().map(|a| kubelet_literal(a)).collect());
 
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
@@ -699,6 +707,14 @@ fn tf_command(req: &SpawnRequest) -> Vec<String> {
     let mut command = vec!["python".into(), "-c".into(), UNPACK_AND_EXEC.into()];
     command.extend(run);
     command
+}
+
+/// `word` escaped for the kubelet, which expands `$(VAR)` and `$$` in a container's
+/// `command` and `args` (`third_party/forked/golang/expansion`: `$$` is a literal `$`):
+/// every `$` doubled, so the process gets `word` as typed, as `--local` passes it. Never
+/// applied to `TF_CONFIG`, whose `$(TF_SPAWNER_CLUSTER)` is meant to be expanded.
+pub fn kubelet_literal(word: &str) -> String {
+    word.replace('$', "$$")
 }
 
 /// Sets `name` to `value` in the container, replacing the template's.

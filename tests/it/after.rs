@@ -115,10 +115,26 @@ fn a_bad_volume_is_a_usage_error_before_any_request() {
         ("out:relative", "must be an absolute directory"),
         ("out:/", "must be an absolute directory"),
         ("out:/a/../b", "must be an absolute directory"),
-        ("out:/script", "is where the script is mounted"),
+        (
+            "out:/script",
+            "/script is where tf-spawner mounts the script",
+        ),
+        (
+            "out:/script/sub/",
+            "/script is where tf-spawner mounts the script",
+        ),
+        (
+            "out:/tf-spawner-work",
+            "/tf-spawner-work is where tf-spawner mounts the --dir directory",
+        ),
+        (
+            "out:/tf-spawner-work/out",
+            "/tf-spawner-work is where tf-spawner mounts the --dir directory",
+        ),
     ] {
         let out = env.spawn(&["--volume", value]);
         out.failure(2).stderr_has(says);
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     }
     assert!(env.server.requests().is_empty());
 }
@@ -179,6 +195,10 @@ fn cp_refuses_paths_outside_the_volume_and_existing_destinations() {
     env.run(&["cp", "-t", "c", "model/../../etc", "x"])
         .failure(1)
         .stderr_has("'..' is not allowed");
+    // An empty REMOTE is a mistake (a variable that was not set), not the whole volume.
+    let out = env.run(&["cp", "-t", "c", "", "x"]);
+    out.failure(2).stderr_has("error: REMOTE is empty");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     env.write("taken", "mine");
     env.run(&["cp", "-t", "c", "model", "taken"])
         .failure(1)

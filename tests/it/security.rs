@@ -247,3 +247,40 @@ fn env_file_values_never_appear_in_any_output() {
         assert!(!pod.to_string().contains(PLANTED));
     }
 }
+
+/// An env file's mistakes are reported by file, line and kind, never by their text: a
+/// pasted token (a line without `=`, text after a closing quote, a key with a space)
+/// stays out of CI logs. Keys the API server refuses (`.`, `..`) are refused before
+/// anything is created.
+#[test]
+fn env_file_errors_name_the_line_never_its_text() {
+    let env = Env::new();
+    let script = env.script();
+    let s = script.to_str().unwrap();
+    for (text, said) in [
+        (format!("A=1\n{PLANTED}\n"), "bad.env:2: expected KEY=VALUE"),
+        (
+            format!("A='x' {PLANTED}\n"),
+            "bad.env:1: A: text after the closing quote",
+        ),
+        (
+            format!("{PLANTED} x=1\n"),
+            "bad.env:1: the variable name has a character that is not allowed",
+        ),
+        (
+            "..=1\n".to_string(),
+            "bad.env:1: the variable name is '.' or '..'",
+        ),
+        (
+            ".=1\n".to_string(),
+            "bad.env:1: the variable name is '.' or '..'",
+        ),
+    ] {
+        let file = env.write("bad.env", &text);
+        let out = env.run(&["-t", "envs", "-e", file.to_str().unwrap(), s]);
+        out.failure(2).stderr_has(said);
+        no_leak(&out);
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert_eq!(env.server.object_count(), 0);
+}

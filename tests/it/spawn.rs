@@ -507,7 +507,7 @@ fn arguments_after_double_dash_are_the_containers_args() {
     let env = Env::new();
     let script = env.script();
     let script = script.to_str().unwrap();
-    let odd = "it's \"quoted\" $HOME; rm -rf /";
+    let odd = "it's \"quoted\" `x`; rm -rf /";
     let args = ["--epochs", "3", odd];
     let mut all = vec!["-w", "1", "-t", "ar", script, "--"];
     all.extend(args);
@@ -556,6 +556,86 @@ fn arguments_after_double_dash_are_the_containers_args() {
     env.spawn(&["-w", "1", "-t", "na"]).success();
     let pod = env.server.get("pods", "default", "na-worker-0").unwrap();
     assert!(pod["spec"]["containers"][0].get("args").is_none());
+}
+
+/// Every `$` of the arguments after `--` (of the script or of a `-c` entrypoint) and of a
+/// script path under `--dir` is stored doubled: the kubelet's expansion of `$(VAR)` and
+/// `$$` in `command` and `args` then gives the process what was typed, never a variable
+/// of the pod (the run's Secret, TF_SPAWNER_CLUSTER). TF_CONFIG keeps its one reference,
+/// which is meant to be expanded.
+#[test]
+fn dollars_reach_the_process_as_typed_not_expanded_by_the_kubelet() {
+    let env = Env::new();
+    let secrets = env.write("s.env", "SECRET_KEY=hunter2\n");
+    let code = env.path("code");
+    std::fs::create_dir_all(&code).unwrap();
+    let script = code.join("tr$(HOME)a$$in.py");
+    std::fs::write(&script, "pass\n").unwrap();
+    let typed = [
+        "a$$b",
+        "$(TF_SPAWNER_CLUSTER)",
+        "$(SECRET_KEY)",
+        "$HOME",
+        "x$",
+    ];
+    let (code, script) = (code.to_str().unwrap(), script.to_str().unwrap());
+    let secrets = secrets.to_str().unwrap();
+    let mut all = vec![
+        "-w", "1", "-t", "dl", "-e", secrets, "--dir", code, script, "--",
+    ];
+    all.extend(typed);
+    env.run(&all).success();
+    // What a kubelet would make of the stored words, with the pod's variables defined.
+    let defined = [
+        ("SECRET_KEY", "hunter2"),
+        ("TF_SPAWNER_CLUSTER", "{\"worker\": []}"),
+        ("HOME", "/root"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let words = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_string())
+            .collect()
+    };
+    let pod = env.server.get("pods", "default", "dl-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    let escaped: Vec<String> = typed.iter().map(|a| a.replace('$', "$$")).collect();
+    assert_eq!(words(&c["args"]), escaped);
+    let run: Vec<String> = words(&c["args"])
+        .iter()
+        .map(|a| crate::support::expand(a, &defined))
+        .collect();
+    assert_eq!(run, typed);
+    let command = words(&c["command"]);
+    let path = command.last().unwrap();
+    assert_eq!(path, "/tf-spawner-work/tr$$(HOME)a$$$$in.py");
+    assert_eq!(
+        crate::support::expand(path, &defined),
+        "/tf-spawner-work/tr$(HOME)a$$in.py"
+    );
+    assert!(
+        env_var(&pod, "TF_CONFIG")
+            .unwrap()
+            .starts_with("{\"cluster\":$(TF_SPAWNER_CLUSTER),"),
+        "{pod}"
+    );
+    assert_eq!(env.tf_config(&pod)["task"]["type"], "worker");
+
+    let entry = env.write(
+        "entry.sh",
+        "exec python /script/training-script.py \"$@\"\n",
+    );
+    let plain = env.script();
+    let mut all = vec!["-w", "1", "-t", "de", "-c", entry.to_str().unwrap()];
+    all.extend([plain.to_str().unwrap(), "--"]);
+    all.extend(typed);
+    env.run(&all).success();
+    let pod = env.server.get("pods", "default", "de-worker-0").unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(words(&c["command"]), ["bash", "/script/entrypoint.sh"]);
+    assert_eq!(words(&c["args"]), escaped);
 }
 
 /// `--dir` ships the script's directory (what the ignore files exclude left out) in the

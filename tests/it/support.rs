@@ -24,7 +24,7 @@ mod output;
 
 #[path = "../common/env_expansion.rs"]
 mod env_expansion;
-use env_expansion::expand;
+pub use env_expansion::expand;
 pub use output::Output;
 
 impl Env {
