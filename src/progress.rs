@@ -28,7 +28,7 @@ fn role_name(summary: &RoleSummary) -> &'static str {
     summary.role.map_or("(other)", |r| r.as_str())
 }
 
-/// `2/4 running, 1 queued in team-gpu, 1 pending, 1 succeeded, 1 failed`: running of
+/// `2/4 running, 1 queued in team-gpu, 1 on a lost node, 1 pending, 1 succeeded, 1 failed`: running of
 /// the total, then the counts that are not zero (also `list`'s cell).
 pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
     let mut parts = vec![format!("{}/{} running", c.running, c.total)];
@@ -39,6 +39,7 @@ pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
         });
     }
     for (n, what) in [
+        (c.lost, "on a lost node"),
         (c.pending, "pending"),
         (c.succeeded, "succeeded"),
         (c.failed, "failed"),

@@ -65,6 +65,8 @@ impl Default for Restarts {
 struct Restart {
     attempt: u32,
     names: BTreeSet<String>,
+    /// Of `names`, the pods on a node that stopped reporting: deleted at once.
+    lost: BTreeSet<String>,
     why: String,
     backoff: Duration,
 }
@@ -223,9 +225,15 @@ impl Restarter {
             }
         };
         let backoff = backoff(self.options.backoff, attempt);
+        let lost = tracker
+            .on_lost_nodes()
+            .into_iter()
+            .filter(|n| names.contains(n))
+            .collect();
         Some(Restart {
             attempt,
             names,
+            lost,
             why: format!("{failure}; {what}"),
             backoff,
         })
@@ -242,8 +250,14 @@ impl Restarter {
             r.why,
             r.attempt,
         ))?;
+        if !r.lost.is_empty() {
+            output::print(&format!(
+                "run {tag}: force-deleting {} (its node stopped reporting: no kubelet will confirm a graceful deletion)\n",
+                listed(&r.lost)
+            ))?;
+        }
         let work = async {
-            pods::delete_pods(cluster, tag, &r.names, bounds.max_in_flight).await?;
+            pods::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
         };
         match bounded(bounds, work).await {
@@ -420,6 +434,7 @@ mod tests {
         Restart {
             attempt,
             names: ["t-worker-0".to_string()].into(),
+            lost: BTreeSet::new(),
             why: "w".into(),
             backoff: Duration::ZERO,
         }

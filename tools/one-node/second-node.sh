@@ -1,5 +1,5 @@
 #!/bin/bash
-# second-node.sh start|stop|kill|status - a second node for the running one-node cluster of
+# second-node.sh start|kill|cut|stop|status - a second node for the running one-node cluster of
 # TF_SPAWNER_ONE_NODE_VERSION (1.36 by default, or 1.20), so that a node can fail under a run
 # while another one is there to take it (tests/pods/nodes.rs).
 #
@@ -13,10 +13,14 @@
 #           tf-spawner.test/second-node=true:NoSchedule and the label
 #           tf-spawner.test/second-node=true: only pods that tolerate the taint land there.
 #           Waits until the node is Ready and the node-lifecycle controller untainted it.
-#   kill    SIGKILL its kubelet only, as when a node is cut off: its containers keep running,
-#           the node stops reporting; the node-lifecycle controller marks it NotReady/Unknown
-#           after its grace period. `start` brings the kubelet back.
-#   stop    everything of the second node: its kubelet, its containers, containerd, mounts,
+#   kill    the node dies: its kubelet is SIGKILLed and its pods' processes are frozen (the
+#           cgroup v1 freezer on its cgroup root): nothing of it runs or writes any more, as on
+#           a machine that lost power; the node stops reporting and the node-lifecycle
+#           controller marks it Unknown after its grace period. `start` thaws and restarts.
+#   cut     the node is cut off: its kubelet is SIGKILLed, its containers keep running (and
+#           reach the other node's pods: the bridge is shared), as in a network partition that
+#           leaves the pods' own network alone.
+#   stop    everything of the second node (thawed first): its kubelet, its containers, containerd, mounts,
 #           network namespaces, cgroups, its Node object (with its pods) and /etc/hosts line.
 #   status  the PIDs of its kubelet and containerd, and the node's Ready condition.
 # Needs the first node running (start.sh). Progress on stderr.
@@ -63,7 +67,24 @@ stop_daemon() { # NAME PATTERN SIGNAL
   rm -f "$PIDS/$1.pid"
 }
 
+FREEZER=/sys/fs/cgroup/freezer/${NODE2_CGROUP_ROOT#/}
+freeze() { # FROZEN|THAWED: the second node's pods' processes, all at once
+  [ -f "$FREEZER/freezer.state" ] || return 0
+  echo "$1" >"$FREEZER/freezer.state"
+  for _ in $(seq 1 50); do [ "$(cat "$FREEZER/freezer.state")" = "$1" ] && return 0; sleep 0.1; done
+  die "$FREEZER/freezer.state did not become $1"
+}
+kill_kubelet() {
+  local pid
+  pid=$(pid_of kubelet "$KUBELET_PAT") || die "the second node's kubelet is not running"
+  kill -KILL "$pid"
+  while [ -e "/proc/$pid" ]; do sleep 0.1; done
+  rm -f "$PIDS/kubelet.pid"
+  echo "$pid"
+}
+
 start() {
+  freeze THAWED
   PIDS=$RUN/pids pid_of kubelet "$CP/bin/kubelet " >/dev/null \
     || die "the v$ONE_NODE_VERSION one-node cluster is not running: start it first (tools/one-node/start.sh)"
   mkdir -p "$PIDS" "$LOGS" "$CNI_CONF" "$IPAM_DIR" "$CONTAINERD_STATE" "$CONTAINERD_ROOT" "$KUBELET_ROOT"
@@ -102,6 +123,7 @@ start() {
 
 stop() {
   local tasks containers t c ns m top
+  freeze THAWED
   stop_daemon kubelet "$KUBELET_PAT" TERM
   if [ -S "$CONTAINERD_SOCK" ] && ctr_k8s version >/dev/null 2>&1; then
     tasks=$(ctr_k8s tasks ls -q 2>/dev/null)
@@ -140,15 +162,17 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   kill)
-    pid=$(pid_of kubelet "$KUBELET_PAT") || die "the second node's kubelet is not running"
-    kill -KILL "$pid"
-    while [ -e "/proc/$pid" ]; do sleep 0.1; done
-    rm -f "$PIDS/kubelet.pid"
+    pid=$(kill_kubelet)
+    freeze FROZEN
+    log "killed the kubelet of $NODE2 (pid $pid) and froze its pods' processes"
+    ;;
+  cut)
+    pid=$(kill_kubelet)
     log "killed the kubelet of $NODE2 (pid $pid); its containers keep running"
     ;;
   status)
     echo "kubelet: $(pid_of kubelet "$KUBELET_PAT" || echo none), containerd: $(pid_of containerd "$CONTAINERD_PAT" || echo none)," \
       "node $NODE2 Ready: $(kubectl_admin get node "$NODE2" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo absent)"
     ;;
-  *) die "usage: $0 start|stop|kill|status" ;;
+  *) die "usage: $0 start|kill|cut|stop|status" ;;
 esac
