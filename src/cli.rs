@@ -15,7 +15,7 @@ pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
-pub use crate::verdict::restart::RestartOn;
+pub use crate::verdict::retryable::RestartOn;
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_PORT: u16 = 1999;

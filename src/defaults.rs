@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use crate::errors::UsageError;
 use crate::files::{self, Limit};
-use crate::inputs::name_problem;
+use crate::labels::name_problem;
 use crate::podgroup::Gang;
 
 /// The variable that names the file (it must then exist).
@@ -84,7 +84,7 @@ pub struct Defaults {
     pub volcano_queue: Option<String>,
     pub keep_running: Option<bool>,
     pub restarts: Option<u32>,
-    pub restart_on: Option<crate::verdict::restart::RestartOn>,
+    pub restart_on: Option<crate::verdict::retryable::RestartOn>,
     pub give_up_after: Option<Duration>,
     /// `--start-timeout`.
     pub start_timeout: Option<Duration>,

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
+use crate::labels::check_name;
 use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
@@ -223,31 +224,6 @@ pub(crate) fn deadline_seconds(d: Duration) -> Result<i64, String> {
         )),
         s => Ok(i64::try_from(s).unwrap_or(i64::from(i32::MAX))),
     }
-}
-
-/// A name the API server accepts for an object the flag refers to: a DNS-1123
-/// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
-fn check_name(flag: &str, name: &str, max: usize) -> Result<(), UsageError> {
-    match name_problem(name, max) {
-        Some(problem) => Err(UsageError::new(format!("{flag} {name:?} {problem}"))),
-        None => Ok(()),
-    }
-}
-
-/// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
-pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
-    let part_ok = |p: &str| {
-        !p.is_empty()
-            && p.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !p.starts_with('-')
-            && !p.ends_with('-')
-    };
-    (name.len() > max || !name.split('.').all(part_ok)).then(|| {
-        format!(
-            "is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
-        )
-    })
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

@@ -126,6 +126,37 @@ pub fn pod_group_name(tag: &str) -> String {
     format!("{tag}-group")
 }
 
+/// A name the API server accepts for an object the flag refers to: a DNS-1123
+/// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
+pub(crate) fn check_name(
+    flag: &str,
+    name: &str,
+    max: usize,
+) -> Result<(), crate::errors::UsageError> {
+    match name_problem(name, max) {
+        Some(problem) => Err(crate::errors::UsageError::new(format!(
+            "{flag} {name:?} {problem}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
+pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !p.starts_with('-')
+            && !p.ends_with('-')
+    };
+    (name.len() > max || !name.split('.').all(part_ok)).then(|| {
+        format!(
+            "is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most {max} characters)"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

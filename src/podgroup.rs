@@ -43,8 +43,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-/// `--gang`: which gang scheduler the run's PodGroup is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// `--gang`: which gang scheduler the run's PodGroup is for. Every gang is in
+/// [`Gang::ALL`] and described once by [`Gang::about`]; [`with_pod_group_type!`] maps
+/// it to its PodGroup type. Adding one: ARCHITECTURE.md, "A new gang scheduler".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
 pub enum Gang {
     /// Volcano: a `scheduling.volcano.sh/v1beta1` PodGroup, pods scheduled by `volcano`
     Volcano,
@@ -53,50 +55,90 @@ pub enum Gang {
     Coscheduling,
 }
 
+/// What tf-spawner knows of one gang scheduler.
+pub struct AboutGang {
+    /// The flag's and the defaults file's spelling (`--gang volcano`).
+    pub name: &'static str,
+    /// How an error names the project (`the Volcano PodGroup API (…)`).
+    pub title: &'static str,
+    /// `group/version` of its PodGroup API.
+    pub api_version: &'static str,
+    /// The `schedulerName` its pods get unless `--scheduler-name` says otherwise: the
+    /// name each project's install gives its scheduler.
+    pub default_scheduler: &'static str,
+}
+
 impl Gang {
-    /// The defaults file's spelling (`gang: volcano`).
-    pub fn as_str(self) -> &'static str {
+    /// Every gang scheduler: what `-d` and a spawn's check for an existing run look for.
+    pub const ALL: [Gang; 2] = [Gang::Volcano, Gang::Coscheduling];
+
+    /// The one table of the gangs' facts.
+    pub const fn about(self) -> AboutGang {
         match self {
-            Gang::Volcano => "volcano",
-            Gang::Coscheduling => "coscheduling",
+            Gang::Volcano => AboutGang {
+                name: "volcano",
+                title: "Volcano",
+                api_version: VolcanoPodGroup::API_VERSION,
+                // Volcano's chart.
+                default_scheduler: "volcano",
+            },
+            Gang::Coscheduling => AboutGang {
+                name: "coscheduling",
+                title: "coscheduling",
+                api_version: CoschedulingPodGroup::API_VERSION,
+                // scheduler-plugins' as-a-second-scheduler chart.
+                default_scheduler: "scheduler-plugins-scheduler",
+            },
         }
     }
 
+    /// The defaults file's spelling (`gang: volcano`).
+    pub fn as_str(self) -> &'static str {
+        self.about().name
+    }
+
     pub fn parse(text: &str) -> Option<Gang> {
-        match text {
-            "volcano" => Some(Gang::Volcano),
-            "coscheduling" => Some(Gang::Coscheduling),
-            _ => None,
-        }
+        Gang::ALL.into_iter().find(|g| g.as_str() == text)
     }
 
     /// `group/version` of its PodGroup API.
     pub fn api_version(self) -> &'static str {
-        match self {
-            Gang::Volcano => VolcanoPodGroup::API_VERSION,
-            Gang::Coscheduling => CoschedulingPodGroup::API_VERSION,
-        }
+        self.about().api_version
     }
 
-    /// The `schedulerName` its pods get unless `--scheduler-name` says otherwise: the
-    /// name each project's install gives its scheduler (Volcano's chart: `volcano`;
-    /// scheduler-plugins' as-a-second-scheduler chart: `scheduler-plugins-scheduler`).
+    /// The `schedulerName` its pods get unless `--scheduler-name` says otherwise.
     pub fn default_scheduler(self) -> &'static str {
-        match self {
-            Gang::Volcano => "volcano",
-            Gang::Coscheduling => "scheduler-plugins-scheduler",
-        }
+        self.about().default_scheduler
     }
 
     /// How an error names its API.
     pub fn api_title(self) -> String {
-        let who = match self {
-            Gang::Volcano => "Volcano",
-            Gang::Coscheduling => "coscheduling",
-        };
-        format!("the {who} PodGroup API ({})", self.api_version())
+        format!(
+            "the {} PodGroup API ({})",
+            self.about().title,
+            self.api_version()
+        )
     }
 }
+
+/// Evaluates `$body` with `$K` naming the PodGroup type of `$gang`: the one place a
+/// gang becomes a Rust type, for code generic over the object type (`cluster/`'s
+/// lists, creates and deletes).
+macro_rules! with_pod_group_type {
+    ($gang:expr, $K:ident => $body:expr) => {
+        match $gang {
+            $crate::podgroup::Gang::Volcano => {
+                type $K = $crate::podgroup::VolcanoPodGroup;
+                $body
+            }
+            $crate::podgroup::Gang::Coscheduling => {
+                type $K = $crate::podgroup::CoschedulingPodGroup;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_pod_group_type;
 
 /// A PodGroup of either API, as the plan holds it.
 #[derive(Debug, Clone, PartialEq)]

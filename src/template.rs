@@ -102,7 +102,7 @@ fn api_problem(pod: &Pod) -> Option<String> {
         .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(at, c)| (list, at, c)));
     for (list, at, c) in all {
         let field = format!("spec.{list}[{at}]");
-        if crate::inputs::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
+        if crate::labels::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
             return Some(format!(
                 "{field}.name {:?} is not a valid container name (lowercase letters, digits and '-', at most 63 characters)",
                 c.name
@@ -143,7 +143,7 @@ fn is_label_key(key: &str) -> bool {
     let (prefix, name) = key
         .rsplit_once('/')
         .map_or((None, key), |(p, n)| (Some(p), n));
-    prefix.is_none_or(|p| crate::inputs::name_problem(p, 253).is_none())
+    prefix.is_none_or(|p| crate::labels::name_problem(p, 253).is_none())
         && !name.is_empty()
         && is_label_value(name)
 }

@@ -1,34 +1,11 @@
 //! The run report (pure): when each task's container started and ended, and how long
 //! the run took, from the first task's start to the end of the task that decided it.
-//! Read from the pods' container states, never from the logs.
-
-use k8s_openapi::api::core::v1::ContainerStatus;
+//! A report over pod views (`verdict::PodView`: each task's start and end, read from
+//! its container state in `verdict/pod.rs`), never from the logs; times are printed by
+//! `duration.rs`.
 
 use crate::roles::{Role, Task};
 use crate::verdict::{PodView, Tracker, Verdict};
-
-/// When a container started and ended (seconds since the epoch): its current state's,
-/// else (after a restart) its last one's end.
-pub fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64>) {
-    let Some(status) = status else {
-        return (None, None);
-    };
-    let state = status.state.as_ref();
-    // A container that never started (StartError) reports the epoch as its start.
-    let secs = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| {
-        Some(t.0.as_second()).filter(|s| *s > 0)
-    };
-    if let Some(running) = state.and_then(|s| s.running.as_ref()) {
-        return (running.started_at.as_ref().and_then(secs), None);
-    }
-    if let Some(ended) = state.and_then(|s| s.terminated.as_ref()) {
-        return (
-            ended.started_at.as_ref().and_then(secs),
-            ended.finished_at.as_ref().and_then(secs),
-        );
-    }
-    (None, None)
-}
 
 /// How long one task ran, in seconds, if it has ended.
 pub fn duration(view: &PodView) -> Option<u64> {
@@ -56,34 +33,11 @@ impl RunTime {
         format!(
             "took {}: from the first task's start ({}) to {}'s end ({})",
             humantime::format_duration(std::time::Duration::from_secs(self.seconds())),
-            clock(self.started),
+            crate::duration::clock(self.started),
             self.decided_by,
-            clock(self.ended)
+            crate::duration::clock(self.ended)
         )
     }
-}
-
-/// `HH:MM:SS UTC`, or the date too when it is not today's (UTC).
-pub fn clock(secs: i64) -> String {
-    let Ok(at) = k8s_openapi::jiff::Timestamp::from_second(secs) else {
-        return secs.to_string();
-    };
-    let today = k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%d")
-        .to_string();
-    let day = at.strftime("%Y-%m-%d").to_string();
-    if day == today {
-        at.strftime("%H:%M:%S UTC").to_string()
-    } else {
-        at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
-    }
-}
-
-/// RFC 3339, for JSON.
-pub fn rfc3339(secs: i64) -> Option<String> {
-    k8s_openapi::jiff::Timestamp::from_second(secs)
-        .ok()
-        .map(|t| t.to_string())
 }
 
 /// The run's time: from the earliest start of any task to the end of `decider` (the

@@ -14,7 +14,7 @@ use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{INVOCATION_ANNOTATION, whole_run_selector};
 use crate::plan::Plan;
-use crate::podgroup::{CoschedulingPodGroup, Gang, PodGroup, VolcanoPodGroup};
+use crate::podgroup::{Gang, PodGroup, with_pod_group_type};
 
 /// What became of one create request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Ledger {
         }
     }
 
-    /// The ledger of a restart's creates (`cluster/restart.rs`): its own invocation id,
+    /// The ledger of a restart's creates (`cluster/recreate.rs`): its own invocation id,
     /// written on the pods it re-creates.
     pub fn for_invocation(invocation: &str) -> Ledger {
         Ledger {
@@ -76,13 +76,9 @@ pub async fn existing(cluster: &Cluster, tag: &str, gangs: &[Gang]) -> Result<Ve
     let selector = whole_run_selector(tag);
     let pod_groups = async {
         let mut found = Vec::new();
-        for gang in gangs {
-            let result = match gang {
-                Gang::Volcano => optional_names::<VolcanoPodGroup>(cluster, &selector).await,
-                Gang::Coscheduling => {
-                    optional_names::<CoschedulingPodGroup>(cluster, &selector).await
-                }
-            };
+        for &gang in gangs {
+            let result =
+                with_pod_group_type!(gang, K => optional_names::<K>(cluster, &selector).await);
             found.extend(result?);
         }
         Ok(found)
@@ -149,10 +145,7 @@ pub async fn create(
     );
     run_stage(cluster, ledger, config, max_in_flight).await?;
     if let Some(group) = &plan.pod_group {
-        let obj = match group {
-            PodGroup::Volcano(g) => Obj::VolcanoPodGroup(g),
-            PodGroup::Coscheduling(g) => Obj::CoschedulingPodGroup(g),
-        };
+        let obj = Obj::PodGroup(group);
         run_stage(cluster, ledger, stream::iter([obj]), max_in_flight).await?;
     }
     run_stage(
@@ -180,7 +173,7 @@ pub async fn create(
     .await
 }
 
-/// Creates `pods` (a restart's, see `cluster/restart.rs`), at most `max_in_flight` at
+/// Creates `pods` (a restart's, see `cluster/recreate.rs`), at most `max_in_flight` at
 /// once, each written in the ledger first. On error the ledger tells what to roll back.
 pub async fn create_pods(
     cluster: &Cluster,
@@ -234,8 +227,7 @@ enum Obj<'a> {
     Secret(&'a Secret),
     /// Built as it is sent, like pods (see `plan::Services`).
     Service(Box<Service>),
-    VolcanoPodGroup(&'a VolcanoPodGroup),
-    CoschedulingPodGroup(&'a CoschedulingPodGroup),
+    PodGroup(&'a PodGroup),
     /// Built as it is sent (see `plan::Pods`).
     Pod(Box<Pod>),
 }
@@ -260,8 +252,8 @@ async fn run_stage<'a>(
                 Obj::ConfigMap(o) => create_one(cluster, ledger, o).await,
                 Obj::Secret(o) => create_one(cluster, ledger, o).await,
                 Obj::Service(o) => create_one(cluster, ledger, &*o).await,
-                Obj::VolcanoPodGroup(o) => create_one(cluster, ledger, o).await,
-                Obj::CoschedulingPodGroup(o) => create_one(cluster, ledger, o).await,
+                Obj::PodGroup(PodGroup::Volcano(o)) => create_one(cluster, ledger, o).await,
+                Obj::PodGroup(PodGroup::Coscheduling(o)) => create_one(cluster, ledger, o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
             };
             if let Err(e) = result {
@@ -377,12 +369,9 @@ pub async fn roll_back(cluster: &Cluster, ledger: &Ledger) -> Vec<(ObjectRef, St
                         undo::<ConfigMap>(cluster, &object, &outcome, &invocation).await
                     }
                     Kind::Secret => undo::<Secret>(cluster, &object, &outcome, &invocation).await,
-                    Kind::VolcanoPodGroup => {
-                        undo::<VolcanoPodGroup>(cluster, &object, &outcome, &invocation).await
-                    }
-                    Kind::CoschedulingPodGroup => {
-                        undo::<CoschedulingPodGroup>(cluster, &object, &outcome, &invocation).await
-                    }
+                    Kind::PodGroup(gang) => with_pod_group_type!(gang, K => {
+                        undo::<K>(cluster, &object, &outcome, &invocation).await
+                    }),
                 };
                 result.err().map(|e| (object, e.to_string()))
             }

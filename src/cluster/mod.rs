@@ -3,12 +3,12 @@
 pub mod apilog;
 pub mod apply;
 pub mod connect;
-pub mod delete;
 pub mod events;
-pub mod logs;
 pub mod pager;
+pub mod pod_logs;
 pub mod queues;
-pub mod restart;
+pub mod recreate;
+pub mod remove;
 pub mod retry;
 pub mod stop;
 pub mod volume;
@@ -35,10 +35,8 @@ pub enum Kind {
     Service,
     ConfigMap,
     Secret,
-    /// `--gang volcano`'s PodGroup (`scheduling.volcano.sh`).
-    VolcanoPodGroup,
-    /// `--gang coscheduling`'s PodGroup (`scheduling.x-k8s.io`).
-    CoschedulingPodGroup,
+    /// `--gang`'s PodGroup, of that gang's API.
+    PodGroup(Gang),
 }
 
 impl Kind {
@@ -49,7 +47,7 @@ impl Kind {
             Kind::Service => "service",
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
-            Kind::VolcanoPodGroup | Kind::CoschedulingPodGroup => "podgroup",
+            Kind::PodGroup(_) => "podgroup",
         }
     }
 
@@ -59,15 +57,7 @@ impl Kind {
             Kind::Service => "services",
             Kind::ConfigMap => "configmaps",
             Kind::Secret => "secrets",
-            Kind::VolcanoPodGroup | Kind::CoschedulingPodGroup => "podgroups",
-        }
-    }
-
-    /// The kind of `gang`'s PodGroup.
-    pub fn pod_group(gang: Gang) -> Kind {
-        match gang {
-            Gang::Volcano => Kind::VolcanoPodGroup,
-            Gang::Coscheduling => Kind::CoschedulingPodGroup,
+            Kind::PodGroup(_) => "podgroups",
         }
     }
 }
@@ -112,10 +102,10 @@ impl RunObject for Secret {
     const KIND: Kind = Kind::Secret;
 }
 impl RunObject for VolcanoPodGroup {
-    const KIND: Kind = Kind::VolcanoPodGroup;
+    const KIND: Kind = Kind::PodGroup(Gang::Volcano);
 }
 impl RunObject for CoschedulingPodGroup {
-    const KIND: Kind = Kind::CoschedulingPodGroup;
+    const KIND: Kind = Kind::PodGroup(Gang::Coscheduling);
 }
 
 /// An object as the server answered a create: its uid; the rest is skipped unparsed.

@@ -27,7 +27,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let ns = cluster.namespace().to_string();
 
     if !args.yes && std::io::stdin().is_terminal() {
-        let found = delete::existing(&cluster, tag, &[Gang::Volcano, Gang::Coscheduling]).await?;
+        let found = delete::existing(&cluster, tag, &Gang::ALL).await?;
         if found.is_empty() {
             report(tag, &ns, &[], args.output)?;
             return other_runs(&cluster, tag, &ns).await;

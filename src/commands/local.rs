@@ -8,7 +8,7 @@ use crate::cli::SpawnArgs;
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
-use crate::settings::Settings;
+use crate::settings::{Settings, spawn};
 use crate::{inputs, labels, output, signals};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
@@ -17,7 +17,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if let Some(code) = (&mut stop).now_or_never() {
         return Err(ExitError::new(code, "interrupted before the run started").into());
     }
-    if let Some(flag) = super::spawn::cluster_only_flag(args) {
+    if let Some(flag) = spawn::cluster_only_flag(args) {
         return Err(UsageError::new(format!(
             "{flag} applies to pods on a cluster; --local runs processes"
         ))
@@ -25,8 +25,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     // The namespace is only a name here: nothing talks to a cluster.
     let mut request = inputs::spawn_request(
-        &super::spawn::options(args, settings),
-        super::spawn::tag(args),
+        &spawn::options(args, settings),
+        spawn::tag(args),
         settings.namespace.value.clone(),
     )
     .await?;

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::cli::LogsArgs;
-use crate::cluster::logs::LogOptions;
+use crate::cluster::pod_logs::LogOptions;
 use crate::errors::UsageError;
 use crate::ops::{self, logs::Pick};
 use crate::roles::{Role, Task};

@@ -3,30 +3,29 @@
 use anyhow::Result;
 
 use crate::cli::SpawnArgs;
-use crate::inputs::{self, SpawnOptions};
+use crate::inputs;
 use crate::labels::{self, RUN_LABEL};
 use crate::ops::wait::{Wait, WaitFor};
 use crate::ops::{self, summary};
 use crate::output;
 use crate::plan::{self, Plan};
 use crate::render::{self, OutputFormat};
-use crate::settings::Settings;
-use crate::tag::Tag;
+use crate::settings::{Settings, spawn};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // `--timeout` counts from here: the creates are part of the time it bounds.
     let started = std::time::Instant::now();
     let request = inputs::spawn_request(
-        &options(args, settings),
-        tag(args),
+        &spawn::options(args, settings),
+        spawn::tag(args),
         settings.namespace.value.clone(),
     )
     .await?;
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
-    let restarts = super::wait::restarts(settings, &args.restart);
-    if let Some(flag) = restart_flag(args).filter(|_| !args.wait) {
+    let restarts = spawn::restarts(settings, &args.restart);
+    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
         ))
@@ -65,79 +64,6 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         ops::wait::run(&cluster, &wait).await?;
     }
     Ok(())
-}
-
-/// The first restart flag given on the command line.
-fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
-    let r = &args.restart;
-    [
-        (r.restarts.is_some(), "--restarts"),
-        (r.restart_on.is_some(), "--restart-on"),
-        (r.restart_backoff.is_some(), "--restart-backoff"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag))
-}
-
-/// The tag a spawn uses: `-r` makes a random one, else `-t`.
-pub(crate) fn tag(args: &SpawnArgs) -> Tag {
-    if args.randomize_tag {
-        Tag::random()
-    } else {
-        args.tag.clone()
-    }
-}
-
-/// The first shared-cluster flag given, which `--local` cannot honour.
-pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
-    [
-        (args.deadline.is_some(), "--deadline"),
-        (args.start_timeout.is_some(), "--start-timeout"),
-        (args.priority_class.is_some(), "--priority-class"),
-        (args.queue.is_some(), "--queue"),
-        (args.gang.is_some(), "--gang"),
-        (args.scheduler_name.is_some(), "--scheduler-name"),
-        (args.volcano_queue.is_some(), "--volcano-queue"),
-    ]
-    .into_iter()
-    .find_map(|(given, flag)| given.then_some(flag))
-    .or_else(|| restart_flag(args))
-}
-
-/// The spawn flags, with the defaults file's values where no flag was given.
-pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
-    let roles = &args.roles;
-    SpawnOptions {
-        script: args.script.clone(),
-        workers: settings.workers.value,
-        port: settings.port.value,
-        command: args.command.clone(),
-        pod_file: settings.pod_file.value.clone(),
-        pod_file_from: (settings.pod_file.source == crate::settings::Source::File)
-            .then(|| settings.config_file.clone())
-            .flatten(),
-        env_file: args.env_file.clone(),
-        image: settings.image.value.clone(),
-        strategy: roles.strategy,
-        chief: roles.chief,
-        ps: roles.ps,
-        evaluator: roles.evaluator,
-        chief_pod_file: roles.chief_pod_file.clone(),
-        ps_pod_file: roles.ps_pod_file.clone(),
-        evaluator_pod_file: roles.evaluator_pod_file.clone(),
-        deadline: settings.deadline.value,
-        priority_class: settings.priority_class.value.clone(),
-        queue: settings.queue.value.clone(),
-        gang: settings.gang.value,
-        scheduler_name: settings.scheduler_name.value.clone(),
-        volcano_queue: settings.volcano_queue.value.clone(),
-        volume: settings.volume.value.clone(),
-        script_args: args.script_args.clone(),
-        dir: settings.dir.value.clone(),
-        dir_from: (settings.dir.source == crate::settings::Source::File)
-            .then(|| settings.config_file.clone())
-            .flatten(),
-    }
 }
 
 /// What a successful spawn prints: with `-q` only the tag, with `-o json|yaml` the

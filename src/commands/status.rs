@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
-use crate::duration::age;
+use crate::duration::{self, age};
 use crate::ops::status::{pending_events, snapshot};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
@@ -122,7 +122,7 @@ fn lost(v: &PodView) -> Option<Reason> {
     let since = v.node_lost?;
     let when = match since {
         0 => String::new(),
-        t => format!(" since {}", timing::clock(t)),
+        t => format!(" since {}", crate::duration::clock(t)),
     };
     Some(Reason {
         reason: NODE_LOST.into(),
@@ -187,15 +187,15 @@ pub fn to_json(
                     message,
                     queued: v.queued,
                     queue: v.queue.clone(),
-                    started_at: v.started_at.and_then(timing::rfc3339),
-                    finished_at: v.finished_at.and_then(timing::rfc3339),
+                    started_at: v.started_at.and_then(duration::rfc3339),
+                    finished_at: v.finished_at.and_then(duration::rfc3339),
                     duration_seconds: timing::duration(v),
                     terminating: v.terminating,
                     events: events
                         .get(&v.name)
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
-                    node_lost_since: v.node_lost.and_then(timing::rfc3339),
+                    node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
                 }
             })
             .collect(),
@@ -208,7 +208,7 @@ fn event_json(e: &PodEvent) -> EventJson {
         reason: e.reason.clone(),
         message: one_line(&e.message),
         count: e.count,
-        last_seen: e.last_seen.and_then(timing::rfc3339),
+        last_seen: e.last_seen.and_then(duration::rfc3339),
     }
 }
 
@@ -297,8 +297,8 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
                 v.node.clone().unwrap_or_else(|| "-".into()),
                 v.age(now).map_or_else(|| "-".into(), age),
                 exit,
-                v.started_at.map_or_else(|| "-".into(), timing::clock),
-                v.finished_at.map_or_else(|| "-".into(), timing::clock),
+                v.started_at.map_or_else(|| "-".into(), duration::clock),
+                v.finished_at.map_or_else(|| "-".into(), duration::clock),
                 timing::duration(v).map_or_else(|| "-".into(), age),
             ]
         })

@@ -2,11 +2,10 @@
 
 use anyhow::{Context, Result};
 
-use crate::cli::{DEFAULT_MAX_IN_FLIGHT, RestartArgs, WaitArgs};
+use crate::cli::{DEFAULT_MAX_IN_FLIGHT, WaitArgs};
 use crate::errors::UsageError;
-use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
 use crate::ops::wait::{self, Wait, WaitFor};
-use crate::settings::Settings;
+use crate::settings::{Settings, spawn};
 
 pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
     let started = std::time::Instant::now();
@@ -33,16 +32,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         cleanup: args.cleanup,
         keep_running: settings.keep_running.value,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-        restarts: restarts(settings, &args.restart),
+        restarts: spawn::restarts(settings, &args.restart),
     };
     wait::run(&cluster, &wait).await
-}
-
-/// `--restarts`, `--restart-on` (each else the defaults file's) and `--restart-backoff`.
-pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
-    Restarts {
-        max: settings.restarts.value,
-        on: settings.restart_on.value.clone(),
-        backoff: args.restart_backoff.unwrap_or(DEFAULT_BACKOFF),
-    }
 }

@@ -13,11 +13,11 @@ use crate::labels::whole_run_selector;
 use crate::{output, signals};
 
 pub(crate) use crate::cluster::apply::existing;
-pub(crate) use crate::cluster::delete::{Deleted, failure};
+pub(crate) use crate::cluster::remove::{Deleted, failure};
 
-/// Deletes every object of run `tag` (see `cluster/delete.rs`).
+/// Deletes every object of run `tag` (see `cluster/remove.rs`).
 pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
-    crate::cluster::delete::delete_run(cluster, tag, max_in_flight).await
+    crate::cluster::remove::delete_run(cluster, tag, max_in_flight).await
 }
 
 /// `-d --wait`: until the pods that linger for their grace period are gone, or the

@@ -20,13 +20,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use futures::{AsyncBufReadExt, StreamExt, stream};
-use tokio::sync::{mpsc, watch as channel};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::Cluster;
-use crate::cluster::logs::{self, LogOptions};
+use crate::cluster::pod_logs::{self, LogOptions};
 use crate::output;
 use crate::roles::{Role, Task};
 use crate::signals;
@@ -132,7 +132,7 @@ impl Prefixes {
 fn prefixed(prefix: &str, text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     // The kubelet's notice for a container it no longer has is no log line.
-    for line in text.lines().filter(|l| !logs::kubelet_notice(l)) {
+    for line in text.lines().filter(|l| !pod_logs::kubelet_notice(l)) {
         out.push_str(prefix);
         out.push_str(line);
         out.push('\n');
@@ -181,7 +181,7 @@ async fn once(
     let mut fetched = stream::iter(pods)
         .map(|pod| async move {
             let params = options.params(pod.container.as_deref());
-            let result = logs::fetch(cluster, &pod.name, &params).await;
+            let result = pod_logs::fetch(cluster, &pod.name, &params).await;
             (pod, result)
         })
         .buffered(FETCH_IN_FLIGHT);
@@ -195,7 +195,7 @@ async fn once(
             }
             // Its status said it had started, but the server says it has not (a status
             // not yet up to date): the same note.
-            Err(e) if logs::not_started(&e) => note(&no_log(&PodView {
+            Err(e) if pod_logs::not_started(&e) => note(&no_log(&PodView {
                 started: false,
                 ..pod
             })),
@@ -211,7 +211,7 @@ async fn once(
 struct Follower {
     handle: JoinHandle<()>,
     /// The pod's latest view; `None` once it was deleted.
-    state: channel::Sender<Option<PodView>>,
+    state: watch::Sender<Option<PodView>>,
 }
 
 /// Whether the run is over for `logs -f` (see the module docs).
@@ -334,7 +334,7 @@ impl Followers<'_> {
                 None if active >= self.pick.max_streams => left_out.push(pod),
                 None => {
                     active += 1;
-                    let (state, state_rx) = channel::channel(Some(pod.clone()));
+                    let (state, state_rx) = watch::channel(Some(pod.clone()));
                     let prefix = self.prefixes.prefix(&pod.label());
                     let handle = tokio::spawn(follow_pod(
                         self.cluster.clone(),
@@ -412,7 +412,7 @@ async fn follow_pod(
     options: LogOptions,
     prefix: String,
     tx: mpsc::Sender<String>,
-    mut state: channel::Receiver<Option<PodView>>,
+    mut state: watch::Receiver<Option<PodView>>,
 ) {
     let mut params = options.params(pod.container.as_deref());
     params.follow = true;
@@ -423,7 +423,7 @@ async fn follow_pod(
         if !until_started(&mut state).await {
             return;
         }
-        match logs::open(&cluster, &pod.name, &params).await {
+        match pod_logs::open(&cluster, &pod.name, &params).await {
             Ok(reader) => {
                 if !send_lines(reader, &pod.name, &prefix, &tx, &mut cursor).await {
                     return;
@@ -442,7 +442,7 @@ async fn follow_pod(
                     _ => return,
                 }
             }
-            Err(e) if logs::not_started(&e) => {
+            Err(e) if pod_logs::not_started(&e) => {
                 wait_for_change(&mut state).await;
                 if state.borrow().is_none() {
                     return;
@@ -524,7 +524,7 @@ impl Cursor {
 
 /// Waits until the pod's status says its container has started; `false` if the pod is
 /// gone or ended without starting.
-async fn until_started(state: &mut channel::Receiver<Option<PodView>>) -> bool {
+async fn until_started(state: &mut watch::Receiver<Option<PodView>>) -> bool {
     loop {
         let current = state.borrow().clone();
         match current {
@@ -554,7 +554,7 @@ async fn send_lines(
                 let Some(text) = cursor.line(text.trim_end_matches(['\n', '\r'])) else {
                     continue;
                 };
-                if logs::kubelet_notice(text) {
+                if pod_logs::kubelet_notice(text) {
                     note(&format!("pod {pod}: its container's log is gone ({text})"));
                     continue;
                 }
@@ -571,7 +571,7 @@ async fn send_lines(
 }
 
 /// Returns when the pod's state changes, or after [`RETRY`].
-async fn wait_for_change(state: &mut channel::Receiver<Option<PodView>>) {
+async fn wait_for_change(state: &mut watch::Receiver<Option<PodView>>) {
     let _ = tokio::time::timeout(RETRY, state.changed()).await;
 }
 

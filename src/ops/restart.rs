@@ -1,5 +1,5 @@
 //! `wait --restarts N` (and `spawn --wait --restarts N`): a run that fails for a reason
-//! worth retrying (`verdict/restart.rs`) is restarted, up to N times in its life, while
+//! worth retrying (`verdict/retryable.rs`) is restarted, up to N times in its life, while
 //! this process follows it.
 //!
 //! A state machine folded from events: `Following{attempt}` hears the follow's final
@@ -25,14 +25,14 @@ use anyhow::Result;
 
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
-use crate::cluster::restart::{self as pods, Templates};
+use crate::cluster::recreate::{self, Templates};
 use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
 use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
 use crate::output;
 use crate::roles::Task;
 use crate::signals;
-use crate::verdict::restart::{RestartOn, Scope, decide};
+use crate::verdict::retryable::{RestartOn, Scope, decide};
 use crate::verdict::{Tracker, Verdict};
 
 /// The first backoff's default; each attempt doubles it, up to [`MAX_BACKOFF`].
@@ -131,7 +131,7 @@ impl Restarter {
     /// Reads the run's pods as templates when restarts are asked for (one list).
     pub async fn begin(cluster: &Cluster, tag: &str, options: &Restarts) -> Result<Restarter> {
         let templates = if options.max > 0 {
-            pods::templates(cluster, tag).await?
+            recreate::templates(cluster, tag).await?
         } else {
             Templates::new()
         };
@@ -148,7 +148,11 @@ impl Restarter {
         }
         Ok(Restarter {
             options: options.clone(),
-            attempt: templates.values().map(pods::attempt_of).max().unwrap_or(0),
+            attempt: templates
+                .values()
+                .map(recreate::attempt_of)
+                .max()
+                .unwrap_or(0),
             templates,
             state: State::Following,
         })
@@ -257,7 +261,7 @@ impl Restarter {
             ))?;
         }
         let work = async {
-            pods::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
+            recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
         };
         match bounded(bounds, work).await {
@@ -279,7 +283,7 @@ impl Restarter {
             .names
             .iter()
             .filter_map(|n| self.templates.get(n))
-            .map(|t| pods::next_attempt(t, r.attempt, &invocation))
+            .map(|t| recreate::next_attempt(t, r.attempt, &invocation))
             .collect();
         let ledger = Ledger::for_invocation(&invocation);
         let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);

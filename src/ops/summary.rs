@@ -50,7 +50,7 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
     }
     if let Some(group) = &plan.pod_group {
         objects.push(ObjectRef {
-            kind: Kind::pod_group(group.gang()),
+            kind: Kind::PodGroup(group.gang()),
             name: group.metadata().name.clone().unwrap_or_default(),
         });
     }

@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
 use tokio::sync::watch;
 
-use crate::cluster::{Cluster, logs};
+use crate::cluster::{Cluster, pod_logs};
 use crate::errors::{
     EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
 };
@@ -379,15 +379,15 @@ async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<u
                 output::note(&super::logs::no_log(&pod));
                 return Ok(false);
             }
-            let params = logs::LogOptions::default().params(pod.container.as_deref());
-            match logs::fetch(cluster, &pod.name, &params).await {
+            let params = pod_logs::LogOptions::default().params(pod.container.as_deref());
+            match pod_logs::fetch(cluster, &pod.name, &params).await {
                 Ok(text) => {
                     let path = dir.join(format!("{}.log", pod.name));
                     std::fs::write(&path, text)
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     Ok(true)
                 }
-                Err(e) if logs::not_started(&e) => {
+                Err(e) if pod_logs::not_started(&e) => {
                     output::note(&super::logs::no_log(&PodView {
                         started: false,
                         ..pod
@@ -417,11 +417,11 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     let Some(pod) = tracker.live().find(|p| p.name == failure.pod) else {
         return;
     };
-    let options = logs::LogOptions {
+    let options = pod_logs::LogOptions {
         tail: Some(FAILED_LOG_LINES),
-        ..logs::LogOptions::default()
+        ..pod_logs::LogOptions::default()
     };
-    let Ok(text) = logs::fetch(
+    let Ok(text) = pod_logs::fetch(
         cluster,
         &pod.name,
         &options.params(pod.container.as_deref()),
@@ -433,7 +433,7 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     // The kubelet's notice for a container it no longer has is no log line.
     let text: String = text
         .lines()
-        .filter(|l| !logs::kubelet_notice(l))
+        .filter(|l| !pod_logs::kubelet_notice(l))
         .map(|l| format!("{l}\n"))
         .collect();
     if text.trim().is_empty() {

@@ -16,11 +16,11 @@ use serde::Serialize;
 use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
-pub mod restart;
+pub mod retryable;
 mod start;
 
 pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State};
-pub use start::describe as describe_holdups;
+pub use start::describe_holdups;
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";
@@ -571,7 +571,7 @@ fn lost_node(v: &PodView, since: i64) -> Reason {
     let node = v.node.as_deref().unwrap_or("?");
     let when = match since {
         0 => String::new(),
-        t => crate::timing::rfc3339(t).map_or_else(String::new, |t| format!(" since {t}")),
+        t => crate::duration::rfc3339(t).map_or_else(String::new, |t| format!(" since {t}")),
     };
     Reason {
         reason: NODE_LOST.into(),

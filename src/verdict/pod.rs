@@ -158,7 +158,7 @@ impl PodView {
                 .and_then(|s| s.terminated.as_ref())
                 .map(exit_of)
         });
-        let (started_at, finished_at) = crate::timing::container_times(tf_status);
+        let (started_at, finished_at) = container_times(tf_status);
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
@@ -439,4 +439,27 @@ impl State {
     pub fn finished(self) -> bool {
         matches!(self, State::Succeeded | State::Failed)
     }
+}
+
+/// When a container started and ended (seconds since the epoch): its current state's,
+/// else (after a restart) its last one's end.
+fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64>) {
+    let Some(status) = status else {
+        return (None, None);
+    };
+    let state = status.state.as_ref();
+    // A container that never started (StartError) reports the epoch as its start.
+    let secs = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| {
+        Some(t.0.as_second()).filter(|s| *s > 0)
+    };
+    if let Some(running) = state.and_then(|s| s.running.as_ref()) {
+        return (running.started_at.as_ref().and_then(secs), None);
+    }
+    if let Some(ended) = state.and_then(|s| s.terminated.as_ref()) {
+        return (
+            ended.started_at.as_ref().and_then(secs),
+            ended.finished_at.as_ref().and_then(secs),
+        );
+    }
+    (None, None)
 }

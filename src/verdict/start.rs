@@ -75,7 +75,7 @@ impl Tracker {
 
 /// `worker-1: Unschedulable: 0/1 nodes are available: …; worker-2, worker-3 and 5 more:
 /// ContainerCreating`, at most [`SHOWN_REASONS`] reasons.
-pub fn describe(holdups: &[Holdup]) -> String {
+pub fn describe_holdups(holdups: &[Holdup]) -> String {
     if holdups.is_empty() {
         // The timer saw the run not started; the last events, not yet settled, start it.
         return "the last pending task started as the time ran out".to_string();
@@ -129,7 +129,7 @@ mod tests {
         assert!(t.started());
         assert_eq!(t.holdups(), []);
         assert_eq!(
-            describe(&t.holdups()),
+            describe_holdups(&t.holdups()),
             "the last pending task started as the time ran out"
         );
         assert_eq!(t.created(), Some(1_704_067_200), "the earliest pod's");
@@ -155,7 +155,7 @@ mod tests {
             [&["worker-1", "worker-2"][..], &["worker-3"], &["worker-4"]]
         );
         assert_eq!(
-            describe(&holdups),
+            describe_holdups(&holdups),
             "worker-1, worker-2: Unschedulable: 0/1 nodes are available: 1 node(s) didn't match \
              Pod's node affinity/selector.; worker-3: Pending: on node node-a, no container \
              started yet; worker-4: Pending: not scheduled yet"
@@ -178,7 +178,7 @@ mod tests {
         }]);
         let t = tracker(vec![gated, pulling]);
         assert_eq!(
-            describe(&t.holdups()),
+            describe_holdups(&t.holdups()),
             "worker-0: Queued: waiting in queue team-gpu, not admitted yet; \
              worker-1: ErrImagePull: rpc error: not found"
         );
@@ -196,7 +196,7 @@ mod tests {
             }]);
             pods.push(p);
         }
-        let text = describe(&tracker(pods).holdups());
+        let text = describe_holdups(&tracker(pods).holdups());
         assert!(
             text.starts_with("ps-0: A; ps-1: B; ps-2: C; ps-3: D; and 2 other reasons"),
             "{text}"
@@ -207,7 +207,7 @@ mod tests {
                 .collect(),
         );
         assert!(
-            describe(&t.holdups())
+            describe_holdups(&t.holdups())
                 .starts_with("worker-0, worker-1, worker-2 and 7 more: Unschedulable"),
         );
     }

@@ -31,7 +31,7 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
             .success()
             .stdout_has(&format!("deleted pod/{tag}-worker-{}", workers - 1));
         // A list of the pods' and the services' names and one DELETE each (faster than a
-        // collection DELETE on a real server: see src/cluster/delete.rs), and the config
+        // collection DELETE on a real server: see src/cluster/remove.rs), and the config
         // map's collection DELETE; no secrets: the run has none.
         let requests = env.server.requests();
         assert_eq!(count(&env, "GET"), 2, "{tag}: {requests:?}");

@@ -77,6 +77,9 @@ pub struct Options {
 pub const VOLCANO_PODGROUPS: &str = "podgroups.scheduling.volcano.sh";
 /// The store key of scheduler-plugins' PodGroups (see [`Options::coscheduling_api`]).
 pub const COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.x-k8s.io";
+/// The store keys of every gang scheduler's PodGroups (tf-spawner's `Gang::ALL`), which
+/// the schedulers' model (`schedulers.rs`) reads a group's `minMember` from.
+pub const GANG_PODGROUPS: &[&str] = &[VOLCANO_PODGROUPS, COSCHEDULING_PODGROUPS];
 /// The store key of Kueue's LocalQueues (see [`Options::kueue_api`]).
 pub const KUEUE_LOCALQUEUES: &str = "localqueues.kueue.x-k8s.io";
 /// The store key of Volcano's Queues (cluster-scoped; served with

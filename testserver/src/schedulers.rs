@@ -108,7 +108,7 @@ pub fn place(store: &mut Store, namespace: &str, free: usize) -> Vec<String> {
     let name = |p: &Value| p["metadata"]["name"].as_str().unwrap_or("").to_string();
     pods.sort_by(|a, b| priority(b).cmp(&priority(a)).then(name(a).cmp(&name(b))));
     let min_member = |group: &str| {
-        [crate::COSCHEDULING_PODGROUPS, crate::VOLCANO_PODGROUPS]
+        crate::GANG_PODGROUPS
             .iter()
             .find_map(|r| store.get(r, namespace, group))
             .and_then(|g| g["spec"]["minMember"].as_u64())

@@ -32,7 +32,7 @@ use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
     ENV_SECRET_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
-use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
+use crate::podgroup::{Gang, with_pod_group_type};
 
 /// What a delete removed, and what it could not.
 #[derive(Debug, Default)]
@@ -108,27 +108,25 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
                 }
             }
         };
-        let volcano = async {
-            match gangs {
-                Some(g) if !g.contains(&Gang::Volcano) => Ok(Vec::new()),
-                _ => {
-                    delete_pod_groups::<VolcanoPodGroup>(cluster, &selector, gangs.is_none()).await
-                }
+        // Every gang's kind, unless the record says which (none, for most runs).
+        let pod_groups = futures::future::join_all(Gang::ALL.into_iter().map(|gang| {
+            let guessing = gangs.is_none();
+            let wanted = gangs.as_ref().is_none_or(|g| g.contains(&gang));
+            let selector = &selector;
+            async move {
+                let result = match wanted {
+                    false => Ok(Vec::new()),
+                    true => with_pod_group_type!(gang, K => {
+                        delete_pod_groups::<K>(cluster, selector, guessing).await
+                    }),
+                };
+                (Kind::PodGroup(gang), result)
             }
-        };
-        let coscheduling = async {
-            match gangs {
-                Some(g) if !g.contains(&Gang::Coscheduling) => Ok(Vec::new()),
-                _ => {
-                    delete_pod_groups::<CoschedulingPodGroup>(cluster, &selector, gangs.is_none())
-                        .await
-                }
-            }
-        };
-        let (secrets, volcano, coscheduling) = tokio::join!(secrets, volcano, coscheduling);
-        (config_maps, record, secrets, volcano, coscheduling)
+        }));
+        let (secrets, pod_groups) = tokio::join!(secrets, pod_groups);
+        (config_maps, record, secrets, pod_groups)
     };
-    let (pods, services, (config_maps, record, secrets, volcano, coscheduling)) = tokio::join!(
+    let (pods, services, (config_maps, record, secrets, pod_groups)) = tokio::join!(
         delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
         delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
         config,
@@ -138,8 +136,9 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     // secret of the run is left. When nothing else of the run was there either, there is
     // no run to speak of: not an error, but said. When something was, the run may well
     // have a secret: an error, as for any kind that could not be deleted.
-    let nothing_else = [&pods, &services, &config_maps, &volcano, &coscheduling]
-        .iter()
+    let nothing_else = [&pods, &services, &config_maps]
+        .into_iter()
+        .chain(pod_groups.iter().map(|(_, r)| r))
         .all(|r| r.as_ref().is_ok_and(Vec::is_empty));
     let secrets = match secrets {
         Err(e) if e.forbidden && record == SecretRecord::Unknown && nothing_else => {
@@ -151,14 +150,13 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         }
         other => other,
     };
-    for (kind, result) in [
+    let kinds = [
         (Kind::Pod, pods),
         (Kind::Service, services),
         (Kind::ConfigMap, config_maps),
         (Kind::Secret, secrets),
-        (Kind::VolcanoPodGroup, volcano),
-        (Kind::CoschedulingPodGroup, coscheduling),
-    ] {
+    ];
+    for (kind, result) in kinds.into_iter().chain(pod_groups) {
         match result {
             Ok(gone) => {
                 let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
@@ -203,15 +201,17 @@ async fn delete_kind<K: RunObject>(
 
 /// The gangs whose PodGroups the run's ConfigMap records: `Some(&[])` for a run without
 /// one, `None` when no ConfigMap of the run was deleted (no record).
-fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<&'static [Gang]> {
+fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<Vec<Gang>> {
     let name = config_map_name(tag);
     let gone = config_maps.as_ref().ok()?;
     let ours = gone.iter().find(|o| o.name == name)?;
-    Some(match ours.pod_group.as_deref().and_then(Gang::parse) {
-        Some(Gang::Volcano) => &[Gang::Volcano],
-        Some(Gang::Coscheduling) => &[Gang::Coscheduling],
-        None => &[],
-    })
+    Some(
+        ours.pod_group
+            .as_deref()
+            .and_then(Gang::parse)
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// One collection DELETE of a PodGroup kind. A 404 means the cluster has no such API:

@@ -4,6 +4,8 @@
 //! `tf-spawner config` prints exactly it. This module and `commands/` are the only ones
 //! below the entry that know clap's types.
 
+pub(crate) mod spawn;
+
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow};
@@ -86,7 +88,7 @@ pub(crate) struct Settings {
     pub keep_running: Sourced<bool>,
     /// `--restarts` and `--restart-on` (of `wait` and `spawn --wait`).
     pub restarts: Sourced<u32>,
-    pub restart_on: Sourced<crate::verdict::restart::RestartOn>,
+    pub restart_on: Sourced<crate::verdict::retryable::RestartOn>,
     /// `--volume CLAIM[:PATH]`, if any, unchecked.
     pub volume: Sourced<Option<String>>,
     /// `--dir`: the directory shipped with the script, if any.
