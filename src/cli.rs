@@ -342,6 +342,12 @@ fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
         .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
 }
 
+/// `--node-lost-after`: a duration, or one `error:` line naming the flag.
+fn parse_node_lost_after(text: &str) -> Result<Duration, crate::errors::UsageError> {
+    parse_duration(text)
+        .map_err(|e| crate::errors::UsageError::new(format!("--node-lost-after {text:?}: {e}")))
+}
+
 /// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.
 fn parse_start_timeout(text: &str) -> Result<Duration, crate::errors::UsageError> {
     match parse_duration(text) {
@@ -447,6 +453,13 @@ pub struct SpawnArgs {
     /// DeadlineExceeded
     #[arg(long, value_parser = parse_deadline, value_name = "DURATION")]
     pub deadline: Option<Duration>,
+
+    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
+    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
+    /// this long, then the cluster evicts them; the run fails as "lost with its node",
+    /// which wait --restarts retries on another node [default: the cluster's, 5m]
+    #[arg(long, value_parser = parse_node_lost_after, value_name = "DURATION")]
+    pub node_lost_after: Option<Duration>,
 
     /// The PriorityClass of every pod (priorityClassName)
     #[arg(long, value_name = "NAME")]

@@ -10,6 +10,7 @@
 //! queue: team-gpu              # Kueue LocalQueue (--queue)
 //! priority_class: team-high    # --priority-class
 //! deadline: 12h                # --deadline (or a number of seconds)
+//! node_lost_after: 1m          # --node-lost-after (or a number of seconds)
 //! gang: volcano                # --gang (volcano or coscheduling)
 //! volcano_queue: team-gpu      # --volcano-queue (the Volcano queue, with gang: volcano)
 //! keep_running: true           # --keep-running (wait leaves unfinished tasks running)
@@ -52,6 +53,7 @@ pub const KEYS: &[&str] = &[
     "queue",
     "priority_class",
     "deadline",
+    "node_lost_after",
     "gang",
     "scheduler_name",
     "volcano_queue",
@@ -79,6 +81,7 @@ pub struct Defaults {
     pub queue: Option<String>,
     pub priority_class: Option<String>,
     pub deadline: Option<Duration>,
+    pub node_lost_after: Option<Duration>,
     pub gang: Option<Gang>,
     pub scheduler_name: Option<String>,
     pub volcano_queue: Option<String>,
@@ -231,6 +234,13 @@ fn set(defaults: &mut Defaults, key: &str, value: &Value, path: &Path) -> Result
             })?;
             crate::inputs::deadline_seconds(deadline).map_err(said)?;
             defaults.deadline = Some(deadline);
+        }
+        "node_lost_after" => {
+            let bound = duration(value).ok_or_else(|| {
+                bad("a duration of at least 1s (e.g. 30s, 2m) or a number of seconds")
+            })?;
+            crate::inputs::node_lost_seconds(bound).map_err(said)?;
+            defaults.node_lost_after = Some(bound);
         }
         "start_timeout" => {
             let limit = duration(value).ok_or_else(|| {

@@ -42,6 +42,8 @@ pub struct SpawnOptions {
     pub evaluator_pod_file: Option<PathBuf>,
     /// `--deadline`.
     pub deadline: Option<Duration>,
+    /// `--node-lost-after`.
+    pub node_lost_after: Option<Duration>,
     /// `--priority-class`.
     pub priority_class: Option<String>,
     /// `--queue`.
@@ -183,6 +185,13 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
                 .map_err(|problem| UsageError::new(format!("--deadline {problem}")))?,
         ),
     };
+    let node_lost_after = match args.node_lost_after {
+        None => None,
+        Some(d) => Some(
+            node_lost_seconds(d)
+                .map_err(|problem| UsageError::new(format!("--node-lost-after {problem}")))?,
+        ),
+    };
     if let Some(name) = &args.priority_class {
         check_name("--priority-class", name, 253)?;
     }
@@ -203,6 +212,7 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     }
     Ok(Scheduling {
         deadline_seconds: deadline,
+        node_lost_after_seconds: node_lost_after,
         priority_class: args.priority_class.clone(),
         queue: args.queue.clone(),
         gang: args.gang,
@@ -224,6 +234,13 @@ pub(crate) fn deadline_seconds(d: Duration) -> Result<i64, String> {
         )),
         s => Ok(i64::try_from(s).unwrap_or(i64::from(i32::MAX))),
     }
+}
+
+/// `--node-lost-after` (or the defaults file's `node_lost_after`) in seconds (a
+/// toleration's `tolerationSeconds`), or what is wrong with it: the same bounds as
+/// `--deadline`.
+pub(crate) fn node_lost_seconds(d: Duration) -> Result<i64, String> {
+    deadline_seconds(d)
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

@@ -94,6 +94,12 @@ fn rows(settings: &Settings) -> Vec<Row> {
             |v| humantime::format_duration(*v).to_string().into(),
             "(none)",
         ),
+        row(
+            "node_lost_after",
+            &settings.node_lost_after,
+            |v| humantime::format_duration(*v).to_string().into(),
+            "(the cluster's, 5m)",
+        ),
         row("gang", &settings.gang, |v| v.as_str().into(), "(none)"),
         row(
             "scheduler_name",

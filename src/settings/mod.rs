@@ -76,6 +76,8 @@ pub(crate) struct Settings {
     pub priority_class: Sourced<Option<String>>,
     /// `--deadline`, if any.
     pub deadline: Sourced<Option<std::time::Duration>>,
+    /// `--node-lost-after`, if any.
+    pub node_lost_after: Sourced<Option<std::time::Duration>>,
     /// `--gang`, if any.
     pub gang: Sourced<Option<crate::podgroup::Gang>>,
     /// `--scheduler-name`, if any.
@@ -154,6 +156,12 @@ impl Settings {
                 flag("deadline"),
                 spawn.deadline,
                 file.deadline.map(Some),
+                None,
+            ),
+            node_lost_after: pick(
+                flag("node_lost_after"),
+                spawn.node_lost_after,
+                file.node_lost_after.map(Some),
                 None,
             ),
             gang: pick(flag("gang"), spawn.gang, file.gang.map(Some), None),

@@ -35,6 +35,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         ps_pod_file: roles.ps_pod_file.clone(),
         evaluator_pod_file: roles.evaluator_pod_file.clone(),
         deadline: settings.deadline.value,
+        node_lost_after: settings.node_lost_after.value,
         priority_class: settings.priority_class.value.clone(),
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
@@ -82,6 +83,7 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
 pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     [
         (args.deadline.is_some(), "--deadline"),
+        (args.node_lost_after.is_some(), "--node-lost-after"),
         (args.start_timeout.is_some(), "--start-timeout"),
         (args.priority_class.is_some(), "--priority-class"),
         (args.queue.is_some(), "--queue"),
