@@ -335,6 +335,21 @@ mod tests {
     }
 
     #[test]
+    fn node_lost_after_is_a_duration_within_the_apis_bounds() {
+        let d = parse("node_lost_after: 45s\n", Path::new("/c.yaml")).unwrap();
+        assert_eq!(d.node_lost_after, Some(Duration::from_secs(45)));
+        let d = parse("node_lost_after: 90\n", Path::new("/c.yaml")).unwrap();
+        assert_eq!(d.node_lost_after, Some(Duration::from_secs(90)));
+        let err = parse("node_lost_after: soon\n", Path::new("/c.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "config file /c.yaml: key 'node_lost_after': expected a duration of at least 1s (e.g. 30s, 2m) or a number of seconds, got \"soon\""
+        );
+    }
+
+    #[test]
     fn the_shared_cluster_keys_parse_and_are_checked() {
         let d = parse(
             "queue: team-gpu\npriority_class: high\ndeadline: 12h\n",
@@ -372,7 +387,7 @@ mod tests {
         );
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
+            "config file /c.yaml: unknown key 'imag' (the keys are: namespace, image, pod_file, port, workers, queue, priority_class, deadline, node_lost_after, gang, scheduler_name, volcano_queue, keep_running, restarts, restart_on, give_up_after, volume, tensorboard_image, start_timeout, dir)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(err("image: ''\n").contains("key 'image'"));

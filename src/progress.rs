@@ -205,9 +205,10 @@ mod tests {
         let summary = RoleSummary {
             role: Some(Role::Worker),
             counts: RoleCounts {
-                total: 4,
+                total: 5,
                 pending: 1,
                 running: 2,
+                lost: 1,
                 succeeded: 1,
                 failed: 0,
                 queued: 0,
@@ -225,7 +226,7 @@ mod tests {
         };
         assert_eq!(
             role_line(&summary),
-            "worker    2/4 running, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+            "worker    2/5 running, 1 on a lost node, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
         );
         let done = RoleSummary {
             role: Some(Role::Ps),
@@ -233,6 +234,7 @@ mod tests {
                 total: 2,
                 pending: 0,
                 running: 0,
+                lost: 0,
                 succeeded: 1,
                 failed: 1,
                 queued: 0,

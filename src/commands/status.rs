@@ -386,6 +386,7 @@ mod tests {
                 "message",
                 "name",
                 "node",
+                "node_lost_since",
                 "phase",
                 "queue",
                 "queued",

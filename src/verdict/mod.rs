@@ -575,7 +575,9 @@ fn lost_node(v: &PodView, since: i64) -> Reason {
     };
     Reason {
         reason: NODE_LOST.into(),
-        message: Some(format!("node {node} not ready{when} (it stopped reporting)")),
+        message: Some(format!(
+            "node {node} not ready{when} (it stopped reporting)"
+        )),
     }
 }
 

@@ -11,6 +11,7 @@ mod env;
 mod failures;
 mod firsthour;
 mod lifecycle;
+mod nodes;
 mod outage;
 mod restart;
 mod run;
