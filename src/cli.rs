@@ -237,13 +237,18 @@ pub struct TensorboardArgs {
     #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
 
-    /// TensorBoard's image [default: the config file's tensorboard_image, else
-    /// tensorflow/tensorflow:2.15.0]
+    /// TensorBoard's image [default: the config file's tensorboard_image, else the
+    /// run's image, as cp uses]
     #[arg(long = "image", id = "tensorboard_image", value_name = "IMAGE")]
     pub image: Option<String>,
 
-    /// Delete the TensorBoard pod when tf-spawner exits (else it stays until -d)
+    /// Keep the TensorBoard pod when tf-spawner exits, for the next tensorboard (it
+    /// goes with -d); without it the pod is deleted when the last session using it ends
     #[arg(long)]
+    pub keep: bool,
+
+    /// The default now (the pod is deleted at exit unless --keep); still accepted
+    #[arg(long, hide = true, conflicts_with = "keep")]
     pub rm: bool,
 
     /// Run tensorboard (from PATH) here on the --local run's directory

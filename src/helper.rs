@@ -6,22 +6,24 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, HTTPGetAction, NodeAffinity, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Probe,
+    Affinity, Container, ExecAction, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodSpec, Probe, ResourceRequirements,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
 use crate::plan::OutputVolume;
 
-/// The image of `tensorboard` when neither `--image` nor the defaults file names one:
-/// TensorFlow's own, which has `tensorboard` on its PATH.
-pub const TENSORBOARD_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
-/// The port TensorBoard serves on in its pod.
+/// The port TensorBoard serves on in its pod, on the pod's loopback only: kube's
+/// port-forward reaches it there, no other pod can.
 pub const TENSORBOARD_PORT: u16 = 6006;
 /// The longest a copy's helper pod lives, whatever happens to the client.
 const CP_DEADLINE_SECONDS: i64 = 3600;
+/// How often a `tensorboard` session says it still uses the pod, and after how long
+/// without a word a session counts as gone (a client killed by SIGKILL).
+pub const HEARTBEAT_SECONDS: u64 = 20;
+pub const SESSION_STALE_SECONDS: u64 = 75;
 
 /// What a helper pod is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +37,27 @@ impl Helper {
         match self {
             Helper::Cp => "cp",
             Helper::Tensorboard => "tensorboard",
+        }
+    }
+
+    /// Its requests and limits (CPU, memory): small, and limits too, so a namespace
+    /// whose quota counts `limits.cpu`/`limits.memory` admits it. `cp`'s `tar` runs in
+    /// its container (exec), streaming; TensorBoard holds the summaries it loaded.
+    fn resources(self) -> ResourceRequirements {
+        let (requests, limits) = match self {
+            Helper::Cp => (("50m", "64Mi"), ("500m", "256Mi")),
+            Helper::Tensorboard => (("100m", "256Mi"), ("1", "2Gi")),
+        };
+        let list = |(cpu, memory): (&str, &str)| {
+            BTreeMap::from([
+                ("cpu".to_string(), Quantity(cpu.to_string())),
+                ("memory".to_string(), Quantity(memory.to_string())),
+            ])
+        };
+        ResourceRequirements {
+            requests: Some(list(requests)),
+            limits: Some(list(limits)),
+            ..ResourceRequirements::default()
         }
     }
 }
@@ -59,7 +82,7 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
         (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
         (HELPER_LABEL.to_string(), spec.helper.as_str().to_string()),
     ]);
-    let (command, ports, probe) = container_of(spec);
+    let (command, probe) = container_of(spec);
     Pod {
         metadata: ObjectMeta {
             name: Some(spec.name.clone()),
@@ -72,8 +95,8 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
                 name: spec.helper.as_str().to_string(),
                 image: Some(spec.image.clone()),
                 command: Some(command),
-                ports,
-                readiness_probe: probe,
+                startup_probe: probe,
+                resources: Some(spec.helper.resources()),
                 volume_mounts: Some(vec![spec.volume.mount(true)]),
                 ..Container::default()
             }],
@@ -88,41 +111,95 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
     }
 }
 
-/// The helper's command, ports and readiness probe.
-fn container_of(spec: &HelperSpec<'_>) -> (Vec<String>, Option<Vec<ContainerPort>>, Option<Probe>) {
+/// The helper's command and startup probe.
+fn container_of(spec: &HelperSpec<'_>) -> (Vec<String>, Option<Probe>) {
     match spec.helper {
         // `sleep` in a loop of the copy's length: the pod outlives no copy by much, even
         // when the client is killed before it can delete it.
         Helper::Cp => (
             vec!["sleep".to_string(), CP_DEADLINE_SECONDS.to_string()],
             None,
-            None,
         ),
+        // Loopback only (no `--bind_all`, no container port): the summaries are for the
+        // user's port-forward, not for every pod of the cluster. So the probe cannot be
+        // an HTTP GET from the kubelet (it goes to the pod's IP): it is an exec of the
+        // image's python (TensorBoard's own), once, as a startup probe (the container is
+        // ready when it passes; no probe runs after that).
         Helper::Tensorboard => (
             vec![
                 "tensorboard".to_string(),
                 "--logdir".to_string(),
                 spec.volume.path.clone(),
-                "--bind_all".to_string(),
+                "--host".to_string(),
+                "127.0.0.1".to_string(),
                 "--port".to_string(),
                 TENSORBOARD_PORT.to_string(),
             ],
-            Some(vec![ContainerPort {
-                name: Some("tensorboard".to_string()),
-                container_port: i32::from(TENSORBOARD_PORT),
-                protocol: Some("TCP".to_string()),
-                ..ContainerPort::default()
-            }]),
             Some(Probe {
-                http_get: Some(HTTPGetAction {
-                    path: Some("/".to_string()),
-                    port: IntOrString::Int(i32::from(TENSORBOARD_PORT)),
-                    ..HTTPGetAction::default()
+                exec: Some(ExecAction {
+                    command: Some(vec![
+                        "python".to_string(),
+                        "-c".to_string(),
+                        format!(
+                            "import urllib.request; urllib.request.urlopen('http://127.0.0.1:{TENSORBOARD_PORT}/', timeout=5)"
+                        ),
+                    ]),
                 }),
                 period_seconds: Some(2),
+                timeout_seconds: Some(10),
+                // Up to 30 minutes; `tensorboard --timeout` gives up sooner.
+                failure_threshold: Some(900),
                 ..Probe::default()
             }),
         ),
+    }
+}
+
+/// Whether `pod` is run `tag`'s helper of this kind: its labels say so. A pod of the
+/// same name without them is someone else's, never used or deleted.
+pub fn is_ours(pod: &Pod, tag: &str, helper: Helper) -> bool {
+    let labels = pod.metadata.labels.as_ref();
+    let has = |k: &str, v: &str| labels.and_then(|l| l.get(k)).is_some_and(|x| x == v);
+    has(RUN_LABEL, tag) && has(HELPER_LABEL, helper.as_str())
+}
+
+/// The `tensorboard` sessions using a TensorBoard pod ([`crate::labels::SESSIONS_ANNOTATION`]):
+/// each session's id and the unix time of its last heartbeat.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sessions(pub BTreeMap<String, u64>);
+
+impl Sessions {
+    /// Reads the annotation; anything unreadable is no session.
+    pub fn parse(text: Option<&str>) -> Sessions {
+        Sessions(
+            text.and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default(),
+        )
+    }
+
+    pub fn to_annotation(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_default()
+    }
+
+    /// The sessions other than `me` heard from within [`SESSION_STALE_SECONDS`] of `now`.
+    pub fn others_alive(&self, me: &str, now: u64) -> usize {
+        self.0
+            .iter()
+            .filter(|(id, at)| {
+                id.as_str() != me && now.saturating_sub(**at) <= SESSION_STALE_SECONDS
+            })
+            .count()
+    }
+
+    /// `me` heard from at `now`; stale sessions dropped.
+    pub fn beat(&mut self, me: &str, now: u64) {
+        self.0
+            .retain(|_, at| now.saturating_sub(*at) <= SESSION_STALE_SECONDS);
+        self.0.insert(me.to_string(), now);
+    }
+
+    pub fn leave(&mut self, me: &str) {
+        self.0.remove(me);
     }
 }
 
@@ -207,5 +284,50 @@ mod tests {
         assert!(one_node_only(&modes(&["ReadWriteOnce"])));
         assert!(one_node_only(&modes(&["ReadWriteOncePod"])));
         assert!(!one_node_only(&modes(&["ReadWriteOnce", "ReadWriteMany"])));
+    }
+
+    #[test]
+    fn a_helper_has_small_requests_and_limits_and_tensorboard_listens_on_loopback() {
+        let v = volume();
+        let pod = pod(&HelperSpec {
+            helper: Helper::Tensorboard,
+            name: "demo-tensorboard".into(),
+            tag: "demo",
+            namespace: "ns",
+            image: "tb:1".into(),
+            volume: &v,
+            node: None,
+        });
+        let json = serde_json::to_value(&pod).unwrap();
+        let c = &json["spec"]["containers"][0];
+        assert_eq!(c["resources"]["limits"]["memory"], "2Gi");
+        assert_eq!(c["resources"]["requests"]["cpu"], "100m");
+        let command: Vec<&str> = c["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert!(!command.contains(&"--bind_all"), "{command:?}");
+        assert_eq!(command[3..5], ["--host", "127.0.0.1"]);
+        assert!(c.get("ports").is_none() && c.get("readinessProbe").is_none());
+        assert_eq!(c["startupProbe"]["exec"]["command"][0], "python");
+        assert!(is_ours(&pod, "demo", Helper::Tensorboard));
+        assert!(!is_ours(&pod, "other", Helper::Tensorboard));
+        assert!(!is_ours(&pod, "demo", Helper::Cp));
+    }
+
+    #[test]
+    fn sessions_count_the_others_heard_from_lately() {
+        let mut s = Sessions::parse(Some(r#"{"a":1000,"b":990,"old":100}"#));
+        assert_eq!(s.others_alive("a", 1000), 1);
+        assert_eq!(s.others_alive("c", 1100), 0);
+        s.beat("c", 1000);
+        assert_eq!(s.0.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        s.leave("a");
+        s.leave("b");
+        assert_eq!(s.others_alive("c", 1000), 0);
+        assert_eq!(Sessions::parse(Some("not json")), Sessions::default());
+        assert_eq!(s.to_annotation(), r#"{"c":1000}"#);
     }
 }

@@ -77,6 +77,13 @@ pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";
+/// On the TensorBoard pod: the `tensorboard` sessions using it, as JSON (`{"ID": unix
+/// time of its last heartbeat}`), so one session's end does not delete a pod another one
+/// uses (`helper::Sessions`).
+pub const SESSIONS_ANNOTATION: &str = "tf-spawner/sessions";
+/// On the TensorBoard pod: `"true"` when a session asked it to stay (`tensorboard
+/// --keep`): no session's end deletes it, `-d` does.
+pub const KEEP_ANNOTATION: &str = "tf-spawner/keep";
 
 /// The variable that tells the training script where the run's volume is mounted (with
 /// `--local`: a directory on this machine).

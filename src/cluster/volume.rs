@@ -5,7 +5,7 @@
 use anyhow::{Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kube::api::{Api, AttachParams, DeleteParams, PostParams};
+use kube::api::{Api, AttachParams, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::Cluster;
@@ -79,14 +79,15 @@ impl Cluster {
     }
 
     /// Creates a helper pod (no retry of a create that may have landed: its name is
-    /// its own, and a 409 is an error worth showing).
-    pub async fn create_helper(&self, pod: &Pod) -> Result<()> {
+    /// its own): the pod as stored, or `None` when a pod of that name exists (409).
+    pub async fn create_helper(&self, pod: &Pod) -> Result<Option<Pod>> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
         let name = pod.metadata.name.clone().unwrap_or_default();
-        api.create(&PostParams::default(), pod)
-            .await
-            .map(drop)
-            .map_err(|e| anyhow!("creating pod/{name}: {e}"))
+        match api.create(&PostParams::default(), pod).await {
+            Ok(pod) => Ok(Some(pod)),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
+            Err(e) => Err(anyhow!("creating pod/{name}: {}", in_words(&e))),
+        }
     }
 
     /// The helper pod `name`, if it exists.
@@ -97,18 +98,61 @@ impl Cluster {
             .map_err(|e| self.explain(&format!("reading pod/{name}"), &e))
     }
 
-    /// Deletes a helper pod at once (grace period 0: it holds nothing worth a clean
-    /// stop); a missing pod is fine.
-    pub async fn delete_helper(&self, name: &str) -> Result<()> {
+    /// Deletes the helper pod `name` at once (grace period 0: it holds nothing worth a
+    /// clean stop), only if it is still the pod of uid `uid` (and, given, of resource
+    /// version `version`: nobody changed it since it was read). `Ok(false)` when a
+    /// precondition failed (409): the pod is someone else's now, or in use; a missing
+    /// pod is fine.
+    pub async fn delete_helper(
+        &self,
+        name: &str,
+        uid: &str,
+        version: Option<&str>,
+    ) -> Result<bool> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = DeleteParams {
             grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: version.map(str::to_string),
+            }),
             ..DeleteParams::default()
         };
         match retry(&self.policy, || api.delete(name, &params), Plain).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == Some(404) => Ok(()),
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == Some(404) => Ok(true),
+            Err(e) if e.code() == Some(409) => Ok(false),
             Err(e) => Err(self.explain(&format!("deleting pod/{name}"), &e)),
+        }
+    }
+
+    /// Sets (or, with `None`, removes) annotations of pod `name` if it is still at
+    /// resource version `version` (a merge patch carrying it: optimistic concurrency).
+    /// `Ok(None)` when it changed meanwhile (409).
+    pub async fn annotate_pod(
+        &self,
+        name: &str,
+        version: &str,
+        annotations: &[(&str, Option<String>)],
+    ) -> Result<Option<Pod>> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let values: serde_json::Map<String, serde_json::Value> = annotations
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    v.clone().map_or(serde_json::Value::Null, Into::into),
+                )
+            })
+            .collect();
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": version, "annotations": values}
+        });
+        let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        match retry(&self.policy, || api.patch(name, &params, &patch), Plain).await {
+            Ok(pod) => Ok(Some(pod)),
+            Err(e) if e.code() == Some(409) => Ok(None),
+            Err(e) => Err(self.explain(&format!("updating pod/{name}"), &e)),
         }
     }
 
@@ -155,7 +199,7 @@ impl Cluster {
         let mut forwarder = api
             .portforward(pod, &[port])
             .await
-            .map_err(|e| anyhow!("port-forward to pod/{pod}: {e}"))?;
+            .map_err(|e| anyhow!("port-forward to pod/{pod}: {}", in_words(&e)))?;
         let mut upstream = forwarder
             .take_stream(port)
             .ok_or_else(|| anyhow!("port-forward to pod/{pod}: no stream for port {port}"))?;
@@ -165,6 +209,15 @@ impl Cluster {
         copied
             .map(drop)
             .map_err(|e| anyhow!("port-forward to pod/{pod}: {e}"))
+    }
+}
+
+/// A client error in our words: the API server's message, not the client's `Debug` of
+/// its `Status`.
+fn in_words(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => format!("{} ({})", s.message, s.code),
+        e => e.to_string(),
     }
 }
 

@@ -166,7 +166,7 @@ fn rows(settings: &Settings) -> Vec<Row> {
             "tensorboard_image",
             &settings.tensorboard_image,
             |v| v.clone().into(),
-            "(tensorflow/tensorflow:2.15.0)",
+            "(the run's image)",
         ),
     ]
 }

@@ -17,7 +17,7 @@ pub async fn exec(settings: &Settings, args: &TensorboardArgs) -> Result<()> {
         tag: args.tag.to_string(),
         port: args.port,
         image: settings.tensorboard_image.value.clone(),
-        remove: args.rm,
+        keep: args.keep,
         timeout: args.timeout,
     };
     tensorboard::run(&cluster, &board).await

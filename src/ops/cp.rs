@@ -102,12 +102,16 @@ pub(crate) async fn run(cluster: &Cluster, copy: &Copy) -> Result<Copied> {
     let parent = parent_of(&dest).to_path_buf();
     let pod = super::helper::plan(cluster, &copy.tag, Helper::Cp, &volume, None).await?;
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
-    cluster.create_helper(&pod).await?;
+    // Its name is random: a pod of that name is someone else's, never used.
+    let created = cluster.create_helper(&pod).await?.ok_or_else(|| {
+        anyhow!("pod/{pod_name} already exists and is not this copy's; nothing was copied")
+    })?;
+    let uid = created.metadata.uid.unwrap_or_default();
     let result = tokio::select! {
         r = fetch(cluster, &pod_name, &volume, &inside, &parent, copy.timeout) => r,
         code = stop.requested() => Err(interrupted(code)),
     };
-    let deleted = cluster.delete_helper(&pod_name).await;
+    let deleted = cluster.delete_helper(&pod_name, &uid, None).await;
     let spool = result?;
     if let Err(e) = deleted {
         output::note(&format!("{e}; it goes with: tf-spawner -d -t {}", copy.tag));
@@ -150,7 +154,7 @@ async fn fetch(
     parent: &Path,
     timeout: Duration,
 ) -> Result<std::fs::File> {
-    super::helper::wait_running(cluster, pod, timeout, false).await?;
+    super::helper::wait_running(cluster, pod, timeout, false, None).await?;
     let (dir, entry) = match inside.rsplit_once('/') {
         Some((dir, entry)) => (format!("{}/{dir}", volume.path), entry.to_string()),
         None if inside.is_empty() => (volume.path.clone(), ".".to_string()),

@@ -52,13 +52,39 @@ pub(crate) async fn plan(
     }))
 }
 
+/// The helper pod `name` of run `tag`, if there is one; a pod of that name that is not
+/// (its labels do not say run `tag` and this helper) is refused, never used or deleted.
+pub(crate) async fn found(
+    cluster: &Cluster,
+    name: &str,
+    tag: &str,
+    kind: Helper,
+) -> Result<Option<Pod>> {
+    let Some(pod) = cluster.pod(name).await? else {
+        return Ok(None);
+    };
+    if !helper::is_ours(&pod, tag, kind) {
+        bail!(
+            "pod/{name} exists in namespace '{}' but is not the {} pod of run '{tag}' (it lacks the labels {}={tag} and {}={}); tf-spawner leaves it alone: rename or delete it yourself",
+            cluster.namespace(),
+            kind.as_str(),
+            crate::labels::RUN_LABEL,
+            crate::labels::HELPER_LABEL,
+            kind.as_str()
+        );
+    }
+    Ok(Some(pod))
+}
+
 /// Polls until pod `name` runs (and, with `ready`, its containers are ready); fails
 /// when it ended, cannot start (an image that cannot be pulled), or `timeout` passed.
+/// `image_flag` is the flag that chooses the pod's image, named when the image is why.
 pub(crate) async fn wait_running(
     cluster: &Cluster,
     name: &str,
     timeout: Duration,
     ready: bool,
+    image_flag: Option<&str>,
 ) -> Result<Pod> {
     let start = tokio::time::Instant::now();
     loop {
@@ -86,7 +112,10 @@ pub(crate) async fn wait_running(
                     ),
                     None => String::new(),
                 };
-                bail!("pod/{name} ended before it could be used{why}")
+                let hint = image_flag.map_or(String::new(), |f| {
+                    format!(" (is the image right? choose another with {f})")
+                });
+                bail!("pod/{name} ended before it could be used{why}{hint}")
             }
             _ => {}
         }
@@ -102,7 +131,12 @@ pub(crate) async fn wait_running(
                     | "RunContainerError"
             )
         {
-            bail!("pod/{name} cannot start: {waiting}");
+            match image_flag {
+                Some(flag) if waiting.reason.contains("Image") => {
+                    bail!("pod/{name} cannot start: {waiting}; choose another image with {flag}")
+                }
+                _ => bail!("pod/{name} cannot start: {waiting}"),
+            }
         }
         if start.elapsed() > timeout {
             let why = match view.waiting {

@@ -1,17 +1,27 @@
 //! `tensorboard`: the run's TensorBoard pod (reading the run's volume), started unless
 //! it runs already, waited for until it serves, and forwarded to a local port until
-//! Ctrl-C; or, for a `--local` run, `tensorboard` from PATH on its directory.
+//! Ctrl-C, then deleted unless another session still uses it or `--keep` asked it to
+//! stay; or, for a `--local` run, `tensorboard` from PATH on its directory.
+//!
+//! Sessions share the pod: each one writes its id and a heartbeat into the pod's
+//! [`SESSIONS_ANNOTATION`] (merge patches carrying the resourceVersion read, so two
+//! sessions never overwrite each other's word), and the last one to leave deletes it
+//! (with the uid and resourceVersion as preconditions: a session that joined meanwhile
+//! makes the delete fail, and the leaving one looks again). A session killed by SIGKILL
+//! stops beating and counts as gone after [`crate::helper::SESSION_STALE_SECONDS`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::Pod;
 use tokio::net::TcpListener;
 
 use crate::cluster::Cluster;
-use crate::helper::{Helper, TENSORBOARD_PORT};
-use crate::labels::helper_pod_name;
+use crate::helper::{HEARTBEAT_SECONDS, Helper, Sessions, TENSORBOARD_PORT};
+use crate::labels::{KEEP_ANNOTATION, SESSIONS_ANNOTATION, helper_pod_name};
 use crate::output;
+use crate::plan::OutputVolume;
 use crate::signals;
 use crate::verdict::{Phase, PodView};
 
@@ -21,72 +31,221 @@ pub(crate) struct Board {
     pub tag: String,
     /// The local port; `None`: a free one.
     pub port: Option<u16>,
-    /// `None`: the built-in TensorBoard image.
+    /// `None`: the run's image (as `cp`'s), else tf-spawner's default image.
     pub image: Option<String>,
-    /// Delete the pod at exit.
-    pub remove: bool,
+    /// Keep the pod when this session ends (`--keep`).
+    pub keep: bool,
     /// How long the pod may take to serve.
     pub timeout: Duration,
 }
 
-/// Starts (or reuses) the run's TensorBoard pod and forwards `board.port` to it until
-/// Ctrl-C.
+/// How many times a read-then-write on the pod is tried when others change it between.
+const TRIES: usize = 10;
+
+/// Starts (or joins) the run's TensorBoard pod and forwards `board.port` to it until
+/// Ctrl-C; then leaves it (deleting it when no other session uses it and no `--keep`).
 pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
+    let mut stop = signals::Stop::listen();
     let volume = super::helper::run_volume(cluster, &board.tag).await?;
     let name = helper_pod_name(&board.tag, Helper::Tensorboard.as_str(), false);
     let listener = bind(board.port).await?;
-    // A pod that ended (a wrong image, an eviction) is replaced; a live one reused.
-    let existing = cluster
-        .pod(&name)
-        .await?
-        .map(|p| PodView::from_pod(&p).phase);
-    if matches!(existing, Some(Phase::Succeeded | Phase::Failed)) {
-        cluster.delete_helper(&name).await?;
-        wait_gone(cluster, &name).await?;
-    }
-    if !matches!(
-        existing,
-        Some(Phase::Pending | Phase::Running | Phase::Unknown)
-    ) {
-        let image = board
-            .image
-            .clone()
-            .unwrap_or_else(|| crate::helper::TENSORBOARD_IMAGE.to_string());
-        let pod = super::helper::plan(
-            cluster,
-            &board.tag,
-            Helper::Tensorboard,
-            &volume,
-            Some(image),
-        )
-        .await?;
-        cluster.create_helper(&pod).await?;
-        output::print(&format!(
-            "started pod/{name}, reading {} of claim '{}'\n",
-            volume.path, volume.claim
-        ))?;
-    }
+    let me = format!("{:016x}", rand::random::<u64>());
+    let pod = join(cluster, board, &name, &volume, &me).await?;
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
     let served = tokio::select! {
         r = serve(cluster, &name, listener, board.timeout) => r,
-        code = signals::stop_requested() => {
+        r = heartbeat(cluster, &name, &uid, &me) => r,
+        code = stop.requested() => {
             output::note(&format!("stopped (signal, exit code {code})"));
             Ok(())
         }
     };
-    // A pod that could not serve is of no use: it goes, and the error is the one line.
-    if let Err(e) = served {
-        let _ = cluster.delete_helper(&name).await;
-        return Err(e);
-    }
-    if board.remove {
-        cluster.delete_helper(&name).await?;
-    } else {
-        output::note(&format!(
-            "pod/{name} stays; it goes with: tf-spawner -d -t {}",
+    // A pod that could not serve is of no use: it goes unless others use it.
+    let keep = board.keep && served.is_ok();
+    let left = leave(cluster, &name, &uid, &me, keep).await;
+    served?;
+    match left? {
+        Left::Deleted => output::note(&format!("deleted pod/{name} (tensorboard --keep keeps it)")),
+        Left::Kept => output::note(&format!(
+            "pod/{name} stays (--keep); it goes with: tf-spawner -d -t {}",
             board.tag
-        ));
+        )),
+        Left::InUse(n) => output::note(&format!(
+            "pod/{name} stays: {n} other tensorboard session{} use{} it; the last to end deletes it",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" }
+        )),
+        Left::Gone => {}
     }
     Ok(())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// Whether a pod of ours is of no more use: it ended, or it is being deleted.
+fn finished(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        || matches!(
+            PodView::from_pod(pod).phase,
+            Phase::Succeeded | Phase::Failed
+        )
+}
+
+/// This session's pod: the run's TensorBoard pod joined (its id in the sessions), or
+/// created with it. A pod that ended (a wrong image, an eviction) is replaced; a pod of
+/// the name that is not ours is refused ([`super::helper::found`]).
+async fn join(
+    cluster: &Cluster,
+    board: &Board,
+    name: &str,
+    volume: &OutputVolume,
+    me: &str,
+) -> Result<Pod> {
+    for _ in 0..TRIES {
+        let mut sessions = Sessions::default();
+        let found = super::helper::found(cluster, name, &board.tag, Helper::Tensorboard).await?;
+        if let Some(pod) = &found
+            && finished(pod)
+        {
+            if pod.metadata.deletion_timestamp.is_none() {
+                let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+                let version = pod.metadata.resource_version.as_deref();
+                cluster.delete_helper(name, uid, version).await?;
+            }
+            wait_gone(cluster, name).await?;
+            continue;
+        }
+        if let Some(pod) = &found {
+            sessions = Sessions::parse(annotation(pod, SESSIONS_ANNOTATION));
+        }
+        sessions.beat(me, unix_now());
+        let mut changes = vec![(SESSIONS_ANNOTATION, Some(sessions.to_annotation()))];
+        if board.keep {
+            changes.push((KEEP_ANNOTATION, Some("true".to_string())));
+        }
+        let Some(pod) = found else {
+            let mut pod = super::helper::plan(
+                cluster,
+                &board.tag,
+                Helper::Tensorboard,
+                volume,
+                board.image.clone(),
+            )
+            .await?;
+            let annotations = pod
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            annotations.extend(
+                changes
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k.to_string(), v?))),
+            );
+            if let Some(created) = cluster.create_helper(&pod).await? {
+                output::print(&format!(
+                    "started pod/{name}, reading {} of claim '{}'\n",
+                    volume.path, volume.claim
+                ))?;
+                return Ok(created);
+            }
+            continue;
+        };
+        let version = pod.metadata.resource_version.as_deref().unwrap_or_default();
+        if let Some(joined) = cluster.annotate_pod(name, version, &changes).await? {
+            return Ok(joined);
+        }
+    }
+    bail!("pod/{name} kept changing while tensorboard tried to use it; try again")
+}
+
+/// Says every [`HEARTBEAT_SECONDS`] that this session still uses the pod; ends (with an
+/// error) only when the pod is gone or replaced.
+async fn heartbeat(cluster: &Cluster, name: &str, uid: &str, me: &str) -> Result<()> {
+    loop {
+        tokio::time::sleep(Duration::from_secs(HEARTBEAT_SECONDS)).await;
+        for _ in 0..TRIES {
+            let Some(pod) = cluster
+                .pod(name)
+                .await?
+                .filter(|p| p.metadata.uid.as_deref() == Some(uid) && !finished(p))
+            else {
+                bail!(
+                    "pod/{name} was deleted while tensorboard forwarded to it (tf-spawner -d, or by hand)"
+                );
+            };
+            let mut sessions = Sessions::parse(annotation(&pod, SESSIONS_ANNOTATION));
+            sessions.beat(me, unix_now());
+            let version = pod.metadata.resource_version.as_deref().unwrap_or_default();
+            let change = [(SESSIONS_ANNOTATION, Some(sessions.to_annotation()))];
+            if cluster
+                .annotate_pod(name, version, &change)
+                .await?
+                .is_some()
+            {
+                break;
+            }
+        }
+    }
+}
+
+/// How a session left the pod.
+enum Left {
+    Deleted,
+    Kept,
+    InUse(usize),
+    Gone,
+}
+
+/// Takes this session off the pod: deletes it when no other live session uses it and
+/// nobody asked it to stay (`keep`: this session's `--keep`, or the pod's annotation).
+async fn leave(cluster: &Cluster, name: &str, uid: &str, me: &str, keep: bool) -> Result<Left> {
+    for _ in 0..TRIES {
+        let Some(pod) = cluster
+            .pod(name)
+            .await?
+            .filter(|p| p.metadata.uid.as_deref() == Some(uid))
+        else {
+            return Ok(Left::Gone);
+        };
+        let mut sessions = Sessions::parse(annotation(&pod, SESSIONS_ANNOTATION));
+        let others = sessions.others_alive(me, unix_now());
+        let kept = keep || annotation(&pod, KEEP_ANNOTATION) == Some("true");
+        let version = pod.metadata.resource_version.as_deref();
+        if others == 0 && !kept {
+            if cluster.delete_helper(name, uid, version).await? {
+                return Ok(Left::Deleted);
+            }
+            continue;
+        }
+        sessions.leave(me);
+        let change = [(SESSIONS_ANNOTATION, Some(sessions.to_annotation()))];
+        if cluster
+            .annotate_pod(name, version.unwrap_or_default(), &change)
+            .await?
+            .is_some()
+        {
+            return Ok(if others > 0 {
+                Left::InUse(others)
+            } else {
+                Left::Kept
+            });
+        }
+    }
+    Err(anyhow!(
+        "pod/{name} kept changing while tensorboard left it; it goes with: tf-spawner -d"
+    ))
 }
 
 /// Waits until TensorBoard is ready, prints its URL, then forwards every connection.
@@ -96,7 +255,7 @@ async fn serve(
     listener: TcpListener,
     timeout: Duration,
 ) -> Result<()> {
-    super::helper::wait_running(cluster, pod, timeout, true).await?;
+    super::helper::wait_running(cluster, pod, timeout, true, Some("--image")).await?;
     let addr = listener.local_addr()?;
     output::print(&format!(
         "TensorBoard: http://{addr}/ (forwarded to pod/{pod}; Ctrl-C to stop)\n"

@@ -260,6 +260,10 @@ fn a_helper_pod_that_cannot_start_is_deleted_and_nothing_is_copied() {
         helper["spec"]["volumes"][0]["persistentVolumeClaim"]["readOnly"],
         true
     );
+    // Small requests and limits of its own (a quota on limits admits it).
+    let resources = &helper["spec"]["containers"][0]["resources"];
+    assert_eq!(resources["limits"]["memory"], "256Mi", "{helper:#}");
+    assert_eq!(resources["requests"]["cpu"], "50m", "{helper:#}");
     assert_eq!(
         helper["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0],
@@ -390,4 +394,205 @@ fn a_local_run_writes_under_its_output_dir_and_tensorboard_local_reads_it() {
     env.run(&["tensorboard", "--local", "-t", "none"])
         .failure(1)
         .stderr_has("tf-spawner-output/none does not exist");
+}
+
+/// A `tensorboard` session started as a user would, its stdout read line by line.
+struct Session {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Session {
+    fn start(env: &Env, args: &[&str]) -> Session {
+        let mut child = env
+            .cmd()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        Session { child, lines }
+    }
+
+    /// Waits for the line starting with `prefix`.
+    fn line(&self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no line {prefix:?} within 30 s"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    /// Ctrl-C, then what it printed.
+    fn interrupt(self) -> crate::support::Output {
+        // SAFETY: signals our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let out = self.child.wait_with_output().unwrap();
+        crate::support::Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Polls until pod `name` is stored and returns it.
+fn stored(env: &Env, name: &str) -> Value {
+    for _ in 0..500 {
+        if let Some(p) = env.server.get("pods", NS, name) {
+            return p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("pod/{name} was never created")
+}
+
+/// What a kubelet writes once the TensorBoard container passed its startup probe.
+fn serving(env: &Env, name: &str) {
+    env.server.bind_pod(NS, name, "node-a");
+    env.server.set_pod_status(
+        NS,
+        name,
+        json!({"phase": "Running", "containerStatuses": [{"name": "tensorboard",
+            "ready": true, "started": true, "restartCount": 0, "image": "tb", "imageID": "",
+            "state": {"running": {"startedAt": "2026-01-01T10:00:00Z"}}}]}),
+    );
+}
+
+/// The TensorBoard pod: the run's image by default, small requests and limits,
+/// TensorBoard on the pod's loopback (an exec startup probe, no port), and gone when the
+/// last session using it ends: a second session shares it, and the first one's Ctrl-C
+/// leaves it to the second (issue 41, items 1 and 6).
+#[test]
+fn tensorboard_sessions_share_the_pod_and_the_last_one_deletes_it() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteMany"]);
+    env.spawn(&[
+        "-t",
+        "tb",
+        "-w",
+        "1",
+        "--volume",
+        "out",
+        "-i",
+        "team/tf:2.21",
+    ])
+    .success();
+    let first = Session::start(&env, &["tensorboard", "-t", "tb"]);
+    let pod = stored(&env, "tb-tensorboard");
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["image"], "team/tf:2.21", "the run's image");
+    assert_eq!(c["resources"]["limits"]["cpu"], "1");
+    assert_eq!(c["resources"]["requests"]["memory"], "256Mi");
+    let command = c["command"].to_string();
+    assert!(command.contains(r#""--host","127.0.0.1""#) && !command.contains("bind_all"));
+    assert!(
+        c.get("ports").is_none() && c["startupProbe"]["exec"].is_object(),
+        "{c:#}"
+    );
+    serving(&env, "tb-tensorboard");
+    first.line("TensorBoard: http://127.0.0.1:");
+
+    let second = Session::start(&env, &["tensorboard", "-t", "tb"]);
+    second.line("TensorBoard: http://127.0.0.1:");
+    let sessions = |env: &Env| -> usize {
+        let pod = env.server.get("pods", NS, "tb-tensorboard").unwrap();
+        let text = pod["metadata"]["annotations"]["tf-spawner/sessions"]
+            .as_str()
+            .unwrap_or("{}")
+            .to_string();
+        serde_json::from_str::<serde_json::Map<String, Value>>(&text)
+            .unwrap()
+            .len()
+    };
+    assert_eq!(sessions(&env), 2);
+    let out = first.interrupt();
+    out.success()
+        .stderr_has("pod/tb-tensorboard stays: 1 other tensorboard session uses it");
+    assert_eq!(sessions(&env), 1);
+    let out = second.interrupt();
+    out.success()
+        .stderr_has("deleted pod/tb-tensorboard (tensorboard --keep keeps it)");
+    assert!(env.server.get("pods", NS, "tb-tensorboard").is_none());
+
+    // --keep: the pod stays for the next session, and -d removes it.
+    let kept = Session::start(&env, &["tensorboard", "-t", "tb", "--keep"]);
+    stored(&env, "tb-tensorboard");
+    serving(&env, "tb-tensorboard");
+    kept.line("TensorBoard: ");
+    kept.interrupt()
+        .success()
+        .stderr_has("pod/tb-tensorboard stays (--keep)");
+    assert!(env.server.get("pods", NS, "tb-tensorboard").is_some());
+}
+
+/// A pod named like the run's TensorBoard pod that does not carry the run's labels is
+/// someone else's: refused in one line, neither used nor deleted nor changed.
+#[test]
+fn tensorboard_refuses_a_pod_of_its_name_that_is_not_the_runs() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteMany"]);
+    env.spawn(&["-t", "fo", "-w", "1", "--volume", "out"])
+        .success();
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {"name": "fo-tensorboard", "labels": {"app": "theirs"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            "status": {"phase": "Succeeded"}}),
+    );
+    let before = env.server.get("pods", NS, "fo-tensorboard").unwrap();
+    let out = env.run(&["tensorboard", "-t", "fo", "--timeout", "5s"]);
+    out.failure(1).stderr_has(
+        "error: pod/fo-tensorboard exists in namespace 'default' but is not the tensorboard pod of run 'fo'",
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    assert_eq!(
+        env.server.get("pods", NS, "fo-tensorboard").unwrap(),
+        before
+    );
+}
+
+/// An image that cannot be pulled: the error names `--image`, and the pod goes.
+#[test]
+fn a_tensorboard_image_that_cannot_be_pulled_names_the_image_flag() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteMany"]);
+    env.spawn(&["-t", "pi", "-w", "1", "--volume", "out"])
+        .success();
+    let session = Session::start(&env, &["tensorboard", "-t", "pi", "--image", "no/such:1"]);
+    stored(&env, "pi-tensorboard");
+    env.server.bind_pod(NS, "pi-tensorboard", "node-a");
+    env.server.set_pod_status(
+        NS,
+        "pi-tensorboard",
+        json!({"phase": "Pending", "containerStatuses": [{"name": "tensorboard",
+            "ready": false, "restartCount": 0, "image": "no/such:1", "imageID": "",
+            "state": {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}}]}),
+    );
+    let out = session.child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot start") && stderr.contains("choose another image with --image"),
+        "{stderr}"
+    );
+    assert!(env.server.get("pods", NS, "pi-tensorboard").is_none());
 }

@@ -261,7 +261,8 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
         .stderr_has(&format!(
             "error: pod/{t}-tensorboard ended before it could be used"
         ))
-        .stderr_has("tensorboard");
+        .stderr_has("tensorboard")
+        .stderr_has("choose another with --image");
     c.eventually("the failed pod gone", Duration::from_secs(60), || async {
         helper_pods(&c, &t).await.is_empty().then_some(())
     })
@@ -311,15 +312,15 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
         .read_to_string(&mut err)
         .await
         .unwrap();
+    // The pod ends with the session that used it (no --keep).
     assert!(
-        err.contains("stays; it goes with: tf-spawner -d -t"),
+        err.contains(&format!("deleted pod/{t}-tensorboard")),
         "{err}"
     );
-    assert_eq!(helper_pods(&c, &t).await, [format!("{t}-tensorboard")]);
+    assert!(helper_pods(&c, &t).await.is_empty());
     c.run(&["-d", "-t", &t, "-y", "--wait", "--timeout", "60s"])
         .await
-        .success()
-        .stdout_has(&format!("deleted pod/{t}-tensorboard"));
+        .success();
     assert!(c.pods(&t).await.is_empty());
 }
 
@@ -483,10 +484,40 @@ async fn killed_cp(c: &Cluster, t: &str) -> String {
     name
 }
 
-/// The TensorBoard part: the pod of the run serves the chief's real summaries (read from
-/// the volume) through the forwarded port; Ctrl-C leaves the pod.
+/// What connecting from inside the TensorBoard pod to port 6006 of its own IP and of
+/// its loopback gives (`connect_ex`: 0, or the errno): TensorBoard listens on the
+/// loopback only, so no other pod reaches it.
+async fn connects_from_inside(c: &Cluster, t: &str) -> String {
+    let api = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+    let name = format!("{t}-tensorboard");
+    let pod = api.get(&name).await.expect("the TensorBoard pod");
+    let ip = pod.status.and_then(|s| s.pod_ip).expect("its IP");
+    let probe =
+        "import socket, sys\nprint(*[socket.socket().connect_ex((a, 6006)) for a in sys.argv[1:]])";
+    let command = ["python", "-c", probe, &ip, "127.0.0.1"];
+    let params = kube::api::AttachParams::default().stderr(false);
+    let mut process = api.exec(&name, command, &params).await.expect("exec");
+    let mut out = String::new();
+    process
+        .stdout()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    process.join().await.unwrap();
+    out.trim().to_string()
+}
+
+/// The TensorBoard part: the pod of the run (the run's image by default) serves the
+/// chief's real summaries (read from the volume) through the forwarded port, while it
+/// listens on the pod's loopback only; Ctrl-C deletes the pod.
 async fn tensorboard_serves_the_summaries(c: &Cluster, t: &str) {
     let (mut child, port) = start_tensorboard(c, t).await;
+    let refused = connects_from_inside(c, t).await;
+    assert_eq!(
+        refused, "111 0",
+        "ECONNREFUSED on the pod's IP, 0 on its loopback"
+    );
     let (runs, tags) = served_summaries(c, port).await;
     // --logdir is the volume's root: the run is named by its directory under it.
     assert_eq!(runs, ["logs/train"], "the chief's one run");
@@ -506,6 +537,10 @@ async fn tensorboard_serves_the_summaries(c: &Cluster, t: &str) {
         .expect("ends after Ctrl-C")
         .unwrap();
     assert!(status.success(), "{status:?}");
+    assert!(
+        helper_pods(c, t).await.is_empty(),
+        "the pod ended with tensorboard"
+    );
 }
 
 /// `cp` brings the chief's model home: `mnist.keras`, a zip archive holding the model's
@@ -542,8 +577,8 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
 
     copy_the_model_home(&c, &t).await;
 
-    // The chief's summaries are on the volume: TensorBoard (the same image, named by the
-    // defaults file's tensorboard_image) lists them.
+    // The chief's summaries are on the volume: TensorBoard (the run's image, its
+    // default) lists them.
     let train = claim.dir.path().join("logs/train");
     assert!(
         std::fs::read_dir(&train)
@@ -555,24 +590,14 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
         "the chief wrote its summaries to {}",
         train.display()
     );
-    let config = c.dir.path().join(".config/tf-spawner");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.yaml"),
-        format!("tensorboard_image: {image}\n"),
-    )
-    .unwrap();
     tensorboard_serves_the_summaries(&c, &t).await;
 
-    // -d removes the TensorBoard pod and a helper pod a killed `cp` left.
+    // -d removes a helper pod a killed `cp` left.
     let cp = killed_cp(&c, &t).await;
-    let mut left = helper_pods(&c, &t).await;
-    left.sort();
-    assert_eq!(left, [cp.clone(), format!("{t}-tensorboard")]);
+    assert_eq!(helper_pods(&c, &t).await, std::slice::from_ref(&cp));
     c.run(&["-d", "-t", &t, "-y", "--wait", "--timeout", "90s"])
         .await
         .success()
-        .stdout_has(&format!("deleted pod/{t}-tensorboard"))
         .stdout_has(&format!("deleted pod/{cp}"));
     assert!(c.pods(&t).await.is_empty(), "nothing of the run is left");
 }

@@ -3,7 +3,7 @@
 //! they never start: both give up after their timeout and delete their pod), and a
 //! missing claim is refused before anything is created.
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ResourceQuota};
 use kube::api::PostParams;
 use serde_json::json;
 
@@ -60,6 +60,26 @@ async fn the_server_stores_the_volume_and_accepts_the_helper_pods() {
         "results:/out"
     );
 
+    // A quota on limits (as many shared namespaces have, issue 41): the helper pods carry
+    // small requests and limits of their own, so it admits them.
+    let quota: ResourceQuota = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "limits"},
+        "spec": {"hard": {"limits.cpu": "20", "limits.memory": "64Gi",
+            "requests.cpu": "20", "requests.memory": "64Gi"}}
+    }))
+    .unwrap();
+    let quotas = real.api::<ResourceQuota>(&ns);
+    quotas
+        .create(&Default::default(), &quota)
+        .await
+        .expect("create the quota");
+    for _ in 0..100 {
+        let q = quotas.get("limits").await.unwrap();
+        if q.status.and_then(|s| s.hard).is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     // The helper pods are accepted (a refusal would be the error), then given up on.
     let dest = real.write("placeholder", "");
     let into = dest.parent().unwrap().join("model");
@@ -85,16 +105,7 @@ async fn the_server_stores_the_volume_and_accepts_the_helper_pods() {
     let board = real
         .run(
             Cred::Admin,
-            &[
-                "-n",
-                &ns,
-                "tensorboard",
-                "-t",
-                tag,
-                "--timeout",
-                "2s",
-                "--rm",
-            ],
+            &["-n", &ns, "tensorboard", "-t", tag, "--timeout", "2s"],
         )
         .await;
     board
