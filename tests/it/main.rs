@@ -14,6 +14,7 @@ mod gang;
 mod list;
 mod local;
 mod logs;
+mod nodes;
 mod outage;
 mod perf;
 mod queues;
