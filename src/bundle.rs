@@ -499,6 +499,7 @@ mod tests {
             invocation: "0123456789abcdef".into(),
             scheduling: Default::default(),
             volume: None,
+            resources: Default::default(),
         };
         let plan = build(&req).unwrap();
         let binary = plan.config_map.binary_data.as_ref().unwrap();

@@ -125,6 +125,7 @@ pub async fn spawn_request(
         invocation: invocation_id(),
         scheduling,
         volume,
+        resources: Default::default(),
     })
 }
 

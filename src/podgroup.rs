@@ -32,7 +32,7 @@
 //! one, `pkg/controllers/podgroup/pg_controller_handler.go::createNormalPodPGIfNotExist`,
 //! in the queue of its `scheduling.volcano.sh/queue-name` annotation).
 
-mod quantity;
+use crate::quantity;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -285,8 +285,7 @@ pub fn min_resources<'a>(
         .filter(|(_, v)| *v > 0)
         .map(|(k, v)| {
             // Bytes are written as Kubernetes writes them (`3Gi`).
-            let binary = k == "memory" || k.contains("storage") || k.starts_with("hugepages-");
-            let q = quantity::format(v, binary);
+            let q = quantity::format(v, quantity::is_bytes(&k));
             (k, q)
         })
         .collect();

@@ -6,6 +6,7 @@ pub mod connect;
 pub mod events;
 pub mod pager;
 pub mod pod_logs;
+pub mod preflight;
 pub mod queues;
 pub mod recreate;
 pub mod remove;

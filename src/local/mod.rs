@@ -656,6 +656,7 @@ mod tests {
             invocation: "0".into(),
             scheduling: Default::default(),
             volume: None,
+            resources: Default::default(),
         }
     }
 

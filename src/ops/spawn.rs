@@ -7,8 +7,8 @@ use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::errors::ExitError;
 use crate::plan::{OutputVolume, Plan};
-use crate::signals;
 use crate::{helper, output};
+use crate::{preflight, signals};
 
 /// Creates every object of `plan`, at most `max_in_flight` requests at once.
 pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize) -> Result<()> {
@@ -21,6 +21,7 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     if let Some(volume) = &plan.volume {
         check_claim(cluster, volume, plan.pods.len()).await?;
     }
+    check_room(cluster, plan).await?;
     let gangs: Vec<_> = gang.into_iter().collect();
     let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
@@ -96,6 +97,28 @@ async fn check_claim(cluster: &Cluster, volume: &OutputVolume, pods: usize) -> R
             "persistentvolumeclaim '{claim}' is {}: the run's {pods} pods can all mount it only if they land on one node; on several nodes, use a ReadWriteMany claim",
             modes.join(",")
         ));
+    }
+    Ok(())
+}
+
+/// The namespace's quotas must leave room for the whole run (else one line and nothing
+/// is created); a pod no node could ever hold is a warning (`preflight/`). The quotas are
+/// read once, the nodes only when a pod asks for more than the built-in template.
+async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
+    let run = preflight::RunObjects::of(plan);
+    let nodes = async {
+        if run.asks_more_than_the_default() {
+            cluster.nodes().await
+        } else {
+            None
+        }
+    };
+    let (quotas, nodes) = tokio::join!(cluster.resource_quotas(), nodes);
+    if let Some(quotas) = quotas? {
+        preflight::quota::check(&quotas, &run, cluster.namespace()).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(warning) = nodes.and_then(|n| preflight::nodes::check(&n, &run)) {
+        output::warning(&warning);
     }
     Ok(())
 }

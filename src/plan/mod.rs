@@ -25,8 +25,14 @@ use crate::labels::{
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
+mod resources;
+pub use resources::Resources;
+
 /// The image when neither `-i` nor the template names one.
 pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";
+/// The image of a task with GPUs when neither `-i` nor the template names one: TensorFlow's
+/// GPU image of [`DEFAULT_IMAGE`]'s version (docs/resources.md).
+pub const DEFAULT_GPU_IMAGE: &str = "tensorflow/tensorflow:2.15.0-gpu";
 pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
@@ -63,6 +69,8 @@ pub struct SpawnRequest {
     pub scheduling: Scheduling,
     /// `--volume`: a claim mounted into every task.
     pub volume: Option<OutputVolume>,
+    /// What each task asks of its node (docs/resources.md).
+    pub resources: Resources,
 }
 
 /// `--volume CLAIM[:PATH]`: an existing PersistentVolumeClaim mounted into every task's
@@ -222,6 +230,19 @@ impl Pods {
             .tasks()
             .map(|t| t.name(&self.request.tag))
     }
+
+    /// For each role the run has, its number of pods and its first pod: the pods of a
+    /// role differ only in their names, index and `TF_CONFIG`, not in what they ask for.
+    pub fn by_role(&self) -> impl Iterator<Item = (Role, u32, Pod)> + '_ {
+        let roles = &self.request.roles;
+        Role::ALL
+            .into_iter()
+            .filter(|r| roles.count(*r) > 0)
+            .map(|role| {
+                let first = pod(&self.request, &self.cluster, Task { role, index: 0 });
+                (role, roles.count(role), first)
+            })
+    }
 }
 
 /// The run's services, built when asked for, one at a time, like [`Pods`]: a spawn only
@@ -269,11 +290,14 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
             )));
         }
     }
-    let pod_group = req.scheduling.gang.map(|gang| gang_pod_group(req, gang));
     let pods = Pods {
         request: req.clone(),
         cluster,
     };
+    let pod_group = req
+        .scheduling
+        .gang
+        .map(|gang| gang_pod_group(req, &pods, gang));
     Ok(Plan {
         tag: req.tag.clone(),
         namespace: req.namespace.clone(),
@@ -290,8 +314,9 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
 }
 
 /// The run's PodGroup: its members are the tasks of the training cluster, and
-/// `minMember` is all of them (see `podgroup.rs` for why the evaluator is not one).
-fn gang_pod_group(req: &SpawnRequest, gang: Gang) -> PodGroup {
+/// `minMember` is all of them (see `podgroup.rs` for why the evaluator is not one);
+/// Volcano's `minResources` counts their pods as they are created.
+fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
     let members = || {
         Role::ALL
             .into_iter()
@@ -304,10 +329,12 @@ fn gang_pod_group(req: &SpawnRequest, gang: Gang) -> PodGroup {
     let volcano = gang == Gang::Volcano;
     let min_resources = volcano
         .then(|| {
-            crate::podgroup::min_resources(
-                members()
-                    .filter_map(|(role, n)| Some((req.templates.for_role(role).spec.as_ref()?, n))),
-            )
+            let specs: Vec<(PodSpec, u32)> = pods
+                .by_role()
+                .filter(|(role, _, _)| gang_member(*role))
+                .filter_map(|(_, n, pod)| Some((pod.spec?, n)))
+                .collect();
+            crate::podgroup::min_resources(specs.iter().map(|(spec, n)| (spec, *n)))
         })
         .flatten();
     crate::podgroup::pod_group(
@@ -470,9 +497,10 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         .iter()
         .position(|c| c.name == TF_CONTAINER)
         .unwrap_or(0);
+    let gpu = resources::apply(&req.resources, task.role, &mut spec, at);
     // `build` checked that every template has a container.
     if let Some(container) = spec.containers.get_mut(at) {
-        set_up_tf_container(req, cluster, task, container);
+        set_up_tf_container(req, cluster, task, container, gpu);
     }
     if let Some(volume) = &req.volume {
         mount_output_volume(volume, &mut spec, at);
@@ -634,12 +662,25 @@ fn mount_output_volume(volume: &OutputVolume, spec: &mut PodSpec, at: usize) {
     }
 }
 
-fn set_up_tf_container(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
+/// The TF container: its image (with `gpu`, the task has GPUs), command, variables,
+/// port and the script's mount.
+fn set_up_tf_container(
+    req: &SpawnRequest,
+    cluster: &ClusterSpec,
+    task: Task,
+    c: &mut Container,
+    gpu: bool,
+) {
+    let default = if gpu {
+        DEFAULT_GPU_IMAGE
+    } else {
+        DEFAULT_IMAGE
+    };
     c.image = req
         .image
         .clone()
         .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
-        .or_else(|| Some(DEFAULT_IMAGE.to_string()));
+        .or_else(|| Some(default.to_string()));
     c.command = Some(tf_command(req).iter().map(|w| kubelet_literal(w)).collect());
     // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
     // the entrypoint, as "$@") gets them unchanged, once escaped for the kubelet.

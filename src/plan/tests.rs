@@ -1,5 +1,6 @@
 //! The plan's unit tests and snapshots (`src/plan/snapshots`).
 
+use super::resources::TaskResources;
 use super::*;
 use crate::render::OutputFormat;
 use crate::render::render;
@@ -25,6 +26,7 @@ fn request(roles: Roles) -> SpawnRequest {
         invocation: "0123456789abcdef".into(),
         scheduling: Scheduling::default(),
         volume: None,
+        resources: Default::default(),
     }
 }
 
@@ -380,5 +382,88 @@ fn binary_scripts_use_binary_data_and_size_is_bounded() {
             .unwrap_err()
             .to_string()
             .contains("at most 1048576 bytes")
+    );
+}
+
+/// What each task asks for goes on its TF container: CPU and memory as requests and
+/// limits, GPUs as limits, the parameter servers their own; a GPU task's /dev/shm is added
+/// to its memory; where nothing is asked, the template's values stay; Volcano's
+/// minResources counts the pods as they are.
+#[test]
+fn resources_go_on_the_tf_container_per_role_and_the_gang_counts_them() {
+    let mut req = request(Roles::new(Some(Strategy::ParameterServer), true, 1, 2, false).unwrap());
+    req.scheduling.gang = Some(Gang::Volcano);
+    req.resources = Resources {
+        compute: TaskResources {
+            cpu: Some("4".into()),
+            memory: Some("16Gi".into()),
+            gpus: Some(1),
+        },
+        ps: TaskResources {
+            cpu: Some("2".into()),
+            memory: None,
+            gpus: None,
+        },
+        ..Resources::default()
+    };
+    let ps_template: Pod = serde_json::from_value(serde_json::json!({
+        "spec": { "containers": [{ "name": "tensorflow", "resources": { "limits": { "memory": "3Gi" } } }] }
+    }))
+    .unwrap();
+    req.templates.by_role.insert(Role::Ps, ps_template);
+    let plan = build(&req).unwrap();
+    let pods: Vec<Pod> = plan.pods.iter().collect();
+    let tf = |name: &str| {
+        let pod = pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .unwrap();
+        serde_json::to_value(pod).unwrap()["spec"].clone()
+    };
+    let worker = tf("demo-worker-0");
+    let r = &worker["containers"][0]["resources"];
+    assert_eq!(
+        r["requests"],
+        serde_json::json!({ "cpu": "4", "memory": "18Gi" })
+    );
+    assert_eq!(
+        r["limits"],
+        serde_json::json!({ "cpu": "4", "memory": "18Gi", "nvidia.com/gpu": "1" })
+    );
+    assert_eq!(worker["containers"][0]["image"], DEFAULT_GPU_IMAGE);
+    assert!(
+        worker["volumes"]
+            .to_string()
+            .contains(r#""medium":"Memory","sizeLimit":"2Gi""#),
+        "{worker:#}"
+    );
+    let ps = tf("demo-ps-0");
+    let r = &ps["containers"][0]["resources"];
+    assert_eq!(r["requests"], serde_json::json!({ "cpu": "2" }));
+    assert_eq!(
+        r["limits"],
+        serde_json::json!({ "cpu": "2", "memory": "3Gi" }),
+        "the template's memory stays"
+    );
+    assert_eq!(ps["containers"][0]["image"], DEFAULT_IMAGE);
+    assert!(
+        !ps["volumes"].to_string().contains("tf-spawner-shm"),
+        "no GPU, no /dev/shm"
+    );
+    let Some(PodGroup::Volcano(group)) = &plan.pod_group else {
+        panic!("no Volcano PodGroup");
+    };
+    let shown: BTreeMap<&str, &str> = group
+        .spec
+        .min_resources
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.0.as_str()))
+        .collect();
+    // Chief and 2 workers: 4 CPUs, 18Gi and a GPU each; the ps: 2 CPUs, 3Gi (its limit).
+    assert_eq!(
+        shown,
+        BTreeMap::from([("cpu", "14"), ("memory", "57Gi"), ("nvidia.com/gpu", "3")])
     );
 }

@@ -66,13 +66,14 @@ impl Shape {
         }
     }
 
-    /// The requests of a spawn: 4 lists (is the tag free?), then 1 + 1 + 2 + 2 creates
+    /// The requests of a spawn: the list of ResourceQuotas (docs/resources.md), 4 lists
+    /// (is the tag free?), then 1 + 1 + 2 + 2 creates
     /// (ConfigMap and Secret, services, pods); with the gang first one discovery GET of
     /// the PodGroup API, a fifth list, and the PodGroup's create after the config.
     fn spawn_requests(self) -> usize {
         match self {
-            Shape::Plain => 10,
-            Shape::Gang => 13,
+            Shape::Plain => 11,
+            Shape::Gang => 14,
         }
     }
 
@@ -200,12 +201,15 @@ fn spawn_with_env(env: &Env, tag: &str, shape: Shape) -> Output {
 }
 
 /// A 403 on the list of secrets means "this credential sees no secrets" (it may still
-/// spawn without -e), and on the list of PodGroups "it cannot have made one"; the lists
+/// spawn without -e), on the list of PodGroups "it cannot have made one", and on the list
+/// of ResourceQuotas "the quota check is skipped" (docs/resources.md); the lists
 /// run concurrently, so whether one of them gets the fault depends on arrival order.
 fn a_harmless_list_was_forbidden(env: &Env) -> bool {
     env.server.requests().iter().any(|r| {
         r.method == "GET"
-            && (r.path.ends_with("/secrets") || r.path.ends_with("/podgroups"))
+            && (r.path.ends_with("/secrets")
+                || r.path.ends_with("/podgroups")
+                || r.path.ends_with("/resourcequotas"))
             && r.status == 403
     })
 }

@@ -18,6 +18,7 @@ mod nodes;
 mod outage;
 mod perf;
 mod queues;
+mod resources;
 mod restart;
 mod roles;
 mod security;

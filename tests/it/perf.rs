@@ -21,10 +21,11 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
         env.server.clear_requests();
         env.spawn(&["-t", tag, "-w", &workers.to_string()])
             .success();
-        // Four lists (is the tag free?), then the config map, the services, the pods.
-        assert_eq!(count(&env, "GET"), 4, "{tag}");
+        // The quotas (docs/resources.md), four lists (is the tag free?), then the config
+        // map, the services, the pods.
+        assert_eq!(count(&env, "GET"), 5, "{tag}");
         assert_eq!(count(&env, "POST"), 1 + 2 * workers, "{tag}");
-        assert_eq!(env.server.requests().len(), 4 + 1 + 2 * workers, "{tag}");
+        assert_eq!(env.server.requests().len(), 5 + 1 + 2 * workers, "{tag}");
 
         env.server.clear_requests();
         env.run(&["-d", "-y", "-t", tag])

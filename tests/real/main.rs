@@ -11,6 +11,7 @@ mod gang;
 mod limited;
 mod outage;
 mod queues;
+mod resources;
 mod roles;
 mod shared;
 mod spawn;

@@ -11,6 +11,8 @@ mod events;
 mod faults;
 mod logs;
 mod objects;
+mod quantity;
+mod quota;
 mod routes;
 mod schedulers;
 mod selector;
@@ -71,6 +73,10 @@ pub struct Options {
     /// Serve scheduler-plugins' PodGroup API as it was before v0.25
     /// (`scheduling.sigs.k8s.io/v1alpha1`).
     pub legacy_coscheduling_api: bool,
+    /// ResourceQuota admission's "must specify" names each missing resource's containers
+    /// (`limits.cpu for: tensorflow; …`, 1.21 on) or lists the resources alone
+    /// (`limits.cpu,limits.memory`, 1.20): see `quota.rs`.
+    pub quota_names_containers: bool,
 }
 
 /// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
@@ -104,6 +110,7 @@ impl Default for Options {
             kueue_api: false,
             kueue_namespaces: vec![],
             legacy_coscheduling_api: false,
+            quota_names_containers: true,
         }
     }
 }
@@ -115,6 +122,7 @@ impl Options {
             collection_delete_services: false,
             single_delete_returns_status: true,
             scheduling_gates: false,
+            quota_names_containers: false,
             ..Options::default()
         }
     }

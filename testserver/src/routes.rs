@@ -451,6 +451,8 @@ fn create(sh: &Shared, c: &Ctx, resource: &str, ns: &str) -> Res {
     if objects::is_namespaced(resource) && !st.namespace_exists(ns) {
         return Err(ApiError::not_found("namespaces", ns));
     }
+    // Validating admission (ResourceQuota) comes before the store's AlreadyExists.
+    crate::quota::admit(&st, resource, ns, &obj, &sh.opts)?;
     if st.get(resource, ns, &name).is_some() {
         return Err(ApiError::already_exists(resource, &name));
     }

@@ -125,7 +125,7 @@ impl ApiError {
         }
     }
 
-    fn with_details(mut self, name: &str, kind: &str) -> ApiError {
+    pub(crate) fn with_details(mut self, name: &str, kind: &str) -> ApiError {
         let mut d = json!({ "kind": kind });
         if !name.is_empty() {
             d["name"] = json!(name);

@@ -156,8 +156,17 @@ impl Store {
     }
 
     /// Stores `obj` (new or replacing), stamping a fresh resourceVersion, and emits
-    /// ADDED or MODIFIED. Returns the stored object.
-    pub fn put(&mut self, resource: &str, ns: &str, mut obj: Value) -> Arc<Value> {
+    /// ADDED or MODIFIED; then the namespace's quotas are counted again (`quota.rs`).
+    /// Returns the stored object.
+    pub fn put(&mut self, resource: &str, ns: &str, obj: Value) -> Arc<Value> {
+        let stored = self.put_quietly(resource, ns, obj);
+        crate::quota::sync(self, ns);
+        stored
+    }
+
+    /// [`Store::put`] without counting the quotas again: how the quota controller
+    /// stores a quota's status.
+    pub fn put_quietly(&mut self, resource: &str, ns: &str, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         let name = obj["metadata"]["name"]
             .as_str()
@@ -204,6 +213,7 @@ impl Store {
                 pod: name.to_string(),
             });
         }
+        crate::quota::sync(self, ns);
         Some(Arc::unwrap_or_clone(obj))
     }
 

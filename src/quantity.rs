@@ -1,5 +1,6 @@
-//! Resource quantities (`500m`, `1.5Gi`, `2`, `1e3`) as exact sums, for a Volcano
-//! PodGroup's `minResources` (the sum of its members' requests, see `super::min_resources`).
+//! Resource quantities (`500m`, `1.5Gi`, `2`, `1e3`) as exact sums: a Volcano
+//! PodGroup's `minResources` (`podgroup::min_resources`), what a run needs of a
+//! namespace's quota and of a node (`preflight/`), `--memory` plus `/dev/shm`.
 //!
 //! Values are held in nano-units (10⁻⁹) in an `i128`: every suffix Kubernetes accepts
 //! (`n` to `E`, `Ki` to `Ei`) fits, and a sum is exact. A fraction finer than a
@@ -101,41 +102,104 @@ pub fn format(nanos: i128, binary: bool) -> Quantity {
 
 /// What one pod asks of the scheduler, by resource, as Kubernetes counts it (and
 /// Volcano with it, `pkg/controllers/util/util.go::GetPodQuotaUsage`, Kubernetes'
-/// pod quota evaluator): for each resource the larger of the containers' sum and any
-/// one init container, plus the pod's overhead. A container's limit stands for a
-/// request it does not set, as the API server's defaulting makes it.
+/// pod quota evaluator and scheduler: `component-helpers/resource/helpers.go::
+/// PodRequests`): for each resource the larger of the containers' sum and each init
+/// container (a restartable one, a sidecar, adds to the sum and to every later init
+/// container), plus the pod's overhead. A container's limit stands for a request it does
+/// not set, as the API server's defaulting makes it.
 pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
-    let mut total: BTreeMap<String, i128> = BTreeMap::new();
-    for c in &spec.containers {
-        for (name, value) in container_requests(c) {
-            *total.entry(name).or_default() += value;
-        }
-    }
-    for c in spec.init_containers.iter().flatten() {
-        for (name, value) in container_requests(c) {
-            let entry = total.entry(name).or_default();
-            *entry = (*entry).max(value);
-        }
-    }
+    let mut total = aggregate(spec, container_requests);
     for (name, q) in spec.overhead.iter().flatten() {
         *total.entry(name.clone()).or_default() += parse(&q.0).unwrap_or(0);
     }
     total
 }
 
-fn container_requests(c: &Container) -> BTreeMap<String, i128> {
-    let Some(resources) = &c.resources else {
-        return BTreeMap::new();
-    };
-    let mut out: BTreeMap<String, i128> = BTreeMap::new();
-    for (name, q) in resources.limits.iter().flatten() {
-        out.insert(name.clone(), parse(&q.0).unwrap_or(0));
+/// A pod's limits as the quota evaluator counts them (`PodLimits`): aggregated like
+/// [`pod_requests`], the overhead added only to what has a limit.
+pub fn pod_limits(spec: &PodSpec) -> BTreeMap<String, i128> {
+    let mut total = aggregate(spec, container_limits);
+    for (name, q) in spec.overhead.iter().flatten() {
+        if let Some(v) = total.get_mut(name) {
+            *v += parse(&q.0).unwrap_or(0);
+        }
     }
-    for (name, q) in resources.requests.iter().flatten() {
+    total
+}
+
+fn aggregate(
+    spec: &PodSpec,
+    of: fn(&Container) -> BTreeMap<String, i128>,
+) -> BTreeMap<String, i128> {
+    let add = |into: &mut BTreeMap<String, i128>, from: &BTreeMap<String, i128>| {
+        for (name, value) in from {
+            *into.entry(name.clone()).or_default() += value;
+        }
+    };
+    let mut total: BTreeMap<String, i128> = BTreeMap::new();
+    for c in &spec.containers {
+        add(&mut total, &of(c));
+    }
+    let mut sidecars = BTreeMap::new();
+    let mut init: BTreeMap<String, i128> = BTreeMap::new();
+    for c in spec.init_containers.iter().flatten() {
+        let mut during = of(c);
+        if c.restart_policy.as_deref() == Some("Always") {
+            add(&mut total, &during);
+            add(&mut sidecars, &during);
+            during = sidecars.clone();
+        } else {
+            add(&mut during, &sidecars);
+        }
+        for (name, value) in during {
+            let entry = init.entry(name).or_default();
+            *entry = (*entry).max(value);
+        }
+    }
+    for (name, value) in init {
+        let entry = total.entry(name).or_default();
+        *entry = (*entry).max(value);
+    }
+    total
+}
+
+/// A container's requests after the API server's defaulting: its limits stand for the
+/// requests it does not set.
+pub fn container_requests(c: &Container) -> BTreeMap<String, i128> {
+    let mut out = container_limits(c);
+    let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    for (name, q) in requests.into_iter().flatten() {
         out.insert(name.clone(), parse(&q.0).unwrap_or(0));
     }
     out
 }
+
+/// A container's limits.
+pub fn container_limits(c: &Container) -> BTreeMap<String, i128> {
+    let limits = c.resources.as_ref().and_then(|r| r.limits.as_ref());
+    limits
+        .into_iter()
+        .flatten()
+        .map(|(name, q)| (name.clone(), parse(&q.0).unwrap_or(0)))
+        .collect()
+}
+
+/// Whether a resource counts bytes (written `3Gi`): memory, storage, huge pages.
+pub fn is_bytes(name: &str) -> bool {
+    let base = name
+        .strip_prefix("requests.")
+        .or_else(|| name.strip_prefix("limits."))
+        .unwrap_or(name);
+    base == "memory" || base.contains("storage") || base.starts_with("hugepages-")
+}
+
+/// A value of resource `name`, written as Kubernetes writes it (`3Gi`, `1500m`, `4`).
+pub fn show(name: &str, nanos: i128) -> String {
+    format(nanos, is_bytes(name)).0
+}
+
+/// One whole unit, in nano-units.
+pub const ONE: i128 = NANO;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,77 @@
+//! Whether some node could ever hold one of the run's pods: its `status.allocatable`
+//! (what the scheduler compares requests with) at least what the pod requests, for every
+//! resource the pod asks for. When no schedulable node could, a warning names the
+//! largest one; never a refusal: a cluster autoscaler may add a larger node, and nodes
+//! that are not there yet are not listed. Taints, affinity and what already runs are not
+//! looked at: the warning is for the pod that can never fit, not for a full cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::{RunObjects, pods_of};
+use crate::quantity;
+
+/// The warning, if no node could hold one pod of some role (the first such role).
+pub fn check(nodes: &[Node], run: &RunObjects) -> Option<String> {
+    let rooms: Vec<(String, BTreeMap<String, i128>)> = nodes
+        .iter()
+        .filter(|n| n.spec.as_ref().and_then(|s| s.unschedulable) != Some(true))
+        .map(|n| {
+            let allocatable = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+            let room = allocatable
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, q)| Some((k.clone(), quantity::parse(&q.0)?)))
+                .collect();
+            (n.metadata.name.clone().unwrap_or_default(), room)
+        })
+        .collect();
+    if rooms.is_empty() {
+        return None;
+    }
+    for pods in &run.pods {
+        let asks: BTreeMap<String, i128> = quantity::pod_requests(&pods.spec)
+            .into_iter()
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        if asks.is_empty() {
+            continue;
+        }
+        let fits = |room: &BTreeMap<String, i128>| {
+            asks.iter()
+                .filter(|(k, v)| room.get(*k).copied().unwrap_or(0) >= **v)
+                .count()
+        };
+        if rooms.iter().any(|(_, room)| fits(room) == asks.len()) {
+            continue;
+        }
+        // The largest: the one that holds the most of what the pod asks for, then the
+        // one with the most of each resource, in the pod's order.
+        let (name, room) = rooms.iter().max_by_key(|(_, room)| {
+            let amounts: Vec<i128> = asks
+                .keys()
+                .map(|k| room.get(k).copied().unwrap_or(0))
+                .collect();
+            (fits(room), amounts)
+        })?;
+        let show = |from: &BTreeMap<String, i128>| {
+            asks.keys()
+                .map(|k| {
+                    format!(
+                        "{k} {}",
+                        quantity::show(k, from.get(k).copied().unwrap_or(0))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Some(format!(
+            "no node can hold one of {} (each asks for {}); the largest, {name}, has {} allocatable: they stay Pending until a node that large joins the cluster",
+            pods_of(pods.role, pods.count),
+            show(&asks),
+            show(room)
+        ));
+    }
+    None
+}
