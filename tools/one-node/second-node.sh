@@ -139,7 +139,7 @@ stop() {
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
   done
   for ns in $(our_netns); do
-    ip -n "$ns" -4 -o addr show 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | cut -d. -f4 | {
+    ip -n "$ns" -4 -o addr show 2>/dev/null | grep -oE "inet $NET\.[0-9]+" | cut -d. -f4 | {
       read -r last && [ "$last" -ge "${NODE2_POD_RANGE_START##*.}" ] && [ "$last" -le "${NODE2_POD_RANGE_END##*.}" ]
     } && ip netns del "$ns" 2>/dev/null   # its veth pair goes with it
   done
