@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ExecAction, NodeAffinity, NodeSelector, NodeSelectorRequirement,
-    NodeSelectorTerm, Pod, PodSpec, Probe, ResourceRequirements,
+    NodeSelectorTerm, Pod, PodSecurityContext, PodSpec, Probe, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -73,6 +73,8 @@ pub struct HelperSpec<'a> {
     pub volume: &'a OutputVolume,
     /// Pin the pod to this node (a ReadWriteOnce claim already in use there).
     pub node: Option<String>,
+    /// The run's pods' security context: the helper runs as their user.
+    pub security: Option<PodSecurityContext>,
 }
 
 /// The helper pod.
@@ -83,7 +85,7 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
         (HELPER_LABEL.to_string(), spec.helper.as_str().to_string()),
     ]);
     let (command, probe) = container_of(spec);
-    Pod {
+    let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(spec.name.clone()),
             namespace: Some(spec.namespace.to_string()),
@@ -108,6 +110,25 @@ pub fn pod(spec: &HelperSpec<'_>) -> Pod {
             ..PodSpec::default()
         }),
         status: None,
+    };
+    if let Some(s) = pod.spec.as_mut() {
+        s.security_context = spec.security.as_ref().map(run_as_the_run);
+        crate::plan::security::harden(s);
+    }
+    pod
+}
+
+/// The user, group and non-root promise of the run's pods (a namespace that enforces
+/// `restricted` admitted them), and their `fsGroup` as a supplementary group, so the
+/// helper reads what they wrote; not `fsGroup` itself, which would have the kubelet
+/// change the ownership of the whole volume again.
+fn run_as_the_run(run: &PodSecurityContext) -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_user: run.run_as_user,
+        run_as_group: run.run_as_group,
+        run_as_non_root: run.run_as_non_root,
+        supplemental_groups: run.fs_group.map(|g| vec![g]),
+        ..PodSecurityContext::default()
     }
 }
 
@@ -253,6 +274,7 @@ mod tests {
             image: "tb:1".into(),
             volume: &v,
             node: Some("n1".into()),
+            security: None,
         });
         let json = serde_json::to_value(&pod).unwrap();
         assert_eq!(json["metadata"]["labels"]["training_attempt"], "demo");
@@ -297,6 +319,7 @@ mod tests {
             image: "tb:1".into(),
             volume: &v,
             node: None,
+            security: None,
         });
         let json = serde_json::to_value(&pod).unwrap();
         let c = &json["spec"]["containers"][0];

@@ -27,6 +27,7 @@ use serde::de::DeserializeOwned;
 
 use retry::{CallError, Plain, RetryPolicy, retry};
 
+use crate::plan::security::{Owner, refusal};
 use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 
 /// The kinds of object a run is made of, in the order they are deleted.
@@ -275,6 +276,18 @@ impl Cluster {
 
     /// An error about this cluster, phrased for a user.
     pub fn explain(&self, doing: &str, err: &CallError) -> anyhow::Error {
+        self.explain_for(doing, err, Owner::Task)
+    }
+
+    /// [`Self::explain`], for an error about a pod of `owner`: a Pod Security refusal
+    /// names what fixes it (`plan::security::refusal`).
+    pub fn explain_for(&self, doing: &str, err: &CallError, owner: Owner) -> anyhow::Error {
+        if err.code() == Some(403)
+            && let Some(status) = err.status()
+            && let Some(line) = refusal(&status.message, &self.namespace, owner)
+        {
+            return anyhow::anyhow!("{doing}: {line}");
+        }
         match err.code() {
             Some(401) => anyhow::anyhow!(
                 "{doing}: the API server at {} rejected the credentials (401 Unauthorized); check the kubeconfig's user or token",

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{EnvVar, Pod};
 use super::Cluster;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NODE_NAME_ANNOTATION, TF_CONTAINER,
-    run_selector,
+    config_map_name, run_selector,
 };
 
 /// The run's task pods as the next attempt re-creates them, by name.
@@ -93,6 +93,74 @@ pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str) -> Pod {
         }
     }
     pod
+}
+
+/// A restart under way, recorded in the run's ConfigMap before its pods are deleted (key
+/// [`RESTART_KEY`], gzip'd JSON, and the annotation [`RESTARTING_ANNOTATION`]): if the
+/// restart is stopped before its pods are created again (Ctrl-C in the backoff, a
+/// `--timeout`, a lost client), the next `wait --restarts` finds the templates there and
+/// takes the restart up again. Cleared once the attempt's pods are created.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    /// The attempt the restart makes.
+    pub attempt: u32,
+    /// The pods it re-creates, as templates, by name.
+    pub templates: Templates,
+}
+
+/// The run's ConfigMap key of a [`Record`].
+pub const RESTART_KEY: &str = "restart.json.gz";
+/// The run's ConfigMap annotation saying which attempt a recorded restart makes.
+pub const RESTARTING_ANNOTATION: &str = "tf-spawner/restarting";
+
+/// Records `record` in the run's ConfigMap. `Ok(false)` when the API server refused it
+/// for its size (the ConfigMap would exceed 1 MiB): the restart goes on, unrecorded.
+pub async fn save(cluster: &Cluster, tag: &str, record: &Record) -> Result<bool> {
+    use std::io::Write;
+    let json = serde_json::to_vec(record)?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&json)?;
+    let bytes = k8s_openapi::ByteString(gz.finish()?);
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {RESTARTING_ANNOTATION: record.attempt.to_string()}},
+        "binaryData": {RESTART_KEY: bytes},
+    });
+    match cluster
+        .patch_config_map(&config_map_name(tag), &patch)
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(e.code(), Some(413 | 422)) => Ok(false),
+        Err(e) => Err(cluster.explain("recording the restart in the run's configmap", &e)),
+    }
+}
+
+/// The restart recorded in the run's ConfigMap, if any (one GET).
+pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
+    use std::io::Read;
+    let Some(cm) = cluster.config_map(&config_map_name(tag)).await? else {
+        return Ok(None);
+    };
+    let Some(bytes) = cm.binary_data.as_ref().and_then(|d| d.get(RESTART_KEY)) else {
+        return Ok(None);
+    };
+    let mut json = Vec::new();
+    let read = flate2::read::GzDecoder::new(&bytes.0[..])
+        .take(64 << 20)
+        .read_to_end(&mut json);
+    Ok(read.ok().and_then(|_| serde_json::from_slice(&json).ok()))
+}
+
+/// Removes the record (once the restart's pods are created).
+pub async fn clear(cluster: &Cluster, tag: &str) -> Result<()> {
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {RESTARTING_ANNOTATION: null}},
+        "binaryData": {RESTART_KEY: null},
+    });
+    cluster
+        .patch_config_map(&config_map_name(tag), &patch)
+        .await
+        .map_err(|e| cluster.explain("clearing the restart's record in the run's configmap", &e))
 }
 
 /// The attempt a pod belongs to: its [`ATTEMPT_LABEL`], 0 without one.

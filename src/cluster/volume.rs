@@ -3,22 +3,25 @@
 //! through exec, and a port-forward.
 
 use anyhow::{Result, anyhow, bail};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSecurityContext};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::Cluster;
-use super::retry::{Plain, retry};
+use super::retry::{CallError, Plain, retry};
 use crate::labels::{VOLUME_ANNOTATION, config_map_name, run_selector};
 use crate::plan::OutputVolume;
+use crate::plan::security::Owner;
 
-/// What the run's pods tell a helper pod: their image and the node of the first one
-/// placed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the run's pods tell a helper pod: their image, the node of the first one
+/// placed, and the user they run as.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunPlacement {
     pub image: Option<String>,
     pub node: Option<String>,
+    /// The user the run's pods run as (`helper::run_as_the_run`).
+    pub security: Option<PodSecurityContext>,
 }
 
 /// How a command run through exec ended.
@@ -63,6 +66,28 @@ impl Cluster {
             .and_then(|v| OutputVolume::from_annotation(v)))
     }
 
+    /// The ConfigMap `name` whole, if it exists.
+    pub async fn config_map(&self, name: &str) -> Result<Option<ConfigMap>> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        retry(&self.policy, || api.get_opt(name), Plain)
+            .await
+            .map_err(|e| self.explain(&format!("reading configmap/{name}"), &e))
+    }
+
+    /// A JSON merge patch of ConfigMap `name` (retried: a merge patch gives the same
+    /// object however often it lands).
+    pub async fn patch_config_map(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), super::retry::CallError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+        retry(&self.policy, || api.patch(name, &params, &patch), Plain)
+            .await
+            .map(drop)
+    }
+
     /// The image and node of the run's pods (the first placed one's node).
     pub async fn run_placement(&self, tag: &str) -> Result<RunPlacement> {
         let pods = self
@@ -75,6 +100,7 @@ impl Cluster {
                 .iter()
                 .find_map(|p| spec(p).containers.first().and_then(|c| c.image.clone())),
             node: pods.iter().find_map(|p| spec(p).node_name),
+            security: pods.iter().find_map(|p| spec(p).security_context),
         })
     }
 
@@ -86,7 +112,11 @@ impl Cluster {
         match api.create(&PostParams::default(), pod).await {
             Ok(pod) => Ok(Some(pod)),
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
-            Err(e) => Err(anyhow!("creating pod/{name}: {}", in_words(&e))),
+            Err(e) => Err(self.explain_for(
+                &format!("creating pod/{name}"),
+                &CallError::Api(e),
+                Owner::Helper,
+            )),
         }
     }
 
@@ -169,7 +199,7 @@ impl Cluster {
         let mut process = api
             .exec(pod, command, &params)
             .await
-            .map_err(|e| anyhow!("exec in pod/{pod}: {e}"))?;
+            .map_err(|e| anyhow!("exec in pod/{pod}: {}", in_words(&e)))?;
         let (Some(mut stdout), Some(stderr), Some(status)) =
             (process.stdout(), process.stderr(), process.take_status())
         else {

@@ -49,6 +49,7 @@ pub(crate) async fn plan(
         image,
         volume,
         node: placement.node.filter(|_| helper::one_node_only(&modes)),
+        security: placement.security,
     }))
 }
 

@@ -118,6 +118,9 @@ pub(crate) struct Restarter {
     /// begun. Not only the pods there now: a re-created pod may be gone again.
     attempt: u32,
     state: State,
+    /// A restart recorded in the run's ConfigMap that was stopped before its pods were
+    /// created again: [`Restarter::resume`] takes it up.
+    pending: Option<Restart>,
 }
 
 /// How the follow's end bounds a restart: its deadline (`--timeout`), the one of the wait.
@@ -130,10 +133,12 @@ pub(crate) struct Bounds {
 impl Restarter {
     /// Reads the run's pods as templates when restarts are asked for (one list).
     pub async fn begin(cluster: &Cluster, tag: &str, options: &Restarts) -> Result<Restarter> {
-        let templates = if options.max > 0 {
-            recreate::templates(cluster, tag).await?
+        let (templates, pending) = if options.max > 0 {
+            let templates = recreate::templates(cluster, tag).await?;
+            let record = recreate::recorded(cluster, tag).await?;
+            unfinished(cluster, tag, options, templates, record).await?
         } else {
-            Templates::new()
+            (Templates::new(), None)
         };
         if let Some(queue) = templates.values().find_map(|p| {
             p.metadata
@@ -155,7 +160,23 @@ impl Restarter {
                 .unwrap_or(0),
             templates,
             state: State::Following,
+            pending,
         })
+    }
+
+    /// Takes up a restart that was stopped before its pods were created again (recorded
+    /// in the run's ConfigMap, see [`recreate::Record`]): its pods that are left are
+    /// deleted, then all of them created, without a backoff. Before the follow.
+    pub async fn resume(&mut self, cluster: &Cluster, bounds: &Bounds) -> Result<()> {
+        let Some(r) = self.pending.take() else {
+            return Ok(());
+        };
+        self.attempt = self.attempt.max(r.attempt);
+        self.state = State::Stopping(r);
+        let resumed = self.drive(cluster, bounds).await;
+        // Whatever came of it, the run is followed next, and may restart after.
+        self.state = State::Following;
+        resumed.map(drop)
     }
 
     /// After a final verdict: `true` when the run was restarted (follow it again),
@@ -177,12 +198,18 @@ impl Restarter {
             self.attempt = r.attempt;
         }
         self.state = next(self.state.clone(), Event::Verdict(restart));
+        self.drive(cluster, bounds).await
+    }
+
+    /// Runs the steps from the current state until the run is followed again (`true`)
+    /// or the verdict stands (`false`).
+    async fn drive(&mut self, cluster: &Cluster, bounds: &Bounds) -> Result<bool> {
         loop {
             let event = match &self.state {
                 State::Following => return Ok(true),
                 State::Done => return Ok(false),
                 State::Stopping(r) => self.stop(cluster, bounds, r).await?,
-                State::Backoff(r) => wait_out(bounds, r).await?,
+                State::Backoff(r) => wait_out(bounds, r, self.options.max).await?,
                 State::Creating(r) => self.create(cluster, bounds, r).await?,
             };
             self.state = next(self.state.clone(), event);
@@ -260,13 +287,27 @@ impl Restarter {
                 listed(&r.lost)
             ))?;
         }
+        let record = recreate::Record {
+            attempt: r.attempt,
+            templates: r
+                .names
+                .iter()
+                .filter_map(|n| Some((n.clone(), self.templates.get(n)?.clone())))
+                .collect(),
+        };
         let work = async {
+            // Recorded first: stopped after the deletes, the restart can be taken up.
+            if !recreate::save(cluster, tag, &record).await? {
+                output::note(&format!(
+                    "run {tag}: the restart's pods do not fit in its configmap; stopped before they are created again, it cannot be resumed"
+                ));
+            }
             recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
         };
         match bounded(bounds, work).await {
             Ok(()) => Ok(Event::Stopped),
-            Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED)),
+            Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED, self.options.max)),
             Err(Stop::Failed(e)) => {
                 output::note(&format!("run {tag}: restart {} failed: {e:#}", r.attempt));
                 Ok(Event::StepFailed)
@@ -288,7 +329,12 @@ impl Restarter {
         let ledger = Ledger::for_invocation(&invocation);
         let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);
         let stop = match bounded(bounds, work).await {
-            Ok(()) => return Ok(Event::Created),
+            Ok(()) => {
+                if let Err(e) = recreate::clear(cluster, tag).await {
+                    output::note(&format!("run {tag}: {e:#}"));
+                }
+                return Ok(Event::Created);
+            }
             Err(stop) => stop,
         };
         let left = apply::roll_back(cluster, &ledger).await;
@@ -300,7 +346,7 @@ impl Restarter {
             ),
         };
         match stop {
-            Stop::By(s) => Err(s.error(bounds, r, &rolled)),
+            Stop::By(s) => Err(s.error(bounds, r, &rolled, self.options.max)),
             Stop::Failed(e) => {
                 output::note(&format!(
                     "run {tag}: restart {} failed: {e:#}; {rolled}",
@@ -327,8 +373,55 @@ fn listed(names: &BTreeSet<String>) -> String {
 /// What a restart left when it was stopped before it created anything.
 const NOT_CREATED: &str = "its pods were deleted and none has been created again";
 
+/// The templates to restart from and the restart to take up, from the run's pods and
+/// the restart recorded in its ConfigMap: a recorded restart whose pods are not all
+/// there with its attempt was stopped before it was done; one that is done is cleared.
+async fn unfinished(
+    cluster: &Cluster,
+    tag: &str,
+    options: &Restarts,
+    mut templates: Templates,
+    record: Option<recreate::Record>,
+) -> Result<(Templates, Option<Restart>)> {
+    let Some(record) = record else {
+        return Ok((templates, None));
+    };
+    let names: BTreeSet<String> = record.templates.keys().cloned().collect();
+    let done = names.iter().all(|n| {
+        templates
+            .get(n)
+            .is_some_and(|p| recreate::attempt_of(p) >= record.attempt)
+    });
+    if done {
+        recreate::clear(cluster, tag).await?;
+        return Ok((templates, None));
+    }
+    for (name, pod) in record.templates {
+        templates.entry(name).or_insert(pod);
+    }
+    if record.attempt > options.max {
+        output::note(&format!(
+            "run {tag}: its restart {} was stopped before its pods were created again; --restarts {} does not allow it",
+            record.attempt, options.max
+        ));
+        return Ok((templates, None));
+    }
+    let pending = Restart {
+        attempt: record.attempt,
+        why: format!(
+            "taking up the restart that was stopped; re-creating {}",
+            listed(&names)
+        ),
+        names,
+        // Not known before the follow: a pod still on a lost node is deleted gracefully.
+        lost: BTreeSet::new(),
+        backoff: Duration::ZERO,
+    };
+    Ok((templates, Some(pending)))
+}
+
 /// Waits out the restart's backoff, bounded like every step.
-async fn wait_out(bounds: &Bounds, r: &Restart) -> Result<Event> {
+async fn wait_out(bounds: &Bounds, r: &Restart, max: u32) -> Result<Event> {
     match bounded(bounds, async {
         tokio::time::sleep(r.backoff).await;
         Ok(())
@@ -336,7 +429,7 @@ async fn wait_out(bounds: &Bounds, r: &Restart) -> Result<Event> {
     .await
     {
         Ok(()) => Ok(Event::Waited),
-        Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED)),
+        Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED, max)),
         Err(Stop::Failed(e)) => Err(e),
     }
 }
@@ -358,12 +451,12 @@ struct Stopped {
 impl Stopped {
     /// The error that ends the wait: what stopped it during which restart, and in what
     /// `state` the run was left.
-    fn error(self, bounds: &Bounds, r: &Restart, state: &str) -> anyhow::Error {
+    fn error(self, bounds: &Bounds, r: &Restart, state: &str, max: u32) -> anyhow::Error {
         let tag = &bounds.tag;
         ExitError::new(
             self.code,
             format!(
-                "{} while restarting run '{tag}' (attempt {}): {state} (see: tf-spawner status -t {tag})",
+                "{} while restarting run '{tag}' (attempt {}): {state} (see: tf-spawner status -t {tag}; take the restart up again: tf-spawner wait -t {tag} --restarts {max}; or delete the run: tf-spawner -d -t {tag})",
                 self.why, r.attempt
             ),
         )

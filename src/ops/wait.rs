@@ -95,6 +95,7 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         deadline: wait.timeout.map(|d| (wait.started + d, d)),
         max_in_flight: wait.max_in_flight,
     };
+    restarter.resume(cluster, &bounds).await?;
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let outcome = follow(cluster, wait, &mut tracker).await?;

@@ -491,6 +491,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     spec.share_process_namespace.get_or_insert(true);
     set_scheduling(&req.scheduling, &mut spec);
     add_run_volumes(req, &mut spec);
+    security::harden(&mut spec);
 
     let at = spec
         .containers
@@ -798,6 +799,8 @@ fn env_value(c: &mut Container, name: &str, value: &str) {
         value_from: None,
     });
 }
+
+pub mod security;
 
 #[cfg(test)]
 mod tests;

@@ -414,8 +414,67 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     assert!(status.success());
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
-    out.stderr_has("error: interrupted while restarting run 'cc' (attempt 1): its pods were deleted and none has been created again");
+    out.stderr_has("error: interrupted while restarting run 'cc' (attempt 1): its pods were deleted and none has been created again")
+        .stderr_has("take the restart up again: tf-spawner wait -t cc --restarts 1");
     assert!(pods(&env, "cc").is_empty());
+
+    // The restart was recorded in the run's ConfigMap before the deletes: the next
+    // `wait --restarts` takes it up (no pod of the run is left to read it from), creates
+    // attempt 1's pods and follows them to the verdict; the record is cleared.
+    let cm = env.server.get("configmaps", NS, "cc-script").unwrap();
+    assert_eq!(cm["metadata"]["annotations"]["tf-spawner/restarting"], "1");
+    let mut child = crate::follow::start(&env, &["wait", "cc", "--restarts", "1"]);
+    await_attempt(&env, "cc", &["cc-worker-0", "cc-worker-1"], "1", &mut child);
+    let cm = env.server.get("configmaps", NS, "cc-script").unwrap();
+    assert!(cm["binaryData"].get("restart.json.gz").is_none(), "{cm}");
+    assert!(
+        cm["metadata"]["annotations"]
+            .get("tf-spawner/restarting")
+            .is_none()
+    );
+    run_all(&env, &["cc-worker-0", "cc-worker-1"]);
+    exited(&env, "cc-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run cc: Succeeded");
+    assert_eq!(
+        restart_lines(&out),
+        [
+            "run cc: restart 1/1 in 0s: taking up the restart that was stopped; re-creating cc-worker-0, cc-worker-1 (attempt 1)"
+        ],
+        "{out:#?}"
+    );
+}
+
+/// Interrupted in its backoff, a restart leaves a run `-d` removes whole (its ConfigMap,
+/// services and the record), and `wait --restarts 0` does not take it up.
+#[test]
+fn an_interrupted_restart_is_removed_whole_by_delete() {
+    let env = Env::new();
+    env.spawn(&["-t", "cd", "-w", "2"]).success();
+    run_all(&env, &["cd-worker-0", "cd-worker-1"]);
+    let child = start(
+        &env,
+        &["wait", "cd", "--restarts", "1", "--restart-backoff", "10m"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "cd-worker-1");
+    let start = Instant::now();
+    while !pods(&env, "cd").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "not deleted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signals our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert_eq!(finish(child).code, 130);
+    env.run(&["wait", "cd", "--timeout", "2s"]).failure(1);
+    assert!(
+        pods(&env, "cd").is_empty(),
+        "not taken up without --restarts"
+    );
+    env.run(&["-d", "-t", "cd", "-y"]).success();
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod delete;
 mod dry_run;
 mod follow;
 mod gang;
+mod hardened;
 mod limited;
 mod outage;
 mod queues;

@@ -11,6 +11,7 @@ mod events;
 mod faults;
 mod logs;
 mod objects;
+mod podsecurity;
 mod quantity;
 mod quota;
 mod routes;
@@ -77,6 +78,9 @@ pub struct Options {
     /// (`limits.cpu for: tensorflow; …`, 1.21 on) or lists the resources alone
     /// (`limits.cpu,limits.memory`, 1.20): see `quota.rs`.
     pub quota_names_containers: bool,
+    /// The PodSecurity admission plugin (1.23 on; not in 1.20): pods in a namespace
+    /// labelled `pod-security.kubernetes.io/enforce` are checked (`podsecurity.rs`).
+    pub pod_security: bool,
 }
 
 /// The store key of Volcano's PodGroups (see [`Options::volcano_api`]).
@@ -111,6 +115,7 @@ impl Default for Options {
             kueue_namespaces: vec![],
             legacy_coscheduling_api: false,
             quota_names_containers: true,
+            pod_security: true,
         }
     }
 }
@@ -123,6 +128,7 @@ impl Options {
             single_delete_returns_status: true,
             scheduling_gates: false,
             quota_names_containers: false,
+            pod_security: false,
             ..Options::default()
         }
     }

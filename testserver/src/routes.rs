@@ -446,6 +446,13 @@ fn create(sh: &Shared, c: &Ctx, resource: &str, ns: &str) -> Res {
         objects::gate_new_pod(&mut obj, &sh.opts);
     }
     validate::validate(resource, kind_of(resource).unwrap_or(""), &obj)?;
+    if resource == "pods" && sh.opts.pod_security {
+        let labels = lock(sh)
+            .get("namespaces", "", ns)
+            .map(|n| n["metadata"]["labels"].clone())
+            .unwrap_or_default();
+        crate::podsecurity::admit(&labels, &obj)?;
+    }
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
     let mut st = lock(sh);
     if objects::is_namespaced(resource) && !st.namespace_exists(ns) {
