@@ -289,6 +289,11 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
                 "the pod template for {role} has no containers"
             )));
         }
+        if let Some(problem) = mount_inside_ours(template) {
+            return Err(UsageError::new(format!(
+                "the pod template for {role}: {problem}; choose another mountPath"
+            )));
+        }
     }
     let pods = Pods {
         request: req.clone(),
@@ -574,6 +579,28 @@ fn pod_metadata(
         }
     }
     metadata
+}
+
+/// A mount of the template's TF container inside a directory tf-spawner mounts
+/// ([`OWNED_MOUNTS`]): it would be created in the script's read-only volume, or the
+/// `--dir` unpacking would write into it. (A mount at one of them is replaced by ours.)
+fn mount_inside_ours(template: &Pod) -> Option<String> {
+    let spec = template.spec.as_ref()?;
+    let at = spec
+        .containers
+        .iter()
+        .position(|c| c.name == TF_CONTAINER)
+        .unwrap_or(0);
+    let mounts = spec.containers.get(at)?.volume_mounts.as_ref()?;
+    mounts.iter().find_map(|m| {
+        let (owned, what) = OWNED_MOUNTS
+            .into_iter()
+            .find(|(owned, _)| m.mount_path.starts_with(&format!("{owned}/")))?;
+        Some(format!(
+            "spec.containers[{at}].volumeMounts: {} is inside {owned}, where tf-spawner mounts {what}",
+            m.mount_path
+        ))
+    })
 }
 
 /// The taints the node-lifecycle controller puts on a node that stopped reporting

@@ -596,3 +596,26 @@ fn a_tensorboard_image_that_cannot_be_pulled_names_the_image_flag() {
     );
     assert!(env.server.get("pods", NS, "pi-tensorboard").is_none());
 }
+
+/// A pod template whose TF container mounts a volume inside a directory tf-spawner
+/// mounts (`/script/…`, `/tf-spawner-work/…`) is refused before any request: the mount
+/// would land in the script's read-only volume, or the `--dir` unpacking would write into
+/// the user's volume.
+#[test]
+fn a_template_mount_inside_what_tf_spawner_mounts_is_refused() {
+    let env = Env::new();
+    for path in ["/tf-spawner-work/data", "/script/extra"] {
+        let template = env.write(
+            "inside.yaml",
+            format!(
+                "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: tensorflow\n    image: tf\n    volumeMounts:\n    - {{name: data, mountPath: {path}}}\n  volumes:\n  - {{name: data, emptyDir: {{}}}}\n"
+            ),
+        );
+        let out = env.spawn(&["--pod-file", template.to_str().unwrap(), "-w", "1"]);
+        out.failure(2).stderr_has(&format!(
+            "the pod template for worker: spec.containers[0].volumeMounts: {path} is inside"
+        ));
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert!(env.server.requests().is_empty());
+}
