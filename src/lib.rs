@@ -36,6 +36,7 @@ pub(crate) mod signals;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod timing;
+pub(crate) mod trainlog;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 

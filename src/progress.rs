@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::output;
+use crate::trainlog::{Training, show};
 use crate::verdict::{RoleCounts, RoleSummary, Tracker, one_line};
 
 /// Columns assumed when the terminal does not say.
@@ -110,6 +111,14 @@ fn terminal_width() -> usize {
         .unwrap_or(DEFAULT_WIDTH)
 }
 
+/// The training's line: `training  epoch 3/10, step 120/500, loss 0.23, …`.
+pub fn training_line(training: &Training) -> String {
+    format!("{:<9} {}", TRAINING, show::live(training))
+}
+
+/// The key of the training's line among the roles' (no role has this name).
+const TRAINING: &str = "training";
+
 /// Where progress goes.
 pub enum Progress {
     Bars {
@@ -143,14 +152,7 @@ impl Progress {
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 for role in &summary {
-                    let key = role_name(role).to_string();
-                    let bar = bars.entry(key.clone()).or_insert_with(|| {
-                        let bar = multi.add(ProgressBar::no_length());
-                        bar.set_style(
-                            ProgressStyle::with_template("{msg}").expect("valid template"),
-                        );
-                        bar
-                    });
+                    let bar = bar(multi, bars, role_name(role));
                     bar.set_message(fitted_line(role, width));
                 }
             }
@@ -173,6 +175,32 @@ impl Progress {
         }
     }
 
+    /// Shows the training's progress (from the deciding task's log) below the roles:
+    /// on a terminal redrawn as it changes; in plain lines once per epoch (its start
+    /// and its end), not per step.
+    pub fn show_training(&mut self, training: &Training) {
+        if training.is_empty() {
+            return;
+        }
+        match self {
+            Progress::Bars { multi, bars } => {
+                let width = terminal_width();
+                let bar = bar(multi, bars, TRAINING);
+                bar.set_message(cut(
+                    &training_line(training),
+                    width.saturating_sub(1).max(1),
+                ));
+            }
+            Progress::Plain { last } => {
+                let key = format!("{} {}", show::short(training), training.epochs_done);
+                if last.get(TRAINING) != Some(&key) {
+                    last.insert(TRAINING.to_string(), key);
+                    let _ = output::print(&format!("{}\n", training_line(training)));
+                }
+            }
+        }
+    }
+
     /// Leaves the last state on screen.
     pub fn finish(&mut self) {
         if let Progress::Bars { bars, .. } = self {
@@ -186,6 +214,19 @@ impl Progress {
             bars.clear();
         }
     }
+}
+
+/// The bar of `key`, added below the others the first time.
+fn bar<'a>(
+    multi: &MultiProgress,
+    bars: &'a mut BTreeMap<String, ProgressBar>,
+    key: &str,
+) -> &'a ProgressBar {
+    bars.entry(key.to_string()).or_insert_with(|| {
+        let bar = multi.add(ProgressBar::no_length());
+        bar.set_style(ProgressStyle::with_template("{msg}").expect("valid template"));
+        bar
+    })
 }
 
 impl Default for Progress {

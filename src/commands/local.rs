@@ -9,6 +9,7 @@ use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::local::{self, LocalPlan, Outcome, RunOptions};
 use crate::roles::Task;
 use crate::settings::{Settings, spawn};
+use crate::trainlog::{Training, show};
 use crate::{inputs, labels, output, signals};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
@@ -47,8 +48,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
         colour: output::fancy_stdout(),
     };
-    let outcome = local::run(&plan, &options, &mut stop).await?;
-    report(&plan.tag, outcome)
+    let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
+    report(&plan.tag, outcome, &training)
 }
 
 /// `local run T: 3 tasks (…), files in DIR`, after the generated tag with `-r`.
@@ -75,10 +76,20 @@ fn header(plan: &LocalPlan, randomized: bool) -> String {
 }
 
 /// Success printed, or the error that carries the exit code.
-fn report(tag: &str, outcome: Outcome) -> Result<()> {
+fn report(tag: &str, outcome: Outcome, training: &Training) -> Result<()> {
+    // What the deciding task printed of the training: epochs, time per epoch, metrics.
+    let trained = show::report(training).map(|line| format!("{line}\n"));
+    if !matches!(outcome, Outcome::Succeeded { .. })
+        && let Some(line) = &trained
+    {
+        let _ = output::print(line);
+    }
     match outcome {
         Outcome::Succeeded { .. } => {
             let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
+            if let Some(line) = &trained {
+                let _ = output::print(line);
+            }
             Ok(())
         }
         Outcome::Failed {

@@ -12,6 +12,7 @@ use crate::ops::status::{pending_events, snapshot};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
+use crate::trainlog::{Training, show};
 use crate::verdict::{NODE_LOST, PodView, Reason, SCHEDULING_GATED, Tracker, Verdict, one_line};
 
 /// `status -o json`: the documented, stable shape.
@@ -29,6 +30,9 @@ pub struct StatusJson {
     /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
     /// restart's number (the highest of its pods').
     pub attempt: u32,
+    /// The training's progress, from the tail of the deciding task's log (Keras' lines
+    /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
+    pub progress: Option<show::ProgressJson>,
     pub pods: Vec<PodJson>,
 }
 
@@ -98,19 +102,20 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
     let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
     let events = pending_events(&cluster, &tracker).await;
+    let training = crate::ops::training::tail(&cluster, &tracker).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
-                &events,
+                (&events, &training),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
                 args.all_workers,
             );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => render(&tracker, &events, now, args.all_workers),
+        ReportFormat::Table => render(&tracker, (&events, &training), now, args.all_workers),
     };
     output::print(&text)?;
     Ok(())
@@ -152,7 +157,7 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
-    events: &Events,
+    (events, training): (&Events, &Training),
     (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
@@ -168,6 +173,7 @@ pub fn to_json(
         },
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
+        progress: show::ProgressJson::of(training, false),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -258,11 +264,27 @@ fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
     out
 }
 
+/// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`.
+fn progress_line(training: &Training, now: i64) -> String {
+    let mut text = show::line(training, None);
+    if let Some(last) = training.last_at {
+        let ago = u64::try_from(now.saturating_sub(last / 1000)).unwrap_or(0);
+        text.push_str(&format!(" (last progress {} ago)", age(ago)));
+    }
+    text
+}
+
 /// The table, the reasons of pods that are stuck, the pending pods' events and the
 /// verdict line.
-pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -> String {
+pub fn render(
+    tracker: &Tracker,
+    (events, training): (&Events, &Training),
+    now: i64,
+    all_workers: bool,
+) -> String {
     let pods = tracker.in_task_order();
-    let rows: Vec<Vec<String>> = pods
+    let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
+    let mut rows: Vec<Vec<String>> = pods
         .iter()
         .map(|v| {
             // As kubectl: a pod being deleted is Terminating, whatever its phase.
@@ -303,13 +325,22 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
             ]
         })
         .collect();
-    let mut out = output::table(
-        &[
-            "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED",
-            "ENDED", "DURATION",
-        ],
-        &rows,
-    );
+    let mut header = vec![
+        "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED", "ENDED",
+        "DURATION",
+    ];
+    // The PROGRESS column only when the deciding task printed some.
+    if !training.is_empty() {
+        header.push("PROGRESS");
+        for (row, v) in rows.iter_mut().zip(&pods) {
+            row.push(if Some(v.name.as_str()) == deciding {
+                show::short(training)
+            } else {
+                "-".into()
+            });
+        }
+    }
+    let mut out = output::table(&header, &rows);
     for v in &pods {
         if let Some(r) = lost(v) {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&r.to_string())));
@@ -336,6 +367,9 @@ pub fn render(tracker: &Tracker, events: &Events, now: i64, all_workers: bool) -
             restarted.join(", ")
         ));
     }
+    if !training.is_empty() {
+        out.push_str(&format!("progress: {}\n", progress_line(training, now)));
+    }
     let verdict = tracker.verdict();
     match &verdict {
         Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
@@ -360,9 +394,14 @@ mod tests {
             view(pod("worker-1", "Running")),
             view(pod("worker-0", "Succeeded")),
         ]);
-        let json =
-            serde_json::to_value(to_json(&t, &Events::new(), ("t", "ns"), 1704067260, false))
-                .unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            (&Events::new(), &Training::default()),
+            ("t", "ns"),
+            1704067260,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["verdict"], "Succeeded");
         assert_eq!(json["failure"], serde_json::Value::Null);
         let first = &json["pods"][0];
@@ -409,7 +448,12 @@ mod tests {
     fn table_ends_with_the_verdict() {
         let mut t = Tracker::new("t", false);
         t.replace(vec![view(pod("worker-0", "Running"))]);
-        let text = render(&t, &Events::new(), 1704067200 + 5, false);
+        let text = render(
+            &t,
+            (&Events::new(), &Training::default()),
+            1704067200 + 5,
+            false,
+        );
         assert!(text.starts_with("NAME "), "{text}");
         assert!(
             text.contains("t-worker-0   worker-0   Running   0/1"),
@@ -445,7 +489,7 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, &events, now, false);
+        let text = render(&t, (&events, &Training::default()), now, false);
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
@@ -457,7 +501,14 @@ mod tests {
             ),
             "{text}"
         );
-        let json = serde_json::to_value(to_json(&t, &events, ("t", "ns"), now, false)).unwrap();
+        let json = serde_json::to_value(to_json(
+            &t,
+            (&events, &Training::default()),
+            ("t", "ns"),
+            now,
+            false,
+        ))
+        .unwrap();
         assert_eq!(json["pods"][6]["events"][0]["count"], 3);
         assert_eq!(
             json["pods"][0]["events"][1]["last_seen"],

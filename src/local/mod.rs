@@ -31,13 +31,14 @@ use tokio::time::Instant;
 use crate::errors::UsageError;
 use crate::roles::{Role, Task};
 use crate::signals;
+use crate::trainlog::Training;
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
 
 mod reaper;
 mod setup;
 mod stream;
 
-use stream::Printer;
+use stream::{Piece, Printer};
 
 pub(crate) use setup::{LocalPlan, LocalTask, plan};
 
@@ -229,19 +230,24 @@ fn kill_group(pgid: i32, sig: Signal) {
 }
 
 /// Starts every task, prints their output, and returns when the run has an outcome and
-/// every process has been stopped.
+/// every process has been stopped; with the outcome, what the deciding task's lines said
+/// of the training (`trainlog`).
 pub async fn run(
     plan: &LocalPlan,
     options: &RunOptions,
     stop: &mut (impl Future<Output = u8> + Unpin),
-) -> Result<Outcome> {
+) -> Result<(Outcome, Training)> {
     let (tx, rx) = mpsc::channel::<Event>(LINES_IN_FLIGHT);
     // Orphans of the tasks become ours, to be stopped with the run (see `reaper.rs`).
     reaper::become_subreaper();
     let groups = start(plan, &tx, options.env_file.as_deref())?;
     drop(tx);
+    let has_chief = plan.tasks.iter().any(|t| t.task.role == Role::Chief);
+    let deciding = Task::deciding(has_chief);
     let mut runner = Runner {
         plan,
+        deciding: plan.tasks.iter().position(|t| t.task == deciding),
+        training: Training::default(),
         timeout: options.timeout,
         // A timeout beyond the clock's range is no timeout.
         timeout_at: options.timeout.and_then(|t| Instant::now().checked_add(t)),
@@ -255,10 +261,13 @@ pub async fn run(
     runner.run(rx, stop).await;
     runner.printer.end_live();
     let Runner {
-        outcome, groups, ..
+        outcome,
+        groups,
+        training,
+        ..
     } = runner;
     drop(groups);
-    Ok(outcome.expect("the loop ends with an outcome"))
+    Ok((outcome.expect("the loop ends with an outcome"), training))
 }
 
 /// Starts one process group per task; their output and exits arrive on `tx`.
@@ -364,6 +373,9 @@ enum Stage {
 /// The state of a local run while it is followed.
 struct Runner<'a> {
     plan: &'a LocalPlan,
+    /// The deciding task's place in the plan, and what its lines say of the training.
+    deciding: Option<usize>,
+    training: Training,
     timeout: Option<Duration>,
     timeout_at: Option<Instant>,
     printer: Printer,
@@ -490,7 +502,15 @@ impl Runner<'_> {
 
     fn event(&mut self, event: Option<Event>) {
         match event {
-            Some(Event::Output(at, piece)) => self.printer.piece(at, &piece),
+            Some(Event::Output(at, piece)) => {
+                if let Piece::Line(line) = &piece
+                    && Some(at) == self.deciding
+                {
+                    let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+                    self.training.read_line(now, line);
+                }
+                self.printer.piece(at, &piece);
+            }
             Some(Event::Closed) => self.streams_open = self.streams_open.saturating_sub(1),
             Some(Event::Exited(at, status)) => {
                 self.ended[at] = Some(Ended::from_status(status));

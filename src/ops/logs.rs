@@ -469,7 +469,7 @@ async fn follow_pod(
 /// (removed again unless asked for); the next one asks for `sinceTime`, the last
 /// line's second (the API's precision), and skips what it sends again: lines before
 /// the last one's timestamp, and as many lines at that timestamp as were printed.
-struct Cursor {
+pub(super) struct Cursor {
     show_timestamps: bool,
     /// The last printed line's timestamp and how many printed lines carried it.
     last: Option<(Timestamp, usize)>,
@@ -478,7 +478,7 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn new(show_timestamps: bool) -> Cursor {
+    pub(super) fn new(show_timestamps: bool) -> Cursor {
         Cursor {
             show_timestamps,
             last: None,
@@ -494,10 +494,19 @@ impl Cursor {
         else {
             return Some(raw);
         };
+        if !self.keep(at) {
+            return None;
+        }
+        Some(if self.show_timestamps { raw } else { text })
+    }
+
+    /// Whether a line with timestamp `at` is new (else the resumed stream sent it
+    /// before); a new one is counted as printed.
+    pub(super) fn keep(&mut self, at: Timestamp) -> bool {
         if let Some((before, n)) = &mut self.skip {
             if at < *before || (at == *before && *n > 0) {
                 *n = n.saturating_sub(usize::from(at == *before));
-                return None;
+                return false;
             }
             self.skip = None;
         }
@@ -505,11 +514,11 @@ impl Cursor {
             Some((last, n)) if *last == at => *n += 1,
             _ => self.last = Some((at, 1)),
         }
-        Some(if self.show_timestamps { raw } else { text })
+        true
     }
 
     /// Makes `params` ask for the log from the last printed line on.
-    fn resume(&mut self, params: &mut kube::api::LogParams) {
+    pub(super) fn resume(&mut self, params: &mut kube::api::LogParams) {
         let Some((last, n)) = self.last else {
             // Nothing printed yet: the same request again.
             return;
@@ -524,7 +533,7 @@ impl Cursor {
 
 /// Waits until the pod's status says its container has started; `false` if the pod is
 /// gone or ended without starting.
-async fn until_started(state: &mut watch::Receiver<Option<PodView>>) -> bool {
+pub(super) async fn until_started(state: &mut watch::Receiver<Option<PodView>>) -> bool {
     loop {
         let current = state.borrow().clone();
         match current {
@@ -571,7 +580,7 @@ async fn send_lines(
 }
 
 /// Returns when the pod's state changes, or after [`RETRY`].
-async fn wait_for_change(state: &mut watch::Receiver<Option<PodView>>) {
+pub(super) async fn wait_for_change(state: &mut watch::Receiver<Option<PodView>>) {
     let _ = tokio::time::timeout(RETRY, state.changed()).await;
 }
 

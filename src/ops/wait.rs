@@ -10,6 +10,7 @@
 //! operation after a peer failed; left running they hold their CPUs and GPUs, and a
 //! Kueue pod group holds its quota until no pod of it is running.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use crate::errors::{
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
+use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
 
 /// Lines of the failed pod's log shown with the failure.
@@ -98,21 +100,37 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     restarter.resume(cluster, &bounds).await?;
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
-        let outcome = follow(cluster, wait, &mut tracker).await?;
+        let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
             continue;
         }
-        return report(cluster, wait, &tracker, outcome).await;
+        return report(cluster, wait, (&tracker, &training), outcome).await;
     }
 }
 
-/// Follows the run with progress until it is done, the timeout, or a signal.
-async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result<Outcome> {
-    let mut progress = Progress::new();
+/// How long, after the verdict, the deciding task's log may take to deliver its last
+/// progress lines (the stream ends with the container; this is a bound).
+const PROGRESS_DRAIN: Duration = Duration::from_secs(3);
+
+/// Follows the run with progress until it is done, the timeout, or a signal; the
+/// training's progress read from the deciding task's log meanwhile (`ops/training.rs`).
+async fn follow(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+) -> Result<(Outcome, Training)> {
+    let progress = RefCell::new(Progress::new());
     let until = wait.until;
     let (seen, seen_by_timer) = watch::channel(StartSeen::default());
+    let (deciding, deciding_rx) = watch::channel(None::<PodView>);
+    let (training_tx, mut training) = watch::channel(Training::default());
+    let mut reader = tokio::spawn(super::training::follow(
+        cluster.clone(),
+        deciding_rx,
+        training_tx,
+    ));
     let outcome = {
         let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
             if t.is_empty() {
@@ -125,7 +143,13 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
                 };
                 seen.send_if_modified(|s| std::mem::replace(s, now) != now);
             }
-            progress.show(t);
+            let pod = super::training::deciding(t).cloned();
+            deciding.send_if_modified(|s| {
+                let changed = *s != pod;
+                *s = pod;
+                changed
+            });
+            progress.borrow_mut().show(t);
             let verdict = t.verdict();
             if verdict.is_final() {
                 Some(Done::Final(verdict))
@@ -135,6 +159,13 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
                 None
             }
         });
+        let shown = async {
+            while training.changed().await.is_ok() {
+                let now = training.borrow_and_update().clone();
+                progress.borrow_mut().show_training(&now);
+            }
+            std::future::pending::<()>().await;
+        };
         let deadline = async {
             match wait.timeout {
                 Some(d) => {
@@ -149,10 +180,20 @@ async fn follow(cluster: &Cluster, wait: &Wait, tracker: &mut Tracker) -> Result
             d = deadline => Ok(Outcome::Timeout(d)),
             d = start_timer(wait.start_timeout, seen_by_timer) => Ok(Outcome::NotStarted(d)),
             code = signals::stop_requested() => Ok(Outcome::Signal(code)),
+            () = shown => unreachable!("shows until the follow ends"),
         }
     };
+    // After a verdict the deciding task's log delivers its last lines, for the report.
+    if matches!(outcome, Ok(Outcome::Done(Done::Final(_)))) {
+        let _ = tokio::time::timeout(PROGRESS_DRAIN, &mut reader).await;
+    }
+    reader.abort();
+    let last = training.borrow().clone();
+    // What arrived after the follow ended is shown too: the line ends as the log did.
+    let mut progress = progress.into_inner();
+    progress.show_training(&last);
     progress.finish();
-    outcome
+    outcome.map(|o| (o, last))
 }
 
 /// `--start-timeout`: resolves with `limit` once that long has passed since the run's
@@ -181,7 +222,12 @@ async fn start_timer(limit: Option<Duration>, mut seen: watch::Receiver<StartSee
 }
 
 /// What the outcome prints, after saving logs and cleaning up as asked.
-async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outcome) -> Result<()> {
+async fn report(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training): (&Tracker, &Training),
+    outcome: Outcome,
+) -> Result<()> {
     let tag = wait.tag.as_str();
     let ns = cluster.namespace();
     match outcome {
@@ -205,12 +251,18 @@ async fn report(cluster: &Cluster, wait: &Wait, tracker: &Tracker, outcome: Outc
             if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
                 output::print(&format!("{}\n", time.line()))?;
             }
+            if let Some(line) = show::report(training) {
+                output::print(&format!("{line}\n"))?;
+            }
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
             if let Some(time) = crate::timing::of_run(tracker, false) {
                 output::print(&format!("{}\n", time.line()))?;
+            }
+            if let Some(line) = show::report(training) {
+                output::print(&format!("{line}\n"))?;
             }
             let after = after_the_verdict(cluster, wait, tracker).await;
             let message = format!("run '{tag}' failed: {failure}");

@@ -227,6 +227,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
             "failure",
             "namespace",
             "pods",
+            "progress",
             "tag",
             "verdict"
         ]

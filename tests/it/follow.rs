@@ -769,7 +769,14 @@ fn a_big_run_costs_a_list_in_pages_and_one_watch() {
         .success()
         .stdout_has("worker    1001/1001 running")
         .stdout_has("run big: Succeeded");
-    let requests = env.server.requests();
+    // And one stream of the deciding task's log, for the training's progress.
+    let (logs, requests): (Vec<_>, Vec<_>) = env
+        .server
+        .requests()
+        .into_iter()
+        .partition(|r| r.path.ends_with("/log"));
+    assert_eq!(logs.len(), 1, "{logs:#?}");
+    assert!(logs[0].path.ends_with("/pods/big-worker-0/log"));
     assert_eq!(requests.len(), 4, "{requests:#?}");
     let pages: Vec<(Option<String>, bool)> = requests[..3]
         .iter()

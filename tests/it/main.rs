@@ -18,6 +18,7 @@ mod logs;
 mod nodes;
 mod outage;
 mod perf;
+mod progress;
 mod queues;
 mod resources;
 mod restart;

@@ -94,13 +94,15 @@ async fn train(c: &Cluster, t: &str, template: &Path, extra: &[&str], script: &s
     Logs {
         dir: saved,
         tag: t.to_string(),
+        wait: out.stdout,
     }
 }
 
-/// The logs `wait --save-logs` kept, one file per pod.
+/// The logs `wait --save-logs` kept, one file per pod, and what `wait` printed.
 struct Logs {
     dir: PathBuf,
     tag: String,
+    wait: String,
 }
 
 impl Logs {
@@ -180,6 +182,49 @@ async fn mnist_trains_on_two_pods_and_the_chief_saves_the_model() {
         ));
     }
     assert_eq!(trained[0], trained[1], "one model on both workers");
+    // `wait` followed worker 0's log: its training line went on to epoch 2, and the
+    // report has the last epoch's metrics.
+    let (loss, accuracy) = (trained[0].0[1], trained[0].1[1]);
+    let shown: Vec<&str> = logs
+        .wait
+        .lines()
+        .filter(|l| l.starts_with("training  epoch "))
+        .collect();
+    // (Each printed once per epoch's start and end; epoch 1's start may come in one
+    // piece with its end if the stream opened late.)
+    let epochs: Vec<&str> = shown
+        .iter()
+        .map(|l| &l["training  epoch ".len()..][..1])
+        .collect();
+    assert!(
+        epochs.windows(2).all(|w| w[0] <= w[1]) && epochs.last() == Some(&"2"),
+        "{}",
+        logs.wait
+    );
+    let report = logs
+        .wait
+        .lines()
+        .find(|l| l.starts_with("training: 2 of 2 epochs seen to end, "))
+        .unwrap_or_else(|| panic!("no report: {}", logs.wait));
+    assert!(report.contains(&format!("; final loss {loss}")), "{report}");
+    // `status` reads the same from the end of worker 0's log, the run over.
+    let status = c.run(&["status", "-t", &t, "-o", "json"]).await;
+    status.success();
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).expect("JSON");
+    let p = &json["progress"];
+    assert_eq!(
+        (p["epoch"].as_u64(), p["epochs"].as_u64()),
+        (Some(2), Some(2)),
+        "{json:#}"
+    );
+    assert_eq!(p["epochs_done"], 2, "{json:#}");
+    assert_eq!(p["epoch_metrics"]["loss"].as_f64(), Some(loss), "{json:#}");
+    assert_eq!(
+        p["epoch_metrics"]["accuracy"].as_f64(),
+        Some(accuracy),
+        "{json:#}"
+    );
+    assert_eq!(p["seconds_left"], 0, "{json:#}");
     assert!(
         logs.of("worker-0")
             .contains("worker-0: model saved to /data/model/mnist.keras")

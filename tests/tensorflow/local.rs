@@ -67,6 +67,25 @@ fn mnist_trains_on_two_workers_and_the_chief_saves_the_model() {
     );
     assert!(loss[2] < loss[0], "the loss went down: {loss:?}: {out:#?}");
     assert!(accuracy[2] > 0.2, "better than chance: {accuracy:?}");
+    // The report after the verdict: what the deciding task's Keras lines said.
+    let report = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("training: "))
+        .unwrap_or_else(|| panic!("no training report: {out:#?}"));
+    assert!(
+        report.starts_with("training: 3 of 3 epochs seen to end, "),
+        "{report}"
+    );
+    let final_metrics = report.split_once("; final ").expect("final metrics").1;
+    let metric = |name: &str| -> f64 {
+        final_metrics
+            .split(", ")
+            .find_map(|m| m.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {report}"))
+    };
+    assert_eq!((metric("loss"), metric("accuracy")), (loss[2], accuracy[2]));
     for worker in ["worker-0", "worker-1"] {
         let prefix = format!("{worker}: test loss ");
         assert!(

@@ -114,7 +114,9 @@ pub fn get(sh: &Arc<Shared>, c: &Ctx, ns: &str, name: &str) -> Result<Reply, Api
         truncate_bytes(&mut text, b);
         budget = Some(b - text.len());
     }
-    let closed = log.is_none_or(|l| l.closed);
+    // A running container that has printed nothing yet is followed as one that has: a
+    // kubelet ends a follow when the container ends (`Store::put` closes the log then).
+    let closed = log.is_some_and(|l| l.closed);
     if !query.follow || closed || budget == Some(0) {
         return Ok(Reply::Text(200, text));
     }
