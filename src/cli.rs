@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::settings::parse::{self, Flag};
+
 pub use crate::tag::Tag;
 
 pub use crate::ops::wait::WaitFor;
@@ -117,13 +119,13 @@ pub struct WaitArgs {
     pub until: WaitFor,
 
     /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
     /// after the run was created, naming the tasks still pending and why; the started
     /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, value_parser = parse_start_timeout, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
@@ -182,7 +184,7 @@ pub struct LogsArgs {
     pub follow: bool,
 
     /// Only lines newer than this (e.g. 10s, 5m, 1h)
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub since: Option<Duration>,
 
     /// Only the last N lines of each pod
@@ -223,7 +225,7 @@ pub struct CpArgs {
     pub local: PathBuf,
 
     /// Give up when the helper pod has not started after this long
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
 }
 
@@ -239,7 +241,7 @@ pub struct TensorboardArgs {
 
     /// TensorBoard's image [default: the config file's tensorboard_image, else the
     /// run's image, as cp uses]
-    #[arg(long = "image", id = "tensorboard_image", value_name = "IMAGE")]
+    #[arg(long = "image", id = "tensorboard_image", value_parser = Flag(parse::image), value_name = "IMAGE")]
     pub image: Option<String>,
 
     /// Keep the TensorBoard pod when tf-spawner exits, for the next tensorboard (it
@@ -257,7 +259,7 @@ pub struct TensorboardArgs {
     pub local: bool,
 
     /// Give up when the TensorBoard pod does not serve after this long
-    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
 }
 
@@ -276,7 +278,7 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
     /// Kubernetes namespace [default: the config file's, else the kubeconfig context's, else "default"]
-    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    #[arg(short = 'n', long, global = true, value_parser = Flag(parse::text), value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
     /// Path to the kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster]
@@ -288,7 +290,7 @@ pub struct ClusterArgs {
     pub context: Option<String>,
 
     /// Time limit of each API request (e.g. 30s, 2m); a request that takes longer is retried
-    #[arg(long, global = true, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "30s", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub request_timeout: Duration,
 
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
@@ -304,63 +306,8 @@ pub struct ClusterArgs {
     /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
     /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
     /// defaults file's give_up_after]
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, global = true, value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub give_up_after: Option<Duration>,
-}
-
-/// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
-/// far would overflow the clock's arithmetic.
-pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts; at most
-/// [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = match text.parse::<u64>() {
-        Ok(secs) => Duration::from_secs(secs),
-        Err(_) => humantime::parse_duration(text).map_err(|e| {
-            let e = e.to_string();
-            if e.contains("too large") || e.contains("overflow") {
-                "longer than 100 years".to_string()
-            } else {
-                format!("{e} (examples: 30s, 5m, 1h)")
-            }
-        })?,
-    };
-    if duration > MAX_DURATION {
-        return Err("longer than 100 years".to_string());
-    }
-    Ok(duration)
-}
-
-/// A count that must be at least 1 (`--max-in-flight`).
-fn parse_at_least_one(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_string()),
-        Ok(n) => Ok(n),
-        Err(_) => Err("expected a whole number, at least 1".to_string()),
-    }
-}
-
-/// `--deadline`: a duration, or one `error:` line naming the flag.
-fn parse_deadline(text: &str) -> Result<Duration, crate::errors::UsageError> {
-    parse_duration(text)
-        .map_err(|e| crate::errors::UsageError::new(format!("--deadline {text:?}: {e}")))
-}
-
-/// `--node-lost-after`: a duration, or one `error:` line naming the flag.
-fn parse_node_lost_after(text: &str) -> Result<Duration, crate::errors::UsageError> {
-    parse_duration(text)
-        .map_err(|e| crate::errors::UsageError::new(format!("--node-lost-after {text:?}: {e}")))
-}
-
-/// `--start-timeout`: a duration of at least 1s, or one `error:` line naming the flag.
-fn parse_start_timeout(text: &str) -> Result<Duration, crate::errors::UsageError> {
-    match parse_duration(text) {
-        Ok(d) if d.as_secs() >= 1 => Ok(d),
-        Ok(_) => Err("must be at least 1s".to_string()),
-        Err(e) => Err(e),
-    }
-    .map_err(|e| crate::errors::UsageError::new(format!("--start-timeout {text:?}: {e}")))
 }
 
 #[derive(Debug, Args, Clone)]
@@ -371,11 +318,11 @@ pub struct SpawnArgs {
     pub script: Option<PathBuf>,
 
     /// Number of worker pods (and services)
-    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_name = "N")]
+    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_parser = Flag(parse::workers), value_name = "N")]
     pub workers: u32,
 
     /// gRPC port used in TF_CONFIG, on the containers and on the services
-    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..), value_name = "PORT")]
+    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = Flag(parse::port), value_name = "PORT")]
     pub port: u16,
 
     /// Entrypoint script file run with bash instead of `python /script/training-script.py`
@@ -383,7 +330,7 @@ pub struct SpawnArgs {
     pub command: Option<PathBuf>,
 
     /// Pod template (YAML) [default: the config file's pod_file, else the built-in templates/pod.yaml]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_parser = Flag(parse::path), value_name = "FILE")]
     pub pod_file: Option<PathBuf>,
 
     /// Value of the training_attempt label, and prefix of every object name
@@ -399,7 +346,7 @@ pub struct SpawnArgs {
     pub env_file: Option<PathBuf>,
 
     /// Container image [default: the config file's, else the template's, else the pinned TensorFlow image]
-    #[arg(short, long, value_name = "IMAGE")]
+    #[arg(short, long, value_parser = Flag(parse::image), value_name = "IMAGE")]
     pub image: Option<String>,
 
     /// Delete every object labelled training_attempt=TAG in the namespace
@@ -420,7 +367,7 @@ pub struct SpawnArgs {
     pub output: Option<OutputFormat>,
 
     /// Most API requests in flight at once while creating or deleting
-    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse_at_least_one, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse::at_least_one, value_name = "N")]
     pub max_in_flight: usize,
 
     /// After creating the run, wait until every pod is running (exit 3 if one cannot
@@ -430,13 +377,13 @@ pub struct SpawnArgs {
 
     /// With --wait or --local: give up this long (e.g. 90s, 10m) after the command started
     /// (creates or deletes included), with exit code 4
-    #[arg(long, requires = "waits", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, requires = "waits", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// With --wait: fail the run (exit 5) unless every task runs or has finished this long
     /// (e.g. 10m) after its creation, naming the tasks still pending and why; the started
     /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, requires = "wait", value_parser = parse_start_timeout, value_name = "DURATION")]
+    #[arg(long, requires = "wait", value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
 
     /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
@@ -456,24 +403,25 @@ pub struct SpawnArgs {
     /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
     /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
     /// DeadlineExceeded
-    #[arg(long, value_parser = parse_deadline, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
     pub deadline: Option<Duration>,
 
     /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
     /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
     /// this long, then the cluster evicts them; the run fails as "lost with its node",
-    /// which wait --restarts retries on another node [default: the cluster's, 5m]
-    #[arg(long, value_parser = parse_node_lost_after, value_name = "DURATION")]
+    /// which wait --restarts retries on another node [default: the config file's
+    /// node_lost_after, else the cluster's, 5m]
+    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
     pub node_lost_after: Option<Duration>,
 
     /// The PriorityClass of every pod (priorityClassName)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub priority_class: Option<String>,
 
     /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
     /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
     /// exist, and Kueue must hold the pods
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::queue), value_name = "NAME")]
     pub queue: Option<String>,
 
     /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
@@ -484,7 +432,7 @@ pub struct SpawnArgs {
 
     /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
     /// exist and be open
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub volcano_queue: Option<String>,
 
     /// With --wait: leave the tasks still running when the run fails (by default they
@@ -497,13 +445,13 @@ pub struct SpawnArgs {
 
     /// The schedulerName of every pod (default with --gang: volcano, or
     /// scheduler-plugins-scheduler for coscheduling)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub scheduler_name: Option<String>,
 
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
     /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
-    #[arg(long, value_name = "CLAIM[:PATH]")]
+    #[arg(long, value_parser = Flag(parse::volume), value_name = "CLAIM[:PATH]")]
     pub volume: Option<String>,
 
     #[command(flatten)]
@@ -512,7 +460,7 @@ pub struct SpawnArgs {
     /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
     /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
     /// working directory and on PYTHONPATH; the training script is a file in it
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_parser = Flag(parse::path), value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
     /// Arguments after `--`, passed to the training script unchanged (to the
@@ -529,16 +477,16 @@ pub struct RestartArgs {
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
     /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
     /// [default: the config file's restarts, else 0]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_parser = Flag(parse::restarts), value_name = "N")]
     pub restarts: Option<u32>,
 
     /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
     /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_parser = Flag(parse::restart_on), value_name = "LIST")]
     pub restart_on: Option<RestartOn>,
 
     /// The pause before the first restart, doubled for each next one (at most 5m)
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
 }
 

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,7 +13,6 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
-use crate::labels::check_name;
 use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
@@ -40,20 +38,9 @@ pub struct SpawnOptions {
     pub chief_pod_file: Option<PathBuf>,
     pub ps_pod_file: Option<PathBuf>,
     pub evaluator_pod_file: Option<PathBuf>,
-    /// `--deadline`.
-    pub deadline: Option<Duration>,
-    /// `--node-lost-after`.
-    pub node_lost_after: Option<Duration>,
-    /// `--priority-class`.
-    pub priority_class: Option<String>,
-    /// `--queue`.
-    pub queue: Option<String>,
-    /// `--gang`.
-    pub gang: Option<crate::podgroup::Gang>,
-    /// `--volcano-queue`.
-    pub volcano_queue: Option<String>,
-    /// `--scheduler-name`.
-    pub scheduler_name: Option<String>,
+    /// The shared-cluster options (`--deadline`, `--queue`, `--gang`…), each checked by
+    /// its parser (`settings/parse.rs`).
+    pub scheduling: Scheduling,
     /// `--volume CLAIM[:PATH]`, as written.
     pub volume: Option<String>,
     /// The arguments after `--`, for the script (or the entrypoint).
@@ -77,16 +64,13 @@ pub async fn spawn_request(
         args.evaluator,
     )?;
     tag.fits(&roles.longest_suffix())?;
-    if args.port == 0 {
-        return Err(UsageError::new("--port must be between 1 and 65535").into());
-    }
-    if let Some(image) = &args.image
-        && (image.trim().is_empty() || image.chars().any(char::is_whitespace))
-    {
-        return Err(UsageError::new(format!("--image {image:?} is not a valid image name")).into());
-    }
     let scheduling = scheduling(args)?;
-    let volume = args.volume.as_deref().map(output_volume).transpose()?;
+    // Checked by the same parser when the flag or the defaults file gave it.
+    let volume = args
+        .volume
+        .as_deref()
+        .map(|v| output_volume(v).map_err(|p| UsageError::new(format!("--volume {p}"))))
+        .transpose()?;
     let script_path = args.script.as_deref().ok_or_else(|| {
         UsageError::new(
             "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
@@ -129,15 +113,18 @@ pub async fn spawn_request(
     })
 }
 
-/// `--volume CLAIM[:PATH]`, checked: a claim name the API server accepts, an absolute
-/// path that is neither in nor at a directory tf-spawner mounts itself
-/// ([`crate::plan::OWNED_MOUNTS`]).
-pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
+/// `--volume CLAIM[:PATH]` (or the defaults file's `volume`), checked: a claim name the
+/// API server accepts, an absolute path that is neither in nor at a directory
+/// tf-spawner mounts itself ([`crate::plan::OWNED_MOUNTS`]). The problem is worded to
+/// follow the flag or the file's key (`settings/parse.rs`).
+pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
     let (claim, path) = match text.split_once(':') {
         Some((claim, path)) => (claim, path),
         None => (text, DEFAULT_OUTPUT_PATH),
     };
-    check_name("--volume's claim", claim, 253)?;
+    if let Some(problem) = crate::labels::name_problem(claim, 253) {
+        return Err(format!("{text:?}: the claim {claim:?} {problem}"));
+    }
     let normal = std::path::Path::new(path).components().all(|c| {
         matches!(
             c,
@@ -145,18 +132,18 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, UsageError> {
         )
     });
     if !path.starts_with('/') || path == "/" || !normal || path.contains(':') {
-        return Err(UsageError::new(format!(
-            "--volume {text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
-        )));
+        return Err(format!(
+            "{text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
+        ));
     }
     let path = path.trim_end_matches('/').to_string();
     if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
         .into_iter()
         .find(|(owned, _)| path == *owned || path.starts_with(&format!("{owned}/")))
     {
-        return Err(UsageError::new(format!(
-            "--volume {text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
-        )));
+        return Err(format!(
+            "{text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
+        ));
     }
     Ok(OutputVolume {
         claim: claim.to_string(),
@@ -179,69 +166,16 @@ fn dir_from_file(e: anyhow::Error, file: Option<&Path>) -> anyhow::Error {
 }
 
 fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
-    let deadline = match args.deadline {
-        None => None,
-        Some(d) => Some(
-            deadline_seconds(d)
-                .map_err(|problem| UsageError::new(format!("--deadline {problem}")))?,
-        ),
-    };
-    let node_lost_after = match args.node_lost_after {
-        None => None,
-        Some(d) => Some(
-            node_lost_seconds(d)
-                .map_err(|problem| UsageError::new(format!("--node-lost-after {problem}")))?,
-        ),
-    };
-    if let Some(name) = &args.priority_class {
-        check_name("--priority-class", name, 253)?;
+    // Each value was checked by its parser; what is left are the rules between them.
+    let scheduling = &args.scheduling;
+    if let Some(name) = &scheduling.volcano_queue
+        && scheduling.gang != Some(crate::podgroup::Gang::Volcano)
+    {
+        return Err(UsageError::new(format!(
+            "--volcano-queue {name} needs --gang volcano (a Kueue LocalQueue is --queue)"
+        )));
     }
-    // A LocalQueue's name, and a label value: at most 63 characters.
-    if let Some(name) = &args.queue {
-        check_name("--queue", name, 63)?;
-    }
-    if let Some(name) = &args.scheduler_name {
-        check_name("--scheduler-name", name, 253)?;
-    }
-    if let Some(name) = &args.volcano_queue {
-        check_name("--volcano-queue", name, 253)?;
-        if args.gang != Some(crate::podgroup::Gang::Volcano) {
-            return Err(UsageError::new(format!(
-                "--volcano-queue {name} needs --gang volcano (a Kueue LocalQueue is --queue)"
-            )));
-        }
-    }
-    Ok(Scheduling {
-        deadline_seconds: deadline,
-        node_lost_after_seconds: node_lost_after,
-        priority_class: args.priority_class.clone(),
-        queue: args.queue.clone(),
-        gang: args.gang,
-        scheduler_name: args.scheduler_name.clone(),
-        volcano_queue: args.volcano_queue.clone(),
-    })
-}
-
-/// The most `activeDeadlineSeconds` the API server accepts (an int32).
-pub(crate) const MAX_DEADLINE_SECS: u64 = i32::MAX as u64;
-
-/// `--deadline` (or the defaults file's `deadline`) in seconds, or what is wrong with it.
-pub(crate) fn deadline_seconds(d: Duration) -> Result<i64, String> {
-    let shown = humantime::format_duration(d);
-    match d.as_secs() {
-        0 => Err(format!("{shown} is too short: at least 1s")),
-        s if s > MAX_DEADLINE_SECS => Err(format!(
-            "{shown} is too long: at most {MAX_DEADLINE_SECS} seconds (about 68 years), the API's limit"
-        )),
-        s => Ok(i64::try_from(s).unwrap_or(i64::from(i32::MAX))),
-    }
-}
-
-/// `--node-lost-after` (or the defaults file's `node_lost_after`) in seconds (a
-/// toleration's `tolerationSeconds`), or what is wrong with it: the same bounds as
-/// `--deadline`.
-pub(crate) fn node_lost_seconds(d: Duration) -> Result<i64, String> {
-    deadline_seconds(d)
+    Ok(scheduling.clone())
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.

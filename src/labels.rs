@@ -133,21 +133,6 @@ pub fn pod_group_name(tag: &str) -> String {
     format!("{tag}-group")
 }
 
-/// A name the API server accepts for an object the flag refers to: a DNS-1123
-/// subdomain (lowercase letters, digits, '-' and '.'), at most `max` characters.
-pub(crate) fn check_name(
-    flag: &str,
-    name: &str,
-    max: usize,
-) -> Result<(), crate::errors::UsageError> {
-    match name_problem(name, max) {
-        Some(problem) => Err(crate::errors::UsageError::new(format!(
-            "{flag} {name:?} {problem}"
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
 pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
     let part_ok = |p: &str| {

@@ -261,8 +261,7 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 }
 
 async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
-    let defaults = defaults::load().await?;
-    let settings = settings::Settings::load(&cli, &matches, defaults).await?;
+    let settings = settings::Settings::load(&cli, &matches).await?;
     if settings.output.quiet {
         output::silence();
     }

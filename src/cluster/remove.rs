@@ -108,21 +108,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
                 }
             }
         };
-        // Every gang's kind, unless the record says which (none, for most runs).
-        let pod_groups = futures::future::join_all(Gang::ALL.into_iter().map(|gang| {
-            let guessing = gangs.is_none();
-            let wanted = gangs.as_ref().is_none_or(|g| g.contains(&gang));
-            let selector = &selector;
-            async move {
-                let result = match wanted {
-                    false => Ok(Vec::new()),
-                    true => with_pod_group_type!(gang, K => {
-                        delete_pod_groups::<K>(cluster, selector, guessing).await
-                    }),
-                };
-                (Kind::PodGroup(gang), result)
-            }
-        }));
+        let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
         let (secrets, pod_groups) = tokio::join!(secrets, pod_groups);
         (config_maps, record, secrets, pod_groups)
     };
@@ -156,18 +142,25 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (Kind::ConfigMap, config_maps),
         (Kind::Secret, secrets),
     ];
-    for (kind, result) in kinds.into_iter().chain(pod_groups) {
-        match result {
-            Ok(gone) => {
-                let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
-                names.sort();
-                out.removed
-                    .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
+    out.add(kinds.into_iter().chain(pod_groups));
+    out
+}
+
+impl Deleted {
+    /// Each kind's outcome: its objects removed (sorted by name), or why it failed.
+    fn add(&mut self, kinds: impl Iterator<Item = (Kind, Result<Vec<Gone>, KindFailed>)>) {
+        for (kind, result) in kinds {
+            match result {
+                Ok(gone) => {
+                    let mut names: Vec<String> = gone.into_iter().map(|o| o.name).collect();
+                    names.sort();
+                    self.removed
+                        .extend(names.into_iter().map(|name| ObjectRef { kind, name }));
+                }
+                Err(e) => self.failed.push((kind, e.why)),
             }
-            Err(e) => out.failed.push((kind, e.why)),
         }
     }
-    out
 }
 
 /// One collection DELETE of the run's objects of kind `K`, with retries.
@@ -197,6 +190,25 @@ async fn delete_kind<K: RunObject>(
         }
         Err(e) => Err(explain::<K>(cluster, &e)),
     }
+}
+
+/// The run's PodGroups of every gang's kind (`Gang::ALL`), unless the record says
+/// which (`gangs`: none, for most runs).
+async fn delete_pod_groups_of_run(
+    cluster: &Cluster,
+    selector: &str,
+    gangs: Option<&[Gang]>,
+) -> Vec<(Kind, Result<Vec<Gone>, KindFailed>)> {
+    futures::future::join_all(Gang::ALL.into_iter().map(|gang| async move {
+        let result = match gangs {
+            Some(g) if !g.contains(&gang) => Ok(Vec::new()),
+            _ => with_pod_group_type!(gang, K => {
+                delete_pod_groups::<K>(cluster, selector, gangs.is_none()).await
+            }),
+        };
+        (Kind::PodGroup(gang), result)
+    }))
+    .await
 }
 
 /// The gangs whose PodGroups the run's ConfigMap records: `Some(&[])` for a run without

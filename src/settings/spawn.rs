@@ -3,48 +3,79 @@
 //! where no flag was given, its tag, the restart flags, and the flags `--local` cannot
 //! honour. Commands use these; no command borrows them from another.
 
-use crate::cli::{RestartArgs, SpawnArgs};
+use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
+use crate::plan::Scheduling;
 use crate::tag::Tag;
 
 use super::{Settings, Source};
 
-/// The spawn flags, with the defaults file's values where no flag was given.
+/// The spawn flags, with the defaults file's values where no flag was given. Every
+/// field of [`SpawnArgs`] is named here, so that a new flag fails to compile until it
+/// is lowered (or said to be another command's business).
 pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
-    let roles = &args.roles;
+    #[rustfmt::skip]
+    let SpawnArgs {
+        script, command, env_file, roles, script_args,
+        // From the settings table (the flag, else the defaults file), below.
+        workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
+        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _,
+        // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
+        // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
+        tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
+        wait: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
+        python: _,
+    } = args;
+    #[rustfmt::skip]
+    let RoleArgs {
+        strategy, chief, ps, evaluator, chief_pod_file, ps_pod_file, evaluator_pod_file,
+    } = roles;
     let from_file = |source: &Source| {
         (*source == Source::File)
             .then(|| settings.config_file.clone())
             .flatten()
     };
     SpawnOptions {
-        script: args.script.clone(),
+        script: script.clone(),
         workers: settings.workers.value,
         port: settings.port.value,
-        command: args.command.clone(),
+        command: command.clone(),
         pod_file: settings.pod_file.value.clone(),
         pod_file_from: from_file(&settings.pod_file.source),
-        env_file: args.env_file.clone(),
+        env_file: env_file.clone(),
         image: settings.image.value.clone(),
-        strategy: roles.strategy,
-        chief: roles.chief,
-        ps: roles.ps,
-        evaluator: roles.evaluator,
-        chief_pod_file: roles.chief_pod_file.clone(),
-        ps_pod_file: roles.ps_pod_file.clone(),
-        evaluator_pod_file: roles.evaluator_pod_file.clone(),
-        deadline: settings.deadline.value,
-        node_lost_after: settings.node_lost_after.value,
+        strategy: *strategy,
+        chief: *chief,
+        ps: *ps,
+        evaluator: *evaluator,
+        chief_pod_file: chief_pod_file.clone(),
+        ps_pod_file: ps_pod_file.clone(),
+        evaluator_pod_file: evaluator_pod_file.clone(),
+        scheduling: scheduling(settings),
+        volume: settings.volume.value.clone(),
+        script_args: script_args.clone(),
+        dir: settings.dir.value.clone(),
+        dir_from: from_file(&settings.dir.source),
+    }
+}
+
+/// The shared-cluster settings, as the plan takes them.
+fn scheduling(settings: &Settings) -> Scheduling {
+    Scheduling {
+        deadline_seconds: settings
+            .deadline
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        node_lost_after_seconds: settings
+            .node_lost_after
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         priority_class: settings.priority_class.value.clone(),
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
-        volume: settings.volume.value.clone(),
-        script_args: args.script_args.clone(),
-        dir: settings.dir.value.clone(),
-        dir_from: from_file(&settings.dir.source),
     }
 }
 
@@ -60,10 +91,16 @@ pub(crate) fn tag(args: &SpawnArgs) -> Tag {
 /// `--restarts`, `--restart-on` (each else the defaults file's) and `--restart-backoff`,
 /// of `wait` or of `spawn --wait`.
 pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
+    let RestartArgs {
+        // From the settings table.
+        restarts: _,
+        restart_on: _,
+        restart_backoff,
+    } = args;
     Restarts {
         max: settings.restarts.value,
         on: settings.restart_on.value.clone(),
-        backoff: args.restart_backoff.unwrap_or(DEFAULT_BACKOFF),
+        backoff: restart_backoff.unwrap_or(DEFAULT_BACKOFF),
     }
 }
 

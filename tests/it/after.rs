@@ -110,7 +110,7 @@ fn a_bad_volume_is_a_usage_error_before_any_request() {
     for (value, says) in [
         (
             "Bad_Claim",
-            "--volume's claim \"Bad_Claim\" is not a valid name",
+            "--volume \"Bad_Claim\": the claim \"Bad_Claim\" is not a valid name",
         ),
         ("out:relative", "must be an absolute directory"),
         ("out:/", "must be an absolute directory"),

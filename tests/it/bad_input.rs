@@ -488,7 +488,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
             bad(
                 &[&s],
                 2,
-                "zero.yaml: key 'workers': expected a number of workers from 1 to 10000, got 0",
+                "zero.yaml: key 'workers': must be at least 1 (tf.distribute needs a worker)",
             ),
         ),
         file_env(

@@ -564,6 +564,58 @@ fn config_shows_built_in_and_kubeconfig_sources_and_other_file_places() {
     assert_eq!(json(&out)["settings"]["port"]["value"], 4321);
 }
 
+/// Issue 41: a defaults-file value goes through its flag's own parser, so the file
+/// refuses what the flag refuses (durations past 100 years, an image with a space, a bad
+/// volume), and the error names the file's key, never the flag. `--restart-backoff` is
+/// bounded as its help says (at most 5m).
+#[test]
+fn the_defaults_file_refuses_what_the_flags_refuse_naming_its_key() {
+    let env = Env::new();
+    let script = env.script();
+    let s = script.to_str().unwrap();
+    let max = u64::MAX;
+    for (text, says) in [
+        (
+            format!("start_timeout: {max}\n"),
+            format!("key 'start_timeout': \"{max}\": longer than 100 years"),
+        ),
+        (
+            format!("give_up_after: {max}\n"),
+            format!("key 'give_up_after': \"{max}\": longer than 100 years"),
+        ),
+        (
+            "tensorboard_image: \"has space\"\n".to_string(),
+            "key 'tensorboard_image': \"has space\" is not a valid image name".to_string(),
+        ),
+        (
+            "volume: \"out:relative\"\n".to_string(),
+            "key 'volume': \"out:relative\": the mount path \"relative\" must be an absolute directory".to_string(),
+        ),
+    ] {
+        let path = write_config(&env, &text);
+        let prefix = format!("config file {}: ", path.display());
+        for args in [vec!["config"], vec!["--dry-run", s], vec!["tensorboard"]] {
+            let out = env.run(&args);
+            out.failure(2).stderr_has(&format!("{prefix}{says}"));
+            assert!(!out.stderr.contains("--"), "a flag is blamed: {out:#?}");
+        }
+    }
+    write_config(&env, "");
+    for (args, value) in [
+        (vec!["wait", "--restart-backoff", "99y"], "99y"),
+        (
+            vec!["--wait", "--restarts", "1", "--restart-backoff", "6m", s],
+            "6m",
+        ),
+    ] {
+        env.run(&args).failure(2).stderr_has(&format!(
+            "error: --restart-backoff \"{value}\": at most 5m, the longest pause between restarts"
+        ));
+    }
+    assert!(env.server.requests().is_empty());
+    assert!(env.names("default").is_empty());
+}
+
 #[test]
 fn a_bad_defaults_file_is_a_usage_error_naming_the_file_and_the_key() {
     let env = Env::new();
@@ -572,13 +624,13 @@ fn a_bad_defaults_file_is_a_usage_error_naming_the_file_and_the_key() {
     for (text, expected) in [
         (
             "port: 0\n",
-            "key 'port': expected a port number from 1 to 65535, got 0",
+            "key 'port': \"0\" is not a port number from 1 to 65535",
         ),
         ("port: http\n", "key 'port'"),
         ("workers: -1\n", "key 'workers'"),
         (
             "image: [a, b]\n",
-            "key 'image': expected a non-empty string",
+            "key 'image': expected one value, got [\"a\",\"b\"]",
         ),
         ("imgae: x\n", "unknown key 'imgae'"),
         ("image: [\n", "not valid YAML"),

@@ -398,7 +398,7 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     run_all(&env, &["cc-worker-0", "cc-worker-1"]);
     let child = start(
         &env,
-        &["wait", "cc", "--restarts", "1", "--restart-backoff", "10m"],
+        &["wait", "cc", "--restarts", "1", "--restart-backoff", "5m"],
     );
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "cc-worker-1");
@@ -454,7 +454,7 @@ fn an_interrupted_restart_is_removed_whole_by_delete() {
     run_all(&env, &["cd-worker-0", "cd-worker-1"]);
     let child = start(
         &env,
-        &["wait", "cd", "--restarts", "1", "--restart-backoff", "10m"],
+        &["wait", "cd", "--restarts", "1", "--restart-backoff", "5m"],
     );
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "cd-worker-1");

@@ -159,7 +159,7 @@ fn bad_start_timeouts_are_refused_in_one_line() {
             .args(["wait", "-t", "x"]),
     );
     out.failure(2)
-        .stderr_has("key 'start_timeout': expected a duration of at least 1s");
+        .stderr_has("key 'start_timeout': \"0\": must be at least 1s");
     assert_eq!(env.names(NS), Vec::<String>::new(), "nothing created");
 }
 

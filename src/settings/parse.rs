@@ -1,0 +1,269 @@
+//! The one parser of each setting: a flag's clap `value_parser` ([`Flag`]) and the
+//! defaults file's value (`table.rs`) go through the same function, as ripgrep sends its
+//! config file through its one parser, so a value is accepted or refused alike from
+//! either. A parser takes the text and returns the value, or the problem worded to
+//! follow the flag (`--deadline …`) or the file's key (`config file F: key 'deadline': …`).
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::errors::UsageError;
+use crate::labels::name_problem;
+use crate::roles::MAX_TASKS;
+use crate::verdict::retryable::RestartOn;
+
+/// A setting's parser: the value, or what is wrong with the text.
+pub(crate) type Parse<T> = fn(&str) -> Result<T, String>;
+
+/// A parser as a flag's clap `value_parser`: its problem becomes one `error:` line that
+/// starts with the flag (`--image "a b" is not a valid image name`).
+#[derive(Clone, Copy)]
+pub(crate) struct Flag<T>(pub Parse<T>);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Flag<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg.and_then(clap::Arg::get_long).unwrap_or_default();
+        let problem = match value.to_str() {
+            Some(text) => match (self.0)(text) {
+                Ok(parsed) => return Ok(parsed),
+                Err(problem) => problem,
+            },
+            None => format!("{value:?} is not valid UTF-8"),
+        };
+        // clap keeps the error as the source; `lib.rs::clap_error` prints it as it is.
+        let message = format!("--{flag} {problem}");
+        let refuse = move |_: &str| Err::<T, _>(UsageError::new(message.clone()));
+        refuse.parse_ref(cmd, arg, value)
+    }
+}
+
+/// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
+/// far would overflow the clock's arithmetic.
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// `30s`, `2m`, `1h30m`, or a plain number of seconds, as kubectl accepts; at most
+/// [`MAX_DURATION`].
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = match text.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(text).map_err(|e| {
+            let e = e.to_string();
+            if e.contains("too large") || e.contains("overflow") {
+                "longer than 100 years".to_string()
+            } else {
+                format!("{e} (examples: 30s, 5m, 1h)")
+            }
+        })?,
+    };
+    if duration > MAX_DURATION {
+        return Err("longer than 100 years".to_string());
+    }
+    Ok(duration)
+}
+
+/// A count that must be at least 1 (`--max-in-flight`).
+pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("expected a whole number, at least 1".to_string()),
+    }
+}
+
+/// Any text that is not empty.
+pub(crate) fn text(text: &str) -> Result<String, String> {
+    match text {
+        "" => Err("must not be empty".to_string()),
+        _ => Ok(text.to_string()),
+    }
+}
+
+/// A path, not empty.
+pub(crate) fn path(text: &str) -> Result<PathBuf, String> {
+    self::text(text).map(PathBuf::from)
+}
+
+/// A container image: no spaces.
+pub(crate) fn image(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.chars().any(char::is_whitespace) {
+        return Err(format!("{text:?} is not a valid image name"));
+    }
+    Ok(text.to_string())
+}
+
+/// The name of an object the API server must accept (a PriorityClass, a scheduler, a
+/// Volcano queue): a DNS-1123 subdomain.
+pub(crate) fn name(text: &str) -> Result<String, String> {
+    name_of_at_most(text, 253)
+}
+
+/// A Kueue LocalQueue's name, which is a label value too: at most 63 characters.
+pub(crate) fn queue(text: &str) -> Result<String, String> {
+    name_of_at_most(text, 63)
+}
+
+fn name_of_at_most(text: &str, max: usize) -> Result<String, String> {
+    match name_problem(text, max) {
+        Some(problem) => Err(format!("{text:?} {problem}")),
+        None => Ok(text.to_string()),
+    }
+}
+
+/// A port from 1 to 65535.
+pub(crate) fn port(text: &str) -> Result<u16, String> {
+    text.parse::<u16>()
+        .ok()
+        .filter(|p| *p >= 1)
+        .ok_or_else(|| format!("{text:?} is not a port number from 1 to 65535"))
+}
+
+/// A number of workers: at least 1, at most a run's tasks.
+pub(crate) fn workers(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(0) => Err("must be at least 1 (tf.distribute needs a worker)".to_string()),
+        Ok(n) if n > MAX_TASKS => Err(format!(
+            "{n} is too many: a run has at most {MAX_TASKS} tasks"
+        )),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a number of workers")),
+    }
+}
+
+/// A number of restarts.
+pub(crate) fn restarts(text: &str) -> Result<u32, String> {
+    text.parse::<u32>()
+        .map_err(|_| format!("{text:?} is not a number of restarts"))
+}
+
+/// `true` or `false`.
+pub(crate) fn boolean(text: &str) -> Result<bool, String> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("{text:?} is neither true nor false")),
+    }
+}
+
+/// One of a `clap::ValueEnum`'s values, matched as clap matches them for the flag.
+pub(crate) fn value_enum<T: clap::ValueEnum>(text: &str) -> Result<T, String> {
+    T::from_str(text, false).map_err(|_| {
+        let values: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        format!("{text:?} is not one of {}", values.join(", "))
+    })
+}
+
+/// A duration (`30s`, `2m`, `1h30m`, or seconds), at most 100 years.
+pub(crate) fn duration(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// `--start-timeout`: a duration of at least 1s.
+pub(crate) fn start_timeout(text: &str) -> Result<Duration, String> {
+    match duration(text)? {
+        d if d.as_secs() >= 1 => Ok(d),
+        _ => Err(format!("{text:?}: must be at least 1s")),
+    }
+}
+
+/// The most `activeDeadlineSeconds` the API server accepts (an int32).
+pub(crate) const MAX_DEADLINE_SECS: u64 = i32::MAX as u64;
+
+/// `--deadline`: from 1s to the API's limit.
+pub(crate) fn deadline(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    let shown = humantime::format_duration(d);
+    match d.as_secs() {
+        0 => Err(format!("{shown} is too short: at least 1s")),
+        s if s > MAX_DEADLINE_SECS => Err(format!(
+            "{shown} is too long: at most {MAX_DEADLINE_SECS} seconds (about 68 years), the API's limit"
+        )),
+        _ => Ok(d),
+    }
+}
+
+/// `--restart-backoff`: at most [`MAX_BACKOFF`](crate::ops::restart::MAX_BACKOFF), as
+/// its help says.
+pub(crate) fn restart_backoff(text: &str) -> Result<Duration, String> {
+    let max = crate::ops::restart::MAX_BACKOFF;
+    match duration(text)? {
+        d if d <= max => Ok(d),
+        _ => Err(format!(
+            "{text:?}: at most {}, the longest pause between restarts",
+            humantime::format_duration(max)
+        )),
+    }
+}
+
+/// `--restart-on`'s list.
+pub(crate) fn restart_on(text: &str) -> Result<RestartOn, String> {
+    text.parse::<RestartOn>()
+        .map_err(|e| e.to_string().replacen("--restart-on ", "", 1))
+}
+
+/// `--volume CLAIM[:PATH]`, checked (`inputs::output_volume`) and kept as written.
+pub(crate) fn volume(text: &str) -> Result<String, String> {
+    crate::inputs::output_volume(text).map(|_| text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_read_after_the_flag_and_after_the_key() {
+        assert_eq!(
+            image("a b").unwrap_err(),
+            "\"a b\" is not a valid image name"
+        );
+        assert_eq!(
+            port("0").unwrap_err(),
+            "\"0\" is not a port number from 1 to 65535"
+        );
+        assert_eq!(port("65535"), Ok(65535));
+        assert_eq!(
+            workers("0").unwrap_err(),
+            "must be at least 1 (tf.distribute needs a worker)"
+        );
+        assert!(workers("10001").unwrap_err().contains("at most 10000"));
+        assert_eq!(
+            value_enum::<crate::podgroup::Gang>("slurm").unwrap_err(),
+            "\"slurm\" is not one of volcano, coscheduling"
+        );
+        assert_eq!(
+            boolean("yes").unwrap_err(),
+            "\"yes\" is neither true nor false"
+        );
+        assert!(deadline("0").unwrap_err().contains("too short"));
+        assert_eq!(
+            start_timeout("0s").unwrap_err(),
+            "\"0s\": must be at least 1s"
+        );
+    }
+
+    #[test]
+    fn durations_stop_at_their_bounds() {
+        let max = u64::MAX.to_string();
+        assert_eq!(
+            duration(&max).unwrap_err(),
+            format!("{max:?}: longer than 100 years")
+        );
+        assert!(start_timeout(&max).is_err());
+        assert_eq!(restart_backoff("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(
+            restart_backoff("99y").unwrap_err(),
+            "\"99y\": at most 5m, the longest pause between restarts"
+        );
+    }
+}

@@ -1,0 +1,429 @@
+//! The settings a defaults file may set: ONE list (`settings!` below). Each entry is a
+//! setting's declaration: its key (the defaults file's key, the clap id of its flag in
+//! `cli.rs` and `config`'s row), its type, its built-in default, its parser
+//! (`parse.rs`: the flag's `value_parser` is the same function, `Flag(parse::…)`), the
+//! text `config` shows for a value it has no words for, and `anchored` for a path the
+//! file gives relative to itself. From that list come the [`Table`] of values with
+//! their sources, [`Table::load`] (a flag given on the command line, else the file's
+//! value, else the default), the file's [`KEYS`] and `config`'s [`Row`]s: a setting
+//! added here is in all of them, and nowhere else.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde_json::Value;
+
+use super::parse::{self, Parse};
+use super::{Source, Sourced};
+use crate::cli::{DEFAULT_PORT, DEFAULT_WORKERS};
+use crate::cluster::connect::ConfigNamespace;
+use crate::cluster::retry::GIVE_UP;
+use crate::defaults::Defaults;
+use crate::errors::UsageError;
+use crate::podgroup::Gang;
+use crate::verdict::retryable::RestartOn;
+
+/// Generates [`Table`], [`KEYS`], [`Table::load`] and [`Table::rows`] from the list.
+/// `|given|` names the sources in the defaults' expressions.
+macro_rules! settings {
+    (|$given:ident| $(
+        $(#[$doc:meta])*
+        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $anchored:ident)?;
+    )*) => {
+        /// The settings a defaults file may set, each with where it came from.
+        #[derive(Debug)]
+        pub(crate) struct Table {
+            $( $(#[$doc])* pub $key: Sourced<$ty>, )*
+        }
+
+        /// The defaults file's keys, in `config`'s order.
+        pub(crate) const KEYS: &[&str] = &[$(stringify!($key)),*];
+
+        impl Table {
+            /// Each setting from its flag, else the defaults file, else its default.
+            pub(super) fn load($given: &Given<'_>) -> Result<Table, UsageError> {
+                Ok(Table {
+                    $( $key: match $given.pick(
+                        stringify!($key),
+                        $parse as Parse<_>,
+                        settings!(@anchored $($anchored)?),
+                    )? {
+                        Some(picked) => picked,
+                        None => $default,
+                    }, )*
+                })
+            }
+
+            /// `config`'s rows, in the list's order.
+            pub(crate) fn rows(&self) -> Vec<Row> {
+                vec![$( Row::new(stringify!($key), &self.$key, $none), )*]
+            }
+        }
+    };
+    (@anchored anchored) => { true };
+    (@anchored) => { false };
+}
+
+settings! { |given|
+    /// `-n`: else the kubeconfig context's (or the in-cluster service account's), else
+    /// `default`.
+    namespace: String = given.kubeconfig_namespace(), parse::text, "default";
+    /// `-i`; `None`: the template's image, else the pinned default.
+    image: Option<String> = built_in(None), parse::image,
+        "(the pod template's, else tensorflow/tensorflow:2.15.0)";
+    /// `--pod-file`; `None`: the built-in template.
+    pod_file: Option<PathBuf> = built_in(None), parse::path,
+        "(the built-in templates/pod.yaml)", anchored;
+    port: u16 = built_in(DEFAULT_PORT), parse::port, "";
+    workers: u32 = built_in(DEFAULT_WORKERS), parse::workers, "";
+    /// `--queue`: the Kueue LocalQueue, if any.
+    queue: Option<String> = built_in(None), parse::queue, "(none)";
+    /// `--priority-class`, if any.
+    priority_class: Option<String> = built_in(None), parse::name, "(none)";
+    /// `--deadline`, if any.
+    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)";
+    /// `--node-lost-after`, if any: the pods' toleration of a lost node.
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)";
+    /// `--gang`, if any.
+    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)";
+    /// `--scheduler-name`, if any.
+    scheduler_name: Option<String> = built_in(None), parse::name, "(none)";
+    /// `--volcano-queue`: the Volcano queue, if any.
+    volcano_queue: Option<String> = built_in(None), parse::name, "(none)";
+    /// `--keep-running` (of `wait` and `spawn --wait`).
+    keep_running: bool = built_in(false), parse::boolean, "";
+    /// `--restarts` (of `wait` and `spawn --wait`).
+    restarts: u32 = built_in(0), parse::restarts, "";
+    /// `--restart-on` (of `wait` and `spawn --wait`).
+    restart_on: RestartOn = built_in(RestartOn::default()), parse::restart_on, "";
+    /// `--give-up-after`: how long a follow reconnects to a lost API server.
+    give_up_after: Duration = built_in(GIVE_UP), parse::duration, "";
+    /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
+    start_timeout: Option<Duration> = built_in(None), parse::start_timeout, "(none)";
+    /// `--volume CLAIM[:PATH]`, if any, as written (checked by its parser).
+    volume: Option<String> = built_in(None), parse::volume, "(none)";
+    /// `--dir`: the directory shipped with the script, if any.
+    dir: Option<PathBuf> = built_in(None), parse::path, "(none: the script alone)", anchored;
+    /// `tensorboard --image`; `None`: the built-in TensorBoard image.
+    tensorboard_image: Option<String> = built_in(None), parse::image,
+        "(the run's image)";
+}
+
+/// A built-in default.
+fn built_in<T>(value: T) -> Sourced<T> {
+    Sourced {
+        value,
+        source: Source::Default,
+    }
+}
+
+/// Where the settings' values come from: the command line, the defaults file and the
+/// kubeconfig's namespace.
+pub(super) struct Given<'a> {
+    pub matches: &'a ArgMatches,
+    pub file: &'a Defaults,
+    /// The kubeconfig context's namespace (or the in-cluster one), if any.
+    pub kubeconfig: Option<(String, ConfigNamespace)>,
+}
+
+impl Given<'_> {
+    /// `key`'s value from its flag, else from the file (through the same parser), else
+    /// `None`. A path the file gives is `anchored` at the file's directory.
+    fn pick<T, V: From<T>>(
+        &self,
+        key: &'static str,
+        parse: Parse<T>,
+        anchored: bool,
+    ) -> Result<Option<Sourced<V>>, UsageError> {
+        if let Some(text) = flag_text(self.matches, key) {
+            let value = text
+                .to_str()
+                .ok_or_else(|| format!("{text:?} is not valid UTF-8"))
+                .and_then(parse)
+                .map_err(|problem| UsageError::new(format!("--{} {problem}", flag_name(key))))?;
+            return Ok(Some(Sourced {
+                value: V::from(value),
+                source: Source::Flag,
+            }));
+        }
+        let Some(value) = self.file.values.get(key) else {
+            return Ok(None);
+        };
+        let said = |problem: String| {
+            let file = self
+                .file
+                .path
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""));
+            UsageError::new(format!(
+                "config file {}: key '{key}': {problem}",
+                file.display()
+            ))
+        };
+        let mut text = scalar(value).map_err(said)?;
+        if anchored && let Some(file) = &self.file.path {
+            text = crate::defaults::resolve(std::path::Path::new(&text), file)
+                .display()
+                .to_string();
+        }
+        let value = parse(&text).map_err(said)?;
+        Ok(Some(Sourced {
+            value: V::from(value),
+            source: Source::File,
+        }))
+    }
+
+    /// The kubeconfig context's namespace (or the in-cluster service account's), else
+    /// `default`.
+    fn kubeconfig_namespace(&self) -> Sourced<String> {
+        let (value, source) = match &self.kubeconfig {
+            Some((ns, ConfigNamespace::Context(name))) => {
+                (ns.clone(), Source::Kubeconfig(name.clone()))
+            }
+            Some((ns, ConfigNamespace::InCluster)) => (ns.clone(), Source::InCluster),
+            None => ("default".to_string(), Source::Default),
+        };
+        Sourced { value, source }
+    }
+}
+
+/// A value of the file as the text a flag would take: a string (trimmed), a number, a
+/// boolean; nothing (`key:`) is the empty text.
+fn scalar(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(s) => Ok(s.trim().to_string()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Null => Ok(String::new()),
+        Value::Array(_) | Value::Object(_) => {
+            let mut shown = value.to_string();
+            if shown.chars().count() > 40 {
+                shown = format!("{}…", shown.chars().take(40).collect::<String>());
+            }
+            Err(format!("expected one value, got {shown}"))
+        }
+    }
+}
+
+/// The text of flag `id` when it was given on the command line (at the top level, or
+/// after the verb).
+fn flag_text<'m>(matches: &'m ArgMatches, id: &str) -> Option<&'m std::ffi::OsStr> {
+    let given = |m: &'m ArgMatches| {
+        let source = m.try_get_raw(id).ok().flatten().map(|_| m.value_source(id));
+        match source {
+            Some(Some(ValueSource::CommandLine | ValueSource::EnvVariable)) => {
+                m.get_raw(id).and_then(|mut raw| raw.next())
+            }
+            _ => None,
+        }
+    };
+    given(matches).or_else(|| matches.subcommand().and_then(|(_, sub)| given(sub)))
+}
+
+/// The flag of a key, for an error (`tensorboard_image` is `tensorboard --image`).
+fn flag_name(key: &str) -> String {
+    match key {
+        "tensorboard_image" => "image".to_string(),
+        _ => key.replace('_', "-"),
+    }
+}
+
+/// One row of `config`: the key, its value (`None`: the built-in default, described by
+/// `default_text`), and its source.
+pub(crate) struct Row {
+    pub key: &'static str,
+    pub value: Option<Value>,
+    pub default_text: &'static str,
+    pub source: Source,
+}
+
+impl Row {
+    fn new<T: Shown>(key: &'static str, setting: &Sourced<T>, default_text: &'static str) -> Row {
+        Row {
+            key,
+            value: setting.value.shown(),
+            default_text,
+            source: setting.source.clone(),
+        }
+    }
+}
+
+/// How `config` shows a value (`None`: it has none).
+trait Shown {
+    fn shown(&self) -> Option<Value>;
+}
+
+impl<T: Shown> Shown for Option<T> {
+    fn shown(&self) -> Option<Value> {
+        self.as_ref().and_then(Shown::shown)
+    }
+}
+
+impl Shown for String {
+    fn shown(&self) -> Option<Value> {
+        Some(self.clone().into())
+    }
+}
+
+impl Shown for PathBuf {
+    fn shown(&self) -> Option<Value> {
+        Some(self.display().to_string().into())
+    }
+}
+
+impl Shown for u16 {
+    fn shown(&self) -> Option<Value> {
+        Some((*self).into())
+    }
+}
+
+impl Shown for u32 {
+    fn shown(&self) -> Option<Value> {
+        Some((*self).into())
+    }
+}
+
+impl Shown for bool {
+    fn shown(&self) -> Option<Value> {
+        Some((*self).into())
+    }
+}
+
+impl Shown for Duration {
+    fn shown(&self) -> Option<Value> {
+        Some(humantime::format_duration(*self).to_string().into())
+    }
+}
+
+impl Shown for Gang {
+    fn shown(&self) -> Option<Value> {
+        Some(self.as_str().into())
+    }
+}
+
+impl Shown for RestartOn {
+    fn shown(&self) -> Option<Value> {
+        Some(self.to_string().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// The table loaded from `args` and a defaults file of `text` at /etc/tfs/c.yaml.
+    fn load(args: &[&str], text: &str) -> Result<Table, String> {
+        let matches = crate::cli::Cli::command()
+            .try_get_matches_from(std::iter::once("tf-spawner").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        let file = crate::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS)
+            .map_err(|e| e.to_string())?;
+        let given = Given {
+            matches: &matches,
+            file: &file,
+            kubeconfig: None,
+        };
+        Table::load(&given).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_key_is_a_flag_of_the_command_line() {
+        let cli = crate::cli::Cli::command();
+        let ids: Vec<String> = cli
+            .get_arguments()
+            .chain(cli.get_subcommands().flat_map(|s| s.get_arguments()))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        for key in KEYS {
+            assert!(ids.iter().any(|id| id == key), "{key} has no flag");
+            assert!(
+                cli.get_arguments()
+                    .chain(cli.get_subcommands().flat_map(|s| s.get_arguments()))
+                    .filter(|a| a.get_id() == key)
+                    .all(|a| a.get_long() == Some(&flag_name(key))),
+                "{key}'s flag is not --{}",
+                flag_name(key)
+            );
+        }
+    }
+
+    #[test]
+    fn a_flag_beats_the_file_which_beats_the_default_and_paths_are_anchored() {
+        let t = load(
+            &["-w", "3", "config"],
+            "workers: 4\nport: 2222\npod_file: gpu.yaml\ndir: .\nkeep_running: true\n",
+        )
+        .unwrap();
+        assert_eq!((t.workers.value, t.workers.source), (3, Source::Flag));
+        assert_eq!((t.port.value, t.port.source), (2222, Source::File));
+        assert_eq!(t.pod_file.value, Some(PathBuf::from("/etc/tfs/gpu.yaml")));
+        assert_eq!(t.dir.value, Some(PathBuf::from("/etc/tfs/.")));
+        assert!(t.keep_running.value);
+        assert_eq!(t.deadline.source, Source::Default);
+        assert_eq!(t.namespace.value, "default");
+        let t = load(&["wait", "--keep-running", "--restarts", "2"], "").unwrap();
+        assert_eq!(
+            (t.keep_running.value, t.keep_running.source),
+            (true, Source::Flag)
+        );
+        assert_eq!(t.restarts.value, 2);
+    }
+
+    #[test]
+    fn a_file_value_is_refused_by_the_flags_parser_naming_the_key() {
+        let err = |text: &str| load(&["config"], text).unwrap_err();
+        let key =
+            |k: &str, problem: &str| format!("config file /etc/tfs/c.yaml: key '{k}': {problem}");
+        assert_eq!(
+            err("port: 70000\n"),
+            key("port", "\"70000\" is not a port number from 1 to 65535")
+        );
+        assert_eq!(
+            err("image: [a, b]\n"),
+            key("image", "expected one value, got [\"a\",\"b\"]")
+        );
+        assert_eq!(
+            err("queue: Team GPU\n"),
+            key(
+                "queue",
+                "\"Team GPU\" is not a valid name (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 63 characters)"
+            )
+        );
+        assert_eq!(
+            err("deadline: 2147483648\n"),
+            key(
+                "deadline",
+                "68years 18days 3h 14m 8s is too long: at most 2147483647 seconds (about 68 years), the API's limit"
+            )
+        );
+        // Issue 41: what the flags refuse, the file refuses too.
+        let max = u64::MAX;
+        for k in ["start_timeout", "give_up_after"] {
+            assert_eq!(
+                err(&format!("{k}: {max}\n")),
+                key(k, &format!("\"{max}\": longer than 100 years"))
+            );
+        }
+        assert_eq!(
+            err("tensorboard_image: \"has space\"\n"),
+            key(
+                "tensorboard_image",
+                "\"has space\" is not a valid image name"
+            )
+        );
+        // The file's volume is blamed on the file, not on --volume.
+        assert_eq!(
+            err("volume: \"out:relative\"\n"),
+            key(
+                "volume",
+                "\"out:relative\": the mount path \"relative\" must be an absolute directory such as /output (not /, no '..' or ':')"
+            )
+        );
+    }
+}
