@@ -12,7 +12,7 @@ use crate::settings::parse::{self, Flag};
 
 pub use crate::tag::Tag;
 
-pub use crate::ops::wait::WaitFor;
+pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
@@ -127,6 +127,20 @@ pub struct WaitArgs {
     /// pods are stopped [default: the config file's start_timeout, else none]
     #[arg(long, value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
     pub start_timeout: Option<Duration>,
+
+    /// A stall: the deciding task (chief, else worker 0) has printed no progress line
+    /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
+    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
+    /// …"), or failing the run with --on-stall fail [default: the config file's
+    /// stall_after, else none]
+    #[arg(long, value_parser = Flag(parse::stall_after), value_name = "DURATION")]
+    pub stall_after: Option<Duration>,
+
+    /// What a stall (--stall-after) does: warn (name it, wait on) or fail (exit 3, the
+    /// unfinished pods stopped as after any verdict, so a run stuck on a dead peer frees
+    /// its GPUs)
+    #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
+    pub on_stall: OnStall,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
     #[arg(long)]

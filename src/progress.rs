@@ -201,6 +201,22 @@ impl Progress {
         }
     }
 
+    /// Names a stall on the training's line: `training  epoch 3/10, … — no progress since …`.
+    pub fn show_stall(&mut self, training: &Training, stalled: &str) {
+        let line = format!("{} — {stalled}", training_line(training));
+        match self {
+            Progress::Bars { multi, bars } => {
+                let width = terminal_width();
+                let bar = bar(multi, bars, TRAINING);
+                bar.set_message(cut(&line, width.saturating_sub(1).max(1)));
+            }
+            Progress::Plain { last } => {
+                last.insert(TRAINING.to_string(), String::new());
+                let _ = output::print(&format!("{line}\n"));
+            }
+        }
+    }
+
     /// Leaves the last state on screen.
     pub fn finish(&mut self) {
         if let Progress::Bars { bars, .. } = self {

@@ -125,6 +125,16 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
     ),
     (
         "wait",
+        "stall_after",
+        "Name a stall: no progress line from the deciding task for this long",
+    ),
+    (
+        "wait",
+        "on_stall",
+        "warn, or fail the run on a stall (exit 3)",
+    ),
+    (
+        "wait",
         "all_workers",
         "Succeed only when every worker exits 0",
     ),

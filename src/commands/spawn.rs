@@ -60,6 +60,11 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             keep_running: settings.keep_running.value,
             max_in_flight: args.max_in_flight,
             restarts,
+            // The defaults file's stall_after, named; --on-stall is wait's.
+            stall: settings.stall_after.value.map(|after| ops::wait::Stall {
+                after,
+                on: ops::wait::OnStall::Warn,
+            }),
         };
         ops::wait::run(&cluster, &wait).await?;
     }

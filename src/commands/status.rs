@@ -108,14 +108,19 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
-                (&events, &training),
+                (&events, (&training, settings.stall_after.value)),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
                 args.all_workers,
             );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => render(&tracker, (&events, &training), now, args.all_workers),
+        ReportFormat::Table => render(
+            &tracker,
+            (&events, (&training, settings.stall_after.value)),
+            now,
+            args.all_workers,
+        ),
     };
     output::print(&text)?;
     Ok(())
@@ -157,7 +162,7 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
-    (events, training): (&Events, &Training),
+    (events, (training, stall_after)): (&Events, Progressed),
     (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
@@ -173,7 +178,10 @@ pub fn to_json(
         },
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
-        progress: show::ProgressJson::of(training, false),
+        progress: show::ProgressJson::of(
+            training,
+            stalled(tracker, training, stall_after, now).is_some(),
+        ),
         pods: tracker
             .in_task_order()
             .into_iter()
@@ -264,6 +272,25 @@ fn events_table(pods: &[&PodView], events: &Events, now: i64) -> String {
     out
 }
 
+/// The training's progress and the stall bound (`stall_after`), if any.
+pub type Progressed<'a> = (&'a Training, Option<std::time::Duration>);
+
+/// `no progress since 21:03:12 UTC (--stall-after 30m)` when the deciding task, still
+/// running, printed a progress line and none for longer than the bound.
+fn stalled(
+    tracker: &Tracker,
+    training: &Training,
+    bound: Option<std::time::Duration>,
+    now: i64,
+) -> Option<String> {
+    let bound = bound?;
+    let last = training.last_at? / 1000;
+    let running = crate::ops::training::deciding(tracker).is_some_and(|p| !p.state().finished());
+    let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
+    (running && !training.finished() && quiet > bound.as_secs())
+        .then(|| crate::ops::wait::stalled_text(training, bound))
+}
+
 /// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`.
 fn progress_line(training: &Training, now: i64) -> String {
     let mut text = show::line(training, None);
@@ -278,7 +305,7 @@ fn progress_line(training: &Training, now: i64) -> String {
 /// verdict line.
 pub fn render(
     tracker: &Tracker,
-    (events, training): (&Events, &Training),
+    (events, (training, stall_after)): (&Events, Progressed),
     now: i64,
     all_workers: bool,
 ) -> String {
@@ -368,7 +395,11 @@ pub fn render(
         ));
     }
     if !training.is_empty() {
-        out.push_str(&format!("progress: {}\n", progress_line(training, now)));
+        let mut line = progress_line(training, now);
+        if let Some(since) = stalled(tracker, training, stall_after, now) {
+            line.push_str(&format!("; {since}"));
+        }
+        out.push_str(&format!("progress: {line}\n"));
     }
     let verdict = tracker.verdict();
     match &verdict {
@@ -396,7 +427,7 @@ mod tests {
         ]);
         let json = serde_json::to_value(to_json(
             &t,
-            (&Events::new(), &Training::default()),
+            (&Events::new(), (&Training::default(), None)),
             ("t", "ns"),
             1704067260,
             false,
@@ -450,7 +481,7 @@ mod tests {
         t.replace(vec![view(pod("worker-0", "Running"))]);
         let text = render(
             &t,
-            (&Events::new(), &Training::default()),
+            (&Events::new(), (&Training::default(), None)),
             1704067200 + 5,
             false,
         );
@@ -489,7 +520,7 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, (&events, &Training::default()), now, false);
+        let text = render(&t, (&events, (&Training::default(), None)), now, false);
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
@@ -503,7 +534,7 @@ mod tests {
         );
         let json = serde_json::to_value(to_json(
             &t,
-            (&events, &Training::default()),
+            (&events, (&Training::default(), None)),
             ("t", "ns"),
             now,
             false,

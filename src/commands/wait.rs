@@ -33,6 +33,10 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         keep_running: settings.keep_running.value,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         restarts: spawn::restarts(settings, &args.restart),
+        stall: settings.stall_after.value.map(|after| wait::Stall {
+            after,
+            on: args.on_stall,
+        }),
     };
     wait::run(&cluster, &wait).await
 }

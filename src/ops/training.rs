@@ -127,8 +127,15 @@ pub(crate) async fn follow(
                     continue;
                 }
             }
-            Err(e) if e.code() == Some(404) => return,
-            Err(e) => tracing::debug!(pod = %view.name, error = %e, "progress: the log"),
+            // Not started after all (a status not up to date), or the API server away
+            // (the run's watch decides how long to wait for it): again on a change.
+            Err(e) if logs::not_started(&e) || crate::cluster::watch::outage(&e) => {}
+            // Gone, or not readable (RBAC without pods/log): no progress, as `logs -f`
+            // gives up on such a pod.
+            Err(e) => {
+                tracing::debug!(pod = %view.name, error = %e, "progress: the log");
+                return;
+            }
         }
         wait_for_change(&mut pod).await;
     }

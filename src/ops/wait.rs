@@ -42,6 +42,23 @@ pub enum WaitFor {
     End,
 }
 
+/// `--on-stall`: what a stall does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnStall {
+    /// Name it (the training line, then the report) and go on waiting
+    Warn,
+    /// Fail the run: exit 3, the unfinished pods stopped as after any verdict
+    Fail,
+}
+
+/// `--stall-after` and `--on-stall`: no progress line from the deciding task for
+/// `after` (once it has printed one) is a stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub after: Duration,
+    pub on: OnStall,
+}
+
 /// One wait.
 #[derive(Debug, Clone)]
 pub struct Wait {
@@ -62,6 +79,8 @@ pub struct Wait {
     pub max_in_flight: usize,
     /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart.rs`).
     pub restarts: super::restart::Restarts,
+    /// `--stall-after` and `--on-stall`, if a bound is set.
+    pub stall: Option<Stall>,
 }
 
 enum Done {
@@ -75,6 +94,8 @@ enum Outcome {
     Timeout(Duration),
     /// `--start-timeout` passed with a task not running yet.
     NotStarted(Duration),
+    /// No progress line for `--stall-after`, with `--on-stall fail`.
+    Stalled(Duration),
     Signal(u8),
 }
 
@@ -159,13 +180,7 @@ async fn follow(
                 None
             }
         });
-        let shown = async {
-            while training.changed().await.is_ok() {
-                let now = training.borrow_and_update().clone();
-                progress.borrow_mut().show_training(&now);
-            }
-            std::future::pending::<()>().await;
-        };
+        let shown = show_training(&mut training, &progress, wait.stall);
         let deadline = async {
             match wait.timeout {
                 Some(d) => {
@@ -180,7 +195,7 @@ async fn follow(
             d = deadline => Ok(Outcome::Timeout(d)),
             d = start_timer(wait.start_timeout, seen_by_timer) => Ok(Outcome::NotStarted(d)),
             code = signals::stop_requested() => Ok(Outcome::Signal(code)),
-            () = shown => unreachable!("shows until the follow ends"),
+            d = shown => Ok(Outcome::Stalled(d)),
         }
     };
     // After a verdict the deciding task's log delivers its last lines, for the report.
@@ -194,6 +209,62 @@ async fn follow(
     progress.show_training(&last);
     progress.finish();
     outcome.map(|o| (o, last))
+}
+
+/// Shows the training's progress as it changes; with a stall bound, names a stall (no
+/// new progress line for that long, counted from the last one read, once there was
+/// one, while the training is not finished) and, with `--on-stall fail`, resolves with
+/// the bound. Never resolves otherwise.
+async fn show_training(
+    training: &mut watch::Receiver<Training>,
+    progress: &RefCell<Progress>,
+    stall: Option<Stall>,
+) -> Duration {
+    let mut last: Option<Instant> = None;
+    let mut open = true;
+    loop {
+        let stall_at = stall.zip(last).map(|(s, at)| (s, at + s.after));
+        let timer = async {
+            match stall_at {
+                Some((_, at)) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = training.changed(), if open => {
+                open = changed.is_ok();
+                let now = training.borrow_and_update().clone();
+                if open && !now.is_empty() {
+                    last = Some(Instant::now());
+                }
+                progress.borrow_mut().show_training(&now);
+            }
+            () = timer => {
+                let Some((s, _)) = stall_at else { continue };
+                let now = training.borrow().clone();
+                last = None;
+                if now.finished() {
+                    continue;
+                }
+                if s.on == OnStall::Fail {
+                    return s.after;
+                }
+                progress.borrow_mut().show_stall(&now, &stalled_text(&now, s.after));
+            }
+        }
+    }
+}
+
+/// `no progress since 21:03:12 UTC (for 30m; --stall-after 30m)`.
+pub fn stalled_text(training: &Training, after: Duration) -> String {
+    let since = training.last_at.map_or_else(
+        || "its start".to_string(),
+        |ms| crate::duration::clock(ms / 1000),
+    );
+    format!(
+        "no progress since {since} (--stall-after {})",
+        humantime::format_duration(after)
+    )
 }
 
 /// `--start-timeout`: resolves with `limit` once that long has passed since the run's
@@ -273,6 +344,15 @@ async fn report(
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
         Outcome::NotStarted(d) => not_started(cluster, wait, tracker, d).await,
+        Outcome::Stalled(d) => {
+            let message = format!(
+                "run '{tag}' made no progress: {} (--on-stall fail); the last: {}",
+                stalled_text(training, d),
+                show::live(training)
+            );
+            let after = after_the_verdict(cluster, wait, tracker).await;
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+        }
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait, tracker).await;
             Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())

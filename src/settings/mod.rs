@@ -20,39 +20,7 @@ use crate::cluster::retry::RetryPolicy;
 use crate::defaults;
 
 use table::Given;
-pub(crate) use table::Table;
-
-/// Where a setting came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Source {
-    Flag,
-    /// The defaults file.
-    File,
-    /// The kubeconfig context's namespace (the context's name).
-    Kubeconfig(String),
-    InCluster,
-    Default,
-}
-
-impl Source {
-    /// The name `config -o json` shows.
-    pub(crate) fn key(&self) -> &'static str {
-        match self {
-            Source::Flag => "flag",
-            Source::File => "file",
-            Source::Kubeconfig(_) => "kubeconfig",
-            Source::InCluster => "in-cluster",
-            Source::Default => "default",
-        }
-    }
-}
-
-/// A value and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
-}
+pub(crate) use table::{Source, Table};
 
 /// How output is printed (see `output.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -177,6 +177,11 @@ pub(crate) fn start_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--stall-after`: a duration of at least 1s.
+pub(crate) fn stall_after(text: &str) -> Result<Duration, String> {
+    start_timeout(text)
+}
+
 /// The most `activeDeadlineSeconds` the API server accepts (an int32).
 pub(crate) const MAX_DEADLINE_SECS: u64 = i32::MAX as u64;
 

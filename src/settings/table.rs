@@ -16,7 +16,6 @@ use clap::parser::ValueSource;
 use serde_json::Value;
 
 use super::parse::{self, Parse};
-use super::{Source, Sourced};
 use crate::cli::{DEFAULT_PORT, DEFAULT_WORKERS};
 use crate::cluster::connect::ConfigNamespace;
 use crate::cluster::retry::GIVE_UP;
@@ -24,6 +23,38 @@ use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::podgroup::Gang;
 use crate::verdict::retryable::RestartOn;
+
+/// Where a setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    Flag,
+    /// The defaults file.
+    File,
+    /// The kubeconfig context's namespace (the context's name).
+    Kubeconfig(String),
+    InCluster,
+    Default,
+}
+
+impl Source {
+    /// The name `config -o json` shows.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::File => "file",
+            Source::Kubeconfig(_) => "kubeconfig",
+            Source::InCluster => "in-cluster",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
 
 /// Generates [`Table`], [`KEYS`], [`Table::load`] and [`Table::rows`] from the list.
 /// `|given|` names the sources in the defaults' expressions.
@@ -102,6 +133,8 @@ settings! { |given|
     give_up_after: Duration = built_in(GIVE_UP), parse::duration, "";
     /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
     start_timeout: Option<Duration> = built_in(None), parse::start_timeout, "(none)";
+    /// `--stall-after` (of `wait`; `status` names a stall by it too), if any.
+    stall_after: Option<Duration> = built_in(None), parse::stall_after, "(none)";
     /// `--volume CLAIM[:PATH]`, if any, as written (checked by its parser).
     volume: Option<String> = built_in(None), parse::volume, "(none)";
     /// `--dir`: the directory shipped with the script, if any.

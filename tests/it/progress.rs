@@ -177,3 +177,106 @@ fn a_local_run_reports_what_the_deciding_task_printed() {
         .stdout_has("run tf-spawner (local): Succeeded\ntraining: 2 of 2 epochs seen to end, ")
         .stdout_has("; final loss 0.25\n");
 }
+
+/// Worker 0 printed epoch 1 and began epoch 2, then nothing: a run stuck on a dead peer.
+fn stuck_run(env: &Env, tag: &str) {
+    spawn_run(env, tag, &["-w", "2"]);
+    for i in 0..2 {
+        running(env, &format!("{tag}-worker-{i}"));
+    }
+    let log = format!("{}Epoch 2/3\n", keras_epochs(1, 1, 3));
+    env.server.append_log(NS, &format!("{tag}-worker-0"), &log);
+}
+
+#[test]
+fn a_stall_fails_the_run_when_asked_and_its_pods_are_stopped() {
+    let env = Env::new();
+    stuck_run(&env, "hang");
+    let out = env.run(&[
+        "wait",
+        "-t",
+        "hang",
+        "--stall-after",
+        "2s",
+        "--on-stall",
+        "fail",
+    ]);
+    crate::follow::failed_with_logs(&out, 3);
+    out.stderr_has("error: run 'hang' made no progress: no progress since ")
+        .stderr_has(" (--stall-after 2s) (--on-stall fail); the last: epoch 2/3, loss 0.5");
+    out.stdout_has("stopped 2 unfinished pods of run hang");
+}
+
+#[test]
+fn a_stall_is_named_and_the_wait_goes_on() {
+    let env = Env::new();
+    stuck_run(&env, "slow");
+    let child = start(&env, &["wait", "-t", "slow", "--stall-after", "1s"]);
+    await_log_request(&env, "slow-worker-0");
+    // The bound is a time: past it (with room for a loaded machine), the run goes on.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    exited(&env, "slow-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("training  epoch 2/3, loss 0.5, accuracy 0.91, 8.33 steps/s, about ")
+        .stdout_has(" — no progress since ")
+        .stdout_has("(--stall-after 1s)\n")
+        .stdout_has("run slow: Succeeded");
+}
+
+#[test]
+fn status_names_a_stall_by_the_defaults_files_bound() {
+    let env = Env::new();
+    stuck_run(&env, "st");
+    let config = env.write("config.yaml", "stall_after: 1\n");
+    let status = || {
+        crate::support::run(
+            env.cmd()
+                .env("TF_SPAWNER_CONFIG", &config)
+                .args(["status", "-t", "st", "-o", "json"]),
+        )
+    };
+    let out = status();
+    out.success();
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["progress"]["stalled"], false, "{json:#}");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = status();
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["progress"]["stalled"], true, "{json:#}");
+    let table = crate::support::run(
+        env.cmd()
+            .env("TF_SPAWNER_CONFIG", &config)
+            .args(["status", "-t", "st"]),
+    );
+    table
+        .success()
+        .stdout_has("progress: epoch 2/3, loss 0.5, accuracy 0.91, ")
+        .stdout_has("; no progress since ")
+        .stdout_has(" (--stall-after 1s)\n");
+}
+
+#[test]
+fn a_bad_stall_bound_is_one_line() {
+    let env = Env::new();
+    let out = env.run(&["wait", "-t", "x", "--stall-after", "0s"]);
+    out.failure(2)
+        .stderr_has("--stall-after \"0s\": must be at least 1s");
+    let out = env.run(&[
+        "wait",
+        "-t",
+        "x",
+        "--stall-after",
+        "1s",
+        "--on-stall",
+        "panic",
+    ]);
+    out.failure(2).stderr_has("--on-stall");
+    let config = env.write("bad.yaml", "stall_after: soon\n");
+    let out = crate::support::run(
+        env.cmd()
+            .env("TF_SPAWNER_CONFIG", &config)
+            .args(["wait", "-t", "x"]),
+    );
+    out.failure(2).stderr_has("key 'stall_after': ");
+}
