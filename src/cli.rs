@@ -229,13 +229,19 @@ pub struct CpArgs {
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
-    /// What to copy: a path in the run's volume, relative to it or absolute under its
-    /// mount path (e.g. model, /output/model)
-    #[arg(value_name = "REMOTE")]
+    /// [TAG] REMOTE LOCAL: the run's tag (as -t TAG, which it may replace, as for wait,
+    /// logs and status); what to copy, a path in the run's volume, relative to it or
+    /// absolute under its mount path (e.g. model, /output/model); where to put it, a new
+    /// path or an existing directory to copy into
+    #[arg(num_args = 2..=3, required = true, value_name = "[TAG] REMOTE LOCAL")]
+    pub paths: Vec<String>,
+
+    /// REMOTE, from `paths` (`commands/verbs.rs::settle_tag`).
+    #[arg(skip)]
     pub remote: String,
 
-    /// Where to put it: a new path, or an existing directory to copy into
-    #[arg(value_name = "LOCAL")]
+    /// LOCAL, from `paths`.
+    #[arg(skip)]
     pub local: PathBuf,
 
     /// Give up when the helper pod has not started after this long

@@ -74,6 +74,20 @@ pub fn whole_run_selector(tag: &str) -> String {
 /// and `tensorboard` find the run's volume from its tag.
 pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
 
+/// On a pod tf-spawner stopped after the run's verdict (`cluster/stop.rs`): when, in RFC
+/// 3339. The pod's `activeDeadlineSeconds` was lowered so the kubelet ends it and keeps
+/// it, with its status and log; readers show it as stopped by tf-spawner, not failed.
+pub const STOPPED_ANNOTATION: &str = "tf-spawner/stopped";
+
+/// On the run's ConfigMap, the run's record: its verdict as `wait` reported it
+/// (`Succeeded`, `Failed: …`, `NotStarted: …`), so that `status` and `list` still say why
+/// it ended when its pods are gone.
+pub const VERDICT_ANNOTATION: &str = "tf-spawner/verdict";
+
+/// On the run's ConfigMap: the tasks (`worker-2,ps-0`) whose pods tf-spawner deleted after
+/// the verdict because no node had taken them (they never started: nothing to keep).
+pub const NEVER_STARTED_ANNOTATION: &str = "tf-spawner/never-started";
+
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";

@@ -169,8 +169,12 @@ pub fn eprint(text: &str) {
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }
 
-/// `note: TEXT` on a line of its own on stderr.
+/// `note: TEXT` on a line of its own on stderr; nothing with `-q` (a note is advice,
+/// not an error: warnings and errors stay).
 pub fn note(text: &str) {
+    if is_quiet() {
+        return;
+    }
     eprint(&format!("note: {}\n", escape_controls(text)));
 }
 

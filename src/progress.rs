@@ -44,6 +44,7 @@ pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
         (c.pending, "pending"),
         (c.succeeded, "succeeded"),
         (c.failed, "failed"),
+        (c.stopped, "stopped by tf-spawner"),
     ] {
         if n > 0 {
             parts.push(format!("{n} {what}"));
@@ -269,6 +270,7 @@ mod tests {
                 succeeded: 1,
                 failed: 0,
                 queued: 0,
+                stopped: 0,
             },
             stuck: Some((
                 "worker-3".into(),
@@ -295,6 +297,7 @@ mod tests {
                 succeeded: 1,
                 failed: 1,
                 queued: 0,
+                stopped: 0,
             },
             stuck: None,
             queue: None,

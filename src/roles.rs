@@ -26,6 +26,11 @@ pub enum Strategy {
 /// The variables tf-spawner gives every task (see [`ClusterSpec::env`]); an env file
 /// may not set them.
 pub const TF_VARS: [&str; 4] = ["TF_CONFIG", "WORKER_NUMBER", "TOT_WORKERS", CLUSTER_VAR];
+/// Variables every task gets unless its environment already sets them (the pod template,
+/// `-e FILE`; with `--local`, tf-spawner's own environment too): Python writes each
+/// line as it is printed, so `logs -f` and `--local` show it then, not at the end (a
+/// pipe makes Python buffer its output in blocks of 8 KB otherwise).
+pub const TASK_DEFAULTS: [(&str, &str); 1] = [("PYTHONUNBUFFERED", "1")];
 /// A pod's variable holding the `cluster` part of its `TF_CONFIG` (from the run's
 /// ConfigMap); `TF_CONFIG` refers to it as `$(TF_SPAWNER_CLUSTER)`.
 pub const CLUSTER_VAR: &str = "TF_SPAWNER_CLUSTER";

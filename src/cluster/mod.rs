@@ -8,6 +8,7 @@ pub mod pager;
 pub mod pod_logs;
 pub mod preflight;
 pub mod queues;
+pub mod record;
 pub mod recreate;
 pub mod remove;
 pub mod retry;
@@ -21,7 +22,7 @@ use anyhow::Result;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, ListParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -188,6 +189,22 @@ impl Cluster {
         Ok(list.items.into_iter().map(|o| o.metadata).collect())
     }
 
+    /// [`Cluster::list_metadata`] in the cluster's namespace or, with `all_namespaces`, in
+    /// every namespace the credentials can read.
+    pub async fn list_metadata_in<K: RunObject>(
+        &self,
+        selector: &str,
+        all_namespaces: bool,
+    ) -> Result<Vec<ObjectMeta>, CallError> {
+        if !all_namespaces {
+            return self.list_metadata::<K>(selector).await;
+        }
+        let api: Api<K> = Api::all(self.client.clone());
+        let params = ListParams::default().labels(selector);
+        let list = retry(&self.policy, || api.list_metadata(&params), Plain).await?;
+        Ok(list.items.into_iter().map(|o| o.metadata).collect())
+    }
+
     /// Lists objects of one kind matching a label selector in pages (see [`pager`]),
     /// in the cluster's namespace or, with `all_namespaces`, in every namespace the
     /// credentials can read: `on_page(items, first)` gets each page; `first` says a
@@ -234,6 +251,20 @@ impl Cluster {
             Err(e) if e.code() == Some(404) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// A JSON merge patch of one object (retried: applying it twice is applying it once).
+    pub async fn merge_patch<K: RunObject>(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<(), CallError> {
+        let api = self.api::<K>();
+        let params = PatchParams::default();
+        let patch = Patch::Merge(patch);
+        retry(&self.policy, || api.patch(name, &params, &patch), Plain)
+            .await
+            .map(|_| ())
     }
 
     /// Fails with one clear error when `gang`'s PodGroup API is not served (a discovery

@@ -1,8 +1,20 @@
 //! Stopping what is left of a run once its verdict is in (`ops::wait`, TFJob's
-//! `cleanPodPolicy: Running`): the run's pods that have not finished — parameter
-//! servers, which serve until they are stopped; workers hung in a collective operation
-//! after a peer failed; pods still queued — are deleted, each with its uid as a
-//! precondition; the pods that finished (Succeeded, Failed) stay, with their logs.
+//! `cleanPodPolicy: Running`, without its loss): the run's pods that have not finished —
+//! parameter servers, which serve until they are stopped; workers hung in a collective
+//! operation after a peer failed; pods still starting — are ended and kept, with their
+//! status and log, until the run is deleted.
+//!
+//! A pod a node has taken gets `spec.activeDeadlineSeconds: 1` and the
+//! [`STOPPED_ANNOTATION`] in one merge patch. The API server lets a pod's deadline be set
+//! or lowered, never raised nor removed (`ValidatePodUpdate`, pkg/apis/core/validation:
+//! "must be less than or equal to previous value"; 1 is never above a valid old one).
+//! The deadline counts from the pod's `status.startTime`, so the kubelet finds it past at
+//! once and kills the pod as for `--deadline`: SIGTERM, the pod's grace period, then the
+//! pod is `Failed` with reason `DeadlineExceeded` — terminal, so it no longer counts
+//! against a ResourceQuota nor holds its node's CPUs and GPUs. A pod no node has taken
+//! has no start time (the kubelet's deadline handler skips it) and would stay Pending,
+//! holding its quota: it never started, has no log, and is deleted (uid as
+//! precondition), its task recorded on the run's ConfigMap by the caller.
 //!
 //! One fresh list, not the follower's view: a pod may have finished since the verdict.
 
@@ -11,7 +23,16 @@ use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Cluster;
-use crate::labels::run_selector;
+use crate::labels::{STOPPED_ANNOTATION, run_selector};
+
+/// What [`stop_unfinished`] did, each list sorted by pod name.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    /// Pods on a node, ended by their deadline and kept.
+    pub stopped: Vec<String>,
+    /// Pods no node had taken, deleted: (pod name, task id or pod name).
+    pub deleted: Vec<(String, String)>,
+}
 
 /// Whether a pod has finished: its phase is `Succeeded` or `Failed`.
 fn finished(pod: &Pod) -> bool {
@@ -39,47 +60,115 @@ fn finished(pod: &Pod) -> bool {
     never && ended
 }
 
-/// Deletes the pods of run `tag` that have not finished and are not being deleted
-/// already, `max_in_flight` at a time. Returns their names, in order; the first error
-/// (after trying every pod) is the result.
+/// `worker-1`, from the pod's replica labels.
+fn task_id(pod: &Pod) -> Option<String> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let role = labels.get(crate::labels::ROLE_LABEL)?;
+    let index = labels.get(crate::labels::INDEX_LABEL)?;
+    Some(format!("{role}-{index}"))
+}
+
+/// The merge patch that stops a pod on a node (see the module docs).
+pub fn stop_patch(now: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": { "annotations": { STOPPED_ANNOTATION: now } },
+        "spec": { "activeDeadlineSeconds": 1 },
+    })
+}
+
+enum Done {
+    Stopped(String),
+    Deleted(String, String),
+}
+
+/// Stops the pods of run `tag` that have not finished and are not being deleted
+/// already, `max_in_flight` at a time. The first error (after trying every pod) is the
+/// result.
 pub async fn stop_unfinished(
     cluster: &Cluster,
     tag: &str,
     max_in_flight: usize,
-) -> Result<Vec<String>> {
+) -> Result<Stopped> {
     let pods = cluster
         .list::<Pod>(&run_selector(tag))
         .await
         .map_err(|e| cluster.explain("listing the run's pods", &e))?;
-    let unfinished: Vec<(String, String)> = pods
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let patch = stop_patch(&now);
+    let unfinished: Vec<(String, String, bool, String)> = pods
         .iter()
         .filter(|p| !finished(p) && p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| Some((p.metadata.name.clone()?, p.metadata.uid.clone()?)))
+        .filter_map(|p| {
+            let on_node = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+            let label = task_id(p).unwrap_or_else(|| p.metadata.name.clone().unwrap_or_default());
+            Some((
+                p.metadata.name.clone()?,
+                p.metadata.uid.clone()?,
+                on_node,
+                label,
+            ))
+        })
         .collect();
-    let results: Vec<Result<String>> = stream::iter(unfinished)
-        .map(|(name, uid)| async move {
-            cluster
-                .delete_exact::<Pod>(&name, &uid)
-                .await
-                .map(|()| name.clone())
-                .map_err(|e| cluster.explain(&format!("stopping pod {name}"), &e))
+    let patch = &patch;
+    let results: Vec<Result<Option<Done>>> = stream::iter(unfinished)
+        .map(|(name, uid, on_node, label)| async move {
+            let done = if on_node {
+                match cluster.merge_patch::<Pod>(&name, patch).await {
+                    Ok(()) => Ok(Some(Done::Stopped(name.clone()))),
+                    // Gone meanwhile: nothing left to stop.
+                    Err(e) if e.code() == Some(404) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            } else {
+                cluster
+                    .delete_exact::<Pod>(&name, &uid)
+                    .await
+                    .map(|()| Some(Done::Deleted(name.clone(), label)))
+            };
+            done.map_err(|e| cluster.explain(&format!("stopping pod {name}"), &e))
         })
         .buffer_unordered(max_in_flight.max(1))
         .collect()
         .await;
-    let mut stopped = Vec::new();
+    let mut out = Stopped::default();
     let mut first_error = None;
     for r in results {
         match r {
-            Ok(name) => stopped.push(name),
+            Ok(Some(Done::Stopped(name))) => out.stopped.push(name),
+            Ok(Some(Done::Deleted(name, label))) => out.deleted.push((name, label)),
+            Ok(None) => {}
             Err(e) => {
                 first_error.get_or_insert(e);
             }
         }
     }
-    stopped.sort();
+    out.stopped.sort();
+    out.deleted.sort();
     match first_error {
         Some(e) => Err(e),
-        None => Ok(stopped),
+        None => Ok(out),
+    }
+}
+
+/// Waits (one list a second, at most `limit`) until no pod of run `tag` that tf-spawner
+/// stopped is still running: their last lines are then in their logs.
+pub async fn until_ended(cluster: &Cluster, tag: &str, limit: std::time::Duration) {
+    let give_up = tokio::time::Instant::now() + limit;
+    loop {
+        let Ok(pods) = cluster.list::<Pod>(&run_selector(tag)).await else {
+            return;
+        };
+        let stopping = pods.iter().any(|p| {
+            let annotated = p
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(STOPPED_ANNOTATION));
+            annotated && !finished(p)
+        });
+        if !stopping || tokio::time::Instant::now() >= give_up {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }

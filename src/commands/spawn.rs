@@ -36,7 +36,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     let cluster = settings.connect()?;
     ops::spawn::create(&cluster, &plan, args.max_in_flight).await?;
-    report(&plan, args.output)?;
+    report(&plan, args.output, args.wait)?;
     if args.wait {
         if args.output.is_some() {
             // The summary stays parseable: the wait's progress is not added to it.
@@ -72,9 +72,10 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 }
 
 /// What a successful spawn prints: with `-q` only the tag, with `-o json|yaml` the
-/// summary (see `ops/summary.rs`), else a human report and the next commands. A closed
-/// stdout cuts the report short; the run stays created.
-fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
+/// summary (see `ops/summary.rs`), else a human report and the next commands (none with
+/// `--wait`: the wait is under way). A closed stdout cuts the report short; the run
+/// stays created.
+fn report(plan: &Plan, format: Option<OutputFormat>, waiting: bool) -> Result<()> {
     let (tag, ns) = (&plan.tag, &plan.namespace);
     if output::is_quiet() {
         output::data(&format!("{tag}\n"))?;
@@ -92,16 +93,23 @@ fn report(plan: &Plan, format: Option<OutputFormat>) -> Result<()> {
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     parts.push(count(plan.services.len(), "service"));
     parts.push(count(plan.pods.len(), "pod"));
+    let created = format!(
+        "run {tag} created in namespace {ns} (label {RUN_LABEL}={tag}): {}\n",
+        parts.join(", ")
+    );
+    if waiting {
+        output::print(&created)?;
+        return Ok(());
+    }
     let me = output::name();
     let ns_flag = format!("-n {ns}");
     output::print(&format!(
-        "run {tag} created in namespace {ns} (label {RUN_LABEL}={tag}): {}\n\
+        "{created}\
          next:\n  \
          {me} wait {tag} {ns_flag}       wait for its verdict (exit 0 if it succeeded)\n  \
          {me} logs -f {tag} {ns_flag}    follow the merged logs of its pods\n  \
          {me} status {tag} {ns_flag}     its pods and verdict\n  \
-         {me} -d -t {tag} {ns_flag}      delete it\n",
-        parts.join(", ")
+         {me} -d -t {tag} {ns_flag}      delete it\n"
     ))?;
     Ok(())
 }

@@ -7,13 +7,16 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
+use crate::cluster::record::Record;
 use crate::duration::{self, age};
-use crate::ops::status::{pending_events, snapshot};
+use crate::ops::status::{pending_events, verdict_of, with_record};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
 use crate::trainlog::{Training, show};
-use crate::verdict::{NODE_LOST, PodView, Reason, SCHEDULING_GATED, Tracker, Verdict, one_line};
+use crate::verdict::{
+    NODE_LOST, PodView, Reason, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line,
+};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -33,6 +36,14 @@ pub struct StatusJson {
     /// The training's progress, from the tail of the deciding task's log (Keras' lines
     /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
     pub progress: Option<show::ProgressJson>,
+    /// The verdict `wait` recorded on the run's ConfigMap (`Succeeded`, `Failed: …`),
+    /// else null. When there is one, `verdict` and `failure` are its.
+    pub recorded_verdict: Option<String>,
+    /// When the run was made (RFC 3339, its ConfigMap's creation), else null.
+    pub created_at: Option<String>,
+    /// Tasks whose pods tf-spawner deleted after the verdict because no node had taken
+    /// them: they never started.
+    pub never_started: Vec<String>,
     pub pods: Vec<PodJson>,
 }
 
@@ -77,6 +88,9 @@ pub struct PodJson {
     /// When its node was found to have stopped reporting (RFC 3339; `reason` is then
     /// NodeLost), else null.
     pub node_lost_since: Option<String>,
+    /// Stopped by tf-spawner after the run's verdict (it ends, or has ended, by its
+    /// lowered `activeDeadlineSeconds`; its log is kept).
+    pub stopped: bool,
 }
 
 /// One event about a pending pod.
@@ -100,7 +114,8 @@ const EVENTS_SHOWN: usize = 5;
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
-    let tracker = snapshot(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let (tracker, record) = with_record(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let record = record.as_ref();
     let events = pending_events(&cluster, &tracker).await;
     let training = crate::ops::training::tail(&cluster, &tracker).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
@@ -108,6 +123,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
+                record,
                 (&events, (&training, settings.stall_after.value)),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
@@ -117,6 +133,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         }
         ReportFormat::Table => render(
             &tracker,
+            record,
             (&events, (&training, settings.stall_after.value)),
             now,
             args.all_workers,
@@ -162,22 +179,23 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
+    record: Option<&Record>,
     (events, (training, stall_after)): (&Events, Progressed),
     (tag, namespace): (&str, &str),
     now: i64,
     all_workers: bool,
 ) -> StatusJson {
-    let verdict = tracker.verdict();
+    let (verdict, failure) = verdict_of(tracker, record);
     StatusJson {
         tag: tag.to_string(),
         namespace: namespace.to_string(),
-        verdict: verdict.name(),
-        failure: match &verdict {
-            Verdict::Failed(f) => Some(f.to_string()),
-            _ => None,
-        },
+        verdict,
+        failure,
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
+        recorded_verdict: record.and_then(|r| r.verdict.clone()),
+        created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
+        never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
         progress: show::ProgressJson::of(
             training,
             stalled(tracker, training, stall_after, now).is_some(),
@@ -210,6 +228,7 @@ pub fn to_json(
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
                     node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
+                    stopped: v.stopped_at.is_some(),
                 }
             })
             .collect(),
@@ -305,11 +324,15 @@ fn progress_line(training: &Training, now: i64) -> String {
 /// verdict line.
 pub fn render(
     tracker: &Tracker,
+    record: Option<&Record>,
     (events, (training, stall_after)): (&Events, Progressed),
     now: i64,
     all_workers: bool,
 ) -> String {
     let pods = tracker.in_task_order();
+    if pods.is_empty() {
+        return without_pods(tracker, record, now);
+    }
     let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
     let mut rows: Vec<Vec<String>> = pods
         .iter()
@@ -317,6 +340,10 @@ pub fn render(
             // As kubectl: a pod being deleted is Terminating, whatever its phase.
             let shown = if v.terminating {
                 "Terminating"
+            } else if v.state() == State::Stopped {
+                "Stopped"
+            } else if v.stopping() {
+                "Stopping"
             } else {
                 v.shown_phase().as_str()
             };
@@ -381,6 +408,18 @@ pub fn render(
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
     }
+    for v in pods.iter().filter(|v| v.stopped_at.is_some()) {
+        out.push_str(&format!(
+            "{}: {STOPPED_TEXT} (its log is kept)\n",
+            v.label()
+        ));
+    }
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
+        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
+    }
     out.push_str(&events_table(&pods, events, now));
     let attempt = tracker.attempt();
     if attempt > 0 {
@@ -401,14 +440,53 @@ pub fn render(
         }
         out.push_str(&format!("progress: {line}\n"));
     }
-    let verdict = tracker.verdict();
-    match &verdict {
-        Verdict::Failed(f) => out.push_str(&format!("verdict: Failed — {f}\n")),
-        v => out.push_str(&format!("verdict: {}\n", v.name())),
-    }
+    out.push_str(&verdict_line(tracker, record));
     if let Some(time) = timing::of_run(tracker, all_workers) {
         out.push_str(&format!("{}\n", time.line()));
     }
+    out
+}
+
+/// How `status` names a task tf-spawner deleted after the verdict without it starting.
+const NEVER_STARTED_TEXT: &str =
+    "never started; its pod (which no node had taken) was deleted by tf-spawner after the verdict";
+
+fn verdict_line(tracker: &Tracker, record: Option<&Record>) -> String {
+    match verdict_of(tracker, record) {
+        (name, Some(why)) => format!("verdict: {name} — {why}\n"),
+        (name, None) => format!("verdict: {name}\n"),
+    }
+}
+
+/// A run whose pods are all gone: what its record says.
+fn without_pods(tracker: &Tracker, record: Option<&Record>, now: i64) -> String {
+    let mut out = String::from("no pods left");
+    if let Some(r) = record {
+        out.push_str("; the run's ConfigMap remains");
+        if let Some(created) = r.created {
+            let ago = age(u64::try_from(now.saturating_sub(created)).unwrap_or(0));
+            out.push_str(&format!(", made {ago} ago"));
+        }
+        if let Some(sizes) = &r.sizes {
+            let tasks: Vec<String> = sizes.tasks().map(|t| t.id()).collect();
+            out.push_str(&format!(
+                " for {} tasks ({})",
+                tasks.len(),
+                tasks.join(", ")
+            ));
+        }
+    }
+    out.push_str(&format!(
+        " (remove it with: tf-spawner -d -t {})\n",
+        record.map_or("TAG", |r| r.tag.as_str())
+    ));
+    for task in record
+        .map(|r| r.never_started.as_slice())
+        .unwrap_or_default()
+    {
+        out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
+    }
+    out.push_str(&verdict_line(tracker, record));
     out
 }
 
@@ -427,6 +505,7 @@ mod tests {
         ]);
         let json = serde_json::to_value(to_json(
             &t,
+            None,
             (&Events::new(), (&Training::default(), None)),
             ("t", "ns"),
             1704067260,
@@ -465,6 +544,7 @@ mod tests {
                 "restarts",
                 "role",
                 "started_at",
+                "stopped",
                 "terminating"
             ]
         );
@@ -481,6 +561,7 @@ mod tests {
         t.replace(vec![view(pod("worker-0", "Running"))]);
         let text = render(
             &t,
+            None,
             (&Events::new(), (&Training::default(), None)),
             1704067200 + 5,
             false,
@@ -520,7 +601,13 @@ mod tests {
                 vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
             )])
             .collect();
-        let text = render(&t, (&events, (&Training::default(), None)), now, false);
+        let text = render(
+            &t,
+            None,
+            (&events, (&Training::default(), None)),
+            now,
+            false,
+        );
         assert!(
             text.contains("events of the pending pods (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
             "{text}"
@@ -534,6 +621,7 @@ mod tests {
         );
         let json = serde_json::to_value(to_json(
             &t,
+            None,
             (&events, (&Training::default(), None)),
             ("t", "ns"),
             now,

@@ -63,6 +63,14 @@ pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Usage
         Some(Command::Wait(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Status(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Logs(a)) => (&mut a.tag, a.run.take()),
+        Some(Command::Cp(a)) => {
+            // `cp [TAG] REMOTE LOCAL`: clap takes two or three words.
+            let local = a.paths.pop().unwrap_or_default();
+            a.remote = a.paths.pop().unwrap_or_default();
+            a.local = local.into();
+            let tag = a.paths.pop().map(|t| t.parse::<Tag>()).transpose()?;
+            (&mut a.tag, tag)
+        }
         _ => return Ok(()),
     };
     let after = (sub.value_source("tag") == Some(ValueSource::CommandLine)).then(|| tag.clone());

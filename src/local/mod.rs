@@ -147,6 +147,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         terminating: false,
         attempt: 0,
         node_lost: None,
+        stopped_at: None,
     }
 }
 
@@ -273,7 +274,6 @@ pub async fn run(
 /// Starts one process group per task; their output and exits arrive on `tx`.
 fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> Result<Groups> {
     let mut groups = Groups(Vec::new());
-    let unbuffered = std::env::var_os("PYTHONUNBUFFERED").is_none();
     for (at, local) in plan.tasks.iter().enumerate() {
         let mut cmd = tokio::process::Command::new(&plan.program);
         cmd.args(&plan.args)
@@ -284,8 +284,11 @@ fn start(plan: &LocalPlan, tx: &mpsc::Sender<Event>, env_file: Option<&str>) -> 
         if let Some(cwd) = &plan.cwd {
             cmd.current_dir(cwd);
         }
-        if unbuffered && !local.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED") {
-            cmd.env("PYTHONUNBUFFERED", "1");
+        for (name, value) in crate::roles::TASK_DEFAULTS {
+            let set = std::env::var_os(name).is_some() || local.env.iter().any(|(k, _)| k == name);
+            if !set {
+                cmd.env(name, value);
+            }
         }
         cmd.envs(local.env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd

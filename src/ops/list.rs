@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
 use crate::cluster::Cluster;
+use crate::cluster::record::{self, Record};
+use crate::cluster::retry::CallError;
 use crate::duration::age;
 use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
 use crate::output;
@@ -23,9 +25,9 @@ pub struct ListJson {
 pub struct RunJson {
     pub namespace: String,
     pub tag: String,
-    /// Pending, Running, Succeeded or Failed.
+    /// Pending, Running, Succeeded or Failed (Unknown: no pods and no recorded verdict).
     pub verdict: &'static str,
-    /// Age of the oldest pod.
+    /// Age of the run (its ConfigMap), else of its oldest pod.
     pub age_seconds: Option<u64>,
     /// Per role (chief, ps, worker, evaluator): total, pending, queued, running,
     /// succeeded, failed.
@@ -37,6 +39,11 @@ pub struct RunJson {
     pub terminating: u32,
     /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest one's.
     pub attempt: u32,
+    /// The run's pods there now (0: only its record, the ConfigMap, is left).
+    pub pods: u32,
+    /// The verdict `wait` recorded on the run's ConfigMap (`Failed: …`), else null; when
+    /// there is one, `verdict` is its.
+    pub recorded_verdict: Option<String>,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list, in pages,
@@ -45,37 +52,48 @@ pub(crate) async fn list(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<
     // Helper pods (cp, tensorboard) are not tasks of a run.
     let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL},!{HELPER_LABEL}");
     let mut runs = Runs::default();
-    let listed = cluster
-        .list_pages::<Pod>(&selector, all_namespaces, |pods, first| {
-            if first {
-                runs = Runs::default();
-            }
-            for pod in &pods {
-                runs.add(pod);
-            }
-        })
-        .await;
-    match listed {
-        Ok(()) => {}
-        Err(e) if all_namespaces && e.code() == Some(403) => {
-            return Err(anyhow!(
-                "listing pods in all namespaces is forbidden for these credentials ({}); list one namespace with -n NAMESPACE instead of -A",
-                e.status().map(|s| s.message.trim()).unwrap_or_default()
-            ));
+    let pods = cluster.list_pages::<Pod>(&selector, all_namespaces, |pods, first| {
+        if first {
+            runs = Runs::default();
         }
-        Err(e) if all_namespaces => {
-            return Err(cluster.explain("listing pods in all namespaces", &e));
+        for pod in &pods {
+            runs.add(pod);
         }
-        Err(e) => return Err(cluster.explain("listing pods", &e)),
+    });
+    let (listed, records) = tokio::join!(pods, record::all(cluster, all_namespaces));
+    listed.map_err(|e| listing_error(cluster, all_namespaces, "pods", &e))?;
+    // Credentials that may read pods and not config maps still list the runs with pods.
+    match records {
+        Ok(records) => runs.records = records,
+        Err(e) if e.code() == Some(403) => {}
+        Err(e) => return Err(listing_error(cluster, all_namespaces, "config maps", &e)),
     }
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     Ok(runs.finish(now))
+}
+
+fn listing_error(
+    cluster: &Cluster,
+    all_namespaces: bool,
+    what: &str,
+    e: &CallError,
+) -> anyhow::Error {
+    match e.code() {
+        Some(403) if all_namespaces => anyhow!(
+            "listing {what} in all namespaces is forbidden for these credentials ({}); list one namespace with -n NAMESPACE instead of -A",
+            e.status().map(|s| s.message.trim()).unwrap_or_default()
+        ),
+        _ if all_namespaces => cluster.explain(&format!("listing {what} in all namespaces"), e),
+        _ => cluster.explain(&format!("listing {what}"), e),
+    }
 }
 
 /// Pods grouped by namespace and tag, each group a run's tracker.
 #[derive(Default)]
 pub struct Runs {
     groups: BTreeMap<(String, String), Tracker>,
+    /// The runs' records (their ConfigMaps), pods or not.
+    records: Vec<Record>,
 }
 
 impl Runs {
@@ -92,32 +110,57 @@ impl Runs {
             .update(PodView::from_pod(pod));
     }
 
-    /// The runs, sorted by namespace and tag.
-    pub fn finish(self, now: i64) -> Vec<RunJson> {
+    /// The runs, sorted by namespace and tag: every run with pods or a record.
+    pub fn finish(mut self, now: i64) -> Vec<RunJson> {
+        let mut records: BTreeMap<(String, String), Record> = self
+            .records
+            .drain(..)
+            .map(|r| ((r.namespace.clone(), r.tag.clone()), r))
+            .collect();
+        for key in records.keys() {
+            self.groups
+                .entry(key.clone())
+                .or_insert_with(|| Tracker::new(&key.1, false));
+        }
         self.groups
             .into_iter()
             .map(|((namespace, tag), tracker)| {
-                let age_seconds = tracker.live().filter_map(|v| v.age(now)).max();
-                let terminating = tracker.live().filter(|v| v.terminating).count() as u32;
-                let summary = tracker.summary();
-                RunJson {
-                    namespace,
-                    verdict: tracker.verdict().name(),
-                    age_seconds,
-                    queue: summary.iter().find_map(|r| r.queue.clone()),
-                    roles: summary
-                        .into_iter()
-                        .map(|r| (role_key(&r), r.counts))
-                        .collect(),
-                    tag,
-                    terminating,
-                    attempt: tracker.attempt(),
-                }
+                let record = records.remove(&(namespace.clone(), tag.clone()));
+                run_json(namespace, tag, &tracker, record, now)
             })
             .collect()
     }
 }
 
+fn run_json(
+    namespace: String,
+    tag: String,
+    tracker: &Tracker,
+    record: Option<Record>,
+    now: i64,
+) -> RunJson {
+    let pods_age = tracker.live().filter_map(|v| v.age(now)).max();
+    let created = record.as_ref().and_then(|r| r.created);
+    let age_seconds = created.map(|c| (now - c).max(0) as u64).or(pods_age);
+    let terminating = tracker.live().filter(|v| v.terminating).count() as u32;
+    let summary = tracker.summary();
+    let verdict = super::status::verdict_of(tracker, record.as_ref()).0;
+    RunJson {
+        namespace,
+        verdict,
+        age_seconds,
+        queue: summary.iter().find_map(|r| r.queue.clone()),
+        roles: summary
+            .into_iter()
+            .map(|r| (role_key(&r), r.counts))
+            .collect(),
+        tag,
+        terminating,
+        attempt: tracker.attempt(),
+        pods: tracker.live().count() as u32,
+        recorded_verdict: record.and_then(|r| r.verdict),
+    }
+}
 /// Groups pods by namespace and tag, sorted.
 #[cfg(test)]
 pub fn runs(pods: &[Pod], now: i64) -> Vec<RunJson> {
@@ -153,6 +196,12 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
                 .collect();
             if run.terminating > 0 {
                 pods.push(format!("{} terminating", run.terminating));
+            }
+            if run.pods == 0 {
+                pods = vec![format!(
+                    "no pods left (its ConfigMap and services remain: tf-spawner -d -t {} removes them)",
+                    run.tag
+                )];
             }
             // Every pod being deleted: the run is, as kubectl would show its pods.
             let total: u32 = run.roles.values().map(|c| c.total).sum();

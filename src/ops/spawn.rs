@@ -25,16 +25,11 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     let gangs: Vec<_> = gang.into_iter().collect();
     let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
     if !existing.is_empty() {
-        let shown: Vec<String> = existing.iter().take(3).map(ToString::to_string).collect();
-        anyhow::bail!(
-            "run '{}' already exists in namespace '{}' ({}{}); delete it first with: tf-spawner -d -t {} -n {}",
-            plan.tag,
-            plan.namespace,
-            shown.join(", "),
-            if existing.len() > 3 { ", …" } else { "" },
-            plan.tag,
-            plan.namespace
-        );
+        let record = crate::cluster::record::read(cluster, &plan.tag)
+            .await
+            .ok()
+            .flatten();
+        anyhow::bail!("{}", in_use(plan, &existing, record.as_ref()));
     }
 
     let ledger = Ledger::new(plan);
@@ -126,4 +121,37 @@ async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
 enum Stop {
     Failed(anyhow::Error),
     Signal(u8),
+}
+
+/// The refusal of a tag in use: what is left of that run, and how to see and remove it.
+fn in_use(
+    plan: &crate::plan::Plan,
+    existing: &[crate::cluster::ObjectRef],
+    record: Option<&crate::cluster::record::Record>,
+) -> String {
+    let mut kinds: Vec<(crate::cluster::Kind, usize)> = Vec::new();
+    for o in existing {
+        match kinds.iter_mut().find(|(k, _)| *k == o.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((o.kind, 1)),
+        }
+    }
+    let left: Vec<String> = kinds
+        .iter()
+        .map(|(k, n)| match n {
+            1 => format!("1 {}", k.as_str()),
+            n => format!("{n} {}", k.plural()),
+        })
+        .collect();
+    let mut what = left.join(", ");
+    if !existing.iter().any(|o| o.kind == crate::cluster::Kind::Pod) {
+        what.push_str(", no pods");
+    }
+    if let Some(verdict) = record.and_then(|r| r.verdict.as_deref()) {
+        what.push_str(&format!("; it ended {verdict}"));
+    }
+    let (tag, ns) = (&plan.tag, &plan.namespace);
+    format!(
+        "run '{tag}' already exists in namespace '{ns}' (left of it: {what}); see it with: tf-spawner status {tag} -n {ns}; delete it (its logs too) with: tf-spawner -d -t {tag} -n {ns}"
+    )
 }

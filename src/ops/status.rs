@@ -8,12 +8,31 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::Cluster;
 use crate::cluster::events::{self, PodEvent};
+use crate::cluster::record::Record;
 use crate::labels::run_selector;
 use crate::output;
-use crate::verdict::{Phase, PodView, Tracker};
+use crate::verdict::{Phase, PodView, Tracker, Verdict};
 
 /// The run's pods, listed once; an error when there are none.
 pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
+    let tracker = pods(cluster, tag, all_workers).await?;
+    if tracker.is_empty() {
+        bail!("{}", no_pods(cluster, tag));
+    }
+    Ok(tracker)
+}
+
+fn no_pods(cluster: &Cluster, tag: &str) -> String {
+    format!(
+        "no pods labelled {} in namespace '{}' (the runs there: tf-spawner list -n {})",
+        crate::labels::whole_run_selector(tag),
+        cluster.namespace(),
+        cluster.namespace()
+    )
+}
+
+/// The run's pods, listed once (none is no error).
+async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
     let mut tracker = Tracker::new(tag, all_workers);
     cluster
         .list_pages::<Pod>(&run_selector(tag), false, |pods, first| {
@@ -27,15 +46,34 @@ pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) ->
         })
         .await
         .map_err(|e| cluster.explain("listing pods", &e))?;
-    if tracker.is_empty() {
-        bail!(
-            "no pods labelled {} in namespace '{}' (the runs there: tf-spawner list -n {})",
-            crate::labels::whole_run_selector(tag),
-            cluster.namespace(),
-            cluster.namespace()
-        );
-    }
     Ok(tracker)
+}
+
+/// The run's pods and its record (its ConfigMap, `cluster/record.rs`); an error when
+/// neither is there. A run is known while any of it exists.
+pub(crate) async fn with_record(
+    cluster: &Cluster,
+    tag: &str,
+    all_workers: bool,
+) -> Result<(Tracker, Option<Record>)> {
+    let (tracker, record) = tokio::join!(
+        pods(cluster, tag, all_workers),
+        crate::cluster::record::read(cluster, tag)
+    );
+    let tracker = tracker?;
+    let record = match record {
+        Ok(record) => record,
+        // Credentials that may read pods and not config maps still see the pods.
+        Err(e) if !tracker.is_empty() => {
+            output::note(&format!("the run's record is not shown: {e:#}"));
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    if tracker.is_empty() && record.is_none() {
+        bail!("{}", no_pods(cluster, tag));
+    }
+    Ok((tracker, record))
 }
 
 /// The newest events of each pending pod of the run (one paged list of the namespace's
@@ -57,5 +95,32 @@ pub(crate) async fn pending_events(
             output::note(&format!("the pending pods' events are not shown: {why}"));
             BTreeMap::new()
         }
+    }
+}
+
+/// The run's verdict (its name) and why it failed: the pods', unless they lost the
+/// evidence (all gone, or the verdict would only name a pod stopped or deleted since),
+/// then the one `wait` recorded on the run's ConfigMap.
+pub(crate) fn verdict_of(
+    tracker: &Tracker,
+    record: Option<&Record>,
+) -> (&'static str, Option<String>) {
+    let live = (!tracker.is_empty()).then(|| tracker.verdict());
+    let lost = match &live {
+        None => true,
+        Some(Verdict::Failed(f)) => f.kind.is_after_the_fact(),
+        Some(_) => false,
+    };
+    if lost && let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
+        return match recorded.split_once(": ") {
+            Some(("Failed", why)) => ("Failed", Some(why.to_string())),
+            _ if recorded == "Succeeded" => ("Succeeded", None),
+            _ => ("Failed", Some(recorded.to_string())),
+        };
+    }
+    match live {
+        None => ("Unknown", None),
+        Some(Verdict::Failed(f)) => ("Failed", Some(f.to_string())),
+        Some(v) => (v.name(), None),
     }
 }

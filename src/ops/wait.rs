@@ -18,6 +18,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures::{StreamExt, stream};
 use tokio::sync::watch;
 
+use crate::cluster::stop::Stopped;
 use crate::cluster::{Cluster, pod_logs};
 use crate::errors::{
     EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
@@ -317,7 +318,7 @@ async fn report(
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker, "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
                 output::print(&format!("{}\n", time.line()))?;
@@ -335,7 +336,7 @@ async fn report(
             if let Some(line) = show::report(training) {
                 output::print(&format!("{line}\n"))?;
             }
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {failure}")).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
@@ -350,11 +351,11 @@ async fn report(
                 stalled_text(training, d),
                 show::live(training)
             );
-            let after = after_the_verdict(cluster, wait, tracker).await;
+            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {message}")).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Timeout(d) => {
-            let after = after_the_end(cluster, wait, tracker).await;
+            let after = after_the_end(cluster, wait).await;
             Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(wait, tracker, d), after)).into())
         }
     }
@@ -369,7 +370,11 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         humantime_secs(d),
         crate::verdict::describe_holdups(&tracker.holdups())
     );
-    let after = after_the_verdict(cluster, wait, tracker).await;
+    let record = format!(
+        "Failed: did not start (--start-timeout {})",
+        humantime_secs(d)
+    );
+    let after = after_the_verdict(cluster, wait, tracker, &record).await;
     Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
@@ -415,25 +420,53 @@ fn humantime_secs(d: Duration) -> String {
     crate::duration::age(d.as_secs())
 }
 
-/// After a verdict: `--save-logs`, then the pods still unfinished are stopped (unless
-/// `--keep-running`, or `--cleanup` deletes them all anyway), then `--cleanup`. Every
-/// problem is reported, none stops the others.
-async fn after_the_verdict(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+/// After a verdict: the pods still unfinished are stopped and kept (unless
+/// `--keep-running`, or `--cleanup` without `--save-logs` deletes them all anyway), the
+/// verdict is recorded on the run's ConfigMap, then `--save-logs` (once the stopped pods
+/// have ended, so their last lines are in), then `--cleanup`. Every problem is reported,
+/// none stops the others.
+async fn after_the_verdict(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    verdict: &str,
+) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    save_logs_step(cluster, wait, tracker, &mut problems).await;
     // Pods the follower saw unfinished at the verdict; none: no request at all.
     let unfinished = tracker.live().any(|p| !p.state().finished());
-    if unfinished && !wait.keep_running && !wait.cleanup {
-        stop_step(cluster, wait, &mut problems).await;
+    let mut stopped = Stopped::default();
+    if unfinished && !wait.keep_running && (!wait.cleanup || wait.save_logs.is_some()) {
+        stopped = stop_step(cluster, wait, &mut problems).await;
     }
+    if !wait.cleanup {
+        record_step(cluster, wait, verdict, &stopped).await;
+    }
+    if wait.save_logs.is_some() && !stopped.stopped.is_empty() {
+        crate::cluster::stop::until_ended(cluster, &wait.tag, STOP_WAIT).await;
+    }
+    save_logs_step(cluster, wait, &mut problems).await;
     cleanup_step(cluster, wait, &mut problems).await;
     joined(problems)
 }
 
+/// How long `--save-logs` waits for the stopped pods to end (their grace period, 30 s by
+/// default, and the kubelet's round).
+const STOP_WAIT: Duration = Duration::from_secs(45);
+
+/// The verdict and the tasks deleted unstarted, on the run's ConfigMap: its record.
+async fn record_step(cluster: &Cluster, wait: &Wait, verdict: &str, stopped: &Stopped) {
+    let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
+    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never).await {
+        output::note(&format!(
+            "the verdict is not recorded on the run's ConfigMap: {e:#}"
+        ));
+    }
+}
+
 /// After a time-out (no verdict: nothing is stopped): `--save-logs`, then `--cleanup`.
-async fn after_the_end(cluster: &Cluster, wait: &Wait, tracker: &Tracker) -> Result<()> {
+async fn after_the_end(cluster: &Cluster, wait: &Wait) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    save_logs_step(cluster, wait, tracker, &mut problems).await;
+    save_logs_step(cluster, wait, &mut problems).await;
     cleanup_step(cluster, wait, &mut problems).await;
     joined(problems)
 }
@@ -446,14 +479,14 @@ fn joined(problems: Vec<String>) -> Result<()> {
     }
 }
 
-async fn save_logs_step(
-    cluster: &Cluster,
-    wait: &Wait,
-    tracker: &Tracker,
-    problems: &mut Vec<String>,
-) {
+async fn save_logs_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
     if let Some(dir) = &wait.save_logs {
-        match save_logs(cluster, tracker, dir).await {
+        // A fresh look: the pods stopped since the verdict have ended.
+        let saved = match super::status::snapshot(cluster, &wait.tag, wait.all_workers).await {
+            Ok(tracker) => save_logs(cluster, &tracker, dir).await,
+            Err(e) => Err(e),
+        };
+        match saved {
             Ok(saved) => {
                 let _ = output::print(&format!("saved {saved} pod logs in {}\n", dir.display()));
             }
@@ -463,24 +496,54 @@ async fn save_logs_step(
 }
 
 /// The run's pods that have not finished are stopped (`cluster::stop`).
-async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
-    const SHOWN: usize = 8;
+async fn stop_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) -> Stopped {
     match crate::cluster::stop::stop_unfinished(cluster, &wait.tag, wait.max_in_flight).await {
-        Ok(stopped) if stopped.is_empty() => {}
         Ok(stopped) => {
-            let mut names = stopped[..stopped.len().min(SHOWN)].join(", ");
-            if stopped.len() > SHOWN {
-                names.push_str(", …");
+            if !stopped.stopped.is_empty() {
+                let _ = output::print(&format!(
+                    "stopped {} (kept with {} logs until -d; --keep-running leaves them running)\n",
+                    counted(
+                        &stopped.stopped,
+                        "pod still running after the verdict",
+                        "pods still running after the verdict"
+                    ),
+                    if stopped.stopped.len() == 1 {
+                        "its"
+                    } else {
+                        "their"
+                    },
+                ));
             }
-            let _ = output::print(&format!(
-                "stopped {} unfinished pod{} of run {} (--keep-running keeps them): {names}\n",
-                stopped.len(),
-                if stopped.len() == 1 { "" } else { "s" },
-                wait.tag,
-            ));
+            if !stopped.deleted.is_empty() {
+                let tasks: Vec<String> = stopped.deleted.iter().map(|(_, t)| t.clone()).collect();
+                let _ = output::print(&format!(
+                    "deleted {} (no node had taken {}: no log)\n",
+                    counted(
+                        &tasks,
+                        "task that never started",
+                        "tasks that never started"
+                    ),
+                    if tasks.len() == 1 { "it" } else { "them" },
+                ));
+            }
+            stopped
         }
-        Err(e) => problems.push(format!("stopping the unfinished pods failed: {e:#}")),
+        Err(e) => {
+            problems.push(format!("stopping the unfinished pods failed: {e:#}"));
+            Stopped::default()
+        }
     }
+}
+
+/// `2 pods still running after the verdict: a, b` (the first few names).
+fn counted(names: &[String], one: &str, many: &str) -> String {
+    const SHOWN: usize = 8;
+    let mut shown = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        shown.push_str(", …");
+    }
+    let what = if names.len() == 1 { one } else { many };
+    format!("{} {what}: {shown}", names.len())
 }
 
 async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {

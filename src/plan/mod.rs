@@ -435,6 +435,8 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
     };
     let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
     annotations.insert(ENV_SECRET_ANNOTATION.to_string(), secret);
+    // The run's tasks, for `list` and `status` once its pods are gone (cluster/record.rs).
+    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
     if let Some(gang) = req.scheduling.gang {
         annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
     }
@@ -743,6 +745,17 @@ fn set_up_tf_container(
                 value_from: None,
             }),
     );
+
+    for (name, value) in crate::roles::TASK_DEFAULTS {
+        let env = c.env.get_or_insert_with(Vec::new);
+        if !env.iter().any(|e| e.name == name) && !req.env.contains_key(name) {
+            env.push(EnvVar {
+                name: name.to_string(),
+                value: Some(value.to_string()),
+                value_from: None,
+            });
+        }
+    }
 
     if !req.env.is_empty() {
         c.env_from.get_or_insert_with(Vec::new).push(EnvFromSource {

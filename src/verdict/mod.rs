@@ -84,12 +84,22 @@ pub enum FailureKind {
     /// The pod was taken away before it ended (evicted, preempted, deleted while it
     /// ran): not the training's failure.
     Removed(Reason),
+    /// Stopped by tf-spawner after an earlier verdict (`cluster/stop.rs`): named only
+    /// when nothing else explains the end (the earlier verdict is on the run's record).
+    Stopped,
 }
 
 impl FailureKind {
     /// Taken away from outside (deleted, evicted, preempted): not the training's own end.
     fn is_removal(&self) -> bool {
         matches!(self, FailureKind::Gone | FailureKind::Removed(_))
+    }
+
+    /// Evidence lost since: a stop after the verdict, or a plain deletion (what a
+    /// cleanup, `-d` or tf-spawner's deletion of a pod no node had taken does too). A
+    /// verdict recorded when the run ended says more.
+    pub fn is_after_the_fact(&self) -> bool {
+        matches!(self, FailureKind::Stopped) || self.is_plain_deletion()
     }
 
     /// A plain deletion: what a stop after the verdict, a cleanup or `-d` does too.
@@ -128,6 +138,7 @@ impl fmt::Display for Failure {
             }
             FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
             FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
+            FailureKind::Stopped => write!(f, "{who} {STOPPED_TEXT}"),
             FailureKind::Removed(r) => {
                 let what = match r.reason.as_str() {
                     pod::DELETED => return write!(f, "{who} was deleted while it ran"),
@@ -144,6 +155,9 @@ impl fmt::Display for Failure {
     }
 }
 
+/// How every command names a task tf-spawner stopped after the run's verdict.
+pub const STOPPED_TEXT: &str = "was stopped by tf-spawner after the verdict";
+
 /// Pod counts of one role, and the first reason one of them is stuck.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct RoleCounts {
@@ -157,6 +171,8 @@ pub struct RoleCounts {
     pub lost: u32,
     pub succeeded: u32,
     pub failed: u32,
+    /// Stopped by tf-spawner after the run's verdict (neither succeeded nor failed).
+    pub stopped: u32,
 }
 
 /// One role's summary: counts and the first stuck task with its reason.
@@ -199,6 +215,11 @@ pub struct Tracker {
     /// The last `ErrImagePull` message, per pod: the kubelet alternates it with
     /// `ImagePullBackOff`, whose message only says "Back-off pulling image".
     pull_error_messages: BTreeMap<String, String>,
+    /// When each pod was first seen failed, taken away or deleted: the count of events
+    /// folded before it. A list is one event (its pods are seen at once), so a snapshot
+    /// has no order; a follow has the order things happened in.
+    first_failed: BTreeMap<String, u64>,
+    events: u64,
 }
 
 impl Tracker {
@@ -211,7 +232,17 @@ impl Tracker {
             listing: None,
             pull_errors: BTreeMap::new(),
             pull_error_messages: BTreeMap::new(),
+            first_failed: BTreeMap::new(),
+            events: 0,
         }
+    }
+
+    /// One more event folded (all of a list's pods count as one).
+    fn tick(&mut self) -> u64 {
+        if self.listing.is_none() {
+            self.events += 1;
+        }
+        self.events
     }
 
     /// A pod was added or changed.
@@ -227,11 +258,22 @@ impl Tracker {
         if let Some(listing) = &mut self.listing {
             listing.insert(view.name.clone());
         }
+        let now = self.tick();
+        let failing = view.state() == State::Failed
+            || view.removal.is_some()
+            || view.waiting.as_ref().is_some_and(|w| {
+                FATAL_WAITING.contains(&w.reason.as_str()) || w.reason == PULL_ERROR
+            });
+        if failing {
+            self.first_failed.entry(view.name.clone()).or_insert(now);
+        }
         self.pods.insert(view.name.clone(), Entry::Live(view));
     }
 
     /// A pod was deleted.
     pub fn remove(&mut self, name: &str) {
+        let now = self.tick();
+        self.first_failed.entry(name.to_string()).or_insert(now);
         if let Some(entry) = self.pods.remove(name) {
             self.pods
                 .insert(name.to_string(), Entry::Gone(entry.view().clone()));
@@ -377,11 +419,14 @@ impl Tracker {
             // node that stopped reporting (the taint manager's eviction at the pod's
             // toleration, or a deletion): lost with its node.
             _ if state != State::Succeeded && self.removed(v).is_some() => {
-                let removal = self.removed(v).cloned().expect("checked");
-                let kind = FailureKind::Removed(match v.node_lost {
-                    Some(since) => lost_node(v, since),
-                    None => removal,
-                });
+                let kind = match self.removed(v).cloned().expect("checked") {
+                    // Deleted before it ever ran: not "while it ran".
+                    r if r.reason == pod::DELETED && !v.started => FailureKind::Gone,
+                    r => FailureKind::Removed(match v.node_lost {
+                        Some(since) => lost_node(v, since),
+                        None => r,
+                    }),
+                };
                 (v.name.clone(), State::Failed, failure(kind))
             }
             _ if state == State::Failed => {
@@ -456,14 +501,31 @@ impl Tracker {
                 .all(|s| s.2 == State::Succeeded);
         let failures: Vec<&Failure> = states.iter().filter_map(|s| s.3.as_ref()).collect();
         let succeeded = deciding_done && workers_done;
-        if !(succeeded && failures.iter().all(|f| f.kind.is_removal()))
-            && let Some(first) = failures.first()
-        {
-            let decisive = failures.iter().find(|f| !f.kind.is_plain_deletion());
-            return Verdict::Failed((*decisive.unwrap_or(first)).clone());
+        let only_removals_after_success = succeeded && failures.iter().all(|f| f.kind.is_removal());
+        if !failures.is_empty() && !only_removals_after_success {
+            // The first failure seen decides (a deleted worker before the peer whose
+            // collective it broke); among those seen at once (a snapshot), a plain
+            // deletion is named last, as it is most likely a cleanup that followed.
+            let decisive = failures
+                .iter()
+                .min_by_key(|f| {
+                    let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
+                    (seen, f.kind.is_plain_deletion())
+                })
+                .expect("not empty");
+            return Verdict::Failed((*decisive).clone());
         }
         if succeeded {
             return Verdict::Succeeded;
+        }
+        if failures.is_empty()
+            && let Some(stopped) = states.iter().find(|s| s.2 == State::Stopped)
+        {
+            return Verdict::Failed(Failure {
+                pod: stopped.1.clone(),
+                task: stopped.0,
+                kind: FailureKind::Stopped,
+            });
         }
         if states.iter().any(|s| s.2 == State::Pending) {
             Verdict::Pending
@@ -539,6 +601,7 @@ impl Tracker {
                 State::Running => summary.counts.running += 1,
                 State::Succeeded => summary.counts.succeeded += 1,
                 State::Failed => summary.counts.failed += 1,
+                State::Stopped => summary.counts.stopped += 1,
             }
             let label = task.map_or_else(|| name.clone(), Task::id);
             // A queued pod is waiting its turn, not stuck: the gate says nothing new.
@@ -599,6 +662,10 @@ fn failure_reason(f: &Failure) -> Reason {
             message: None,
         },
         FailureKind::Removed(r) => r.clone(),
+        FailureKind::Stopped => Reason {
+            reason: "Stopped".into(),
+            message: None,
+        },
     }
 }
 

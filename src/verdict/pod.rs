@@ -12,7 +12,8 @@ use serde::Serialize;
 use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
-    ROLE_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -127,6 +128,9 @@ pub struct PodView {
     /// Its node stopped reporting: the node-lifecycle controller marked the pod not ready
     /// (see [`node_lost_since`]); `Some(when)`, seconds since the epoch (0 if unsaid).
     pub node_lost: Option<i64>,
+    /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
+    /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
+    pub stopped_at: Option<i64>,
 }
 
 impl PodView {
@@ -199,6 +203,12 @@ impl PodView {
             terminating: meta.deletion_timestamp.is_some(),
             attempt: attempt_of(meta),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
+            stopped_at: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(STOPPED_ANNOTATION))
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .map(|t| t.as_second()),
         }
     }
 
@@ -209,6 +219,20 @@ impl PodView {
 
     /// What the task is doing, from this pod alone.
     pub fn state(&self) -> State {
+        let own = self.own_state();
+        // Ended after tf-spawner stopped it (not before: then its own end stands).
+        let stopped = self
+            .stopped_at
+            .is_some_and(|at| own == State::Failed && self.finished_at.is_none_or(|end| end >= at));
+        if stopped { State::Stopped } else { own }
+    }
+
+    /// Being stopped by tf-spawner: stopped, and not ended yet.
+    pub fn stopping(&self) -> bool {
+        self.stopped_at.is_some() && !self.state().finished()
+    }
+
+    fn own_state(&self) -> State {
         match self.phase {
             Phase::Failed => State::Failed,
             Phase::Succeeded => State::Succeeded,
@@ -233,7 +257,7 @@ impl PodView {
     pub fn shown_phase(&self) -> Phase {
         match (self.phase, self.state()) {
             (Phase::Running | Phase::Pending, State::Succeeded) => Phase::Succeeded,
-            (Phase::Running | Phase::Pending, State::Failed) => Phase::Failed,
+            (Phase::Running | Phase::Pending, State::Failed | State::Stopped) => Phase::Failed,
             (phase, _) => phase,
         }
     }
@@ -242,9 +266,10 @@ impl PodView {
     /// `DeadlineExceeded` (the pod outlived its `activeDeadlineSeconds`, `--deadline`),
     /// whose containers were killed with a plain `Error`.
     pub fn decisive_reason(&self) -> Option<&Reason> {
+        // A stop by tf-spawner ends a pod the same way: that is its own state.
         self.pod_reason
             .as_ref()
-            .filter(|r| r.reason == DEADLINE_EXCEEDED)
+            .filter(|r| r.reason == DEADLINE_EXCEEDED && self.stopped_at.is_none())
     }
 
     /// Seconds since the pod was created.
@@ -433,11 +458,14 @@ pub enum State {
     Running,
     Succeeded,
     Failed,
+    /// Ended by tf-spawner after the run's verdict (its deadline lowered): neither the
+    /// task's success nor its failure.
+    Stopped,
 }
 
 impl State {
     pub fn finished(self) -> bool {
-        matches!(self, State::Succeeded | State::Failed)
+        matches!(self, State::Succeeded | State::Failed | State::Stopped)
     }
 }
 

@@ -122,7 +122,9 @@ impl RestartOn {
             }
             FailureKind::Exited { reason, .. } if reason.as_deref() == Some(OOM_KILLED) => false,
             FailureKind::Exited { code: Some(c), .. } => self.exit_codes.contains(c),
-            FailureKind::Exited { code: None, .. } | FailureKind::CannotStart(_) => false,
+            FailureKind::Exited { code: None, .. }
+            | FailureKind::CannotStart(_)
+            | FailureKind::Stopped => false,
         }
     }
 }

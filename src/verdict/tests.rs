@@ -412,6 +412,7 @@ fn summary_counts_per_role_in_role_order() {
             succeeded: 1,
             failed: 0,
             queued: 0,
+            stopped: 0,
         }
     );
 }
@@ -596,5 +597,51 @@ fn a_task_evicted_from_its_lost_node_was_lost_with_it_and_is_retryable() {
         f.to_string()
             .contains("was taken away before it ended (DeletionByTaintManager"),
         "{f}"
+    );
+}
+
+/// In a follow, the first failure seen decides: a worker deleted while it ran, then its
+/// peer failing because its collective broke, is the deletion's failure (a restart is
+/// for the deleted worker), though a plain deletion is named last among failures seen
+/// at once.
+#[test]
+fn the_first_failure_seen_decides_in_a_follow() {
+    let mut t = Tracker::new("t", false);
+    t.replace(vec![
+        view(pod("worker-0", "Running")),
+        view(pod("worker-1", "Running")),
+    ]);
+    t.remove("t-worker-1");
+    t.update(view(terminated(pod("worker-0", "Failed"), 1, "Error")));
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(f.pod, "t-worker-1", "{f}");
+    // The same pods in one list: the exit decides.
+    let mut t = Tracker::new("t", false);
+    let mut deleted = pod("worker-1", "Running");
+    deleted["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    t.replace(vec![
+        view(terminated(pod("worker-0", "Failed"), 1, "Error")),
+        view(deleted),
+    ]);
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(f.pod, "t-worker-0", "{f}");
+}
+
+/// A pod deleted before it ever ran was not "deleted while it ran".
+#[test]
+fn a_pod_deleted_before_it_started_is_not_said_to_have_run() {
+    let mut pending = pod("worker-1", "Pending");
+    pending["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:00Z");
+    let t = tracker(vec![pod("worker-0", "Running"), pending], false);
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!()
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was deleted before the run finished"
     );
 }

@@ -92,6 +92,13 @@ fn a_read_write_once_claim_is_a_note_and_read_write_once_pod_an_error() {
     out.success().stderr_has(
         "note: persistentvolumeclaim 'rwo' is ReadWriteOnce: the run's 2 pods can all mount it only if they land on one node",
     );
+    // -q silences notes: only the tag.
+    let quiet = env.spawn(&["-q", "-t", "three", "-w", "2", "--volume", "rwo"]);
+    quiet.success();
+    assert_eq!(
+        (quiet.stdout.as_str(), quiet.stderr.as_str()),
+        ("three\n", "")
+    );
     env.spawn(&["-t", "single", "-w", "1", "--volume", "rwop"])
         .success();
     let out = env.spawn(&["-t", "pair", "-w", "2", "--volume", "rwop"]);
@@ -173,6 +180,14 @@ fn cp_and_tensorboard_need_a_run_with_a_volume() {
     env.run(&["cp", "-t", "ghost", "model", "out"])
         .failure(1)
         .stderr_has("error: no run 'ghost' in namespace 'default'");
+    // The tag as a positional, as wait, logs and status take it.
+    env.run(&["cp", "ghost", "model", "out"])
+        .failure(1)
+        .stderr_has("error: no run 'ghost' in namespace 'default'");
+    env.run(&["cp", "-t", "other", "ghost", "model", "out"])
+        .failure(2)
+        .stderr_has("`cp` was given two runs (other and ghost)");
+    assert_eq!(env.run(&["cp", "ghost", "a", "model", "out"]).code, 2);
     env.spawn(&["-t", "plain", "-w", "1"]).success();
     env.run(&["cp", "-t", "plain", "model", "out"])
         .failure(1)

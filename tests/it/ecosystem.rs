@@ -223,11 +223,14 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
         keys(&status),
         [
             "attempt",
+            "created_at",
             "duration_seconds",
             "failure",
             "namespace",
+            "never_started",
             "pods",
             "progress",
+            "recorded_verdict",
             "tag",
             "verdict"
         ]

@@ -190,6 +190,8 @@ fn spawn_wait_returns_once_every_pod_runs() {
         .stdout_has("run sw created")
         .stdout_has("worker    2/2 running")
         .stdout_has("run sw: all 2 pods started");
+    // The wait is under way: no `next:` commands.
+    assert!(!out.stdout.contains("next:"), "{out:#?}");
 }
 
 #[test]
@@ -777,7 +779,9 @@ fn a_big_run_costs_a_list_in_pages_and_one_watch() {
         .partition(|r| r.path.ends_with("/log"));
     assert_eq!(logs.len(), 1, "{logs:#?}");
     assert!(logs[0].path.ends_with("/pods/big-worker-0/log"));
-    assert_eq!(requests.len(), 4, "{requests:#?}");
+    // The pages, the watch, and the verdict recorded on the run's ConfigMap.
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    assert_eq!(requests[4].method, "PATCH", "{requests:#?}");
     let pages: Vec<(Option<String>, bool)> = requests[..3]
         .iter()
         .map(|r| (r.param("limit"), r.param("continue").is_some()))

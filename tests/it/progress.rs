@@ -204,7 +204,9 @@ fn a_stall_fails_the_run_when_asked_and_its_pods_are_stopped() {
     crate::follow::failed_with_logs(&out, 3);
     out.stderr_has("error: run 'hang' made no progress: no progress since ")
         .stderr_has(" (--stall-after 2s) (--on-stall fail); the last: epoch 2/3, loss 0.5");
-    out.stdout_has("stopped 2 unfinished pods of run hang");
+    out.stdout_has(
+        "stopped 2 pods still running after the verdict: hang-worker-0, hang-worker-1 (kept with their logs until -d",
+    );
 }
 
 #[test]

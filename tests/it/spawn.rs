@@ -239,6 +239,7 @@ spec:
             "TF_CONFIG",
             "WORKER_NUMBER",
             "TOT_WORKERS",
+            "PYTHONUNBUFFERED",
             "TF_SPAWNER_ATTEMPT"
         ]
     );

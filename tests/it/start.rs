@@ -13,12 +13,16 @@ const NS: &str = "default";
 const SELECTOR: &str =
     "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
 
-/// Every pod of the run is gone or being deleted.
+/// Every pod of the run is stopped (its deadline lowered: a pod on a node), gone or
+/// being deleted (a pod no node had taken).
 fn stopped(env: &Env, tag: &str) -> bool {
     env.list("pods", NS)
         .iter()
         .filter(|p| name(p).starts_with(&format!("{tag}-")))
-        .all(|p| p["metadata"].get("deletionTimestamp").is_some())
+        .all(|p| {
+            p["metadata"].get("deletionTimestamp").is_some()
+                || p["spec"]["activeDeadlineSeconds"] == 1
+        })
 }
 
 #[test]
@@ -32,7 +36,8 @@ fn a_pod_that_stays_pending_trips_it_with_its_reason_and_the_started_ones_are_st
     out.stderr_has(&format!(
         "error: run 'st' did not start within 1s of its creation (--start-timeout): worker-1: Unschedulable: {SELECTOR}"
     ))
-    .stdout_has("stopped 2 unfinished pods of run st (--keep-running keeps them)");
+    .stdout_has("stopped 1 pod still running after the verdict: st-worker-0")
+    .stdout_has("deleted 1 task that never started: worker-1");
     assert!(stopped(&env, "st"), "{:#?}", env.list("pods", NS));
 }
 

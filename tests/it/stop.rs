@@ -1,13 +1,16 @@
 //! The run ends for the cluster when it ends for the user (docs/shared-clusters.md):
-//! once `wait` has the verdict, the pods that have not finished are stopped (deleted),
-//! the finished ones kept with their logs, so that a Kueue pod group stops holding its
+//! once `wait` has the verdict, the pods that have not finished are stopped — their
+//! `activeDeadlineSeconds` lowered to 1 and marked `tf-spawner/stopped`, so the kubelet
+//! ends them and they stay, with their logs — so that a Kueue pod group stops holding its
 //! quota (its finish rule, modelled by the test server: no pod of a
-//! `retriable-in-group=false` group still active). `--keep-running` leaves them.
+//! `retriable-in-group=false` group still active). The test server has no kubelet:
+//! [`kubelet_enforces_deadlines`] does its part, as tests/pods sees a real one do it. A
+//! pod no node has taken is deleted (it never started). `--keep-running` leaves them.
 
 use std::time::{Duration, Instant};
 
 use kube_testserver::Options;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::follow::{exited, running};
 use crate::shared::kueue;
@@ -57,6 +60,39 @@ fn await_gone(env: &Env) {
     }
 }
 
+/// The names of the pods tf-spawner stopped: their deadline lowered to 1, annotated.
+fn stopped(env: &Env) -> Vec<String> {
+    let mut names: Vec<String> = env
+        .list("pods", NS)
+        .iter()
+        .filter(|p| {
+            p["spec"]["activeDeadlineSeconds"] == 1
+                && p["metadata"]["annotations"]["tf-spawner/stopped"].is_string()
+        })
+        .map(|p| name(p).to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What a kubelet does with a pod past its `activeDeadlineSeconds` (pkg/kubelet's
+/// active deadline handler; seen on v1.20 and v1.36 by tests/pods): SIGTERM, then the
+/// pod `Failed` with reason `DeadlineExceeded`, its container terminated (143).
+fn kubelet_enforces_deadlines(env: &Env) {
+    for pod in stopped(env) {
+        env.server.set_pod_status(
+            NS,
+            &pod,
+            json!({"phase": "Failed", "reason": "DeadlineExceeded",
+                "message": "Pod was active on the node longer than the specified deadline",
+                "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
+                    "image": "i", "imageID": "", "started": false,
+                    "state": {"terminated": {"exitCode": 143, "reason": "Error",
+                        "startedAt": "2024-01-01T00:00:00Z", "finishedAt": "2099-01-01T00:00:00Z"}}}]}),
+        );
+    }
+}
+
 #[test]
 fn a_failed_worker_stops_its_hung_peers_and_kueue_frees_the_quota() {
     let env = kueue(Options::default());
@@ -71,31 +107,69 @@ fn a_failed_worker_stops_its_hung_peers_and_kueue_frees_the_quota() {
         "two still run"
     );
 
+    env.server
+        .append_log(NS, "fw-worker-0", "epoch 1 of worker 0\n");
     let out = env.run(&["wait", "-t", "fw"]);
     assert_eq!(out.code, 3, "{out:#?}");
     out.stdout_has(
-        "stopped 2 unfinished pods of run fw (--keep-running keeps them): fw-worker-0, fw-worker-2",
+        "stopped 2 pods still running after the verdict: fw-worker-0, fw-worker-2 (kept with their logs until -d; --keep-running leaves them running)",
     );
-    assert_eq!(
-        pods(&env),
-        [
-            ("fw-worker-0".into(), "Running".into(), true),
-            ("fw-worker-1".into(), "Failed".into(), false),
-            ("fw-worker-2".into(), "Running".into(), true),
-        ]
+    // Kept, not deleted: the kubelet ends them by their deadline.
+    assert_eq!(stopped(&env), ["fw-worker-0", "fw-worker-2"]);
+    assert!(
+        pods(&env).iter().all(|(_, _, deleting)| !deleting),
+        "{:?}",
+        pods(&env)
     );
-    await_gone(&env);
+    assert!(!env.server.kueue_group_finished(NS, &group));
+    kubelet_enforces_deadlines(&env);
     assert!(
         env.server.kueue_group_finished(NS, &group),
         "{:?}",
         pods(&env)
     );
-    // The failed pod stays, with its log; the run's other objects too.
-    assert!(
-        env.names(NS).contains(&"configmap/fw-script".to_string()),
-        "{:?}",
-        env.names(NS)
+    // Their lines stay readable, and every command tells the same story.
+    env.run(&["logs", "fw"])
+        .success()
+        .stdout_has("worker-0 | epoch 1 of worker 0");
+    let status = env.run(&["status", "fw"]);
+    status
+        .success()
+        .stdout_has("worker-0: was stopped by tf-spawner after the verdict (its log is kept)")
+        .stdout_has("verdict: Failed — pod fw-worker-1 (worker-1) failed: exit code 1");
+    assert!(status.stdout.contains("Stopped"), "{status:#?}");
+    assert!(!status.stdout.contains("DeadlineExceeded"), "{status:#?}");
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/3 running, 1 failed, 2 stopped by tf-spawner");
+    // The verdict is on the run's record.
+    let cm = env.server.get("configmaps", NS, "fw-script").unwrap();
+    assert_eq!(
+        cm["metadata"]["annotations"]["tf-spawner/verdict"],
+        "Failed: pod fw-worker-1 (worker-1) failed: exit code 1, reason Error"
     );
+}
+
+/// A pod no node has taken never started: it has no log and would hold its quota while
+/// Pending (the kubelet's deadline counts from a start time it does not have), so it is
+/// deleted, and the run's record says so.
+#[test]
+fn a_pod_no_node_has_taken_is_deleted_and_recorded_as_never_started() {
+    let env = Env::new();
+    env.spawn(&["-t", "ns", "-w", "3"]).success();
+    running(&env, "ns-worker-0");
+    exited(&env, "ns-worker-1", 2);
+    let out = env.run(&["wait", "-t", "ns"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("stopped 1 pod still running after the verdict: ns-worker-0")
+        .stdout_has("deleted 1 task that never started: worker-2 (no node had taken it: no log)");
+    await_gone(&env);
+    let status = env.run(&["status", "ns"]);
+    status
+        .success()
+        .stdout_has("worker-2: never started; its pod (which no node had taken) was deleted by tf-spawner after the verdict")
+        .stdout_has("verdict: Failed — pod ns-worker-1 (worker-1) failed: exit code 2");
+    assert!(!status.stdout.contains("was deleted before"), "{status:#?}");
 }
 
 /// Parameter-server strategy: the chief succeeds, the parameter servers and workers
@@ -123,14 +197,18 @@ fn after_the_chief_succeeds_the_parameter_servers_and_workers_are_stopped() {
 
     let out = env.run(&["wait", "-t", "ps"]);
     out.success()
-        .stdout_has("stopped 4 unfinished pods of run ps (--keep-running keeps them): ps-ps-0, ps-ps-1, ps-worker-0, ps-worker-1")
+        .stdout_has("stopped 4 pods still running after the verdict: ps-ps-0, ps-ps-1, ps-worker-0, ps-worker-1")
         .stdout_has("run ps: Succeeded");
-    await_gone(&env);
-    assert_eq!(
-        pods(&env),
-        [("ps-chief-0".into(), "Succeeded".into(), false)]
-    );
+    kubelet_enforces_deadlines(&env);
     assert!(env.server.kueue_group_finished(NS, &group));
+    // A Succeeded run's counts add up: nothing failed.
+    env.run(&["status", "ps"])
+        .success()
+        .stdout_has("verdict: Succeeded\n");
+    env.run(&["list"])
+        .success()
+        .stdout_has("ps 0/2 running, 2 stopped by tf-spawner")
+        .stdout_has("worker 0/2 running, 2 stopped by tf-spawner");
 }
 
 #[test]
@@ -163,11 +241,7 @@ fn a_timeout_stops_nothing() {
     running(&env, "to-worker-1");
     let out = env.run(&["wait", "-t", "to", "--timeout", "1s"]);
     assert_eq!(out.code, 4, "{out:#?}");
-    assert!(
-        pods(&env).iter().all(|(_, _, deleting)| !deleting),
-        "{:?}",
-        pods(&env)
-    );
+    assert!(stopped(&env).is_empty(), "{:?}", pods(&env));
 }
 
 /// `keep_running: true` in the defaults file is `--keep-running` for every wait; the
@@ -184,11 +258,7 @@ fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
     let out = env.run(&["wait", "-t", "dk"]);
     out.success().stdout_has("run dk: Succeeded");
     assert!(!out.stdout.contains("stopped"), "{out:#?}");
-    assert!(
-        pods(&env).iter().all(|(_, _, deleting)| !deleting),
-        "{:?}",
-        pods(&env)
-    );
+    assert!(stopped(&env).is_empty(), "{:?}", pods(&env));
     env.run(&["config"])
         .success()
         .stdout_has("keep_running")
@@ -196,7 +266,7 @@ fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
     std::fs::remove_file(dir.join("config.yaml")).unwrap();
     env.run(&["wait", "-t", "dk"])
         .success()
-        .stdout_has("stopped 1 unfinished pod of run dk (--keep-running keeps them): dk-worker-1");
+        .stdout_has("stopped 1 pod still running after the verdict: dk-worker-1");
     // clap's own usage error, as for --timeout without --wait.
     let out = env.spawn(&["-t", "nw", "-w", "1", "--keep-running"]);
     assert_eq!(out.code, 2, "{out:#?}");
@@ -206,4 +276,38 @@ fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
             .iter()
             .all(|p| !name(p).starts_with("nw-"))
     );
+}
+
+/// A run is known while any of it exists: its pods all gone (a bad image, deleted by
+/// someone), its ConfigMap is its record, and a new spawn with the tag says what is left.
+#[test]
+fn a_run_whose_pods_are_all_gone_is_listed_and_its_tag_refusal_says_what_is_left() {
+    let env = Env::new();
+    env.spawn(&["-t", "bare", "-w", "2"]).success();
+    exited(&env, "bare-worker-1", 1);
+    running(&env, "bare-worker-0");
+    assert_eq!(env.run(&["wait", "bare"]).code, 3);
+    for pod in ["bare-worker-0", "bare-worker-1"] {
+        env.server.delete_pod(NS, pod);
+    }
+    await_gone(&env);
+    assert!(env.list("pods", NS).is_empty());
+    let list = env.run(&["list"]);
+    list.success().stdout_has("bare   Failed").stdout_has(
+        "no pods left (its ConfigMap and services remain: tf-spawner -d -t bare removes them)",
+    );
+    let status = env.run(&["status", "bare"]);
+    status
+        .success()
+        .stdout_has("no pods left; the run's ConfigMap remains, made ")
+        .stdout_has(" for 2 tasks (worker-0, worker-1) (remove it with: tf-spawner -d -t bare)")
+        .stdout_has("verdict: Failed — pod bare-worker-1 (worker-1) failed: exit code 1");
+    let json: Value = serde_json::from_str(&env.run(&["list", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["runs"][0]["pods"], 0);
+    assert_eq!(json["runs"][0]["verdict"], "Failed");
+    let again = env.spawn(&["-t", "bare", "-w", "2"]);
+    again
+        .failure(1)
+        .stderr_has("run 'bare' already exists in namespace 'default' (left of it: 2 services, 1 configmap, no pods; it ended Failed: pod bare-worker-1 (worker-1) failed: exit code 1")
+        .stderr_has("see it with: tf-spawner status bare -n default; delete it (its logs too) with: tf-spawner -d -t bare -n default");
 }

@@ -15,6 +15,7 @@ mod nodes;
 mod outage;
 mod restart;
 mod run;
+mod stop;
 mod streams;
 mod support;
 mod tensorflow;

@@ -68,6 +68,7 @@ async fn wait_names_the_failed_pod_and_exits_3() {
     let (out, ()) = tokio::join!(
         real.run(Cred::Admin, &args),
         later(async {
+            real.bind(&ns, "bad-worker-0", "node-a").await;
             real.set_running(&ns, "bad-worker-0", "tensorflow").await;
             real.set_terminated(&ns, "bad-worker-1", "tensorflow", 1)
                 .await;
@@ -86,17 +87,32 @@ async fn wait_names_the_failed_pod_and_exits_3() {
         "{out:#?}"
     );
     assert!(!out.stderr.contains("panicked"), "{out:#?}");
-    // The failed pod is left for inspection; the one still running is stopped (deleted:
-    // gone, or terminating where a node holds it), as TFJob's cleanPodPolicy: Running.
-    out.stdout_has("stopped 1 unfinished pod of run bad (--keep-running keeps them): bad-worker-0");
-    let left: Vec<String> = real
-        .pods(&ns, "bad")
-        .await
+    // The failed pod is left for inspection; the one still running on its node is
+    // stopped and kept: the real server took the lowered deadline and the annotation
+    // (a kubelet would end it; tests/pods sees one do it).
+    out.stdout_has(
+        "stopped 1 pod still running after the verdict: bad-worker-0 (kept with its logs until -d",
+    );
+    let pods = real.pods(&ns, "bad").await;
+    assert_eq!(pods.len(), 2, "{pods:#?}");
+    let stopped = pods
         .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| p.metadata.name.clone().unwrap())
-        .collect();
-    assert_eq!(left, ["bad-worker-1"]);
+        .find(|p| p.metadata.name.as_deref() == Some("bad-worker-0"))
+        .unwrap();
+    assert_eq!(
+        stopped.spec.as_ref().unwrap().active_deadline_seconds,
+        Some(1)
+    );
+    assert!(
+        stopped
+            .metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .contains_key("tf-spawner/stopped"),
+        "{stopped:#?}"
+    );
+    assert!(pods.iter().all(|p| p.metadata.deletion_timestamp.is_none()));
 }
 
 #[tokio::test]

@@ -90,8 +90,9 @@ async fn deadline_and_priority_class_are_stored_and_a_deadline_is_reported() {
         .await;
     assert_eq!(out.code, 3, "{out:#?}");
     out.stderr_has("failed: exit code 137, reason DeadlineExceeded");
-    // The verdict is in: the worker that never ran is stopped, the failed one kept.
-    out.stdout_has("stopped 1 unfinished pod of run sh (--keep-running keeps them): sh-worker-1");
+    // The verdict is in: the worker no node took is deleted (it never started), the
+    // failed one kept.
+    out.stdout_has("deleted 1 task that never started: worker-1 (no node had taken it: no log)");
     let left: Vec<String> = real
         .pods(&ns, "sh")
         .await

@@ -426,6 +426,20 @@ impl Real {
             .unwrap_or_else(|e| panic!("patch status of pod {namespace}/{name}: {e}"))
     }
 
+    /// Binds the pod to node `node` (`pods/NAME/binding`, as the scheduler does): it gets
+    /// `spec.nodeName`. The server does not check that the node exists.
+    pub async fn bind(&self, namespace: &str, name: &str, node: &str) {
+        let binding = json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        self.api::<Pod>(namespace)
+            .create_subresource::<Value, Value>("binding", name, &PostParams::default(), &binding)
+            .await
+            .unwrap_or_else(|e| panic!("bind pod {namespace}/{name}: {e}"));
+    }
+
     /// Marks the pod Running, its container `container` ready and running.
     pub async fn set_running(&self, namespace: &str, name: &str, container: &str) -> Pod {
         self.patch_pod_status(

@@ -624,6 +624,9 @@ fn create_from_apply(
 
 /// A real server refuses pod spec changes other than images (and a few others).
 fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> Result<(), ApiError> {
+    if let Some(cause) = deadline_update(old, new) {
+        return Err(ApiError::invalid("Pod", name, vec![cause]));
+    }
     let mut a = old["spec"].clone();
     let mut b = new["spec"].clone();
     for spec in [&mut a, &mut b] {
@@ -659,6 +662,40 @@ fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> Result<(), Api
             "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
         )],
     ))
+}
+
+/// What a real server says of a change of `spec.activeDeadlineSeconds` (kubernetes
+/// pkg/apis/core/validation/validation.go, `ValidatePodUpdate`): it may be set, or
+/// lowered, to a value in 0..=2147483647, never raised, never removed once set; and the
+/// pod spec's own rule then refuses 0 (`ValidatePodSpec`: 1..=2147483647). v1.20 and
+/// v1.36 answered so to `kubectl patch` (0 too).
+fn deadline_update(old: &Value, new: &Value) -> Option<Cause> {
+    const FIELD: &str = "spec.activeDeadlineSeconds";
+    let before = old["spec"]["activeDeadlineSeconds"].as_i64();
+    let after = &new["spec"]["activeDeadlineSeconds"];
+    match (before, after.as_i64()) {
+        (_, Some(n)) if !(0..=i64::from(i32::MAX)).contains(&n) => Some(Cause::invalid(
+            FIELD,
+            after,
+            "must be between 0 and 2147483647, inclusive",
+        )),
+        (Some(b), Some(n)) if n > b => Some(Cause::invalid(
+            FIELD,
+            after,
+            "must be less than or equal to previous value",
+        )),
+        (Some(_), None) => Some(Cause::invalid(
+            FIELD,
+            &Value::Null,
+            "must not update from a positive integer to nil value",
+        )),
+        (_, Some(0)) => Some(Cause::invalid(
+            FIELD,
+            after,
+            "must be between 1 and 2147483647, inclusive",
+        )),
+        _ => None,
+    }
 }
 
 fn delete_options(c: &Ctx) -> Result<Value, ApiError> {
@@ -797,4 +834,33 @@ fn delete_collection(sh: &Arc<Shared>, c: &Ctx, resource: &str, ns: &str) -> Res
         200,
         list_obj(resource, st.current_rv(), deleted),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pods_deadline_may_be_set_or_lowered_never_raised_nor_removed() {
+        let pod = |d: Value| json!({"spec": {"activeDeadlineSeconds": d}});
+        let message = |old, new| deadline_update(&pod(old), &pod(new)).map(|c| c.message);
+        assert_eq!(message(Value::Null, json!(1)), None);
+        assert_eq!(message(json!(3600), json!(1)), None);
+        assert_eq!(
+            message(json!(10), json!(20)).unwrap(),
+            "Invalid value: 20: must be less than or equal to previous value"
+        );
+        assert_eq!(
+            message(json!(10), Value::Null).unwrap(),
+            "Invalid value: null: must not update from a positive integer to nil value"
+        );
+        assert_eq!(
+            message(json!(10), json!(0)).unwrap(),
+            "Invalid value: 0: must be between 1 and 2147483647, inclusive"
+        );
+        assert_eq!(
+            message(Value::Null, json!(3_000_000_000_i64)).unwrap(),
+            "Invalid value: 3000000000: must be between 0 and 2147483647, inclusive"
+        );
+    }
 }

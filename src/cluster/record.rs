@@ -1,0 +1,109 @@
+//! A run's record: its ConfigMap, which stays until `-d` whatever became of its pods.
+//! Made with the run (its creation time, the run's tasks in [`CLUSTER_ANNOTATION`]);
+//! `wait` adds the verdict ([`VERDICT_ANNOTATION`]) and the tasks it deleted because no
+//! node had taken them ([`NEVER_STARTED_ANNOTATION`]). `status` and `list` read it (its
+//! metadata only, never the script) to show a run whose pods are all gone.
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::Cluster;
+use crate::labels::{
+    CLUSTER_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NEVER_STARTED_ANNOTATION, RUN_LABEL,
+    VERDICT_ANNOTATION, config_map_name, run_selector,
+};
+use crate::roles::RoleSizes;
+
+/// What a run's ConfigMap says of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    pub namespace: String,
+    pub tag: String,
+    /// When the run was made (seconds since the epoch).
+    pub created: Option<i64>,
+    /// The run's tasks per role; none for a run of an earlier version.
+    pub sizes: Option<RoleSizes>,
+    /// The verdict `wait` recorded: `Succeeded`, `Failed: …`.
+    pub verdict: Option<String>,
+    /// Tasks deleted after the verdict without ever starting (`worker-2`).
+    pub never_started: Vec<String>,
+}
+
+impl Record {
+    fn of(meta: &ObjectMeta) -> Option<Record> {
+        let tag = meta.labels.as_ref()?.get(RUN_LABEL)?.clone();
+        let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
+        Some(Record {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            sizes: annotation(CLUSTER_ANNOTATION).and_then(|s| RoleSizes::parse(s)),
+            verdict: annotation(VERDICT_ANNOTATION).cloned(),
+            never_started: annotation(NEVER_STARTED_ANNOTATION)
+                .map(|s| {
+                    s.split(',')
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            tag,
+        })
+    }
+}
+
+/// Writes the verdict and the tasks deleted unstarted on run `tag`'s ConfigMap.
+pub async fn write(
+    cluster: &Cluster,
+    tag: &str,
+    verdict: &str,
+    never_started: &[&str],
+) -> Result<()> {
+    let never = (!never_started.is_empty()).then(|| never_started.join(","));
+    let patch = serde_json::json!({
+        "metadata": { "annotations": {
+            VERDICT_ANNOTATION: verdict,
+            NEVER_STARTED_ANNOTATION: never,
+        } }
+    });
+    match cluster
+        .merge_patch::<ConfigMap>(&config_map_name(tag), &patch)
+        .await
+    {
+        // The run was deleted meanwhile: nothing to record.
+        Err(e) if e.code() == Some(404) => Ok(()),
+        result => result.map_err(|e| cluster.explain("recording the verdict", &e)),
+    }
+}
+
+/// Run `tag`'s record, if its ConfigMap is there.
+pub async fn read(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
+    let found = cluster
+        .list_metadata::<ConfigMap>(&run_selector(tag))
+        .await
+        .map_err(|e| cluster.explain("listing the run's ConfigMap", &e))?;
+    let name = config_map_name(tag);
+    Ok(found
+        .iter()
+        .filter(|m| m.name.as_deref() == Some(name.as_str()))
+        .find_map(Record::of))
+}
+
+/// The records of every run in the namespace (or in all of them).
+pub async fn all(
+    cluster: &Cluster,
+    all_namespaces: bool,
+) -> Result<Vec<Record>, super::retry::CallError> {
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
+    let found = cluster
+        .list_metadata_in::<ConfigMap>(&selector, all_namespaces)
+        .await?;
+    Ok(found
+        .iter()
+        .filter(|m| {
+            let tag = m.labels.as_ref().and_then(|l| l.get(RUN_LABEL));
+            tag.is_some_and(|t| m.name.as_deref() == Some(config_map_name(t).as_str()))
+        })
+        .filter_map(Record::of)
+        .collect())
+}
