@@ -7,11 +7,25 @@
 # ports, bridge, subnet, node address and cgroup root, so both clusters can run at once.
 
 ONE_NODE_VERSION=${TF_SPAWNER_ONE_NODE_VERSION:-1.36}
+
+# The shared tools' directory NAME: ../shared/tools/NAME beside the repository, or, from a git
+# worktree kept elsewhere (/work/wt/BRANCH), beside the repository the worktree belongs to.
+shared_tools() {
+  local common
+  if [ ! -d "$ROOT/../shared/tools/$1" ] \
+    && common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null) \
+    && [ -d "$(dirname "$common")/../shared/tools/$1" ]; then
+    echo "$(dirname "$common")/../shared/tools/$1"
+  else
+    echo "$ROOT/../shared/tools/$1"
+  fi
+}
+
 case "$ONE_NODE_VERSION" in
   1.20)
     # The control plane and node binaries are built from Debian's v1.20 source by the shared
     # kube-apiserver tools (with kube-scheduler and kubelet); ~12 min once.
-    TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$ROOT/../shared/tools/kube-apiserver}
+    TOOLS=${TF_SPAWNER_KUBE_TOOLS:-$(shared_tools kube-apiserver)}
     STATE=$CACHE                           # as before the switch: the v1.20 cluster's paths are kept
     NODE=tf-spawner-node
     APISERVER_PORT=16443
@@ -25,7 +39,7 @@ case "$ONE_NODE_VERSION" in
     ;;
   1.36)
     # Prebuilt, sha256-checked binaries from the shared kube-1.36 tools (install.sh, ~15 s).
-    TOOLS=${TF_SPAWNER_KUBE_136_TOOLS:-$ROOT/../shared/tools/kube-1.36}
+    TOOLS=${TF_SPAWNER_KUBE_136_TOOLS:-$(shared_tools kube-1.36)}
     STATE=$CACHE/v1.36
     NODE=tf-spawner-node-136
     APISERVER_PORT=17443

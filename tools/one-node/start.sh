@@ -38,6 +38,7 @@ CACHE=$(cd "$CACHE" && pwd)
 source "$HERE/common.sh"
 [ -f "$STATE/k8s-prefix" ] && [ -f "$IMAGES/python.tar" ] \
   || die "run TF_SPAWNER_ONE_NODE_VERSION=$ONE_NODE_VERSION tools/one-node/setup.sh first"
+[ -f "$TOOLS/start.sh" ] || die "$TOOLS/start.sh not found: set $([ "$ONE_NODE_VERSION" = 1.20 ] && echo TF_SPAWNER_KUBE_TOOLS || echo TF_SPAWNER_KUBE_136_TOOLS) to the shared tools' directory"
 TOOLS=$(cd "$TOOLS" && pwd)
 K8S_PREFIX=$(cat "$STATE/k8s-prefix")
 
