@@ -477,6 +477,9 @@ pub struct SpawnArgs {
     #[command(flatten)]
     pub roles: RoleArgs,
 
+    #[command(flatten)]
+    pub resources: ResourceArgs,
+
     /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
     /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
     /// working directory and on PYTHONPATH; the training script is a file in it
@@ -508,6 +511,53 @@ pub struct RestartArgs {
     /// The pause before the first restart, doubled for each next one (at most 5m)
     #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
+}
+
+/// What each task asks of its node (docs/resources.md); each one a defaults-file key
+/// too (`settings/table.rs`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResourceArgs {
+    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
+    /// request and limit [default: the config file's cpu, else the template's]
+    #[arg(long, value_parser = Flag(parse::cpu), value_name = "N")]
+    pub cpu: Option<String>,
+
+    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
+    /// and limit, plus /dev/shm's size on a task with GPUs [default: the config file's
+    /// memory, else the template's]
+    #[arg(long, value_parser = Flag(parse::memory), value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
+    /// resource (--gpu-resource); 0 removes the template's [default: the config file's
+    /// gpus, else the template's]
+    #[arg(long, allow_negative_numbers = true, value_parser = Flag(parse::gpus), value_name = "N")]
+    pub gpus: Option<u32>,
+
+    /// CPUs of each parameter server [default: the config file's ps_cpu, else --cpu]
+    #[arg(long, value_parser = Flag(parse::cpu), value_name = "N")]
+    pub ps_cpu: Option<String>,
+
+    /// Memory of each parameter server [default: the config file's ps_memory, else
+    /// --memory]
+    #[arg(long, value_parser = Flag(parse::memory), value_name = "SIZE")]
+    pub ps_memory: Option<String>,
+
+    /// GPUs of each parameter server [default: the config file's ps_gpus, else the
+    /// template's]
+    #[arg(long, allow_negative_numbers = true, value_parser = Flag(parse::gpus), value_name = "N")]
+    pub ps_gpus: Option<u32>,
+
+    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
+    /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
+    /// nvidia.com/gpu]
+    #[arg(long, value_parser = Flag(parse::gpu_resource), value_name = "NAME")]
+    pub gpu_resource: Option<String>,
+
+    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
+    /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
+    #[arg(long, value_parser = Flag(parse::shm_size), value_name = "SIZE")]
+    pub shm_size: Option<String>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

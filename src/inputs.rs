@@ -49,6 +49,9 @@ pub struct SpawnOptions {
     pub dir: Option<PathBuf>,
     /// The defaults file, when `dir` comes from it (named in its errors).
     pub dir_from: Option<PathBuf>,
+    /// `--cpu`, `--memory`, `--gpus`… (docs/resources.md), each checked by its parser
+    /// (`settings/parse.rs`).
+    pub resources: crate::plan::Resources,
 }
 
 pub async fn spawn_request(
@@ -109,7 +112,7 @@ pub async fn spawn_request(
         invocation: invocation_id(),
         scheduling,
         volume,
-        resources: Default::default(),
+        resources: args.resources.clone(),
     })
 }
 

@@ -16,6 +16,7 @@ use clap::{Arg, Command};
 /// Headings of `--help`.
 const ROLES: &str = "Roles";
 const SHARED: &str = "Shared clusters";
+const RESOURCES: &str = "Resources (docs/resources.md)";
 const GLOBAL: &str = "Global options (any command, before or after it)";
 
 /// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
@@ -41,6 +42,11 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("yes", None),
     ("randomize_tag", None),
     ("strategy", Some(ROLES)),
+    ("ps_cpu", Some(RESOURCES)),
+    ("ps_memory", Some(RESOURCES)),
+    ("ps_gpus", Some(RESOURCES)),
+    ("gpu_resource", Some(RESOURCES)),
+    ("shm_size", Some(RESOURCES)),
 ];
 
 /// Headings of flags `-h` shows too.
@@ -56,6 +62,9 @@ const HEADED: &[(&str, &str)] = &[
     ("chief", ROLES),
     ("ps", ROLES),
     ("evaluator", ROLES),
+    ("cpu", RESOURCES),
+    ("memory", RESOURCES),
+    ("gpus", RESOURCES),
 ];
 
 /// The one-line summary `-h` shows of a flag whose full text is longer (the full text
@@ -92,6 +101,9 @@ const SHORT: &[(&str, &str)] = &[
     ("ps", "Parameter-server tasks"),
     ("evaluator", "Add an evaluator task"),
     ("workers", "Number of worker pods"),
+    ("cpu", "CPUs of each task (requests = limits)"),
+    ("memory", "Memory of each task (requests = limits)"),
+    ("gpus", "GPUs of each task (nvidia.com/gpu)"),
     (
         "restarts",
         "With --wait: restart a retryable failure N times",
@@ -269,7 +281,7 @@ fn shape(arg: Arg, id: &str) -> Arg {
 }
 
 /// Below `spawn -h`.
-const MORE: &str = "More flags (shared clusters, per-role templates, --port, --python, --keep-running, --start-timeout, --restart-on): tf-spawner spawn --help";
+const MORE: &str = "More flags (shared clusters, per-role templates and resources, --port, --python, --keep-running, --start-timeout, --restart-on): tf-spawner spawn --help";
 
 /// Below `spawn --help`.
 const EXAMPLES: &str = "Examples:\n  tf-spawner -w 4 train.py              spawn 4 workers running train.py\n  tf-spawner --dry-run -w 4 train.py    print the objects instead of creating them\n  tf-spawner -d -t tf-spawner           delete the run tagged tf-spawner\n  tf-spawner wait -t T --save-logs out/   wait for run T to end; exit 0 if it succeeded\n  tf-spawner logs -f -t T               follow the merged logs of run T";

@@ -21,9 +21,13 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     if let Some(volume) = &plan.volume {
         check_claim(cluster, volume, plan.pods.len()).await?;
     }
-    check_room(cluster, plan).await?;
     let gangs: Vec<_> = gang.into_iter().collect();
-    let existing = apply::existing(cluster, &plan.tag, &gangs).await?;
+    // The quota and node reads go with the lists of an existing run: no added round trip.
+    let (existing, room) = tokio::join!(
+        apply::existing(cluster, &plan.tag, &gangs),
+        check_room(cluster, plan)
+    );
+    let existing = existing?;
     if !existing.is_empty() {
         let record = crate::cluster::record::read(cluster, &plan.tag)
             .await
@@ -31,6 +35,8 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
             .flatten();
         anyhow::bail!("{}", in_use(plan, &existing, record.as_ref()));
     }
+
+    room?;
 
     let ledger = Ledger::new(plan);
     let outcome = tokio::select! {

@@ -26,7 +26,7 @@ use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
 mod resources;
-pub use resources::Resources;
+pub use resources::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE, Resources, TaskResources};
 
 /// The image when neither `-i` nor the template names one.
 pub const DEFAULT_IMAGE: &str = "tensorflow/tensorflow:2.15.0";

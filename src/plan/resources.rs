@@ -10,8 +10,7 @@
 //!   requires. A template's request of it, if any, is set to the same number.
 //! - `/dev/shm`: an `emptyDir` of medium `Memory` with a `sizeLimit`, on every task
 //!   with GPUs unless the template mounts its own (NCCL, which MultiWorkerMirroredStrategy
-//!   uses on GPUs, fails in a container's 64 MiB default); on every task when its size is
-//!   given. Since the kubelet charges what is written there to the container's memory
+//!   uses on GPUs, fails in a container's 64 MiB default). Since the kubelet charges what is written there to the container's memory
 //!   (tmpfs pages count in its memory cgroup, and the volume is at most the pod's memory
 //!   limit), the size is added to the memory the task asks for.
 
@@ -44,15 +43,6 @@ pub struct TaskResources {
     pub gpus: Option<u32>,
 }
 
-/// A memory-backed `/dev/shm`: its size, and which tasks get one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shm {
-    /// `None`: no task gets one.
-    pub size: Option<String>,
-    /// Every task (its size was given), else the tasks with GPUs.
-    pub every_task: bool,
-}
-
 /// The resources of a run's tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resources {
@@ -62,7 +52,8 @@ pub struct Resources {
     pub ps: TaskResources,
     /// The extended resource the GPUs are counted in.
     pub gpu_resource: String,
-    pub shm: Shm,
+    /// The size of the memory-backed `/dev/shm` of each task with GPUs; `None`: none.
+    pub shm_size: Option<String>,
 }
 
 impl Default for Resources {
@@ -71,10 +62,7 @@ impl Default for Resources {
             compute: TaskResources::default(),
             ps: TaskResources::default(),
             gpu_resource: DEFAULT_GPU_RESOURCE.to_string(),
-            shm: Shm {
-                size: Some(DEFAULT_SHM_SIZE.to_string()),
-                every_task: false,
-            },
+            shm_size: Some(DEFAULT_SHM_SIZE.to_string()),
         }
     }
 }
@@ -116,10 +104,9 @@ pub fn apply(res: &Resources, role: Role, spec: &mut PodSpec, at: usize) -> bool
     }
     let gpu = has_gpus(spec, &res.gpu_resource);
     let shm = res
-        .shm
-        .size
+        .shm_size
         .clone()
-        .filter(|_| res.shm.every_task || (gpu && !mounts_shm(spec, at)));
+        .filter(|_| gpu && !mounts_shm(spec, at));
     let Some(c) = spec.containers.get_mut(at) else {
         return gpu;
     };

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::{RunObjects, pods_of};
+use super::RunObjects;
 use crate::quantity;
 
 /// The warning, if no node could hold one pod of some role (the first such role).
@@ -66,9 +66,17 @@ pub fn check(nodes: &[Node], run: &RunObjects) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let (which, each, stays) = if pods.count == 1 {
+            (format!("the {}'s pod", pods.role), "it asks", "it stays")
+        } else {
+            (
+                format!("one of the {} pods", pods.role),
+                "each asks",
+                "they stay",
+            )
+        };
         return Some(format!(
-            "no node can hold one of {} (each asks for {}); the largest, {name}, has {} allocatable: they stay Pending until a node that large joins the cluster",
-            pods_of(pods.role, pods.count),
+            "no node can hold {which} ({each} for {}); the largest, {name}, has {} allocatable: {stays} Pending until a node that large joins the cluster",
             show(&asks),
             show(room)
         ));

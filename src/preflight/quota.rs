@@ -225,7 +225,7 @@ fn missing_requirements(pods: &RolePods, tracked: &[&String], tf: &str) -> Optio
             continue;
         }
         let how = if c.name == tf {
-            "set them in the pod template's resources (--pod-file)".to_string()
+            flags_for(pods.role, &missing)
         } else {
             format!("set them in the pod template's container {}", c.name)
         };
@@ -238,6 +238,29 @@ fn missing_requirements(pods: &RolePods, tracked: &[&String], tf: &str) -> Optio
         ));
     }
     None
+}
+
+/// The flags that set the missing requests and limits of `role`'s TF container.
+fn flags_for(role: crate::roles::Role, missing: &[&str]) -> String {
+    let ps = role == crate::roles::Role::Ps;
+    let mut flags: Vec<&str> = Vec::new();
+    for k in missing {
+        let flag = match (k.contains("cpu"), ps) {
+            (true, false) => "--cpu",
+            (true, true) => "--ps-cpu",
+            (false, false) => "--memory",
+            (false, true) => "--ps-memory",
+        };
+        if !flags.contains(&flag) {
+            flags.push(flag);
+        }
+    }
+    let given = flags.join(" and ");
+    if ps {
+        format!("give {given} (or --cpu and --memory, which they default to)")
+    } else {
+        format!("give {given} (they set requests and limits)")
+    }
 }
 
 /// Whether every scope of the quota matches a pod of `spec` (`None`: an object that is

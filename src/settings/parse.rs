@@ -222,6 +222,72 @@ pub(crate) fn volume(text: &str) -> Result<String, String> {
     crate::inputs::output_volume(text).map(|_| text.to_string())
 }
 
+/// `--cpu`, `--ps-cpu`: a positive quantity of CPUs (`4`, `0.5`, `500m`), as written.
+pub(crate) fn cpu(text: &str) -> Result<String, String> {
+    match crate::quantity::parse(text) {
+        Some(v) if v > 0 => Ok(text.trim().to_string()),
+        _ => Err(format!(
+            "{text:?} is not a number of CPUs (e.g. 4, 0.5, 500m)"
+        )),
+    }
+}
+
+/// `--memory`, `--ps-memory`: a size of at least 1Mi (`16Gi`, `512Mi`), as written; a
+/// bare number is bytes, which is never what was meant.
+pub(crate) fn memory(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let mib = 1024 * 1024 * crate::quantity::ONE;
+    match crate::quantity::parse(text) {
+        Some(v) if v >= mib => Ok(text.to_string()),
+        Some(v) if v > 0 && !text.ends_with(char::is_alphabetic) => Err(format!(
+            "{text:?} is {text} bytes; give a unit: {text}Gi, {text}Mi"
+        )),
+        _ => Err(format!(
+            "{text:?} is not a size of at least 1Mi (e.g. 16Gi, 512Mi)"
+        )),
+    }
+}
+
+/// `--shm-size`: a size as `--memory` takes it, or 0 for no `/dev/shm` of tf-spawner's.
+pub(crate) fn shm_size(text: &str) -> Result<String, String> {
+    match crate::quantity::parse(text) {
+        Some(0) => Ok("0".to_string()),
+        _ => memory(text),
+    }
+}
+
+/// `--gpus`, `--ps-gpus`: a number of GPUs (0 removes a template's).
+pub(crate) fn gpus(text: &str) -> Result<u32, String> {
+    text.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{text:?} is not a number of GPUs (0, 1, 2…)"))
+}
+
+/// `--gpu-resource`: an extended resource name, `DOMAIN/NAME` (`amd.com/gpu`, a MIG
+/// profile `nvidia.com/mig-1g.10gb`), as the API server accepts one in a container's
+/// limits: a DNS subdomain outside `kubernetes.io`, and a name of at most 63 letters,
+/// digits, `-`, `_` and `.`.
+pub(crate) fn gpu_resource(text: &str) -> Result<String, String> {
+    let (domain, resource) = text.split_once('/').unwrap_or(("", ""));
+    let resource_ok = !resource.is_empty()
+        && resource.len() <= 63
+        && resource
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && resource.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && resource.ends_with(|c: char| c.is_ascii_alphanumeric());
+    let ok = name_problem(domain, 253).is_none()
+        && domain.contains('.')
+        && !domain.ends_with("kubernetes.io")
+        && resource_ok;
+    if !ok {
+        return Err(format!(
+            "{text:?} is not an extended resource name (DOMAIN/NAME: nvidia.com/gpu, amd.com/gpu, nvidia.com/mig-1g.10gb)"
+        ));
+    }
+    Ok(text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +321,43 @@ mod tests {
             start_timeout("0s").unwrap_err(),
             "\"0s\": must be at least 1s"
         );
+    }
+
+    #[test]
+    fn resources_are_quantities_the_api_server_takes() {
+        assert_eq!(cpu("500m"), Ok("500m".to_string()));
+        assert_eq!(cpu("0.5"), Ok("0.5".to_string()));
+        assert_eq!(
+            cpu("0").unwrap_err(),
+            "\"0\" is not a number of CPUs (e.g. 4, 0.5, 500m)"
+        );
+        assert!(cpu("four").is_err());
+        assert_eq!(memory("16Gi"), Ok("16Gi".to_string()));
+        assert_eq!(
+            memory("16").unwrap_err(),
+            "\"16\" is 16 bytes; give a unit: 16Gi, 16Mi"
+        );
+        assert!(memory("512Ki").unwrap_err().contains("at least 1Mi"));
+        assert_eq!(shm_size("0"), Ok("0".to_string()));
+        assert_eq!(shm_size("96Mi"), Ok("96Mi".to_string()));
+        assert!(shm_size("lots").is_err());
+        assert_eq!(gpus("2"), Ok(2));
+        assert_eq!(
+            gpus("-1").unwrap_err(),
+            "\"-1\" is not a number of GPUs (0, 1, 2…)"
+        );
+        for ok in ["nvidia.com/gpu", "amd.com/gpu", "nvidia.com/mig-1g.10gb"] {
+            assert_eq!(gpu_resource(ok), Ok(ok.to_string()));
+        }
+        for bad in [
+            "gpu",
+            "nvidia/gpu",
+            "kubernetes.io/gpu",
+            "nvidia.com/",
+            "a.b/-x",
+        ] {
+            assert!(gpu_resource(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -3,10 +3,10 @@
 //! where no flag was given, its tag, the restart flags, and the flags `--local` cannot
 //! honour. Commands use these; no command borrows them from another.
 
-use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
+use crate::cli::{ResourceArgs, RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
-use crate::plan::Scheduling;
+use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
 
 use super::{Settings, Source};
@@ -20,7 +20,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
         workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
-        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _,
+        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
@@ -57,6 +57,29 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script_args: script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+        resources: resources(settings),
+    }
+}
+
+/// What each task asks for (docs/resources.md): the parameter servers take `--cpu` and
+/// `--memory` unless their own are given, never `--gpus`; a `/dev/shm` size of 0 is none.
+fn resources(settings: &Settings) -> Resources {
+    let cpu = settings.cpu.value.clone();
+    let memory = settings.memory.value.clone();
+    let shm = &settings.shm_size.value;
+    Resources {
+        compute: TaskResources {
+            cpu: cpu.clone(),
+            memory: memory.clone(),
+            gpus: settings.gpus.value,
+        },
+        ps: TaskResources {
+            cpu: settings.ps_cpu.value.clone().or(cpu),
+            memory: settings.ps_memory.value.clone().or(memory),
+            gpus: settings.ps_gpus.value,
+        },
+        gpu_resource: settings.gpu_resource.value.clone(),
+        shm_size: (shm != "0").then(|| shm.clone()),
     }
 }
 
@@ -129,6 +152,22 @@ pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
         (args.volcano_queue.is_some(), "--volcano-queue"),
     ]
     .into_iter()
+    .chain(resource_flags(&args.resources))
     .find_map(|(given, flag)| given.then_some(flag))
     .or_else(|| restart_flag(args))
+}
+
+/// The resource flags, each with whether it was given: pod resources, which `--local`
+/// cannot honour.
+fn resource_flags(r: &ResourceArgs) -> [(bool, &'static str); 8] {
+    [
+        (r.cpu.is_some(), "--cpu"),
+        (r.memory.is_some(), "--memory"),
+        (r.gpus.is_some(), "--gpus"),
+        (r.ps_cpu.is_some(), "--ps-cpu"),
+        (r.ps_memory.is_some(), "--ps-memory"),
+        (r.ps_gpus.is_some(), "--ps-gpus"),
+        (r.gpu_resource.is_some(), "--gpu-resource"),
+        (r.shm_size.is_some(), "--shm-size"),
+    ]
 }

@@ -21,6 +21,7 @@ use crate::cluster::connect::ConfigNamespace;
 use crate::cluster::retry::GIVE_UP;
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
+use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
 use crate::verdict::retryable::RestartOn;
 
@@ -139,6 +140,22 @@ settings! { |given|
     volume: Option<String> = built_in(None), parse::volume, "(none)";
     /// `--dir`: the directory shipped with the script, if any.
     dir: Option<PathBuf> = built_in(None), parse::path, "(none: the script alone)", anchored;
+    /// `--cpu`: CPUs of each chief, worker and evaluator; `None`: the template's.
+    cpu: Option<String> = built_in(None), parse::cpu, "(the template's)";
+    /// `--memory`: their memory; `None`: the template's.
+    memory: Option<String> = built_in(None), parse::memory, "(the template's)";
+    /// `--gpus`: their GPUs; `None`: the template's.
+    gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)";
+    /// `--ps-cpu`: each parameter server's CPUs; `None`: `--cpu`.
+    ps_cpu: Option<String> = built_in(None), parse::cpu, "(--cpu)";
+    /// `--ps-memory`: each parameter server's memory; `None`: `--memory`.
+    ps_memory: Option<String> = built_in(None), parse::memory, "(--memory)";
+    /// `--ps-gpus`: each parameter server's GPUs; `None`: the template's.
+    ps_gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)";
+    /// `--gpu-resource`: the extended resource `--gpus` counts.
+    gpu_resource: String = built_in(DEFAULT_GPU_RESOURCE.to_string()), parse::gpu_resource, "";
+    /// `--shm-size`: the memory-backed `/dev/shm` of each task with GPUs; `0`: none.
+    shm_size: String = built_in(DEFAULT_SHM_SIZE.to_string()), parse::shm_size, "";
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     tensorboard_image: Option<String> = built_in(None), parse::image,
         "(the run's image)";
@@ -406,6 +423,34 @@ mod tests {
             (true, Source::Flag)
         );
         assert_eq!(t.restarts.value, 2);
+    }
+
+    #[test]
+    fn resource_settings_come_from_the_flag_else_the_file_else_their_default() {
+        let t = load(
+            &["--cpu", "2", "config"],
+            "cpu: 8\nmemory: 16Gi\ngpus: 1\nshm_size: 0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (t.cpu.value.as_deref(), t.cpu.source),
+            (Some("2"), Source::Flag)
+        );
+        assert_eq!(
+            (t.memory.value.as_deref(), t.memory.source),
+            (Some("16Gi"), Source::File)
+        );
+        assert_eq!(t.gpus.value, Some(1), "a YAML number is its text");
+        assert_eq!(t.shm_size.value, "0");
+        assert_eq!(
+            (t.gpu_resource.value.as_str(), t.gpu_resource.source),
+            ("nvidia.com/gpu", Source::Default)
+        );
+        assert_eq!(t.ps_cpu.value, None);
+        assert_eq!(
+            load(&["config"], "memory: 16\n").unwrap_err(),
+            "config file /etc/tfs/c.yaml: key 'memory': \"16\" is 16 bytes; give a unit: 16Gi, 16Mi"
+        );
     }
 
     #[test]

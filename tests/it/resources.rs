@@ -83,7 +83,7 @@ fn a_quota_on_limits_says_which_container_sets_none() {
     );
     let out = env.spawn(&["-t", "lq", "-w", "2"]);
     out.failure(1).stderr_has(
-        "error: resource quota 'lim' in namespace 'default' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them",
+        "error: resource quota 'lim' in namespace 'default' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them: give --cpu and --memory (they set requests and limits); nothing was created",
     );
     assert_eq!(creates(&env), 0);
     let template = env.write("gpu.yaml", GPU_TEMPLATE);
@@ -262,4 +262,216 @@ fn a_gpu_task_gets_a_memory_backed_dev_shm_and_the_gpu_image() {
         !ps.to_string().contains("tf-spawner-shm"),
         "no GPU, no /dev/shm volume"
     );
+}
+
+/// The flags, as `--dry-run -o json` shows them: CPU and memory as requests and limits of
+/// each task's TF container, GPUs as limits, /dev/shm's size added to a GPU task's memory,
+/// the parameter servers their own (and --cpu/--memory where they have none), the GPU
+/// image on GPU tasks only.
+#[test]
+fn the_flags_set_each_roles_requests_and_limits_as_dry_run_shows() {
+    let env = Env::new();
+    let out = env.spawn(&[
+        "--dry-run",
+        "-o",
+        "json",
+        "-t",
+        "fl",
+        "--strategy",
+        "parameter-server",
+        "--ps",
+        "1",
+        "-w",
+        "2",
+        "--cpu",
+        "4",
+        "--memory",
+        "16Gi",
+        "--gpus",
+        "1",
+        "--ps-memory",
+        "8Gi",
+        "--shm-size",
+        "4Gi",
+    ]);
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let pod = |name: &str| {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["kind"] == "Pod" && o["metadata"]["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let worker = pod("fl-worker-1");
+    let tf = &worker["spec"]["containers"][0];
+    assert_eq!(
+        tf["resources"]["requests"],
+        json!({ "cpu": "4", "memory": "20Gi" })
+    );
+    assert_eq!(
+        tf["resources"]["limits"],
+        json!({ "cpu": "4", "memory": "20Gi", "nvidia.com/gpu": "1" })
+    );
+    assert_eq!(tf["image"], "tensorflow/tensorflow:2.15.0-gpu");
+    assert!(
+        worker["spec"]["volumes"]
+            .to_string()
+            .contains(r#""sizeLimit":"4Gi""#),
+        "{worker:#}"
+    );
+    let chief = pod("fl-chief-0");
+    assert_eq!(
+        chief["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "1"
+    );
+    let ps = &pod("fl-ps-0")["spec"]["containers"][0];
+    assert_eq!(
+        ps["resources"]["limits"],
+        json!({ "cpu": "4", "memory": "8Gi" })
+    );
+    assert_eq!(ps["image"], "tensorflow/tensorflow:2.15.0");
+}
+
+#[test]
+fn a_limits_quota_is_met_by_the_flags_and_a_gpu_quota_counts_gpus() {
+    let env = Env::new();
+    quota(
+        &env,
+        "lim",
+        json!({ "limits.cpu": "4", "limits.memory": "8Gi", "requests.nvidia.com/gpu": "2" }),
+    );
+    env.spawn(&["-t", "bare", "-w", "2"]).failure(1).stderr_has(
+        "the worker pods' container tensorflow does not set them: give --cpu and --memory (they set requests and limits); nothing was created",
+    );
+    env.spawn(&[
+        "-t",
+        "ps",
+        "-w",
+        "1",
+        "--ps",
+        "1",
+        "--strategy",
+        "parameter-server",
+        "--cpu",
+        "1",
+        "--memory",
+        "1Gi",
+        "--ps-cpu",
+        "500m",
+    ])
+    .success();
+    let out = env.spawn(&[
+        "-t",
+        "g",
+        "-w",
+        "3",
+        "--gpus",
+        "1",
+        "--cpu",
+        "500m",
+        "--memory",
+        "512Mi",
+        "--shm-size",
+        "0",
+    ]);
+    out.failure(1).stderr_has(
+        "resource quota 'lim' in namespace 'default' leaves too little for this run: requests.nvidia.com/gpu: the run needs 3, 2 left (2 hard, 0 used)",
+    );
+    assert_eq!(
+        env.server.list("pods", NS).len(),
+        3,
+        "the chief, ps and worker of 'ps', nothing of 'g'"
+    );
+    let q = env.server.get("resourcequotas", NS, "lim").unwrap();
+    assert_eq!(q["status"]["used"]["limits.cpu"], "2500m", "{q:#}");
+}
+
+#[test]
+fn bad_resource_values_are_usage_errors_naming_the_flag_or_the_key() {
+    let env = Env::new();
+    for (args, says) in [
+        (vec!["--memory", "16"], "give a unit: 16Gi, 16Mi"),
+        (vec!["--cpu", "0"], "is not a number of CPUs"),
+        (vec!["--gpus", "-1"], "--gpus"),
+        (
+            vec!["--gpu-resource", "gpu"],
+            "is not an extended resource name (DOMAIN/NAME: nvidia.com/gpu",
+        ),
+        (vec!["--shm-size", "lots"], "is not a size of at least 1Mi"),
+    ] {
+        let mut all = vec!["-t", "bad"];
+        all.extend(args);
+        env.spawn(&all).failure(2).stderr_has(says);
+    }
+    let file = env.write("config.yaml", "memory: 16\n");
+    let script = env.script();
+    let out = crate::support::run(env.cmd().env("TF_SPAWNER_CONFIG", &file).args([
+        "-t",
+        "bad",
+        script.to_str().unwrap(),
+    ]));
+    out.failure(2)
+        .stderr_has("key 'memory'")
+        .stderr_has("give a unit");
+    assert!(env.names(NS).is_empty());
+    let out = env.run(&["--local", "--cpu", "2", script.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    assert!(out.stderr.contains("--cpu"), "{out:#?}");
+}
+
+#[test]
+fn the_defaults_file_sets_them_and_config_shows_where_from() {
+    let env = Env::new();
+    let file = env.write(
+        "config.yaml",
+        "gpus: 2\ngpu_resource: amd.com/gpu\ncpu: 8\nshm_size: 0\n",
+    );
+    let script = env.script();
+    let run =
+        |args: &[&str]| crate::support::run(env.cmd().env("TF_SPAWNER_CONFIG", &file).args(args));
+    let out = run(&[
+        "--dry-run",
+        "-o",
+        "json",
+        "-t",
+        "df",
+        "-w",
+        "1",
+        "--cpu",
+        "2",
+        script.to_str().unwrap(),
+    ]);
+    out.success();
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    let pod = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Pod")
+        .unwrap();
+    let tf = &pod["spec"]["containers"][0];
+    assert_eq!(
+        tf["resources"]["limits"],
+        json!({ "cpu": "2", "amd.com/gpu": "2" }),
+        "the flag beats the file"
+    );
+    assert!(!pod.to_string().contains("tf-spawner-shm"), "shm_size: 0");
+    let config = run(&["config"]);
+    config.success();
+    let line = |key: &str| {
+        config
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("gpu_resource").contains("amd.com/gpu") && line("gpu_resource").contains("file"),
+        "{config:#?}"
+    );
+    assert!(line("ps_memory").contains("(--memory)"), "{config:#?}");
 }

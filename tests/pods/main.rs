@@ -10,6 +10,7 @@ mod after;
 mod env;
 mod failures;
 mod firsthour;
+mod gpus;
 mod lifecycle;
 mod nodes;
 mod outage;

@@ -162,8 +162,32 @@ async fn mnist_trains_on_two_pods_and_the_chief_saves_the_model() {
         "MNIST_NPZ=/data/mnist.npz\nMODEL_DIR=/data/model\nEPOCHS=2\n",
     );
     let t = tag("mnist");
-    let env_flag = ["-w", "2", "-e", env.to_str().unwrap()];
+    // Under a CPU and memory limit, as a quota on limits demands (docs/resources.md).
+    let env_flag = [
+        "-w",
+        "2",
+        "-e",
+        env.to_str().unwrap(),
+        "--cpu",
+        "500m",
+        "--memory",
+        "2Gi",
+    ];
     let logs = train(&c, &t, &template, &env_flag, "examples/mnist.py").await;
+    let pods = c.pods(&t).await;
+    assert_eq!(pods.len(), 2);
+    for pod in pods {
+        let limits = pod.spec.unwrap().containers[0]
+            .resources
+            .clone()
+            .unwrap()
+            .limits
+            .unwrap();
+        assert_eq!(
+            (limits["cpu"].0.as_str(), limits["memory"].0.as_str()),
+            ("500m", "2Gi")
+        );
+    }
 
     let mut trained = Vec::new();
     for worker in ["worker-0", "worker-1"] {

@@ -122,12 +122,11 @@ async fn a_gpu_quota_refuses_the_run_before_any_create() {
 }
 
 /// A quota on limits: the default template sets none, which is refused before any create,
-/// naming what to set; a template with limits is admitted and counted.
+/// naming the flags that set them; `--cpu` and `--memory` meet it, the parameter servers'
+/// own too, and the pods are counted.
 #[tokio::test]
-async fn a_limits_quota_names_what_to_set_and_admits_pods_that_set_it() {
-    let Some(real) =
-        Real::new("a_limits_quota_names_what_to_set_and_admits_pods_that_set_it").await
-    else {
+async fn a_limits_quota_names_the_flags_and_the_flags_meet_it() {
+    let Some(real) = Real::new("a_limits_quota_names_the_flags_and_the_flags_meet_it").await else {
         return;
     };
     let ns = real.namespace("quota-limits").await;
@@ -142,24 +141,66 @@ async fn a_limits_quota_names_what_to_set_and_admits_pods_that_set_it() {
     real.run(Cred::Admin, &["-n", &ns, "-t", "bare", "-w", "2", script.to_str().unwrap()])
         .await
         .failure(1)
-        .stderr_has(&format!("error: resource quota 'lim' in namespace '{ns}' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them"));
+        .stderr_has(&format!("error: resource quota 'lim' in namespace '{ns}' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them: give --cpu and --memory (they set requests and limits); nothing was created"));
     assert!(real.run_objects(&ns, "bare").await.is_empty());
-    let template = real.write("limits.yaml", GPU_TEMPLATE);
-    real.run(
-        Cred::Admin,
-        &[
-            "-n",
-            &ns,
-            "-t",
-            "set",
-            "-w",
-            "2",
-            "--pod-file",
-            template.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
+    let args = [
+        "-n",
+        &ns,
+        "-t",
+        "set",
+        "-w",
+        "2",
+        "--ps",
+        "1",
+        "--strategy",
+        "parameter-server",
+        "--cpu",
+        "500m",
+        "--memory",
+        "512Mi",
+        "--ps-cpu",
+        "250m",
+        script.to_str().unwrap(),
+    ];
+    real.run(Cred::Admin, &args).await.success();
+    // A chief and 2 workers of 500m, a parameter server of 250m.
+    assert_eq!(used(&real, &ns, "lim", "limits.cpu").await, "1750m");
+    assert_eq!(used(&real, &ns, "lim", "limits.memory").await, "2Gi");
+}
+
+/// `--gpus` against a GPU quota: refused before any create, and nothing left.
+#[tokio::test]
+async fn a_gpu_quota_refuses_a_gpus_run_before_any_create() {
+    let Some(real) = Real::new("a_gpu_quota_refuses_a_gpus_run_before_any_create").await else {
+        return;
+    };
+    let ns = real.namespace("quota-gpus").await;
+    quota(
+        &real,
+        &ns,
+        "gpus",
+        json!({ "requests.nvidia.com/gpu": "4" }),
     )
-    .await
-    .success();
-    assert_eq!(used(&real, &ns, "lim", "limits.cpu").await, "1");
+    .await;
+    let script = real.script();
+    let args = [
+        "-n",
+        &ns,
+        "-t",
+        "g",
+        "-w",
+        "4",
+        "--chief",
+        "--gpus",
+        "1",
+        script.to_str().unwrap(),
+    ];
+    real.run(Cred::Admin, &args).await.failure(1).stderr_has(&format!(
+        "error: resource quota 'gpus' in namespace '{ns}' leaves too little for this run: requests.nvidia.com/gpu: the run needs 5, 4 left (4 hard, 0 used); nothing was created"
+    ));
+    assert!(real.run_objects(&ns, "g").await.is_empty());
+    assert_eq!(
+        used(&real, &ns, "gpus", "requests.nvidia.com/gpu").await,
+        "0"
+    );
 }

@@ -89,7 +89,7 @@ fn a_quota_on_limits_demands_them_of_every_container() {
     );
     let err = check(std::slice::from_ref(&q), &run(2, tf), "ns").unwrap_err();
     assert!(
-        err.starts_with("resource quota 'q' in namespace 'ns' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them"),
+        err.starts_with("resource quota 'q' in namespace 'ns' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them: give --cpu and --memory (they set requests and limits); nothing was created"),
         "{err}"
     );
     let tf = container(
