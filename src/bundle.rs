@@ -500,6 +500,7 @@ mod tests {
             scheduling: Default::default(),
             volume: None,
             resources: Default::default(),
+            hardening: Default::default(),
         };
         let plan = build(&req).unwrap();
         let binary = plan.config_map.binary_data.as_ref().unwrap();

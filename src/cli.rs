@@ -468,6 +468,19 @@ pub struct SpawnArgs {
     #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub scheduler_name: Option<String>,
 
+    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
+    /// --volume claim made writable by the group; HOME a writable directory), as a
+    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
+    /// as the same user [default: the config file's run_as_user, else the image's user]
+    #[arg(long, value_parser = Flag(parse::uid), value_name = "UID")]
+    pub run_as_user: Option<i64>,
+
+    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
+    /// own tasks (every port), for namespaces that deny traffic by default [default:
+    /// the config file's network_policy, else false]
+    #[arg(long)]
+    pub network_policy: bool,
+
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
     /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it

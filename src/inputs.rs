@@ -52,6 +52,8 @@ pub struct SpawnOptions {
     /// `--cpu`, `--memory`, `--gpus`… (docs/resources.md), each checked by its parser
     /// (`settings/parse.rs`).
     pub resources: crate::plan::Resources,
+    /// `--run-as-user`, `--network-policy`.
+    pub hardening: crate::plan::security::Hardening,
 }
 
 pub async fn spawn_request(
@@ -113,6 +115,7 @@ pub async fn spawn_request(
         scheduling,
         volume,
         resources: args.resources.clone(),
+        hardening: args.hardening,
     })
 }
 

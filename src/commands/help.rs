@@ -29,6 +29,8 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("gang", Some(SHARED)),
     ("volcano_queue", Some(SHARED)),
     ("scheduler_name", Some(SHARED)),
+    ("run_as_user", Some(SHARED)),
+    ("network_policy", Some(SHARED)),
     ("chief_pod_file", Some(ROLES)),
     ("ps_pod_file", Some(ROLES)),
     ("evaluator_pod_file", Some(ROLES)),

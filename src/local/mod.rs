@@ -680,6 +680,7 @@ mod tests {
             scheduling: Default::default(),
             volume: None,
             resources: Default::default(),
+            hardening: Default::default(),
         }
     }
 

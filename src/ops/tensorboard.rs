@@ -55,8 +55,9 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
     let served = tokio::select! {
         r = serve(cluster, &name, listener, board.timeout) => r,
         r = heartbeat(cluster, &name, &uid, &me) => r,
+        // The way a session ends, as Ctrl-C ends `kubectl port-forward`: exit 0.
         code = stop.requested() => {
-            output::note(&format!("stopped (signal, exit code {code})"));
+            output::note(&format!("tensorboard ended by {}", signals::asked_by(code)));
             Ok(())
         }
     };
@@ -328,8 +329,9 @@ pub(crate) async fn local(dir: PathBuf, port: Option<u16>) -> Result<()> {
                 anyhow::bail!("tensorboard exited with {status}");
             }
         }
-        _ = signals::stop_requested() => {
+        code = signals::stop_requested() => {
             let _ = child.kill().await;
+            output::note(&format!("tensorboard ended by {}", signals::asked_by(code)));
         }
     }
     Ok(())

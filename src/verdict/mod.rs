@@ -337,6 +337,11 @@ impl Tracker {
         })
     }
 
+    /// The run's tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }
@@ -449,8 +454,14 @@ impl Tracker {
             }
             _ if state == State::Pending && self.cannot_start(v) => {
                 let mut reason = v.waiting.clone().expect("cannot_start implies a reason");
+                // A kubelet of 1.26 or later says the pull error in the back-off's own
+                // message (`Back-off pulling image "x": ErrImagePull: …`): said once.
                 if reason.reason == BACK_OFF
                     && let Some(pull_error) = self.pull_error_messages.get(&v.name)
+                    && !reason
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains(pull_error.as_str()))
                 {
                     let back_off = reason.message.take().unwrap_or_default();
                     reason.message = Some(format!("{back_off} (last pull error: {pull_error})"));

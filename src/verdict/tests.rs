@@ -384,6 +384,32 @@ fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
     );
 }
 
+/// A kubelet of 1.26 or later (seen on the v1.36 node) puts the pull error in the
+/// back-off's message itself: the verdict says it once, not twice.
+#[test]
+fn a_back_off_that_names_its_pull_error_says_it_once() {
+    let image = "tf-spawner.local/nope:1";
+    let error = format!("failed to pull and unpack image \"{image}\": no such host");
+    let mut t = tracker(
+        vec![waiting(pod("worker-0", "Pending"), "ErrImagePull", &error)],
+        false,
+    );
+    let back_off = format!("Back-off pulling image \"{image}\": ErrImagePull: {error}");
+    t.update(view(waiting(
+        pod("worker-0", "Pending"),
+        "ImagePullBackOff",
+        &back_off,
+    )));
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("an image that cannot be pulled fails the run")
+    };
+    assert_eq!(
+        f.to_string(),
+        format!("pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off}")
+    );
+    assert_eq!(f.to_string().matches("no such host").count(), 1);
+}
+
 #[test]
 fn summary_counts_per_role_in_role_order() {
     let t = tracker(
