@@ -17,10 +17,9 @@ use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
 pub mod retryable;
-mod start;
+pub mod start;
 
-pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State};
-pub use start::describe_holdups;
+pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State, one_line};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";
@@ -678,11 +677,6 @@ fn failure_reason(f: &Failure) -> Reason {
             message: None,
         },
     }
-}
-
-/// Joins a multi-line message into one line.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
     ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
@@ -490,4 +489,9 @@ fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64
         );
     }
     (None, None)
+}
+
+/// Joins a multi-line message into one line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
