@@ -146,6 +146,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         finished_at: None,
         terminating: false,
         attempt: 0,
+        node_lost: None,
         stopped_at: None,
     }
 }

@@ -145,6 +145,8 @@ settings! { |given|
     priority_class: Option<String> = built_in(None), parse::name, "(none)", shared;
     /// `--deadline`, if any.
     deadline: Option<Duration> = built_in(None), parse::deadline, "(none)", shared;
+    /// `--node-lost-after`, if any: the pods' toleration of a lost node.
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)", shared;
     /// `--gang`, if any.
     gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)", shared;
     /// `--scheduler-name`, if any.
