@@ -20,9 +20,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let SpawnArgs {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
-        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
-        run_as_user: _, network_policy: _,
+        workers: _, port: _, pod_file: _, image: _, volume: _, dir: _, resources: _,
+        // The table's `shared` settings: into `Scheduling` and `Hardening` below.
+        deadline: _, node_lost_after: _, priority_class: _, queue: _, gang: _,
+        volcano_queue: _, scheduler_name: _, run_as_user: _, network_policy: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
