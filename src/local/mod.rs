@@ -147,6 +147,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         terminating: false,
         attempt: 0,
         stopped_at: None,
+        sidecar_running: false,
     }
 }
 

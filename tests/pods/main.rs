@@ -15,6 +15,7 @@ mod lifecycle;
 mod outage;
 mod restart;
 mod run;
+mod sidecar;
 mod stop;
 mod streams;
 mod support;
