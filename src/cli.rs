@@ -426,6 +426,14 @@ pub struct SpawnArgs {
     #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
     pub deadline: Option<Duration>,
 
+    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
+    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
+    /// this long, then the cluster evicts them; the run fails as "lost with its node",
+    /// which wait --restarts retries on another node [default: the config file's
+    /// node_lost_after, else the cluster's, 5m]
+    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
+    pub node_lost_after: Option<Duration>,
+
     /// The PriorityClass of every pod (priorityClassName)
     #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub priority_class: Option<String>,

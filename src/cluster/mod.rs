@@ -233,12 +233,25 @@ impl Cluster {
 
     /// Deletes one object if it is still the one with `uid`; a missing object is fine.
     pub async fn delete_exact<K: RunObject>(&self, name: &str, uid: &str) -> Result<(), CallError> {
+        self.delete_exact_within::<K>(name, uid, None).await
+    }
+
+    /// [`Cluster::delete_exact`] with a grace period; `Some(0)` removes the object from
+    /// the API at once, without its kubelet's confirmation (a force deletion: for pods
+    /// whose node stopped reporting, which nobody can confirm).
+    pub async fn delete_exact_within<K: RunObject>(
+        &self,
+        name: &str,
+        uid: &str,
+        grace_seconds: Option<u32>,
+    ) -> Result<(), CallError> {
         let api = self.api::<K>();
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(uid.to_string()),
                 resource_version: None,
             }),
+            grace_period_seconds: grace_seconds,
             ..DeleteParams::default()
         };
         match retry(&self.policy, || api.delete(name, &params), Plain).await {

@@ -23,6 +23,7 @@ const GLOBAL: &str = "Global options (any command, before or after it)";
 /// the spawn options).
 const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("deadline", Some(SHARED)),
+    ("node_lost_after", Some(SHARED)),
     ("priority_class", Some(SHARED)),
     ("queue", Some(SHARED)),
     ("gang", Some(SHARED)),

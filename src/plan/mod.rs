@@ -7,7 +7,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
     EnvFromSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, Pod, PodSpec, Secret,
-    SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    SecretEnvSource, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -141,6 +141,9 @@ impl OutputVolume {
 pub struct Scheduling {
     /// `--deadline`: every pod's `activeDeadlineSeconds`.
     pub deadline_seconds: Option<i64>,
+    /// `--node-lost-after`: every pod tolerates its node being not ready or unreachable
+    /// this long (`tolerationSeconds` of [`NODE_LOST_TAINTS`], NoExecute).
+    pub node_lost_after_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
     /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
@@ -623,10 +626,37 @@ fn mount_inside_ours(template: &Pod) -> Option<String> {
     })
 }
 
-/// `--deadline`, the gang's scheduler and `--priority-class` on a pod.
+/// The taints the node-lifecycle controller puts on a node that stopped reporting
+/// (`Ready` False: not-ready; `Unknown`: unreachable); the taint manager evicts the pods
+/// that do not tolerate them (NoExecute), after their `tolerationSeconds`. Without one
+/// of ours, the DefaultTolerationSeconds admission plugin gives every pod 300 s of each.
+pub const NODE_LOST_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// `--deadline`, `--node-lost-after`, the gang's scheduler and `--priority-class` on a pod.
 fn set_scheduling(scheduling: &Scheduling, spec: &mut PodSpec) {
     if let Some(seconds) = scheduling.deadline_seconds {
         spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(seconds) = scheduling.node_lost_after_seconds {
+        // Replacing the template's own tolerations of those taints that evict (NoExecute,
+        // or every effect): the longest toleration would win.
+        let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+        tolerations.retain(|t| {
+            !t.key
+                .as_deref()
+                .is_some_and(|k| NODE_LOST_TAINTS.contains(&k))
+                || t.effect.as_deref().is_some_and(|e| e != "NoExecute")
+        });
+        tolerations.extend(NODE_LOST_TAINTS.iter().map(|key| Toleration {
+            key: Some(key.to_string()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(seconds),
+            ..Toleration::default()
+        }));
     }
     if let Some(name) = scheduling.scheduler_name() {
         spec.scheduler_name = Some(name);

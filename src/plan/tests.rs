@@ -215,6 +215,50 @@ fn deadline_and_priority_class_match_the_fixture() {
 }
 
 #[test]
+fn node_lost_after_replaces_the_templates_evicting_tolerations_of_a_lost_node() {
+    let mut req = request(Roles::workers(1).unwrap());
+    let spec = req
+        .templates
+        .worker
+        .spec
+        .get_or_insert_with(Default::default);
+    spec.tolerations = Some(
+        serde_json::from_value(serde_json::json!([
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 900},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]))
+        .unwrap(),
+    );
+    req.scheduling.node_lost_after_seconds = Some(45);
+    let plan = build(&req).unwrap();
+    let pod = plan.pods.iter().next().unwrap();
+    let tolerations = serde_json::to_value(pod.spec.unwrap().tolerations.unwrap()).unwrap();
+    assert_eq!(
+        tolerations,
+        serde_json::json!([
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 45},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 45}
+        ])
+    );
+    // Without the flag the pods are the template's: the cluster's defaults apply.
+    req.scheduling.node_lost_after_seconds = None;
+    let plan = build(&req).unwrap();
+    let kept = plan
+        .pods
+        .iter()
+        .next()
+        .unwrap()
+        .spec
+        .unwrap()
+        .tolerations
+        .unwrap();
+    assert_eq!(kept.len(), 3);
+}
+
+#[test]
 fn two_workers_match_the_fixture() {
     let plan = build(&request(Roles::workers(2).unwrap())).unwrap();
     insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());

@@ -20,7 +20,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let SpawnArgs {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, deadline: _, priority_class: _, queue: _,
+        workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
         gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
         run_as_user: _, network_policy: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
@@ -96,6 +96,10 @@ fn scheduling(settings: &Settings) -> Scheduling {
             .deadline
             .value
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        node_lost_after_seconds: settings
+            .node_lost_after
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         priority_class: settings.priority_class.value.clone(),
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
@@ -145,6 +149,7 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
 pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     [
         (args.deadline.is_some(), "--deadline"),
+        (args.node_lost_after.is_some(), "--node-lost-after"),
         (args.start_timeout.is_some(), "--start-timeout"),
         (args.priority_class.is_some(), "--priority-class"),
         (args.queue.is_some(), "--queue"),

@@ -116,6 +116,8 @@ settings! { |given|
     priority_class: Option<String> = built_in(None), parse::name, "(none)";
     /// `--deadline`, if any.
     deadline: Option<Duration> = built_in(None), parse::deadline, "(none)";
+    /// `--node-lost-after`, if any: the pods' toleration of a lost node.
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)";
     /// `--gang`, if any.
     gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)";
     /// `--scheduler-name`, if any.
