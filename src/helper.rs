@@ -378,6 +378,38 @@ mod tests {
     }
 
     #[test]
+    fn a_helper_runs_as_the_run_s_user_and_reads_its_group_s_files() {
+        let v = volume();
+        let run = PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(1000),
+            run_as_group: Some(1000),
+            fs_group: Some(1000),
+            ..PodSecurityContext::default()
+        };
+        let pod = pod(&HelperSpec {
+            helper: Helper::Cp,
+            name: "demo-cp-x".into(),
+            tag: "demo",
+            namespace: "ns",
+            image: "tf".into(),
+            volume: &v,
+            node: None,
+            security: Some(run),
+        });
+        let json = serde_json::to_value(&pod).unwrap();
+        let sc = &json["spec"]["securityContext"];
+        assert_eq!(sc["runAsNonRoot"], true);
+        assert_eq!(sc["runAsUser"], 1000);
+        assert_eq!(sc["runAsGroup"], 1000);
+        assert_eq!(sc["supplementalGroups"], serde_json::json!([1000]));
+        assert!(sc.get("fsGroup").is_none(), "no second chown of the volume");
+        assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
+        let c = &json["spec"]["containers"][0]["securityContext"];
+        assert_eq!(c["allowPrivilegeEscalation"], false);
+    }
+
+    #[test]
     fn only_many_modes_let_pods_on_several_nodes_share_a_claim() {
         let modes = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(one_node_only(&modes(&["ReadWriteOnce"])));

@@ -15,7 +15,9 @@ use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
 use crate::trainlog::{Training, show};
-use crate::verdict::{PodView, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line};
+use crate::verdict::{
+    NODE_LOST, PodView, Reason, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line,
+};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -107,6 +109,9 @@ pub struct PodJson {
     pub events: Vec<EventJson>,
     /// The attempt the pod belongs to (its `tf-spawner/attempt` label; 0 without one).
     pub attempt: u32,
+    /// When its node was found to have stopped reporting (RFC 3339; `reason` is then
+    /// NodeLost), else null.
+    pub node_lost_since: Option<String>,
     /// Stopped by tf-spawner after the run's verdict (it ends, or has ended, by its
     /// lowered `activeDeadlineSeconds`; its log is kept).
     pub stopped: bool,
@@ -169,9 +174,28 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     Ok(())
 }
 
+/// `NodeLost: node N not ready since T (it stopped reporting)` for a pod whose node
+/// stopped reporting and that has not ended (as far as the API knows).
+fn lost(v: &PodView) -> Option<Reason> {
+    let since = v.node_lost?;
+    let when = match since {
+        0 => String::new(),
+        t => format!(" since {}", crate::duration::clock(t)),
+    };
+    Some(Reason {
+        reason: NODE_LOST.into(),
+        message: Some(format!(
+            "node {} not ready{when} (it stopped reporting)",
+            v.node.as_deref().unwrap_or("?")
+        )),
+    })
+}
+
 /// What `reason` and `message` say for one pod (see [`PodJson`]).
 fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
-    if let Some(r) = v.decisive_reason() {
+    if let Some(r) = lost(v) {
+        (Some(r.reason), r.message)
+    } else if let Some(r) = v.decisive_reason() {
         (Some(r.reason.clone()), r.message.clone())
     } else if let Some(exit) = &v.last_exit {
         (exit.reason.clone(), exit.message.clone())
@@ -247,6 +271,7 @@ pub fn to_json(
                         .get(&v.name)
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
+                    node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
                     stopped: v.stopped_at.is_some(),
                     never_started: never,
                 }
@@ -371,6 +396,7 @@ pub fn render(
                 v.shown_phase().as_str()
             };
             let phase = match (&v.waiting, v.decisive_reason()) {
+                _ if v.node_lost.is_some() => format!("{shown} ({NODE_LOST})"),
                 _ if v.queued => match &v.queue {
                     Some(q) => format!("{shown} (queued in {q})"),
                     None => format!("{shown} (queued)"),
@@ -419,6 +445,9 @@ pub fn render(
     }
     let mut out = output::table(&header, &rows);
     for v in &pods {
+        if let Some(r) = lost(v) {
+            out.push_str(&format!("{}: {}\n", v.label(), one_line(&r.to_string())));
+        }
         // A gate says nothing new; a gang scheduler's reason does.
         if v.terminated.is_none()
             && let Some(w) = &v.waiting
@@ -625,6 +654,7 @@ mod tests {
                 "name",
                 "never_started",
                 "node",
+                "node_lost_since",
                 "phase",
                 "queue",
                 "queued",

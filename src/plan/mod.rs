@@ -7,8 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
     EnvFromSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, Pod, PodSpec, Secret,
-    SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    SecretEnvSource, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -18,9 +19,10 @@ use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL,
     ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION,
     KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
-    NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
-    RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION,
-    config_map_name, kueue_group_name, pod_group_name, secret_name,
+    NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
+    POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name,
+    network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -69,6 +71,8 @@ pub struct SpawnRequest {
     pub scheduling: Scheduling,
     /// `--volume`: a claim mounted into every task.
     pub volume: Option<OutputVolume>,
+    /// `--run-as-user`, `--network-policy`.
+    pub hardening: security::Hardening,
     /// What each task asks of its node (docs/resources.md).
     pub resources: Resources,
 }
@@ -137,6 +141,9 @@ impl OutputVolume {
 pub struct Scheduling {
     /// `--deadline`: every pod's `activeDeadlineSeconds`.
     pub deadline_seconds: Option<i64>,
+    /// `--node-lost-after`: every pod tolerates its node being not ready or unreachable
+    /// this long (`tolerationSeconds` of [`NODE_LOST_TAINTS`], NoExecute).
+    pub node_lost_after_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
     /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
@@ -196,6 +203,8 @@ pub struct Plan {
     pub pods: Pods,
     /// `--volume`: checked (the claim exists) before anything is created.
     pub volume: Option<OutputVolume>,
+    /// `--network-policy`: created after the config, before the services and pods.
+    pub network_policy: Option<NetworkPolicy>,
 }
 
 /// The run's pods, built when asked for, one at a time: a spawn only needs the pods in
@@ -300,6 +309,10 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         .scheduling
         .gang
         .map(|gang| gang_pod_group(req, &pods, gang));
+    let network_policy = req.hardening.network_policy.then(|| {
+        let name = network_policy_name(&req.tag);
+        network::network_policy(&req.tag, meta(req, name, run_labels(&req.tag)))
+    });
     Ok(Plan {
         tag: req.tag.clone(),
         namespace: req.namespace.clone(),
@@ -312,6 +325,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         services,
         pods,
         volume: req.volume.clone(),
+        network_policy,
     })
 }
 
@@ -425,27 +439,44 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
         binary_data.insert(DIR_KEY.to_string(), ByteString(bundle.archive.clone()));
     }
     let mut metadata = meta(req, config_map_name(&req.tag), run_labels(&req.tag));
-    let secret = if req.env.is_empty() {
-        NO_ENV_SECRET.to_string()
-    } else {
-        secret_name(&req.tag)
-    };
-    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
-    annotations.insert(ENV_SECRET_ANNOTATION.to_string(), secret);
-    // The run's tasks, for `list` and `status` once its pods are gone (cluster/record.rs).
-    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
-    if let Some(gang) = req.scheduling.gang {
-        annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
-    }
-    if let Some(volume) = &req.volume {
-        annotations.insert(VOLUME_ANNOTATION.to_string(), volume.annotation());
-    }
+    metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .extend(record_annotations(req, cluster));
     Ok(ConfigMap {
         metadata,
         data: (!data.is_empty()).then_some(data),
         binary_data: (!binary_data.is_empty()).then_some(binary_data),
         ..ConfigMap::default()
     })
+}
+
+/// What the run's ConfigMap records of it for the verbs that come later: its env
+/// Secret (or none), its tasks (for `list` and `status` once its pods are gone,
+/// cluster/record.rs), its gang, volume and NetworkPolicy (what `-d` deletes).
+fn record_annotations(req: &SpawnRequest, cluster: &ClusterSpec) -> BTreeMap<String, String> {
+    let secret = if req.env.is_empty() {
+        NO_ENV_SECRET.to_string()
+    } else {
+        secret_name(&req.tag)
+    };
+    let mut annotations = BTreeMap::from([
+        (ENV_SECRET_ANNOTATION.to_string(), secret),
+        (CLUSTER_ANNOTATION.to_string(), cluster.sizes()),
+    ]);
+    if let Some(gang) = req.scheduling.gang {
+        annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
+    }
+    if let Some(volume) = &req.volume {
+        annotations.insert(VOLUME_ANNOTATION.to_string(), volume.annotation());
+    }
+    if req.hardening.network_policy {
+        annotations.insert(
+            NETWORK_POLICY_ANNOTATION.to_string(),
+            network_policy_name(&req.tag),
+        );
+    }
+    annotations
 }
 
 fn env_secret(req: &SpawnRequest) -> Secret {
@@ -509,6 +540,10 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
     if let Some(volume) = &req.volume {
         mount_output_volume(volume, &mut spec, at);
+    }
+    if let Some(uid) = req.hardening.run_as_user {
+        security::run_as(&mut spec, uid);
+        security::writable_home(&mut spec, at);
     }
     Pod {
         metadata,
@@ -602,10 +637,37 @@ fn mount_inside_ours(template: &Pod) -> Option<String> {
     })
 }
 
-/// `--deadline`, the gang's scheduler and `--priority-class` on a pod.
+/// The taints the node-lifecycle controller puts on a node that stopped reporting
+/// (`Ready` False: not-ready; `Unknown`: unreachable); the taint manager evicts the pods
+/// that do not tolerate them (NoExecute), after their `tolerationSeconds`. Without one
+/// of ours, the DefaultTolerationSeconds admission plugin gives every pod 300 s of each.
+pub const NODE_LOST_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// `--deadline`, `--node-lost-after`, the gang's scheduler and `--priority-class` on a pod.
 fn set_scheduling(scheduling: &Scheduling, spec: &mut PodSpec) {
     if let Some(seconds) = scheduling.deadline_seconds {
         spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(seconds) = scheduling.node_lost_after_seconds {
+        // Replacing the template's own tolerations of those taints that evict (NoExecute,
+        // or every effect): the longest toleration would win.
+        let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+        tolerations.retain(|t| {
+            !t.key
+                .as_deref()
+                .is_some_and(|k| NODE_LOST_TAINTS.contains(&k))
+                || t.effect.as_deref().is_some_and(|e| e != "NoExecute")
+        });
+        tolerations.extend(NODE_LOST_TAINTS.iter().map(|key| Toleration {
+            key: Some(key.to_string()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(seconds),
+            ..Toleration::default()
+        }));
     }
     if let Some(name) = scheduling.scheduler_name() {
         spec.scheduler_name = Some(name);
@@ -687,6 +749,13 @@ fn set_up_tf_container(
     c.args = (!req.script_args.is_empty())
         .then(|| req.script_args.iter().map(|a| kubelet_literal(a)).collect());
 
+    set_tf_env(req, cluster, task, c);
+    set_port_and_mounts(req, c);
+}
+
+/// The TF container's variables: the cluster (from the run's ConfigMap), `TF_CONFIG`
+/// and the task's, the task defaults, the `-e` Secret, the attempt.
+fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
     // The cluster comes from the run's ConfigMap; TF_CONFIG refers to it after it (the
@@ -739,7 +808,10 @@ fn set_up_tf_container(
 
     // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart.rs).
     env_value(c, ATTEMPT_VAR, "0");
+}
 
+/// The TF container's port, the script's mount and, with `--dir`, the work directory's.
+fn set_port_and_mounts(req: &SpawnRequest, c: &mut Container) {
     let port = i32::from(req.port);
     let ports = c.ports.get_or_insert_with(Vec::new);
     ports.retain(|p| p.container_port != port && p.name.as_deref() != Some(PORT_NAME));
@@ -810,6 +882,7 @@ fn env_value(c: &mut Container, name: &str, value: &str) {
     });
 }
 
+pub mod network;
 pub mod security;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use crate::cli::{ResourceArgs, RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
+use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
 
@@ -19,8 +20,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let SpawnArgs {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, deadline: _, priority_class: _, queue: _,
-        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
+        workers: _, port: _, pod_file: _, image: _, volume: _, dir: _, resources: _,
+        // The table's `shared` settings: into `Scheduling` and `Hardening` below.
+        deadline: _, node_lost_after: _, priority_class: _, queue: _, gang: _,
+        volcano_queue: _, scheduler_name: _, run_as_user: _, network_policy: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
@@ -57,6 +60,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script_args: script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+        hardening: Hardening {
+            run_as_user: settings.run_as_user.value,
+            network_policy: settings.network_policy.value,
+        },
         resources: resources(settings),
     }
 }
@@ -88,6 +95,10 @@ fn scheduling(settings: &Settings) -> Scheduling {
     Scheduling {
         deadline_seconds: settings
             .deadline
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        node_lost_after_seconds: settings
+            .node_lost_after
             .value
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         priority_class: settings.priority_class.value.clone(),
@@ -135,21 +146,16 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
     .find_map(|(given, flag)| given.then_some(flag))
 }
 
-/// The first shared-cluster flag given, which `--local` cannot honour.
-pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
-    [
-        (args.deadline.is_some(), "--deadline"),
-        (args.start_timeout.is_some(), "--start-timeout"),
-        (args.priority_class.is_some(), "--priority-class"),
-        (args.queue.is_some(), "--queue"),
-        (args.gang.is_some(), "--gang"),
-        (args.scheduler_name.is_some(), "--scheduler-name"),
-        (args.volcano_queue.is_some(), "--volcano-queue"),
-    ]
-    .into_iter()
-    .chain(resource_flags(&args.resources))
-    .find_map(|(given, flag)| given.then_some(flag))
-    .or_else(|| restart_flag(args))
+/// The first flag given that `--local` cannot honour: a shared cluster's (the table's
+/// `shared` settings), `--start-timeout`, a resource flag, a restart flag.
+pub(crate) fn cluster_only_flag(settings: &Settings, args: &SpawnArgs) -> Option<String> {
+    settings.shared_flag_given().or_else(|| {
+        std::iter::once((args.start_timeout.is_some(), "--start-timeout"))
+            .chain(resource_flags(&args.resources))
+            .find_map(|(given, flag)| given.then_some(flag))
+            .or_else(|| restart_flag(args))
+            .map(str::to_string)
+    })
 }
 
 /// The resource flags, each with whether it was given: pod resources, which `--local`

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
     RESTARTED_FOR_ANNOTATION, ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER,
@@ -125,12 +124,18 @@ pub struct PodView {
     pub terminating: bool,
     /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
     pub attempt: u32,
+    /// Its node stopped reporting: the node-lifecycle controller marked the pod not ready
+    /// (see [`node_lost_since`]); `Some(when)`, seconds since the epoch (0 if unsaid).
+    pub node_lost: Option<i64>,
     /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
     /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
     pub stopped_at: Option<i64>,
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`]).
     pub restarted_for: Option<String>,
+    /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
+    /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
+    pub sidecar_running: bool,
 }
 
 impl PodView {
@@ -163,6 +168,11 @@ impl PodView {
                 .map(exit_of)
         });
         let (started_at, finished_at) = container_times(tf_status);
+        let sidecar_running = !matches!(phase, Phase::Succeeded | Phase::Failed)
+            && statuses.iter().any(|s| {
+                Some(&s.name) != container.as_ref()
+                    && s.state.as_ref().is_none_or(|st| st.terminated.is_none())
+            });
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
@@ -202,6 +212,7 @@ impl PodView {
             finished_at,
             terminating: meta.deletion_timestamp.is_some(),
             attempt: attempt_of(meta),
+            node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
             stopped_at: meta
                 .annotations
                 .as_ref()
@@ -213,6 +224,7 @@ impl PodView {
                 .as_ref()
                 .and_then(|a| a.get(RESTARTED_FOR_ANNOTATION))
                 .cloned(),
+            sidecar_running,
         }
     }
 
@@ -231,6 +243,12 @@ impl PodView {
         if stopped { State::Stopped } else { own }
     }
 
+    /// Something of the pod still runs: its task, or a container beside it (a sidecar)
+    /// after the task ended. What a stop after the verdict ends.
+    pub fn still_running(&self) -> bool {
+        !self.state().finished() || self.sidecar_running
+    }
+
     /// Being stopped by tf-spawner: stopped, and not ended yet.
     pub fn stopping(&self) -> bool {
         self.stopped_at.is_some() && !self.state().finished()
@@ -238,10 +256,9 @@ impl PodView {
 
     fn own_state(&self) -> State {
         match self.phase {
-            Phase::Failed => State::Failed,
-            Phase::Succeeded => State::Succeeded,
             // The TF container has ended and will not restart: its exit code decides,
-            // even if a sidecar keeps the pod Running.
+            // even if a sidecar keeps the pod Running, or made it Failed (a sidecar
+            // stopped after the verdict, by its deadline).
             _ if self.restart_never && self.terminated.is_some() => {
                 if self.terminated.as_ref().is_some_and(|t| t.code == 0) {
                     State::Succeeded
@@ -249,18 +266,20 @@ impl PodView {
                     State::Failed
                 }
             }
+            Phase::Failed => State::Failed,
+            Phase::Succeeded => State::Succeeded,
             Phase::Running => State::Running,
             Phase::Pending | Phase::Unknown => State::Pending,
         }
     }
 
     /// The phase a table shows: the API's, except for a pod whose TF container has ended
-    /// for good while the pod is still `Running`: it is shown `Succeeded` or `Failed` by
-    /// that exit. A kubelet of 1.27 or later writes the pod's terminal phase only once it
+    /// for good while the pod is still `Running` (or was made `Failed` by a sidecar's
+    /// stop): it is shown `Succeeded` or `Failed` by that exit. A kubelet of 1.27 or later writes the pod's terminal phase only once it
     /// has torn the pod down, seconds after the container ended; v1.20's wrote both at once.
     pub fn shown_phase(&self) -> Phase {
         match (self.phase, self.state()) {
-            (Phase::Running | Phase::Pending, State::Succeeded) => Phase::Succeeded,
+            (Phase::Running | Phase::Pending | Phase::Failed, State::Succeeded) => Phase::Succeeded,
             (Phase::Running | Phase::Pending, State::Failed | State::Stopped) => Phase::Failed,
             (phase, _) => phase,
         }
@@ -346,6 +365,33 @@ fn removal(pod: &Pod) -> Option<Reason> {
     });
     disruption.or(evicted).or(deleted)
 }
+
+/// When the node-lifecycle controller marked the pod not ready because its node stopped
+/// reporting: the pod's `Ready` condition False (or Unknown) while `ContainersReady` is still
+/// True. The kubelet never writes that pair (its `Ready` is `ContainersReady` and the
+/// readiness gates, whose failure says `ReadinessGatesNotReady`); the controller flips
+/// `Ready` alone when the node goes `NotReady`/`Unknown` (`MarkPodsNotReady` in
+/// kubernetes' pkg/controller/util/node/controller_utils.go), the same on v1.20 and v1.36.
+/// The time is that condition's `lastTransitionTime` (0 if it has none).
+fn node_lost_since(status: Option<&PodStatus>) -> Option<i64> {
+    let conditions = status?.conditions.as_deref()?;
+    let find = |kind: &str| conditions.iter().find(|c| c.type_ == kind);
+    let ready = find("Ready")?;
+    let containers_ready = find("ContainersReady")?;
+    (ready.status != "True"
+        && containers_ready.status == "True"
+        && ready.reason.as_deref() != Some("ReadinessGatesNotReady"))
+    .then(|| {
+        ready
+            .last_transition_time
+            .as_ref()
+            .map_or(0, |t| t.0.as_second())
+    })
+}
+
+/// [`crate::verdict::FailureKind::Removed`]'s reason for a task lost with its node, and
+/// the summary's reason for a task on a node that stopped reporting.
+pub const NODE_LOST: &str = "NodeLost";
 
 /// The pod condition (1.26+) saying the pod is about to go for a reason outside it.
 const DISRUPTION_TARGET: &str = "DisruptionTarget";
@@ -467,4 +513,9 @@ fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64
         );
     }
     (None, None)
+}
+
+/// Joins a multi-line message into one line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
