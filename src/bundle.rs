@@ -60,6 +60,70 @@ pub async fn pack(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
 
 fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     let shown = shown_path(dir);
+    let (root, script_rel) = root_and_script(dir, script, &shown)?;
+    let root_dir =
+        std::fs::File::open(&root).with_context(|| format!("--dir {shown}: cannot be read"))?;
+    let mut tar = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::default()));
+    let (mut read, mut files, mut biggest) = (0u64, 0usize, (0u64, PathBuf::new()));
+    let mut shipped_script = false;
+    for entry in walk(&root) {
+        let entry = entry.map_err(|e| UsageError::new(format!("--dir {shown}: {e}")))?;
+        if !entry.file_type().is_some_and(|k| k.is_file()) {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+        let unshipped = |why| {
+            anyhow!(
+                "--dir {shown}: {} {why}; nothing was shipped",
+                rel.display()
+            )
+        };
+        let file = open_walked(&root_dir, rel, entry.ino()).map_err(unshipped)?;
+        let len = file.len;
+        read = read.saturating_add(len);
+        if len > biggest.0 {
+            biggest = (len, rel.to_path_buf());
+        }
+        let over = |what: String| too_big(&shown, what, &biggest.1, biggest.0, limit);
+        if read > MAX_INPUT_BYTES {
+            return Err(over(format!("more than {MAX_INPUT_BYTES} bytes of files")).into());
+        }
+        append_exactly(&mut tar, rel, file).map_err(unshipped)?;
+        files = files.saturating_add(1);
+        shipped_script |= slash_path(rel).is_some_and(|p| p == script_rel);
+        if tar.get_ref().get_ref().len() > limit {
+            return Err(over(format!("more than {limit} bytes compressed")).into());
+        }
+    }
+    if !shipped_script {
+        return Err(UsageError::new(format!(
+            "the training script {} is excluded from --dir {shown} (hidden, or in .gitignore or {IGNORE_FILE})",
+            shown_path(script)
+        ))
+        .into());
+    }
+    let archive = finish(tar)?;
+    if archive.len() > limit {
+        let size = format!("{} bytes compressed", archive.len());
+        return Err(too_big(&shown, size, &biggest.1, biggest.0, limit).into());
+    }
+    Ok(Bundle {
+        archive,
+        script: script_rel,
+        files,
+    })
+}
+
+/// The archive's bytes, its gzip stream ended.
+fn finish(tar: tar::Builder<GzEncoder<Vec<u8>>>) -> Result<Vec<u8>> {
+    let mut gz = tar.into_inner().context("packing --dir")?;
+    gz.flush().context("packing --dir")?;
+    gz.finish().context("packing --dir")
+}
+
+/// DIR's canonical path, and the script's path in it (with `/`), or the line saying why
+/// the script cannot be shipped from there.
+fn root_and_script(dir: &Path, script: &Path, shown: &str) -> Result<(PathBuf, String)> {
     let root = std::fs::canonicalize(dir)
         .ok()
         .filter(|d| d.is_dir())
@@ -78,77 +142,20 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
             "the training script's path in --dir {shown} is not valid UTF-8; rename it (a pod's command is text)"
         ))
     })?;
-    let root_dir =
-        std::fs::File::open(&root).with_context(|| format!("--dir {shown}: cannot be read"))?;
-    let mut tar = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::default()));
-    let (mut read, mut files, mut biggest) = (0u64, 0usize, (0u64, PathBuf::new()));
-    let mut shipped_script = false;
-    let walk = ignore::WalkBuilder::new(&root)
+    Ok((root, script_rel))
+}
+
+/// The walk of DIR: `.gitignore` and the ignore file honoured, hidden files and
+/// `--local`'s output left out, links not followed, in name order.
+fn walk(root: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(IGNORE_FILE)
         .require_git(false)
         .parents(false)
         .follow_links(false)
         .sort_by_file_name(std::ffi::OsStr::cmp)
         .filter_entry(|e| e.file_name() != crate::labels::LOCAL_OUTPUT_ROOT)
-        .build();
-    for entry in walk {
-        let entry = entry.map_err(|e| UsageError::new(format!("--dir {shown}: {e}")))?;
-        if !entry.file_type().is_some_and(|k| k.is_file()) {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        let file = open_walked(&root_dir, rel, entry.ino()).map_err(|why| {
-            anyhow!(
-                "--dir {shown}: {} {why}; nothing was shipped",
-                rel.display()
-            )
-        })?;
-        let len = file.len;
-        read = read.saturating_add(len);
-        if len > biggest.0 {
-            biggest = (len, rel.to_path_buf());
-        }
-        let over = |what: String| too_big(&shown, what, &biggest.1, biggest.0, limit);
-        if read > MAX_INPUT_BYTES {
-            return Err(over(format!("more than {MAX_INPUT_BYTES} bytes of files")).into());
-        }
-        append_exactly(&mut tar, rel, file).map_err(|why| {
-            anyhow!(
-                "--dir {shown}: {} {why}; nothing was shipped",
-                rel.display()
-            )
-        })?;
-        files = files.saturating_add(1);
-        shipped_script |= slash_path(rel).is_some_and(|p| p == script_rel);
-        if tar.get_ref().get_ref().len() > limit {
-            return Err(over(format!("more than {limit} bytes compressed")).into());
-        }
-    }
-    if !shipped_script {
-        return Err(UsageError::new(format!(
-            "the training script {} is excluded from --dir {shown} (hidden, or in .gitignore or {IGNORE_FILE})",
-            shown_path(script)
-        ))
-        .into());
-    }
-    let mut gz = tar.into_inner().context("packing --dir")?;
-    gz.flush().context("packing --dir")?;
-    let archive = gz.finish().context("packing --dir")?;
-    if archive.len() > limit {
-        return Err(too_big(
-            &shown,
-            format!("{} bytes compressed", archive.len()),
-            &biggest.1,
-            biggest.0,
-            limit,
-        )
-        .into());
-    }
-    Ok(Bundle {
-        archive,
-        script: script_rel,
-        files,
-    })
+        .build()
 }
 
 /// A file of DIR opened for packing: the very file the walk saw (same device and inode,
@@ -500,6 +507,7 @@ mod tests {
             scheduling: Default::default(),
             volume: None,
             resources: Default::default(),
+            hardening: Default::default(),
         };
         let plan = build(&req).unwrap();
         let binary = plan.config_map.binary_data.as_ref().unwrap();

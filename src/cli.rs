@@ -426,6 +426,14 @@ pub struct SpawnArgs {
     #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
     pub deadline: Option<Duration>,
 
+    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
+    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
+    /// this long, then the cluster evicts them; the run fails as "lost with its node",
+    /// which wait --restarts retries on another node [default: the config file's
+    /// node_lost_after, else the cluster's, 5m]
+    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
+    pub node_lost_after: Option<Duration>,
+
     /// The PriorityClass of every pod (priorityClassName)
     #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub priority_class: Option<String>,
@@ -459,6 +467,19 @@ pub struct SpawnArgs {
     /// scheduler-plugins-scheduler for coscheduling)
     #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
     pub scheduler_name: Option<String>,
+
+    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
+    /// --volume claim made writable by the group; HOME a writable directory), as a
+    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
+    /// as the same user [default: the config file's run_as_user, else the image's user]
+    #[arg(long, value_parser = Flag(parse::uid), value_name = "UID")]
+    pub run_as_user: Option<i64>,
+
+    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
+    /// own tasks (every port), for namespaces that deny traffic by default [default:
+    /// the config file's network_policy, else false]
+    #[arg(long)]
+    pub network_policy: bool,
 
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the

@@ -6,6 +6,7 @@
 //! pod_file: templates/pod-gpu.yaml   # relative to this file's directory
 //! workers: 4
 //! deadline: 12h                      # as the flag takes it (or a number of seconds)
+//! node_lost_after: 1m                # as the flag takes it (or a number of seconds)
 //! ```
 //!
 //! The keys are the settings of `settings/table.rs` (`config` lists them, and

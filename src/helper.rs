@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::labels::{HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL};
+use crate::labels::{
+    HELPER_LABEL, KEEP_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, SESSIONS_ANNOTATION,
+};
 use crate::plan::OutputVolume;
 
 /// The port TensorBoard serves on in its pod, on the pod's loopback only: kube's
@@ -224,6 +226,81 @@ impl Sessions {
     }
 }
 
+/// A helper pod of a run as `status` and `list` show it: what it is for, its phase, and
+/// how it ends (issue 35: nothing the tool started runs on unseen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub name: String,
+    /// `cp`, `tensorboard` (the label's value, whatever it is).
+    pub kind: String,
+    /// The API's phase, or `Terminating` for a pod being deleted (as kubectl).
+    pub phase: String,
+    /// Creation time, seconds since the epoch.
+    pub created: Option<i64>,
+    /// Kept by `tensorboard --keep`.
+    pub keep: bool,
+    /// `tensorboard` sessions heard from lately.
+    pub sessions: usize,
+    /// When the kubelet ends it at the latest (`cp`'s deadline), seconds since the epoch.
+    pub deadline: Option<i64>,
+}
+
+impl Found {
+    /// The helper pod `pod` of run `tag`, if it is one (its helper label).
+    pub fn of(pod: &Pod, now: u64) -> Option<Found> {
+        let meta = &pod.metadata;
+        let kind = meta.labels.as_ref()?.get(HELPER_LABEL)?.clone();
+        let annotation = |k: &str| meta.annotations.as_ref().and_then(|a| a.get(k));
+        let status = pod.status.as_ref();
+        let phase = match (
+            &meta.deletion_timestamp,
+            status.and_then(|s| s.phase.clone()),
+        ) {
+            (Some(_), _) => "Terminating".to_string(),
+            (None, phase) => phase.unwrap_or_else(|| "Pending".into()),
+        };
+        let started = status
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.as_second());
+        let deadline = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        Some(Found {
+            name: meta.name.clone().unwrap_or_default(),
+            keep: annotation(KEEP_ANNOTATION).is_some_and(|v| v == "true"),
+            sessions: Sessions::parse(annotation(SESSIONS_ANNOTATION).map(String::as_str))
+                .others_alive("", now),
+            deadline: started.zip(deadline).map(|(s, d)| s + d),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            kind,
+            phase,
+        })
+    }
+
+    /// How it ends, for run `tag`: `deleted when …`, `stays …`.
+    pub fn ends(&self, tag: &str) -> String {
+        let by_hand = format!("tf-spawner -d -t {tag} deletes it");
+        match (self.phase.as_str(), self.kind.as_str()) {
+            ("Terminating", _) => "being deleted".to_string(),
+            ("Succeeded" | "Failed", _) => format!("ended; {by_hand}"),
+            (_, "tensorboard") if self.keep => format!("stays (tensorboard --keep); {by_hand}"),
+            (_, "tensorboard") if self.sessions > 0 => format!(
+                "deleted when the last tensorboard session using it ends ({} now)",
+                self.sessions
+            ),
+            (_, "tensorboard") => format!(
+                "no tensorboard session uses it now: the next session's end deletes it, or {by_hand}"
+            ),
+            (_, "cp") => match self.deadline {
+                Some(at) => format!(
+                    "deleted when its copy ends; its deadline ends it by {} at the latest",
+                    crate::duration::clock(at)
+                ),
+                None => "deleted when its copy ends".to_string(),
+            },
+            _ => by_hand,
+        }
+    }
+}
+
 /// Required node affinity to the node named `node` (by `metadata.name`, as a
 /// DaemonSet's pods are placed: a node's hostname label need not be its name).
 fn on_node(node: &str) -> Affinity {
@@ -298,6 +375,38 @@ mod tests {
                 [0]["matchFields"][0]["values"][0],
             "n1"
         );
+    }
+
+    #[test]
+    fn a_helper_runs_as_the_run_s_user_and_reads_its_group_s_files() {
+        let v = volume();
+        let run = PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(1000),
+            run_as_group: Some(1000),
+            fs_group: Some(1000),
+            ..PodSecurityContext::default()
+        };
+        let pod = pod(&HelperSpec {
+            helper: Helper::Cp,
+            name: "demo-cp-x".into(),
+            tag: "demo",
+            namespace: "ns",
+            image: "tf".into(),
+            volume: &v,
+            node: None,
+            security: Some(run),
+        });
+        let json = serde_json::to_value(&pod).unwrap();
+        let sc = &json["spec"]["securityContext"];
+        assert_eq!(sc["runAsNonRoot"], true);
+        assert_eq!(sc["runAsUser"], 1000);
+        assert_eq!(sc["runAsGroup"], 1000);
+        assert_eq!(sc["supplementalGroups"], serde_json::json!([1000]));
+        assert!(sc.get("fsGroup").is_none(), "no second chown of the volume");
+        assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
+        let c = &json["spec"]["containers"][0]["securityContext"];
+        assert_eq!(c["allowPrivilegeEscalation"], false);
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct SpawnOptions {
     /// `--cpu`, `--memory`, `--gpus`… (docs/resources.md), each checked by its parser
     /// (`settings/parse.rs`).
     pub resources: crate::plan::Resources,
+    /// `--run-as-user`, `--network-policy`.
+    pub hardening: crate::plan::security::Hardening,
 }
 
 pub async fn spawn_request(
@@ -88,14 +90,7 @@ pub async fn spawn_request(
         Some(path) => read_env_file(path).await?,
         None => EnvVars::new(),
     };
-    let bundle = match &args.dir {
-        Some(dir) => Some(
-            crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES)
-                .await
-                .map_err(|e| dir_from_file(e, args.dir_from.as_deref()))?,
-        ),
-        None => None,
-    };
+    let bundle = bundle(args, script_path).await?;
     let templates = templates(args, &roles).await?;
     Ok(SpawnRequest {
         tag: tag.to_string(),
@@ -113,7 +108,20 @@ pub async fn spawn_request(
         scheduling,
         volume,
         resources: args.resources.clone(),
+        hardening: args.hardening,
     })
+}
+
+/// `--dir` packed with the script in it, if given; a problem names the defaults file
+/// when the directory came from it.
+async fn bundle(args: &SpawnOptions, script_path: &Path) -> Result<Option<crate::bundle::Bundle>> {
+    let Some(dir) = &args.dir else {
+        return Ok(None);
+    };
+    crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES)
+        .await
+        .map(Some)
+        .map_err(|e| dir_from_file(e, args.dir_from.as_deref()))
 }
 
 /// `--volume CLAIM[:PATH]` (or the defaults file's `volume`), checked: a claim name the

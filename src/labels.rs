@@ -55,6 +55,11 @@ pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
 /// scheduler-plugins' coscheduling: the PodGroup a pod belongs to (a label).
 pub const COSCHEDULING_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
+/// On the run's ConfigMap of a run with `--network-policy`: its NetworkPolicy's name, so
+/// that `-d` deletes network policies only for runs that have one (and credentials
+/// without rights on them delete the others whole).
+pub const NETWORK_POLICY_ANNOTATION: &str = "tf-spawner/network-policy";
+
 /// The container that gets the TF variables when the template has one of this name.
 pub const TF_CONTAINER: &str = "tensorflow";
 
@@ -68,6 +73,12 @@ pub fn run_selector(tag: &str) -> String {
 /// `-d` deletes and what makes a new spawn with the tag refuse.
 pub fn whole_run_selector(tag: &str) -> String {
     format!("{RUN_LABEL}={tag}")
+}
+
+/// The label selector that finds the helper pods of run `tag` (`cp`, `tensorboard`):
+/// what `status` shows beside the run's tasks.
+pub fn helper_selector(tag: &str) -> String {
+    format!("{RUN_LABEL}={tag},{HELPER_LABEL}")
 }
 
 /// On the run's ConfigMap: `--volume`'s claim and mount path, `CLAIM:PATH`, so that `cp`
@@ -140,6 +151,11 @@ pub fn config_map_name(tag: &str) -> String {
 
 pub fn secret_name(tag: &str) -> String {
     format!("{tag}-env")
+}
+
+/// The run's NetworkPolicy (`--network-policy`).
+pub fn network_policy_name(tag: &str) -> String {
+    format!("{tag}-network")
 }
 
 /// The run's gang PodGroup (`--gang`), which its pods name.

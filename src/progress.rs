@@ -29,7 +29,7 @@ fn role_name(summary: &RoleSummary) -> &'static str {
     summary.role.map_or("(other)", |r| r.as_str())
 }
 
-/// `2/4 running, 1 queued in team-gpu, 1 pending, 1 succeeded, 1 failed`: running of
+/// `2/4 running, 1 queued in team-gpu, 1 on a lost node, 1 pending, 1 succeeded, 1 failed`: running of
 /// the total, then the counts that are not zero (also `list`'s cell).
 pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
     let mut parts = vec![format!("{}/{} running", c.running, c.total)];
@@ -40,6 +40,7 @@ pub fn counts_text(c: &RoleCounts, queue: Option<&str>) -> String {
         });
     }
     for (n, what) in [
+        (c.lost, "on a lost node"),
         (c.pending, "pending"),
         (c.succeeded, "succeeded"),
         (c.failed, "failed"),
@@ -262,9 +263,10 @@ mod tests {
         let summary = RoleSummary {
             role: Some(Role::Worker),
             counts: RoleCounts {
-                total: 4,
+                total: 5,
                 pending: 1,
                 running: 2,
+                lost: 1,
                 succeeded: 1,
                 failed: 0,
                 queued: 0,
@@ -283,7 +285,7 @@ mod tests {
         };
         assert_eq!(
             role_line(&summary),
-            "worker    2/4 running, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
+            "worker    2/5 running, 1 on a lost node, 1 pending, 1 succeeded — worker-3: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu"
         );
         let done = RoleSummary {
             role: Some(Role::Ps),
@@ -291,6 +293,7 @@ mod tests {
                 total: 2,
                 pending: 0,
                 running: 0,
+                lost: 0,
                 succeeded: 1,
                 failed: 1,
                 queued: 0,

@@ -70,6 +70,9 @@ fn for_each_object(plan: &Plan, mut f: impl FnMut(Value) -> Result<()>) -> Resul
     if let Some(secret) = &plan.secret {
         f(redact(serde_json::to_value(secret)?))?;
     }
+    if let Some(policy) = &plan.network_policy {
+        f(serde_json::to_value(policy)?)?;
+    }
     if let Some(group) = &plan.pod_group {
         f(group.to_json()?)?;
     }

@@ -53,3 +53,13 @@ impl Stop {
 pub async fn stop_requested() -> u8 {
     Stop::listen().requested().await
 }
+
+/// How a stop's exit code was asked for, in the user's words: `Ctrl-C` (130), `SIGTERM`
+/// (143).
+pub fn asked_by(code: u8) -> &'static str {
+    if code == EXIT_TERMINATED {
+        "SIGTERM"
+    } else {
+        "Ctrl-C"
+    }
+}

@@ -1,7 +1,8 @@
 //! Pod templates: the built-in one (embedded, so the tool works from any directory) or
 //! a user's YAML file holding one `v1` Pod.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// `templates/pod.yaml`, compiled into the binary.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/pod.yaml");
@@ -66,27 +67,8 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
 /// What the API server would refuse in a template, found before any request: container
 /// names, ports, env variable names, label keys and values.
 fn api_problem(pod: &Pod) -> Option<String> {
-    let meta = &pod.metadata;
-    for (key, value) in meta.labels.iter().flatten() {
-        if !is_label_key(key) {
-            return Some(format!("metadata.labels: {key:?} is not a valid label key"));
-        }
-        if !is_label_value(value) {
-            return Some(format!(
-                "metadata.labels.{key}: {value:?} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
-            ));
-        }
-    }
-    if let Some(key) = meta
-        .annotations
-        .iter()
-        .flatten()
-        .map(|(k, _)| k)
-        .find(|k| !is_label_key(k))
-    {
-        return Some(format!(
-            "metadata.annotations: {key:?} is not a valid annotation key"
-        ));
+    if let Some(problem) = metadata_problem(&pod.metadata) {
+        return Some(problem);
     }
     let spec = pod.spec.as_ref()?;
     let mut names = std::collections::BTreeSet::new();
@@ -102,39 +84,69 @@ fn api_problem(pod: &Pod) -> Option<String> {
         .flat_map(|(list, cs)| cs.iter().enumerate().map(move |(at, c)| (list, at, c)));
     for (list, at, c) in all {
         let field = format!("spec.{list}[{at}]");
-        if crate::labels::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
-            return Some(format!(
-                "{field}.name {:?} is not a valid container name (lowercase letters, digits and '-', at most 63 characters)",
-                c.name
-            ));
+        if let Some(problem) = container_problem(&field, c) {
+            return Some(problem);
         }
         if !names.insert(c.name.as_str()) {
             return Some(format!("{field}.name {:?} is used twice", c.name));
         }
-        if let Some(p) = c
-            .ports
-            .iter()
-            .flatten()
-            .find(|p| !(1..=65535).contains(&p.container_port))
-        {
-            return Some(format!(
-                "{field}: containerPort {} is not a port number (1 to 65535)",
-                p.container_port
-            ));
+    }
+    None
+}
+
+/// The template's label keys and values and its annotation keys, as the API server
+/// checks them.
+fn metadata_problem(meta: &ObjectMeta) -> Option<String> {
+    for (key, value) in meta.labels.iter().flatten() {
+        if !is_label_key(key) {
+            return Some(format!("metadata.labels: {key:?} is not a valid label key"));
         }
-        if let Some(e) = c
-            .env
-            .iter()
-            .flatten()
-            .find(|e| !crate::envfile::is_env_name(&e.name))
-        {
+        if !is_label_value(value) {
             return Some(format!(
-                "{field}.env: {:?} is not a valid variable name",
-                e.name
+                "metadata.labels.{key}: {value:?} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)"
             ));
         }
     }
-    None
+    let key = meta
+        .annotations
+        .iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !is_label_key(k))?;
+    Some(format!(
+        "metadata.annotations: {key:?} is not a valid annotation key"
+    ))
+}
+
+/// One container's name, ports and env variable names, as the API server checks them;
+/// `field` is where it is (`spec.containers[0]`).
+fn container_problem(field: &str, c: &Container) -> Option<String> {
+    if crate::labels::name_problem(&c.name, 63).is_some() || c.name.contains('.') {
+        return Some(format!(
+            "{field}.name {:?} is not a valid container name (lowercase letters, digits and '-', at most 63 characters)",
+            c.name
+        ));
+    }
+    if let Some(p) = c
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| !(1..=65535).contains(&p.container_port))
+    {
+        return Some(format!(
+            "{field}: containerPort {} is not a port number (1 to 65535)",
+            p.container_port
+        ));
+    }
+    let e = c
+        .env
+        .iter()
+        .flatten()
+        .find(|e| !crate::envfile::is_env_name(&e.name))?;
+    Some(format!(
+        "{field}.env: {:?} is not a valid variable name",
+        e.name
+    ))
 }
 
 /// `[prefix/]name`: the prefix a DNS subdomain, the name at most 63 letters, digits,

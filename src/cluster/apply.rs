@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
@@ -71,9 +72,22 @@ impl Ledger {
 }
 
 /// Objects labelled with the run's tag that already exist, a few per kind; PodGroups of
-/// the `gangs`' kinds, none where the cluster lacks that API (a 404 on the list).
-pub async fn existing(cluster: &Cluster, tag: &str, gangs: &[Gang]) -> Result<Vec<ObjectRef>> {
+/// the `gangs`' kinds, none where the cluster lacks that API (a 404 on the list);
+/// NetworkPolicies with `network_policy` (credentials without rights on them have made
+/// none).
+pub async fn existing(
+    cluster: &Cluster,
+    tag: &str,
+    gangs: &[Gang],
+    network_policy: bool,
+) -> Result<Vec<ObjectRef>> {
     let selector = whole_run_selector(tag);
+    let network_policies = async {
+        match network_policy {
+            true => optional_names::<NetworkPolicy>(cluster, &selector).await,
+            false => Ok(Vec::new()),
+        }
+    };
     let pod_groups = async {
         let mut found = Vec::new();
         for &gang in gangs {
@@ -83,14 +97,15 @@ pub async fn existing(cluster: &Cluster, tag: &str, gangs: &[Gang]) -> Result<Ve
         }
         Ok(found)
     };
-    let (pods, services, config_maps, secrets, pod_groups) = tokio::try_join!(
+    let (pods, services, config_maps, secrets, pod_groups, policies) = tokio::try_join!(
         names::<Pod>(cluster, &selector),
         names::<Service>(cluster, &selector),
         names::<ConfigMap>(cluster, &selector),
         secret_names(cluster, &selector),
         pod_groups,
+        network_policies,
     )?;
-    Ok([pods, services, config_maps, secrets, pod_groups].concat())
+    Ok([pods, services, config_maps, secrets, pod_groups, policies].concat())
 }
 
 /// Like [`names`], for a custom resource: a 404 (no such API) or a 403 (no rights on
@@ -144,6 +159,10 @@ pub async fn create(
             .chain(plan.secret.as_ref().map(Obj::Secret)),
     );
     run_stage(cluster, ledger, config, max_in_flight).await?;
+    if let Some(policy) = &plan.network_policy {
+        let obj = Obj::NetworkPolicy(policy);
+        run_stage(cluster, ledger, stream::iter([obj]), max_in_flight).await?;
+    }
     if let Some(group) = &plan.pod_group {
         let obj = Obj::PodGroup(group);
         run_stage(cluster, ledger, stream::iter([obj]), max_in_flight).await?;
@@ -228,6 +247,7 @@ enum Obj<'a> {
     /// Built as it is sent, like pods (see `plan::Services`).
     Service(Box<Service>),
     PodGroup(&'a PodGroup),
+    NetworkPolicy(&'a NetworkPolicy),
     /// Built as it is sent (see `plan::Pods`).
     Pod(Box<Pod>),
 }
@@ -254,6 +274,7 @@ async fn run_stage<'a>(
                 Obj::Service(o) => create_one(cluster, ledger, &*o).await,
                 Obj::PodGroup(PodGroup::Volcano(o)) => create_one(cluster, ledger, o).await,
                 Obj::PodGroup(PodGroup::Coscheduling(o)) => create_one(cluster, ledger, o).await,
+                Obj::NetworkPolicy(o) => create_one(cluster, ledger, o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
             };
             if let Err(e) = result {
@@ -297,6 +318,12 @@ async fn create_one<K: RunObject>(cluster: &Cluster, ledger: &Ledger, obj: &K) -
                     Outcome::Refused
                 },
             );
+            if K::KIND == Kind::NetworkPolicy && err.code() == Some(403) {
+                return Err(anyhow!(
+                    "creating {object}: these credentials may not create network policies in namespace '{}' ({err}); spawn without --network-policy, or ask the cluster's admins for the right",
+                    cluster.namespace()
+                ));
+            }
             Err(cluster.explain(&format!("creating {object}"), &err))
         }
     }
@@ -372,6 +399,9 @@ pub async fn roll_back(cluster: &Cluster, ledger: &Ledger) -> Vec<(ObjectRef, St
                     Kind::PodGroup(gang) => with_pod_group_type!(gang, K => {
                         undo::<K>(cluster, &object, &outcome, &invocation).await
                     }),
+                    Kind::NetworkPolicy => {
+                        undo::<NetworkPolicy>(cluster, &object, &outcome, &invocation).await
+                    }
                 };
                 result.err().map(|e| (object, e.to_string()))
             }

@@ -21,6 +21,7 @@ use std::fmt;
 use anyhow::Result;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use serde::Serialize;
@@ -40,6 +41,8 @@ pub enum Kind {
     Secret,
     /// `--gang`'s PodGroup, of that gang's API.
     PodGroup(Gang),
+    /// `--network-policy`'s NetworkPolicy (`networking.k8s.io/v1`).
+    NetworkPolicy,
 }
 
 impl Kind {
@@ -51,6 +54,7 @@ impl Kind {
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
             Kind::PodGroup(_) => "podgroup",
+            Kind::NetworkPolicy => "networkpolicy",
         }
     }
 
@@ -61,6 +65,7 @@ impl Kind {
             Kind::ConfigMap => "configmaps",
             Kind::Secret => "secrets",
             Kind::PodGroup(_) => "podgroups",
+            Kind::NetworkPolicy => "networkpolicies",
         }
     }
 }
@@ -103,6 +108,9 @@ impl RunObject for ConfigMap {
 }
 impl RunObject for Secret {
     const KIND: Kind = Kind::Secret;
+}
+impl RunObject for NetworkPolicy {
+    const KIND: Kind = Kind::NetworkPolicy;
 }
 impl RunObject for VolcanoPodGroup {
     const KIND: Kind = Kind::PodGroup(Gang::Volcano);
@@ -225,12 +233,25 @@ impl Cluster {
 
     /// Deletes one object if it is still the one with `uid`; a missing object is fine.
     pub async fn delete_exact<K: RunObject>(&self, name: &str, uid: &str) -> Result<(), CallError> {
+        self.delete_exact_within::<K>(name, uid, None).await
+    }
+
+    /// [`Cluster::delete_exact`] with a grace period; `Some(0)` removes the object from
+    /// the API at once, without its kubelet's confirmation (a force deletion: for pods
+    /// whose node stopped reporting, which nobody can confirm).
+    pub async fn delete_exact_within<K: RunObject>(
+        &self,
+        name: &str,
+        uid: &str,
+        grace_seconds: Option<u32>,
+    ) -> Result<(), CallError> {
         let api = self.api::<K>();
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(uid.to_string()),
                 resource_version: None,
             }),
+            grace_period_seconds: grace_seconds,
             ..DeleteParams::default()
         };
         match retry(&self.policy, || api.delete(name, &params), Plain).await {

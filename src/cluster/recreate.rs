@@ -174,12 +174,15 @@ pub fn attempt_of(pod: &Pod) -> u32 {
 }
 
 /// Deletes the run's pods named in `names` that are there and not being deleted yet,
-/// each with its uid as a precondition, `max_in_flight` at a time. The first error
+/// each with its uid as a precondition, `max_in_flight` at a time; those named in
+/// `lost` (on a node that stopped reporting) at once (grace period 0), being deleted
+/// already or not: their kubelet will never confirm a graceful deletion. The first error
 /// (after trying every pod) is the result.
 pub async fn delete_pods(
     cluster: &Cluster,
     tag: &str,
     names: &BTreeSet<String>,
+    lost: &BTreeSet<String>,
     max_in_flight: usize,
 ) -> Result<()> {
     let pods = cluster
@@ -188,14 +191,17 @@ pub async fn delete_pods(
         .map_err(|e| cluster.explain("listing the run's pods", &e))?;
     let doomed: Vec<(String, String)> = pods
         .into_iter()
-        .filter(|m| m.deletion_timestamp.is_none())
-        .filter_map(|m| Some((m.name?, m.uid?)))
+        .filter_map(|m| {
+            let name = m.name?;
+            (m.deletion_timestamp.is_none() || lost.contains(&name)).then_some((name, m.uid?))
+        })
         .filter(|(name, _)| names.contains(name))
         .collect();
     let results: Vec<Result<()>> = stream::iter(doomed)
         .map(|(name, uid)| async move {
+            let grace = lost.contains(&name).then_some(0);
             cluster
-                .delete_exact::<Pod>(&name, &uid)
+                .delete_exact_within::<Pod>(&name, &uid, grace)
                 .await
                 .map_err(|e| cluster.explain(&format!("deleting pod {name}"), &e))
         })

@@ -1,6 +1,7 @@
-//! Deleting a run: every pod, service, config map, secret and gang PodGroup (Volcano's,
-//! scheduler-plugins') labelled `training_attempt=TAG` in the namespace, and nothing
-//! else.
+//! Deleting a run: every pod, service, config map, secret, gang PodGroup (Volcano's,
+//! scheduler-plugins') and NetworkPolicy labelled `training_attempt=TAG` in the
+//! namespace, and nothing else. NetworkPolicies are deleted like PodGroups, when the
+//! ConfigMap records one ([`NETWORK_POLICY_ANNOTATION`]) or there is no record.
 //!
 //! Pods and services: one list of their names (metadata only), then one DELETE per
 //! object with its uid as a precondition, `--max-in-flight` at a time. A server works
@@ -25,12 +26,14 @@
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams};
 
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
+    ENV_SECRET_ANNOTATION, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION,
+    config_map_name, whole_run_selector,
 };
 use crate::podgroup::{Gang, with_pod_group_type};
 
@@ -52,6 +55,8 @@ struct Gone {
     env_secret: Option<String>,
     /// The object's [`POD_GROUP_ANNOTATION`], if it has one.
     pod_group: Option<String>,
+    /// The object's [`NETWORK_POLICY_ANNOTATION`], if it has one.
+    network_policy: Option<String>,
 }
 
 /// Why one kind could not be deleted.
@@ -100,6 +105,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
         let record = SecretRecord::of(tag, &config_maps);
         let gangs = gangs_of(tag, &config_maps);
+        let policy = network_policy_of(tag, &config_maps);
         let secrets = async {
             match record {
                 SecretRecord::None => Ok(Vec::new()),
@@ -109,10 +115,11 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
             }
         };
         let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
-        let (secrets, pod_groups) = tokio::join!(secrets, pod_groups);
-        (config_maps, record, secrets, pod_groups)
+        let policies = delete_network_policy_of_run(cluster, &selector, policy);
+        let (secrets, pod_groups, policies) = tokio::join!(secrets, pod_groups, policies);
+        (config_maps, record, secrets, (pod_groups, policies))
     };
-    let (pods, services, (config_maps, record, secrets, pod_groups)) = tokio::join!(
+    let (pods, services, (config_maps, record, secrets, (pod_groups, policies))) = tokio::join!(
         delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
         delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
         config,
@@ -122,7 +129,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     // secret of the run is left. When nothing else of the run was there either, there is
     // no run to speak of: not an error, but said. When something was, the run may well
     // have a secret: an error, as for any kind that could not be deleted.
-    let nothing_else = [&pods, &services, &config_maps]
+    let nothing_else = [&pods, &services, &config_maps, &policies]
         .into_iter()
         .chain(pod_groups.iter().map(|(_, r)| r))
         .all(|r| r.as_ref().is_ok_and(Vec::is_empty));
@@ -141,6 +148,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
         (Kind::Service, services),
         (Kind::ConfigMap, config_maps),
         (Kind::Secret, secrets),
+        (Kind::NetworkPolicy, policies),
     ];
     out.add(kinds.into_iter().chain(pod_groups));
     out
@@ -194,6 +202,19 @@ async fn delete_kind<K: RunObject>(
 
 /// The run's PodGroups of every gang's kind (`Gang::ALL`), unless the record says
 /// which (`gangs`: none, for most runs).
+/// The run's NetworkPolicy, unless its record says it has none (`policy`: what the
+/// ConfigMap says, `None` without a record).
+async fn delete_network_policy_of_run(
+    cluster: &Cluster,
+    selector: &str,
+    policy: Option<bool>,
+) -> Result<Vec<Gone>, KindFailed> {
+    match policy {
+        Some(false) => Ok(Vec::new()),
+        _ => delete_optional::<NetworkPolicy>(cluster, selector, policy.is_none()).await,
+    }
+}
+
 async fn delete_pod_groups_of_run(
     cluster: &Cluster,
     selector: &str,
@@ -203,7 +224,7 @@ async fn delete_pod_groups_of_run(
         let result = match gangs {
             Some(g) if !g.contains(&gang) => Ok(Vec::new()),
             _ => with_pod_group_type!(gang, K => {
-                delete_pod_groups::<K>(cluster, selector, gangs.is_none()).await
+                delete_optional::<K>(cluster, selector, gangs.is_none()).await
             }),
         };
         (Kind::PodGroup(gang), result)
@@ -226,10 +247,21 @@ fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<Ve
     )
 }
 
-/// One collection DELETE of a PodGroup kind. A 404 means the cluster has no such API:
+/// Whether the run has a NetworkPolicy, as its ConfigMap records
+/// ([`NETWORK_POLICY_ANNOTATION`]; a ConfigMap without it, from a run without one or an
+/// older tf-spawner, says no); `None` when no ConfigMap of the run was deleted.
+fn network_policy_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<bool> {
+    let name = config_map_name(tag);
+    let gone = config_maps.as_ref().ok()?;
+    let ours = gone.iter().find(|o| o.name == name)?;
+    Some(ours.network_policy.is_some())
+}
+
+/// One collection DELETE of a kind a run may not have (a PodGroup kind, NetworkPolicies).
+/// A 404 means the cluster has no such API:
 /// nothing to delete. Without a record of the run's gang (`guessing`), a 403 means the
 /// same for these credentials.
-async fn delete_pod_groups<K: RunObject>(
+async fn delete_optional<K: RunObject>(
     cluster: &Cluster,
     selector: &str,
     guessing: bool,
@@ -285,6 +317,7 @@ async fn delete_collection<K: RunObject>(
                 name: o.metadata.name?,
                 env_secret: annotations.remove(ENV_SECRET_ANNOTATION),
                 pod_group: annotations.remove(POD_GROUP_ANNOTATION),
+                network_policy: annotations.remove(NETWORK_POLICY_ANNOTATION),
             })
         })
         .collect())
@@ -337,6 +370,7 @@ async fn delete_one_by_one<K: RunObject>(
                     name,
                     env_secret,
                     pod_group: None,
+                    network_policy: None,
                 }),
                 Err(e) => Err(KindFailed {
                     why: format!("{}/{name}: {e}", K::KIND.as_str()),

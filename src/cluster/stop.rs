@@ -94,39 +94,9 @@ pub async fn stop_unfinished(
         .await
         .map_err(|e| cluster.explain("listing the run's pods", &e))?;
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let patch = stop_patch(&now);
-    let unfinished: Vec<(String, String, bool, String)> = pods
-        .iter()
-        .filter(|p| !finished(p) && p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| {
-            let on_node = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
-            let label = task_id(p).unwrap_or_else(|| p.metadata.name.clone().unwrap_or_default());
-            Some((
-                p.metadata.name.clone()?,
-                p.metadata.uid.clone()?,
-                on_node,
-                label,
-            ))
-        })
-        .collect();
-    let patch = &patch;
-    let results: Vec<Result<Option<Done>>> = stream::iter(unfinished)
-        .map(|(name, uid, on_node, label)| async move {
-            let done = if on_node {
-                match cluster.merge_patch::<Pod>(&name, patch).await {
-                    Ok(()) => Ok(Some(Done::Stopped(name.clone()))),
-                    // Gone meanwhile: nothing left to stop.
-                    Err(e) if e.code() == Some(404) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            } else {
-                cluster
-                    .delete_exact::<Pod>(&name, &uid)
-                    .await
-                    .map(|()| Some(Done::Deleted(name.clone(), label)))
-            };
-            done.map_err(|e| cluster.explain(&format!("stopping pod {name}"), &e))
-        })
+    let patch = &stop_patch(&now);
+    let results: Vec<Result<Option<Done>>> = stream::iter(unfinished(&pods))
+        .map(|pod| stop_one(cluster, patch, pod))
         .buffer_unordered(max_in_flight.max(1))
         .collect()
         .await;
@@ -148,6 +118,58 @@ pub async fn stop_unfinished(
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// A pod of the run to stop: its name, uid, whether a node took it, its task.
+struct Unfinished {
+    name: String,
+    uid: String,
+    on_node: bool,
+    label: String,
+}
+
+/// The pods that have not finished and are not being deleted already.
+fn unfinished(pods: &[Pod]) -> Vec<Unfinished> {
+    pods.iter()
+        .filter(|p| !finished(p) && p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            Some(Unfinished {
+                name: p.metadata.name.clone()?,
+                uid: p.metadata.uid.clone()?,
+                on_node: p.spec.as_ref().is_some_and(|s| s.node_name.is_some()),
+                label: task_id(p).unwrap_or_else(|| p.metadata.name.clone().unwrap_or_default()),
+            })
+        })
+        .collect()
+}
+
+/// Stops one pod: a pod on a node gets the stop patch (its log is kept); one no node
+/// took is deleted (by uid: not a new pod of the name).
+async fn stop_one(
+    cluster: &Cluster,
+    patch: &serde_json::Value,
+    pod: Unfinished,
+) -> Result<Option<Done>> {
+    let Unfinished {
+        name,
+        uid,
+        on_node,
+        label,
+    } = pod;
+    let done = if on_node {
+        match cluster.merge_patch::<Pod>(&name, patch).await {
+            Ok(()) => Ok(Some(Done::Stopped(name.clone()))),
+            // Gone meanwhile: nothing left to stop.
+            Err(e) if e.code() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    } else {
+        cluster
+            .delete_exact::<Pod>(&name, &uid)
+            .await
+            .map(|()| Some(Done::Deleted(name.clone(), label)))
+    };
+    done.map_err(|e| cluster.explain(&format!("stopping pod {name}"), &e))
 }
 
 /// Waits (one list a second, at most `limit`) until no pod of run `tag` that tf-spawner

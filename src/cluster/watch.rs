@@ -23,6 +23,7 @@
 //! its own backoff, without end, instead of failing at once with a message that names
 //! the cause (401, 403, a missing namespace) or giving up past a bound the user set.
 
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
@@ -91,43 +92,16 @@ pub async fn follow<T>(
     let mut link = Link::new(cluster);
     let mut state = State::Empty;
     loop {
-        state = match state {
-            State::Empty => {
-                if let Some(done) = on_event(PodEvent::ListBegin, true) {
-                    return Ok(done);
-                }
-                State::InitPage { token: None }
-            }
+        let next = match state {
+            State::Empty => match on_event(PodEvent::ListBegin, true) {
+                Some(done) => Break(done),
+                None => Continue(State::InitPage { token: None }),
+            },
             State::InitPage { token } => {
-                let asked = Instant::now();
-                match pager::page(&cluster.policy, &api, selector, token.as_deref()).await {
-                    Ok(list) => {
-                        if let Some(back) = link.up() {
-                            on_event(back, true);
-                        }
-                        let next = pager::next_token(&list);
-                        let version = list.metadata.resource_version.unwrap_or_default();
-                        if let Some(done) = on_event(PodEvent::Page(list.items), true) {
-                            return Ok(done);
-                        }
-                        match next {
-                            Some(token) => State::InitPage { token: Some(token) },
-                            None => match on_event(PodEvent::ListEnd, false) {
-                                Some(done) => return Ok(done),
-                                None => State::Watching { version },
-                            },
-                        }
-                    }
-                    // An expired continue token: the list starts over.
-                    Err(e) if pager::expired(&e) => State::Empty,
-                    Err(e) => {
-                        let again = State::InitPage { token };
-                        link.down("listing pods", e, asked, again, &mut on_event)?
-                    }
-                }
+                list_page(cluster, &api, selector, token, &mut link, &mut on_event).await?
             }
             State::Watching { version } => {
-                match watch(
+                let end = watch(
                     cluster,
                     &api,
                     &watch_params,
@@ -135,33 +109,86 @@ pub async fn follow<T>(
                     &mut link,
                     &mut on_event,
                 )
-                .await
-                {
-                    WatchEnd::Done(done) => return Ok(done),
-                    WatchEnd::Closed { version, quick } => {
-                        let again = State::Watching { version };
-                        if quick {
-                            State::Backoff {
-                                then: Box::new(again),
-                                delay: QUICK_END,
-                            }
-                        } else {
-                            again
-                        }
-                    }
-                    WatchEnd::Expired => State::Empty,
-                    WatchEnd::Failed(e, version, asked) => {
-                        let again = State::Watching { version };
-                        link.down("watching pods", e, asked, again, &mut on_event)?
-                    }
-                }
+                .await;
+                after_watch(end, &mut link, &mut on_event)?
             }
             State::Backoff { then, delay } => {
                 tokio::time::sleep(delay).await;
-                *then
+                Continue(*then)
+            }
+        };
+        state = match next {
+            Break(done) => return Ok(done),
+            Continue(state) => state,
+        };
+    }
+}
+
+/// `InitPage`: one page of the list handed over (after the link's `Back`, if it was
+/// down), then the next page, or at the list's end the watch from its resourceVersion.
+async fn list_page<T>(
+    cluster: &Cluster,
+    api: &Api<Pod>,
+    selector: &str,
+    token: Option<String>,
+    link: &mut Link<'_>,
+    on_event: &mut impl FnMut(PodEvent, bool) -> Option<T>,
+) -> Result<ControlFlow<T, State>> {
+    let asked = Instant::now();
+    let list = match pager::page(&cluster.policy, api, selector, token.as_deref()).await {
+        Ok(list) => list,
+        // An expired continue token: the list starts over.
+        Err(e) if pager::expired(&e) => return Ok(Continue(State::Empty)),
+        Err(e) => {
+            let again = State::InitPage { token };
+            return link
+                .down("listing pods", e, asked, again, on_event)
+                .map(Continue);
+        }
+    };
+    if let Some(back) = link.up() {
+        on_event(back, true);
+    }
+    let next = pager::next_token(&list);
+    let version = list.metadata.resource_version.unwrap_or_default();
+    if let Some(done) = on_event(PodEvent::Page(list.items), true) {
+        return Ok(Break(done));
+    }
+    Ok(match next {
+        Some(token) => Continue(State::InitPage { token: Some(token) }),
+        None => match on_event(PodEvent::ListEnd, false) {
+            Some(done) => Break(done),
+            None => Continue(State::Watching { version }),
+        },
+    })
+}
+
+/// `Watching`, after a watch request ended: watch again (after a pause if it ended
+/// at once), list afresh (its version expired), or the link is down.
+fn after_watch<T>(
+    end: WatchEnd<T>,
+    link: &mut Link<'_>,
+    on_event: &mut impl FnMut(PodEvent, bool) -> Option<T>,
+) -> Result<ControlFlow<T, State>> {
+    Ok(Continue(match end {
+        WatchEnd::Done(done) => return Ok(Break(done)),
+        WatchEnd::Closed { version, quick } => {
+            let again = State::Watching { version };
+            if quick {
+                State::Backoff {
+                    then: Box::new(again),
+                    delay: QUICK_END,
+                }
+            } else {
+                again
             }
         }
-    }
+        WatchEnd::Expired => State::Empty,
+        WatchEnd::Failed(e, version, asked) => {
+            let again = State::Watching { version };
+            link.down("watching pods", e, asked, again, on_event)?
+        }
+    }))
 }
 
 /// How one watch request ended.

@@ -27,7 +27,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let ns = cluster.namespace().to_string();
 
     if !args.yes && std::io::stdin().is_terminal() {
-        let found = delete::existing(&cluster, tag, &Gang::ALL).await?;
+        let found = delete::existing(&cluster, tag, &Gang::ALL, true).await?;
         if found.is_empty() {
             report(tag, &ns, &[], args.output)?;
             return other_runs(&cluster, tag, &ns).await;

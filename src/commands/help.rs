@@ -23,11 +23,14 @@ const GLOBAL: &str = "Global options (any command, before or after it)";
 /// the spawn options).
 const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("deadline", Some(SHARED)),
+    ("node_lost_after", Some(SHARED)),
     ("priority_class", Some(SHARED)),
     ("queue", Some(SHARED)),
     ("gang", Some(SHARED)),
     ("volcano_queue", Some(SHARED)),
     ("scheduler_name", Some(SHARED)),
+    ("run_as_user", Some(SHARED)),
+    ("network_policy", Some(SHARED)),
     ("chief_pod_file", Some(ROLES)),
     ("ps_pod_file", Some(ROLES)),
     ("evaluator_pod_file", Some(ROLES)),

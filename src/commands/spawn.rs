@@ -90,6 +90,12 @@ fn report(plan: &Plan, format: Option<OutputFormat>, waiting: bool) -> Result<()
     if plan.secret.is_some() {
         parts.push(format!("secret/{}", labels::secret_name(tag)));
     }
+    if plan.network_policy.is_some() {
+        parts.push(format!(
+            "networkpolicy/{}",
+            labels::network_policy_name(tag)
+        ));
+    }
     let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     parts.push(count(plan.services.len(), "service"));
     parts.push(count(plan.pods.len(), "pod"));

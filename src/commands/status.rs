@@ -9,12 +9,15 @@ use crate::cli::StatusArgs;
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration::{self, age};
-use crate::ops::status::{pending_events, verdict_of, with_record};
+use crate::helper::Found;
+use crate::ops::status::{Known, known, pending_events, verdict_of};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
 use crate::timing;
 use crate::trainlog::{Training, show};
-use crate::verdict::{PodView, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line};
+use crate::verdict::{
+    NODE_LOST, PodView, Reason, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line,
+};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -43,6 +46,23 @@ pub struct StatusJson {
     /// them: they never started.
     pub never_started: Vec<String>,
     pub pods: Vec<PodJson>,
+    /// The run's helper pods (`cp`, `tensorboard`): no tasks of it, deleted by `-d`.
+    pub helpers: Vec<HelperJson>,
+}
+
+/// One helper pod of the run.
+#[derive(Debug, Serialize)]
+pub struct HelperJson {
+    pub name: String,
+    /// `cp` or `tensorboard`.
+    pub kind: String,
+    /// The API's phase, or Terminating while it is being deleted.
+    pub phase: String,
+    pub age_seconds: Option<u64>,
+    /// Kept by `tensorboard --keep` until `-d`.
+    pub keep: bool,
+    /// How it ends, in words (`deleted when the last tensorboard session using it ends (1 now)`).
+    pub ends: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,6 +103,9 @@ pub struct PodJson {
     pub events: Vec<EventJson>,
     /// The attempt the pod belongs to (its `tf-spawner/attempt` label; 0 without one).
     pub attempt: u32,
+    /// When its node was found to have stopped reporting (RFC 3339; `reason` is then
+    /// NodeLost), else null.
+    pub node_lost_since: Option<String>,
     /// Stopped by tf-spawner after the run's verdict (it ends, or has ended, by its
     /// lowered `activeDeadlineSeconds`; its log is kept).
     pub stopped: bool,
@@ -109,7 +132,11 @@ const EVENTS_SHOWN: usize = 5;
 
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
-    let (tracker, record) = with_record(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let Known {
+        tracker,
+        record,
+        helpers,
+    } = known(&cluster, args.tag.as_str(), args.all_workers).await?;
     let record = record.as_ref();
     let events = pending_events(&cluster, &tracker).await;
     let training = crate::ops::training::tail(&cluster, &tracker).await;
@@ -118,7 +145,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         ReportFormat::Json => {
             let json = to_json(
                 &tracker,
-                record,
+                (record, &helpers),
                 (&events, (&training, settings.stall_after.value)),
                 (args.tag.as_str(), cluster.namespace()),
                 now,
@@ -128,7 +155,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         }
         ReportFormat::Table => render(
             &tracker,
-            record,
+            (record, &helpers),
             (&events, (&training, settings.stall_after.value)),
             now,
             args.all_workers,
@@ -138,9 +165,28 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     Ok(())
 }
 
+/// `NodeLost: node N not ready since T (it stopped reporting)` for a pod whose node
+/// stopped reporting and that has not ended (as far as the API knows).
+fn lost(v: &PodView) -> Option<Reason> {
+    let since = v.node_lost?;
+    let when = match since {
+        0 => String::new(),
+        t => format!(" since {}", crate::duration::clock(t)),
+    };
+    Some(Reason {
+        reason: NODE_LOST.into(),
+        message: Some(format!(
+            "node {} not ready{when} (it stopped reporting)",
+            v.node.as_deref().unwrap_or("?")
+        )),
+    })
+}
+
 /// What `reason` and `message` say for one pod (see [`PodJson`]).
 fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
-    if let Some(r) = v.decisive_reason() {
+    if let Some(r) = lost(v) {
+        (Some(r.reason), r.message)
+    } else if let Some(r) = v.decisive_reason() {
         (Some(r.reason.clone()), r.message.clone())
     } else if let Some(exit) = &v.last_exit {
         (exit.reason.clone(), exit.message.clone())
@@ -155,7 +201,7 @@ fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
 
 pub fn to_json(
     tracker: &Tracker,
-    record: Option<&Record>,
+    (record, helpers): (Option<&Record>, &[Found]),
     (events, (training, stall_after)): (&Events, Progressed),
     (tag, namespace): (&str, &str),
     now: i64,
@@ -172,6 +218,7 @@ pub fn to_json(
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
+        helpers: helpers.iter().map(|h| helper_json(h, tag, now)).collect(),
         progress: show::ProgressJson::of(
             training,
             stalled(tracker, training, stall_after, now).is_some(),
@@ -203,6 +250,7 @@ pub fn to_json(
                         .get(&v.name)
                         .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
                     attempt: v.attempt,
+                    node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
                     stopped: v.stopped_at.is_some(),
                 }
             })
@@ -299,14 +347,14 @@ fn progress_line(training: &Training, now: i64) -> String {
 /// verdict line.
 pub fn render(
     tracker: &Tracker,
-    record: Option<&Record>,
+    (record, helpers): (Option<&Record>, &[Found]),
     (events, (training, stall_after)): (&Events, Progressed),
     now: i64,
     all_workers: bool,
 ) -> String {
     let pods = tracker.in_task_order();
     if pods.is_empty() {
-        return without_pods(tracker, record, now);
+        return without_pods(tracker, (record, helpers), now);
     }
     let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
     let mut rows: Vec<Vec<String>> = pods
@@ -323,6 +371,7 @@ pub fn render(
                 v.shown_phase().as_str()
             };
             let phase = match (&v.waiting, v.decisive_reason()) {
+                _ if v.node_lost.is_some() => format!("{shown} ({NODE_LOST})"),
                 _ if v.queued => match &v.queue {
                     Some(q) => format!("{shown} (queued in {q})"),
                     None => format!("{shown} (queued)"),
@@ -370,6 +419,9 @@ pub fn render(
     }
     let mut out = output::table(&header, &rows);
     for v in &pods {
+        if let Some(r) = lost(v) {
+            out.push_str(&format!("{}: {}\n", v.label(), one_line(&r.to_string())));
+        }
         // A gate says nothing new; a gang scheduler's reason does.
         if v.terminated.is_none()
             && let Some(w) = &v.waiting
@@ -392,6 +444,7 @@ pub fn render(
         out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
     }
     out.push_str(&events_table(&pods, events, now));
+    out.push_str(&helper_lines(helpers, tracker.tag(), now));
     let attempt = tracker.attempt();
     if attempt > 0 {
         let restarted: Vec<String> = pods
@@ -430,8 +483,16 @@ fn verdict_line(tracker: &Tracker, record: Option<&Record>) -> String {
 }
 
 /// A run whose pods are all gone: what its record says.
-fn without_pods(tracker: &Tracker, record: Option<&Record>, now: i64) -> String {
-    let mut out = String::from("no pods left");
+fn without_pods(
+    tracker: &Tracker,
+    (record, helpers): (Option<&Record>, &[Found]),
+    now: i64,
+) -> String {
+    let mut out = String::from(if helpers.is_empty() {
+        "no pods left"
+    } else {
+        "no task pods left"
+    });
     if let Some(r) = record {
         out.push_str("; the run's ConfigMap remains");
         if let Some(created) = r.created {
@@ -457,8 +518,40 @@ fn without_pods(tracker: &Tracker, record: Option<&Record>, now: i64) -> String 
     {
         out.push_str(&format!("{task}: {NEVER_STARTED_TEXT}\n"));
     }
+    out.push_str(&helper_lines(helpers, tracker.tag(), now));
     out.push_str(&verdict_line(tracker, record));
     out
+}
+
+/// One line per helper pod of the run: what it is for, its phase, its age, how it ends.
+/// `helper pod/t-tensorboard (tensorboard): Running, 5m; deleted when …`.
+fn helper_lines(helpers: &[Found], tag: &str, now: i64) -> String {
+    helpers
+        .iter()
+        .map(|h| {
+            let age = h
+                .created
+                .map_or_else(|| "-".into(), |c| age(u64::try_from(now - c).unwrap_or(0)));
+            format!(
+                "helper pod/{} ({}): {}, {age}; {}\n",
+                h.name,
+                h.kind,
+                h.phase,
+                h.ends(tag)
+            )
+        })
+        .collect()
+}
+
+fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
+    HelperJson {
+        name: h.name.clone(),
+        kind: h.kind.clone(),
+        phase: h.phase.clone(),
+        age_seconds: h.created.map(|c| u64::try_from(now - c).unwrap_or(0)),
+        keep: h.keep,
+        ends: h.ends(tag),
+    }
 }
 
 #[cfg(test)]
@@ -476,7 +569,7 @@ mod tests {
         ]);
         let json = serde_json::to_value(to_json(
             &t,
-            None,
+            (None, &[]),
             (&Events::new(), (&Training::default(), None)),
             ("t", "ns"),
             1704067260,
@@ -506,6 +599,7 @@ mod tests {
                 "message",
                 "name",
                 "node",
+                "node_lost_since",
                 "phase",
                 "queue",
                 "queued",
@@ -531,7 +625,7 @@ mod tests {
         t.replace(vec![view(pod("worker-0", "Running"))]);
         let text = render(
             &t,
-            None,
+            (None, &[]),
             (&Events::new(), (&Training::default(), None)),
             1704067200 + 5,
             false,
@@ -573,7 +667,7 @@ mod tests {
             .collect();
         let text = render(
             &t,
-            None,
+            (None, &[]),
             (&events, (&Training::default(), None)),
             now,
             false,
@@ -591,7 +685,7 @@ mod tests {
         );
         let json = serde_json::to_value(to_json(
             &t,
-            None,
+            (None, &[]),
             (&events, (&Training::default(), None)),
             ("t", "ns"),
             now,

@@ -38,7 +38,7 @@ mod reaper;
 mod setup;
 mod stream;
 
-use stream::{Piece, Printer};
+use stream::{Event, Piece, Printer};
 
 pub(crate) use setup::{LocalPlan, LocalTask, plan};
 
@@ -146,6 +146,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         finished_at: None,
         terminating: false,
         attempt: 0,
+        node_lost: None,
         stopped_at: None,
     }
 }
@@ -175,14 +176,6 @@ pub struct RunOptions {
     pub env_file: Option<String>,
     /// Colour the task prefixes.
     pub colour: bool,
-}
-
-enum Event {
-    /// What task `at` wrote: a line, or the latest state of a redrawn one.
-    Output(usize, stream::Piece),
-    /// A stdout or stderr stream reached its end.
-    Closed,
-    Exited(usize, ExitStatus),
 }
 
 /// Process groups started so far; the ones whose leader has not been reaped are killed
@@ -679,6 +672,7 @@ mod tests {
             scheduling: Default::default(),
             volume: None,
             resources: Default::default(),
+            hardening: Default::default(),
         }
     }
 

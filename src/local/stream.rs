@@ -12,8 +12,18 @@
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
-use super::{Event, LocalPlan};
+use super::setup::LocalPlan;
 use crate::output;
+
+/// What the runner hears from its tasks: their output (from the readers here) and
+/// their exits.
+pub(super) enum Event {
+    /// What task `at` wrote: a line, or the latest state of a redrawn one.
+    Output(usize, Piece),
+    /// A stdout or stderr stream reached its end.
+    Closed,
+    Exited(usize, std::process::ExitStatus),
+}
 
 /// The longest piece of a line printed at once.
 pub const MAX_LINE: usize = 16 * 1024;

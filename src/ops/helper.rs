@@ -94,50 +94,12 @@ pub(crate) async fn wait_running(
             .await?
             .ok_or_else(|| anyhow!("pod/{name} was deleted while starting"))?;
         let view = crate::verdict::PodView::from_pod(&pod);
-        match view.phase {
-            crate::verdict::Phase::Running if !ready || view.ready.0 == view.ready.1 => {
-                return Ok(pod);
-            }
-            crate::verdict::Phase::Succeeded | crate::verdict::Phase::Failed => {
-                let why = match &view.last_exit {
-                    Some(e) => format!(
-                        ": exit code {}{}{}",
-                        e.code,
-                        e.reason
-                            .as_ref()
-                            .map_or(String::new(), |r| format!(", {r}")),
-                        e.message.as_ref().map_or(String::new(), |m| format!(
-                            ": {}",
-                            crate::verdict::one_line(m)
-                        ))
-                    ),
-                    None => String::new(),
-                };
-                let hint = image_flag.map_or(String::new(), |f| {
-                    format!(" (is the image right? choose another with {f})")
-                });
-                bail!("pod/{name} ended before it could be used{why}{hint}")
-            }
-            _ => {}
-        }
-        if let Some(waiting) = &view.waiting
-            && matches!(
-                waiting.reason.as_str(),
-                "ErrImagePull"
-                    | "ImagePullBackOff"
-                    | "ErrImageNeverPull"
-                    | "InvalidImageName"
-                    | "CreateContainerError"
-                    | "CreateContainerConfigError"
-                    | "RunContainerError"
-            )
+        if view.phase == crate::verdict::Phase::Running && (!ready || view.ready.0 == view.ready.1)
         {
-            match image_flag {
-                Some(flag) if waiting.reason.contains("Image") => {
-                    bail!("pod/{name} cannot start: {waiting}; choose another image with {flag}")
-                }
-                _ => bail!("pod/{name} cannot start: {waiting}"),
-            }
+            return Ok(pod);
+        }
+        if let Some(line) = never_usable(name, &view, image_flag) {
+            bail!("{line}");
         }
         if start.elapsed() > timeout {
             let why = match view.waiting {
@@ -152,4 +114,56 @@ pub(crate) async fn wait_running(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Why pod `name` will never be of use, if it will not: it ended (its exit), or it cannot
+/// start (an image that cannot be pulled, a container that cannot be made).
+fn never_usable(
+    name: &str,
+    view: &crate::verdict::PodView,
+    image_flag: Option<&str>,
+) -> Option<String> {
+    if matches!(
+        view.phase,
+        crate::verdict::Phase::Succeeded | crate::verdict::Phase::Failed
+    ) {
+        let why = match &view.last_exit {
+            Some(e) => format!(
+                ": exit code {}{}{}",
+                e.code,
+                e.reason
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(", {r}")),
+                e.message.as_ref().map_or(String::new(), |m| format!(
+                    ": {}",
+                    crate::verdict::one_line(m)
+                ))
+            ),
+            None => String::new(),
+        };
+        let hint = image_flag.map_or(String::new(), |f| {
+            format!(" (is the image right? choose another with {f})")
+        });
+        return Some(format!(
+            "pod/{name} ended before it could be used{why}{hint}"
+        ));
+    }
+    let waiting = view.waiting.as_ref().filter(|w| {
+        matches!(
+            w.reason.as_str(),
+            "ErrImagePull"
+                | "ImagePullBackOff"
+                | "ErrImageNeverPull"
+                | "InvalidImageName"
+                | "CreateContainerError"
+                | "CreateContainerConfigError"
+                | "RunContainerError"
+        )
+    })?;
+    Some(match image_flag {
+        Some(flag) if waiting.reason.contains("Image") => {
+            format!("pod/{name} cannot start: {waiting}; choose another image with {flag}")
+        }
+        _ => format!("pod/{name} cannot start: {waiting}"),
+    })
 }

@@ -44,13 +44,18 @@ pub struct RunJson {
     /// The verdict `wait` recorded on the run's ConfigMap (`Failed: …`), else null; when
     /// there is one, `verdict` is its.
     pub recorded_verdict: Option<String>,
+    /// The run's helper pods (`cp`, `tensorboard`) by kind: not tasks, not in `pods`.
+    pub helpers: BTreeMap<String, u32>,
+    /// Its ConfigMap is there (the table's words for a run without pods).
+    #[serde(skip)]
+    pub recorded: bool,
 }
 
 /// The runs in the cluster's namespace, or in every namespace. One list, in pages,
 /// each page folded into the runs' trackers.
 pub(crate) async fn list(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<RunJson>> {
-    // Helper pods (cp, tensorboard) are not tasks of a run.
-    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL},!{HELPER_LABEL}");
+    // The tasks and the helper pods (cp, tensorboard), which are counted apart.
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
     let mut runs = Runs::default();
     let pods = cluster.list_pages::<Pod>(&selector, all_namespaces, |pods, first| {
         if first {
@@ -92,6 +97,8 @@ fn listing_error(
 #[derive(Default)]
 pub struct Runs {
     groups: BTreeMap<(String, String), Tracker>,
+    /// The helper pods of each run, by kind.
+    helpers: BTreeMap<(String, String), BTreeMap<String, u32>>,
     /// The runs' records (their ConfigMaps), pods or not.
     records: Vec<Record>,
 }
@@ -104,6 +111,20 @@ impl Runs {
             return;
         };
         let key = (ns, tag.clone());
+        if let Some(kind) = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(HELPER_LABEL))
+        {
+            *self
+                .helpers
+                .entry(key)
+                .or_default()
+                .entry(kind.clone())
+                .or_default() += 1;
+            return;
+        }
         self.groups
             .entry(key)
             .or_insert_with(|| Tracker::new(tag, false))
@@ -117,7 +138,7 @@ impl Runs {
             .drain(..)
             .map(|r| ((r.namespace.clone(), r.tag.clone()), r))
             .collect();
-        for key in records.keys() {
+        for key in records.keys().chain(self.helpers.keys()) {
             self.groups
                 .entry(key.clone())
                 .or_insert_with(|| Tracker::new(&key.1, false));
@@ -125,8 +146,11 @@ impl Runs {
         self.groups
             .into_iter()
             .map(|((namespace, tag), tracker)| {
-                let record = records.remove(&(namespace.clone(), tag.clone()));
-                run_json(namespace, tag, &tracker, record, now)
+                let key = (namespace.clone(), tag.clone());
+                let record = records.remove(&key);
+                let mut run = run_json(namespace, tag, &tracker, record, now);
+                run.helpers = self.helpers.remove(&key).unwrap_or_default();
+                run
             })
             .collect()
     }
@@ -158,7 +182,9 @@ fn run_json(
         terminating,
         attempt: tracker.attempt(),
         pods: tracker.live().count() as u32,
+        recorded: record.is_some(),
         recorded_verdict: record.and_then(|r| r.verdict),
+        helpers: BTreeMap::new(),
     }
 }
 /// Groups pods by namespace and tag, sorted.
@@ -180,6 +206,26 @@ fn role_cell(role: &str, c: &RoleCounts, queue: Option<&str>) -> String {
     format!("{role} {}", crate::progress::counts_text(c, queue))
 }
 
+/// `helper pod: tensorboard`, `helper pods: tensorboard, 2 cp`: the run's helper pods,
+/// after its tasks.
+fn helpers_cell(helpers: &BTreeMap<String, u32>) -> Option<String> {
+    let kinds: Vec<String> = helpers
+        .iter()
+        .rev()
+        .map(|(kind, n)| match n {
+            1 => kind.clone(),
+            n => format!("{n} {kind}"),
+        })
+        .collect();
+    let total: u32 = helpers.values().sum();
+    let what = if total == 1 {
+        "helper pod"
+    } else {
+        "helper pods"
+    };
+    (!kinds.is_empty()).then(|| format!("{what}: {}", kinds.join(", ")))
+}
+
 const ROLE_ORDER: [&str; 5] = ["chief", "ps", "worker", "evaluator", "other"];
 
 pub fn render(runs: &[RunJson], namespaces: bool) -> String {
@@ -197,11 +243,24 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
             if run.terminating > 0 {
                 pods.push(format!("{} terminating", run.terminating));
             }
-            if run.pods == 0 {
+            let none = if run.helpers.is_empty() {
+                "no pods left"
+            } else {
+                "no task pods left"
+            };
+            if run.pods == 0 && run.recorded {
                 pods = vec![format!(
-                    "no pods left (its ConfigMap and services remain: tf-spawner -d -t {} removes them)",
+                    "{none} (its ConfigMap and services remain: tf-spawner -d -t {} removes them)",
                     run.tag
                 )];
+            } else if run.pods == 0 {
+                pods = vec![format!(
+                    "{none} (tf-spawner -d -t {} removes the rest)",
+                    run.tag
+                )];
+            }
+            if let Some(cell) = helpers_cell(&run.helpers) {
+                pods.push(cell);
             }
             // Every pod being deleted: the run is, as kubectl would show its pods.
             let total: u32 = run.roles.values().map(|c| c.total).sum();

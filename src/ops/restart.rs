@@ -65,6 +65,8 @@ impl Default for Restarts {
 struct Restart {
     attempt: u32,
     names: BTreeSet<String>,
+    /// Of `names`, the pods on a node that stopped reporting: deleted at once.
+    lost: BTreeSet<String>,
     why: String,
     backoff: Duration,
 }
@@ -254,9 +256,15 @@ impl Restarter {
             }
         };
         let backoff = backoff(self.options.backoff, attempt);
+        let lost = tracker
+            .on_lost_nodes()
+            .into_iter()
+            .filter(|n| names.contains(n))
+            .collect();
         Some(Restart {
             attempt,
             names,
+            lost,
             why: format!("{failure}; {what}"),
             backoff,
         })
@@ -273,6 +281,12 @@ impl Restarter {
             r.why,
             r.attempt,
         ))?;
+        if !r.lost.is_empty() {
+            output::print(&format!(
+                "run {tag}: force-deleting {} (its node stopped reporting: no kubelet will confirm a graceful deletion)\n",
+                listed(&r.lost)
+            ))?;
+        }
         let record = recreate::Record {
             attempt: r.attempt,
             templates: r
@@ -288,7 +302,7 @@ impl Restarter {
                     "run {tag}: the restart's pods do not fit in its configmap; stopped before they are created again, it cannot be resumed"
                 ));
             }
-            recreate::delete_pods(cluster, tag, &r.names, bounds.max_in_flight).await?;
+            recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
         };
         match bounded(bounds, work).await {
@@ -399,6 +413,8 @@ async fn unfinished(
             listed(&names)
         ),
         names,
+        // Not known before the follow: a pod still on a lost node is deleted gracefully.
+        lost: BTreeSet::new(),
         backoff: Duration::ZERO,
     };
     Ok((templates, Some(pending)))
@@ -515,6 +531,7 @@ mod tests {
         Restart {
             attempt,
             names: ["t-worker-0".to_string()].into(),
+            lost: BTreeSet::new(),
             why: "w".into(),
             backoff: Duration::ZERO,
         }

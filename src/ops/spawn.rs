@@ -22,9 +22,10 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
         check_claim(cluster, volume, plan.pods.len()).await?;
     }
     let gangs: Vec<_> = gang.into_iter().collect();
+    let policy = plan.network_policy.is_some();
     // The quota and node reads go with the lists of an existing run: no added round trip.
     let (existing, room) = tokio::join!(
-        apply::existing(cluster, &plan.tag, &gangs),
+        apply::existing(cluster, &plan.tag, &gangs, policy),
         check_room(cluster, plan)
     );
     let existing = existing?;

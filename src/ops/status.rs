@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cluster::Cluster;
 use crate::cluster::events::{self, PodEvent};
 use crate::cluster::record::Record;
-use crate::labels::run_selector;
+use crate::helper::Found;
+use crate::labels::{helper_selector, run_selector};
 use crate::output;
 use crate::verdict::{Phase, PodView, Tracker, Verdict};
 
@@ -49,31 +50,58 @@ async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker
     Ok(tracker)
 }
 
-/// The run's pods and its record (its ConfigMap, `cluster/record.rs`); an error when
-/// neither is there. A run is known while any of it exists.
-pub(crate) async fn with_record(
-    cluster: &Cluster,
-    tag: &str,
-    all_workers: bool,
-) -> Result<(Tracker, Option<Record>)> {
-    let (tracker, record) = tokio::join!(
+/// What `status` knows of a run: its tasks' pods, its record (its ConfigMap,
+/// `cluster/record.rs`) and its helper pods (`cp`, `tensorboard`).
+pub(crate) struct Known {
+    pub tracker: Tracker,
+    pub record: Option<Record>,
+    pub helpers: Vec<Found>,
+}
+
+/// The run's pods, its record and its helper pods; an error when none of them is
+/// there. A run is known while any of it exists.
+pub(crate) async fn known(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Known> {
+    let (tracker, record, helpers) = tokio::join!(
         pods(cluster, tag, all_workers),
-        crate::cluster::record::read(cluster, tag)
+        crate::cluster::record::read(cluster, tag),
+        helpers(cluster, tag)
     );
     let tracker = tracker?;
+    let helpers = helpers?;
     let record = match record {
         Ok(record) => record,
         // Credentials that may read pods and not config maps still see the pods.
-        Err(e) if !tracker.is_empty() => {
+        Err(e) if !tracker.is_empty() || !helpers.is_empty() => {
             output::note(&format!("the run's record is not shown: {e:#}"));
             None
         }
         Err(e) => return Err(e),
     };
-    if tracker.is_empty() && record.is_none() {
+    if tracker.is_empty() && record.is_none() && helpers.is_empty() {
         bail!("{}", no_pods(cluster, tag));
     }
-    Ok((tracker, record))
+    Ok(Known {
+        tracker,
+        record,
+        helpers,
+    })
+}
+
+/// The run's helper pods, by name.
+async fn helpers(cluster: &Cluster, tag: &str) -> Result<Vec<Found>> {
+    let now = u64::try_from(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap_or(0);
+    let mut found = Vec::new();
+    cluster
+        .list_pages::<Pod>(&helper_selector(tag), false, |pods, first| {
+            if first {
+                found.clear();
+            }
+            found.extend(pods.iter().filter_map(|p| Found::of(p, now)));
+        })
+        .await
+        .map_err(|e| cluster.explain("listing the run's helper pods", &e))?;
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(found)
 }
 
 /// The newest events of each pending pod of the run (one paged list of the namespace's

@@ -48,6 +48,12 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
             name: labels::secret_name(&plan.tag),
         });
     }
+    if plan.network_policy.is_some() {
+        objects.push(ObjectRef {
+            kind: Kind::NetworkPolicy,
+            name: labels::network_policy_name(&plan.tag),
+        });
+    }
     if let Some(group) = &plan.pod_group {
         objects.push(ObjectRef {
             kind: Kind::PodGroup(group.gang()),

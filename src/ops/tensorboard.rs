@@ -55,8 +55,9 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
     let served = tokio::select! {
         r = serve(cluster, &name, listener, board.timeout) => r,
         r = heartbeat(cluster, &name, &uid, &me) => r,
+        // The way a session ends, as Ctrl-C ends `kubectl port-forward`: exit 0.
         code = stop.requested() => {
-            output::note(&format!("stopped (signal, exit code {code})"));
+            output::note(&format!("tensorboard ended by {}", signals::asked_by(code)));
             Ok(())
         }
     };
@@ -136,31 +137,10 @@ async fn join(
             changes.push((KEEP_ANNOTATION, Some("true".to_string())));
         }
         let Some(pod) = found else {
-            let mut pod = super::helper::plan(
-                cluster,
-                &board.tag,
-                Helper::Tensorboard,
-                volume,
-                board.image.clone(),
-            )
-            .await?;
-            let annotations = pod
-                .metadata
-                .annotations
-                .get_or_insert_with(Default::default);
-            annotations.extend(
-                changes
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k.to_string(), v?))),
-            );
-            if let Some(created) = cluster.create_helper(&pod).await? {
-                output::print(&format!(
-                    "started pod/{name}, reading {} of claim '{}'\n",
-                    volume.path, volume.claim
-                ))?;
-                return Ok(created);
+            match create(cluster, board, name, volume, changes).await? {
+                Some(created) => return Ok(created),
+                None => continue,
             }
-            continue;
         };
         let version = pod.metadata.resource_version.as_deref().unwrap_or_default();
         if let Some(joined) = cluster.annotate_pod(name, version, &changes).await? {
@@ -168,6 +148,42 @@ async fn join(
         }
     }
     bail!("pod/{name} kept changing while tensorboard tried to use it; try again")
+}
+
+/// The run's TensorBoard pod created with this session's annotations (`changes`);
+/// `None` if one of the name was created meanwhile (join it then).
+async fn create(
+    cluster: &Cluster,
+    board: &Board,
+    name: &str,
+    volume: &OutputVolume,
+    changes: Vec<(&str, Option<String>)>,
+) -> Result<Option<Pod>> {
+    let mut pod = super::helper::plan(
+        cluster,
+        &board.tag,
+        Helper::Tensorboard,
+        volume,
+        board.image.clone(),
+    )
+    .await?;
+    let annotations = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    annotations.extend(
+        changes
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?))),
+    );
+    let created = cluster.create_helper(&pod).await?;
+    if created.is_some() {
+        output::print(&format!(
+            "started pod/{name}, reading {} of claim '{}'\n",
+            volume.path, volume.claim
+        ))?;
+    }
+    Ok(created)
 }
 
 /// Says every [`HEARTBEAT_SECONDS`] that this session still uses the pod; ends (with an
@@ -328,8 +344,9 @@ pub(crate) async fn local(dir: PathBuf, port: Option<u16>) -> Result<()> {
                 anyhow::bail!("tensorboard exited with {status}");
             }
         }
-        _ = signals::stop_requested() => {
+        code = signals::stop_requested() => {
             let _ = child.kill().await;
+            output::note(&format!("tensorboard ended by {}", signals::asked_by(code)));
         }
     }
     Ok(())

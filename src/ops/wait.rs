@@ -144,7 +144,6 @@ async fn follow(
     tracker: &mut Tracker,
 ) -> Result<(Outcome, Training)> {
     let progress = RefCell::new(Progress::new());
-    let until = wait.until;
     let (seen, seen_by_timer) = watch::channel(StartSeen::default());
     let (deciding, deciding_rx) = watch::channel(None::<PodView>);
     let (training_tx, mut training) = watch::channel(Training::default());
@@ -155,45 +154,14 @@ async fn follow(
     ));
     let outcome = {
         let follow = super::follow_run(cluster, &wait.tag, tracker, |t| {
-            if t.is_empty() {
-                return Some(Done::Empty);
-            }
-            if wait.start_timeout.is_some() && !seen.borrow().started {
-                let now = StartSeen {
-                    created: t.created(),
-                    started: t.started(),
-                };
-                seen.send_if_modified(|s| std::mem::replace(s, now) != now);
-            }
-            let pod = super::training::deciding(t).cloned();
-            deciding.send_if_modified(|s| {
-                let changed = *s != pod;
-                *s = pod;
-                changed
-            });
+            seen_by_the_fold(t, wait, &seen, &deciding);
             progress.borrow_mut().show(t);
-            let verdict = t.verdict();
-            if verdict.is_final() {
-                Some(Done::Final(verdict))
-            } else if until == WaitFor::Start && t.started() {
-                Some(Done::Started)
-            } else {
-                None
-            }
+            done(t, wait.until)
         });
         let shown = show_training(&mut training, &progress, wait.stall);
-        let deadline = async {
-            match wait.timeout {
-                Some(d) => {
-                    tokio::time::sleep_until((wait.started + d).into()).await;
-                    d
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             done = follow => done.map(Outcome::Done),
-            d = deadline => Ok(Outcome::Timeout(d)),
+            d = deadline(wait) => Ok(Outcome::Timeout(d)),
             d = start_timer(wait.start_timeout, seen_by_timer) => Ok(Outcome::NotStarted(d)),
             code = signals::stop_requested() => Ok(Outcome::Signal(code)),
             d = shown => Ok(Outcome::Stalled(d)),
@@ -210,6 +178,58 @@ async fn follow(
     progress.show_training(&last);
     progress.finish();
     outcome.map(|o| (o, last))
+}
+
+/// What the start timer and the progress reader learn from each change of the run:
+/// its creation and start (only while a start timeout may still pass), and which pod
+/// is the deciding task's.
+fn seen_by_the_fold(
+    t: &Tracker,
+    wait: &Wait,
+    seen: &watch::Sender<StartSeen>,
+    deciding: &watch::Sender<Option<PodView>>,
+) {
+    if wait.start_timeout.is_some() && !seen.borrow().started {
+        let now = StartSeen {
+            created: t.created(),
+            started: t.started(),
+        };
+        seen.send_if_modified(|s| std::mem::replace(s, now) != now);
+    }
+    let pod = super::training::deciding(t).cloned();
+    deciding.send_if_modified(|s| {
+        let changed = *s != pod;
+        *s = pod;
+        changed
+    });
+}
+
+/// Whether the follow is done: no pods, a final verdict, or (`--for start`) every pod
+/// started.
+fn done(t: &Tracker, until: WaitFor) -> Option<Done> {
+    if t.is_empty() {
+        return Some(Done::Empty);
+    }
+    let verdict = t.verdict();
+    if verdict.is_final() {
+        Some(Done::Final(verdict))
+    } else if until == WaitFor::Start && t.started() {
+        Some(Done::Started)
+    } else {
+        None
+    }
+}
+
+/// `--timeout`: resolves with it once it has passed since the command started; never
+/// without one.
+async fn deadline(wait: &Wait) -> Duration {
+    match wait.timeout {
+        Some(d) => {
+            tokio::time::sleep_until((wait.started + d).into()).await;
+            d
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Shows the training's progress as it changes; with a stall bound, names a stall (no
@@ -320,22 +340,12 @@ async fn report(
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
             let after = after_the_verdict(cluster, wait, tracker, "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
-            if let Some(time) = crate::timing::of_run(tracker, wait.all_workers) {
-                output::print(&format!("{}\n", time.line()))?;
-            }
-            if let Some(line) = show::report(training) {
-                output::print(&format!("{line}\n"))?;
-            }
+            time_and_training(tracker, wait.all_workers, training)?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
-            if let Some(time) = crate::timing::of_run(tracker, false) {
-                output::print(&format!("{}\n", time.line()))?;
-            }
-            if let Some(line) = show::report(training) {
-                output::print(&format!("{line}\n"))?;
-            }
+            time_and_training(tracker, false, training)?;
             let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {failure}")).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
@@ -361,6 +371,18 @@ async fn report(
     }
 }
 
+/// The lines under a final verdict: the run's time (`timing::of_run`) and the
+/// training's report, each if there is one.
+fn time_and_training(tracker: &Tracker, all_workers: bool, training: &Training) -> Result<()> {
+    if let Some(time) = crate::timing::of_run(tracker, all_workers) {
+        output::print(&format!("{}\n", time.line()))?;
+    }
+    if let Some(line) = show::report(training) {
+        output::print(&format!("{line}\n"))?;
+    }
+    Ok(())
+}
+
 /// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
 /// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
 async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Duration) -> Result<()> {
@@ -368,7 +390,7 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         "run '{}' did not start within {} of its creation (--start-timeout): {}",
         wait.tag,
         humantime_secs(d),
-        crate::verdict::describe_holdups(&tracker.holdups())
+        crate::verdict::start::describe_holdups(&tracker.holdups())
     );
     let record = format!(
         "Failed: did not start (--start-timeout {})",

@@ -7,8 +7,9 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
     EnvFromSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, Pod, PodSpec, Secret,
-    SecretEnvSource, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    SecretEnvSource, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -18,9 +19,10 @@ use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL,
     ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION,
     KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
-    NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
-    RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION,
-    config_map_name, kueue_group_name, pod_group_name, secret_name,
+    NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
+    POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name,
+    network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -69,6 +71,8 @@ pub struct SpawnRequest {
     pub scheduling: Scheduling,
     /// `--volume`: a claim mounted into every task.
     pub volume: Option<OutputVolume>,
+    /// `--run-as-user`, `--network-policy`.
+    pub hardening: security::Hardening,
     /// What each task asks of its node (docs/resources.md).
     pub resources: Resources,
 }
@@ -137,6 +141,9 @@ impl OutputVolume {
 pub struct Scheduling {
     /// `--deadline`: every pod's `activeDeadlineSeconds`.
     pub deadline_seconds: Option<i64>,
+    /// `--node-lost-after`: every pod tolerates its node being not ready or unreachable
+    /// this long (`tolerationSeconds` of [`NODE_LOST_TAINTS`], NoExecute).
+    pub node_lost_after_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
     /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
@@ -196,6 +203,8 @@ pub struct Plan {
     pub pods: Pods,
     /// `--volume`: checked (the claim exists) before anything is created.
     pub volume: Option<OutputVolume>,
+    /// `--network-policy`: created after the config, before the services and pods.
+    pub network_policy: Option<NetworkPolicy>,
 }
 
 /// The run's pods, built when asked for, one at a time: a spawn only needs the pods in
@@ -300,6 +309,10 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         .scheduling
         .gang
         .map(|gang| gang_pod_group(req, &pods, gang));
+    let network_policy = req.hardening.network_policy.then(|| {
+        let name = network_policy_name(&req.tag);
+        network::network_policy(&req.tag, meta(req, name, run_labels(&req.tag)))
+    });
     Ok(Plan {
         tag: req.tag.clone(),
         namespace: req.namespace.clone(),
@@ -312,6 +325,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         services,
         pods,
         volume: req.volume.clone(),
+        network_policy,
     })
 }
 
@@ -440,6 +454,12 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
     if let Some(volume) = &req.volume {
         annotations.insert(VOLUME_ANNOTATION.to_string(), volume.annotation());
     }
+    if req.hardening.network_policy {
+        annotations.insert(
+            NETWORK_POLICY_ANNOTATION.to_string(),
+            network_policy_name(&req.tag),
+        );
+    }
     Ok(ConfigMap {
         metadata,
         data: (!data.is_empty()).then_some(data),
@@ -509,6 +529,10 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
     if let Some(volume) = &req.volume {
         mount_output_volume(volume, &mut spec, at);
+    }
+    if let Some(uid) = req.hardening.run_as_user {
+        security::run_as(&mut spec, uid);
+        security::writable_home(&mut spec, at);
     }
     Pod {
         metadata,
@@ -602,10 +626,37 @@ fn mount_inside_ours(template: &Pod) -> Option<String> {
     })
 }
 
-/// `--deadline`, the gang's scheduler and `--priority-class` on a pod.
+/// The taints the node-lifecycle controller puts on a node that stopped reporting
+/// (`Ready` False: not-ready; `Unknown`: unreachable); the taint manager evicts the pods
+/// that do not tolerate them (NoExecute), after their `tolerationSeconds`. Without one
+/// of ours, the DefaultTolerationSeconds admission plugin gives every pod 300 s of each.
+pub const NODE_LOST_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// `--deadline`, `--node-lost-after`, the gang's scheduler and `--priority-class` on a pod.
 fn set_scheduling(scheduling: &Scheduling, spec: &mut PodSpec) {
     if let Some(seconds) = scheduling.deadline_seconds {
         spec.active_deadline_seconds = Some(seconds);
+    }
+    if let Some(seconds) = scheduling.node_lost_after_seconds {
+        // Replacing the template's own tolerations of those taints that evict (NoExecute,
+        // or every effect): the longest toleration would win.
+        let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+        tolerations.retain(|t| {
+            !t.key
+                .as_deref()
+                .is_some_and(|k| NODE_LOST_TAINTS.contains(&k))
+                || t.effect.as_deref().is_some_and(|e| e != "NoExecute")
+        });
+        tolerations.extend(NODE_LOST_TAINTS.iter().map(|key| Toleration {
+            key: Some(key.to_string()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(seconds),
+            ..Toleration::default()
+        }));
     }
     if let Some(name) = scheduling.scheduler_name() {
         spec.scheduler_name = Some(name);
@@ -810,6 +861,7 @@ fn env_value(c: &mut Container, name: &str, value: &str) {
     });
 }
 
+pub mod network;
 pub mod security;
 
 #[cfg(test)]

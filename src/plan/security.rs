@@ -11,8 +11,41 @@
 //! which only the user can choose (an image's files may belong to root).
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, PodSecurityContext, PodSpec, SeccompProfile, SecurityContext,
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, PodSecurityContext, PodSpec,
+    SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
+
+/// `--run-as-user` and `--network-policy`: what a hardened cluster asks of a run
+/// (docs/shared-clusters.md, "Restricted namespaces and network policies").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hardening {
+    /// `--run-as-user UID`: the tasks run as this user (and group), not as root.
+    pub run_as_user: Option<i64>,
+    /// `--network-policy`: the run gets a NetworkPolicy letting its tasks reach each
+    /// other (`plan/network.rs`).
+    pub network_policy: bool,
+}
+
+/// `--run-as-user` and the defaults file's `run_as_user`: a user id above 0 (root is what
+/// `restricted` refuses) that the API accepts (an int64 it checks to be at most
+/// 2147483647).
+pub fn parse_uid(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(0) => Err(format!(
+            "{text:?} is root, which a restricted namespace refuses; give a non-root user id such as 1000"
+        )),
+        Ok(uid) if (1..=i64::from(i32::MAX)).contains(&uid) => Ok(uid),
+        _ => Err(format!(
+            "{text:?} is not a user id from 1 to 2147483647 (such as 1000)"
+        )),
+    }
+}
+
+/// The home directory of a task run as a non-root user: an emptyDir (writable by any
+/// user), since the image's own (`/root`) is not.
+pub const HOME_DIR: &str = "/home/tf-spawner";
+/// The name of [`HOME_DIR`]'s volume.
+pub const HOME_VOLUME: &str = "tf-spawner-home";
 
 /// The seccomp profile every pod gets unless its template names one.
 pub const SECCOMP_DEFAULT: &str = "RuntimeDefault";
@@ -61,6 +94,51 @@ fn harden_container(container: &mut Container) {
     }
 }
 
+/// `--run-as-user UID`: the pod runs as `uid` (user and group), not as root
+/// (`runAsNonRoot`); volumes that support it are made writable by the group
+/// (`fsGroup`: the `--volume` claim). The flag wins over the template's pod-level
+/// fields; a container's own fields, which Kubernetes puts first, are kept.
+pub fn run_as(spec: &mut PodSpec, uid: i64) {
+    let pod = spec
+        .security_context
+        .get_or_insert_with(PodSecurityContext::default);
+    pod.run_as_non_root = Some(true);
+    pod.run_as_user = Some(uid);
+    pod.run_as_group = Some(uid);
+    pod.fs_group = Some(uid);
+}
+
+/// A writable `HOME` for a container run as a non-root user (Keras, pip and TensorBoard
+/// write under it), on [`HOME_VOLUME`]; the template's `HOME` is kept.
+pub fn writable_home(spec: &mut PodSpec, container: usize) {
+    let Some(c) = spec.containers.get_mut(container) else {
+        return;
+    };
+    let env = c.env.get_or_insert_with(Vec::new);
+    if env.iter().any(|e| e.name == "HOME") {
+        return;
+    }
+    env.push(EnvVar {
+        name: "HOME".to_string(),
+        value: Some(HOME_DIR.to_string()),
+        value_from: None,
+    });
+    let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+    mounts.retain(|m| m.name != HOME_VOLUME && m.mount_path != HOME_DIR);
+    mounts.push(VolumeMount {
+        name: HOME_VOLUME.to_string(),
+        mount_path: HOME_DIR.to_string(),
+        ..VolumeMount::default()
+    });
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != HOME_VOLUME);
+    volumes.push(Volume {
+        name: HOME_VOLUME.to_string(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Volume::default()
+    });
+}
+
 /// Who a refused pod belongs to: what fixes it differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Owner {
@@ -100,8 +178,9 @@ fn needs_non_root(reasons: &str) -> bool {
     reasons.contains("runAsNonRoot != true") || reasons.contains("runAsUser=0")
 }
 
-const NON_ROOT_FIX: &str = "run the tasks as a non-root user: set securityContext.runAsNonRoot: true and runAsUser in the pod template (--pod-file)";
-const HELPER_NON_ROOT_FIX: &str = "the helper pod runs as the run's pods do, and they run as root: spawn the run as a non-root user (docs/shared-clusters.md)";
+const NON_ROOT_FIX: &str =
+    "run the tasks as a non-root user with --run-as-user UID (defaults key run_as_user)";
+const HELPER_NON_ROOT_FIX: &str = "the helper pod runs as the run's pods do, and they run as root: spawn the run with --run-as-user UID (defaults key run_as_user)";
 const TEMPLATE_FIX: &str = "the pod template (--pod-file) asks for what the namespace forbids: remove those fields from it";
 const HELPER_TEMPLATE_FIX: &str =
     "the namespace forbids what the helper pod needs (see docs/shared-clusters.md)";

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{PodSpec, ResourceQuota};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{RolePods, RunObjects, pods_of};
 use crate::quantity;
@@ -38,15 +39,6 @@ pub fn check(quotas: &[ResourceQuota], run: &RunObjects, namespace: &str) -> Res
 fn check_one(quota: &ResourceQuota, run: &RunObjects, ns: &str) -> Result<(), String> {
     let name = quota.metadata.name.as_deref().unwrap_or_default();
     let status = quota.status.as_ref();
-    let read = |m: Option<
-        &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    >|
-     -> Usage {
-        m.into_iter()
-            .flatten()
-            .filter_map(|(k, q)| Some((k.clone(), quantity::parse(&q.0)?)))
-            .collect()
-    };
     let hard = read(status.and_then(|s| s.hard.as_ref()));
     let used = read(status.and_then(|s| s.used.as_ref()));
     if hard.is_empty() || hard.keys().any(|k| !used.contains_key(k)) {
@@ -66,19 +58,44 @@ fn check_one(quota: &ResourceQuota, run: &RunObjects, ns: &str) -> Result<(), St
         add(&mut needs, &pod_usage(&pods.spec), pods.count);
     }
     if scopes_match(quota, None) {
-        for (resource, count) in [
-            ("services", run.services),
-            ("configmaps", run.config_maps),
-            ("secrets", run.secrets),
-        ] {
-            add(&mut needs, &object_usage(resource), count);
-        }
-        if let Some(resource) = &run.pod_group {
-            add(&mut needs, &object_usage(resource), 1);
-        }
+        add_other_objects(&mut needs, run);
     }
-    let short: Vec<String> = hard
-        .iter()
+    let short = shortfalls(&hard, &used, &needs);
+    if short.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "resource quota '{name}' in namespace '{ns}' leaves too little for this run: {}; nothing was created (kubectl describe resourcequota {name} -n {ns})",
+        short.join("; ")
+    ))
+}
+
+/// A quota's `hard` or `used`, as exact amounts.
+fn read(m: Option<&BTreeMap<String, Quantity>>) -> Usage {
+    m.into_iter()
+        .flatten()
+        .filter_map(|(k, q)| Some((k.clone(), quantity::parse(&q.0)?)))
+        .collect()
+}
+
+/// What the run's objects other than pods use (services, config maps, secrets, the
+/// gang's PodGroup).
+fn add_other_objects(needs: &mut Usage, run: &RunObjects) {
+    for (resource, count) in [
+        ("services", run.services),
+        ("configmaps", run.config_maps),
+        ("secrets", run.secrets),
+    ] {
+        add(needs, &object_usage(resource), count);
+    }
+    if let Some(resource) = &run.pod_group {
+        add(needs, &object_usage(resource), 1);
+    }
+}
+
+/// Each tracked resource the run needs more of than the quota has left, in words.
+fn shortfalls(hard: &Usage, used: &Usage, needs: &Usage) -> Vec<String> {
+    hard.iter()
         .filter_map(|(k, limit)| {
             let need = *needs.get(k)?;
             let left = limit - used[k];
@@ -92,14 +109,7 @@ fn check_one(quota: &ResourceQuota, run: &RunObjects, ns: &str) -> Result<(), St
                 )
             })
         })
-        .collect();
-    if short.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "resource quota '{name}' in namespace '{ns}' leaves too little for this run: {}; nothing was created (kubectl describe resourcequota {name} -n {ns})",
-        short.join("; ")
-    ))
+        .collect()
 }
 
 fn add(into: &mut Usage, usage: &Usage, times: u32) {

@@ -152,6 +152,11 @@ pub(crate) fn boolean(text: &str) -> Result<bool, String> {
     }
 }
 
+/// `--run-as-user`: a non-root user id (`plan::security::parse_uid`).
+pub(crate) fn uid(text: &str) -> Result<i64, String> {
+    crate::plan::security::parse_uid(text)
+}
+
 /// One of a `clap::ValueEnum`'s values, matched as clap matches them for the flag.
 pub(crate) fn value_enum<T: clap::ValueEnum>(text: &str) -> Result<T, String> {
     T::from_str(text, false).map_err(|_| {

@@ -6,6 +6,7 @@
 use crate::cli::{ResourceArgs, RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
+use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
 
@@ -19,8 +20,9 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let SpawnArgs {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, deadline: _, priority_class: _, queue: _,
+        workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
         gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
+        run_as_user: _, network_policy: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
@@ -57,6 +59,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script_args: script_args.clone(),
         dir: settings.dir.value.clone(),
         dir_from: from_file(&settings.dir.source),
+        hardening: Hardening {
+            run_as_user: settings.run_as_user.value,
+            network_policy: settings.network_policy.value,
+        },
         resources: resources(settings),
     }
 }
@@ -88,6 +94,10 @@ fn scheduling(settings: &Settings) -> Scheduling {
     Scheduling {
         deadline_seconds: settings
             .deadline
+            .value
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        node_lost_after_seconds: settings
+            .node_lost_after
             .value
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         priority_class: settings.priority_class.value.clone(),
@@ -139,12 +149,15 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
 pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
     [
         (args.deadline.is_some(), "--deadline"),
+        (args.node_lost_after.is_some(), "--node-lost-after"),
         (args.start_timeout.is_some(), "--start-timeout"),
         (args.priority_class.is_some(), "--priority-class"),
         (args.queue.is_some(), "--queue"),
         (args.gang.is_some(), "--gang"),
         (args.scheduler_name.is_some(), "--scheduler-name"),
         (args.volcano_queue.is_some(), "--volcano-queue"),
+        (args.run_as_user.is_some(), "--run-as-user"),
+        (args.network_policy, "--network-policy"),
     ]
     .into_iter()
     .chain(resource_flags(&args.resources))

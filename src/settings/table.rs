@@ -116,6 +116,8 @@ settings! { |given|
     priority_class: Option<String> = built_in(None), parse::name, "(none)";
     /// `--deadline`, if any.
     deadline: Option<Duration> = built_in(None), parse::deadline, "(none)";
+    /// `--node-lost-after`, if any: the pods' toleration of a lost node.
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)";
     /// `--gang`, if any.
     gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)";
     /// `--scheduler-name`, if any.
@@ -157,6 +159,10 @@ settings! { |given|
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     tensorboard_image: Option<String> = built_in(None), parse::image,
         "(the run's image)";
+    /// `--run-as-user`: the tasks' (and helpers') non-root user, if any.
+    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)";
+    /// `--network-policy`: a NetworkPolicy with the run.
+    network_policy: bool = built_in(false), parse::boolean, "";
 }
 
 /// A built-in default.
@@ -328,6 +334,12 @@ impl Shown for u16 {
 }
 
 impl Shown for u32 {
+    fn shown(&self) -> Option<Value> {
+        Some((*self).into())
+    }
+}
+
+impl Shown for i64 {
     fn shown(&self) -> Option<Value> {
         Some((*self).into())
     }

@@ -17,10 +17,9 @@ use crate::roles::{Role, RoleSizes, Task};
 
 mod pod;
 pub mod retryable;
-mod start;
+pub mod start;
 
-pub use pod::{Exit, Phase, PodView, Reason, State};
-pub use start::describe_holdups;
+pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State, one_line};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";
@@ -142,6 +141,7 @@ impl fmt::Display for Failure {
             FailureKind::Removed(r) => {
                 let what = match r.reason.as_str() {
                     pod::DELETED => return write!(f, "{who} was deleted while it ran"),
+                    NODE_LOST => return write!(f, "{who} was lost with its node: {r}"),
                     "Evicted" | "EvictionByEvictionAPI" | "TerminationByKubelet" => "evicted",
                     "Preempting" | "PreemptionByScheduler" | "PreemptionByKubeScheduler" => {
                         "preempted"
@@ -166,6 +166,8 @@ pub struct RoleCounts {
     /// Pending, held back by a queue (see [`PodView::queued`]).
     pub queued: u32,
     pub running: u32,
+    /// Running on a node that stopped reporting (see [`PodView::node_lost`]).
+    pub lost: u32,
     pub succeeded: u32,
     pub failed: u32,
     /// Stopped by tf-spawner after the run's verdict (neither succeeded nor failed).
@@ -334,6 +336,11 @@ impl Tracker {
         })
     }
 
+    /// The run's tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }
@@ -404,19 +411,25 @@ impl Tracker {
             // A pod that finished and was then deleted (by --cleanup, say) keeps its
             // outcome; one deleted before the end failed.
             Entry::Gone(_) if !state.finished() => {
-                let kind = match &v.removal {
-                    Some(r) if r.reason != pod::DELETED => FailureKind::Removed(r.clone()),
+                let kind = match (&v.removal, v.node_lost) {
+                    (_, Some(since)) => FailureKind::Removed(lost_node(v, since)),
+                    (Some(r), _) if r.reason != pod::DELETED => FailureKind::Removed(r.clone()),
                     _ => FailureKind::Gone,
                 };
                 (v.name.clone(), State::Failed, failure(kind))
             }
             // Taken away: by a disruption whatever its exit (the kill was not the
-            // training's), by a plain deletion only if it had not ended.
+            // training's), by a plain deletion only if it had not ended. Taken from a
+            // node that stopped reporting (the taint manager's eviction at the pod's
+            // toleration, or a deletion): lost with its node.
             _ if state != State::Succeeded && self.removed(v).is_some() => {
                 let kind = match self.removed(v).cloned().expect("checked") {
                     // Deleted before it ever ran: not "while it ran".
                     r if r.reason == pod::DELETED && !v.started => FailureKind::Gone,
-                    r => FailureKind::Removed(r),
+                    r => FailureKind::Removed(match v.node_lost {
+                        Some(since) => lost_node(v, since),
+                        None => r,
+                    }),
                 };
                 (v.name.clone(), State::Failed, failure(kind))
             }
@@ -440,8 +453,14 @@ impl Tracker {
             }
             _ if state == State::Pending && self.cannot_start(v) => {
                 let mut reason = v.waiting.clone().expect("cannot_start implies a reason");
+                // A kubelet of 1.26 or later says the pull error in the back-off's own
+                // message (`Back-off pulling image "x": ErrImagePull: …`): said once.
                 if reason.reason == BACK_OFF
                     && let Some(pull_error) = self.pull_error_messages.get(&v.name)
+                    && !reason
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains(pull_error.as_str()))
                 {
                     let back_off = reason.message.take().unwrap_or_default();
                     reason.message = Some(format!("{back_off} (last pull error: {pull_error})"));
@@ -525,6 +544,17 @@ impl Tracker {
         }
     }
 
+    /// The pods (live or being deleted) on a node that stopped reporting: they are never
+    /// gone on their own (their kubelet cannot confirm the deletion).
+    pub fn on_lost_nodes(&self) -> BTreeSet<String> {
+        self.pods
+            .values()
+            .map(Entry::view)
+            .filter(|v| v.node_lost.is_some())
+            .map(|v| v.name.clone())
+            .collect()
+    }
+
     /// Every task's failure, in task order (see [`Tracker::verdict`] for the one that
     /// decides).
     pub fn failures(&self) -> Vec<Failure> {
@@ -573,9 +603,11 @@ impl Tracker {
             if queued && summary.queue.is_none() {
                 summary.queue = view.and_then(|v| v.queue.clone());
             }
+            let lost = view.and_then(|v| v.node_lost.map(|since| lost_node(v, since)));
             match counted {
                 State::Pending if queued => summary.counts.queued += 1,
                 State::Pending => summary.counts.pending += 1,
+                State::Running if lost.is_some() => summary.counts.lost += 1,
                 State::Running => summary.counts.running += 1,
                 State::Succeeded => summary.counts.succeeded += 1,
                 State::Failed => summary.counts.failed += 1,
@@ -585,6 +617,7 @@ impl Tracker {
             // A queued pod is waiting its turn, not stuck: the gate says nothing new.
             let reason = match failure {
                 Some(f) => Some(failure_reason(f)),
+                None if lost.is_some() => lost,
                 None => view
                     .and_then(|v| v.waiting.clone())
                     .filter(|_| !state.finished())
@@ -603,6 +636,21 @@ impl Tracker {
         }
         out.sort_by_key(|r| r.role.map_or(usize::MAX, |role| role as usize));
         out
+    }
+}
+
+/// The reason of a task whose node stopped reporting `since` (0: unknown).
+fn lost_node(v: &PodView, since: i64) -> Reason {
+    let node = v.node.as_deref().unwrap_or("?");
+    let when = match since {
+        0 => String::new(),
+        t => crate::duration::rfc3339(t).map_or_else(String::new, |t| format!(" since {t}")),
+    };
+    Reason {
+        reason: NODE_LOST.into(),
+        message: Some(format!(
+            "node {node} not ready{when} (it stopped reporting)"
+        )),
     }
 }
 
@@ -629,11 +677,6 @@ fn failure_reason(f: &Failure) -> Reason {
             message: None,
         },
     }
-}
-
-/// Joins a multi-line message into one line.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use super::one_line;
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
     ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
@@ -125,6 +124,9 @@ pub struct PodView {
     pub terminating: bool,
     /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
     pub attempt: u32,
+    /// Its node stopped reporting: the node-lifecycle controller marked the pod not ready
+    /// (see [`node_lost_since`]); `Some(when)`, seconds since the epoch (0 if unsaid).
+    pub node_lost: Option<i64>,
     /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
     /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
     pub stopped_at: Option<i64>,
@@ -199,6 +201,7 @@ impl PodView {
             finished_at,
             terminating: meta.deletion_timestamp.is_some(),
             attempt: attempt_of(meta),
+            node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
             stopped_at: meta
                 .annotations
                 .as_ref()
@@ -339,6 +342,33 @@ fn removal(pod: &Pod) -> Option<Reason> {
     disruption.or(evicted).or(deleted)
 }
 
+/// When the node-lifecycle controller marked the pod not ready because its node stopped
+/// reporting: the pod's `Ready` condition False (or Unknown) while `ContainersReady` is still
+/// True. The kubelet never writes that pair (its `Ready` is `ContainersReady` and the
+/// readiness gates, whose failure says `ReadinessGatesNotReady`); the controller flips
+/// `Ready` alone when the node goes `NotReady`/`Unknown` (`MarkPodsNotReady` in
+/// kubernetes' pkg/controller/util/node/controller_utils.go), the same on v1.20 and v1.36.
+/// The time is that condition's `lastTransitionTime` (0 if it has none).
+fn node_lost_since(status: Option<&PodStatus>) -> Option<i64> {
+    let conditions = status?.conditions.as_deref()?;
+    let find = |kind: &str| conditions.iter().find(|c| c.type_ == kind);
+    let ready = find("Ready")?;
+    let containers_ready = find("ContainersReady")?;
+    (ready.status != "True"
+        && containers_ready.status == "True"
+        && ready.reason.as_deref() != Some("ReadinessGatesNotReady"))
+    .then(|| {
+        ready
+            .last_transition_time
+            .as_ref()
+            .map_or(0, |t| t.0.as_second())
+    })
+}
+
+/// [`crate::verdict::FailureKind::Removed`]'s reason for a task lost with its node, and
+/// the summary's reason for a task on a node that stopped reporting.
+pub const NODE_LOST: &str = "NodeLost";
+
 /// The pod condition (1.26+) saying the pod is about to go for a reason outside it.
 const DISRUPTION_TARGET: &str = "DisruptionTarget";
 /// Pod reasons of a pod taken away by the kubelet or the scheduler.
@@ -459,4 +489,9 @@ fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64
         );
     }
     (None, None)
+}
+
+/// Joins a multi-line message into one line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -384,6 +384,32 @@ fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
     );
 }
 
+/// A kubelet of 1.26 or later (seen on the v1.36 node) puts the pull error in the
+/// back-off's message itself: the verdict says it once, not twice.
+#[test]
+fn a_back_off_that_names_its_pull_error_says_it_once() {
+    let image = "tf-spawner.local/nope:1";
+    let error = format!("failed to pull and unpack image \"{image}\": no such host");
+    let mut t = tracker(
+        vec![waiting(pod("worker-0", "Pending"), "ErrImagePull", &error)],
+        false,
+    );
+    let back_off = format!("Back-off pulling image \"{image}\": ErrImagePull: {error}");
+    t.update(view(waiting(
+        pod("worker-0", "Pending"),
+        "ImagePullBackOff",
+        &back_off,
+    )));
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("an image that cannot be pulled fails the run")
+    };
+    assert_eq!(
+        f.to_string(),
+        format!("pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off}")
+    );
+    assert_eq!(f.to_string().matches("no such host").count(), 1);
+}
+
 #[test]
 fn summary_counts_per_role_in_role_order() {
     let t = tracker(
@@ -408,6 +434,7 @@ fn summary_counts_per_role_in_role_order() {
             total: 3,
             pending: 1,
             running: 1,
+            lost: 0,
             succeeded: 1,
             failed: 0,
             queued: 0,
@@ -502,6 +529,101 @@ fn removals_after_the_decision_do_not_change_it() {
         panic!()
     };
     assert_eq!(f.pod, "t-worker-1");
+}
+
+/// A running pod as the node-lifecycle controller leaves it when the pod's node stops
+/// reporting (seen on v1.36: `Ready` False from the controller, `ContainersReady` still
+/// the kubelet's True; then the taint manager's `DisruptionTarget` and deletion).
+fn on_a_lost_node(task: &str, evicted: bool) -> Value {
+    let mut p = pod(task, "Running");
+    p["spec"]["nodeName"] = json!("node-b");
+    p["status"]["containerStatuses"] = json!([{
+        "name": "tensorflow", "ready": true, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"running": {"startedAt": "2024-01-01T00:00:05Z"}}
+    }]);
+    let mut conditions = vec![
+        json!({"type": "Ready", "status": "False", "lastTransitionTime": "2024-01-01T00:01:00Z"}),
+        json!({"type": "ContainersReady", "status": "True", "lastTransitionTime": "2024-01-01T00:00:05Z"}),
+    ];
+    if evicted {
+        conditions.push(json!({"type": "DisruptionTarget", "status": "True",
+            "reason": "DeletionByTaintManager", "message": "Taint manager: deleting due to NoExecute taint"}));
+        p["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:01:40Z");
+    }
+    p["status"]["conditions"] = json!(conditions);
+    p
+}
+
+#[test]
+fn a_pod_on_a_node_that_stopped_reporting_is_lost_not_running() {
+    let lost = view(on_a_lost_node("worker-1", false));
+    assert_eq!(lost.node_lost, Some(1704067260));
+    // The kubelet's own not-ready (its containers not ready, or a readiness gate) is not a lost node.
+    let mut own = on_a_lost_node("worker-1", false);
+    own["status"]["conditions"][1]["status"] = json!("False");
+    assert_eq!(view(own).node_lost, None);
+    let mut gated = on_a_lost_node("worker-1", false);
+    gated["status"]["conditions"][0]["reason"] = json!("ReadinessGatesNotReady");
+    assert_eq!(view(gated).node_lost, None);
+    let t = tracker(
+        vec![
+            on_a_lost_node("worker-1", false),
+            on_a_lost_node("worker-0", false),
+        ],
+        false,
+    );
+    // Still running as far as the verdict goes (the bound has not passed), but the
+    // summary counts the tasks apart and says why.
+    assert_eq!(t.verdict(), Verdict::Running);
+    let s = t.summary();
+    assert_eq!((s[0].counts.running, s[0].counts.lost), (0, 2));
+    let (who, reason) = s[0].stuck.clone().unwrap();
+    assert_eq!(who, "worker-0");
+    assert_eq!(
+        reason.to_string(),
+        "NodeLost: node node-b not ready since 2024-01-01T00:01:00Z (it stopped reporting)"
+    );
+    assert_eq!(
+        t.on_lost_nodes(),
+        BTreeSet::from(["t-worker-0".to_string(), "t-worker-1".to_string()])
+    );
+}
+
+#[test]
+fn a_task_evicted_from_its_lost_node_was_lost_with_it_and_is_retryable() {
+    let t = tracker(
+        vec![
+            on_a_lost_node("worker-0", true),
+            on_a_lost_node("worker-1", false),
+        ],
+        false,
+    );
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("{:?}", t.verdict())
+    };
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-0 (worker-0) was lost with its node: NodeLost: node node-b not ready since 2024-01-01T00:01:00Z (it stopped reporting)"
+    );
+    assert!(retryable::RestartOn::default().retries(&f.kind));
+    // Gone from the API (forced, or a v1.20 taint manager's plain deletion): the same.
+    let mut t = tracker(vec![on_a_lost_node("worker-0", false)], false);
+    t.remove("t-worker-0");
+    let Verdict::Failed(f) = t.verdict() else {
+        panic!("{:?}", t.verdict())
+    };
+    assert!(f.to_string().contains("was lost with its node"), "{f}");
+    // Another NoExecute taint's eviction, on a node that reports: not a lost node.
+    let mut p = on_a_lost_node("worker-0", true);
+    p["status"]["conditions"][0]["status"] = json!("True");
+    let Verdict::Failed(f) = tracker(vec![p], false).verdict() else {
+        panic!()
+    };
+    assert!(
+        f.to_string()
+            .contains("was taken away before it ended (DeletionByTaintManager"),
+        "{f}"
+    );
 }
 
 /// In a follow, the first failure seen decides: a worker deleted while it ran, then its

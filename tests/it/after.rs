@@ -332,18 +332,36 @@ fn status_and_wait_report_each_task_s_times_and_the_run_s() {
         .stdout_has("took 1m 12s");
 }
 
+/// Helper pods are no task of the run (not in its pods, its counts or its verdict), but
+/// `status` shows each (kind, phase, age, how it ends) and `list` counts them, so nothing
+/// the tool started runs on unseen (issue 35, item 5); `-d` deletes them with the run.
 #[test]
-fn helper_pods_are_no_task_of_the_run_but_go_with_it() {
+fn helper_pods_are_no_task_of_the_run_but_shown_and_go_with_it() {
     let env = Env::new();
     env.spawn(&["-t", "hp", "-w", "1"]).success();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     env.server.insert(
         "pods",
         NS,
         json!({"metadata": {"name": "hp-tensorboard", "labels": {
             "training_attempt": "hp", "tf-spawner/helper": "tensorboard",
-            "app.kubernetes.io/managed-by": "tf-spawner"}},
+            "app.kubernetes.io/managed-by": "tf-spawner"},
+            "annotations": {"tf-spawner/sessions": format!("{{\"a1\":{now}}}")}},
             "spec": {"containers": [{"name": "tensorboard", "image": "tb"}]},
             "status": {"phase": "Running"}}),
+    );
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {"name": "hp-cp-x1y2z", "labels": {
+            "training_attempt": "hp", "tf-spawner/helper": "cp",
+            "app.kubernetes.io/managed-by": "tf-spawner"}},
+            "spec": {"containers": [{"name": "cp", "image": "tb"}],
+                "activeDeadlineSeconds": 3600},
+            "status": {"phase": "Running", "startTime": "2026-01-01T10:00:00Z"}}),
     );
     let out = env.run(&["status", "-t", "hp", "-o", "json"]);
     let json: Value = serde_json::from_str(&out.success().stdout).unwrap();
@@ -354,12 +372,45 @@ fn helper_pods_are_no_task_of_the_run_but_go_with_it() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["hp-worker-0"]);
-    // `list` counts the run's tasks only.
+    let helpers = json["helpers"].as_array().unwrap();
+    assert_eq!(helpers.len(), 2, "{json:#}");
+    assert_eq!(helpers[0]["name"], "hp-cp-x1y2z");
+    assert_eq!(helpers[0]["kind"], "cp");
+    assert_eq!(helpers[1]["kind"], "tensorboard");
+    assert_eq!(helpers[1]["phase"], "Running");
+    assert_eq!(helpers[1]["keep"], false);
+    env.run(&["status", "-t", "hp"])
+        .success()
+        .stdout_has("helper pod/hp-cp-x1y2z (cp): Running, ")
+        .stdout_has(
+            "s; deleted when its copy ends; its deadline ends it by 2026-01-01 11:00:00 UTC at the latest\n",
+        )
+        .stdout_has("helper pod/hp-tensorboard (tensorboard): Running, ")
+        .stdout_has("s; deleted when the last tensorboard session using it ends (1 now)\n");
+    // `list` counts the run's tasks as its pods, and its helper pods apart.
     let out = env.run(&["list", "-o", "json"]);
     let list: Value = serde_json::from_str(&out.success().stdout).unwrap();
     assert_eq!(list["runs"][0]["roles"]["worker"]["total"], 1, "{list:#}");
+    assert_eq!(list["runs"][0]["pods"], 1, "{list:#}");
     assert_eq!(list["runs"].as_array().unwrap().len(), 1, "{list:#}");
     assert!(list["runs"][0]["roles"].get("other").is_none(), "{list:#}");
+    assert_eq!(
+        list["runs"][0]["helpers"],
+        json!({"cp": 1, "tensorboard": 1})
+    );
+    env.run(&["list"])
+        .success()
+        .stdout_has("worker 0/1 running, 1 pending; helper pods: tensorboard, cp\n");
+    // Its task pods gone, the run is still known by its record and its helpers.
+    env.server.delete_pod(NS, "hp-worker-0");
+    env.server.delete_pod(NS, "hp-cp-x1y2z");
+    env.run(&["list"]).success().stdout_has(
+        "no task pods left (its ConfigMap and services remain: tf-spawner -d -t hp removes them); helper pod: tensorboard\n",
+    );
+    env.run(&["status", "-t", "hp"])
+        .success()
+        .stdout_has("no task pods left; the run's ConfigMap remains")
+        .stdout_has("helper pod/hp-tensorboard (tensorboard): Running");
     env.run(&["-d", "-t", "hp", "-y"])
         .success()
         .stdout_has("deleted pod/hp-tensorboard");
@@ -539,8 +590,12 @@ fn tensorboard_sessions_share_the_pod_and_the_last_one_deletes_it() {
     };
     assert_eq!(sessions(&env), 2);
     let out = first.interrupt();
+    // Ctrl-C is how a session ends (as for `kubectl port-forward`): exit 0, said so,
+    // and no exit code of a signal in the words.
     out.success()
+        .stderr_has("tensorboard ended by Ctrl-C")
         .stderr_has("pod/tb-tensorboard stays: 1 other tensorboard session uses it");
+    assert!(!out.stderr.contains("exit code"), "{}", out.stderr);
     assert_eq!(sessions(&env), 1);
     let out = second.interrupt();
     out.success()

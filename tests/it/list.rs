@@ -42,7 +42,7 @@ fn lists_two_runs_with_counts_per_role_and_verdicts() {
     assert!(runs[0]["age_seconds"].is_u64());
     assert_eq!(
         runs[0]["roles"]["worker"],
-        serde_json::json!({"total": 2, "pending": 1, "queued": 0, "running": 1, "succeeded": 0, "failed": 0, "stopped": 0})
+        serde_json::json!({"total": 2, "pending": 1, "queued": 0, "running": 1, "lost": 0, "succeeded": 0, "failed": 0, "stopped": 0})
     );
     assert_eq!(runs[1]["roles"]["chief"]["succeeded"], 1);
 }

@@ -15,6 +15,7 @@ mod hardened;
 mod list;
 mod local;
 mod logs;
+mod nodes;
 mod outage;
 mod perf;
 mod progress;

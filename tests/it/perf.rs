@@ -72,10 +72,11 @@ fn delete_wait_returns_once_the_terminating_pods_are_gone() {
         .stderr_has("waiting for 2 pods to terminate…");
     assert!(env.list("pods", "default").is_empty());
     // The pods one by one after a list, the services' list (empty), the collection
-    // deletes of config maps and secrets (no config map says the run has none), and of
-    // both PodGroup kinds (nor whether it has a gang: 404 here, no such API); then one
-    // list and one watch, whatever the number of pods.
-    assert_eq!(count(&env, "DELETE"), 2 + 2 + 2);
+    // deletes of config maps and secrets (no config map says the run has none), of
+    // both PodGroup kinds (nor whether it has a gang: 404 here, no such API) and of
+    // network policies (nor whether it has one); then one list and one watch, whatever
+    // the number of pods.
+    assert_eq!(count(&env, "DELETE"), 2 + 2 + 2 + 1);
     let gets = count(&env, "GET");
     assert!((3..=5).contains(&gets), "{:?}", env.server.requests());
 }

@@ -119,6 +119,7 @@ impl Env {
             ("secrets", "secret"),
             (kube_testserver::VOLCANO_PODGROUPS, "podgroup"),
             (kube_testserver::COSCHEDULING_PODGROUPS, "podgroup"),
+            (kube_testserver::NETWORK_POLICIES, "networkpolicy"),
         ] {
             for obj in self.server.list(resource, namespace) {
                 names.push(format!(

@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{Api, DeleteParams, PostParams};
+use std::os::unix::fs::PermissionsExt;
+
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -115,6 +117,16 @@ if task["type"] == "worker" and task["index"] == 0:
         f.write("summary\n")
 print("wrote under", out, flush=True)
 "#;
+
+/// Makes the test's namespace enforce Pod Security `restricted`.
+async fn restricted(c: &Cluster) {
+    let patch =
+        json!({"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    Api::<Namespace>::all(c.client.clone())
+        .patch(&c.namespace, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("label the namespace");
+}
 
 async fn helper_pods(c: &Cluster, tag: &str) -> Vec<String> {
     c.pods(tag)
@@ -404,6 +416,8 @@ async fn train_mnist(c: &Cluster, t: &str, image: &str) {
         image,
         "-c",
         entry.to_str().unwrap(),
+        "--run-as-user",
+        "1000",
     ];
     c.spawn(t, &script, &extra).await;
     let out = c.run(&["wait", "-t", t, "--timeout", "300s"]).await;
@@ -572,8 +586,24 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
         return;
     };
     let claim = Claim::new(&c).await;
+    // A namespace enforcing Pod Security `restricted` (v1.36; a v1.20 node has no such
+    // admission), the tasks run as user 1000. A hostPath volume ignores `fsGroup`: its
+    // directory is made writable by all, as provisioners of such volumes (local-path) do.
+    restricted(&c).await;
+    std::fs::set_permissions(claim.dir.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod the volume's directory");
     let t = tag("mnist");
     train_mnist(&c, &t, &image).await;
+    let pods = c.pods(&t).await;
+    let uid = pods[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .security_context
+        .as_ref()
+        .unwrap()
+        .run_as_user;
+    assert_eq!(uid, Some(1000), "the tasks ran as user 1000");
 
     copy_the_model_home(&c, &t).await;
 

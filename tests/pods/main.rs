@@ -12,6 +12,7 @@ mod failures;
 mod firsthour;
 mod gpus;
 mod lifecycle;
+mod nodes;
 mod outage;
 mod restart;
 mod run;

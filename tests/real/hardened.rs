@@ -3,6 +3,7 @@
 //! `restricted`, and what v1.20 (no PodSecurity admission) does with the same fields.
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -70,7 +71,7 @@ async fn baseline_admits_the_pods_and_restricted_refuses_root_in_one_line() {
         .await;
     if psa {
         out.failure(1).stderr_has(&format!(
-            "namespace '{restricted}' enforces Pod Security \"restricted\": runAsNonRoot != true (pod or container \"tensorflow\" must set securityContext.runAsNonRoot=true); run the tasks as a non-root user"
+            "namespace '{restricted}' enforces Pod Security \"restricted\": runAsNonRoot != true (pod or container \"tensorflow\" must set securityContext.runAsNonRoot=true); run the tasks as a non-root user with --run-as-user UID (defaults key run_as_user)"
         ));
         assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
         assert!(real.run_objects(&restricted, "psa").await.is_empty());
@@ -83,4 +84,94 @@ async fn baseline_admits_the_pods_and_restricted_refuses_root_in_one_line() {
             .iter()
             .for_each(assert_hardened);
     }
+}
+
+/// Whether a stored label selector (`matchLabels`, `Exists` expressions) selects `labels`.
+fn selects(selector: &serde_json::Value, labels: &serde_json::Value) -> bool {
+    let pairs = selector["matchLabels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let exprs = selector["matchExpressions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    pairs.iter().all(|(k, v)| &labels[k] == v)
+        && exprs.iter().all(|e| {
+            assert_eq!(e["operator"], "Exists", "{e}");
+            labels.get(e["key"].as_str().unwrap()).is_some()
+        })
+}
+
+#[tokio::test]
+async fn run_as_user_is_admitted_by_restricted_and_the_network_policy_selects_the_tasks() {
+    let Some(real) =
+        Real::new("run_as_user_is_admitted_by_restricted_and_the_network_policy_selects_the_tasks")
+            .await
+    else {
+        return;
+    };
+    let ns = enforcing(&real, "psa-nr", "restricted").await;
+    let script = real.script();
+    let args = [
+        "-n",
+        &ns,
+        "-t",
+        "nr",
+        "-w",
+        "2",
+        "--chief",
+        "--run-as-user",
+        "1000",
+        "--network-policy",
+        script.to_str().unwrap(),
+    ];
+    real.run(Cred::Admin, &args).await.success();
+    let pods = real.pods(&ns, "nr").await;
+    assert_eq!(pods.len(), 3);
+    pods.iter().for_each(assert_hardened);
+    for pod in &pods {
+        let sc = pod.spec.as_ref().unwrap().security_context.clone().unwrap();
+        assert_eq!(
+            (
+                sc.run_as_non_root,
+                sc.run_as_user,
+                sc.run_as_group,
+                sc.fs_group
+            ),
+            (Some(true), Some(1000), Some(1000), Some(1000))
+        );
+    }
+    // What the server stored of the policy, checked against the pods it stored.
+    let policies: Api<NetworkPolicy> = real.api(&ns);
+    let policy = policies
+        .get("nr-network")
+        .await
+        .expect("the run's network policy");
+    let policy = serde_json::to_value(&policy).unwrap();
+    assert_eq!(policy["metadata"]["labels"]["training_attempt"], "nr");
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    let ingress = policy["spec"]["ingress"].as_array().unwrap();
+    assert_eq!(ingress.len(), 1, "{policy:#}");
+    assert!(ingress[0].get("ports").is_none(), "every port: {policy:#}");
+    let from = ingress[0]["from"].as_array().unwrap();
+    assert_eq!(from.len(), 1, "{policy:#}");
+    for pod in &pods {
+        let labels = serde_json::to_value(&pod.metadata.labels).unwrap();
+        assert!(selects(&policy["spec"]["podSelector"], &labels), "{labels}");
+        assert!(selects(&from[0]["podSelector"], &labels), "{labels}");
+    }
+    let helper = json!({"training_attempt": "nr", "tf-spawner/helper": "cp"});
+    assert!(!selects(&policy["spec"]["podSelector"], &helper));
+    assert!(!selects(
+        &from[0]["podSelector"],
+        &json!({"training_attempt": "other",
+        "tf-spawner/replica-type": "worker"})
+    ));
+
+    real.run(Cred::Admin, &["-n", &ns, "-d", "-t", "nr", "--yes"])
+        .await
+        .success()
+        .stdout_has("networkpolicy/nr-network");
+    assert!(policies.get_opt("nr-network").await.unwrap().is_none());
 }

@@ -26,6 +26,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     (crate::KUEUE_LOCALQUEUES, "LocalQueue", true),
     (crate::VOLCANO_QUEUES, "Queue", false),
     (crate::LEGACY_COSCHEDULING_PODGROUPS, "PodGroup", true),
+    (crate::NETWORK_POLICIES, "NetworkPolicy", true),
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
@@ -60,6 +61,13 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
         "scheduling.sigs.k8s.io",
         "v1alpha1",
         "podgroups",
+    ),
+    // Built in (not a custom resource), served by every server.
+    (
+        crate::NETWORK_POLICIES,
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
     ),
 ];
 

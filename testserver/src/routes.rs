@@ -96,6 +96,7 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
             crate::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
             crate::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
             crate::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
+            crate::NETWORK_POLICIES => true,
             _ => false,
         })
         .collect()
@@ -108,13 +109,16 @@ fn custom_discovery(group: &str, version: &str, served: &[(&str, &str)]) -> Valu
             let kind = kind_of(r).unwrap_or("Unknown");
             let namespaced = objects::is_namespaced(r);
             let singular = kind.to_lowercase();
+            let status = json!({ "name": format!("{plural}/status"), "singularName": "",
+                "namespaced": namespaced, "kind": kind, "verbs": ["get", "patch", "update"] });
             [
-                json!({ "name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
-                  "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] }),
-                json!({ "name": format!("{plural}/status"), "singularName": "", "namespaced": namespaced,
-                  "kind": kind, "verbs": ["get", "patch", "update"] }),
+                Some(json!({ "name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
+                  "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] })),
+                // NetworkPolicies have no status (1.20, and again since 1.28).
+                (*r != crate::NETWORK_POLICIES).then_some(status),
             ]
         })
+        .flatten()
         .collect();
     json!({
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{group}/{version}"),

@@ -209,6 +209,19 @@ impl ApiError {
             Some(n) => format!("{base} {n:?}"),
             None => base.to_string(),
         };
+        // A store key `plural.group` is RBAC's resource `plural` in API group `group`.
+        let (resource, group) = match resource.split_once('.') {
+            Some((plural, rest)) => {
+                let (group, sub) = rest
+                    .split_once('/')
+                    .map_or((rest, None), |(g, s)| (g, Some(s)));
+                (
+                    sub.map_or(plural.to_string(), |s| format!("{plural}/{s}")),
+                    group,
+                )
+            }
+            None => (resource.to_string(), ""),
+        };
         let scope = match namespace {
             Some(ns) => format!("in the namespace {ns:?}"),
             None => "at the cluster scope".to_string(),
@@ -217,7 +230,7 @@ impl ApiError {
             403,
             "Forbidden",
             format!(
-                "{subject} is forbidden: User {user:?} cannot {verb} resource {resource:?} in API group \"\" {scope}"
+                "{subject} is forbidden: User {user:?} cannot {verb} resource {resource:?} in API group {group:?} {scope}"
             ),
         )
         .with_details(name.unwrap_or(""), base)

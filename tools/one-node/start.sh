@@ -38,6 +38,7 @@ CACHE=$(cd "$CACHE" && pwd)
 source "$HERE/common.sh"
 [ -f "$STATE/k8s-prefix" ] && [ -f "$IMAGES/python.tar" ] \
   || die "run TF_SPAWNER_ONE_NODE_VERSION=$ONE_NODE_VERSION tools/one-node/setup.sh first"
+[ -f "$TOOLS/start.sh" ] || die "$TOOLS/start.sh not found: set $([ "$ONE_NODE_VERSION" = 1.20 ] && echo TF_SPAWNER_KUBE_TOOLS || echo TF_SPAWNER_KUBE_136_TOOLS) to the shared tools' directory"
 TOOLS=$(cd "$TOOLS" && pwd)
 K8S_PREFIX=$(cat "$STATE/k8s-prefix")
 
@@ -56,6 +57,15 @@ chmod 700 "$RUN" "$PKI"
 # --- control plane ----------------------------------------------------------------------------
 mkdir -p "$CP"
 [ -L "$CP/bin" ] || ln -sfn "$K8S_PREFIX/bin" "$CP/bin"
+# A controller manager started before the node-lifecycle controller was on (its command line
+# turns it off) is stopped, by its PID, and the shared start.sh starts it again with it on; the
+# rest of the control plane keeps running.
+kcm_pid=$(PIDS=$CP/run/pids pid_of kube-controller-manager "$CP/bin/kube-controller-manager " || true)
+if [ -n "$kcm_pid" ] && tr '\0' ' ' <"/proc/$kcm_pid/cmdline" | grep -E -- '[=,]-node-?lifecycle(-controller)?,' >/dev/null; then
+  log "restarting kube-controller-manager (pid $kcm_pid) with the node-lifecycle controller on"
+  kill -TERM "$kcm_pid"
+  while [ -e "/proc/$kcm_pid" ]; do sleep 0.2; done
+fi
 log "control plane: $TOOLS/start.sh on 127.0.0.1:$APISERVER_PORT (logs: $CP/run/logs)"
 if ! ADMIN_KUBECONFIG=$(cp_env bash "$TOOLS/start.sh" 2>"$LOGS/control-plane-start.log" | tail -1); then
   tail -20 "$LOGS/control-plane-start.log" >&2
@@ -64,41 +74,6 @@ fi
 [ "$ADMIN_KUBECONFIG" = "$CP/kubeconfig" ] || die "unexpected kubeconfig from start.sh: $ADMIN_KUBECONFIG"
 
 # --- certificates and kubeconfigs for the scheduler and the node -----------------------------
-client_cert() { # name subject
-  [ -f "$PKI/$1.crt" ] && return 0
-  (
-    umask 077
-    openssl genrsa -out "$PKI/$1.key" 2048 2>/dev/null
-    openssl req -new -key "$PKI/$1.key" -subj "$2" -out "$PKI/$1.csr"
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$PKI/$1.ext"
-    openssl x509 -req -in "$PKI/$1.csr" -CA "$CP/run/pki/ca.crt" -CAkey "$CP/run/pki/ca.key" -CAcreateserial \
-      -days 3650 -sha256 -extfile "$PKI/$1.ext" -out "$PKI/$1.crt" 2>/dev/null
-  )
-}
-cert_kubeconfig() { # name file
-  (
-    umask 077
-    cat >"$2.tmp" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: one-node
-  cluster:
-    server: $APISERVER_URL
-    certificate-authority-data: $(base64 -w0 "$CP/run/pki/ca.crt")
-users:
-- name: $1
-  user:
-    client-certificate-data: $(base64 -w0 "$PKI/$1.crt")
-    client-key-data: $(base64 -w0 "$PKI/$1.key")
-contexts:
-- name: $1@one-node
-  context: {cluster: one-node, user: $1}
-current-context: $1@one-node
-EOF
-    mv "$2.tmp" "$2"
-  )
-}
 client_cert scheduler "/CN=system:kube-scheduler"
 client_cert node "/O=system:nodes/CN=system:node:$NODE"
 cert_kubeconfig scheduler "$RUN/kubeconfig-scheduler"
@@ -157,62 +132,10 @@ ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/
 # The node's Hostname address comes first in the API server's --kubelet-preferred-address-types:
 # make the node's name resolve on this machine (one marked line, removed by stop.sh).
 grep -qxF "$NODE_IP $NODE $HOSTS_MARK" /etc/hosts || echo "$NODE_IP $NODE $HOSTS_MARK" >>/etc/hosts
-# isGateway false: the plugin neither routes nor turns on IP forwarding; the bridge already has
-# the subnet's first address. No routes: a pod can reach its subnet (peers, DNS) and nothing else.
-cat >"$RUN/cni.conflist.tmp" <<EOF
-{
-  "cniVersion": "0.4.0",
-  "name": "tf-spawner-one-node",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": false,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$POD_RANGE_START", "gateway": "$BRIDGE_IP"}]],
-        "routes": [],
-        "dataDir": "$IPAM_DIR"
-      }
-    }
-  ]
-}
-EOF
-# Written whole, then moved: containerd reloads the directory on every write.
-mv "$RUN/cni.conflist.tmp" "$CNI_CONF/10-tf-spawner.conflist"
+write_cni_conf "$CNI_CONF" "$POD_RANGE_START" "$POD_RANGE_END" "$IPAM_DIR"
 
 # --- containerd --------------------------------------------------------------------------------
-cat >"$RUN/containerd.toml" <<EOF
-version = 2
-root = "$CONTAINERD_ROOT"
-state = "$CONTAINERD_STATE"
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
-[grpc]
-  address = "$CONTAINERD_SOCK"
-[ttrpc]
-  address = "$CONTAINERD_SOCK.ttrpc"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  enable_selinux = false
-  disable_apparmor = true
-  # This machine withholds CAP_SYS_RESOURCE even from root: a process may not lower its
-  # oom_score_adj. The kubelet asks for -998 for sandboxes; clamp to containerd's own value.
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "${ONE_NODE_RUNC:-$(command -v runc)}"
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$CNI_CONF"
-    max_conf_num = 1
-EOF
+write_containerd_conf "$RUN/containerd.toml" "$CONTAINERD_ROOT" "$CONTAINERD_STATE" "$CONTAINERD_SOCK" "$CNI_CONF"
 if pid_of containerd "--config $RUN/containerd.toml" >/dev/null; then
   log "containerd already running"
 else
@@ -220,22 +143,7 @@ else
   start_daemon containerd "$(command -v containerd)" --config "$RUN/containerd.toml" --log-level info
 fi
 wait_for "containerd" 30 containerd ctr_k8s version
-# Imported when containerd has no image of that name or another one than the archive (by
-# config digest: a rebuilt archive, e.g. after tools/tensorflow's pins changed, is imported
-# again under its name, so a cached containerd never runs a stale image).
-for image in pause python tensorflow; do
-  ref=$PAUSE_IMAGE; [ $image = python ] && ref=$PYTHON_IMAGE
-  # The TensorFlow image is optional: imported when tensorflow-image.sh has written it.
-  [ $image = tensorflow ] && { ref=$TENSORFLOW_IMAGE; [ -f "$IMAGES/tensorflow.tar" ] || continue; }
-  want=$(archive_config "$IMAGES/$image.tar")
-  have=$(containerd_config "$ref")
-  if [ "$have" != "$want" ]; then
-    log "importing $ref ($want) into containerd (namespace k8s.io)${have:+, replacing $have}"
-    ctr_k8s images import --no-unpack=false "$IMAGES/$image.tar" >"$LOGS/import-$image.log" 2>&1 \
-      || { cat "$LOGS/import-$image.log" >&2; die "could not import $IMAGES/$image.tar"; }
-    [ "$(containerd_config "$ref")" = "$want" ] || die "$ref in containerd is not $IMAGES/$image.tar's image after importing it"
-  fi
-done
+import_images
 
 # --- cluster DNS -------------------------------------------------------------------------------
 if pid_of dns "/dns.py --listen $BRIDGE_IP:53 " >/dev/null; then
@@ -249,31 +157,12 @@ else
 fi
 wait_for "dns.py" 30 dns test -f "$RUN/dns.ready"
 
-# --- what differs between the versions: the scheduler's flags, the kubelet's flags and config --
+# --- what differs between the versions: the scheduler's flags (the kubelet's: common.sh) --------
 case "$ONE_NODE_VERSION" in
-  1.20)
-    SCHEDULER_FLAGS=(--port=0 --secure-port=0)
-    KUBELET_FLAGS=(--container-runtime=remote --container-runtime-endpoint="unix://$CONTAINERD_SOCK"
-      --runtime-request-timeout=5m --pod-infra-container-image="$PAUSE_IMAGE")
-    KUBELET_CONFIG=""
-    ;;
-  1.36)
-    # --port and the kubelet's --container-runtime, --pod-infra-container-image are gone; the
-    # scheduler's secure port stays off. 1.36 refuses cgroup v1 unless told (this machine has
-    # v1); its own cgroup root and pod log directory keep it apart from a v1.20 kubelet.
-    SCHEDULER_FLAGS=(--secure-port=0 --authentication-kubeconfig="$RUN/kubeconfig-scheduler"
-      --authorization-kubeconfig="$RUN/kubeconfig-scheduler")
-    KUBELET_FLAGS=()
-    KUBELET_CONFIG="containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-runtimeRequestTimeout: 5m
-failCgroupV1: false
-cgroupRoot: $CGROUP_ROOT
-podLogsDir: $KUBELET_ROOT/pod-logs"
-    # The cgroup root must exist in every (v1) hierarchy the kubelet uses.
-    for h in /sys/fs/cgroup/*/; do
-      [ -f "$h/cgroup.procs" ] && mkdir -p "$h${CGROUP_ROOT#/}"
-    done
-    ;;
+  1.20) SCHEDULER_FLAGS=(--port=0 --secure-port=0) ;;
+  # --port is gone; the secure port stays off.
+  1.36) SCHEDULER_FLAGS=(--secure-port=0 --authentication-kubeconfig="$RUN/kubeconfig-scheduler"
+      --authorization-kubeconfig="$RUN/kubeconfig-scheduler") ;;
 esac
 
 # --- kube-scheduler ----------------------------------------------------------------------------
@@ -286,30 +175,8 @@ else
 fi
 
 # --- kubelet -------------------------------------------------------------------------------------
-cat >"$RUN/kubelet-config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $NODE_IP
-port: $KUBELET_PORT
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $KUBELET_HEALTHZ_PORT
-authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
-cgroupDriver: cgroupfs
-failSwapOn: false
-clusterDomain: $CLUSTER_DOMAIN
-clusterDNS: [$BRIDGE_IP]
-resolvConf: ""
-makeIPTablesUtilChains: false
-serializeImagePulls: false
-evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%", "imagefs.available": "1%"}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-$KUBELET_CONFIG
-EOF
+kubelet_setup "$CONTAINERD_SOCK" "$CGROUP_ROOT" "$KUBELET_ROOT"
+write_kubelet_conf "$RUN/kubelet-config.yaml" "$NODE_IP" "$KUBELET_HEALTHZ_PORT" ""
 if pid_of kubelet "$CP/bin/kubelet " >/dev/null; then
   log "kubelet already running"
 else
@@ -318,16 +185,10 @@ else
     --kubeconfig="$RUN/kubeconfig-node" --root-dir="$KUBELET_ROOT" --cert-dir="$KUBELET_ROOT/pki" \
     --hostname-override="$NODE" --node-ip="$NODE_IP" "${KUBELET_FLAGS[@]}" --v=1
 fi
-node_ready() {
-  [ "$(kubectl_admin get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
-}
-wait_for "node $NODE Ready" 120 kubelet node_ready
+wait_for "node $NODE Ready" 120 kubelet node_ready "$NODE"
 # A new node carries node.kubernetes.io/not-ready:NoSchedule until the node-lifecycle controller
-# sees it Ready and removes the taint; the shared start.sh runs the controller manager without
-# that controller (no node ever existed there), so do its one job here.
-if kubectl_admin get node "$NODE" -o 'jsonpath={.spec.taints[*].key}' | grep node.kubernetes.io/not-ready >/dev/null; then
-  kubectl_admin taint node "$NODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
-fi
+# sees it Ready and removes the taint (within its 5 s node monitor period).
+wait_for "the node-lifecycle controller to untaint $NODE" 60 kubelet node_untainted "$NODE"
 
 log "ready in $((SECONDS - START)) s: v$ONE_NODE_VERSION, node $NODE, pods on $POD_SUBNET, DNS $BRIDGE_IP; kubectl: $CP/bin/kubectl --kubeconfig $ADMIN_KUBECONFIG"
 echo "$ADMIN_KUBECONFIG"

@@ -38,6 +38,10 @@ stop_daemon() { # name pattern
   rm -f "$PIDS/$1.pid"
 }
 
+# 0. The second node (second-node.sh), if one was started.
+if [ -d "$RUN/node-2" ]; then
+  TF_SPAWNER_ONE_NODE=$CACHE TF_SPAWNER_ONE_NODE_VERSION=$ONE_NODE_VERSION bash "$HERE/second-node.sh" stop || rc=1
+fi
 # 1. Nothing may start new containers: the kubelet and the scheduler go first.
 stop_daemon kubelet "$CP/bin/kubelet "
 stop_daemon kube-scheduler "$CP/bin/kube-scheduler "

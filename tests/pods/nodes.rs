@@ -1,0 +1,328 @@
+//! Nodes fail (issue 39), on a cluster with a second node (`tools/one-node/second-node.sh`,
+//! tainted so that only these tests' pods land there): a run's node killed under it is
+//! named in `status` within the node monitor's grace period; without `--restarts`, `wait`
+//! ends (exit 3) naming the lost node once `--node-lost-after` has passed; with
+//! `--restarts 1` the run comes back on the healthy node and resumes from its backup.
+//!
+//! The second node is controlled through `TF_SPAWNER_PODS_SECOND_NODE` (a command taking
+//! `kill` or `start`, as `.ci/run` sets it); without it, or without a node labelled
+//! `tf-spawner.test/second-node=true`, the tests skip with a notice.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams};
+
+use crate::after::{Claim, TF_IMAGE, node_has};
+use crate::support::{Cluster, tag};
+
+const CONTROL: &str = "TF_SPAWNER_PODS_SECOND_NODE";
+const LABEL: &str = "tf-spawner.test/second-node=true";
+/// The node-lifecycle controller's grace period (Kubernetes' default: 50 s on v1.36, 40 s
+/// on v1.20) plus its 5 s monitor period and the status' own lag.
+const DETECTION: Duration = Duration::from_secs(50 + 5 + 15);
+
+/// The pod template: the suite's, plus the toleration of the second node's taint and a
+/// preference for that node, so that the run's pods land there while it lives (and on
+/// the first node once it is tainted unreachable).
+fn template(c: &Cluster, image: &str) -> std::path::PathBuf {
+    c.write(
+        "pod-second-node.yaml",
+        &format!(
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: worker
+spec:
+  restartPolicy: Never
+  tolerations:
+    - {{key: tf-spawner.test/second-node, operator: Exists, effect: NoSchedule}}
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          preference:
+            matchExpressions:
+              - {{key: tf-spawner.test/second-node, operator: In, values: [\"true\"]}}
+  containers:
+    - name: tensorflow
+      image: {image}
+      imagePullPolicy: IfNotPresent
+      resources:
+        requests: {{cpu: 10m, memory: 32Mi}}
+"
+        ),
+    )
+}
+
+/// The second node's name, or `None` (with a notice) when these tests cannot run.
+async fn second_node(c: &Cluster, test: &str) -> Option<String> {
+    let skip = |why: &str| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    };
+    if std::env::var_os(CONTROL).is_none_or(|v| v.is_empty()) {
+        skip(&format!(
+            "{CONTROL} not set (tools/one-node/second-node.sh; see .ci/run)"
+        ));
+        return None;
+    }
+    let nodes = Api::<Node>::all(c.client.clone())
+        .list(&ListParams::default().labels(LABEL))
+        .await
+        .expect("list nodes");
+    let Some(name) = nodes.items.into_iter().find_map(|n| n.metadata.name) else {
+        skip("the cluster has no second node (tools/one-node/second-node.sh start)");
+        return None;
+    };
+    Some(name)
+}
+
+fn control(action: &str) {
+    let command = std::env::var(CONTROL).expect("checked");
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("{command} {action}"))
+        .status()
+        .expect("run the second node's control");
+    assert!(status.success(), "{command} {action}: {status}");
+}
+
+/// Kills the second node; brings it back when dropped (a failed test included).
+struct Killed;
+
+impl Killed {
+    fn node() -> Killed {
+        control("kill");
+        Killed
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        control("start");
+    }
+}
+
+/// Spawns run `tag` of `script` with `pod_file` (not the suite's template) and `extra`.
+async fn spawn(
+    c: &Cluster,
+    tag: &str,
+    script: &std::path::Path,
+    pod_file: &std::path::Path,
+    extra: &[&str],
+) {
+    let mut args = vec!["-t", tag, "--pod-file", pod_file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push(script.to_str().unwrap());
+    c.run(&args).await.success();
+}
+
+/// The nodes the run's pods are on, by pod name.
+fn nodes_of(pods: &[Pod]) -> Vec<(String, String)> {
+    pods.iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap_or_default(),
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Sleeps for ten minutes: only a lost node ends it.
+const SLEEPER: &str = "import time\nprint('up', flush=True)\ntime.sleep(600)\n";
+
+#[tokio::test]
+async fn a_killed_node_is_named_by_status_and_ends_wait_with_exit_3() {
+    let test = "a_killed_node_is_named_by_status_and_ends_wait_with_exit_3";
+    let Some(c) = Cluster::new("node-lost").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    let t = tag("lost");
+    let script = c.write("sleeper.py", SLEEPER);
+    let pod_file = template(&c, "tf-spawner.local/python:3.11");
+    spawn(
+        &c,
+        &t,
+        &script,
+        &pod_file,
+        &["-w", "2", "--node-lost-after", "10s"],
+    )
+    .await;
+    let running = c
+        .pods_in_phase(&t, "Running", Duration::from_secs(120))
+        .await;
+    let placed = nodes_of(&running);
+    assert!(placed.iter().all(|(_, n)| n == &node), "{placed:?}");
+    let wait = c.start(&["wait", "-t", &t, "--timeout", "300s"]);
+    let killed_at = Instant::now();
+    let _killed = Killed::node();
+    // status names the task and its node within the grace period (and a few seconds).
+    let shown = c
+        .eventually("status naming the lost node", DETECTION, || async {
+            let out = c.run(&["status", "-t", &t]).await;
+            out.stdout.contains("NodeLost").then_some(out.stdout)
+        })
+        .await;
+    let seen_after = killed_at.elapsed();
+    assert!(
+        shown.contains(&format!("worker-0: NodeLost: node {node} not ready since")),
+        "{shown}"
+    );
+    assert!(shown.contains("Running (NodeLost)"), "{shown}");
+    let json = c.run(&["status", "-t", &t, "-o", "json"]).await;
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).expect("status -o json");
+    let pods = json["pods"].as_array().expect("pods");
+    assert!(
+        pods.iter()
+            .all(|p| p["reason"] == "NodeLost" && p["node_lost_since"].is_string()),
+        "{json:#}"
+    );
+    // wait ends once the pods' 10 s toleration has run out: the taint manager evicts them.
+    let out = wait.wait_with_output().await.expect("wait ends");
+    let waited = killed_at.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stdout.contains("on a lost node"), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "was lost with its node: NodeLost: node {node} not ready since"
+        )),
+        "{stderr}"
+    );
+    assert!(waited < DETECTION + Duration::from_secs(60), "{waited:?}");
+    eprintln!(
+        "nodes: status named the lost node {:.0} s after the kill, wait ended {:.0} s after it",
+        seen_after.as_secs_f64(),
+        waited.as_secs_f64()
+    );
+}
+
+/// Synthetic MNIST, then the example with a backup every epoch on the volume: enough
+/// epochs that the node can die in the middle.
+const MNIST_ENTRYPOINT: &str = r#"set -e
+python -c "
+import numpy as np
+r = np.random.default_rng(0)
+x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
+y = lambda n: r.integers(0, 10, n, dtype=np.int64)
+np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
+"
+echo "attempt $TF_SPAWNER_ATTEMPT"
+export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=12 STEPS_PER_EPOCH=8
+exec python /script/training-script.py
+"#;
+
+#[tokio::test]
+async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
+    let test = "a_run_whose_node_dies_restarts_on_the_other_node_and_resumes";
+    let Some(c) = Cluster::new("node-restart").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    let t = tag("moved");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let pod_file = template(&c, TF_IMAGE);
+    spawn(
+        &c,
+        &t,
+        &script,
+        &pod_file,
+        &[
+            "-w",
+            "2",
+            "--volume",
+            "out",
+            "-c",
+            entry.to_str().unwrap(),
+            "--node-lost-after",
+            "5s",
+        ],
+    )
+    .await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "600s",
+    ]);
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            let log = c
+                .run(&["logs", "-t", &t, "--task", "worker-0"])
+                .await
+                .stdout;
+            log.contains("Epoch 3/12").then_some(())
+        },
+    )
+    .await;
+    let placed = nodes_of(&c.pods(&t).await);
+    assert!(placed.iter().all(|(_, n)| n == &node), "{placed:?}");
+    let killed_at = Instant::now();
+    let killed = Killed::node();
+    let out = child.wait_with_output().await.expect("wait ends");
+    let took = killed_at.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c
+        .run(&["logs", "-t", &t, "--task", "worker-0"])
+        .await
+        .stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
+        "{stdout}"
+    );
+    assert!(stdout.contains("force-deleting"), "{stdout}");
+    // The second attempt ran on the other node, and resumed from the backup.
+    let moved = nodes_of(&c.pods(&t).await);
+    assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
+    assert!(log.contains("attempt 1\n"), "{log}");
+    let epoch: u32 = log
+        .lines()
+        .find_map(|l| l.split_once("worker-0: resuming from epoch "))
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
+    assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
+    assert!(log.contains("Epoch 12/12"), "{log}");
+    drop(killed);
+    eprintln!(
+        "nodes: node killed after epoch 2; the run resumed from epoch {epoch} on the other node and succeeded {:.0} s after the kill",
+        took.as_secs_f64()
+    );
+}
