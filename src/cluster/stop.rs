@@ -34,30 +34,29 @@ pub struct Stopped {
     pub deleted: Vec<(String, String)>,
 }
 
-/// Whether a pod has finished: its phase is `Succeeded` or `Failed`.
+/// Whether a pod has finished: its phase is `Succeeded` or `Failed`, or it will never
+/// restart a container and every one of them has ended.
 fn finished(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return true;
     }
-    // A 1.27+ kubelet keeps a pod Running for seconds after its only container ended
-    // (until it has torn the pod down): a TF container that ended, never to restart, has
-    // finished, as the verdict counts it.
+    // A 1.27+ kubelet keeps a pod Running for seconds after its containers ended (until
+    // it has torn the pod down): such a pod has finished. A container still running
+    // beside an ended TF container (a sidecar) has not: it is stopped like a task.
     let spec = pod.spec.as_ref();
     let never = spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never");
-    let tf = spec.and_then(|s| {
-        s.containers
+    let statuses = status
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    let ended = |name: &str| {
+        statuses
             .iter()
-            .find(|c| c.name == crate::labels::TF_CONTAINER)
-            .or_else(|| s.containers.first())
-    });
-    let ended = status
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|all| all.iter().find(|c| Some(&c.name) == tf.map(|t| &t.name)))
-        .and_then(|c| c.state.as_ref())
-        .is_some_and(|state| state.terminated.is_some());
-    never && ended
+            .any(|c| c.name == name && c.state.as_ref().is_some_and(|st| st.terminated.is_some()))
+    };
+    let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+    never && !containers.is_empty() && containers.iter().all(|c| ended(&c.name))
 }
 
 /// `worker-1`, from the pod's replica labels.
@@ -192,5 +191,39 @@ pub async fn until_ended(cluster: &Cluster, tag: &str, limit: std::time::Duratio
             return;
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(phase: &str, states: &[(&str, serde_json::Value)]) -> Pod {
+        let containers: Vec<_> = states.iter().map(|(n, _)| json!({"name": n})).collect();
+        let statuses: Vec<_> = states
+            .iter()
+            .map(|(n, s)| json!({"name": n, "ready": false, "restartCount": 0, "image": "i", "imageID": "", "state": s}))
+            .collect();
+        serde_json::from_value(json!({
+            "spec": {"restartPolicy": "Never", "containers": containers},
+            "status": {"phase": phase, "containerStatuses": statuses},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pod_has_finished_when_every_container_has_ended() {
+        let ended = json!({"terminated": {"exitCode": 0}});
+        let runs = json!({"running": {}});
+        // A 1.27+ kubelet's Running pod whose only container ended.
+        assert!(finished(&pod("Running", &[("tensorflow", ended.clone())])));
+        assert!(!finished(&pod("Running", &[("tensorflow", runs.clone())])));
+        // A sidecar still running beside an ended TF container: stopped like a task.
+        let sidecar = [("tensorflow", ended.clone()), ("proxy", runs)];
+        assert!(!finished(&pod("Running", &sidecar)));
+        let both = [("tensorflow", ended.clone()), ("proxy", ended)];
+        assert!(finished(&pod("Running", &both)));
+        assert!(finished(&pod("Failed", &sidecar)));
     }
 }

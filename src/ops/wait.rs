@@ -454,8 +454,9 @@ async fn after_the_verdict(
     verdict: &str,
 ) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
-    // Pods the follower saw unfinished at the verdict; none: no request at all.
-    let unfinished = tracker.live().any(|p| !p.state().finished());
+    // Pods the follower saw still running at the verdict (a task, or a sidecar beside
+    // a finished one); none: no request at all.
+    let unfinished = tracker.live().any(PodView::still_running);
     let mut stopped = Stopped::default();
     if unfinished && !wait.keep_running && (!wait.cleanup || wait.save_logs.is_some()) {
         stopped = stop_step(cluster, wait, &mut problems).await;

@@ -130,6 +130,9 @@ pub struct PodView {
     /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
     /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
     pub stopped_at: Option<i64>,
+    /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
+    /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
+    pub sidecar_running: bool,
 }
 
 impl PodView {
@@ -162,6 +165,11 @@ impl PodView {
                 .map(exit_of)
         });
         let (started_at, finished_at) = container_times(tf_status);
+        let sidecar_running = !matches!(phase, Phase::Succeeded | Phase::Failed)
+            && statuses.iter().any(|s| {
+                Some(&s.name) != container.as_ref()
+                    && s.state.as_ref().is_none_or(|st| st.terminated.is_none())
+            });
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
@@ -208,6 +216,7 @@ impl PodView {
                 .and_then(|a| a.get(STOPPED_ANNOTATION))
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
+            sidecar_running,
         }
     }
 
@@ -226,6 +235,12 @@ impl PodView {
         if stopped { State::Stopped } else { own }
     }
 
+    /// Something of the pod still runs: its task, or a container beside it (a sidecar)
+    /// after the task ended. What a stop after the verdict ends.
+    pub fn still_running(&self) -> bool {
+        !self.state().finished() || self.sidecar_running
+    }
+
     /// Being stopped by tf-spawner: stopped, and not ended yet.
     pub fn stopping(&self) -> bool {
         self.stopped_at.is_some() && !self.state().finished()
@@ -233,10 +248,9 @@ impl PodView {
 
     fn own_state(&self) -> State {
         match self.phase {
-            Phase::Failed => State::Failed,
-            Phase::Succeeded => State::Succeeded,
             // The TF container has ended and will not restart: its exit code decides,
-            // even if a sidecar keeps the pod Running.
+            // even if a sidecar keeps the pod Running, or made it Failed (a sidecar
+            // stopped after the verdict, by its deadline).
             _ if self.restart_never && self.terminated.is_some() => {
                 if self.terminated.as_ref().is_some_and(|t| t.code == 0) {
                     State::Succeeded
@@ -244,18 +258,20 @@ impl PodView {
                     State::Failed
                 }
             }
+            Phase::Failed => State::Failed,
+            Phase::Succeeded => State::Succeeded,
             Phase::Running => State::Running,
             Phase::Pending | Phase::Unknown => State::Pending,
         }
     }
 
     /// The phase a table shows: the API's, except for a pod whose TF container has ended
-    /// for good while the pod is still `Running`: it is shown `Succeeded` or `Failed` by
-    /// that exit. A kubelet of 1.27 or later writes the pod's terminal phase only once it
+    /// for good while the pod is still `Running` (or was made `Failed` by a sidecar's
+    /// stop): it is shown `Succeeded` or `Failed` by that exit. A kubelet of 1.27 or later writes the pod's terminal phase only once it
     /// has torn the pod down, seconds after the container ended; v1.20's wrote both at once.
     pub fn shown_phase(&self) -> Phase {
         match (self.phase, self.state()) {
-            (Phase::Running | Phase::Pending, State::Succeeded) => Phase::Succeeded,
+            (Phase::Running | Phase::Pending | Phase::Failed, State::Succeeded) => Phase::Succeeded,
             (Phase::Running | Phase::Pending, State::Failed | State::Stopped) => Phase::Failed,
             (phase, _) => phase,
         }

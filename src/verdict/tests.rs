@@ -108,6 +108,59 @@ fn a_pod_has_started_when_its_container_runs_or_ran() {
     assert!(!view(sidecar).started);
 }
 
+/// `pod` with a sidecar container `proxy` in `state`.
+fn with_sidecar(mut pod: Value, state: Value) -> Value {
+    pod["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "proxy", "image": "p"}));
+    pod["status"]["containerStatuses"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({
+            "name": "proxy", "ready": true, "restartCount": 0, "image": "p", "imageID": "",
+            "state": state
+        }));
+    pod
+}
+
+#[test]
+fn a_sidecar_keeps_the_pod_running_but_the_tf_container_decides() {
+    // The TF container ended, the sidecar runs: the task succeeded, the pod still runs.
+    let running = with_sidecar(
+        terminated(pod("worker-0", "Running"), 0, "Completed"),
+        json!({"running": {}}),
+    );
+    let v = view(running);
+    assert_eq!(
+        (v.state(), v.shown_phase()),
+        (State::Succeeded, Phase::Succeeded)
+    );
+    assert!(v.sidecar_running && v.still_running());
+    // Stopped after the verdict: the pod is Failed by its deadline, the task is still
+    // the TF container's exit, and nothing runs.
+    let mut stopped = with_sidecar(
+        terminated(pod("worker-0", "Failed"), 0, "Completed"),
+        json!({"terminated": {"exitCode": 137, "reason": "Error"}}),
+    );
+    stopped["status"]["reason"] = json!("DeadlineExceeded");
+    stopped["metadata"]["annotations"] = json!({"tf-spawner/stopped": "2024-01-01T00:01:00Z"});
+    let v = view(stopped);
+    assert_eq!(
+        (v.state(), v.shown_phase()),
+        (State::Succeeded, Phase::Succeeded)
+    );
+    assert!(!v.sidecar_running && !v.still_running());
+    // A task that failed stays failed; a task still running runs.
+    let failed = with_sidecar(
+        terminated(pod("worker-0", "Running"), 3, "Error"),
+        json!({"running": {}}),
+    );
+    assert_eq!(view(failed).state(), State::Failed);
+    let plain = view(terminated(pod("worker-0", "Running"), 0, "Completed"));
+    assert!(!plain.sidecar_running && !plain.still_running());
+}
+
 #[test]
 fn worker_zero_decides_without_a_chief() {
     let t = tracker(

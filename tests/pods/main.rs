@@ -16,6 +16,7 @@ mod nodes;
 mod outage;
 mod restart;
 mod run;
+mod sidecar;
 mod stop;
 mod streams;
 mod support;
