@@ -28,10 +28,14 @@ Environment:
   EPOCHS                number of epochs (default 3)
   BATCH_PER_REPLICA     batch size per replica (default 64)
   STEPS_PER_EPOCH       steps per epoch (default: one pass over the training set)
-  BACKUP_DIR            where Keras' BackupAndRestore keeps the training state at the end
-                        of every epoch (default $TF_SPAWNER_OUTPUT_DIR/backup; with neither,
-                        no backup: a new run starts over). Every task must see the same
-                        directory, so on pods it is on the run's volume (see Resuming below)
+  BACKUP_DIR            where Keras' BackupAndRestore keeps the training state (default
+                        $TF_SPAWNER_OUTPUT_DIR/backup; with neither, no backup: a new run
+                        starts over). Every task must see the same directory, so on pods it
+                        is on the run's volume (see Resuming below)
+  BACKUP_EVERY_STEPS    about how many steps apart the backups are (default 100): every K
+                        steps, K the largest divisor of the steps per epoch up to it (so every
+                        epoch ends on a backup), or it exactly when no divisor is at least half
+                        of it; "epoch" backs up at the end of every epoch only
   TF_USE_LEGACY_KERAS   set to 1 if unset and tf_keras is installed (see Keras above)
   TF_SPAWNER_FAIL_TASK  e.g. worker-1: that task raises once it has trained
                         TF_SPAWNER_FAIL_AFTER epochs (default 1) in this process, to see how a
@@ -41,10 +45,11 @@ Environment:
 Resuming: a run that stops before its last epoch (a task failed, a pod was deleted,
 preempted or evicted) leaves its backup in BACKUP_DIR; the next run with the same
 BACKUP_DIR (the same run restarted by `tf-spawner --restarts N`, or the same command
-again) restores the model and the optimizer and continues from the epoch after the last
-completed one: it prints "worker-0: resuming from epoch K of N (backup in DIR)" and Keras'
-lines start at "Epoch K/N". When training completes, Keras deletes the backup, so the next
-run starts over. To start over after a failure, delete BACKUP_DIR (tf-spawner cannot: the
+again) restores the model and the optimizer and continues from the step after the last
+backup: it prints "worker-0: resuming from epoch K of N (backup in DIR)" (with ", after
+step S of M" when the backup was made inside epoch K) and Keras' lines start at "Epoch
+K/N". What a loss costs is the steps since the last backup: at most BACKUP_EVERY_STEPS.
+When training completes, Keras deletes the backup, so the next run starts over. To start over after a failure, delete BACKUP_DIR (tf-spawner cannot: the
 volume is yours) or point BACKUP_DIR elsewhere.
 
 SIGTERM: a deleted, preempted or evicted pod gets SIGTERM, then SIGKILL after its grace
@@ -52,10 +57,12 @@ period (30 s by default). MultiWorkerMirroredStrategy installs a SIGTERM handler
 (TensorFlow's preemption notifier: "SIGTERM caught" in the log) that only records the signal
 for PreemptionCheckpointHandler, so a TensorFlow script trains on until the SIGKILL. This
 script puts the default action back: on SIGTERM it prints one line and ends at once, killed
-by the signal (exit code 143). What it loses is the epoch under way, since the last backup
-is at most one epoch old. It does not use PreemptionCheckpointHandler, which saves on
-SIGTERM and then exits (with code 42 off Google Cloud): that needs a custom training loop,
-not Model.fit, and Keras' save_before_preemption is only active on Google Cloud.
+by the signal (exit code 143). What it loses is the steps since the last backup (at most
+BACKUP_EVERY_STEPS). It does not save on SIGTERM: under MultiWorkerMirroredStrategy every
+worker must save at the same step, and only PreemptionCheckpointHandler agrees on one (it
+saves on SIGTERM and then exits, with code 42 off Google Cloud), which needs a custom
+training loop, not Model.fit; Keras' save_before_preemption is only active on Google Cloud.
+A lost node sends no SIGTERM at all, so backups every few steps are what bound the loss.
 """
 
 import importlib.metadata
@@ -250,22 +257,47 @@ def fail_on_request(name):
 
 
 class ResumeNote(tf.keras.callbacks.Callback):
-    """Prints one line when fit starts at a later epoch than the first (restored by
-    BackupAndRestore): Keras calls on_epoch_begin from the restored epoch on."""
+    """Prints one line when fit starts later than its first step (restored by
+    BackupAndRestore): Keras starts the epochs and their steps from the restored ones."""
 
-    def __init__(self, name, epochs, backup_dir):
+    def __init__(self, name, epochs, steps, backup_dir):
         super().__init__()
-        self.name, self.epochs, self.backup_dir = name, epochs, backup_dir
-        self.first = True
+        self.name, self.epochs, self.steps, self.backup_dir = name, epochs, steps, backup_dir
+        self.epoch = None
 
     def on_epoch_begin(self, epoch, logs=None):
-        if self.first and epoch > 0:
+        if self.epoch is None:
+            self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.epoch is None or self.epoch < 0:
+            return
+        epoch, self.epoch = self.epoch, -1
+        if batch > 0:
+            print("%s: resuming from epoch %d of %d, after step %d of %d (backup in %s)"
+                  % (self.name, epoch + 1, self.epochs, batch, self.steps, self.backup_dir),
+                  flush=True)
+        elif epoch > 0:
             print("%s: resuming from epoch %d of %d (backup in %s)"
                   % (self.name, epoch + 1, self.epochs, self.backup_dir), flush=True)
-        self.first = False
 
 
-def backup_callbacks(name, epochs, output_dir):
+def backup_every(steps_per_epoch):
+    """BackupAndRestore's save_freq from BACKUP_EVERY_STEPS (see the module docstring)."""
+    raw = os.environ.get("BACKUP_EVERY_STEPS", "").strip()
+    if raw == "epoch":
+        return "epoch"
+    target = int(raw) if raw.isdigit() else 100 if not raw else 0
+    if target < 1:
+        print("mnist.py: BACKUP_EVERY_STEPS must be a number of steps or epoch, not %r" % raw,
+              file=sys.stderr, flush=True)
+        sys.exit(1)
+    divisor = max(k for k in range(1, min(target, steps_per_epoch) + 1)
+                  if steps_per_epoch % k == 0)
+    return divisor if 2 * divisor >= min(target, steps_per_epoch) else target
+
+
+def backup_callbacks(name, epochs, steps_per_epoch, output_dir):
     """BackupAndRestore in BACKUP_DIR (default OUTPUT_DIR/backup), and its resume note.
 
     Every task passes the same directory: the chief writes the backup in its chief/, the
@@ -277,9 +309,11 @@ def backup_callbacks(name, epochs, output_dir):
         print("%s: no TF_SPAWNER_OUTPUT_DIR or BACKUP_DIR, so no backup: a new run starts over"
               % name, flush=True)
         return []
-    # Saved at the end of every epoch: a resumed run repeats at most the epoch under way.
-    return [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir, save_freq="epoch"),
-            ResumeNote(name, epochs, backup_dir)]
+    # Saved every few steps (every task at the same step: they train in lockstep), so a
+    # resumed run repeats at most those steps; Keras resumes inside the epoch if need be.
+    return [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir,
+                                                save_freq=backup_every(steps_per_epoch)),
+            ResumeNote(name, epochs, steps_per_epoch, backup_dir)]
 
 
 def main():
@@ -315,7 +349,7 @@ def main():
 
     with strategy.scope():
         model = build_model()
-    callbacks += backup_callbacks(name, epochs, output_dir)
+    callbacks += backup_callbacks(name, epochs, steps_per_epoch, output_dir)
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
               callbacks=callbacks + fail_on_request(name))
     if scratch_logs:

@@ -20,17 +20,9 @@ const RESOURCES: &str = "Resources (docs/resources.md)";
 const GLOBAL: &str = "Global options (any command, before or after it)";
 
 /// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
-/// the spawn options).
+/// the spawn options). The settings table's `shared` settings are too, under [`SHARED`]
+/// (`settings::is_shared`).
 const LONG_ONLY: &[(&str, Option<&str>)] = &[
-    ("deadline", Some(SHARED)),
-    ("node_lost_after", Some(SHARED)),
-    ("priority_class", Some(SHARED)),
-    ("queue", Some(SHARED)),
-    ("gang", Some(SHARED)),
-    ("volcano_queue", Some(SHARED)),
-    ("scheduler_name", Some(SHARED)),
-    ("run_as_user", Some(SHARED)),
-    ("network_policy", Some(SHARED)),
     ("chief_pod_file", Some(ROLES)),
     ("ps_pod_file", Some(ROLES)),
     ("evaluator_pod_file", Some(ROLES)),
@@ -270,10 +262,14 @@ fn shape(arg: Arg, id: &str) -> Arg {
             arg = arg.long_help(full);
         }
     }
-    if let Some((_, heading)) = LONG_ONLY.iter().find(|(i, _)| *i == id) {
+    let long_only = match LONG_ONLY.iter().find(|(i, _)| *i == id) {
+        Some((_, heading)) => Some(*heading),
+        None => crate::settings::is_shared(id).then_some(Some(SHARED)),
+    };
+    if let Some(heading) = long_only {
         arg = arg.hide_short_help(true);
         if let Some(heading) = heading {
-            arg = arg.help_heading(*heading);
+            arg = arg.help_heading(heading);
         }
     }
     if let Some((_, heading)) = HEADED.iter().find(|(i, _)| *i == id) {

@@ -18,7 +18,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if let Some(code) = (&mut stop).now_or_never() {
         return Err(ExitError::new(code, "interrupted before the run started").into());
     }
-    if let Some(flag) = spawn::cluster_only_flag(args) {
+    if let Some(flag) = spawn::cluster_only_flag(settings, args) {
         return Err(UsageError::new(format!(
             "{flag} applies to pods on a cluster; --local runs processes"
         ))

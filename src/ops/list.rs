@@ -232,51 +232,11 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
-            let mut pods: Vec<String> = ROLE_ORDER
-                .iter()
-                .filter_map(|role| {
-                    run.roles
-                        .get(*role)
-                        .map(|c| role_cell(role, c, run.queue.as_deref()))
-                })
-                .collect();
-            if run.terminating > 0 {
-                pods.push(format!("{} terminating", run.terminating));
-            }
-            let none = if run.helpers.is_empty() {
-                "no pods left"
-            } else {
-                "no task pods left"
-            };
-            if run.pods == 0 && run.recorded {
-                pods = vec![format!(
-                    "{none} (its ConfigMap and services remain: tf-spawner -d -t {} removes them)",
-                    run.tag
-                )];
-            } else if run.pods == 0 {
-                pods = vec![format!(
-                    "{none} (tf-spawner -d -t {} removes the rest)",
-                    run.tag
-                )];
-            }
-            if let Some(cell) = helpers_cell(&run.helpers) {
-                pods.push(cell);
-            }
-            // Every pod being deleted: the run is, as kubectl would show its pods.
-            let total: u32 = run.roles.values().map(|c| c.total).sum();
-            let mut verdict = if run.terminating > 0 && run.terminating == total {
-                "Terminating".to_string()
-            } else {
-                run.verdict.to_string()
-            };
-            if run.attempt > 0 {
-                verdict.push_str(&format!(" (attempt {})", run.attempt));
-            }
             let mut row = vec![
                 run.tag.clone(),
-                verdict,
+                verdict_cell(run),
                 run.age_seconds.map_or_else(|| "-".into(), age),
-                pods.join("; "),
+                pods_cell(run),
             ];
             if namespaces {
                 row.insert(0, run.namespace.clone());
@@ -289,6 +249,57 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
         headers.insert(0, "NAMESPACE");
     }
     output::table(&headers, &rows)
+}
+
+/// A run's PODS: its tasks by role, the ones terminating, what is left when no pod is,
+/// its helper pods.
+fn pods_cell(run: &RunJson) -> String {
+    let mut pods: Vec<String> = ROLE_ORDER
+        .iter()
+        .filter_map(|role| {
+            run.roles
+                .get(*role)
+                .map(|c| role_cell(role, c, run.queue.as_deref()))
+        })
+        .collect();
+    if run.terminating > 0 {
+        pods.push(format!("{} terminating", run.terminating));
+    }
+    let none = if run.helpers.is_empty() {
+        "no pods left"
+    } else {
+        "no task pods left"
+    };
+    if run.pods == 0 && run.recorded {
+        pods = vec![format!(
+            "{none} (its ConfigMap and services remain: tf-spawner -d -t {} removes them)",
+            run.tag
+        )];
+    } else if run.pods == 0 {
+        pods = vec![format!(
+            "{none} (tf-spawner -d -t {} removes the rest)",
+            run.tag
+        )];
+    }
+    if let Some(cell) = helpers_cell(&run.helpers) {
+        pods.push(cell);
+    }
+    pods.join("; ")
+}
+
+/// A run's VERDICT: Terminating when every pod is being deleted (as kubectl would show
+/// its pods), and the attempt of a restarted run.
+fn verdict_cell(run: &RunJson) -> String {
+    let total: u32 = run.roles.values().map(|c| c.total).sum();
+    let mut verdict = if run.terminating > 0 && run.terminating == total {
+        "Terminating".to_string()
+    } else {
+        run.verdict.to_string()
+    };
+    if run.attempt > 0 {
+        verdict.push_str(&format!(" (attempt {})", run.attempt));
+    }
+    verdict
 }
 
 #[cfg(test)]

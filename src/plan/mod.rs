@@ -439,15 +439,31 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
         binary_data.insert(DIR_KEY.to_string(), ByteString(bundle.archive.clone()));
     }
     let mut metadata = meta(req, config_map_name(&req.tag), run_labels(&req.tag));
+    metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .extend(record_annotations(req, cluster));
+    Ok(ConfigMap {
+        metadata,
+        data: (!data.is_empty()).then_some(data),
+        binary_data: (!binary_data.is_empty()).then_some(binary_data),
+        ..ConfigMap::default()
+    })
+}
+
+/// What the run's ConfigMap records of it for the verbs that come later: its env
+/// Secret (or none), its tasks (for `list` and `status` once its pods are gone,
+/// cluster/record.rs), its gang, volume and NetworkPolicy (what `-d` deletes).
+fn record_annotations(req: &SpawnRequest, cluster: &ClusterSpec) -> BTreeMap<String, String> {
     let secret = if req.env.is_empty() {
         NO_ENV_SECRET.to_string()
     } else {
         secret_name(&req.tag)
     };
-    let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
-    annotations.insert(ENV_SECRET_ANNOTATION.to_string(), secret);
-    // The run's tasks, for `list` and `status` once its pods are gone (cluster/record.rs).
-    annotations.insert(CLUSTER_ANNOTATION.to_string(), cluster.sizes());
+    let mut annotations = BTreeMap::from([
+        (ENV_SECRET_ANNOTATION.to_string(), secret),
+        (CLUSTER_ANNOTATION.to_string(), cluster.sizes()),
+    ]);
     if let Some(gang) = req.scheduling.gang {
         annotations.insert(POD_GROUP_ANNOTATION.to_string(), gang.as_str().to_string());
     }
@@ -460,12 +476,7 @@ fn script_config_map(req: &SpawnRequest, cluster: &ClusterSpec) -> Result<Config
             network_policy_name(&req.tag),
         );
     }
-    Ok(ConfigMap {
-        metadata,
-        data: (!data.is_empty()).then_some(data),
-        binary_data: (!binary_data.is_empty()).then_some(binary_data),
-        ..ConfigMap::default()
-    })
+    annotations
 }
 
 fn env_secret(req: &SpawnRequest) -> Secret {
@@ -738,6 +749,13 @@ fn set_up_tf_container(
     c.args = (!req.script_args.is_empty())
         .then(|| req.script_args.iter().map(|a| kubelet_literal(a)).collect());
 
+    set_tf_env(req, cluster, task, c);
+    set_port_and_mounts(req, c);
+}
+
+/// The TF container's variables: the cluster (from the run's ConfigMap), `TF_CONFIG`
+/// and the task's, the task defaults, the `-e` Secret, the attempt.
+fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
     let env = c.env.get_or_insert_with(Vec::new);
     env.retain(|e| !RESERVED.contains(&e.name.as_str()));
     // The cluster comes from the run's ConfigMap; TF_CONFIG refers to it after it (the
@@ -790,7 +808,10 @@ fn set_up_tf_container(
 
     // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart.rs).
     env_value(c, ATTEMPT_VAR, "0");
+}
 
+/// The TF container's port, the script's mount and, with `--dir`, the work directory's.
+fn set_port_and_mounts(req: &SpawnRequest, c: &mut Container) {
     let port = i32::from(req.port);
     let ports = c.ports.get_or_insert_with(Vec::new);
     ports.retain(|p| p.container_port != port && p.name.as_deref() != Some(PORT_NAME));

@@ -20,7 +20,7 @@ use crate::cluster::retry::RetryPolicy;
 use crate::defaults;
 
 use table::Given;
-pub(crate) use table::{Source, Table};
+pub(crate) use table::{Source, Table, is_shared};
 
 /// How output is printed (see `output.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -20,9 +20,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let SpawnArgs {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, deadline: _, node_lost_after: _, priority_class: _, queue: _,
-        gang: _, volcano_queue: _, scheduler_name: _, volume: _, dir: _, resources: _,
-        run_as_user: _, network_policy: _,
+        workers: _, port: _, pod_file: _, image: _, volume: _, dir: _, resources: _,
+        // The table's `shared` settings: into `Scheduling` and `Hardening` below.
+        deadline: _, node_lost_after: _, priority_class: _, queue: _, gang: _,
+        volcano_queue: _, scheduler_name: _, run_as_user: _, network_policy: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
@@ -145,24 +146,16 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
     .find_map(|(given, flag)| given.then_some(flag))
 }
 
-/// The first shared-cluster flag given, which `--local` cannot honour.
-pub(crate) fn cluster_only_flag(args: &SpawnArgs) -> Option<&'static str> {
-    [
-        (args.deadline.is_some(), "--deadline"),
-        (args.node_lost_after.is_some(), "--node-lost-after"),
-        (args.start_timeout.is_some(), "--start-timeout"),
-        (args.priority_class.is_some(), "--priority-class"),
-        (args.queue.is_some(), "--queue"),
-        (args.gang.is_some(), "--gang"),
-        (args.scheduler_name.is_some(), "--scheduler-name"),
-        (args.volcano_queue.is_some(), "--volcano-queue"),
-        (args.run_as_user.is_some(), "--run-as-user"),
-        (args.network_policy, "--network-policy"),
-    ]
-    .into_iter()
-    .chain(resource_flags(&args.resources))
-    .find_map(|(given, flag)| given.then_some(flag))
-    .or_else(|| restart_flag(args))
+/// The first flag given that `--local` cannot honour: a shared cluster's (the table's
+/// `shared` settings), `--start-timeout`, a resource flag, a restart flag.
+pub(crate) fn cluster_only_flag(settings: &Settings, args: &SpawnArgs) -> Option<String> {
+    settings.shared_flag_given().or_else(|| {
+        std::iter::once((args.start_timeout.is_some(), "--start-timeout"))
+            .chain(resource_flags(&args.resources))
+            .find_map(|(given, flag)| given.then_some(flag))
+            .or_else(|| restart_flag(args))
+            .map(str::to_string)
+    })
 }
 
 /// The resource flags, each with whether it was given: pod resources, which `--local`

@@ -2,10 +2,12 @@
 //! setting's declaration: its key (the defaults file's key, the clap id of its flag in
 //! `cli.rs` and `config`'s row), its type, its built-in default, its parser
 //! (`parse.rs`: the flag's `value_parser` is the same function, `Flag(parse::…)`), the
-//! text `config` shows for a value it has no words for, and `anchored` for a path the
-//! file gives relative to itself. From that list come the [`Table`] of values with
-//! their sources, [`Table::load`] (a flag given on the command line, else the file's
-//! value, else the default), the file's [`KEYS`] and `config`'s [`Row`]s: a setting
+//! text `config` shows for a value it has no words for, and its marks: `anchored` for a
+//! path the file gives relative to itself, `shared` for a shared cluster's scheduling
+//! or policy (`spawn --help` shows it under "Shared clusters" only, `--local` refuses
+//! its flag). From that list come the [`Table`] of values with their sources,
+//! [`Table::load`] (a flag given on the command line, else the file's value, else the
+//! default), the file's [`KEYS`], `config`'s [`Row`]s and what is `shared`: a setting
 //! added here is in all of them, and nowhere else.
 
 use std::path::PathBuf;
@@ -62,7 +64,7 @@ pub(crate) struct Sourced<T> {
 macro_rules! settings {
     (|$given:ident| $(
         $(#[$doc:meta])*
-        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $anchored:ident)?;
+        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*;
     )*) => {
         /// The settings a defaults file may set, each with where it came from.
         #[derive(Debug)]
@@ -80,7 +82,7 @@ macro_rules! settings {
                     $( $key: match $given.pick(
                         stringify!($key),
                         $parse as Parse<_>,
-                        settings!(@anchored $($anchored)?),
+                        settings!(@has anchored; $($mark)*),
                     )? {
                         Some(picked) => picked,
                         None => $default,
@@ -92,10 +94,37 @@ macro_rules! settings {
             pub(crate) fn rows(&self) -> Vec<Row> {
                 vec![$( Row::new(stringify!($key), &self.$key, $none), )*]
             }
+
+            /// The first `shared` setting given as a flag, in the list's order: its
+            /// flag (`--local` cannot honour it).
+            pub(crate) fn shared_flag_given(&self) -> Option<String> {
+                $( if settings!(@has shared; $($mark)*) && self.$key.source == Source::Flag {
+                    return Some(format!("--{}", flag_name(stringify!($key))));
+                } )*
+                None
+            }
         }
+
+        /// Whether `key` is a `shared` setting: a shared cluster's scheduling or
+        /// policy, which `spawn --help` shows under its heading (`commands/help.rs`)
+        /// and `--local` refuses.
+        pub(crate) fn is_shared(key: &str) -> bool {
+            $( if key == stringify!($key) {
+                return settings!(@has shared; $($mark)*);
+            } )*
+            false
+        }
+
+        // Every mark is one of those below: a misspelt one fails to compile.
+        const _: () = { $( $( settings!(@mark $mark); )* )* };
     };
-    (@anchored anchored) => { true };
-    (@anchored) => { false };
+    // The marks: `anchored` (a path the file gives is relative to the file), `shared`.
+    (@mark anchored) => { () };
+    (@mark shared) => { () };
+    (@has $want:ident;) => { false };
+    (@has anchored; anchored $($rest:ident)*) => { true };
+    (@has shared; shared $($rest:ident)*) => { true };
+    (@has $want:ident; $other:ident $($rest:ident)*) => { settings!(@has $want; $($rest)*) };
 }
 
 settings! { |given|
@@ -111,19 +140,19 @@ settings! { |given|
     port: u16 = built_in(DEFAULT_PORT), parse::port, "";
     workers: u32 = built_in(DEFAULT_WORKERS), parse::workers, "";
     /// `--queue`: the Kueue LocalQueue, if any.
-    queue: Option<String> = built_in(None), parse::queue, "(none)";
+    queue: Option<String> = built_in(None), parse::queue, "(none)", shared;
     /// `--priority-class`, if any.
-    priority_class: Option<String> = built_in(None), parse::name, "(none)";
+    priority_class: Option<String> = built_in(None), parse::name, "(none)", shared;
     /// `--deadline`, if any.
-    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)";
+    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)", shared;
     /// `--node-lost-after`, if any: the pods' toleration of a lost node.
-    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)";
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)", shared;
     /// `--gang`, if any.
-    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)";
+    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)", shared;
     /// `--scheduler-name`, if any.
-    scheduler_name: Option<String> = built_in(None), parse::name, "(none)";
+    scheduler_name: Option<String> = built_in(None), parse::name, "(none)", shared;
     /// `--volcano-queue`: the Volcano queue, if any.
-    volcano_queue: Option<String> = built_in(None), parse::name, "(none)";
+    volcano_queue: Option<String> = built_in(None), parse::name, "(none)", shared;
     /// `--keep-running` (of `wait` and `spawn --wait`).
     keep_running: bool = built_in(false), parse::boolean, "";
     /// `--restarts` (of `wait` and `spawn --wait`).
@@ -160,9 +189,9 @@ settings! { |given|
     tensorboard_image: Option<String> = built_in(None), parse::image,
         "(the run's image)";
     /// `--run-as-user`: the tasks' (and helpers') non-root user, if any.
-    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)";
+    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)", shared;
     /// `--network-policy`: a NetworkPolicy with the run.
-    network_policy: bool = built_in(false), parse::boolean, "";
+    network_policy: bool = built_in(false), parse::boolean, "", shared;
 }
 
 /// A built-in default.
@@ -411,6 +440,19 @@ mod tests {
                 flag_name(key)
             );
         }
+    }
+
+    #[test]
+    fn the_shared_flag_given_is_named_for_local_not_a_shared_value_from_the_file() {
+        let t = load(&["--network-policy", "train.py"], "priority_class: p\n").unwrap();
+        assert_eq!(t.priority_class.source, Source::File);
+        assert_eq!(t.shared_flag_given().as_deref(), Some("--network-policy"));
+        let t = load(&["--priority-class", "p", "-w", "2", "train.py"], "").unwrap();
+        assert_eq!(t.shared_flag_given().as_deref(), Some("--priority-class"));
+        let t = load(&["--dir", ".", "--cpu", "2", "train.py"], "deadline: 1h\n").unwrap();
+        assert_eq!(t.shared_flag_given(), None);
+        assert!(is_shared("volcano_queue") && is_shared("run_as_user"));
+        assert!(!is_shared("image") && !is_shared("cpu") && !is_shared("start_timeout"));
     }
 
     #[test]
