@@ -35,6 +35,13 @@
 //! `SPAWN_DELETE_QUICK=1` limits the run to N ≤ 100 (a smoke test of the bench itself);
 //! `SPAWN_DELETE_SIZES=1000` and `SPAWN_DELETE_LATENCIES=2` (comma-separated) pick the
 //! table's rows, `SPAWN_DELETE_REPEAT=5` the runs per row (the median is printed).
+//! `SPAWN_DELETE_ARGS="--cpu 2 --memory 2Gi"` adds flags to every spawn (that one makes
+//! the spawn read the nodes too, docs/resources.md).
+//!
+//! `SPAWN_DELETE_BASELINE=PATH` measures another build beside the binary, the two taking
+//! turns in every row (so the machine's noise falls on both alike), and prints a second
+//! table: each one's median spawn and requests (what a change such as the pre-flight
+//! reads costs a spawn: a build without it as the baseline).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -50,6 +57,10 @@ fn bin() -> String {
     std::env::var("SPAWN_DELETE_BIN").unwrap_or_else(|_| BIN.to_string())
 }
 const LAUNCHER_ENV: &str = "SPAWN_DELETE_LAUNCHER";
+/// Another build to compare with, run alternately (see the module comment).
+const BASELINE_ENV: &str = "SPAWN_DELETE_BASELINE";
+/// The launcher runs the next field as the binary when a request's first argument is this.
+const BASELINE_ARG: &str = "--baseline-bin";
 /// Set in a child that is the floor client, not the launcher (see [`floor_client`]).
 const FLOOR_ENV: &str = "SPAWN_DELETE_FLOOR";
 /// The launcher runs this process as the floor client when a request's first argument is
@@ -119,6 +130,7 @@ fn main() {
     });
     let latencies = list_env("SPAWN_DELETE_LATENCIES").unwrap_or(vec![2, 10]);
     let repeat = list_env("SPAWN_DELETE_REPEAT").map_or(5, |r| r[0].max(1) as usize);
+    let mut compared = vec![];
     for latency_ms in latencies {
         let latency = Duration::from_millis(latency_ms);
         server.set_latency(latency);
@@ -126,7 +138,9 @@ fn main() {
             let workers = n.to_string();
             let tag = format!("b{latency_ms}-{n}");
             let k = ["--kubeconfig", kubeconfig.as_str()];
-            let spawn_args = [&k[..], &["-t", &tag, "-w", &workers, &script]].concat();
+            let extra = std::env::var("SPAWN_DELETE_ARGS").unwrap_or_default();
+            let extra: Vec<&str> = extra.split_whitespace().collect();
+            let spawn_args = [&k[..], &["-t", &tag, "-w", &workers], &extra, &[&script]].concat();
             let delete_args = [&k[..], &["-d", "-y", "-t", &tag]].concat();
 
             // The same objects, for the raw client.
@@ -144,6 +158,7 @@ fn main() {
             let mut spawns = vec![];
             let mut deletes = vec![];
             let mut raws = vec![];
+            let mut baselines = vec![];
             for _ in 0..repeat {
                 server.clear_requests();
                 let server_cpu = own_cpu();
@@ -171,6 +186,24 @@ fn main() {
                 );
                 launcher.run(dir.path(), &delete_args).check("delete");
                 raws.push(raw);
+                if let Some(b) = baseline_run(&mut launcher, &server, dir.path(), &spawn_args) {
+                    assert_eq!(server.object_count(), 1 + 2 * n as usize, "baseline's run");
+                    launcher.run(dir.path(), &delete_args).check("delete");
+                    baselines.push(b);
+                }
+            }
+            if !baselines.is_empty() {
+                baselines.sort_by_key(|(b, _)| b.wall);
+                let mut by_wall: Vec<_> = spawns.iter().map(|(s, r, ..)| (s.wall, *r)).collect();
+                by_wall.sort();
+                let (wall, requests) = by_wall[repeat / 2];
+                let (b, b_requests) = &baselines[repeat / 2];
+                compared.push(format!(
+                    "| {n} | {latency_ms} ms | {} | {requests} | {} | {b_requests} | {:+.1} ms |",
+                    ms(wall),
+                    ms(b.wall),
+                    (wall.as_secs_f64() - b.wall.as_secs_f64()) * 1000.0
+                ));
             }
             spawns.sort_by_key(|(s, ..)| s.wall);
             deletes.sort_by_key(|(d, _)| d.wall);
@@ -209,9 +242,39 @@ fn main() {
         }
     }
     println!();
+    if !compared.is_empty() {
+        println!(
+            "| N | latency | spawn | spawn req. | baseline spawn | baseline req. | difference |"
+        );
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        for row in &compared {
+            println!("{row}");
+        }
+        println!();
+        println!(
+            "baseline: {}, its spawns taking turns with the binary's; medians of {repeat}.",
+            std::env::var(BASELINE_ENV).unwrap_or_default()
+        );
+        println!();
+    }
     println!(
         "spawn, delete: median of {repeat}; peak RSS: the highest of them. ideal = Σ stages ⌈requests/{IN_FLIGHT}⌉ × latency = (1 + 1 + 2⌈N/{IN_FLIGHT}⌉) × latency. raw client: the same requests from a minimal kube client (see the bench's floor_client). in flight = Σ request durations at the server ÷ spawn wall time. CPU: the binary's user + system time; raw CPU: the raw client's; server CPU: the test server's (this process's) during the spawn."
     );
+}
+
+/// One spawn by the baseline build (`SPAWN_DELETE_BASELINE`), if one is named, and the
+/// requests the server saw.
+fn baseline_run(
+    launcher: &mut Launcher,
+    server: &TestServer,
+    dir: &Path,
+    spawn_args: &[&str],
+) -> Option<(Run, usize)> {
+    let path = std::env::var(BASELINE_ENV).ok()?;
+    server.clear_requests();
+    let b = launcher.run(dir, &[&[BASELINE_ARG, path.as_str()], spawn_args].concat());
+    b.check("baseline spawn");
+    Some((b, server.requests().len()))
 }
 
 /// One run of the binary, as the launcher reports it.
@@ -332,10 +395,13 @@ fn launcher() {
         let mut fields = line.split('\t').peekable();
         let dir = fields.next().expect("dir");
         let floor = fields.next_if_eq(&FLOOR_ARG).is_some();
+        let baseline = fields.next_if_eq(&BASELINE_ARG).is_some();
         let mut command = if floor {
             let mut c = Command::new(std::env::current_exe().expect("current exe"));
             c.env(FLOOR_ENV, "1").env_remove(LAUNCHER_ENV);
             c
+        } else if baseline {
+            Command::new(fields.next().expect("the baseline binary"))
         } else {
             Command::new(bin())
         };

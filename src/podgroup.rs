@@ -32,6 +32,7 @@
 //! one, `pkg/controllers/podgroup/pg_controller_handler.go::createNormalPodPGIfNotExist`,
 //! in the queue of its `scheduling.volcano.sh/queue-name` annotation).
 
+use crate::labels::{COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION};
 use crate::quantity;
 
 use std::borrow::Cow;
@@ -66,6 +67,39 @@ pub struct AboutGang {
     /// The `schedulerName` its pods get unless `--scheduler-name` says otherwise: the
     /// name each project's install gives its scheduler.
     pub default_scheduler: &'static str,
+    /// How a pod says it is a member of the run's PodGroup.
+    pub member: Member,
+}
+
+/// The key (a label or an annotation) whose value on a pod names its PodGroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    Label(&'static str),
+    Annotation(&'static str),
+}
+
+impl Member {
+    /// The PodGroup a pod's metadata names, if any (an empty value names none).
+    pub fn group(self, meta: &ObjectMeta) -> Option<&str> {
+        let (map, key) = match self {
+            Member::Label(key) => (&meta.labels, key),
+            Member::Annotation(key) => (&meta.annotations, key),
+        };
+        map.as_ref()?
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Makes a pod's metadata name PodGroup `group`.
+    pub fn join(self, meta: &mut ObjectMeta, group: String) {
+        let (map, key) = match self {
+            Member::Label(key) => (&mut meta.labels, key),
+            Member::Annotation(key) => (&mut meta.annotations, key),
+        };
+        map.get_or_insert_with(BTreeMap::new)
+            .insert(key.to_string(), group);
+    }
 }
 
 impl Gang {
@@ -81,6 +115,7 @@ impl Gang {
                 api_version: VolcanoPodGroup::API_VERSION,
                 // Volcano's chart.
                 default_scheduler: "volcano",
+                member: Member::Annotation(VOLCANO_GROUP_ANNOTATION),
             },
             Gang::Coscheduling => AboutGang {
                 name: "coscheduling",
@@ -88,6 +123,7 @@ impl Gang {
                 api_version: CoschedulingPodGroup::API_VERSION,
                 // scheduler-plugins' as-a-second-scheduler chart.
                 default_scheduler: "scheduler-plugins-scheduler",
+                member: Member::Label(COSCHEDULING_GROUP_LABEL),
             },
         }
     }
@@ -330,5 +366,26 @@ pub fn pod_group(gang: Gang, metadata: ObjectMeta, group: GroupSpec) -> PodGroup
             metadata,
             spec: CoschedulingPodGroupSpec { min_member },
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_gang_finds_the_group_it_joined_and_no_other_gangs_mark() {
+        for gang in Gang::ALL {
+            let member = gang.about().member;
+            let mut meta = ObjectMeta::default();
+            assert_eq!(member.group(&meta), None);
+            member.join(&mut meta, "run-group".to_string());
+            assert_eq!(member.group(&meta), Some("run-group"));
+            for other in Gang::ALL.into_iter().filter(|g| *g != gang) {
+                assert_eq!(other.about().member.group(&meta), None, "{gang:?}");
+            }
+            member.join(&mut meta, String::new());
+            assert_eq!(member.group(&meta), None, "an empty value names no group");
+        }
     }
 }

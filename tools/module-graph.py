@@ -30,7 +30,7 @@ LAYERS = [
     ("commands", ["commands/", "settings/", "defaults.rs"]),
     ("ops", ["ops/"]),
     ("domain", [
-        "plan/", "inputs.rs", "template.rs", "envfile.rs", "preflight/", "verdict/", "cluster/",
+        "plan/", "inputs.rs", "imports.rs", "template.rs", "envfile.rs", "preflight/", "verdict/", "cluster/",
         "local/", "quantity.rs", "podgroup.rs", "helper.rs", "timing.rs", "render.rs",
         "trainlog/", "progress.rs", "signals.rs", "diagnostics.rs", "bundle.rs", "files.rs",
         "yaml.rs",

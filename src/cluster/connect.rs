@@ -64,6 +64,7 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
     Ok(match file {
         Ok(file) => {
             let namespace = context_namespace(&file, target.context.as_deref());
+            let explicit = cluster_proxy_url(&file, target.context.as_deref());
             let config = match referenced_file_problem(&file, target.context.as_deref()) {
                 Some(problem) => Err(problem),
                 None => kube::Config::from_custom_kubeconfig(file, &options)
@@ -73,7 +74,8 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
                             format!("kubeconfig {}: {}", path.display(), source_text(&e))
                         }
                         None => format!("kubeconfig: {}", source_text(&e)),
-                    }),
+                    })
+                    .and_then(|config| with_proxy(config, explicit.as_deref())),
             };
             Found { config, namespace }
         }
@@ -247,6 +249,34 @@ fn referenced_file_problem(file: &Kubeconfig, context: Option<&str>) -> Option<S
             None
         }
     })
+}
+
+/// The proxy kubectl would use for the config's server ([`super::proxy::proxy_for`]),
+/// in place of the kube client's choice.
+fn with_proxy(mut config: kube::Config, explicit: Option<&str>) -> Result<kube::Config, String> {
+    config.proxy_url =
+        super::proxy::proxy_for(&config.cluster_url, explicit, |k| std::env::var(k).ok())?;
+    Ok(config)
+}
+
+/// The `proxy-url` of the cluster of `--context`, else of the current context.
+fn cluster_proxy_url(file: &Kubeconfig, context: Option<&str>) -> Option<String> {
+    let name = context.map(String::from).or(file.current_context.clone())?;
+    let cluster = file
+        .contexts
+        .iter()
+        .find(|c| c.name == name)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    file.clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .proxy_url
+        .clone()
 }
 
 /// The namespace of `--context`, else of the current context.

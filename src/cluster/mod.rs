@@ -7,6 +7,7 @@ pub mod events;
 pub mod pager;
 pub mod pod_logs;
 pub mod preflight;
+mod proxy;
 pub mod queues;
 pub mod record;
 pub mod recreate;
@@ -143,7 +144,11 @@ pub struct Cluster {
 impl Cluster {
     /// A client for `namespace`; no request is made.
     pub fn new(config: kube::Config, namespace: String, policy: RetryPolicy) -> Result<Cluster> {
-        let server = config.cluster_url.to_string();
+        // Errors name the server, and the proxy it is reached through.
+        let server = match &config.proxy_url {
+            Some(proxy) => format!("{} (through the proxy {proxy})", config.cluster_url),
+            None => config.cluster_url.to_string(),
+        };
         let client = connect::client(config)?;
         Ok(Cluster {
             client,

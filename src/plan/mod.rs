@@ -16,13 +16,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
-    ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL,
-    ENV_SECRET_ANNOTATION, INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION,
-    KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
-    NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
-    POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER, VOLCANO_GROUP_ANNOTATION,
-    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name,
-    network_policy_name, pod_group_name, secret_name,
+    ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL,
+    INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
+    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NETWORK_POLICY_ANNOTATION,
+    NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
+    RUN_LABEL, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name,
+    kueue_group_name, network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -552,8 +551,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
 }
 
-/// A task pod's labels: the template's, the run's and task's, the attempt, Kueue's and
-/// coscheduling's.
+/// A task pod's labels: the template's, the run's and task's, the attempt, Kueue's.
 fn pod_labels(req: &SpawnRequest, task: Task, template: &ObjectMeta) -> BTreeMap<String, String> {
     let mut labels = template.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
@@ -563,12 +561,6 @@ fn pod_labels(req: &SpawnRequest, task: Task, template: &ObjectMeta) -> BTreeMap
         labels.insert(
             KUEUE_GROUP_LABEL.to_string(),
             kueue_group_name(&req.tag, &req.invocation),
-        );
-    }
-    if req.scheduling.gang == Some(Gang::Coscheduling) && gang_member(task.role) {
-        labels.insert(
-            COSCHEDULING_GROUP_LABEL.to_string(),
-            pod_group_name(&req.tag),
         );
     }
     labels
@@ -590,17 +582,11 @@ fn pod_metadata(
     if let Some(node) = spec.node_name.as_ref().filter(|n| !n.is_empty()) {
         annotations.insert(NODE_NAME_ANNOTATION.to_string(), node.clone());
     }
-    if req.scheduling.gang == Some(Gang::Volcano) {
-        if gang_member(task.role) {
-            annotations.insert(
-                VOLCANO_GROUP_ANNOTATION.to_string(),
-                pod_group_name(&req.tag),
-            );
-        }
+    if req.scheduling.gang == Some(Gang::Volcano)
+        && let Some(queue) = &req.scheduling.volcano_queue
+    {
         // A pod outside the group waits in the same queue, in a PodGroup of its own.
-        if let Some(queue) = &req.scheduling.volcano_queue {
-            annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
-        }
+        annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
     }
     if req.scheduling.kueue_queue().is_some() {
         let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
@@ -611,6 +597,12 @@ fn pod_metadata(
         for (k, v) in theirs {
             annotations.entry(k.clone()).or_insert_with(|| v.clone());
         }
+    }
+    // The gang's member label or annotation (ours over the template's).
+    if let Some(gang) = req.scheduling.gang.filter(|_| gang_member(task.role)) {
+        gang.about()
+            .member
+            .join(&mut metadata, pod_group_name(&req.tag));
     }
     metadata
 }

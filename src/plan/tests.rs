@@ -2,6 +2,7 @@
 
 use super::resources::TaskResources;
 use super::*;
+use crate::labels::{COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION};
 use crate::render::OutputFormat;
 use crate::render::render;
 use crate::roles::Strategy;

@@ -10,9 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use crate::labels::{
-    ATTEMPT_LABEL, CLUSTER_ANNOTATION, COSCHEDULING_GROUP_LABEL, INDEX_LABEL, KUEUE_QUEUE_LABEL,
-    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER,
-    VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, RESTARTED_FOR_ANNOTATION,
+    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -310,14 +309,11 @@ fn attempt_of(meta: &ObjectMeta) -> u32 {
         .unwrap_or(0)
 }
 
-/// The pod belongs to a gang scheduler's PodGroup (Volcano or coscheduling).
+/// The pod belongs to a gang scheduler's PodGroup (of any of `Gang::ALL`).
 fn in_gang(meta: &ObjectMeta) -> bool {
-    let has = |map: &Option<std::collections::BTreeMap<String, String>>, key: &str| {
-        map.as_ref()
-            .and_then(|m| m.get(key))
-            .is_some_and(|v| !v.is_empty())
-    };
-    has(&meta.annotations, VOLCANO_GROUP_ANNOTATION) || has(&meta.labels, COSCHEDULING_GROUP_LABEL)
+    crate::podgroup::Gang::ALL
+        .into_iter()
+        .any(|gang| gang.about().member.group(meta).is_some())
 }
 
 /// The task its replica labels name.

@@ -19,6 +19,7 @@ mod nodes;
 mod outage;
 mod perf;
 mod progress;
+mod proxy;
 mod queues;
 mod resources;
 mod restart;

@@ -4,7 +4,8 @@
 //! and no device is behind them), put back as it was after each test. A second node
 //! (`second-node.sh`, tainted NoSchedule) is left alone. `--gpus 1` workers
 //! run with the limit set and a memory-backed `/dev/shm` of the asked size; a pod asking
-//! for more GPUs than any node has is reported, naming `nvidia.com/gpu`.
+//! for more GPUs than any node has is reported, naming `nvidia.com/gpu`: warned of before
+//! the spawn, and named by `--start-timeout` in the scheduler's words.
 
 use std::panic::AssertUnwindSafe;
 
@@ -166,6 +167,13 @@ async fn a_pod_asking_more_gpus_than_the_node_has_is_reported_naming_the_resourc
             out.stderr.contains("warning: no node can hold the worker's pod (it asks for cpu 10m, memory 32Mi, nvidia.com/gpu 3); the largest, ")
                 && out.stderr.contains("nvidia.com/gpu 2 allocatable"),
             "{out:#?}"
+        );
+        // The scheduler says the same: --start-timeout names it.
+        let waited = c.run(&["wait", "-t", &t, "--start-timeout", "3s"]).await;
+        assert_eq!(waited.code, 5, "{waited:#?}");
+        assert!(
+            waited.stderr.contains("Insufficient nvidia.com/gpu"),
+            "{waited:#?}"
         );
         c.run(&["-d", "-t", &t, "--wait"]).await.success();
     })
