@@ -312,11 +312,13 @@ async fn a_run_larger_than_a_page_is_listed_in_pages() {
     assert_eq!(pods.len(), 501);
     assert_eq!(pods[500]["name"], "big-worker-500");
     assert_eq!(pods[500]["phase"], "Running");
-    // Two pages: the first without a token, the second with the server's.
+    // Two pages of the run's task pods (the helper pods, `tf-spawner/helper`, are a list of
+    // their own): the first without a token, the second with the server's.
     let pages: Vec<&str> = out
         .stderr
         .lines()
         .filter(|l| l.contains("GET") && l.contains("/pods?") && l.contains("limit=500"))
+        .filter(|l| l.contains("%21tf-spawner%2Fhelper"))
         .collect();
     assert_eq!(pages.len(), 2, "{}", out.stderr);
     assert!(pages[1].contains("continue="), "{}", out.stderr);
