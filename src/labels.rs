@@ -93,6 +93,12 @@ pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
 /// it, with its status and log; readers show it as stopped by tf-spawner, not failed.
 pub const STOPPED_ANNOTATION: &str = "tf-spawner/stopped";
 
+/// Beside [`STOPPED_ANNOTATION`], on a pod whose TF container had already ended when
+/// tf-spawner stopped it (only a container beside it, a sidecar, was still running): the
+/// task's own end stands. Without it, a stopped task is stopped by tf-spawner whatever
+/// its exit (a SIGTERM handler may exit 0).
+pub const STOPPED_AFTER_TASK_ANNOTATION: &str = "tf-spawner/stopped-after-task";
+
 /// On the run's ConfigMap, the run's record: its verdict as `wait` reported it
 /// (`Succeeded`, `Failed: …`, `NotStarted: …`), so that `status` and `list` still say why
 /// it ended when its pods are gone.

@@ -23,7 +23,9 @@ use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Cluster;
-use crate::labels::{STOPPED_ANNOTATION, run_selector};
+use crate::labels::{
+    STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, TF_CONTAINER, run_selector,
+};
 
 /// What [`stop_unfinished`] did, each list sorted by pod name.
 #[derive(Debug, Default)]
@@ -67,12 +69,41 @@ fn task_id(pod: &Pod) -> Option<String> {
     Some(format!("{role}-{index}"))
 }
 
-/// The merge patch that stops a pod on a node (see the module docs).
-pub fn stop_patch(now: &str) -> serde_json::Value {
+/// The merge patch that stops a pod on a node (see the module docs); `task_ended`: its
+/// TF container had ended already (a sidecar is what is stopped).
+pub fn stop_patch(now: &str, task_ended: bool) -> serde_json::Value {
+    let mut annotations = serde_json::json!({ STOPPED_ANNOTATION: now });
+    if task_ended {
+        annotations[STOPPED_AFTER_TASK_ANNOTATION] = "true".into();
+    }
     serde_json::json!({
-        "metadata": { "annotations": { STOPPED_ANNOTATION: now } },
+        "metadata": { "annotations": annotations },
         "spec": { "activeDeadlineSeconds": 1 },
     })
+}
+
+/// Whether the pod's TF container (`tensorflow`, else the first) has ended.
+fn task_ended(pod: &Pod) -> bool {
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let Some(tf) = containers
+        .iter()
+        .find(|c| c.name == TF_CONTAINER)
+        .or_else(|| containers.first())
+    else {
+        return false;
+    };
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_deref());
+    statuses
+        .unwrap_or_default()
+        .iter()
+        .any(|s| s.name == tf.name && s.state.as_ref().is_some_and(|st| st.terminated.is_some()))
 }
 
 enum Done {
@@ -93,9 +124,9 @@ pub async fn stop_unfinished(
         .await
         .map_err(|e| cluster.explain("listing the run's pods", &e))?;
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let patch = &stop_patch(&now);
+    let now = &now;
     let results: Vec<Result<Option<Done>>> = stream::iter(unfinished(&pods))
-        .map(|pod| stop_one(cluster, patch, pod))
+        .map(|pod| stop_one(cluster, now, pod))
         .buffer_unordered(max_in_flight.max(1))
         .collect()
         .await;
@@ -125,6 +156,7 @@ struct Unfinished {
     uid: String,
     on_node: bool,
     label: String,
+    task_ended: bool,
 }
 
 /// The pods that have not finished and are not being deleted already.
@@ -137,6 +169,7 @@ fn unfinished(pods: &[Pod]) -> Vec<Unfinished> {
                 uid: p.metadata.uid.clone()?,
                 on_node: p.spec.as_ref().is_some_and(|s| s.node_name.is_some()),
                 label: task_id(p).unwrap_or_else(|| p.metadata.name.clone().unwrap_or_default()),
+                task_ended: task_ended(p),
             })
         })
         .collect()
@@ -144,19 +177,19 @@ fn unfinished(pods: &[Pod]) -> Vec<Unfinished> {
 
 /// Stops one pod: a pod on a node gets the stop patch (its log is kept); one no node
 /// took is deleted (by uid: not a new pod of the name).
-async fn stop_one(
-    cluster: &Cluster,
-    patch: &serde_json::Value,
-    pod: Unfinished,
-) -> Result<Option<Done>> {
+async fn stop_one(cluster: &Cluster, now: &str, pod: Unfinished) -> Result<Option<Done>> {
     let Unfinished {
         name,
         uid,
         on_node,
         label,
+        task_ended,
     } = pod;
     let done = if on_node {
-        match cluster.merge_patch::<Pod>(&name, patch).await {
+        match cluster
+            .merge_patch::<Pod>(&name, &stop_patch(now, task_ended))
+            .await
+        {
             Ok(()) => Ok(Some(Done::Stopped(name.clone()))),
             // Gone meanwhile: nothing left to stop.
             Err(e) if e.code() == Some(404) => Ok(None),

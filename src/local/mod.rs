@@ -148,6 +148,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         attempt: 0,
         node_lost: None,
         stopped_at: None,
+        stopped_after_task: false,
         restarted_for: None,
         sidecar_running: false,
     }

@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, RESTARTED_FOR_ANNOTATION,
-    ROLE_LABEL, STOPPED_ANNOTATION, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION,
+    ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, TF_CONTAINER,
+    VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -129,6 +130,9 @@ pub struct PodView {
     /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
     /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
     pub stopped_at: Option<i64>,
+    /// Stopped for a container beside the task, whose own end stands
+    /// ([`STOPPED_AFTER_TASK_ANNOTATION`]).
+    pub stopped_after_task: bool,
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`]).
     pub restarted_for: Option<String>,
@@ -223,6 +227,10 @@ impl PodView {
                 .as_ref()
                 .and_then(|a| a.get(RESTARTED_FOR_ANNOTATION))
                 .cloned(),
+            stopped_after_task: meta
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(STOPPED_AFTER_TASK_ANNOTATION)),
             sidecar_running,
         }
     }
@@ -235,10 +243,12 @@ impl PodView {
     /// What the task is doing, from this pod alone.
     pub fn state(&self) -> State {
         let own = self.own_state();
-        // Ended after tf-spawner stopped it (not before: then its own end stands).
-        let stopped = self
-            .stopped_at
-            .is_some_and(|at| own == State::Failed && self.finished_at.is_none_or(|end| end >= at));
+        // Ended after tf-spawner stopped it, whatever its exit (a SIGTERM handler may exit
+        // 0); not before, nor when only a sidecar was stopped: then its own end stands.
+        let stopped = !self.stopped_after_task
+            && self
+                .stopped_at
+                .is_some_and(|at| own.finished() && self.finished_at.is_none_or(|end| end >= at));
         if stopped { State::Stopped } else { own }
     }
 

@@ -144,13 +144,20 @@ fn a_sidecar_keeps_the_pod_running_but_the_tf_container_decides() {
         json!({"terminated": {"exitCode": 137, "reason": "Error"}}),
     );
     stopped["status"]["reason"] = json!("DeadlineExceeded");
-    stopped["metadata"]["annotations"] = json!({"tf-spawner/stopped": "2024-01-01T00:01:00Z"});
-    let v = view(stopped);
+    stopped["metadata"]["annotations"] = json!({
+        "tf-spawner/stopped": "2024-01-01T00:01:00Z",
+        "tf-spawner/stopped-after-task": "true",
+    });
+    let v = view(stopped.clone());
     assert_eq!(
         (v.state(), v.shown_phase()),
         (State::Succeeded, Phase::Succeeded)
     );
     assert!(!v.sidecar_running && !v.still_running());
+    // A task stopped while it ran whose SIGTERM handler exits 0 was stopped by tf-spawner,
+    // not a success (seen on the one-node v1.36 cluster: `list` said "1 succeeded").
+    stopped["metadata"]["annotations"] = json!({"tf-spawner/stopped": "2024-01-01T00:01:00Z"});
+    assert_eq!(view(stopped).state(), State::Stopped);
     // A task that failed stays failed; a task still running runs.
     let failed = with_sidecar(
         terminated(pod("worker-0", "Running"), 3, "Error"),
