@@ -133,7 +133,9 @@ async fn chief_ps_and_evaluator_reach_a_verdict_and_cleanup_removes_them() {
             "{task}: {text}"
         );
     }
-    assert!(log("ps-0").contains("ps: serving until stopped"));
+    // (Not its "serving until stopped" line: the chief may reach the verdict, and the stop
+    // the parameter server, while its wiring check is still exiting, before the echo; seen
+    // once on a v1.20 node under load. Its agreement line above is its log kept.)
 
     // The run is gone from the API: the kubelet has stopped every container, the
     // parameter server's included (a pod on a node is only removed once it has).
