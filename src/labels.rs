@@ -66,6 +66,16 @@ pub const NETWORK_POLICY_ANNOTATION: &str = "tf-spawner/network-policy";
 /// The container that gets the TF variables when the template has one of this name.
 pub const TF_CONTAINER: &str = "tensorflow";
 
+/// A pod's TF container: the one named [`TF_CONTAINER`], else the first (a template's own).
+pub fn tf_container(
+    containers: &[k8s_openapi::api::core::v1::Container],
+) -> Option<&k8s_openapi::api::core::v1::Container> {
+    containers
+        .iter()
+        .find(|c| c.name == TF_CONTAINER)
+        .or_else(|| containers.first())
+}
+
 /// The label selector that finds the run's own objects and tasks: every object of run
 /// `tag` but its helper pods (`cp`, `tensorboard`), which are no task of the run.
 pub fn run_selector(tag: &str) -> String {

@@ -23,9 +23,7 @@ use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Cluster;
-use crate::labels::{
-    STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, TF_CONTAINER, run_selector,
-};
+use crate::labels::{STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, run_selector};
 
 /// What [`stop_unfinished`] did, each list sorted by pod name.
 #[derive(Debug, Default)]
@@ -89,11 +87,7 @@ fn task_ended(pod: &Pod) -> bool {
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or_default();
-    let Some(tf) = containers
-        .iter()
-        .find(|c| c.name == TF_CONTAINER)
-        .or_else(|| containers.first())
-    else {
+    let Some(tf) = crate::labels::tf_container(containers) else {
         return false;
     };
     let statuses = pod

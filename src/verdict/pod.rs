@@ -11,8 +11,7 @@ use serde::Serialize;
 
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, RESTARTED_FOR_ANNOTATION,
-    ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, TF_CONTAINER,
-    VOLCANO_QUEUE_ANNOTATION,
+    ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -146,10 +145,7 @@ impl PodView {
         let meta = &pod.metadata;
         let spec = pod.spec.as_ref();
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
-        let tf = containers
-            .iter()
-            .find(|c| c.name == TF_CONTAINER)
-            .or_else(|| containers.first());
+        let tf = crate::labels::tf_container(containers);
         let container = tf.map(|c| c.name.clone());
         let status = pod.status.as_ref();
         let statuses: &[ContainerStatus] = status
