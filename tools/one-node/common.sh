@@ -113,6 +113,18 @@ cp_env() {
 }
 kubectl_admin() { env -u KUBECONFIG "$CP/bin/kubectl" --kubeconfig "$CP/kubeconfig" "$@"; }
 ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+# remove_containers: kill and remove every task and container of $CONTAINERD_SOCK's containerd
+# (best effort: a task that already ended refuses the kill); prints how many containers it removed.
+remove_containers() {
+  local tasks containers t c
+  [ -S "$CONTAINERD_SOCK" ] && ctr_k8s version >/dev/null 2>&1 || { echo 0; return 0; }
+  tasks=$(ctr_k8s tasks ls -q 2>/dev/null || true)
+  for t in $tasks; do ctr_k8s tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done
+  for t in $tasks; do ctr_k8s tasks delete -f "$t" >/dev/null 2>&1 || true; done
+  containers=$(ctr_k8s containers ls -q 2>/dev/null || true)
+  for c in $containers; do ctr_k8s containers rm "$c" >/dev/null 2>&1 || true; done
+  echo "$containers" | wc -w
+}
 
 # archive_config ARCHIVE: the config digest (the image ID) of a `docker save`-format archive
 # image.sh wrote (its manifest.json comes first: read without reading the layers).

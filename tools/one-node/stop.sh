@@ -48,14 +48,8 @@ stop_daemon kube-scheduler "$CP/bin/kube-scheduler "
 stop_daemon dns "/dns.py --listen $BRIDGE_IP:53 "
 
 # 2. Every container and sandbox, through containerd while it runs.
-if [ -S "$CONTAINERD_SOCK" ] && ctr_k8s version >/dev/null 2>&1; then
-  tasks=$(ctr_k8s tasks ls -q 2>/dev/null)
-  for t in $tasks; do ctr_k8s tasks kill -s KILL "$t" >/dev/null 2>&1; done
-  for t in $tasks; do ctr_k8s tasks delete -f "$t" >/dev/null 2>&1; done
-  containers=$(ctr_k8s containers ls -q 2>/dev/null)
-  for c in $containers; do ctr_k8s containers rm "$c" >/dev/null 2>&1; done
-  [ -n "$containers" ] && log "removed $(echo "$containers" | wc -w) containers"
-fi
+removed=$(remove_containers)
+[ "$removed" -gt 0 ] && log "removed $removed containers"
 # Shims left over (e.g. containerd already dead): they name our socket on their command line.
 for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null); do
   log "killing shim $pid and its containers"
