@@ -19,9 +19,9 @@ pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
 
+pub use crate::settings::table::{DEFAULT_PORT, DEFAULT_WORKERS, ResourceFlags, SharedFlags};
+
 pub const DEFAULT_TAG: &str = "tf-spawner";
-pub const DEFAULT_PORT: u16 = 1999;
-pub const DEFAULT_WORKERS: u32 = 2;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
 
 #[derive(Debug, Parser)]
@@ -420,40 +420,8 @@ pub struct SpawnArgs {
     )]
     pub python: String,
 
-    /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
-    /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
-    /// DeadlineExceeded
-    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
-    pub deadline: Option<Duration>,
-
-    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
-    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
-    /// this long, then the cluster evicts them; the run fails as "lost with its node",
-    /// which wait --restarts retries on another node [default: the config file's
-    /// node_lost_after, else the cluster's, 5m]
-    #[arg(long, value_parser = Flag(parse::deadline), value_name = "DURATION")]
-    pub node_lost_after: Option<Duration>,
-
-    /// The PriorityClass of every pod (priorityClassName)
-    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
-    pub priority_class: Option<String>,
-
-    /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
-    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
-    /// exist, and Kueue must hold the pods
-    #[arg(long, value_parser = Flag(parse::queue), value_name = "NAME")]
-    pub queue: Option<String>,
-
-    /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
-    /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
-    /// on its own
-    #[arg(long, value_enum, value_name = "SCHEDULER")]
-    pub gang: Option<Gang>,
-
-    /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
-    /// exist and be open
-    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
-    pub volcano_queue: Option<String>,
+    #[command(flatten)]
+    pub shared: SharedFlags,
 
     /// With --wait: leave the tasks still running when the run fails (by default they
     /// are stopped, as TFJob's cleanPodPolicy: Running)
@@ -462,24 +430,6 @@ pub struct SpawnArgs {
 
     #[command(flatten)]
     pub restart: RestartArgs,
-
-    /// The schedulerName of every pod (default with --gang: volcano, or
-    /// scheduler-plugins-scheduler for coscheduling)
-    #[arg(long, value_parser = Flag(parse::name), value_name = "NAME")]
-    pub scheduler_name: Option<String>,
-
-    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
-    /// --volume claim made writable by the group; HOME a writable directory), as a
-    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
-    /// as the same user [default: the config file's run_as_user, else the image's user]
-    #[arg(long, value_parser = Flag(parse::uid), value_name = "UID")]
-    pub run_as_user: Option<i64>,
-
-    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
-    /// own tasks (every port), for namespaces that deny traffic by default [default:
-    /// the config file's network_policy, else false]
-    #[arg(long)]
-    pub network_policy: bool,
 
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
@@ -491,7 +441,7 @@ pub struct SpawnArgs {
     pub roles: RoleArgs,
 
     #[command(flatten)]
-    pub resources: ResourceArgs,
+    pub resources: ResourceFlags,
 
     /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
     /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
@@ -524,53 +474,6 @@ pub struct RestartArgs {
     /// The pause before the first restart, doubled for each next one (at most 5m)
     #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
-}
-
-/// What each task asks of its node (docs/resources.md); each one a defaults-file key
-/// too (`settings/table.rs`).
-#[derive(Debug, Args, Clone, Default)]
-pub struct ResourceArgs {
-    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
-    /// request and limit [default: the config file's cpu, else the template's]
-    #[arg(long, value_parser = Flag(parse::cpu), value_name = "N")]
-    pub cpu: Option<String>,
-
-    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
-    /// and limit, plus /dev/shm's size on a task with GPUs [default: the config file's
-    /// memory, else the template's]
-    #[arg(long, value_parser = Flag(parse::memory), value_name = "SIZE")]
-    pub memory: Option<String>,
-
-    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
-    /// resource (--gpu-resource); 0 removes the template's [default: the config file's
-    /// gpus, else the template's]
-    #[arg(long, allow_negative_numbers = true, value_parser = Flag(parse::gpus), value_name = "N")]
-    pub gpus: Option<u32>,
-
-    /// CPUs of each parameter server [default: the config file's ps_cpu, else --cpu]
-    #[arg(long, value_parser = Flag(parse::cpu), value_name = "N")]
-    pub ps_cpu: Option<String>,
-
-    /// Memory of each parameter server [default: the config file's ps_memory, else
-    /// --memory]
-    #[arg(long, value_parser = Flag(parse::memory), value_name = "SIZE")]
-    pub ps_memory: Option<String>,
-
-    /// GPUs of each parameter server [default: the config file's ps_gpus, else the
-    /// template's]
-    #[arg(long, allow_negative_numbers = true, value_parser = Flag(parse::gpus), value_name = "N")]
-    pub ps_gpus: Option<u32>,
-
-    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
-    /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
-    /// nvidia.com/gpu]
-    #[arg(long, value_parser = Flag(parse::gpu_resource), value_name = "NAME")]
-    pub gpu_resource: Option<String>,
-
-    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
-    /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
-    #[arg(long, value_parser = Flag(parse::shm_size), value_name = "SIZE")]
-    pub shm_size: Option<String>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

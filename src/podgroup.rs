@@ -335,7 +335,7 @@ pub struct GroupSpec {
     /// Volcano: `spec.queue`.
     pub queue: Option<String>,
     /// Volcano: `spec.priorityClassName`.
-    pub priority_class: Option<String>,
+    pub priority_class_name: Option<String>,
     /// Volcano: `spec.minResources` (see [`min_resources`]).
     pub min_resources: Option<BTreeMap<String, Quantity>>,
 }
@@ -345,7 +345,7 @@ pub fn pod_group(gang: Gang, metadata: ObjectMeta, group: GroupSpec) -> PodGroup
     let GroupSpec {
         min_member,
         queue,
-        priority_class,
+        priority_class_name,
         min_resources,
     } = group;
     match gang {
@@ -356,7 +356,7 @@ pub fn pod_group(gang: Gang, metadata: ObjectMeta, group: GroupSpec) -> PodGroup
             spec: VolcanoPodGroupSpec {
                 min_member,
                 queue,
-                priority_class_name: priority_class,
+                priority_class_name,
                 min_resources,
             },
         }),

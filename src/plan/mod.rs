@@ -358,7 +358,7 @@ fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
         crate::podgroup::GroupSpec {
             min_member: i32::try_from(min_member).unwrap_or(i32::MAX),
             queue: scheduling.volcano_queue.clone().filter(|_| volcano),
-            priority_class: scheduling.priority_class.clone().filter(|_| volcano),
+            priority_class_name: scheduling.priority_class.clone().filter(|_| volcano),
             min_resources,
         },
     )

@@ -6,7 +6,7 @@
 
 pub(crate) mod parse;
 pub(crate) mod spawn;
-mod table;
+pub(crate) mod table;
 
 use std::path::PathBuf;
 
@@ -20,7 +20,7 @@ use crate::cluster::retry::RetryPolicy;
 use crate::defaults;
 
 use table::Given;
-pub(crate) use table::{Source, Table, is_shared};
+pub(crate) use table::{Group, Source, Table, is_shared};
 
 /// How output is printed (see `output.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

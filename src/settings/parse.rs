@@ -45,6 +45,47 @@ impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Flag<
     }
 }
 
+/// [`value_enum`] as a flag's clap `value_parser`, with the enum's values for help and
+/// shell completion (clap's own `value_enum` parser would word a refusal its way).
+pub(crate) struct Choice<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> Choice<T> {
+    pub(crate) fn new() -> Self {
+        Choice(std::marker::PhantomData)
+    }
+}
+
+impl<T> Clone for Choice<T> {
+    fn clone(&self) -> Self {
+        Choice::new()
+    }
+}
+
+impl<T: clap::ValueEnum + Clone + Send + Sync + 'static> clap::builder::TypedValueParser
+    for Choice<T>
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        Flag(value_enum::<T> as Parse<T>).parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            T::value_variants()
+                .iter()
+                .filter_map(clap::ValueEnum::to_possible_value),
+        ))
+    }
+}
+
 /// The longest duration a flag takes: 100 years. Longer is a typo, and a deadline that
 /// far would overflow the clock's arithmetic.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);

@@ -3,14 +3,14 @@
 //! where no flag was given, its tag, the restart flags, and the flags `--local` cannot
 //! honour. Commands use these; no command borrows them from another.
 
-use crate::cli::{ResourceArgs, RestartArgs, RoleArgs, SpawnArgs};
+use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
 use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
 
-use super::{Settings, Source};
+use super::{Group, Settings, Source};
 
 /// The spawn flags, with the defaults file's values where no flag was given. Every
 /// field of [`SpawnArgs`] is named here, so that a new flag fails to compile until it
@@ -21,9 +21,9 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         script, command, env_file, roles, script_args,
         // From the settings table (the flag, else the defaults file), below.
         workers: _, port: _, pod_file: _, image: _, volume: _, dir: _, resources: _,
-        // The table's `shared` settings: into `Scheduling` and `Hardening` below.
-        deadline: _, node_lost_after: _, priority_class: _, queue: _, gang: _,
-        volcano_queue: _, scheduler_name: _, run_as_user: _, network_policy: _,
+        // The table's flag groups (their values are the table's): the shared settings
+        // into `Scheduling` and `Hardening`, the resources into `Resources`, below.
+        shared: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, dry_run: _, output: _, max_in_flight: _,
@@ -147,28 +147,16 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
 }
 
 /// The first flag given that `--local` cannot honour: a shared cluster's (the table's
-/// `shared` settings), `--start-timeout`, a resource flag, a restart flag.
+/// [`Group::Shared`]), `--start-timeout`, a pod's resources ([`Group::Resources`]), a
+/// restart flag.
 pub(crate) fn cluster_only_flag(settings: &Settings, args: &SpawnArgs) -> Option<String> {
-    settings.shared_flag_given().or_else(|| {
-        std::iter::once((args.start_timeout.is_some(), "--start-timeout"))
-            .chain(resource_flags(&args.resources))
-            .find_map(|(given, flag)| given.then_some(flag))
-            .or_else(|| restart_flag(args))
-            .map(str::to_string)
-    })
-}
-
-/// The resource flags, each with whether it was given: pod resources, which `--local`
-/// cannot honour.
-fn resource_flags(r: &ResourceArgs) -> [(bool, &'static str); 8] {
-    [
-        (r.cpu.is_some(), "--cpu"),
-        (r.memory.is_some(), "--memory"),
-        (r.gpus.is_some(), "--gpus"),
-        (r.ps_cpu.is_some(), "--ps-cpu"),
-        (r.ps_memory.is_some(), "--ps-memory"),
-        (r.ps_gpus.is_some(), "--ps-gpus"),
-        (r.gpu_resource.is_some(), "--gpu-resource"),
-        (r.shm_size.is_some(), "--shm-size"),
-    ]
+    settings
+        .flag_given(Group::Shared)
+        .or_else(|| {
+            args.start_timeout
+                .is_some()
+                .then(|| "--start-timeout".to_string())
+        })
+        .or_else(|| settings.flag_given(Group::Resources))
+        .or_else(|| restart_flag(args).map(str::to_string))
 }

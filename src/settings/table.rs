@@ -1,13 +1,14 @@
 //! The settings a defaults file may set: ONE list (`settings!` below). Each entry is a
-//! setting's declaration: its key (the defaults file's key, the clap id of its flag in
-//! `cli.rs` and `config`'s row), its type, its built-in default, its parser
-//! (`parse.rs`: the flag's `value_parser` is the same function, `Flag(parse::…)`), the
-//! text `config` shows for a value it has no words for, and its marks: `anchored` for a
-//! path the file gives relative to itself, `shared` for a shared cluster's scheduling
-//! or policy (`spawn --help` shows it under "Shared clusters" only, `--local` refuses
-//! its flag). From that list come the [`Table`] of values with their sources,
+//! setting's declaration: its key (the defaults file's key, the clap id of its flag and
+//! `config`'s row), its type, its built-in default, its parser (`parse.rs`: a flag's
+//! `value_parser` is the same function), the text `config` shows for a value it has no
+//! words for, the mark `anchored` for a path the file gives relative to itself, and, for
+//! a spawn flag of a shared cluster or of a pod's resources, its flag: a [`Group`] and a
+//! value name, the entry's doc comment being its help (clap flattens [`SharedFlags`] and
+//! [`ResourceFlags`] into `cli.rs`'s spawn flags; the other settings' flags are fields
+//! there). From that list come the [`Table`] of values with their sources,
 //! [`Table::load`] (a flag given on the command line, else the file's value, else the
-//! default), the file's [`KEYS`], `config`'s [`Row`]s and what is `shared`: a setting
+//! default), the file's [`KEYS`], `config`'s [`Row`]s and the groups' flags: a setting
 //! added here is in all of them, and nowhere else.
 
 use std::path::PathBuf;
@@ -18,7 +19,6 @@ use clap::parser::ValueSource;
 use serde_json::Value;
 
 use super::parse::{self, Parse};
-use crate::cli::{DEFAULT_PORT, DEFAULT_WORKERS};
 use crate::cluster::connect::ConfigNamespace;
 use crate::cluster::retry::GIVE_UP;
 use crate::defaults::Defaults;
@@ -59,17 +59,19 @@ pub(crate) struct Sourced<T> {
     pub source: Source,
 }
 
-/// Generates [`Table`], [`KEYS`], [`Table::load`] and [`Table::rows`] from the list.
+/// Generates [`Table`], [`KEYS`], [`Table::load`], [`Table::rows`] and the flags of the
+/// entries with a flag clause (`=> Group "VALUE_NAME"`, [`Group::args`]) from the list.
 /// `|given|` names the sources in the defaults' expressions.
 macro_rules! settings {
     (|$given:ident| $(
-        $(#[$doc:meta])*
-        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*;
+        $(#[doc = $doc:literal])*
+        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
+            $(=> $group:ident $($value_name:literal)? $(| $choices:ty)?)?;
     )*) => {
         /// The settings a defaults file may set, each with where it came from.
         #[derive(Debug)]
         pub(crate) struct Table {
-            $( $(#[$doc])* pub $key: Sourced<$ty>, )*
+            $( $(#[doc = $doc])* pub $key: Sourced<$ty>, )*
         }
 
         /// The defaults file's keys, in `config`'s order.
@@ -95,36 +97,74 @@ macro_rules! settings {
                 vec![$( Row::new(stringify!($key), &self.$key, $none), )*]
             }
 
-            /// The first `shared` setting given as a flag, in the list's order: its
-            /// flag (`--local` cannot honour it).
-            pub(crate) fn shared_flag_given(&self) -> Option<String> {
-                $( if settings!(@has shared; $($mark)*) && self.$key.source == Source::Flag {
+            /// The first setting of `group` given as a flag, in the list's order: its
+            /// flag (`--local` cannot honour a shared cluster's or a pod's resources).
+            pub(crate) fn flag_given(&self, group: Group) -> Option<String> {
+                $( $( if Group::$group == group && self.$key.source == Source::Flag {
                     return Some(format!("--{}", flag_name(stringify!($key))));
-                } )*
+                } )? )*
                 None
             }
         }
 
-        /// Whether `key` is a `shared` setting: a shared cluster's scheduling or
-        /// policy, which `spawn --help` shows under its heading (`commands/help.rs`)
-        /// and `--local` refuses.
-        pub(crate) fn is_shared(key: &str) -> bool {
-            $( if key == stringify!($key) {
-                return settings!(@has shared; $($mark)*);
-            } )*
-            false
+        impl Group {
+            /// The group's flags, in the list's order: each entry's doc comment is its
+            /// help, its parser the flag's `value_parser` (the same function the file's
+            /// value goes through).
+            pub(crate) fn args(self) -> Vec<clap::Arg> {
+                let mut args = Vec::new();
+                $( {
+                    let doc: &[&str] = &[$($doc),*];
+                    $( if Group::$group == self {
+                        args.push(settings!(@arg $key, doc, $parse,
+                            [$($value_name)?], [$($choices)?]));
+                    } )?
+                    let _ = doc;
+                } )*
+                args
+            }
+
+            /// The group of `key`'s flag, if the list declares its flag.
+            pub(crate) fn of(key: &str) -> Option<Group> {
+                $( $( if key == stringify!($key) {
+                    return Some(Group::$group);
+                } )? )*
+                None
+            }
         }
 
         // Every mark is one of those below: a misspelt one fails to compile.
         const _: () = { $( $( settings!(@mark $mark); )* )* };
     };
-    // The marks: `anchored` (a path the file gives is relative to the file), `shared`.
+    // The mark: `anchored` (a path the file gives is relative to the file).
     (@mark anchored) => { () };
-    (@mark shared) => { () };
     (@has $want:ident;) => { false };
     (@has anchored; anchored $($rest:ident)*) => { true };
-    (@has shared; shared $($rest:ident)*) => { true };
     (@has $want:ident; $other:ident $($rest:ident)*) => { settings!(@has $want; $($rest)*) };
+    // A flag: a switch (no value name), a value through the setting's parser, or one of
+    // a `clap::ValueEnum`'s values (its values shown in help and completed by shells).
+    (@arg $key:ident, $doc:ident, $parse:expr, [], []) => {
+        flag(stringify!($key), $doc).action(clap::ArgAction::SetTrue)
+    };
+    (@arg $key:ident, $doc:ident, $parse:expr, [$value_name:literal], []) => {
+        value_flag(stringify!($key), $doc, $value_name)
+            .value_parser(parse::Flag($parse as Parse<_>))
+    };
+    (@arg $key:ident, $doc:ident, $parse:expr, [$value_name:literal], [$choices:ty]) => {
+        value_flag(stringify!($key), $doc, $value_name)
+            .value_parser(parse::Choice::<$choices>::new())
+    };
+}
+
+/// The groups of flags the list declares: `cli.rs` puts each where its flags belong
+/// (clap flattens [`SharedFlags`] and [`ResourceFlags`] into the spawn's flags), `spawn
+/// --help` shows each under its heading, and `--local` refuses both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Group {
+    /// A shared cluster's scheduling or policy (`spawn --help`: "Shared clusters").
+    Shared,
+    /// What each task asks of its node (docs/resources.md).
+    Resources,
 }
 
 settings! { |given|
@@ -139,20 +179,49 @@ settings! { |given|
         "(the built-in templates/pod.yaml)", anchored;
     port: u16 = built_in(DEFAULT_PORT), parse::port, "";
     workers: u32 = built_in(DEFAULT_WORKERS), parse::workers, "";
-    /// `--queue`: the Kueue LocalQueue, if any.
-    queue: Option<String> = built_in(None), parse::queue, "(none)", shared;
-    /// `--priority-class`, if any.
-    priority_class: Option<String> = built_in(None), parse::name, "(none)", shared;
-    /// `--deadline`, if any.
-    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)", shared;
-    /// `--node-lost-after`, if any: the pods' toleration of a lost node.
-    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)", shared;
-    /// `--gang`, if any.
-    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)", shared;
-    /// `--scheduler-name`, if any.
-    scheduler_name: Option<String> = built_in(None), parse::name, "(none)", shared;
-    /// `--volcano-queue`: the Volcano queue, if any.
-    volcano_queue: Option<String> = built_in(None), parse::name, "(none)", shared;
+    /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
+    /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
+    /// DeadlineExceeded
+    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)"
+        => Shared "DURATION";
+    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
+    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
+    /// this long, then the cluster evicts them; the run fails as "lost with its node",
+    /// which wait --restarts retries on another node [default: the config file's
+    /// node_lost_after, else the cluster's, 5m]
+    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)"
+        => Shared "DURATION";
+    /// The PriorityClass of every pod (priorityClassName)
+    priority_class: Option<String> = built_in(None), parse::name, "(none)"
+        => Shared "NAME";
+    /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
+    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
+    /// exist, and Kueue must hold the pods
+    queue: Option<String> = built_in(None), parse::queue, "(none)"
+        => Shared "NAME";
+    /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
+    /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
+    /// on its own
+    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)"
+        => Shared "SCHEDULER" | Gang;
+    /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
+    /// exist and be open
+    volcano_queue: Option<String> = built_in(None), parse::name, "(none)"
+        => Shared "NAME";
+    /// The schedulerName of every pod (default with --gang: volcano, or
+    /// scheduler-plugins-scheduler for coscheduling)
+    scheduler_name: Option<String> = built_in(None), parse::name, "(none)"
+        => Shared "NAME";
+    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
+    /// --volume claim made writable by the group; HOME a writable directory), as a
+    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
+    /// as the same user [default: the config file's run_as_user, else the image's user]
+    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)"
+        => Shared "UID";
+    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
+    /// own tasks (every port), for namespaces that deny traffic by default [default:
+    /// the config file's network_policy, else false]
+    network_policy: bool = built_in(false), parse::boolean, "" => Shared;
     /// `--keep-running` (of `wait` and `spawn --wait`).
     keep_running: bool = built_in(false), parse::boolean, "";
     /// `--restarts` (of `wait` and `spawn --wait`).
@@ -169,29 +238,107 @@ settings! { |given|
     volume: Option<String> = built_in(None), parse::volume, "(none)";
     /// `--dir`: the directory shipped with the script, if any.
     dir: Option<PathBuf> = built_in(None), parse::path, "(none: the script alone)", anchored;
-    /// `--cpu`: CPUs of each chief, worker and evaluator; `None`: the template's.
-    cpu: Option<String> = built_in(None), parse::cpu, "(the template's)";
-    /// `--memory`: their memory; `None`: the template's.
-    memory: Option<String> = built_in(None), parse::memory, "(the template's)";
-    /// `--gpus`: their GPUs; `None`: the template's.
-    gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)";
-    /// `--ps-cpu`: each parameter server's CPUs; `None`: `--cpu`.
-    ps_cpu: Option<String> = built_in(None), parse::cpu, "(--cpu)";
-    /// `--ps-memory`: each parameter server's memory; `None`: `--memory`.
-    ps_memory: Option<String> = built_in(None), parse::memory, "(--memory)";
-    /// `--ps-gpus`: each parameter server's GPUs; `None`: the template's.
-    ps_gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)";
-    /// `--gpu-resource`: the extended resource `--gpus` counts.
-    gpu_resource: String = built_in(DEFAULT_GPU_RESOURCE.to_string()), parse::gpu_resource, "";
-    /// `--shm-size`: the memory-backed `/dev/shm` of each task with GPUs; `0`: none.
-    shm_size: String = built_in(DEFAULT_SHM_SIZE.to_string()), parse::shm_size, "";
+    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
+    /// request and limit [default: the config file's cpu, else the template's]
+    cpu: Option<String> = built_in(None), parse::cpu, "(the template's)"
+        => Resources "N";
+    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
+    /// and limit, plus /dev/shm's size on a task with GPUs [default: the config file's
+    /// memory, else the template's]
+    memory: Option<String> = built_in(None), parse::memory, "(the template's)"
+        => Resources "SIZE";
+    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
+    /// resource (--gpu-resource); 0 removes the template's [default: the config file's
+    /// gpus, else the template's]
+    gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)"
+        => Resources "N";
+    /// CPUs of each parameter server [default: the config file's ps_cpu, else --cpu]
+    ps_cpu: Option<String> = built_in(None), parse::cpu, "(--cpu)"
+        => Resources "N";
+    /// Memory of each parameter server [default: the config file's ps_memory, else
+    /// --memory]
+    ps_memory: Option<String> = built_in(None), parse::memory, "(--memory)"
+        => Resources "SIZE";
+    /// GPUs of each parameter server [default: the config file's ps_gpus, else the
+    /// template's]
+    ps_gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)"
+        => Resources "N";
+    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
+    /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
+    /// nvidia.com/gpu]
+    gpu_resource: String = built_in(DEFAULT_GPU_RESOURCE.to_string()), parse::gpu_resource, ""
+        => Resources "NAME";
+    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
+    /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
+    shm_size: String = built_in(DEFAULT_SHM_SIZE.to_string()), parse::shm_size, ""
+        => Resources "SIZE";
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     tensorboard_image: Option<String> = built_in(None), parse::image,
         "(the run's image)";
-    /// `--run-as-user`: the tasks' (and helpers') non-root user, if any.
-    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)", shared;
-    /// `--network-policy`: a NetworkPolicy with the run.
-    network_policy: bool = built_in(false), parse::boolean, "", shared;
+}
+
+/// The built-in `--port` and `--workers`.
+pub const DEFAULT_PORT: u16 = 1999;
+pub const DEFAULT_WORKERS: u32 = 2;
+
+/// Whether `key` is a shared cluster's scheduling or policy: `spawn --help` shows it
+/// under its heading (`commands/help.rs`) and `--local` refuses its flag.
+pub(crate) fn is_shared(key: &str) -> bool {
+    Group::of(key) == Some(Group::Shared)
+}
+
+/// A flag of the list: its long name from the key, its help the doc comment's lines.
+fn flag(key: &'static str, doc: &[&str]) -> clap::Arg {
+    let help: Vec<&str> = doc.iter().map(|line| line.trim()).collect();
+    clap::Arg::new(key)
+        .long(flag_name(key))
+        .help(help.join(" "))
+}
+
+/// A flag that takes a value; a negative number reaches the parser, which words the
+/// refusal (`--gpus -1 …`), rather than clap's "unexpected argument".
+fn value_flag(key: &'static str, doc: &[&str], value_name: &'static str) -> clap::Arg {
+    flag(key, doc)
+        .value_name(value_name)
+        .action(clap::ArgAction::Set)
+        .allow_negative_numbers(true)
+}
+
+/// The list's flags of one [`Group`], for clap's `#[command(flatten)]` in `cli.rs`.
+macro_rules! flag_group {
+    ($(#[$doc:meta])* $name:ident = $group:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+
+        impl clap::FromArgMatches for $name {
+            fn from_arg_matches(_: &ArgMatches) -> Result<Self, clap::Error> {
+                // The values are the table's (`Table::load` reads them by key).
+                Ok($name)
+            }
+            fn update_from_arg_matches(&mut self, _: &ArgMatches) -> Result<(), clap::Error> {
+                Ok(())
+            }
+        }
+
+        impl clap::Args for $name {
+            fn augment_args(cmd: clap::Command) -> clap::Command {
+                cmd.args(Group::$group.args())
+            }
+            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+                Self::augment_args(cmd)
+            }
+        }
+    };
+}
+
+flag_group! {
+    /// The shared-cluster flags (`--deadline`, `--queue`, `--gang`…).
+    SharedFlags = Shared
+}
+flag_group! {
+    /// The resource flags (`--cpu`, `--memory`, `--gpus`…).
+    ResourceFlags = Resources
 }
 
 /// A built-in default.
@@ -446,13 +593,66 @@ mod tests {
     fn the_shared_flag_given_is_named_for_local_not_a_shared_value_from_the_file() {
         let t = load(&["--network-policy", "train.py"], "priority_class: p\n").unwrap();
         assert_eq!(t.priority_class.source, Source::File);
-        assert_eq!(t.shared_flag_given().as_deref(), Some("--network-policy"));
+        assert_eq!(
+            t.flag_given(Group::Shared).as_deref(),
+            Some("--network-policy")
+        );
         let t = load(&["--priority-class", "p", "-w", "2", "train.py"], "").unwrap();
-        assert_eq!(t.shared_flag_given().as_deref(), Some("--priority-class"));
+        assert_eq!(
+            t.flag_given(Group::Shared).as_deref(),
+            Some("--priority-class")
+        );
         let t = load(&["--dir", ".", "--cpu", "2", "train.py"], "deadline: 1h\n").unwrap();
-        assert_eq!(t.shared_flag_given(), None);
+        assert_eq!(t.flag_given(Group::Shared), None);
         assert!(is_shared("volcano_queue") && is_shared("run_as_user"));
         assert!(!is_shared("image") && !is_shared("cpu") && !is_shared("start_timeout"));
+    }
+
+    #[test]
+    fn the_list_declares_the_shared_and_resource_flags_whole() {
+        let cli = crate::cli::Cli::command();
+        let arg = |id: &str| cli.get_arguments().find(|a| a.get_id() == id).unwrap();
+        let help = |id: &str| arg(id).get_help().map(ToString::to_string);
+        assert_eq!(
+            help("priority_class").as_deref(),
+            Some("The PriorityClass of every pod (priorityClassName)")
+        );
+        assert!(
+            help("run_as_user")
+                .unwrap()
+                .ends_with("[default: the config file's run_as_user, else the image's user]")
+        );
+        assert_eq!(arg("shm_size").get_value_names().unwrap(), ["SIZE"]);
+        assert!(!arg("network_policy").get_action().takes_values());
+        let gangs: Vec<String> = arg("gang")
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(gangs, ["volcano", "coscheduling"]);
+        let declared: Vec<String> = [Group::Shared, Group::Resources]
+            .into_iter()
+            .flat_map(Group::args)
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert_eq!(declared.len(), 17);
+        assert!(declared.iter().all(|id| KEYS.contains(&id.as_str())));
+        // The flag and the file go through the one parser, each named its way.
+        // (`lib.rs::clap_error` prints the flag's problem, clap's error's source, alone.)
+        let flag = cli
+            .clone()
+            .try_get_matches_from(["tf-spawner", "--gang", "kube-batch", "t.py"])
+            .unwrap_err();
+        assert_eq!(
+            std::error::Error::source(&flag)
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("--gang \"kube-batch\" is not one of volcano, coscheduling")
+        );
+        assert_eq!(
+            load(&["config"], "gang: kube-batch\n").unwrap_err(),
+            "config file /etc/tfs/c.yaml: key 'gang': \"kube-batch\" is not one of volcano, coscheduling"
+        );
     }
 
     #[test]
