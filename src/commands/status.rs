@@ -612,7 +612,160 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
 mod tests {
     use super::*;
     use crate::cluster::events::PodEvent;
-    use crate::verdict::tests::{pod, view};
+    use crate::cluster::record::NotStarted;
+    use crate::roles::RoleSizes;
+    use crate::verdict::tests::{every_kind_of_run, pod, view};
+
+    /// 00:10:00 on the day the golden run's pods were made.
+    const NOW: i64 = 1704067200 + 600;
+
+    /// What `status` reads besides the pods of the golden run: its record, its helper
+    /// pods, the pending pods' events and the chief's progress (stalled at 00:08:00).
+    fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
+        let record = Record {
+            namespace: "ns".into(),
+            tag: "t".into(),
+            created: Some(1704067200 - 30),
+            sizes: RoleSizes::parse("chief=1,ps=1,worker=12,evaluator=1"),
+            verdict: Some("Failed: pod t-worker-1 (worker-1) failed: exit code 1".into()),
+            never_started: vec!["worker-10".into(), "worker-11".into()],
+            not_started: vec![
+                NotStarted {
+                    why: "ErrImagePull: pull access denied".into(),
+                    tasks: vec!["worker-4".into()],
+                },
+                NotStarted {
+                    why: "Unschedulable: 0/2 nodes\n are available".into(),
+                    tasks: vec!["worker-11".into()],
+                },
+            ],
+        };
+        let helper = |name: &str, kind: &str, phase: &str| Found {
+            name: name.into(),
+            kind: kind.into(),
+            phase: phase.into(),
+            created: Some(NOW - 90),
+            keep: false,
+            sessions: 0,
+            deadline: None,
+        };
+        let helpers = vec![
+            Found {
+                sessions: 1,
+                ..helper("t-tensorboard", "tensorboard", "Running")
+            },
+            Found {
+                deadline: Some(NOW + 3600),
+                ..helper("t-cp-1", "cp", "Pending")
+            },
+            Found {
+                created: None,
+                ..helper("t-cp-2", "cp", "Succeeded")
+            },
+        ];
+        let event = |kind: &str, reason: &str, count, ago: Option<i64>| PodEvent {
+            kind: kind.into(),
+            reason: reason.into(),
+            message: format!("{reason} happened\n  twice"),
+            count,
+            last_seen: ago.map(|ago| NOW - ago),
+        };
+        let events: Events = [
+            (
+                "t-worker-2".to_string(),
+                vec![
+                    event("Warning", "FailedScheduling", 4, Some(20)),
+                    event("Normal", "NotTriggerScaleUp", 1, None),
+                ],
+            ),
+            (
+                "t-worker-3".to_string(),
+                vec![event("Normal", "Gated", 1, Some(300))],
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let mut training = Training::default();
+        for (at, line) in [
+            (60, "Epoch 1/4"),
+            (
+                200,
+                "100/100 - 140s - loss: 0.9 - accuracy: 0.6 - 1400ms/step",
+            ),
+            (201, "Epoch 2/4"),
+            (
+                480,
+                "50/100 - 70s - loss: 0.5 - accuracy: 0.7 - 1400ms/step",
+            ),
+        ] {
+            training.read((1704067200 + at) * 1000, line, true);
+        }
+        (record, helpers, events, training)
+    }
+
+    #[test]
+    fn every_kind_of_run_shows_as_pinned() {
+        let t = every_kind_of_run();
+        let (record, helpers, events, training) = golden_reads();
+        let stall = Some(std::time::Duration::from_secs(60));
+        let table = render(
+            &t,
+            (Some(&record), &helpers),
+            (&events, (&training, stall)),
+            NOW,
+            false,
+        );
+        insta::assert_snapshot!("table", table);
+        let json = to_json(
+            &t,
+            (Some(&record), &helpers),
+            (&events, (&training, stall)),
+            ("t", "ns"),
+            NOW,
+            true,
+        );
+        insta::assert_snapshot!("json", serde_json::to_string_pretty(&json).unwrap());
+        // Without its record, helpers, events or progress.
+        let table = render(
+            &t,
+            (None, &[]),
+            (&Events::new(), (&Training::default(), None)),
+            NOW,
+            true,
+        );
+        insta::assert_snapshot!("table_alone", table);
+        let json = to_json(
+            &t,
+            (None, &[]),
+            (&Events::new(), (&Training::default(), None)),
+            ("t", "ns"),
+            NOW,
+            false,
+        );
+        insta::assert_snapshot!("json_alone", serde_json::to_string_pretty(&json).unwrap());
+    }
+
+    #[test]
+    fn a_run_without_pods_shows_as_pinned() {
+        let t = Tracker::new("t", false);
+        let (record, helpers, events, training) = golden_reads();
+        let mut text = String::new();
+        for (record, helpers) in [
+            (Some(&record), helpers.as_slice()),
+            (None, &helpers[..1]),
+            (None, &[][..]),
+        ] {
+            text.push_str(&render(
+                &t,
+                (record, helpers),
+                (&events, (&training, None)),
+                NOW,
+                false,
+            ));
+            text.push_str("--\n");
+        }
+        insta::assert_snapshot!(text);
+    }
 
     #[test]
     fn json_has_the_documented_keys() {
