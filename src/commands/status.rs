@@ -228,12 +228,7 @@ pub fn to_json(
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
-        why_not_started: record
-            .map(|r| r.not_started.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|n| n.tasks.iter().map(|t| (t.clone(), n.why.clone())))
-            .collect(),
+        why_not_started: why_not_started(record),
         helpers: helpers.iter().map(|h| helper_json(h, tag, now)).collect(),
         progress: show::ProgressJson::of(
             training,
@@ -242,41 +237,54 @@ pub fn to_json(
         pods: tracker
             .in_task_order()
             .into_iter()
-            .map(|v| {
-                let (reason, message) = reason_of(v);
-                let never = never_started(v, record);
-                PodJson {
-                    name: v.name.clone(),
-                    role: v.task.map(|t| t.role.as_str()),
-                    index: v.task.map(|t| t.index),
-                    phase: v.phase.as_str(),
-                    ready: format!("{}/{}", v.ready.0, v.ready.1),
-                    restarts: v.restarts,
-                    node: v.node.clone(),
-                    age_seconds: v.age(now),
-                    exit_code: v
-                        .last_exit
-                        .as_ref()
-                        .filter(|_| never.is_none())
-                        .map(|e| e.code),
-                    reason,
-                    message,
-                    queued: v.queued,
-                    queue: v.queue.clone(),
-                    started_at: v.started_at.and_then(duration::rfc3339),
-                    finished_at: v.finished_at.and_then(duration::rfc3339),
-                    duration_seconds: timing::duration(v),
-                    terminating: v.terminating,
-                    events: events
-                        .get(&v.name)
-                        .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
-                    attempt: v.attempt,
-                    node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
-                    stopped: v.stopped_at.is_some(),
-                    never_started: never,
-                }
-            })
+            .map(|v| pod_json(v, record, events, now))
             .collect(),
+    }
+}
+
+/// Why each task `wait` stopped or deleted before it started had not started, by task.
+fn why_not_started(record: Option<&Record>) -> BTreeMap<String, String> {
+    record
+        .map(|r| r.not_started.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|n| n.tasks.iter().map(|t| (t.clone(), n.why.clone())))
+        .collect()
+}
+
+/// One pod of `status -o json` (see [`PodJson`]).
+fn pod_json(v: &PodView, record: Option<&Record>, events: &Events, now: i64) -> PodJson {
+    let (reason, message) = reason_of(v);
+    let never = never_started(v, record);
+    PodJson {
+        name: v.name.clone(),
+        role: v.task.map(|t| t.role.as_str()),
+        index: v.task.map(|t| t.index),
+        phase: v.phase.as_str(),
+        ready: format!("{}/{}", v.ready.0, v.ready.1),
+        restarts: v.restarts,
+        node: v.node.clone(),
+        age_seconds: v.age(now),
+        exit_code: v
+            .last_exit
+            .as_ref()
+            .filter(|_| never.is_none())
+            .map(|e| e.code),
+        reason,
+        message,
+        queued: v.queued,
+        queue: v.queue.clone(),
+        started_at: v.started_at.and_then(duration::rfc3339),
+        finished_at: v.finished_at.and_then(duration::rfc3339),
+        duration_seconds: timing::duration(v),
+        terminating: v.terminating,
+        events: events
+            .get(&v.name)
+            .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
+        attempt: v.attempt,
+        node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
+        stopped: v.stopped_at.is_some(),
+        never_started: never,
     }
 }
 
@@ -365,6 +373,12 @@ fn progress_line(training: &Training, now: i64) -> String {
     text
 }
 
+/// The table's columns (then PROGRESS when the deciding task printed some).
+const COLUMNS: [&str; 11] = [
+    "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED", "ENDED",
+    "DURATION",
+];
+
 /// The table, the reasons of pods that are stuck, the pending pods' events and the
 /// verdict line.
 pub fn render(
@@ -378,64 +392,36 @@ pub fn render(
     if pods.is_empty() {
         return without_pods(tracker, (record, helpers), now);
     }
-    let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
-    let mut rows: Vec<Vec<String>> = pods
-        .iter()
-        .map(|v| {
-            let never = never_started(v, record);
-            // As kubectl: a pod being deleted is Terminating, whatever its phase.
-            let shown = if v.terminating {
-                "Terminating"
-            } else if v.state() == State::Stopped && never.is_some() {
-                "Stopped (never started)"
-            } else if v.state() == State::Stopped {
-                "Stopped"
-            } else if v.stopping() {
-                "Stopping"
-            } else {
-                v.shown_phase().as_str()
-            };
-            let phase = match (&v.waiting, v.decisive_reason()) {
-                _ if v.node_lost.is_some() => format!("{shown} ({NODE_LOST})"),
-                _ if v.queued => match &v.queue {
-                    Some(q) => format!("{shown} (queued in {q})"),
-                    None => format!("{shown} (queued)"),
-                },
-                (_, Some(r)) => format!("{shown} ({})", r.reason),
-                (Some(w), _) if v.terminated.is_none() => format!("{shown} ({})", w.reason),
-                _ => shown.to_string(),
-            };
-            let exit = v
-                .last_exit
-                .as_ref()
-                .filter(|_| never.is_none())
-                .map_or_else(String::new, |e| match &e.reason {
-                    Some(r) => format!("{} ({r})", e.code),
-                    None => e.code.to_string(),
-                });
-            vec![
-                v.name.clone(),
-                v.label(),
-                phase,
-                format!("{}/{}", v.ready.0, v.ready.1),
-                v.restarts.to_string(),
-                v.node.clone().unwrap_or_else(|| "-".into()),
-                v.age(now).map_or_else(|| "-".into(), age),
-                exit,
-                v.started_at.map_or_else(|| "-".into(), duration::clock),
-                v.finished_at.map_or_else(|| "-".into(), duration::clock),
-                timing::duration(v).map_or_else(|| "-".into(), age),
-            ]
-        })
-        .collect();
-    let mut header = vec![
-        "NAME", "ROLE", "PHASE", "READY", "RESTARTS", "NODE", "AGE", "EXIT", "STARTED", "ENDED",
-        "DURATION",
+    let sections = [
+        pods_table(tracker, &pods, record, training, now),
+        stuck_lines(&pods, record),
+        stopped_lines(&pods, record),
+        deleted_lines(record),
+        events_table(&pods, events, now),
+        helper_lines(helpers, tracker.tag(), now),
+        attempt_line(tracker, &pods),
+        progress_section(tracker, training, stall_after, now),
+        verdict_line(tracker, record),
+        timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line() + "\n"),
     ];
-    // The PROGRESS column only when the deciding task printed some.
+    sections.concat()
+}
+
+/// One row per pod ([`COLUMNS`]), and the PROGRESS column when the deciding task printed
+/// some: its progress on its row, `-` on the others'.
+fn pods_table(
+    tracker: &Tracker,
+    pods: &[&PodView],
+    record: Option<&Record>,
+    training: &Training,
+    now: i64,
+) -> String {
+    let mut header = COLUMNS.to_vec();
+    let mut rows: Vec<Vec<String>> = pods.iter().map(|v| pod_row(v, record, now)).collect();
     if !training.is_empty() {
+        let deciding = crate::ops::training::deciding(tracker).map(|p| p.name.as_str());
         header.push("PROGRESS");
-        for (row, v) in rows.iter_mut().zip(&pods) {
+        for (row, v) in rows.iter_mut().zip(pods) {
             row.push(if Some(v.name.as_str()) == deciding {
                 show::short(training)
             } else {
@@ -443,12 +429,75 @@ pub fn render(
             });
         }
     }
-    let mut out = output::table(&header, &rows);
-    for v in &pods {
+    output::table(&header, &rows)
+}
+
+/// One pod's row of the table, in [`COLUMNS`]' order.
+fn pod_row(v: &PodView, record: Option<&Record>, now: i64) -> Vec<String> {
+    let never = never_started(v, record);
+    let or_dash = |cell: Option<String>| cell.unwrap_or_else(|| "-".into());
+    vec![
+        v.name.clone(),
+        v.label(),
+        phase_cell(v, never.is_some()),
+        format!("{}/{}", v.ready.0, v.ready.1),
+        v.restarts.to_string(),
+        or_dash(v.node.clone()),
+        or_dash(v.age(now).map(age)),
+        exit_cell(v, never.is_some()),
+        or_dash(v.started_at.map(duration::clock)),
+        or_dash(v.finished_at.map(duration::clock)),
+        or_dash(timing::duration(v).map(age)),
+    ]
+}
+
+/// The PHASE cell: the phase shown (kubectl's Terminating for a pod being deleted,
+/// whatever its phase; Stopped, Stopping) and, in brackets, why it is so.
+fn phase_cell(v: &PodView, never_started: bool) -> String {
+    let shown = if v.terminating {
+        "Terminating"
+    } else if v.state() == State::Stopped && never_started {
+        "Stopped (never started)"
+    } else if v.state() == State::Stopped {
+        "Stopped"
+    } else if v.stopping() {
+        "Stopping"
+    } else {
+        v.shown_phase().as_str()
+    };
+    match (&v.waiting, v.decisive_reason()) {
+        _ if v.node_lost.is_some() => format!("{shown} ({NODE_LOST})"),
+        _ if v.queued => match &v.queue {
+            Some(q) => format!("{shown} (queued in {q})"),
+            None => format!("{shown} (queued)"),
+        },
+        (_, Some(r)) => format!("{shown} ({})", r.reason),
+        (Some(w), _) if v.terminated.is_none() => format!("{shown} ({})", w.reason),
+        _ => shown.to_string(),
+    }
+}
+
+/// The EXIT cell: the TF container's exit code and reason (none for a task that never
+/// started: the kubelet's 137 then is none of its own).
+fn exit_cell(v: &PodView, never_started: bool) -> String {
+    v.last_exit
+        .as_ref()
+        .filter(|_| !never_started)
+        .map_or_else(String::new, |e| match &e.reason {
+            Some(r) => format!("{} ({r})", e.code),
+            None => e.code.to_string(),
+        })
+}
+
+/// `worker-1: NodeLost: …` for a pod on a lost node, `worker-2: Unschedulable: …` for
+/// one waiting with a message (a queue's gate says nothing new; a gang scheduler's
+/// reason does).
+fn stuck_lines(pods: &[&PodView], record: Option<&Record>) -> String {
+    let mut out = String::new();
+    for v in pods {
         if let Some(r) = lost(v) {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&r.to_string())));
         }
-        // A gate says nothing new; a gang scheduler's reason does.
         if v.terminated.is_none()
             && let Some(w) = &v.waiting
             && w.message.is_some()
@@ -458,48 +507,59 @@ pub fn render(
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&w.to_string())));
         }
     }
-    for v in pods.iter().filter(|v| v.stopped_at.is_some()) {
-        match never_started(v, record) {
-            Some(why) => out.push_str(&format!(
+    out
+}
+
+/// One line per pod tf-spawner stopped after the verdict: whether its log is kept, or
+/// why it never started.
+fn stopped_lines(pods: &[&PodView], record: Option<&Record>) -> String {
+    pods.iter()
+        .filter(|v| v.stopped_at.is_some())
+        .map(|v| match never_started(v, record) {
+            Some(why) => format!(
                 "{}: never started ({}); stopped by tf-spawner after the verdict (no log)\n",
                 v.label(),
                 one_line(&why)
-            )),
-            None => out.push_str(&format!(
-                "{}: {STOPPED_TEXT} (its log is kept)\n",
-                v.label()
-            )),
-        }
-    }
-    out.push_str(&deleted_lines(record));
-    out.push_str(&events_table(&pods, events, now));
-    out.push_str(&helper_lines(helpers, tracker.tag(), now));
+            ),
+            None => format!("{}: {STOPPED_TEXT} (its log is kept)\n", v.label()),
+        })
+        .collect()
+}
+
+/// `attempt: 2 (…; re-created by wait --restarts: worker-0, worker-1)` after a restart,
+/// as the restart line of `wait` said it: the failure, then what was re-created.
+fn attempt_line(tracker: &Tracker, pods: &[&PodView]) -> String {
     let attempt = tracker.attempt();
-    if attempt > 0 {
-        let restarted: Vec<String> = pods
-            .iter()
-            .filter(|v| v.attempt == attempt)
-            .map(|v| v.label())
-            .collect();
-        // As the restart line of `wait` said it: the failure, then what was re-created.
-        let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{c}; "));
-        out.push_str(&format!(
-            "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
-            restarted.join(", ")
-        ));
+    if attempt == 0 {
+        return String::new();
     }
-    if !training.is_empty() {
-        let mut line = progress_line(training, now);
-        if let Some(since) = stalled(tracker, training, stall_after, now) {
-            line.push_str(&format!("; {since}"));
-        }
-        out.push_str(&format!("progress: {line}\n"));
+    let restarted: Vec<String> = pods
+        .iter()
+        .filter(|v| v.attempt == attempt)
+        .map(|v| v.label())
+        .collect();
+    let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{c}; "));
+    format!(
+        "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
+        restarted.join(", ")
+    )
+}
+
+/// `progress: …` when the deciding task printed some, with the stall if it stalled.
+fn progress_section(
+    tracker: &Tracker,
+    training: &Training,
+    stall_after: Option<std::time::Duration>,
+    now: i64,
+) -> String {
+    if training.is_empty() {
+        return String::new();
     }
-    out.push_str(&verdict_line(tracker, record));
-    if let Some(time) = timing::of_run(tracker, all_workers) {
-        out.push_str(&format!("{}\n", time.line()));
+    let mut line = progress_line(training, now);
+    if let Some(since) = stalled(tracker, training, stall_after, now) {
+        line.push_str(&format!("; {since}"));
     }
-    out
+    format!("progress: {line}\n")
 }
 
 /// The failure the run's latest restart was for, as its pods say.
