@@ -412,12 +412,11 @@ impl Tracker {
                 self.removed(v).map(|r| taken_away(v, r))
             }
             _ if state == State::Failed => Some(exited(v)),
-            _ if state == State::Pending && self.cannot_start(v) => {
-                let reason = v.waiting.clone().expect("cannot_start implies a reason");
-                Some(FailureKind::CannotStart(
-                    self.with_pull_error(&v.name, reason),
-                ))
-            }
+            // cannot_start: a waiting reason that will not fix itself.
+            _ if state == State::Pending && self.cannot_start(v) => v
+                .waiting
+                .clone()
+                .map(|r| FailureKind::CannotStart(self.with_pull_error(&v.name, r))),
             _ => None,
         };
         match kind {
