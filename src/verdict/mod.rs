@@ -397,70 +397,38 @@ impl Tracker {
         out
     }
 
+    /// An entry's pod name, state and failure: each kind of failure by a function of its
+    /// own, checked in this order.
     fn entry_state(&self, entry: &Entry) -> (String, State, Option<Failure>) {
         let v = entry.view();
-        let failure = |kind| {
-            Some(Failure {
-                pod: v.name.clone(),
-                task: v.task,
-                kind,
-            })
-        };
         let state = v.state();
-        match entry {
+        let kind = match entry {
             // A pod that finished and was then deleted (by --cleanup, say) keeps its
             // outcome; one deleted before the end failed.
-            Entry::Gone(_) if !state.finished() => {
-                let kind = match (&v.removal, v.node_lost) {
-                    (_, Some(since)) => FailureKind::Removed(lost_node(v, since)),
-                    (Some(r), _) if r.reason != pod::DELETED => FailureKind::Removed(r.clone()),
-                    _ => FailureKind::Gone,
-                };
-                (v.name.clone(), State::Failed, failure(kind))
-            }
+            Entry::Gone(_) if !state.finished() => Some(gone(v)),
             // Taken away: by a disruption whatever its exit (the kill was not the
-            // training's), by a plain deletion only if it had not ended. Taken from a
-            // node that stopped reporting (the taint manager's eviction at the pod's
-            // toleration, or a deletion): lost with its node.
+            // training's), by a plain deletion only if it had not ended.
             _ if state != State::Succeeded && self.removed(v).is_some() => {
-                let kind = match self.removed(v).cloned().expect("checked") {
-                    // Deleted before it ever ran: not "while it ran".
-                    r if r.reason == pod::DELETED && !v.started => FailureKind::Gone,
-                    r => FailureKind::Removed(match v.node_lost {
-                        Some(since) => lost_node(v, since),
-                        None => r,
-                    }),
-                };
-                (v.name.clone(), State::Failed, failure(kind))
+                self.removed(v).map(|r| taken_away(v, r))
             }
-            _ if state == State::Failed => {
-                let exit = v.terminated.clone().or_else(|| v.last_exit.clone());
-                let (reason, message) = match (&exit, &v.pod_reason) {
-                    (_, Some(r)) if v.decisive_reason().is_some() => {
-                        (Some(r.reason.clone()), r.message.clone())
-                    }
-                    (Some(e), _) if e.reason.is_some() => (e.reason.clone(), e.message.clone()),
-                    (_, Some(r)) => (Some(r.reason.clone()), r.message.clone()),
-                    (Some(e), None) => (None, e.message.clone()),
-                    (None, None) => (None, None),
+            _ if state == State::Failed => Some(exited(v)),
+            // cannot_start: a waiting reason that will not fix itself.
+            _ if state == State::Pending && self.cannot_start(v) => v
+                .waiting
+                .clone()
+                .map(|r| FailureKind::CannotStart(self.with_pull_error(&v.name, r))),
+            _ => None,
+        };
+        match kind {
+            Some(kind) => {
+                let failure = Failure {
+                    pod: v.name.clone(),
+                    task: v.task,
+                    kind,
                 };
-                let kind = FailureKind::Exited {
-                    code: exit.map(|e| e.code),
-                    reason,
-                    message,
-                };
-                (v.name.clone(), State::Failed, failure(kind))
+                (v.name.clone(), State::Failed, Some(failure))
             }
-            _ if state == State::Pending && self.cannot_start(v) => {
-                let reason = v.waiting.clone().expect("cannot_start implies a reason");
-                let reason = self.with_pull_error(&v.name, reason);
-                (
-                    v.name.clone(),
-                    State::Failed,
-                    failure(FailureKind::CannotStart(reason)),
-                )
-            }
-            _ => (v.name.clone(), state, None),
+            None => (v.name.clone(), state, None),
         }
     }
 
@@ -575,75 +543,143 @@ impl Tracker {
     /// Counts per role (chief, ps, worker, evaluator; then pods without a role), and
     /// the first reason a pod of that role is not running.
     pub fn summary(&self) -> Vec<RoleSummary> {
-        let states = self.states();
         let mut out: Vec<RoleSummary> = Vec::new();
-        for (task, name, state, failure) in &states {
+        for (task, name, state, failure) in &self.states() {
             let role = task.map(|t| t.role);
             let at = match out.iter().position(|r| r.role == role) {
                 Some(at) => at,
                 None => {
-                    out.push(RoleSummary {
-                        role,
-                        counts: RoleCounts::default(),
-                        stuck: None,
-                        queue: None,
-                    });
+                    out.push(RoleSummary::new(role));
                     out.len() - 1
                 }
             };
-            let summary = &mut out[at];
-            summary.counts.total += 1;
-            // A pod that cannot start fails the run, but it is still pending, not
-            // finished: count it where its phase is (its reason says why).
-            let view = self.pods.get(name).map(Entry::view);
-            // A pod tf-spawner stopped after the verdict counts as stopped at once, as
-            // `wait` said it, not as running for the seconds it takes to end.
-            let counted = match failure {
-                _ if view.is_some_and(PodView::stopping) => State::Stopped,
-                Some(Failure {
-                    kind: FailureKind::CannotStart(_),
-                    ..
-                }) => State::Pending,
-                _ => *state,
-            };
-            let queued =
-                counted == State::Pending && failure.is_none() && view.is_some_and(|v| v.queued);
-            if queued && summary.queue.is_none() {
-                summary.queue = view.and_then(|v| v.queue.clone());
-            }
-            let lost = view.and_then(|v| v.node_lost.map(|since| lost_node(v, since)));
-            match counted {
-                State::Pending if queued => summary.counts.queued += 1,
-                State::Pending => summary.counts.pending += 1,
-                State::Running if lost.is_some() => summary.counts.lost += 1,
-                State::Running => summary.counts.running += 1,
-                State::Succeeded => summary.counts.succeeded += 1,
-                State::Failed => summary.counts.failed += 1,
-                State::Stopped => summary.counts.stopped += 1,
-            }
             let label = task.map_or_else(|| name.clone(), Task::id);
-            // A queued pod is waiting its turn, not stuck: the gate says nothing new.
-            let reason = match failure {
-                Some(f) => Some(failure_reason(f)),
-                None if lost.is_some() => lost,
-                None => view
-                    .and_then(|v| v.waiting.clone())
-                    .filter(|_| !state.finished())
-                    .filter(|r| !(queued && r.reason == SCHEDULING_GATED)),
-            };
-            // The first reason of the role, unless a later one says more than the
-            // routine ContainerCreating / PodInitializing.
-            if let Some(reason) = reason
-                && summary
-                    .stuck
-                    .as_ref()
-                    .is_none_or(|(_, r)| routine(r) && !routine(&reason))
-            {
-                summary.stuck = Some((label, reason));
-            }
+            let view = self.pods.get(name).map(Entry::view);
+            out[at].add(label, view, *state, failure.as_ref());
         }
         out.sort_by_key(|r| r.role.map_or(usize::MAX, |role| role as usize));
         out
+    }
+}
+
+/// A task gone from the API before it finished: lost with its node, taken away for a
+/// reason, else deleted.
+fn gone(v: &PodView) -> FailureKind {
+    match (&v.removal, v.node_lost) {
+        (_, Some(since)) => FailureKind::Removed(lost_node(v, since)),
+        (Some(r), _) if r.reason != pod::DELETED => FailureKind::Removed(r.clone()),
+        _ => FailureKind::Gone,
+    }
+}
+
+/// A task taken away (`removal`) while it is there. Taken from a node that stopped
+/// reporting (the taint manager's eviction at the pod's toleration, or a deletion):
+/// lost with its node.
+fn taken_away(v: &PodView, removal: &Reason) -> FailureKind {
+    match removal.clone() {
+        // Deleted before it ever ran: not "while it ran".
+        r if r.reason == pod::DELETED && !v.started => FailureKind::Gone,
+        r => FailureKind::Removed(match v.node_lost {
+            Some(since) => lost_node(v, since),
+            None => r,
+        }),
+    }
+}
+
+/// A failed task's exit: its code, and the reason that says most (the pod's decisive
+/// one, else the container's, else the pod's).
+fn exited(v: &PodView) -> FailureKind {
+    let exit = v.terminated.clone().or_else(|| v.last_exit.clone());
+    let (reason, message) = match (&exit, &v.pod_reason) {
+        (_, Some(r)) if v.decisive_reason().is_some() => {
+            (Some(r.reason.clone()), r.message.clone())
+        }
+        (Some(e), _) if e.reason.is_some() => (e.reason.clone(), e.message.clone()),
+        (_, Some(r)) => (Some(r.reason.clone()), r.message.clone()),
+        (Some(e), None) => (None, e.message.clone()),
+        (None, None) => (None, None),
+    };
+    FailureKind::Exited {
+        code: exit.map(|e| e.code),
+        reason,
+        message,
+    }
+}
+
+impl RoleSummary {
+    fn new(role: Option<Role>) -> RoleSummary {
+        RoleSummary {
+            role,
+            counts: RoleCounts::default(),
+            stuck: None,
+            queue: None,
+        }
+    }
+
+    /// Counts one task of the role (`label`, its pod's `view`, its state and failure),
+    /// and keeps its reason if it is the first, or says more than the one kept.
+    fn add(
+        &mut self,
+        label: String,
+        view: Option<&PodView>,
+        state: State,
+        failure: Option<&Failure>,
+    ) {
+        // A pod that cannot start fails the run, but it is still pending, not
+        // finished: count it where its phase is (its reason says why). A pod tf-spawner
+        // stopped after the verdict counts as stopped at once, as `wait` said it, not as
+        // running for the seconds it takes to end.
+        let counted = match failure {
+            _ if view.is_some_and(PodView::stopping) => State::Stopped,
+            Some(Failure {
+                kind: FailureKind::CannotStart(_),
+                ..
+            }) => State::Pending,
+            _ => state,
+        };
+        let queued =
+            counted == State::Pending && failure.is_none() && view.is_some_and(|v| v.queued);
+        if queued && self.queue.is_none() {
+            self.queue = view.and_then(|v| v.queue.clone());
+        }
+        let lost = view.and_then(|v| v.node_lost.map(|since| lost_node(v, since)));
+        self.counts.add(counted, queued, lost.is_some());
+        // A queued pod is waiting its turn, not stuck: the gate says nothing new.
+        let reason = match failure {
+            Some(f) => Some(failure_reason(f)),
+            None if lost.is_some() => lost,
+            None => view
+                .and_then(|v| v.waiting.clone())
+                .filter(|_| !state.finished())
+                .filter(|r| !(queued && r.reason == SCHEDULING_GATED)),
+        };
+        // The first reason of the role, unless a later one says more than the
+        // routine ContainerCreating / PodInitializing.
+        if let Some(reason) = reason
+            && self
+                .stuck
+                .as_ref()
+                .is_none_or(|(_, r)| routine(r) && !routine(&reason))
+        {
+            self.stuck = Some((label, reason));
+        }
+    }
+}
+
+impl RoleCounts {
+    /// One more task, counted as `state` (queued or on a lost node: apart).
+    fn add(&mut self, state: State, queued: bool, lost: bool) {
+        self.total += 1;
+        let count = match state {
+            State::Pending if queued => &mut self.queued,
+            State::Pending => &mut self.pending,
+            State::Running if lost => &mut self.lost,
+            State::Running => &mut self.running,
+            State::Succeeded => &mut self.succeeded,
+            State::Failed => &mut self.failed,
+            State::Stopped => &mut self.stopped,
+        };
+        *count += 1;
     }
 }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus,
+    Container, ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -155,23 +155,9 @@ impl PodView {
             .iter()
             .find(|s| Some(&s.name) == container.as_ref())
             .or_else(|| statuses.first());
-        let terminated = tf_status
-            .and_then(|s| s.state.as_ref())
-            .and_then(|s| s.terminated.as_ref())
-            .map(exit_of);
         let phase = Phase::parse(status.and_then(|s| s.phase.as_deref()));
-        let last_exit = terminated.clone().or_else(|| {
-            tf_status
-                .and_then(|s| s.last_state.as_ref())
-                .and_then(|s| s.terminated.as_ref())
-                .map(exit_of)
-        });
+        let (terminated, last_exit) = exits(tf_status);
         let (started_at, finished_at) = container_times(tf_status);
-        let sidecar_running = !matches!(phase, Phase::Succeeded | Phase::Failed)
-            && statuses.iter().any(|s| {
-                Some(&s.name) != container.as_ref()
-                    && s.state.as_ref().is_none_or(|st| st.terminated.is_none())
-            });
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
@@ -190,44 +176,25 @@ impl PodView {
             waiting: waiting(status, tf_status),
             restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
             cluster: cluster_of_pod(meta, tf),
-            container,
             started: match tf_status {
                 Some(s) => ran(s),
                 None => phase == Phase::Running,
             },
-            queued: phase == Phase::Pending
-                && spec.is_some_and(|s| {
-                    s.node_name.is_none()
-                        && (s.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
-                            || in_gang(meta))
-                }),
-            queue: meta
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
-                .or_else(|| meta.annotations.as_ref()?.get(VOLCANO_QUEUE_ANNOTATION))
-                .cloned(),
+            queued: phase == Phase::Pending && spec.is_some_and(|s| held(s, meta)),
+            queue: queue_of(meta),
             started_at,
             finished_at,
             terminating: meta.deletion_timestamp.is_some(),
             attempt: attempt_of(meta),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
-            stopped_at: meta
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(STOPPED_ANNOTATION))
+            stopped_at: annotation(meta, STOPPED_ANNOTATION)
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
-            restarted_for: meta
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(RESTARTED_FOR_ANNOTATION))
-                .cloned(),
-            stopped_after_task: meta
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(STOPPED_AFTER_TASK_ANNOTATION)),
-            sidecar_running,
+            restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
+            stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
+            sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
+                && sidecar_running(statuses, container.as_ref()),
+            container,
         }
     }
 
@@ -304,6 +271,50 @@ impl PodView {
     pub fn age(&self, now: i64) -> Option<u64> {
         self.created.map(|c| (now - c).max(0) as u64)
     }
+}
+
+/// The pod's annotation `key`.
+fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a String> {
+    meta.annotations.as_ref()?.get(key)
+}
+
+/// The TF container's current terminated state, and that else its last one (after a
+/// restart).
+fn exits(tf_status: Option<&ContainerStatus>) -> (Option<Exit>, Option<Exit>) {
+    let terminated_in =
+        |state: Option<&ContainerState>| state.and_then(|s| s.terminated.as_ref()).map(exit_of);
+    let terminated = terminated_in(tf_status.and_then(|s| s.state.as_ref()));
+    let last_exit = terminated
+        .clone()
+        .or_else(|| terminated_in(tf_status.and_then(|s| s.last_state.as_ref())));
+    (terminated, last_exit)
+}
+
+/// A container other than `tf` has not ended (see [`PodView::sidecar_running`]).
+fn sidecar_running(statuses: &[ContainerStatus], tf: Option<&String>) -> bool {
+    statuses
+        .iter()
+        .any(|s| Some(&s.name) != tf && s.state.as_ref().is_none_or(|st| st.terminated.is_none()))
+}
+
+/// A pod not yet on a node held back by a queue (see [`PodView::queued`]): scheduling
+/// gates, or a gang's PodGroup.
+fn held(spec: &PodSpec, meta: &ObjectMeta) -> bool {
+    spec.node_name.is_none()
+        && (spec
+            .scheduling_gates
+            .as_ref()
+            .is_some_and(|g| !g.is_empty())
+            || in_gang(meta))
+}
+
+/// The queue the pod names: its Kueue LocalQueue, else its Volcano queue.
+fn queue_of(meta: &ObjectMeta) -> Option<String> {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(KUEUE_QUEUE_LABEL))
+        .or_else(|| annotation(meta, VOLCANO_QUEUE_ANNOTATION))
+        .cloned()
 }
 
 /// The pod's [`ATTEMPT_LABEL`], 0 without one (the first attempt, or an earlier version).

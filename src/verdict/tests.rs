@@ -3,6 +3,9 @@
 use super::*;
 use serde_json::{Value, json};
 
+mod golden;
+pub(crate) use golden::every_kind_of_run;
+
 /// A pod of run `t` as the API would return it.
 pub(crate) fn pod(task: &str, phase: &str) -> Value {
     let (role, index) = task.rsplit_once('-').unwrap();

@@ -1,0 +1,56 @@
+//! What the table and `-o json` of `status` both say: a lost node's reason, the cause of
+//! the latest restart, a stalled training; and the types of what they read.
+
+use std::collections::BTreeMap;
+
+use crate::cluster::events::PodEvent;
+use crate::trainlog::Training;
+use crate::verdict::{NODE_LOST, PodView, Reason, Tracker};
+
+/// The newest events of the pending pods, by pod name.
+pub type Events = BTreeMap<String, Vec<PodEvent>>;
+
+/// The training's progress and the stall bound (`stall_after`), if any.
+pub type Progressed<'a> = (&'a Training, Option<std::time::Duration>);
+
+/// `NodeLost: node N not ready since T (it stopped reporting)` for a pod whose node
+/// stopped reporting and that has not ended (as far as the API knows).
+pub(super) fn lost(v: &PodView) -> Option<Reason> {
+    let since = v.node_lost?;
+    let when = match since {
+        0 => String::new(),
+        t => format!(" since {}", crate::duration::clock(t)),
+    };
+    Some(Reason {
+        reason: NODE_LOST.into(),
+        message: Some(format!(
+            "node {} not ready{when} (it stopped reporting)",
+            v.node.as_deref().unwrap_or("?")
+        )),
+    })
+}
+
+/// The failure the run's latest restart was for, as its pods say.
+pub(super) fn restarted_for(tracker: &Tracker) -> Option<&str> {
+    let attempt = tracker.attempt();
+    tracker
+        .live()
+        .filter(|v| attempt > 0 && v.attempt == attempt)
+        .find_map(|v| v.restarted_for.as_deref())
+}
+
+/// `no progress since 21:03:12 UTC (--stall-after 30m)` when the deciding task, still
+/// running, printed a progress line and none for longer than the bound.
+pub(super) fn stalled(
+    tracker: &Tracker,
+    training: &Training,
+    bound: Option<std::time::Duration>,
+    now: i64,
+) -> Option<String> {
+    let bound = bound?;
+    let last = training.last_at? / 1000;
+    let running = crate::ops::training::deciding(tracker).is_some_and(|p| !p.state().finished());
+    let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
+    (running && !training.finished() && quiet > bound.as_secs())
+        .then(|| crate::ops::wait::stalled_text(training, bound))
+}

@@ -1,0 +1,54 @@
+//! `tf-spawner status -t TAG [-o json]`: the pods of a run and its verdict.
+//!
+//! `table.rs` writes the report a user reads (the pods' table, then a section per kind of
+//! news, then the verdict); `json.rs` the documented `-o json` shape; `common.rs` what
+//! both say alike (a lost node's reason, the restart's cause, the stall).
+
+use anyhow::Result;
+
+use crate::cli::StatusArgs;
+use crate::ops::status::{Known, known, pending_events};
+use crate::output::{self, ReportFormat};
+use crate::settings::Settings;
+
+mod common;
+mod json;
+mod table;
+
+pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
+    let cluster = settings.connect()?;
+    let Known {
+        tracker,
+        record,
+        helpers,
+    } = known(&cluster, args.tag.as_str(), args.all_workers).await?;
+    let record = record.as_ref();
+    let events = pending_events(&cluster, &tracker, record).await;
+    let training = crate::ops::training::tail(&cluster, &tracker).await;
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let text = match args.output {
+        ReportFormat::Json => {
+            let json = json::to_json(
+                &tracker,
+                (record, &helpers),
+                (&events, (&training, settings.stall_after.value)),
+                (args.tag.as_str(), cluster.namespace()),
+                now,
+                args.all_workers,
+            );
+            serde_json::to_string_pretty(&json)? + "\n"
+        }
+        ReportFormat::Table => table::render(
+            &tracker,
+            (record, &helpers),
+            (&events, (&training, settings.stall_after.value)),
+            now,
+            args.all_workers,
+        ),
+    };
+    output::print(&text)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

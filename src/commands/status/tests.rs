@@ -1,0 +1,307 @@
+//! `status`'s tests: its table and `-o json` of a run with a pod of every kind, pinned.
+
+use super::common::Events;
+use super::json::to_json;
+use super::table::render;
+use crate::cluster::events::PodEvent;
+use crate::cluster::record::{NotStarted, Record};
+use crate::helper::Found;
+use crate::roles::RoleSizes;
+use crate::trainlog::Training;
+use crate::verdict::Tracker;
+use crate::verdict::tests::{every_kind_of_run, pod, view};
+
+/// 00:10:00 on the day the golden run's pods were made.
+const NOW: i64 = 1704067200 + 600;
+
+/// What `status` reads besides the pods of the golden run: its record, its helper
+/// pods, the pending pods' events and the chief's progress (stalled at 00:08:00).
+fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
+    let record = Record {
+        namespace: "ns".into(),
+        tag: "t".into(),
+        created: Some(1704067200 - 30),
+        sizes: RoleSizes::parse("chief=1,ps=1,worker=12,evaluator=1"),
+        verdict: Some("Failed: pod t-worker-1 (worker-1) failed: exit code 1".into()),
+        never_started: vec!["worker-10".into(), "worker-11".into()],
+        not_started: vec![
+            NotStarted {
+                why: "ErrImagePull: pull access denied".into(),
+                tasks: vec!["worker-4".into()],
+            },
+            NotStarted {
+                why: "Unschedulable: 0/2 nodes\n are available".into(),
+                tasks: vec!["worker-11".into()],
+            },
+        ],
+    };
+    let helper = |name: &str, kind: &str, phase: &str| Found {
+        name: name.into(),
+        kind: kind.into(),
+        phase: phase.into(),
+        created: Some(NOW - 90),
+        keep: false,
+        sessions: 0,
+        deadline: None,
+    };
+    let helpers = vec![
+        Found {
+            sessions: 1,
+            ..helper("t-tensorboard", "tensorboard", "Running")
+        },
+        Found {
+            deadline: Some(NOW + 3600),
+            ..helper("t-cp-1", "cp", "Pending")
+        },
+        Found {
+            created: None,
+            ..helper("t-cp-2", "cp", "Succeeded")
+        },
+    ];
+    let event = |kind: &str, reason: &str, count, ago: Option<i64>| PodEvent {
+        kind: kind.into(),
+        reason: reason.into(),
+        message: format!("{reason} happened\n  twice"),
+        count,
+        last_seen: ago.map(|ago| NOW - ago),
+    };
+    let events: Events = [
+        (
+            "t-worker-2".to_string(),
+            vec![
+                event("Warning", "FailedScheduling", 4, Some(20)),
+                event("Normal", "NotTriggerScaleUp", 1, None),
+            ],
+        ),
+        (
+            "t-worker-3".to_string(),
+            vec![event("Normal", "Gated", 1, Some(300))],
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let mut training = Training::default();
+    for (at, line) in [
+        (60, "Epoch 1/4"),
+        (
+            200,
+            "100/100 - 140s - loss: 0.9 - accuracy: 0.6 - 1400ms/step",
+        ),
+        (201, "Epoch 2/4"),
+        (
+            480,
+            "50/100 - 70s - loss: 0.5 - accuracy: 0.7 - 1400ms/step",
+        ),
+    ] {
+        training.read((1704067200 + at) * 1000, line, true);
+    }
+    (record, helpers, events, training)
+}
+
+#[test]
+fn every_kind_of_run_shows_as_pinned() {
+    let t = every_kind_of_run();
+    let (record, helpers, events, training) = golden_reads();
+    let stall = Some(std::time::Duration::from_secs(60));
+    let table = render(
+        &t,
+        (Some(&record), &helpers),
+        (&events, (&training, stall)),
+        NOW,
+        false,
+    );
+    insta::assert_snapshot!("table", table);
+    let json = to_json(
+        &t,
+        (Some(&record), &helpers),
+        (&events, (&training, stall)),
+        ("t", "ns"),
+        NOW,
+        true,
+    );
+    insta::assert_snapshot!("json", serde_json::to_string_pretty(&json).unwrap());
+    // Without its record, helpers, events or progress.
+    let table = render(
+        &t,
+        (None, &[]),
+        (&Events::new(), (&Training::default(), None)),
+        NOW,
+        true,
+    );
+    insta::assert_snapshot!("table_alone", table);
+    let json = to_json(
+        &t,
+        (None, &[]),
+        (&Events::new(), (&Training::default(), None)),
+        ("t", "ns"),
+        NOW,
+        false,
+    );
+    insta::assert_snapshot!("json_alone", serde_json::to_string_pretty(&json).unwrap());
+}
+
+#[test]
+fn a_run_without_pods_shows_as_pinned() {
+    let t = Tracker::new("t", false);
+    let (record, helpers, events, training) = golden_reads();
+    let mut text = String::new();
+    for (record, helpers) in [
+        (Some(&record), helpers.as_slice()),
+        (None, &helpers[..1]),
+        (None, &[][..]),
+    ] {
+        text.push_str(&render(
+            &t,
+            (record, helpers),
+            (&events, (&training, None)),
+            NOW,
+            false,
+        ));
+        text.push_str("--\n");
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn json_has_the_documented_keys() {
+    let mut t = Tracker::new("t", false);
+    t.replace(vec![
+        view(pod("worker-1", "Running")),
+        view(pod("worker-0", "Succeeded")),
+    ]);
+    let json = serde_json::to_value(to_json(
+        &t,
+        (None, &[]),
+        (&Events::new(), (&Training::default(), None)),
+        ("t", "ns"),
+        1704067260,
+        false,
+    ))
+    .unwrap();
+    assert_eq!(json["verdict"], "Succeeded");
+    assert_eq!(json["failure"], serde_json::Value::Null);
+    let first = &json["pods"][0];
+    let mut keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "age_seconds",
+            "attempt",
+            "duration_seconds",
+            "events",
+            "exit_code",
+            "finished_at",
+            "index",
+            "message",
+            "name",
+            "never_started",
+            "node",
+            "node_lost_since",
+            "phase",
+            "queue",
+            "queued",
+            "ready",
+            "reason",
+            "restarts",
+            "role",
+            "started_at",
+            "stopped",
+            "terminating"
+        ]
+    );
+    assert_eq!(first["name"], "t-worker-0");
+    assert_eq!(first["role"], "worker");
+    assert_eq!(first["index"], 0);
+    assert_eq!(first["ready"], "0/1");
+    assert_eq!(first["age_seconds"], 60);
+}
+
+#[test]
+fn table_ends_with_the_verdict() {
+    let mut t = Tracker::new("t", false);
+    t.replace(vec![view(pod("worker-0", "Running"))]);
+    let text = render(
+        &t,
+        (None, &[]),
+        (&Events::new(), (&Training::default(), None)),
+        1704067200 + 5,
+        false,
+    );
+    assert!(text.starts_with("NAME "), "{text}");
+    assert!(
+        text.contains("t-worker-0   worker-0   Running   0/1"),
+        "{text}"
+    );
+    assert!(text.ends_with("verdict: Running\n"), "{text}");
+}
+
+#[test]
+fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
+    let mut t = Tracker::new("t", false);
+    let pods: Vec<_> = (0..7)
+        .map(|i| view(pod(&format!("worker-{i}"), "Pending")))
+        .collect();
+    t.replace(pods);
+    let now = 1704067200 + 100;
+    let event = |reason: &str, count, ago: i64| PodEvent {
+        kind: "Warning".into(),
+        reason: reason.into(),
+        message: "0/1 nodes are\n available".into(),
+        count,
+        last_seen: Some(now - ago),
+    };
+    let events: Events = (0..7)
+        .map(|i| {
+            (
+                format!("t-worker-{i}"),
+                vec![event("FailedScheduling", 3, 5)],
+            )
+        })
+        .chain([(
+            "t-worker-0".to_string(),
+            vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
+        )])
+        .collect();
+    let text = render(
+        &t,
+        (None, &[]),
+        (&events, (&Training::default(), None)),
+        now,
+        false,
+    );
+    assert!(
+        text.contains("events of the pods that have not started (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
+        "{text}"
+    );
+    assert!(!text.contains("worker-5   5s"), "five pods at most: {text}");
+    assert!(
+        text.contains(
+            "(and 2 more pods not started: their events are in status -o json)\nverdict: Pending\n"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(to_json(
+        &t,
+        (None, &[]),
+        (&events, (&Training::default(), None)),
+        ("t", "ns"),
+        now,
+        false,
+    ))
+    .unwrap();
+    assert_eq!(json["pods"][6]["events"][0]["count"], 3);
+    assert_eq!(
+        json["pods"][0]["events"][1]["last_seen"],
+        "2023-12-31T23:58:20Z"
+    );
+    assert_eq!(
+        json["pods"][0]["events"][0]["message"],
+        "0/1 nodes are available"
+    );
+}
