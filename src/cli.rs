@@ -256,7 +256,8 @@ pub struct TensorboardArgs {
     pub tag: Tag,
 
     /// The local port to serve on [default: a free one]
-    #[arg(long, value_name = "PORT")]
+    // Its id is not `port`, the settings table's key of the spawn's gRPC port.
+    #[arg(long = "port", id = "local_port", value_name = "PORT")]
     pub port: Option<u16>,
 
     /// TensorBoard's image [default: the config file's tensorboard_image, else the

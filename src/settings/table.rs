@@ -393,7 +393,11 @@ impl Given<'_> {
             ))
         };
         let mut text = scalar(value).map_err(said)?;
-        if anchored && let Some(file) = &self.file.path {
+        // An empty path stays empty, for the parser to refuse as it refuses `--dir ''`.
+        if anchored
+            && !text.is_empty()
+            && let Some(file) = &self.file.path
+        {
             text = crate::defaults::resolve(std::path::Path::new(&text), file)
                 .display()
                 .to_string();
@@ -652,6 +656,82 @@ mod tests {
         assert_eq!(
             load(&["config"], "gang: kube-batch\n").unwrap_err(),
             "config file /etc/tfs/c.yaml: key 'gang': \"kube-batch\" is not one of volcano, coscheduling"
+        );
+    }
+
+    /// Issue 36: every defaults-file value is checked by exactly the code that checks the
+    /// flag. Each key's flags (a key may have one on several verbs) and the file accept
+    /// and refuse the same texts, with the same problem.
+    #[test]
+    fn each_flag_and_its_key_accept_and_refuse_alike() {
+        let cli = crate::cli::Cli::command();
+        let texts = [
+            "",
+            "x y",
+            "-1",
+            "0",
+            "2",
+            "70000",
+            "99999999999999999999",
+            "90m",
+            "1h",
+            "abc",
+            "16",
+            "16Gi",
+            "500m",
+            "/out",
+            "out:/data",
+            "volcano",
+            "true",
+            "exit:42",
+            "A",
+        ];
+        let file_prefix = |key: &str| format!("config file /etc/tfs/c.yaml: key '{key}': ");
+        let mut compared = 0;
+        for key in KEYS {
+            // Each of the key's flags, with the verb it follows (none: the top level).
+            let args: Vec<(Option<&str>, &clap::Arg)> = cli
+                .get_arguments()
+                .map(|a| (None, a))
+                .chain(
+                    cli.get_subcommands()
+                        .flat_map(|s| s.get_arguments().map(move |a| (Some(s.get_name()), a))),
+                )
+                .filter(|(_, a)| a.get_id() == key && a.get_action().takes_values())
+                .collect();
+            for (verb, arg) in args {
+                let long = arg.get_long().unwrap();
+                for text in texts {
+                    let argv = ["tf-spawner"]
+                        .into_iter()
+                        .chain(verb)
+                        .map(String::from)
+                        .chain([format!("--{long}={text}")]);
+                    // A refusal of the value comes before clap checks what the flag needs.
+                    let flag = match cli.clone().try_get_matches_from(argv) {
+                        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+                            let problem = std::error::Error::source(&e).unwrap().to_string();
+                            let problem = problem.strip_prefix(&format!("--{long} "));
+                            Err(problem.unwrap_or_else(|| panic!("{key}: {e}")).to_string())
+                        }
+                        _ => Ok(()),
+                    };
+                    let yaml = serde_json::to_string(text).unwrap();
+                    let file = load(&["config"], &format!("{key}: {yaml}\n")).map(drop);
+                    let file =
+                        file.map_err(|e| e.strip_prefix(&file_prefix(key)).unwrap().to_string());
+                    assert_eq!(flag, file, "{key} given {text:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 30 * texts.len(), "{compared}");
+        // A verb's flag of the same name is not the setting: `tensorboard --port 0` (a
+        // free local port) is not the spawn's gRPC port.
+        let t = load(&["tensorboard", "-t", "x", "--port", "0"], "").unwrap();
+        assert_eq!(
+            (t.port.value, t.port.source),
+            (DEFAULT_PORT, Source::Default)
         );
     }
 
