@@ -307,6 +307,18 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
     // Two connections at once, each its own forward.
     let (a, b) = tokio::join!(get(port, "/model/"), get(port, "/model/variables/"));
     assert!(a.contains("saved_model.pb") && b.contains("variables.index"));
+    // While it serves, `status` and `list` show the helper pod apart from the tasks.
+    c.run(&["status", "-t", &t])
+        .await
+        .success()
+        .stdout_has(&format!(
+            "helper pod/{t}-tensorboard (tensorboard): Running, "
+        ))
+        .stdout_has("; deleted when the last tensorboard session using it ends (1 now)\n");
+    c.run(&["list"])
+        .await
+        .success()
+        .stdout_has("; helper pod: tensorboard\n");
 
     let pid = child.id().expect("pid") as i32;
     // SAFETY: kill(2) on our own child's pid; no memory is touched.
@@ -324,11 +336,12 @@ async fn tensorboard_forwards_a_local_port_to_the_run_s_pod_until_ctrl_c() {
         .read_to_string(&mut err)
         .await
         .unwrap();
-    // The pod ends with the session that used it (no --keep).
+    // The pod ends with the session that used it (no --keep); Ctrl-C is how it ends.
     assert!(
         err.contains(&format!("deleted pod/{t}-tensorboard")),
         "{err}"
     );
+    assert!(err.contains("tensorboard ended by Ctrl-C"), "{err}");
     assert!(helper_pods(&c, &t).await.is_empty());
     c.run(&["-d", "-t", &t, "-y", "--wait", "--timeout", "60s"])
         .await
