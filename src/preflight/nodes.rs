@@ -38,11 +38,15 @@ pub fn check(nodes: &[Node], run: &RunObjects) -> Option<String> {
             continue;
         }
         // The largest: the one that holds the most of what the pod asks for, then the
-        // one with the most of each resource, in the pod's order.
+        // one with the most of each resource, the scarce ones first (an extended
+        // resource such as nvidia.com/gpu, then cpu, memory…): a GPU pod's warning names
+        // a GPU node, not a larger node without GPUs.
+        let mut order: Vec<&String> = asks.keys().collect();
+        order.sort_by_key(|k| !k.contains('/'));
         let (name, room) = rooms.iter().max_by_key(|(_, room)| {
-            let amounts: Vec<i128> = asks
-                .keys()
-                .map(|k| room.get(k).copied().unwrap_or(0))
+            let amounts: Vec<i128> = order
+                .iter()
+                .map(|k| room.get(*k).copied().unwrap_or(0))
                 .collect();
             (fits(room), amounts)
         })?;
@@ -96,4 +100,80 @@ fn warning(pods: &RolePods, asks: &Room, name: &str, room: &Room) -> String {
         show(asks),
         show(room)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    use super::*;
+    use crate::roles::Role;
+
+    fn node(name: &str, allocatable: &[(&str, &str)]) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "status": {"allocatable": allocatable.iter().copied().collect::<BTreeMap<_, _>>()},
+        }))
+        .unwrap()
+    }
+
+    fn workers(asks: &[(&str, &str)]) -> RunObjects {
+        let q: BTreeMap<String, Quantity> = asks
+            .iter()
+            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+            .collect();
+        let spec = PodSpec {
+            containers: vec![Container {
+                name: "tensorflow".into(),
+                resources: Some(ResourceRequirements {
+                    limits: Some(q.clone()),
+                    requests: Some(q),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        RunObjects {
+            pods: vec![RolePods {
+                role: Role::Worker,
+                count: 2,
+                spec,
+            }],
+            services: 2,
+            config_maps: 1,
+            secrets: 0,
+            pod_group: None,
+            tf_container: "tensorflow".into(),
+        }
+    }
+
+    #[test]
+    fn a_gpu_pod_that_fits_nowhere_names_the_gpu_node_not_a_larger_one_without_gpus() {
+        let nodes = [
+            node("cpu-64", &[("cpu", "64"), ("memory", "256Gi")]),
+            node(
+                "gpu-1",
+                &[("cpu", "8"), ("memory", "32Gi"), ("nvidia.com/gpu", "1")],
+            ),
+        ];
+        let run = workers(&[("cpu", "16"), ("memory", "4Gi"), ("nvidia.com/gpu", "1")]);
+        assert_eq!(
+            check(&nodes, &run).as_deref(),
+            Some(
+                "no node can hold one of the worker pods (each asks for cpu 16, memory 4Gi, nvidia.com/gpu 1); the largest, gpu-1, has cpu 8, memory 32Gi, nvidia.com/gpu 1 allocatable: they stay Pending until a node that large joins the cluster"
+            )
+        );
+        // A pod that fits on one node: no warning.
+        let run = workers(&[("cpu", "4"), ("memory", "4Gi"), ("nvidia.com/gpu", "1")]);
+        assert_eq!(check(&nodes, &run), None);
+        // Without GPUs asked, the most of cpu then memory.
+        let run = workers(&[("cpu", "100")]);
+        assert!(
+            check(&nodes, &run)
+                .unwrap()
+                .contains("the largest, cpu-64, ")
+        );
+    }
 }
