@@ -20,8 +20,8 @@ const RESOURCES: &str = "Resources (docs/resources.md)";
 const GLOBAL: &str = "Global options (any command, before or after it)";
 
 /// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
-/// the spawn options). The settings table's `shared` settings are too, under [`SHARED`]
-/// (`settings::is_shared`).
+/// the spawn options). The settings table's shared-cluster flags are too, under
+/// [`SHARED`] (`settings::is_shared`: its `Group::Shared`).
 const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("chief_pod_file", Some(ROLES)),
     ("ps_pod_file", Some(ROLES)),

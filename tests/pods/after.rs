@@ -212,11 +212,18 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
 }
 
 /// A stand-in for TensorBoard (the Python image has none): an HTTP server listing the
-/// run's volume, as the run's TensorBoard pod, which `tensorboard` then reuses.
+/// run's volume, as the run's TensorBoard pod, which `tensorboard` then reuses. Labelled
+/// as tf-spawner labels its helper pods (`list` selects tf-spawner's pods by
+/// `app.kubernetes.io/managed-by`).
 fn stand_in(tag: &str, namespace: &str, image: &str) -> Pod {
+    let labels = BTreeMap::from([
+        ("training_attempt", tag),
+        ("tf-spawner/helper", "tensorboard"),
+        ("app.kubernetes.io/managed-by", "tf-spawner"),
+    ]);
     serde_json::from_value(json!({
         "metadata": {"name": format!("{tag}-tensorboard"), "namespace": namespace,
-            "labels": BTreeMap::from([("training_attempt", tag), ("tf-spawner/helper", "tensorboard")])},
+            "labels": labels},
         "spec": {
             "containers": [{
                 "name": "tensorboard", "image": image, "imagePullPolicy": "IfNotPresent",
