@@ -373,6 +373,30 @@ EOF
 node_ready() {
   [ "$(kubectl_admin get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
+# node_schedulable NAME: the scheduler places a probe pod on the node, so it knows the node
+# (after an API-server restart its node informer may still be relisting, and a pod that only
+# prefers the node would go elsewhere). The probe needs only its binding; it is deleted at once.
+node_schedulable() {
+  local probe=tf-spawner-probe-$1 bound
+  kubectl_admin get pod -n default "$probe" >/dev/null 2>&1 || kubectl_admin apply -f - >/dev/null <<PROBE || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: $probe, namespace: default}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  tolerations: [{operator: Exists}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [$1]}]}]
+  containers: [{name: probe, image: $PAUSE_IMAGE, imagePullPolicy: Never}]
+PROBE
+  bound=$(kubectl_admin get pod -n default "$probe" -o 'jsonpath={.spec.nodeName}' 2>/dev/null)
+  [ "$bound" = "$1" ] || return 1
+  kubectl_admin delete pod -n default "$probe" --grace-period=0 --force --wait=false >/dev/null 2>&1
+  return 0
+}
 # node_untainted NAME: the node has no node.kubernetes.io/not-ready (or unreachable) taint left.
 node_untainted() {
   local keys

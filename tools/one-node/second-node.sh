@@ -118,6 +118,7 @@ start() {
   fi
   wait_for "node $NODE2 Ready" 120 kubelet node_ready "$NODE2"
   wait_for "the node-lifecycle controller to untaint $NODE2" 60 kubelet node_untainted "$NODE2"
+  wait_for "the scheduler to place a pod on $NODE2" 120 kubelet node_schedulable "$NODE2"
   log "ready in $((SECONDS - START)) s: node $NODE2 ($NODE2_IP), pods on $NET.${NODE2_POD_RANGE_START##*.}-${NODE2_POD_RANGE_END##*.}, taint $NODE2_TAINT_KEY=true:NoSchedule"
 }
 
