@@ -114,12 +114,14 @@ macro_rules! settings {
             pub(crate) fn args(self) -> Vec<clap::Arg> {
                 let mut args = Vec::new();
                 $( {
+                    // Named here, outside the flag clause: macro_rules cannot repeat an
+                    // entry's doc lines inside its optional flag clause.
                     let doc: &[&str] = &[$($doc),*];
                     $( if Group::$group == self {
                         args.push(settings!(@arg $key, doc, $parse,
                             [$($value_name)?], [$($choices)?]));
                     } )?
-                    let _ = doc;
+                    let _ = doc; // used only by an entry with a flag
                 } )*
                 args
             }
