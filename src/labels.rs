@@ -135,6 +135,16 @@ pub const SESSIONS_ANNOTATION: &str = "tf-spawner/sessions";
 /// --keep`): no session's end deletes it, `-d` does.
 pub const KEEP_ANNOTATION: &str = "tf-spawner/keep";
 
+/// On every object of each run of an experiment (`tf-spawner sweep`, issue 47): the
+/// experiment's name, so `compare`, `list`, `tensorboard` and `-d --experiment` find its
+/// runs with one label selector.
+#[allow(dead_code)] // until the sweep lands
+pub const EXPERIMENT_LABEL: &str = "tf-spawner/experiment";
+/// On the run's ConfigMap of a sweep's run: its parameters, as a JSON object of name to
+/// value as text (`{"lr":"0.1","batch":"64"}`).
+#[allow(dead_code)] // until the sweep lands
+pub const PARAMS_ANNOTATION: &str = "tf-spawner/params";
+
 /// The variable that tells the training script where the run's volume is mounted (with
 /// `--local`: a directory on this machine).
 pub const OUTPUT_DIR_VAR: &str = "TF_SPAWNER_OUTPUT_DIR";
