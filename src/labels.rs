@@ -214,6 +214,31 @@ pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
     })
 }
 
+/// What is wrong with `namespace` as a namespace name: a DNS-1123 label (lowercase
+/// letters, digits and '-', starting and ending with a letter or digit, at most 63
+/// characters), as the API server requires. The namespace is a segment of every URL the
+/// tool sends: `team-a?` unchecked would make `DELETE /api/v1/namespaces/team-a?/…` a
+/// delete of the namespace itself.
+pub fn namespace_problem(namespace: &str) -> Option<String> {
+    let ok = !namespace.is_empty()
+        && namespace.len() <= 63
+        && namespace
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !namespace.starts_with('-')
+        && !namespace.ends_with('-');
+    (!ok).then(|| {
+        "is not a valid namespace name (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)".to_string()
+    })
+}
+
+/// What is wrong with `name` as one segment of an API URL (an object's name): the API
+/// server stores only DNS-1123 subdomains as the names of the kinds the tool touches, so
+/// anything else (a `/`, `?`, `#`, `%`, `..`) is refused before it is sent.
+pub fn segment_problem(name: &str) -> Option<String> {
+    name_problem(name, 253)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +253,35 @@ mod tests {
         let name = kueue_group_name(&long, "0123456789abcdef");
         assert!(name.len() <= 63, "{name}");
         assert_eq!(name, format!("{}-01234567", "a".repeat(53)));
+    }
+
+    #[test]
+    fn a_namespace_is_a_dns_1123_label() {
+        for good in ["default", "team-a", "a", "0x", &"a".repeat(63)] {
+            assert_eq!(namespace_problem(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "x?",
+            "x#",
+            "x/y",
+            "a.b",
+            "-a",
+            "a-",
+            "A",
+            "x y",
+            "x%2F",
+            &"a".repeat(64),
+        ] {
+            assert!(namespace_problem(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_url_segment_is_a_name_the_server_could_store() {
+        assert_eq!(segment_problem("demo-worker-0"), None);
+        for bad in ["", ".", "..", "a/b", "a?b", "a#", "a%2Fb", "A"] {
+            assert!(segment_problem(bad).is_some(), "{bad}");
+        }
     }
 }

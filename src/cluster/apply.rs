@@ -351,7 +351,8 @@ impl<K: RunObject> AsyncRecover<Option<String>> for &mut FindOwn<K> {
         self.unknown |= err.outcome_unknown();
         if err.code() == Some(409)
             && self.invocation.is_some()
-            && let Ok(Some(found)) = self.api.get_opt(&self.name).await
+            && let Ok(name) = super::checked(&self.name)
+            && let Ok(Some(found)) = self.api.get_opt(name).await
             && invocation_of(&found) == self.invocation
         {
             return Ok(found.meta().uid.clone());
@@ -366,7 +367,8 @@ impl<K: RunObject> AsyncRecover<K> for &mut FindOwn<K> {
         self.unknown |= err.outcome_unknown();
         if err.code() == Some(409)
             && self.invocation.is_some()
-            && let Ok(Some(found)) = self.api.get_opt(&self.name).await
+            && let Ok(name) = super::checked(&self.name)
+            && let Ok(Some(found)) = self.api.get_opt(name).await
             && invocation_of(&found) == self.invocation
         {
             return Ok(found);
@@ -425,12 +427,8 @@ async fn undo<K: RunObject>(
         _ => {
             // Maybe created: only if the object there is ours.
             let api = cluster.api::<K>();
-            let found = retry(
-                &cluster.policy,
-                || api.get_opt(&object.name),
-                super::retry::Plain,
-            )
-            .await?;
+            let name = super::checked(&object.name)?;
+            let found = retry(&cluster.policy, || api.get_opt(name), super::retry::Plain).await?;
             match found {
                 Some(o) if invocation.is_some() && invocation_of(&o) == *invocation => {
                     o.meta().uid.clone().unwrap_or_default()

@@ -132,6 +132,18 @@ struct StoredMeta {
     uid: Option<String>,
 }
 
+/// `name` as one segment of an API URL (kube pastes names into paths unescaped): a
+/// name the API server could store, else an error before anything is sent. Every
+/// method that puts an object's name into a URL passes it through here.
+pub(crate) fn checked(name: &str) -> Result<&str, CallError> {
+    match crate::labels::segment_problem(name) {
+        None => Ok(name),
+        Some(problem) => Err(CallError::Api(kube::Error::BuildRequest(
+            kube::core::request::Error::Validation(format!("the name {name:?} {problem}")),
+        ))),
+    }
+}
+
 /// A connection to one namespace of one cluster.
 #[derive(Clone)]
 pub struct Cluster {
@@ -142,8 +154,16 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// A client for `namespace`; no request is made.
+    /// A client for `namespace`; no request is made. A namespace that is not a valid
+    /// namespace name (a segment of every URL) is refused: the settings refuse it first,
+    /// naming where it came from.
     pub fn new(config: kube::Config, namespace: String, policy: RetryPolicy) -> Result<Cluster> {
+        if let Some(problem) = crate::labels::namespace_problem(&namespace) {
+            return Err(crate::errors::UsageError::new(format!(
+                "namespace {namespace:?} {problem}"
+            ))
+            .into());
+        }
         // Errors name the server, and the proxy it is reached through.
         let server = match &config.proxy_url {
             Some(proxy) => format!("{} (through the proxy {proxy})", config.cluster_url),
@@ -259,6 +279,7 @@ impl Cluster {
             grace_period_seconds: grace_seconds,
             ..DeleteParams::default()
         };
+        let name = checked(name)?;
         match retry(&self.policy, || api.delete(name, &params), Plain).await {
             Ok(_) => Ok(()),
             Err(e) if e.code() == Some(404) => Ok(()),
@@ -275,6 +296,7 @@ impl Cluster {
         let api = self.api::<K>();
         let params = PatchParams::default();
         let patch = Patch::Merge(patch);
+        let name = checked(name)?;
         retry(&self.policy, || api.patch(name, &params, &patch), Plain)
             .await
             .map(|_| ())

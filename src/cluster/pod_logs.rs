@@ -36,6 +36,7 @@ impl LogOptions {
 /// The whole log (or its tail), with retries.
 pub async fn fetch(cluster: &Cluster, pod: &str, params: &LogParams) -> Result<String, CallError> {
     let api = cluster.api::<Pod>();
+    let pod = super::checked(pod)?;
     retry(&cluster.policy, || api.logs(pod, params), Plain).await
 }
 
@@ -46,6 +47,7 @@ pub async fn open(
     params: &LogParams,
 ) -> Result<impl AsyncBufRead + Unpin + use<>, CallError> {
     let api = cluster.api::<Pod>();
+    let pod = super::checked(pod)?;
     let reader = retry(&cluster.policy, || api.log_stream(pod, params), Plain).await?;
     Ok(Box::pin(reader))
 }

@@ -39,6 +39,7 @@ pub type Warning = String;
 impl Cluster {
     /// GET of one object by URL (`None`: 404), with retries.
     async fn get_json(&self, collection: &str, name: &str) -> Result<Option<Value>, CallError> {
+        let name = super::checked(name)?;
         let answer = retry(
             &self.policy,
             || {

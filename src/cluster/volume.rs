@@ -39,9 +39,11 @@ impl Cluster {
     /// The claim `name`, or `None` when there is none in the namespace.
     pub async fn claim(&self, name: &str) -> Result<Option<PersistentVolumeClaim>> {
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &self.namespace);
-        retry(&self.policy, || api.get_opt(name), Plain)
-            .await
-            .map_err(|e| self.explain(&format!("looking up persistentvolumeclaim/{name}"), &e))
+        let got = match super::checked(name) {
+            Ok(name) => retry(&self.policy, || api.get_opt(name), Plain).await,
+            Err(e) => Err(e),
+        };
+        got.map_err(|e| self.explain(&format!("looking up persistentvolumeclaim/{name}"), &e))
     }
 
     /// The volume run `tag` was spawned with (its ConfigMap's [`VOLUME_ANNOTATION`]):
@@ -69,9 +71,11 @@ impl Cluster {
     /// The ConfigMap `name` whole, if it exists.
     pub async fn config_map(&self, name: &str) -> Result<Option<ConfigMap>> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
-        retry(&self.policy, || api.get_opt(name), Plain)
-            .await
-            .map_err(|e| self.explain(&format!("reading configmap/{name}"), &e))
+        let got = match super::checked(name) {
+            Ok(name) => retry(&self.policy, || api.get_opt(name), Plain).await,
+            Err(e) => Err(e),
+        };
+        got.map_err(|e| self.explain(&format!("reading configmap/{name}"), &e))
     }
 
     /// A JSON merge patch of ConfigMap `name` (retried: a merge patch gives the same
@@ -83,6 +87,7 @@ impl Cluster {
     ) -> Result<(), super::retry::CallError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+        let name = super::checked(name)?;
         retry(&self.policy, || api.patch(name, &params, &patch), Plain)
             .await
             .map(drop)
@@ -123,9 +128,11 @@ impl Cluster {
     /// The helper pod `name`, if it exists.
     pub async fn pod(&self, name: &str) -> Result<Option<Pod>> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
-        retry(&self.policy, || api.get_opt(name), Plain)
-            .await
-            .map_err(|e| self.explain(&format!("reading pod/{name}"), &e))
+        let got = match super::checked(name) {
+            Ok(name) => retry(&self.policy, || api.get_opt(name), Plain).await,
+            Err(e) => Err(e),
+        };
+        got.map_err(|e| self.explain(&format!("reading pod/{name}"), &e))
     }
 
     /// Deletes the helper pod `name` at once (grace period 0: it holds nothing worth a
@@ -148,6 +155,7 @@ impl Cluster {
             }),
             ..DeleteParams::default()
         };
+        let name = super::checked(name).map_err(|e| self.explain("deleting a pod", &e))?;
         match retry(&self.policy, || api.delete(name, &params), Plain).await {
             Ok(_) => Ok(true),
             Err(e) if e.code() == Some(404) => Ok(true),
@@ -179,6 +187,7 @@ impl Cluster {
             "metadata": {"resourceVersion": version, "annotations": values}
         });
         let (params, patch) = (PatchParams::default(), Patch::Merge(&patch));
+        let name = super::checked(name).map_err(|e| self.explain("updating a pod", &e))?;
         match retry(&self.policy, || api.patch(name, &params, &patch), Plain).await {
             Ok(pod) => Ok(Some(pod)),
             Err(e) if e.code() == Some(409) => Ok(None),
@@ -196,6 +205,7 @@ impl Cluster {
     ) -> Result<Exited> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
         let params = AttachParams::default().stdout(true).stderr(true);
+        let pod = super::checked(pod).map_err(|e| anyhow!("exec in a pod: {e}"))?;
         let mut process = api
             .exec(pod, command, &params)
             .await
@@ -226,6 +236,7 @@ impl Cluster {
         local: &mut (impl AsyncRead + AsyncWrite + Unpin),
     ) -> Result<()> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        let pod = super::checked(pod).map_err(|e| anyhow!("port-forward to a pod: {e}"))?;
         let mut forwarder = api
             .portforward(pod, &[port])
             .await

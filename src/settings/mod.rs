@@ -89,8 +89,33 @@ impl Settings {
     }
 
     /// A client for the namespace. No request is made.
+    /// Fails (a usage error, before any request) when the namespace, from wherever it
+    /// came, is not a valid namespace name.
     pub(crate) fn connect(&self) -> Result<Cluster> {
+        self.check_namespace()?;
         let config = self.kube.clone().map_err(|e| anyhow!("{e}"))?;
         Cluster::new(config, self.namespace.value.clone(), self.retry)
+    }
+
+    /// The namespace is one segment of every URL sent: a flag's or the defaults file's
+    /// was checked when parsed; the kubeconfig context's and the in-cluster one's are
+    /// checked here, the error naming where it came from.
+    fn check_namespace(&self) -> Result<(), crate::errors::UsageError> {
+        let namespace = &self.namespace;
+        let Some(problem) = crate::labels::namespace_problem(&namespace.value) else {
+            return Ok(());
+        };
+        let from = match &namespace.source {
+            Source::Kubeconfig(context) => {
+                format!("the namespace of kubeconfig context '{context}'")
+            }
+            Source::InCluster => "the in-cluster service account's namespace".to_string(),
+            Source::File => "the config file's namespace".to_string(),
+            Source::Flag | Source::Default => "--namespace".to_string(),
+        };
+        Err(crate::errors::UsageError::new(format!(
+            "{from} {:?} {problem}; set a valid one with -n NAMESPACE",
+            namespace.value
+        )))
     }
 }

@@ -127,6 +127,14 @@ pub(crate) fn text(text: &str) -> Result<String, String> {
     }
 }
 
+/// A namespace: a DNS-1123 label (`labels::namespace_problem`).
+pub(crate) fn namespace(text: &str) -> Result<String, String> {
+    match crate::labels::namespace_problem(text) {
+        Some(problem) => Err(format!("{text:?} {problem}")),
+        None => Ok(text.to_string()),
+    }
+}
+
 /// A path, not empty.
 pub(crate) fn path(text: &str) -> Result<PathBuf, String> {
     self::text(text).map(PathBuf::from)

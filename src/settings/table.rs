@@ -172,7 +172,7 @@ pub(crate) enum Group {
 settings! { |given|
     /// `-n`: else the kubeconfig context's (or the in-cluster service account's), else
     /// `default`.
-    namespace: String = given.kubeconfig_namespace(), parse::text, "default";
+    namespace: String = given.kubeconfig_namespace(), parse::namespace, "default";
     /// `-i`; `None`: the template's image, else the pinned default.
     image: Option<String> = built_in(None), parse::image,
         "(the pod template's, else tensorflow/tensorflow:2.15.0)";

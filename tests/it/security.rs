@@ -284,3 +284,72 @@ fn env_file_errors_name_the_line_never_its_text() {
     }
     assert_eq!(env.server.object_count(), 0);
 }
+
+/// A namespace is one segment of every URL: `-n 'team-a?'` once sent
+/// `DELETE /api/v1/namespaces/team-a?/configmaps?…`, a delete of namespace team-a.
+/// Every verb refuses a namespace that is not a DNS-1123 label, as a usage error,
+/// before any request, wherever the namespace came from.
+#[test]
+fn a_namespace_that_is_not_a_name_is_refused_with_nothing_sent() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    for ns in ["x?", "x#", "x/y", "team-a?x=1", "..", "X"] {
+        let verbs: [Vec<&str>; 5] = [
+            vec!["-d", "-y", "-t", "demo", "-n", ns],
+            vec!["-d", "-t", "demo", "-n", ns],
+            vec!["list", "-n", ns],
+            vec!["status", "-t", "demo", "-n", ns],
+            vec!["-t", "demo", "-n", ns, script],
+        ];
+        for args in verbs {
+            let out = env.run(&args);
+            out.failure(2).stderr_has("is not a valid namespace name");
+            assert_eq!(
+                out.stderr.trim().lines().count(),
+                1,
+                "{args:?}: {}",
+                out.stderr
+            );
+            let sent = env.server.requests();
+            assert!(
+                sent.is_empty(),
+                "{args:?} sent {} {}",
+                sent[0].method,
+                sent[0].path
+            );
+        }
+    }
+}
+
+/// The same from the kubeconfig context and from the defaults file: the line names
+/// where the namespace came from.
+#[test]
+fn a_bad_namespace_from_the_kubeconfig_or_the_config_file_is_refused_naming_it() {
+    let env = Env::new();
+    let dir = env.path("ctx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kc = env.server.write_kubeconfig(&dir, "admin", Some("'x#'"));
+    for args in [
+        &["-d", "-y", "-t", "demo"][..],
+        &["list"],
+        &["status", "-t", "demo"],
+    ] {
+        env.run_as(&kc, args).failure(2).stderr_has(
+            "the namespace of kubeconfig context 'test' \"x#\" is not a valid namespace name",
+        );
+    }
+    std::fs::create_dir_all(env.path(".config/tf-spawner")).unwrap();
+    env.write(".config/tf-spawner/config.yaml", "namespace: 'x?'\n");
+    env.run(&["-d", "-y", "-t", "demo"])
+        .failure(2)
+        .stderr_has("key 'namespace': \"x?\" is not a valid namespace name");
+    // A valid -n beats the file's (and the context's) bad one.
+    env.run_as(&kc, &["list", "-n", "default"]).success();
+    assert!(
+        env.server
+            .requests()
+            .iter()
+            .all(|r| r.path.starts_with("/api/v1/namespaces/default/"))
+    );
+}
