@@ -209,6 +209,13 @@ pub struct LogsArgs {
     #[arg(long)]
     pub timestamps: bool,
 
+    /// Pass each line through as the pod wrote it, terminal escape sequences included
+    /// (colours for `less -R`); by default every control character but a tab is shown
+    /// escaped (`\u{1b}`), so that a log cannot retitle, clear or write to the clipboard
+    /// of the terminal
+    #[arg(long)]
+    pub raw: bool,
+
     /// Only this task's log (e.g. worker-3); repeat for more
     #[arg(long = "task", value_name = "ROLE-INDEX")]
     pub tasks: Vec<String>,
@@ -299,7 +306,7 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
     /// Kubernetes namespace [default: the config file's, else the kubeconfig context's, else "default"]
-    #[arg(short = 'n', long, global = true, value_parser = Flag(parse::text), value_name = "NAMESPACE")]
+    #[arg(short = 'n', long, global = true, value_parser = Flag(parse::namespace), value_name = "NAMESPACE")]
     pub namespace: Option<String>,
 
     /// Path to the kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster]

@@ -68,9 +68,15 @@ pub enum ReportFormat {
 }
 
 /// Columns separated by three spaces, each as wide as its widest cell; no trailing space.
+/// A cell that came from a pod or an annotation has its control characters escaped
+/// ([`escape_controls`]) before it is measured: one line, and never an escape code.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| escape_controls(cell)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
                 widths[i] = widths[i].max(cell.chars().count());
@@ -79,7 +85,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     }
     let mut out = String::new();
     let header: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    for row in std::iter::once(&header).chain(rows) {
+    for row in std::iter::once(&header).chain(&rows) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i > 0 {
@@ -124,9 +130,16 @@ fn pipe_open(result: io::Result<()>) -> io::Result<bool> {
     }
 }
 
-/// Writes `text` to stdout and flushes. `Ok(false)` when the pipe was closed: the
+/// Writes `text` ([`terminal_text`]) to stdout and flushes. `Ok(false)` when the pipe was closed: the
 /// caller stops printing and carries on (exit 0), the way `cat` does under `| head`.
 pub fn print(text: &str) -> io::Result<bool> {
+    print_raw(&terminal_text(text))
+}
+
+/// [`print`] without [`terminal_text`]: for text that carries our own escape codes
+/// (coloured task prefixes, a redrawn line) around text made safe by the caller, and
+/// for `logs --raw`, which passes a pod's bytes through as the user asked.
+pub fn print_raw(text: &str) -> io::Result<bool> {
     if is_quiet() {
         return Ok(true);
     }
@@ -158,13 +171,15 @@ pub fn stream(
 /// What a script asked for even with `--quiet` (a new run's tag). A closed pipe is not
 /// an error.
 pub fn data(text: &str) -> io::Result<()> {
+    let text = terminal_text(text);
     let mut out = io::stdout().lock();
     pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush())).map(|_| ())
 }
 
-/// Writes `text` to stderr as it is. A closed stderr is ignored: there is nowhere
+/// Writes `text` to stderr ([`terminal_text`]). A closed stderr is ignored: there is nowhere
 /// left to complain to, and the command's work and exit code must not depend on it.
 pub fn eprint(text: &str) {
+    let text = terminal_text(text);
     let mut err = io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }
@@ -194,22 +209,53 @@ pub fn shown_path(path: &std::path::Path) -> String {
     path.display().to_string()
 }
 
+/// Whether `c` could drive a terminal rather than show as text: a C0 or C1 control
+/// character (ESC, which starts colour, title, clipboard-write (OSC 52), hyperlink and
+/// clear-screen sequences; BEL; a carriage return; a backspace; U+009B, a one-byte
+/// CSI…), DEL, or a bidirectional override that reorders what follows.
+fn drives_terminal(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Control characters (an ESC, a newline, a carriage return in a tag, a path or a
 /// file's text) as `\u{1b}`, so that a message is one line and never drives the
-/// terminal.
+/// terminal. For a single line (a table's cell, a note, a progress bar's message).
 pub fn escape_controls(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
+    escaped(text, |_| false).into_owned()
+}
+
+/// Text that came from outside (a pod's log or termination message, an annotation, a
+/// file's name or text) made safe for a terminal, lines kept: every character that
+/// could drive the terminal but newline and tab shown escaped (`\u{1b}]52;…`), the
+/// rule of [`escape_controls`]; a carriage return right before a newline is dropped.
+/// [`print`], [`data`] and [`eprint`] apply it to everything they write; what must
+/// reach the terminal as it is (`logs --raw`, the task prefixes' colours) goes through
+/// [`print_raw`].
+pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| drives_terminal(c) && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
     }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    let text = text.replace("\r\n", "\n");
+    std::borrow::Cow::Owned(escaped(&text, |c| c == '\n' || c == '\t').into_owned())
+}
+
+/// `text` with every character that [`drives_terminal`] escaped, but those `keep`s.
+fn escaped(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| drives_terminal(c) && !keep(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if drives_terminal(c) && !keep(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

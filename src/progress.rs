@@ -154,7 +154,7 @@ impl Progress {
                 let width = terminal_width();
                 for role in &summary {
                     let bar = bar(multi, bars, role_name(role));
-                    bar.set_message(fitted_line(role, width));
+                    bar.set_message(output::escape_controls(&fitted_line(role, width)));
                 }
             }
             Progress::Plain { last } => {
@@ -187,10 +187,8 @@ impl Progress {
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 let bar = bar(multi, bars, TRAINING);
-                bar.set_message(cut(
-                    &training_line(training),
-                    width.saturating_sub(1).max(1),
-                ));
+                let line = cut(&training_line(training), width.saturating_sub(1).max(1));
+                bar.set_message(output::escape_controls(&line));
             }
             Progress::Plain { last } => {
                 let key = format!("{} {}", show::short(training), training.epochs_done);
@@ -209,7 +207,8 @@ impl Progress {
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 let bar = bar(multi, bars, TRAINING);
-                bar.set_message(cut(&line, width.saturating_sub(1).max(1)));
+                let line = cut(&line, width.saturating_sub(1).max(1));
+                bar.set_message(output::escape_controls(&line));
             }
             Progress::Plain { last } => {
                 last.insert(TRAINING.to_string(), String::new());

@@ -16,6 +16,9 @@ pub struct LogOptions {
     pub since: Option<Duration>,
     pub tail: Option<u64>,
     pub timestamps: bool,
+    /// `logs --raw`: the lines as the pod wrote them, escape sequences and all (not a
+    /// request parameter: how `ops/logs.rs` shows them).
+    pub raw: bool,
 }
 
 impl LogOptions {

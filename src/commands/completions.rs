@@ -63,6 +63,7 @@ fn page() -> Result<String> {
 
 /// A closed pipe (`| head`) is not an error.
 fn write(bytes: &[u8]) -> Result<()> {
-    crate::output::print(&String::from_utf8_lossy(bytes))?;
+    // The script is clap's, ours, as it is.
+    crate::output::print_raw(&String::from_utf8_lossy(bytes))?;
     Ok(())
 }

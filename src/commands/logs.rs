@@ -17,6 +17,7 @@ pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
         since: args.since,
         tail: args.tail,
         timestamps: args.timestamps,
+        raw: args.raw,
     };
     ops::logs::print(&cluster, args.tag.as_str(), &options, &pick).await
 }

@@ -208,7 +208,10 @@ impl Printer {
         if !self.closed {
             // A closed pipe ends the printing, not the run; other errors are as rare
             // and as harmless to the run.
-            self.closed = !matches!(output::print(text), Ok(true));
+            // As it is: the prefixes' colours and the redraws are ours, and the text is
+            // the user's own script's, run on the user's own machine, as a terminal
+            // would show it.
+            self.closed = !matches!(output::print_raw(text), Ok(true));
         }
     }
 

@@ -129,15 +129,26 @@ impl Prefixes {
 }
 
 /// Prefixes every line of `text`; a last line without a newline gets one.
-fn prefixed(prefix: &str, text: &str) -> String {
+/// `text`'s lines, each after `prefix`; unless `raw` (`logs --raw`), each made safe for
+/// the terminal ([`output::terminal_text`]): a pod's log may carry escape sequences.
+fn prefixed(prefix: &str, text: &str, raw: bool) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     // The kubelet's notice for a container it no longer has is no log line.
     for line in text.lines().filter(|l| !pod_logs::kubelet_notice(l)) {
         out.push_str(prefix);
-        out.push_str(line);
+        out.push_str(&shown(line, raw));
         out.push('\n');
     }
     out
+}
+
+/// A log line as shown: as it is with `--raw`, else made safe for the terminal.
+fn shown(line: &str, raw: bool) -> std::borrow::Cow<'_, str> {
+    if raw {
+        std::borrow::Cow::Borrowed(line)
+    } else {
+        output::terminal_text(line)
+    }
 }
 
 fn note(text: &str) {
@@ -189,7 +200,7 @@ async fn once(
         match result {
             Ok(text) => {
                 let prefix = prefixes.prefix(&pod.label());
-                if !output::print(&prefixed(&prefix, &text))? {
+                if !output::print_raw(&prefixed(&prefix, &text, options.raw))? {
                     return Ok(());
                 }
             }
@@ -401,7 +412,8 @@ fn write_batch(first: String, rx: &mut mpsc::Receiver<String>) -> Result<bool> {
             break;
         }
     }
-    Ok(output::print(&text)?)
+    // The prefixes' colours are ours; the lines were made safe by `send_lines`.
+    Ok(output::print_raw(&text)?)
 }
 
 /// Follows one pod's log until its container ends, the pod goes away, or the task is
@@ -425,7 +437,8 @@ async fn follow_pod(
         }
         match pod_logs::open(&cluster, &pod.name, &params).await {
             Ok(reader) => {
-                if !send_lines(reader, &pod.name, &prefix, &tx, &mut cursor).await {
+                let to = (&prefix[..], &tx);
+                if !send_lines(reader, &pod.name, to, &mut cursor, options.raw).await {
                     return;
                 }
                 // The stream ended: done if the container has; otherwise (a dropped
@@ -549,9 +562,9 @@ pub(super) async fn until_started(state: &mut watch::Receiver<Option<PodView>>) 
 async fn send_lines(
     mut reader: impl futures::AsyncBufRead + Unpin,
     pod: &str,
-    prefix: &str,
-    tx: &mpsc::Sender<String>,
+    (prefix, tx): (&str, &mpsc::Sender<String>),
     cursor: &mut Cursor,
+    raw: bool,
 ) -> bool {
     let mut line = Vec::new();
     loop {
@@ -567,6 +580,7 @@ async fn send_lines(
                     note(&format!("pod {pod}: its container's log is gone ({text})"));
                     continue;
                 }
+                let text = shown(text, raw);
                 if tx.send(format!("{prefix}{text}\n")).await.is_err() {
                     return false;
                 }
@@ -625,7 +639,12 @@ mod tests {
         ]);
         let mut p = Prefixes::new(&t, false);
         assert_eq!(p.prefix("ps-0"), "ps-0      | ");
-        assert_eq!(prefixed("ps-0 | ", "a\nb"), "ps-0 | a\nps-0 | b\n");
+        assert_eq!(prefixed("ps-0 | ", "a\nb", false), "ps-0 | a\nps-0 | b\n");
+        assert_eq!(
+            prefixed("ps-0 | ", "a\x1b]0;title\x07\r\nb", false),
+            "ps-0 | a\\u{1b}]0;title\\u{7}\nps-0 | b\n"
+        );
+        assert_eq!(prefixed("ps-0 | ", "a\x1b[2J", true), "ps-0 | a\x1b[2J\n");
         let mut c = Prefixes::new(&t, true);
         assert_ne!(c.prefix("ps-0"), c.prefix("worker-10"));
         assert!(c.prefix("ps-0").starts_with("\x1b["));

@@ -129,9 +129,10 @@ pub(crate) fn text(text: &str) -> Result<String, String> {
 
 /// A namespace: a DNS-1123 label (`labels::namespace_problem`).
 pub(crate) fn namespace(text: &str) -> Result<String, String> {
-    match crate::labels::namespace_problem(text) {
+    let text = self::text(text)?;
+    match crate::labels::namespace_problem(&text) {
         Some(problem) => Err(format!("{text:?} {problem}")),
-        None => Ok(text.to_string()),
+        None => Ok(text),
     }
 }
 

@@ -171,26 +171,47 @@ fn seconds(text: &str) -> Option<f64> {
     (value.is_finite() && value >= 0.0).then_some(value * scale)
 }
 
-/// `text` without terminal escape sequences (`\x1b[1m`) and control characters
-/// (`\x08` backspaces, a stray `\r`), as a terminal would show it.
+/// `text` without terminal escape sequences and control characters (`\x08`
+/// backspaces, a stray `\r`), as a terminal would show it: a CSI sequence (`\x1b[1m`,
+/// `\u{9b}…`) to its final byte; an OSC, DCS, SOS, PM or APC string (a title, a
+/// clipboard write `\x1b]52;c;…`, a hyperlink) to its BEL or ST, so that none of its
+/// text reads as a metric (`loss: 0.3\x1b]52;…` is loss 0.3, not 0.352); any other
+/// escape with its intermediate and final bytes (`\x1b(B`).
 pub fn clean(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // CSI: ESC [ parameters… final byte in @..~; other escapes: one more char.
-            if chars.next_if_eq(&'[').is_some() {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
+        let introducer = match c {
+            '\x1b' => chars.next_if(|c| "[]PX^_".contains(*c)),
+            '\u{9b}' => Some('['),
+            '\u{9d}' => Some(']'),
+            '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Some('P'),
+            c if c == '\t' || !c.is_control() => {
+                out.push(c);
+                continue;
+            }
+            _ => continue,
+        };
+        match introducer {
+            // CSI: parameters and intermediates, then a final byte in @..~.
+            Some('[') => while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {},
+            // A string: to BEL, ST (ESC \ or U+009C), or the end of the text.
+            Some(_) => {
+                while let Some(c) = chars.next() {
+                    if c == '\x07'
+                        || c == '\u{9c}'
+                        || (c == '\x1b' && chars.next_if_eq(&'\\').is_some())
+                    {
                         break;
                     }
                 }
-            } else {
+            }
+            // ESC, intermediates (space to /), a final byte.
+            None => {
+                while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
                 chars.next();
             }
-        } else if c == '\t' || !c.is_control() {
-            out.push(c);
         }
     }
     out
@@ -250,6 +271,25 @@ mod tests {
         assert_eq!(s.secs_per_step, Some(0.12));
         let s = step("12/Unknown - 3s 20ms/step - loss: 0.5");
         assert_eq!((s.step, s.steps), (12, None));
+    }
+
+    #[test]
+    fn escape_strings_are_no_part_of_a_metric() {
+        for raw in [
+            &b"5/5 - 1s - loss: 0.3\x1b]52;c;aGVsbG8=\x07 - accuracy: 0.9"[..],
+            b"5/5 - 1s - loss: 0.3\x1b]52;c;aGVsbG8=\x1b\\ - accuracy: 0.9",
+            b"5/5 - 1s - loss: 0.3\x1b]8;;http://x/\x1b\\ - accuracy: 0.9",
+            b"5/5 - 1s - loss: 0.3\xc2\x9d0;title\x07 - accuracy: 0.9",
+            b"5/5 - 1s - loss: 0.3\x1bP1$r\x1b\\\x1b(B\x1b[2J - accuracy: 0.9",
+        ] {
+            let text = clean(raw);
+            assert!(!text.contains(['\x1b', '\x07']), "{text:?}");
+            assert_eq!(
+                step(&text).metrics,
+                metrics(&[("loss", 0.3), ("accuracy", 0.9)]),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -528,7 +528,9 @@ fn container_times(status: Option<&ContainerStatus>) -> (Option<i64>, Option<i64
     (None, None)
 }
 
-/// Joins a multi-line message into one line.
+/// Joins a multi-line message into one line, every control character left shown
+/// escaped (`output::escape_controls`): the messages it joins (a termination message,
+/// an annotation, an event) came from the cluster, and may carry escape sequences.
 pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::output::escape_controls(&text.split_whitespace().collect::<Vec<_>>().join(" "))
 }

@@ -1,6 +1,7 @@
 //! The fast suite: the real binary against the in-process API test server.
 
 mod support;
+mod terminal;
 
 mod after;
 mod bad_input;

@@ -308,7 +308,7 @@ fn attempt_line(tracker: &Tracker, pods: &[&PodView]) -> String {
         .filter(|v| v.attempt == attempt)
         .map(|v| v.label())
         .collect();
-    let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{c}; "));
+    let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{}; ", one_line(c)));
     format!(
         "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
         restarted.join(", ")
