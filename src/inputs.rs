@@ -141,26 +141,25 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
     if let Some(problem) = crate::labels::name_problem(claim, 253) {
         return Err(format!("{text:?}: the claim {claim:?} {problem}"));
     }
-    let normal = std::path::Path::new(path).components().all(|c| {
-        matches!(
-            c,
-            std::path::Component::RootDir | std::path::Component::Normal(_)
-        )
-    });
-    if !path.starts_with('/') || path == "/" || !normal || path.contains(':') {
+    let resolved = crate::plan::mounts::key(path);
+    if !path.starts_with('/')
+        || resolved == "/"
+        || path.split('/').any(|p| p == "..")
+        || path.contains(':')
+    {
         return Err(format!(
             "{text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
         ));
     }
-    let path = path.trim_end_matches('/').to_string();
     if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
         .into_iter()
-        .find(|(owned, _)| path == *owned || path.starts_with(&format!("{owned}/")))
+        .find(|(owned, _)| crate::plan::mounts::at_or_inside(&resolved, owned))
     {
         return Err(format!(
             "{text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
         ));
     }
+    let path = resolved;
     Ok(OutputVolume {
         claim: claim.to_string(),
         path,

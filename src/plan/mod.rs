@@ -26,6 +26,7 @@ use crate::labels::{
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
 
+pub(crate) mod mounts;
 mod resources;
 pub use resources::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE, Resources, TaskResources};
 
@@ -37,9 +38,9 @@ pub const DEFAULT_GPU_IMAGE: &str = "tensorflow/tensorflow:2.15.0-gpu";
 pub const SCRIPT_DIR: &str = "/script";
 pub const SCRIPT_KEY: &str = "training-script.py";
 pub const ENTRYPOINT_KEY: &str = "entrypoint.sh";
-pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
 use crate::bundle::UNPACK_AND_EXEC;
 pub use crate::bundle::{DIR_KEY, WORK_DIR, WORK_VOLUME};
+pub use mounts::SCRIPT_VOLUME;
 pub const PORT_NAME: &str = "tf-grpc";
 /// What an API server accepts in one ConfigMap (data and binaryData together).
 pub const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
@@ -93,8 +94,7 @@ pub const OWNED_MOUNTS: [(&str, &str); 2] = [
 ];
 /// Where `--volume` mounts the claim when no PATH is given.
 pub const DEFAULT_OUTPUT_PATH: &str = "/output";
-/// The name of `--volume`'s volume in every pod.
-pub const OUTPUT_VOLUME: &str = "tf-spawner-output";
+pub use mounts::OUTPUT_VOLUME;
 
 impl OutputVolume {
     /// `CLAIM:PATH`, as the run's ConfigMap records it ([`VOLUME_ANNOTATION`]).
@@ -298,6 +298,9 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
             return Err(UsageError::new(format!(
                 "the pod template for {role}: {problem}; choose another mountPath"
             )));
+        }
+        if let Some(problem) = mounts_clash(req, &cluster, role) {
+            return Err(UsageError::new(problem));
         }
     }
     let pods = Pods {
@@ -619,13 +622,31 @@ fn mount_inside_ours(template: &Pod) -> Option<String> {
         .unwrap_or(0);
     let mounts = spec.containers.get(at)?.volume_mounts.as_ref()?;
     mounts.iter().find_map(|m| {
-        let (owned, what) = OWNED_MOUNTS
-            .into_iter()
-            .find(|(owned, _)| m.mount_path.starts_with(&format!("{owned}/")))?;
+        let (owned, what) = OWNED_MOUNTS.into_iter().find(|(owned, _)| {
+            mounts::at_or_inside(&m.mount_path, owned) && mounts::key(&m.mount_path) != *owned
+        })?;
         Some(format!(
             "spec.containers[{at}].volumeMounts: {} is inside {owned}, where tf-spawner mounts {what}",
             m.mount_path
         ))
+    })
+}
+
+/// Two of the mounts tf-spawner adds to `role`'s TF container at one path (a
+/// `--volume` claim where `--run-as-user` mounts the writable HOME): the claim would be
+/// dropped or hide ours.
+fn mounts_clash(req: &SpawnRequest, cluster: &ClusterSpec, role: Role) -> Option<String> {
+    let pod = pod(req, cluster, Task { role, index: 0 });
+    let spec = pod.spec?;
+    let c = spec
+        .containers
+        .iter()
+        .find(|c| c.name == TF_CONTAINER)
+        .or(spec.containers.first())?;
+    let problem = mounts::clash(c)?;
+    Some(match &req.volume {
+        Some(v) => format!("--volume {}: {problem}", v.annotation()),
+        None => format!("the pod for {role}: {problem}"),
     })
 }
 
@@ -703,9 +724,7 @@ fn mount_output_volume(volume: &OutputVolume, spec: &mut PodSpec, at: usize) {
     volumes.retain(|v| v.name != OUTPUT_VOLUME);
     volumes.push(volume.volume(false));
     if let Some(c) = spec.containers.get_mut(at) {
-        let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
-        mounts.retain(|m| m.name != OUTPUT_VOLUME && m.mount_path != volume.path);
-        mounts.push(volume.mount(false));
+        mounts::replace(c, volume.mount(false));
         let env = c.env.get_or_insert_with(Vec::new);
         env.retain(|e| e.name != OUTPUT_DIR_VAR);
         env.push(EnvVar {
@@ -814,21 +833,20 @@ fn set_port_and_mounts(req: &SpawnRequest, c: &mut Container) {
         ..ContainerPort::default()
     });
 
-    let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
-    mounts.retain(|m| m.name != SCRIPT_VOLUME && m.mount_path != SCRIPT_DIR);
-    mounts.push(VolumeMount {
+    let script = VolumeMount {
         name: SCRIPT_VOLUME.to_string(),
         mount_path: SCRIPT_DIR.to_string(),
         read_only: Some(true),
         ..VolumeMount::default()
-    });
+    };
+    mounts::replace(c, script);
     if req.bundle.is_some() {
-        mounts.retain(|m| m.name != WORK_VOLUME && m.mount_path != WORK_DIR);
-        mounts.push(VolumeMount {
+        let work = VolumeMount {
             name: WORK_VOLUME.to_string(),
             mount_path: WORK_DIR.to_string(),
             ..VolumeMount::default()
-        });
+        };
+        mounts::replace(c, work);
         for (name, value) in [
             ("TF_SPAWNER_SCRIPT_DIR", SCRIPT_DIR),
             ("TF_SPAWNER_WORK_DIR", WORK_DIR),

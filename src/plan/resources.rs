@@ -28,8 +28,7 @@ use crate::roles::Role;
 pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// `/dev/shm`'s size on a task with GPUs when none is given (what arena mounts).
 pub const DEFAULT_SHM_SIZE: &str = "2Gi";
-/// The name of the `/dev/shm` volume in every pod that has one.
-pub const SHM_VOLUME: &str = "tf-spawner-shm";
+pub use super::mounts::SHM_VOLUME;
 pub const SHM_PATH: &str = "/dev/shm";
 
 /// What one task's TF container asks for; `None`: the template's value stays.
@@ -166,7 +165,7 @@ fn mounts_shm(spec: &PodSpec, at: usize) -> bool {
         c.volume_mounts
             .iter()
             .flatten()
-            .any(|m| m.mount_path.trim_end_matches('/') == SHM_PATH)
+            .any(|m| super::mounts::key(&m.mount_path) == SHM_PATH)
     })
 }
 
@@ -184,12 +183,11 @@ fn mount_shm(spec: &mut PodSpec, at: usize, size: &str) {
         ..Volume::default()
     });
     if let Some(c) = spec.containers.get_mut(at) {
-        let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
-        mounts.retain(|m| m.name != SHM_VOLUME && m.mount_path.trim_end_matches('/') != SHM_PATH);
-        mounts.push(VolumeMount {
+        let shm = VolumeMount {
             name: SHM_VOLUME.to_string(),
             mount_path: SHM_PATH.to_string(),
             ..VolumeMount::default()
-        });
+        };
+        super::mounts::replace(c, shm);
     }
 }

@@ -44,8 +44,7 @@ pub fn parse_uid(text: &str) -> Result<i64, String> {
 /// The home directory of a task run as a non-root user: an emptyDir (writable by any
 /// user), since the image's own (`/root`) is not.
 pub const HOME_DIR: &str = "/home/tf-spawner";
-/// The name of [`HOME_DIR`]'s volume.
-pub const HOME_VOLUME: &str = "tf-spawner-home";
+pub use super::mounts::HOME_VOLUME;
 
 /// The seccomp profile every pod gets unless its template names one.
 pub const SECCOMP_DEFAULT: &str = "RuntimeDefault";
@@ -123,13 +122,12 @@ pub fn writable_home(spec: &mut PodSpec, container: usize) {
         value: Some(HOME_DIR.to_string()),
         value_from: None,
     });
-    let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
-    mounts.retain(|m| m.name != HOME_VOLUME && m.mount_path != HOME_DIR);
-    mounts.push(VolumeMount {
+    let home = VolumeMount {
         name: HOME_VOLUME.to_string(),
         mount_path: HOME_DIR.to_string(),
         ..VolumeMount::default()
-    });
+    };
+    super::mounts::replace(c, home);
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     volumes.retain(|v| v.name != HOME_VOLUME);
     volumes.push(Volume {

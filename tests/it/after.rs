@@ -138,6 +138,29 @@ fn a_bad_volume_is_a_usage_error_before_any_request() {
             "out:/tf-spawner-work/out",
             "/tf-spawner-work is where tf-spawner mounts the --dir directory",
         ),
+        // Compared as the runtime resolves them (in a real run `/./script` hid the
+        // script, `//tf-spawner-work` unpacked --dir into the claim).
+        (
+            "out://tf-spawner-work",
+            "/tf-spawner-work is where tf-spawner mounts",
+        ),
+        (
+            "out:/./tf-spawner-work",
+            "/tf-spawner-work is where tf-spawner mounts",
+        ),
+        (
+            "out://script",
+            "/script is where tf-spawner mounts the script",
+        ),
+        (
+            "out:/./script",
+            "/script is where tf-spawner mounts the script",
+        ),
+        (
+            "out:/script//",
+            "/script is where tf-spawner mounts the script",
+        ),
+        ("out:/data/../script", "must be an absolute directory"),
     ] {
         let out = env.spawn(&["--volume", value]);
         out.failure(2).stderr_has(says);
@@ -674,7 +697,13 @@ fn a_tensorboard_image_that_cannot_be_pulled_names_the_image_flag() {
 #[test]
 fn a_template_mount_inside_what_tf_spawner_mounts_is_refused() {
     let env = Env::new();
-    for path in ["/tf-spawner-work/data", "/script/extra"] {
+    for path in [
+        "/tf-spawner-work/data",
+        "/script/extra",
+        "//script/sub",
+        "/./tf-spawner-work/x",
+        "/data/../script/sub",
+    ] {
         let template = env.write(
             "inside.yaml",
             format!(
@@ -685,7 +714,41 @@ fn a_template_mount_inside_what_tf_spawner_mounts_is_refused() {
         out.failure(2).stderr_has(&format!(
             "the pod template for worker: spec.containers[0].volumeMounts: {path} is inside"
         ));
+        out.stderr_has("choose another mountPath");
         assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     }
     assert!(env.server.requests().is_empty());
+}
+
+/// `--run-as-user` mounts a writable HOME at /home/tf-spawner: a claim asked there
+/// once gave way to it without a word (the run Succeeded and `cp` found nothing). Now
+/// a usage error names both, before any request; a path written otherwise is the same
+/// path. A claim elsewhere is stored at its resolved path.
+#[test]
+fn a_claim_where_tf_spawner_mounts_the_writable_home_is_refused_naming_both() {
+    let env = Env::new();
+    for path in [
+        "/home/tf-spawner",
+        "//home/tf-spawner/",
+        "/home/./tf-spawner",
+    ] {
+        let volume = format!("out:{path}");
+        let out = env.spawn(&["-w", "1", "--run-as-user", "1000", "--volume", &volume]);
+        out.failure(2)
+            .stderr_has("the --volume claim (/home/tf-spawner) and the writable HOME of --run-as-user (/home/tf-spawner) would both be mounted at /home/tf-spawner");
+        assert!(env.server.requests().is_empty(), "{path}");
+    }
+    claim(&env, "out", &["ReadWriteMany"]);
+    env.spawn(&["-t", "res", "-w", "1", "--volume", "out://data/./out/"])
+        .success();
+    let pod = pod(&env, "res-worker-0");
+    let mounts = pod["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap();
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m["name"] == "tf-spawner-output" && m["mountPath"] == "/data/out"),
+        "{pod:#}"
+    );
 }
