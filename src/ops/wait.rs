@@ -29,8 +29,7 @@ use crate::signals;
 use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
 
-/// Lines of the failed pod's log shown with the failure.
-pub const FAILED_LOG_LINES: u64 = 20;
+use super::blame::FAILED_LOG_LINES;
 /// Log downloads in flight at once for `--save-logs`.
 const SAVE_IN_FLIGHT: usize = 8;
 
@@ -123,12 +122,95 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
+        let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
             continue;
         }
         return report(cluster, wait, (&tracker, &training), outcome).await;
+    }
+}
+
+/// The cluster's own part of the bound on a peer's fate: the node-lifecycle
+/// controller's `--node-monitor-grace-period` (50 s on v1.36, 40 s on v1.20) and its
+/// monitor period (5 s), with a margin.
+const NODE_GRACE: Duration = Duration::from_secs(60);
+/// The toleration of an unreachable node a pod gets without `--node-lost-after` (the
+/// DefaultTolerationSeconds admission plugin's 300 s).
+const DEFAULT_LOST_AFTER: i64 = 300;
+/// Without a restart to decide, how long a victim's verdict waits for the peer it
+/// names to end (its own exit reaches the API server seconds after the victim's).
+const PEER_REPORT: Duration = Duration::from_secs(15);
+
+/// A failure TensorFlow blames on a peer (its last log lines say so, read here) does
+/// not decide while that peer has not ended: the run is followed on until the peer
+/// ends (its own failure decides), its node is named lost (the loss decides: a
+/// removal, which `--restarts` retries, at once) or the bound passes (the victim's
+/// failure stands, pointing at the peer). The bound: with a restart at stake,
+/// `--node-lost-after` (the pods' toleration) and the cluster's [`NODE_GRACE`]; else
+/// [`PEER_REPORT`].
+async fn settle(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+    outcome: Outcome,
+) -> Result<Outcome> {
+    let Outcome::Done(Done::Final(Verdict::Failed(_))) = &outcome else {
+        return Ok(outcome);
+    };
+    super::blame::read_failed(cluster, tracker).await;
+    let verdict = tracker.verdict();
+    let Verdict::Failed(failure) = &verdict else {
+        return Ok(Outcome::Done(Done::Final(verdict)));
+    };
+    let restarts = wait.restarts.max > 0;
+    if !tracker.peers_unended(failure) || (restarts && wait.restarts.on.retries(&failure.kind)) {
+        return Ok(Outcome::Done(Done::Final(verdict)));
+    }
+    let bound = if restarts {
+        let lost_after = tracker.node_lost_after().unwrap_or(DEFAULT_LOST_AFTER);
+        Duration::from_secs(lost_after.max(0) as u64) + NODE_GRACE
+    } else {
+        PEER_REPORT
+    };
+    let who = failure.task.map_or_else(|| failure.pod.clone(), |t| t.id());
+    let peer = failure
+        .after_peer
+        .as_ref()
+        .and_then(|a| a.peer)
+        .map_or_else(|| "its peers".to_string(), |t| t.id());
+    output::print(&format!(
+        "run {}: {who} failed because of a peer (TensorFlow says so); waiting up to {} for {peer} to end or be named lost\n",
+        wait.tag,
+        humantime_secs(bound)
+    ))?;
+    if let Some(stopped) = hold(cluster, wait, tracker, bound).await? {
+        return Ok(stopped);
+    }
+    super::blame::read_failed(cluster, tracker).await;
+    Ok(Outcome::Done(Done::Final(tracker.verdict())))
+}
+
+/// Follows the run until its verdict no longer waits on a peer (see [`settle`]) or
+/// `bound` passes (`None`: the verdict is the tracker's), or the wait's timeout or a
+/// signal ends the wait (that outcome).
+async fn hold(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+    bound: Duration,
+) -> Result<Option<Outcome>> {
+    let follow = super::follow_run(cluster, &wait.tag, tracker, |t| match t.verdict() {
+        Verdict::Failed(f) if t.peers_unended(&f) => None,
+        v if v.is_final() => Some(()),
+        _ => None,
+    });
+    tokio::select! {
+        done = follow => done.map(|()| None),
+        () = tokio::time::sleep(bound) => Ok(None),
+        d = deadline(wait) => Ok(Some(Outcome::Timeout(d))),
+        code = signals::stop_requested() => Ok(Some(Outcome::Signal(code))),
     }
 }
 
