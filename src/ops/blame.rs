@@ -56,9 +56,21 @@ pub(crate) async fn read_failed(
     out
 }
 
+/// `last log lines of pod P:` and `text`'s lines, each under the task's label.
+pub(crate) fn shown(v: &PodView, text: &str) -> String {
+    let label = v.label();
+    let mut block = format!("last log lines of pod {}:\n", v.name);
+    for line in text.lines() {
+        block.push_str(&crate::output::prefix(&label, label.len(), None));
+        block.push_str(line);
+        block.push('\n');
+    }
+    block
+}
+
 /// Pod `v`'s last [`FAILED_LOG_LINES`] lines, without the kubelet's notice for a
 /// container it no longer has; empty when they cannot be read.
-async fn last_lines(cluster: &Cluster, v: &PodView) -> String {
+pub(crate) async fn last_lines(cluster: &Cluster, v: &PodView) -> String {
     let options = pod_logs::LogOptions {
         tail: Some(FAILED_LOG_LINES),
         ..pod_logs::LogOptions::default()

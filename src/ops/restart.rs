@@ -39,6 +39,9 @@ use crate::verdict::{Tracker, Verdict};
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
 /// The longest backoff between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// `--node-grace`'s default: the node-lifecycle controller's `--node-monitor-grace-period`
+/// (50 s on v1.36, 40 s on v1.20) and its monitor period (5 s), with a margin.
+pub const DEFAULT_NODE_GRACE: Duration = Duration::from_secs(60);
 
 /// `--restarts`, `--restart-on`, `--restart-backoff`.
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub struct Restarts {
     pub on: RestartOn,
     /// The first backoff.
     pub backoff: Duration,
+    /// `--node-grace`: how long the cluster takes to name a node lost (see
+    /// `ops/wait.rs::settle`).
+    pub node_grace: Duration,
 }
 
 impl Default for Restarts {
@@ -56,6 +62,7 @@ impl Default for Restarts {
             max: 0,
             on: RestartOn::default(),
             backoff: DEFAULT_BACKOFF,
+            node_grace: DEFAULT_NODE_GRACE,
         }
     }
 }

@@ -29,7 +29,6 @@ use crate::signals;
 use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
 
-use super::blame::FAILED_LOG_LINES;
 /// Log downloads in flight at once for `--save-logs`.
 const SAVE_IN_FLIGHT: usize = 8;
 
@@ -132,10 +131,6 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     }
 }
 
-/// The cluster's own part of the bound on a peer's fate: the node-lifecycle
-/// controller's `--node-monitor-grace-period` (50 s on v1.36, 40 s on v1.20) and its
-/// monitor period (5 s), with a margin.
-const NODE_GRACE: Duration = Duration::from_secs(60);
 /// The toleration of an unreachable node a pod gets without `--node-lost-after` (the
 /// DefaultTolerationSeconds admission plugin's 300 s).
 const DEFAULT_LOST_AFTER: i64 = 300;
@@ -148,7 +143,7 @@ const PEER_REPORT: Duration = Duration::from_secs(15);
 /// ends (its own failure decides), its node is named lost (the loss decides: a
 /// removal, which `--restarts` retries, at once) or the bound passes (the victim's
 /// failure stands, pointing at the peer). The bound: with a restart at stake,
-/// `--node-lost-after` (the pods' toleration) and the cluster's [`NODE_GRACE`]; else
+/// `--node-lost-after` (the pods' toleration) and the cluster's `--node-grace`; else
 /// [`PEER_REPORT`].
 async fn settle(
     cluster: &Cluster,
@@ -170,7 +165,7 @@ async fn settle(
     }
     let bound = if restarts {
         let lost_after = tracker.node_lost_after().unwrap_or(DEFAULT_LOST_AFTER);
-        Duration::from_secs(lost_after.max(0) as u64) + NODE_GRACE
+        Duration::from_secs(lost_after.max(0) as u64) + wait.restarts.node_grace
     } else {
         PEER_REPORT
     };
@@ -754,35 +749,10 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     let Some(pod) = tracker.live().find(|p| p.name == failure.pod) else {
         return;
     };
-    let options = pod_logs::LogOptions {
-        tail: Some(FAILED_LOG_LINES),
-        ..pod_logs::LogOptions::default()
-    };
-    let Ok(text) = pod_logs::fetch(
-        cluster,
-        &pod.name,
-        &options.params(pod.container.as_deref()),
-    )
-    .await
-    else {
-        return;
-    };
-    // The kubelet's notice for a container it no longer has is no log line.
-    let text: String = text
-        .lines()
-        .filter(|l| !pod_logs::kubelet_notice(l))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let text = super::blame::last_lines(cluster, pod).await;
     if text.trim().is_empty() {
         return;
     }
-    let label = pod.label();
-    let mut block = format!("last log lines of pod {}:\n", pod.name);
-    for line in text.lines() {
-        block.push_str(&output::prefix(&label, label.len(), None));
-        block.push_str(line);
-        block.push('\n');
-    }
     // A closed stderr is no reason to fail the wait.
-    output::eprint(&block);
+    output::eprint(&super::blame::shown(pod, &text));
 }
