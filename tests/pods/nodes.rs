@@ -326,3 +326,133 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
         took.as_secs_f64()
     );
 }
+
+/// The pod template of a run spread over both nodes, one task per node as a real
+/// scheduler spreads them: the first attempt's pods (`tf-spawner/attempt: "0"`) may not
+/// share a node (a required anti-affinity on that label), the restarted ones, whose
+/// selector matches only the first attempt's pods (gone by then), go where they fit.
+fn spread(c: &Cluster, tag: &str) -> std::path::PathBuf {
+    c.write(
+        "pod-spread.yaml",
+        &format!(
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: worker
+spec:
+  restartPolicy: Never
+  tolerations:
+    - {{key: tf-spawner.test/second-node, operator: Exists, effect: NoSchedule}}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels: {{training_attempt: {tag}, tf-spawner/attempt: \"0\"}}
+  containers:
+    - name: tensorflow
+      image: {TF_IMAGE}
+      imagePullPolicy: IfNotPresent
+      resources:
+        requests: {{cpu: 10m, memory: 32Mi}}
+"
+        ),
+    )
+}
+
+/// Issue 48 (item 5): two MNIST workers on two nodes, the second node killed. The
+/// survivor's all-reduce aborts (exit 1, not retryable) long before the cluster names
+/// the node lost; `wait` holds that verdict until the peer's fate is known, and restarts
+/// when its node is named lost, on the healthy node, from the backup.
+#[tokio::test]
+async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
+    let test = "a_run_spread_over_two_nodes_survives_the_loss_of_one";
+    let Some(c) = Cluster::new("node-spread").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    let t = tag("spread");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let pod_file = spread(&c, &t);
+    let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
+    args.extend(["--node-lost-after", "10s"]);
+    spawn(&c, &t, &script, &pod_file, &args).await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "600s",
+    ]);
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            let log = c
+                .run(&["logs", "-t", &t, "--task", "worker-0"])
+                .await
+                .stdout;
+            log.contains("Epoch 3/12").then_some(())
+        },
+    )
+    .await;
+    let placed = nodes_of(&c.pods(&t).await);
+    assert!(
+        placed.iter().filter(|(_, n)| n == &node).count() == 1,
+        "one task on each node: {placed:?}"
+    );
+    let killed_at = Instant::now();
+    let killed = Killed::node();
+    let out = child.wait_with_output().await.expect("wait ends");
+    let took = killed_at.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c
+        .run(&["logs", "-t", &t, "--task", "worker-0"])
+        .await
+        .stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    // The survivor's abort was seen, held, and the lost peer restarted the run.
+    assert!(
+        stdout.contains("failed because of a peer (TensorFlow says so)"),
+        "{stdout}"
+    );
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
+        "{stdout}"
+    );
+    let moved = nodes_of(&c.pods(&t).await);
+    assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
+    assert!(log.contains("attempt 1\n"), "{log}");
+    assert!(log.contains("worker-0: resuming from epoch "), "{log}");
+    assert!(log.contains("Epoch 12/12"), "{log}");
+    drop(killed);
+    eprintln!(
+        "nodes: a run spread over two nodes lost one and succeeded {:.0} s after the kill",
+        took.as_secs_f64()
+    );
+}
