@@ -297,6 +297,14 @@ impl Restarter {
                 listed(&r.lost)
             ))?;
         }
+        if !r.lost.is_empty() && r.lost == r.names {
+            // No task of the attempt on a reachable node, whose stop would break the
+            // others' collectives: behind a partition they could train on.
+            output::note(&format!(
+                "run {tag}: every task of attempt {} was on a node that stopped reporting; if it is cut off rather than dead, they may train on and write to the run's volume (see docs/preemption.md, \"A partitioned node\")",
+                r.attempt.saturating_sub(1)
+            ));
+        }
         let record = recreate::Record {
             attempt: r.attempt,
             cause: Some(r.cause.clone()),

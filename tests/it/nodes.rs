@@ -328,3 +328,71 @@ fn a_late_wait_and_status_blame_the_task_that_failed_first() {
             .stderr_has("last log lines of pod bl-worker-1:");
     }
 }
+
+/// Every task of the attempt on a node that stopped reporting: nothing reachable is
+/// stopped by the restart, so if the node is only cut off its tasks train on; the
+/// restart says so (docs/preemption.md, "A partitioned node"). Not when a task was
+/// elsewhere (the test above).
+#[test]
+fn a_restart_of_a_run_wholly_on_lost_nodes_warns_of_a_partition() {
+    let env = Env::new();
+    spawn_run(&env, "wl", &["-w", "2", "--node-lost-after", "10s"]);
+    running(&env, "wl-worker-0");
+    running(&env, "wl-worker-1");
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "-t",
+            "wl",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+        ],
+    );
+    await_watches(&env, 1);
+    lost(&env, "wl-worker-0", false);
+    lost(&env, "wl-worker-1", true);
+    let began = Instant::now();
+    while !["wl-worker-0", "wl-worker-1"].iter().all(|name| {
+        env.server.get("pods", NS, name).is_some_and(|p| {
+            p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
+                && p["metadata"].get("deletionTimestamp").is_none()
+        })
+    }) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("wait ended ({status}) before attempt 1");
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no attempt 1");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running(&env, "wl-worker-0");
+    running(&env, "wl-worker-1");
+    exited(&env, "wl-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run wl: force-deleting wl-worker-0, wl-worker-1 (its node stopped reporting")
+        .stderr_has("note: run wl: every task of attempt 0 was on a node that stopped reporting; if it is cut off rather than dead, they may train on and write to the run's volume");
+}
+
+/// A live `wait` without restarts that hears the victim first (the kubelet reported its
+/// exit before the peer's): it holds the verdict for the peer it names, and names the
+/// peer once it ends, with the peer's last lines.
+#[test]
+fn a_live_wait_that_sees_the_victim_first_names_the_peer() {
+    let env = Env::new();
+    spawn_run(&env, "lv", &["-w", "2"]);
+    running(&env, "lv-worker-0");
+    running(&env, "lv-worker-1");
+    let child = start(&env, &["wait", "-t", "lv"]);
+    await_watches(&env, 1);
+    ended(&env, "lv-worker-0", 1, 33, VICTIM_LOG);
+    await_watches(&env, 2);
+    ended(&env, "lv-worker-1", 1, 33, RAISED_LOG);
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("run lv: worker-0 failed because of a peer (TensorFlow says so); waiting up to 15s for worker-1 to end or be named lost")
+        .stderr_has("error: run 'lv' failed: pod lv-worker-1 (worker-1) failed: exit code 1, reason Error\n")
+        .stderr_has("worker-1 | RequestedFailure: worker-1: failing after epoch 2");
+}
