@@ -482,6 +482,12 @@ pub struct RestartArgs {
     /// The pause before the first restart, doubled for each next one (at most 5m)
     #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
+
+    /// How long the cluster takes to name a node lost (its node-monitor-grace-period
+    /// and a margin): a task that failed because of a peer waits this long beyond
+    /// --node-lost-after for the peer's fate before its failure decides
+    #[arg(long, value_parser = Flag(parse::duration), value_name = "DURATION")]
+    pub node_grace: Option<Duration>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

@@ -33,6 +33,7 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("start_timeout", None),
     ("restart_on", None),
     ("restart_backoff", None),
+    ("node_grace", None),
     ("yes", None),
     ("randomize_tag", None),
     ("strategy", Some(ROLES)),
@@ -168,6 +169,11 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
         "wait",
         "restart_backoff",
         "Pause before a restart, doubled each time [default: 10s, at most 5m]",
+    ),
+    (
+        "wait",
+        "node_grace",
+        "How long the cluster takes to name a node lost [default: 60s]",
     ),
 ];
 

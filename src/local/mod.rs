@@ -145,6 +145,8 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         started_at: None,
         finished_at: None,
         terminating: false,
+        removed_at: None,
+        lost_after: None,
         attempt: 0,
         node_lost: None,
         stopped_at: None,

@@ -3,6 +3,7 @@
 //! (`local`), print through `output`, and never see a flag: their inputs are plain
 //! option structs.
 
+pub(crate) mod blame;
 pub(crate) mod cp;
 pub(crate) mod delete;
 pub(crate) mod helper;

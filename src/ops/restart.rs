@@ -39,6 +39,9 @@ use crate::verdict::{Tracker, Verdict};
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
 /// The longest backoff between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// `--node-grace`'s default: the node-lifecycle controller's `--node-monitor-grace-period`
+/// (50 s on v1.36, 40 s on v1.20) and its monitor period (5 s), with a margin.
+pub const DEFAULT_NODE_GRACE: Duration = Duration::from_secs(60);
 
 /// `--restarts`, `--restart-on`, `--restart-backoff`.
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub struct Restarts {
     pub on: RestartOn,
     /// The first backoff.
     pub backoff: Duration,
+    /// `--node-grace`: how long the cluster takes to name a node lost (see
+    /// `ops/wait.rs::settle`).
+    pub node_grace: Duration,
 }
 
 impl Default for Restarts {
@@ -56,6 +62,7 @@ impl Default for Restarts {
             max: 0,
             on: RestartOn::default(),
             backoff: DEFAULT_BACKOFF,
+            node_grace: DEFAULT_NODE_GRACE,
         }
     }
 }
@@ -289,6 +296,14 @@ impl Restarter {
                 "run {tag}: force-deleting {} (its node stopped reporting: no kubelet will confirm a graceful deletion)\n",
                 listed(&r.lost)
             ))?;
+        }
+        if !r.lost.is_empty() && r.lost == r.names {
+            // No task of the attempt on a reachable node, whose stop would break the
+            // others' collectives: behind a partition they could train on.
+            output::note(&format!(
+                "run {tag}: every task of attempt {} was on a node that stopped reporting; if it is cut off rather than dead, they may train on and write to the run's volume (see docs/preemption.md, \"A partitioned node\")",
+                r.attempt.saturating_sub(1)
+            ));
         }
         let record = recreate::Record {
             attempt: r.attempt,

@@ -29,8 +29,6 @@ use crate::signals;
 use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, PodView, Tracker, Verdict};
 
-/// Lines of the failed pod's log shown with the failure.
-pub const FAILED_LOG_LINES: u64 = 20;
 /// Log downloads in flight at once for `--save-logs`.
 const SAVE_IN_FLIGHT: usize = 8;
 
@@ -123,12 +121,91 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
+        let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
             continue;
         }
         return report(cluster, wait, (&tracker, &training), outcome).await;
+    }
+}
+
+/// The toleration of an unreachable node a pod gets without `--node-lost-after` (the
+/// DefaultTolerationSeconds admission plugin's 300 s).
+const DEFAULT_LOST_AFTER: i64 = 300;
+/// Without a restart to decide, how long a victim's verdict waits for the peer it
+/// names to end (its own exit reaches the API server seconds after the victim's).
+const PEER_REPORT: Duration = Duration::from_secs(15);
+
+/// A failure TensorFlow blames on a peer (its last log lines say so, read here) does
+/// not decide while that peer has not ended: the run is followed on until the peer
+/// ends (its own failure decides), its node is named lost (the loss decides: a
+/// removal, which `--restarts` retries, at once) or the bound passes (the victim's
+/// failure stands, pointing at the peer). The bound: with a restart at stake,
+/// `--node-lost-after` (the pods' toleration) and the cluster's `--node-grace`; else
+/// [`PEER_REPORT`].
+async fn settle(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+    outcome: Outcome,
+) -> Result<Outcome> {
+    let Outcome::Done(Done::Final(Verdict::Failed(_))) = &outcome else {
+        return Ok(outcome);
+    };
+    super::blame::read_failed(cluster, tracker).await;
+    let verdict = tracker.verdict();
+    let Verdict::Failed(failure) = &verdict else {
+        return Ok(Outcome::Done(Done::Final(verdict)));
+    };
+    let restarts = wait.restarts.max > 0;
+    if !tracker.peers_unended(failure) || (restarts && wait.restarts.on.retries(&failure.kind)) {
+        return Ok(Outcome::Done(Done::Final(verdict)));
+    }
+    let bound = if restarts {
+        let lost_after = tracker.node_lost_after().unwrap_or(DEFAULT_LOST_AFTER);
+        Duration::from_secs(lost_after.max(0) as u64) + wait.restarts.node_grace
+    } else {
+        PEER_REPORT
+    };
+    let who = failure.task.map_or_else(|| failure.pod.clone(), |t| t.id());
+    let peer = failure
+        .after_peer
+        .as_ref()
+        .and_then(|a| a.peer)
+        .map_or_else(|| "its peers".to_string(), |t| t.id());
+    output::print(&format!(
+        "run {}: {who} failed because of a peer (TensorFlow says so); waiting up to {} for {peer} to end or be named lost\n",
+        wait.tag,
+        humantime_secs(bound)
+    ))?;
+    if let Some(stopped) = hold(cluster, wait, tracker, bound).await? {
+        return Ok(stopped);
+    }
+    super::blame::read_failed(cluster, tracker).await;
+    Ok(Outcome::Done(Done::Final(tracker.verdict())))
+}
+
+/// Follows the run until its verdict no longer waits on a peer (see [`settle`]) or
+/// `bound` passes (`None`: the verdict is the tracker's), or the wait's timeout or a
+/// signal ends the wait (that outcome).
+async fn hold(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &mut Tracker,
+    bound: Duration,
+) -> Result<Option<Outcome>> {
+    let follow = super::follow_run(cluster, &wait.tag, tracker, |t| match t.verdict() {
+        Verdict::Failed(f) if t.peers_unended(&f) => None,
+        v if v.is_final() => Some(()),
+        _ => None,
+    });
+    tokio::select! {
+        done = follow => done.map(|()| None),
+        () = tokio::time::sleep(bound) => Ok(None),
+        d = deadline(wait) => Ok(Some(Outcome::Timeout(d))),
+        code = signals::stop_requested() => Ok(Some(Outcome::Signal(code))),
     }
 }
 
@@ -672,35 +749,10 @@ async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure
     let Some(pod) = tracker.live().find(|p| p.name == failure.pod) else {
         return;
     };
-    let options = pod_logs::LogOptions {
-        tail: Some(FAILED_LOG_LINES),
-        ..pod_logs::LogOptions::default()
-    };
-    let Ok(text) = pod_logs::fetch(
-        cluster,
-        &pod.name,
-        &options.params(pod.container.as_deref()),
-    )
-    .await
-    else {
-        return;
-    };
-    // The kubelet's notice for a container it no longer has is no log line.
-    let text: String = text
-        .lines()
-        .filter(|l| !pod_logs::kubelet_notice(l))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let text = super::blame::last_lines(cluster, pod).await;
     if text.trim().is_empty() {
         return;
     }
-    let label = pod.label();
-    let mut block = format!("last log lines of pod {}:\n", pod.name);
-    for line in text.lines() {
-        block.push_str(&output::prefix(&label, label.len(), None));
-        block.push_str(line);
-        block.push('\n');
-    }
     // A closed stderr is no reason to fail the wait.
-    output::eprint(&block);
+    output::eprint(&super::blame::shown(pod, &text));
 }

@@ -5,7 +5,7 @@
 
 use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
-use crate::ops::restart::{DEFAULT_BACKOFF, Restarts};
+use crate::ops::restart::{DEFAULT_BACKOFF, DEFAULT_NODE_GRACE, Restarts};
 use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
@@ -126,11 +126,13 @@ pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
         restarts: _,
         restart_on: _,
         restart_backoff,
+        node_grace,
     } = args;
     Restarts {
         max: settings.restarts.value,
         on: settings.restart_on.value.clone(),
         backoff: restart_backoff.unwrap_or(DEFAULT_BACKOFF),
+        node_grace: node_grace.unwrap_or(DEFAULT_NODE_GRACE),
     }
 }
 
@@ -141,6 +143,7 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
         (r.restarts.is_some(), "--restarts"),
         (r.restart_on.is_some(), "--restart-on"),
         (r.restart_backoff.is_some(), "--restart-backoff"),
+        (r.node_grace.is_some(), "--node-grace"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))

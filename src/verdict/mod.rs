@@ -15,10 +15,12 @@ use serde::Serialize;
 
 use crate::roles::{Role, RoleSizes, Task};
 
+mod peer;
 mod pod;
 pub mod retryable;
 pub mod start;
 
+pub use peer::PeerAbort;
 pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State, one_line};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
@@ -66,6 +68,21 @@ pub struct Failure {
     pub pod: String,
     pub task: Option<Task>,
     pub kind: FailureKind,
+    /// An exit TensorFlow blames on a peer (its last log lines say so, see
+    /// [`Tracker::note_log`]): the task is a victim, the peer is the cause.
+    pub after_peer: Option<PeerAbort>,
+}
+
+impl Failure {
+    /// A failure of `pod` (`task`) of this kind, blamed on nobody else.
+    pub fn new(pod: String, task: Option<Task>, kind: FailureKind) -> Failure {
+        Failure {
+            pod,
+            task,
+            kind,
+            after_peer: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +149,9 @@ impl fmt::Display for Failure {
                 }
                 if let Some(message) = message {
                     write!(f, ": {}", one_line(message))?;
+                }
+                if let Some(abort) = &self.after_peer {
+                    write!(f, "; {abort}")?;
                 }
                 Ok(())
             }
@@ -219,6 +239,8 @@ pub struct Tracker {
     /// has no order; a follow has the order things happened in.
     first_failed: BTreeMap<String, u64>,
     events: u64,
+    /// The failed tasks whose last log lines blame a peer (see [`Tracker::note_log`]).
+    aborts: BTreeMap<String, PeerAbort>,
 }
 
 impl Tracker {
@@ -233,6 +255,7 @@ impl Tracker {
             pull_error_messages: BTreeMap::new(),
             first_failed: BTreeMap::new(),
             events: 0,
+            aborts: BTreeMap::new(),
         }
     }
 
@@ -267,6 +290,17 @@ impl Tracker {
             self.first_failed.entry(view.name.clone()).or_insert(now);
         }
         self.pods.insert(view.name.clone(), Entry::Live(view));
+    }
+
+    /// The last log lines (or termination message) of pod `name`, a failed task: when
+    /// TensorFlow says there that it failed because of a peer (`verdict/peer.rs`), its
+    /// failure is that peer's doing, and the verdict names the peer's first.
+    pub fn note_log(&mut self, name: &str, text: &str) {
+        let own = self.pods.get(name).and_then(|e| e.view().task);
+        match peer::recognise(text, own) {
+            Some(abort) => self.aborts.insert(name.to_string(), abort),
+            None => self.aborts.remove(name),
+        };
     }
 
     /// A pod was deleted.
@@ -380,11 +414,7 @@ impl Tracker {
                 Some(entry) => self.entry_state(entry),
                 None => {
                     let pod = task.name(&self.tag);
-                    let failure = Failure {
-                        pod: pod.clone(),
-                        task: Some(task),
-                        kind: FailureKind::Gone,
-                    };
+                    let failure = Failure::new(pod.clone(), Some(task), FailureKind::Gone);
                     (pod, State::Failed, Some(failure))
                 }
             };
@@ -421,10 +451,15 @@ impl Tracker {
         };
         match kind {
             Some(kind) => {
+                let after_peer = match kind {
+                    FailureKind::Exited { .. } => self.aborts.get(&v.name).cloned(),
+                    _ => None,
+                };
                 let failure = Failure {
                     pod: v.name.clone(),
                     task: v.task,
                     kind,
+                    after_peer,
                 };
                 (v.name.clone(), State::Failed, Some(failure))
             }
@@ -486,17 +521,7 @@ impl Tracker {
         let succeeded = deciding_done && workers_done;
         let only_removals_after_success = succeeded && failures.iter().all(|f| f.kind.is_removal());
         if !failures.is_empty() && !only_removals_after_success {
-            // The first failure seen decides (a deleted worker before the peer whose
-            // collective it broke); among those seen at once (a snapshot), a plain
-            // deletion is named last, as it is most likely a cleanup that followed.
-            let decisive = failures
-                .iter()
-                .min_by_key(|f| {
-                    let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
-                    (seen, f.kind.is_plain_deletion())
-                })
-                .expect("not empty");
-            return Verdict::Failed((*decisive).clone());
+            return Verdict::Failed(self.decisive(&failures));
         }
         if succeeded {
             return Verdict::Succeeded;
@@ -504,17 +529,91 @@ impl Tracker {
         if failures.is_empty()
             && let Some(stopped) = states.iter().find(|s| s.2 == State::Stopped)
         {
-            return Verdict::Failed(Failure {
-                pod: stopped.1.clone(),
-                task: stopped.0,
-                kind: FailureKind::Stopped,
-            });
+            return Verdict::Failed(Failure::new(
+                stopped.1.clone(),
+                stopped.0,
+                FailureKind::Stopped,
+            ));
         }
         if states.iter().any(|s| s.2 == State::Pending) {
             Verdict::Pending
         } else {
             Verdict::Running
         }
+    }
+
+    /// The failure that decides among `failures` (not empty). A task that failed
+    /// because of a peer (its log says so) comes after every other; then the first
+    /// failure seen (a deleted worker before the peer whose collective it broke); among
+    /// those seen at once (a snapshot: `status`, a late `wait`), a plain deletion last
+    /// (most likely a cleanup that followed), then by the kubelet's own times (the
+    /// container's `finishedAt`, the pod's removal). A victim that decides while a peer
+    /// sits on a lost node is that peer's loss: the node is the cause.
+    fn decisive(&self, failures: &[&Failure]) -> Failure {
+        let decisive = failures
+            .iter()
+            .min_by_key(|f| {
+                let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
+                let at = self.failed_at(f).unwrap_or(i64::MAX);
+                (f.after_peer.is_some(), seen, f.kind.is_plain_deletion(), at)
+            })
+            .map(|f| (*f).clone())
+            .unwrap_or_else(|| Failure::new(String::new(), None, FailureKind::Gone));
+        match &decisive.after_peer {
+            Some(abort) => self.lost_peer(&decisive, abort).unwrap_or(decisive),
+            None => decisive,
+        }
+    }
+
+    /// When failure `f` happened, by the kubelet's clock: its container's end, else the
+    /// pod's removal.
+    fn failed_at(&self, f: &Failure) -> Option<i64> {
+        let v = self.pods.get(&f.pod)?.view();
+        match f.kind {
+            FailureKind::Exited { .. } => v.finished_at.or(v.removed_at),
+            _ => v.removed_at.or(v.finished_at),
+        }
+    }
+
+    /// A peer of `victim`'s on a node that stopped reporting, as a failure: the one its
+    /// abort names first, else any.
+    fn lost_peer(&self, victim: &Failure, abort: &PeerAbort) -> Option<Failure> {
+        let mut lost: Vec<&PodView> = self
+            .live()
+            .filter(|v| v.node_lost.is_some() && v.name != victim.pod && !v.state().finished())
+            .collect();
+        lost.sort_by_key(|v| (v.task != abort.peer, v.task));
+        let v = lost.first()?;
+        let since = v.node_lost.unwrap_or(0);
+        Some(Failure::new(
+            v.name.clone(),
+            v.task,
+            FailureKind::Removed(lost_node(v, since)),
+        ))
+    }
+
+    /// Whether a peer of failure `f`, a task TensorFlow says failed because of a peer,
+    /// has not ended yet: the one its error names, or (when it names none of the run's
+    /// tasks) any other. Until it has, the victim's exit says little about the run: the
+    /// peer may turn out lost (then a restart is due), or fail on its own.
+    pub fn peers_unended(&self, f: &Failure) -> bool {
+        let Some(abort) = &f.after_peer else {
+            return false;
+        };
+        let states = self.states();
+        let named = abort
+            .peer
+            .filter(|p| states.iter().any(|s| s.0 == Some(*p)));
+        states
+            .iter()
+            .filter(|s| s.1 != f.pod && named.is_none_or(|p| s.0 == Some(p)))
+            .any(|s| !s.2.finished() && s.3.is_none())
+    }
+
+    /// How long a task may stay on a lost node before the taint manager evicts it (the
+    /// pods' toleration, `--node-lost-after`): the longest of the run's pods, if any says.
+    pub fn node_lost_after(&self) -> Option<i64> {
+        self.live().filter_map(|v| v.lost_after).max()
     }
 
     /// The pods (live or being deleted) on a node that stopped reporting: they are never

@@ -121,6 +121,13 @@ pub struct PodView {
     pub finished_at: Option<i64>,
     /// Being deleted (`deletionTimestamp` set): kubectl's `Terminating`.
     pub terminating: bool,
+    /// When the pod was taken away (seconds since the epoch): its `DisruptionTarget`
+    /// condition's time, else when its deletion was asked (`deletionTimestamp` less the
+    /// grace period). The kubelet's order of failures (`Tracker::decisive`).
+    pub removed_at: Option<i64>,
+    /// How long the pod tolerates a node that stopped reporting (its `unreachable`
+    /// NoExecute toleration's seconds: `--node-lost-after`).
+    pub lost_after: Option<i64>,
     /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
     pub attempt: u32,
     /// Its node stopped reporting: the node-lifecycle controller marked the pod not ready
@@ -185,6 +192,8 @@ impl PodView {
             started_at,
             finished_at,
             terminating: meta.deletion_timestamp.is_some(),
+            removed_at: removed_at(pod),
+            lost_after: spec.and_then(lost_after),
             attempt: attempt_of(meta),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
             stopped_at: annotation(meta, STOPPED_ANNOTATION)
@@ -377,6 +386,39 @@ fn removal(pod: &Pod) -> Option<Reason> {
         message: None,
     });
     disruption.or(evicted).or(deleted)
+}
+
+/// When the pod was taken away (see [`PodView::removed_at`]).
+fn removed_at(pod: &Pod) -> Option<i64> {
+    let disruption = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == DISRUPTION_TARGET && c.status == "True")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0.as_second());
+    let meta = &pod.metadata;
+    let deleted = meta
+        .deletion_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second() - meta.deletion_grace_period_seconds.unwrap_or(0).max(0));
+    disruption.or(deleted)
+}
+
+/// The taint the node-lifecycle controller puts on a node that stopped reporting.
+const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+
+/// The seconds the pod tolerates an unreachable node (see [`PodView::lost_after`]).
+fn lost_after(spec: &PodSpec) -> Option<i64> {
+    spec.tolerations
+        .as_ref()?
+        .iter()
+        .find(|t| {
+            t.key.as_deref() == Some(UNREACHABLE_TAINT) && t.effect.as_deref() == Some("NoExecute")
+        })?
+        .toleration_seconds
 }
 
 /// When the node-lifecycle controller marked the pod not ready because its node stopped

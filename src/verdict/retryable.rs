@@ -175,11 +175,7 @@ mod tests {
     }
 
     fn failure(t: Task, kind: FailureKind) -> Failure {
-        Failure {
-            pod: t.name("r"),
-            task: Some(t),
-            kind,
-        }
+        Failure::new(t.name("r"), Some(t), kind)
     }
 
     fn exited(code: i32, reason: &str) -> FailureKind {

@@ -4,6 +4,7 @@ use super::*;
 use serde_json::{Value, json};
 
 mod golden;
+mod peer;
 pub(crate) use golden::every_kind_of_run;
 
 /// A pod of run `t` as the API would return it.

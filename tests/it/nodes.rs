@@ -199,3 +199,200 @@ fn a_restart_force_deletes_the_pods_of_a_lost_node_and_runs_again() {
         .stdout_has("run lr: force-deleting lr-worker-1 (its node stopped reporting")
         .stdout_has("run lr: Succeeded");
 }
+
+/// What the surviving worker prints when its peer's node dies under an all-reduce
+/// (TensorFlow's texts, see `src/verdict/peer.rs`), and what a worker that raised and
+/// its victim print.
+const SURVIVOR_LOG: &str = include_str!("../../src/verdict/tests/logs/survivor-peer-node-lost.log");
+const RAISED_LOG: &str = include_str!("../../src/verdict/tests/logs/raised.log");
+const VICTIM_LOG: &str = include_str!("../../src/verdict/tests/logs/victim-socket-closed.log");
+
+/// Pod `pod` ended with `code` at 14:31:`second` (the kubelet's `finishedAt`), having
+/// printed `log`.
+fn ended(env: &Env, pod: &str, code: i32, second: u32, log: &str) {
+    env.server.bind_pod(NS, pod, NODE);
+    env.server.append_log(NS, pod, log);
+    env.server.close_log(NS, pod);
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": "Failed", "containerStatuses": container(false, json!({
+            "terminated": {"exitCode": code, "reason": "Error",
+                "startedAt": "2026-11-26T14:30:00Z",
+                "finishedAt": format!("2026-11-26T14:31:{second:02}Z")}
+        }))}),
+    );
+}
+
+/// The bug of issue 48 (item 5): the tasks on two nodes, one node dies, the survivor's
+/// all-reduce aborts (exit 1, not retryable) long before the cluster names the node
+/// lost. That exit must not decide while its peer has not ended: `wait` holds (a
+/// second watch), and when the peer's node is named lost, restarts at once, before the
+/// taint manager's eviction.
+#[test]
+fn a_survivors_collective_abort_beside_a_lost_peer_restarts_the_run() {
+    let env = Env::new();
+    spawn_run(&env, "sv", &["-w", "2", "--node-lost-after", "10s"]);
+    running(&env, "sv-worker-0");
+    running(&env, "sv-worker-1");
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "-t",
+            "sv",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+        ],
+    );
+    await_watches(&env, 1);
+    ended(&env, "sv-worker-0", 1, 40, SURVIVOR_LOG);
+    await_watches(&env, 2);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "wait decided on the survivor's abort"
+    );
+    lost(&env, "sv-worker-1", false);
+    let began = Instant::now();
+    while !env.server.get("pods", NS, "sv-worker-1").is_some_and(|p| {
+        p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
+            && p["metadata"].get("deletionTimestamp").is_none()
+    }) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("wait ended ({status}) before attempt 1");
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no attempt 1");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running(&env, "sv-worker-0");
+    running(&env, "sv-worker-1");
+    exited(&env, "sv-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run sv: worker-0 failed because of a peer (TensorFlow says so); waiting up to 70s for worker-1 to end or be named lost")
+        .stdout_has("run sv: restart 1/1 in 0s: pod sv-worker-1 (worker-1) was lost with its node: NodeLost: node node-1 not ready since 2026-01-01T00:01:00Z (it stopped reporting); re-creating its 2 pods (attempt 1)")
+        .stdout_has("run sv: force-deleting sv-worker-1 (its node stopped reporting")
+        .stdout_has("run sv: Succeeded");
+}
+
+/// The same abort, but no peer turns out lost within the bound (`--node-lost-after`
+/// and `--node-grace`): the survivor's failure stands, pointing at the peer it names,
+/// and nothing is restarted.
+#[test]
+fn a_survivors_abort_with_no_lost_peer_fails_the_run_after_the_bound() {
+    let env = Env::new();
+    spawn_run(&env, "nb", &["-w", "2", "--node-lost-after", "1s"]);
+    running(&env, "nb-worker-0");
+    running(&env, "nb-worker-1");
+    let child = start(
+        &env,
+        &["wait", "-t", "nb", "--restarts", "1", "--node-grace", "1s"],
+    );
+    await_watches(&env, 1);
+    ended(&env, "nb-worker-0", 1, 40, SURVIVOR_LOG);
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("run nb: worker-0 failed because of a peer (TensorFlow says so); waiting up to 2s for worker-1")
+        .stderr_has("error: run 'nb' failed: pod nb-worker-0 (worker-0) failed: exit code 1, reason Error; aborted because of its peer worker-1 (Collective ops is aborted by: failed to connect to all addresses")
+        .stderr_has("last log lines of pod nb-worker-0:")
+        .stdout_lacks("restart 1/1");
+    assert_eq!(
+        env.server.get("pods", NS, "nb-worker-0").unwrap()["metadata"]["labels"]["tf-spawner/attempt"],
+        "0",
+        "not restarted"
+    );
+}
+
+/// Issue 50 (item 1): worker 1 raised, worker 0 died of the collective it broke. A
+/// `wait` started after both ended and `status` name worker 1 with its last lines,
+/// whichever the kubelet ended first by a second's clock: the victim's own log says
+/// it was a peer's doing.
+#[test]
+fn a_late_wait_and_status_blame_the_task_that_failed_first() {
+    for (victim_at, raised_at) in [(43, 33), (33, 33), (32, 33)] {
+        let env = Env::new();
+        spawn_run(&env, "bl", &["-w", "2"]);
+        ended(&env, "bl-worker-0", 1, victim_at, VICTIM_LOG);
+        ended(&env, "bl-worker-1", 1, raised_at, RAISED_LOG);
+        let blamed = "pod bl-worker-1 (worker-1) failed: exit code 1, reason Error";
+        let out = env.run(&["status", "-t", "bl"]);
+        out.success()
+            .stdout_has(&format!("verdict: Failed — {blamed}\n"))
+            .stdout_has("last log lines of pod bl-worker-1:")
+            .stdout_has("RequestedFailure: worker-1: failing after epoch 2");
+        let out = env.run(&["wait", "-t", "bl"]);
+        assert_eq!(out.code, 3, "{out:#?}");
+        out.stderr_has(&format!("error: run 'bl' failed: {blamed}\n"))
+            .stderr_has("last log lines of pod bl-worker-1:");
+    }
+}
+
+/// Every task of the attempt on a node that stopped reporting: nothing reachable is
+/// stopped by the restart, so if the node is only cut off its tasks train on; the
+/// restart says so (docs/preemption.md, "A partitioned node"). Not when a task was
+/// elsewhere (the test above).
+#[test]
+fn a_restart_of_a_run_wholly_on_lost_nodes_warns_of_a_partition() {
+    let env = Env::new();
+    spawn_run(&env, "wl", &["-w", "2", "--node-lost-after", "10s"]);
+    running(&env, "wl-worker-0");
+    running(&env, "wl-worker-1");
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "-t",
+            "wl",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+        ],
+    );
+    await_watches(&env, 1);
+    lost(&env, "wl-worker-0", false);
+    lost(&env, "wl-worker-1", true);
+    let began = Instant::now();
+    while !["wl-worker-0", "wl-worker-1"].iter().all(|name| {
+        env.server.get("pods", NS, name).is_some_and(|p| {
+            p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
+                && p["metadata"].get("deletionTimestamp").is_none()
+        })
+    }) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("wait ended ({status}) before attempt 1");
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no attempt 1");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running(&env, "wl-worker-0");
+    running(&env, "wl-worker-1");
+    exited(&env, "wl-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run wl: force-deleting wl-worker-0, wl-worker-1 (its node stopped reporting")
+        .stderr_has("note: run wl: every task of attempt 0 was on a node that stopped reporting; if it is cut off rather than dead, they may train on and write to the run's volume");
+}
+
+/// A live `wait` without restarts that hears the victim first (the kubelet reported its
+/// exit before the peer's): it holds the verdict for the peer it names, and names the
+/// peer once it ends, with the peer's last lines.
+#[test]
+fn a_live_wait_that_sees_the_victim_first_names_the_peer() {
+    let env = Env::new();
+    spawn_run(&env, "lv", &["-w", "2"]);
+    running(&env, "lv-worker-0");
+    running(&env, "lv-worker-1");
+    let child = start(&env, &["wait", "-t", "lv"]);
+    await_watches(&env, 1);
+    ended(&env, "lv-worker-0", 1, 33, VICTIM_LOG);
+    await_watches(&env, 2);
+    ended(&env, "lv-worker-1", 1, 33, RAISED_LOG);
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("run lv: worker-0 failed because of a peer (TensorFlow says so); waiting up to 15s for worker-1 to end or be named lost")
+        .stderr_has("error: run 'lv' failed: pod lv-worker-1 (worker-1) failed: exit code 1, reason Error\n")
+        .stderr_has("worker-1 | RequestedFailure: worker-1: failing after epoch 2");
+}

@@ -88,12 +88,18 @@ fn control(action: &str) {
     assert!(status.success(), "{command} {action}: {status}");
 }
 
-/// Kills the second node; brings it back when dropped (a failed test included).
+/// Kills the second node (or, `cut`, its kubelet alone: its containers run on); brings
+/// it back when dropped (a failed test included).
 struct Killed;
 
 impl Killed {
     fn node() -> Killed {
         control("kill");
+        Killed
+    }
+
+    fn cut() -> Killed {
+        control("cut");
         Killed
     }
 }
@@ -323,6 +329,266 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     drop(killed);
     eprintln!(
         "nodes: node killed after epoch 2; the run resumed from epoch {epoch} on the other node and succeeded {:.0} s after the kill",
+        took.as_secs_f64()
+    );
+}
+
+/// The pod template of a run spread over both nodes, one task per node as a real
+/// scheduler spreads them: the first attempt's pods (`tf-spawner/attempt: "0"`) may not
+/// share a node (a required anti-affinity on that label), the restarted ones, whose
+/// selector matches only the first attempt's pods (gone by then), go where they fit.
+fn spread(c: &Cluster, tag: &str) -> std::path::PathBuf {
+    spread_preferring(c, tag, "pod-spread.yaml", "")
+}
+
+/// [`spread`]'s template, with `preference` (a node affinity) added to its affinity.
+fn spread_preferring(c: &Cluster, tag: &str, name: &str, preference: &str) -> std::path::PathBuf {
+    c.write(
+        name,
+        &format!(
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: worker
+spec:
+  restartPolicy: Never
+  tolerations:
+    - {{key: tf-spawner.test/second-node, operator: Exists, effect: NoSchedule}}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels: {{training_attempt: {tag}, tf-spawner/attempt: \"0\"}}
+{preference}  containers:
+    - name: tensorflow
+      image: {TF_IMAGE}
+      imagePullPolicy: IfNotPresent
+      resources:
+        requests: {{cpu: 10m, memory: 32Mi}}
+"
+        ),
+    )
+}
+
+/// Issue 48 (item 5): two MNIST workers on two nodes, the second node killed. The
+/// survivor's all-reduce aborts (exit 1, not retryable) long before the cluster names
+/// the node lost; `wait` holds that verdict until the peer's fate is known, and restarts
+/// when its node is named lost, on the healthy node, from the backup.
+#[tokio::test]
+async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
+    let test = "a_run_spread_over_two_nodes_survives_the_loss_of_one";
+    let Some(c) = Cluster::new("node-spread").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    let t = tag("spread");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let pod_file = spread(&c, &t);
+    let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
+    args.extend(["--node-lost-after", "10s"]);
+    spawn(&c, &t, &script, &pod_file, &args).await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "600s",
+    ]);
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            let log = c
+                .run(&["logs", "-t", &t, "--task", "worker-0"])
+                .await
+                .stdout;
+            log.contains("Epoch 3/12").then_some(())
+        },
+    )
+    .await;
+    let placed = nodes_of(&c.pods(&t).await);
+    assert!(
+        placed.iter().filter(|(_, n)| n == &node).count() == 1,
+        "one task on each node: {placed:?}"
+    );
+    let killed_at = Instant::now();
+    let killed = Killed::node();
+    let out = child.wait_with_output().await.expect("wait ends");
+    let took = killed_at.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c
+        .run(&["logs", "-t", &t, "--task", "worker-0"])
+        .await
+        .stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    // The survivor's abort was seen, held, and the lost peer restarted the run.
+    assert!(
+        stdout.contains("failed because of a peer (TensorFlow says so)"),
+        "{stdout}"
+    );
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
+        "{stdout}"
+    );
+    let moved = nodes_of(&c.pods(&t).await);
+    assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
+    assert!(log.contains("attempt 1\n"), "{log}");
+    assert!(log.contains("worker-0: resuming from epoch "), "{log}");
+    assert!(log.contains("Epoch 12/12"), "{log}");
+    drop(killed);
+    eprintln!(
+        "nodes: a run spread over two nodes lost one and succeeded {:.0} s after the kill",
+        took.as_secs_f64()
+    );
+}
+
+/// The node affinity preferring (`In`) or avoiding (`NotIn`) the second node.
+fn second_node_preference(operator: &str) -> String {
+    format!(
+        "    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          preference:
+            matchExpressions:
+              - {{key: tf-spawner.test/second-node, operator: {operator}, values: [\"true\"]}}
+"
+    )
+}
+
+/// Issue 48 (item 6): the partitioned node. The chief, which writes the backup, is on
+/// the second node, the worker on the first; the second node is cut off (its kubelet
+/// gone, its containers alive, their network intact), so the old attempt trains on
+/// while the cluster names the node lost and evicts the chief. The restart stops the
+/// worker on the reachable node first (its pod is deleted, it ends on SIGTERM), so the
+/// old chief's next all-reduce fails and it writes nothing more; only then are the new
+/// pods created. The new attempt resumes from the backup, inside the training (not
+/// from epoch 1, as it would had the old chief finished and deleted it), and ends.
+#[tokio::test]
+async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
+    let test = "a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup";
+    let Some(c) = Cluster::new("node-cut").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    let t = tag("cut");
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write(
+        "entrypoint.sh",
+        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=80"),
+    );
+    let chief = spread_preferring(&c, &t, "chief.yaml", &second_node_preference("In"));
+    let worker = spread_preferring(&c, &t, "worker.yaml", &second_node_preference("NotIn"));
+    let mut args = vec![
+        "-w",
+        "1",
+        "--chief",
+        "--chief-pod-file",
+        chief.to_str().unwrap(),
+    ];
+    args.extend(["--volume", "out", "-c", entry.to_str().unwrap()]);
+    args.extend(["--node-lost-after", "5s"]);
+    spawn(&c, &t, &script, &worker, &args).await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "600s",
+    ]);
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            let log = c.run(&["logs", "-t", &t, "--task", "chief-0"]).await.stdout;
+            log.contains("Epoch 3/80").then_some(())
+        },
+    )
+    .await;
+    let placed = nodes_of(&c.pods(&t).await);
+    let chief_pod = format!("{t}-chief-0");
+    assert!(
+        placed.iter().any(|(p, n)| p == &chief_pod && n == &node)
+            && placed.iter().filter(|(_, n)| n == &node).count() == 1,
+        "the chief alone on the second node: {placed:?}"
+    );
+    let cut_at = Instant::now();
+    let cut = Killed::cut();
+    let out = child.wait_with_output().await.expect("wait ends");
+    let took = cut_at.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c.run(&["logs", "-t", &t, "--task", "chief-0"]).await.stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nchief-0:\n{log}"
+    );
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
+        "{stdout}"
+    );
+    // Not every task was on the cut node: no warning about tasks training on.
+    assert!(
+        !stderr.contains("if it is cut off rather than dead"),
+        "{stderr}"
+    );
+    assert!(log.contains("attempt 1\n"), "{log}");
+    let epoch: u32 = log
+        .lines()
+        .find_map(|l| l.split_once("chief-0: resuming from epoch "))
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
+    assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
+    assert!(log.contains("Epoch 80/80"), "{log}");
+    assert!(log.contains("chief-0: model saved to "), "{log}");
+    drop(cut);
+    eprintln!(
+        "nodes: the chief's node cut off in epoch 3; the run resumed from epoch {epoch} on the other node and succeeded {:.0} s after the cut",
         took.as_secs_f64()
     );
 }

@@ -4,12 +4,15 @@
 //! news, then the verdict); `json.rs` the documented `-o json` shape; `common.rs` what
 //! both say alike (a lost node's reason, the restart's cause, the stall).
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 
 use crate::cli::StatusArgs;
 use crate::ops::status::{Known, known, pending_events};
 use crate::output::{self, ReportFormat};
 use crate::settings::Settings;
+use crate::verdict::Verdict;
 
 mod common;
 mod json;
@@ -18,10 +21,16 @@ mod table;
 pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     let cluster = settings.connect()?;
     let Known {
-        tracker,
+        mut tracker,
         record,
         helpers,
     } = known(&cluster, args.tag.as_str(), args.all_workers).await?;
+    // A failed run: its failed tasks' last lines tell which failed because of a peer,
+    // and the one that decides is shown with its own.
+    let last_lines = match tracker.verdict() {
+        Verdict::Failed(_) => crate::ops::blame::read_failed(&cluster, &mut tracker).await,
+        _ => BTreeMap::new(),
+    };
     let record = record.as_ref();
     let events = pending_events(&cluster, &tracker, record).await;
     let training = crate::ops::training::tail(&cluster, &tracker).await;
@@ -38,13 +47,21 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
             );
             serde_json::to_string_pretty(&json)? + "\n"
         }
-        ReportFormat::Table => table::render(
-            &tracker,
-            (record, &helpers),
-            (&events, (&training, settings.stall_after.value)),
-            now,
-            args.all_workers,
-        ),
+        ReportFormat::Table => {
+            let mut text = table::render(
+                &tracker,
+                (record, &helpers),
+                (&events, (&training, settings.stall_after.value)),
+                now,
+                args.all_workers,
+            );
+            if let Verdict::Failed(f) = tracker.verdict()
+                && let (Some(pod), Some(lines)) = (tracker.get(&f.pod), last_lines.get(&f.pod))
+            {
+                text.push_str(&crate::ops::blame::shown(pod, lines));
+            }
+            text
+        }
     };
     output::print(&text)?;
     Ok(())

@@ -46,10 +46,25 @@ pub fn render(
         helper_lines(helpers, tracker.tag(), now),
         attempt_line(tracker, &pods),
         progress_section(tracker, training, stall_after, now),
+        victim_lines(tracker),
         verdict_line(tracker, record),
         timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line() + "\n"),
     ];
     sections.concat()
+}
+
+/// One line per task that failed because of a peer, as TensorFlow said in its last
+/// lines (`verdict/peer.rs`): what it died of, pointing at the peer.
+fn victim_lines(tracker: &Tracker) -> String {
+    tracker
+        .failures()
+        .iter()
+        .filter_map(|f| {
+            let abort = f.after_peer.as_ref()?;
+            let who = f.task.map_or_else(|| f.pod.clone(), |t| t.id());
+            Some(format!("{who}: failed, {abort}\n"))
+        })
+        .collect()
 }
 
 /// A run whose pods are all gone: what its record says.

@@ -305,3 +305,45 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
         "0/1 nodes are available"
     );
 }
+
+/// Worker `index` failed with exit 1 at 14:31:`second` (its container's `finishedAt`).
+fn failed_at(index: u32, second: u32) -> crate::verdict::PodView {
+    let mut p = pod(&format!("worker-{index}"), "Failed");
+    p["status"]["containerStatuses"] = serde_json::json!([{
+        "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"terminated": {"exitCode": 1, "reason": "Error",
+            "startedAt": "2026-11-26T14:30:00Z",
+            "finishedAt": format!("2026-11-26T14:31:{second:02}Z")}}
+    }]);
+    view(p)
+}
+
+/// Issue 50: worker 1 raised, worker 0 died of the collective it broke (real
+/// TensorFlow logs, `verdict/tests/logs/`). The morning after, `status` names worker 1,
+/// whichever order the kubelet's clock gives the two exits, and says what worker 0 died
+/// of; pinned in both orders.
+#[test]
+fn the_task_that_failed_first_is_blamed_in_both_orders() {
+    let victim = include_str!("../../verdict/tests/logs/victim-socket-closed.log");
+    let raised = include_str!("../../verdict/tests/logs/raised.log");
+    for (name, victim_at, raised_at) in [("raised_first", 43, 33), ("victim_first", 32, 33)] {
+        let mut t = Tracker::new("t", false);
+        t.replace(vec![failed_at(0, victim_at), failed_at(1, raised_at)]);
+        t.note_log("t-worker-0", victim);
+        t.note_log("t-worker-1", raised);
+        let text = render(
+            &t,
+            (None, &[]),
+            (&Events::new(), (&Training::default(), None)),
+            1795703520,
+            false,
+        );
+        assert!(
+            text.contains(
+                "verdict: Failed — pod t-worker-1 (worker-1) failed: exit code 1, reason Error\n"
+            ),
+            "{name}: {text}"
+        );
+        insta::assert_snapshot!(name, text);
+    }
+}

@@ -1,0 +1,146 @@
+//! A task that failed because of a peer: TensorFlow's texts recognised (`verdict/peer.rs`)
+//! in logs of the real shape (`logs/`: the lines TensorFlow's source prints, in the
+//! traceback Python and Keras wrap them in), and the blame that follows, in both orders
+//! the kubelet may report the two exits.
+
+use super::*;
+use crate::verdict::peer::recognise;
+
+fn log(name: &str) -> &'static str {
+    match name {
+        "survivor" => include_str!("logs/survivor-peer-node-lost.log"),
+        "raised" => include_str!("logs/raised.log"),
+        "victim" => include_str!("logs/victim-socket-closed.log"),
+        "heartbeat" => include_str!("logs/coordination-heartbeat.log"),
+        "leader" => include_str!("logs/leader-gone.log"),
+        _ => unreachable!(),
+    }
+}
+
+fn worker(index: u32) -> Task {
+    Task {
+        role: Role::Worker,
+        index,
+    }
+}
+
+#[test]
+fn tensorflows_peer_failures_are_recognised_with_the_peer_they_name() {
+    let cases = [
+        (
+            "survivor",
+            0,
+            Some(1),
+            "Collective ops is aborted by: failed to connect",
+        ),
+        (
+            "victim",
+            0,
+            Some(1),
+            "Collective ops is aborted by: Socket closed",
+        ),
+        ("heartbeat", 0, Some(1), "2026-11-26 14:03:12.551230: E "),
+        ("leader", 1, Some(0), "2026-11-26 14:03:14.110982: E "),
+    ];
+    for (name, own, peer, line) in cases {
+        let abort = recognise(log(name), Some(worker(own))).expect(name);
+        assert_eq!(abort.peer, peer.map(worker), "{name}");
+        assert!(abort.line.starts_with(line), "{name}: {}", abort.line);
+        assert!(abort.line.chars().count() <= 161, "{name}: {}", abort.line);
+    }
+    // A task's own error is no peer's; a peer failure naming only the task itself names
+    // no peer.
+    assert_eq!(recognise(log("raised"), Some(worker(1))), None);
+    let own_only = "Collective ops is aborted by: Socket closed\nAdditional GRPC error information from remote target /job:worker/replica:0/task:0:\n";
+    let abort = recognise(own_only, Some(worker(0))).unwrap();
+    assert_eq!(abort.peer, None);
+    assert_eq!(
+        abort.to_string(),
+        "aborted because of a peer (Collective ops is aborted by: Socket closed)"
+    );
+}
+
+/// Worker `index` of run `t`, failed with exit 1 at `finished` (seconds after 14:31:00).
+fn exited_at(index: u32, finished: u32) -> Value {
+    let mut p = pod(&format!("worker-{index}"), "Failed");
+    p["status"]["containerStatuses"] = json!([{
+        "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
+        "state": {"terminated": {"exitCode": 1, "reason": "Error",
+            "startedAt": "2026-11-26T14:30:00Z",
+            "finishedAt": format!("2026-11-26T14:31:{finished:02}Z")}}
+    }]);
+    p
+}
+
+fn decided(t: &Tracker) -> Failure {
+    match t.verdict() {
+        Verdict::Failed(f) => f,
+        v => panic!("{v:?}"),
+    }
+}
+
+const RAISED: &str = "pod t-worker-1 (worker-1) failed: exit code 1, reason Error";
+const VICTIM: &str = "pod t-worker-0 (worker-0) failed: exit code 1, reason Error; aborted because of its peer worker-1 (Collective ops is aborted by: Socket closed)";
+
+/// Worker 1 raised at 14:31:33, worker 0's collective aborted at 14:31:43: `status` the
+/// next morning (one list) names worker 1, by the kubelet's times and by the logs.
+#[test]
+fn a_snapshot_blames_the_task_that_failed_first_by_the_kubelets_times() {
+    let mut t = tracker(vec![exited_at(0, 43), exited_at(1, 33)], false);
+    assert_eq!(decided(&t).to_string(), RAISED);
+    t.note_log("t-worker-0", log("victim"));
+    t.note_log("t-worker-1", log("raised"));
+    assert_eq!(decided(&t).to_string(), RAISED);
+    let failures: Vec<String> = t.failures().iter().map(ToString::to_string).collect();
+    assert_eq!(failures, [VICTIM, RAISED]);
+}
+
+/// The other order: the kubelet ended the victim first (a second's resolution, a busy
+/// node). Its log says it was a peer's doing: the peer is named, in a snapshot and in a
+/// follow that saw the victim first.
+#[test]
+fn a_victim_reported_first_is_not_blamed() {
+    let mut t = tracker(vec![exited_at(0, 33), exited_at(1, 33)], false);
+    t.note_log("t-worker-0", log("victim"));
+    t.note_log("t-worker-1", log("raised"));
+    assert_eq!(decided(&t).to_string(), RAISED);
+    let mut t = Tracker::new("t", false);
+    t.replace(vec![
+        view(pod("worker-0", "Running")),
+        view(pod("worker-1", "Running")),
+    ]);
+    t.update(view(exited_at(0, 30)));
+    t.note_log("t-worker-0", log("victim"));
+    let alone = decided(&t);
+    assert_eq!(alone.to_string(), VICTIM);
+    assert!(t.peers_unended(&alone), "worker-1 still runs");
+    t.update(view(exited_at(1, 33)));
+    t.note_log("t-worker-1", log("raised"));
+    let both = decided(&t);
+    assert_eq!(both.to_string(), RAISED);
+    assert!(!t.peers_unended(&both));
+}
+
+/// The survivor's abort while its peer's node stopped reporting: the loss decides (a
+/// removal, retried), before the taint manager's eviction.
+#[test]
+fn a_survivors_abort_beside_a_lost_peer_is_the_peers_loss() {
+    let mut t = tracker(vec![exited_at(0, 40), pod("worker-1", "Running")], false);
+    t.note_log("t-worker-0", log("survivor"));
+    let f = decided(&t);
+    assert!(f.after_peer.is_some() && t.peers_unended(&f), "{f}");
+    assert!(!retryable::RestartOn::default().retries(&f.kind), "{f}");
+    t.update(view(on_a_lost_node("worker-1", false)));
+    let f = decided(&t);
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was lost with its node: NodeLost: node node-b not ready since 2024-01-01T00:01:00Z (it stopped reporting)"
+    );
+    assert!(retryable::RestartOn::default().retries(&f.kind), "{f}");
+    // Without the survivor's word the lost node is only named, not yet a failure.
+    let t = tracker(
+        vec![exited_at(0, 40), on_a_lost_node("worker-1", false)],
+        false,
+    );
+    assert_eq!(decided(&t).pod, "t-worker-0");
+}
