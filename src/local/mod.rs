@@ -676,6 +676,7 @@ mod tests {
             volume: None,
             resources: Default::default(),
             hardening: Default::default(),
+            experiment: None,
         }
     }
 
