@@ -29,3 +29,4 @@ mod shared;
 mod spawn;
 mod start;
 mod stop;
+mod sweep;

@@ -58,7 +58,9 @@ impl View {
             }
         }
         let key = format!("{} {} {}", row.state, show::short(t), t.epochs_done);
-        if key != row.shown {
+        // A verdict is the run's end's line (`ended`), with its reason.
+        let end = matches!(row.state.as_str(), "Succeeded" | "Failed");
+        if key != row.shown && !end {
             row.shown = key;
             let _ = output::print(&format!("{line}\n"));
         }
