@@ -2,6 +2,9 @@
 """Keras MNIST with MultiWorkerMirroredStrategy, for tf-spawner.
 
     tf-spawner -w 4 examples/mnist.py
+    tf-spawner sweep -w 2 examples/mnist.py --param lr=1e-2,1e-3 -- --lr {lr}
+
+Arguments: --lr RATE, Adam's learning rate (default 1e-3; a sweep's parameter).
 
 Every worker runs this same script; tf-spawner gives each one TF_CONFIG. The chief
 (the `chief` task if there is one, else worker 0) saves the trained model to
@@ -198,6 +201,17 @@ def make_dataset(x, y, global_batch, training):
     return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
+def learning_rate():
+    """`--lr RATE` among the arguments (a sweep fills it in), else 1e-3."""
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        if arg == "--lr" and i + 1 < len(args):
+            return float(args[i + 1])
+        if arg.startswith("--lr="):
+            return float(arg.split("=", 1)[1])
+    return 1e-3
+
+
 def build_model():
     model = tf.keras.Sequential([
         tf.keras.layers.Input(shape=(28, 28, 1)),
@@ -210,7 +224,7 @@ def build_model():
         tf.keras.layers.Dense(10),
     ])
     model.compile(
-        optimizer=tf.keras.optimizers.Adam(learning_rate=1e-3),
+        optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate()),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )

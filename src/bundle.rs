@@ -508,6 +508,7 @@ mod tests {
             volume: None,
             resources: Default::default(),
             hardening: Default::default(),
+            experiment: None,
         };
         let plan = build(&req).unwrap();
         let binary = plan.config_map.binary_data.as_ref().unwrap();

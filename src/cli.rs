@@ -74,6 +74,45 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout
     Man,
+    /// Run an experiment: the spawn's script and flags once per combination of
+    /// parameters (--param lr=0.1,0.01: a grid) or per sample (--samples K of ranges),
+    /// each an ordinary run tagged NAME-1 … NAME-K, so many at a time, followed to the
+    /// end: exit 0 when every run succeeded, 3 when one failed (docs/experiments.md)
+    Sweep(Box<SweepArgs>),
+}
+
+/// `tf-spawner sweep`: the spawn's flags and script, and the parameters.
+#[derive(Debug, Args, Clone)]
+pub struct SweepArgs {
+    /// A parameter and its values, repeatable: NAME=V1,V2,… (a grid takes every
+    /// combination), or a range for a random search (--samples): NAME=LO..HI (uniform),
+    /// NAME=log:LO..HI (log-uniform), NAME=int:LO..HI (an integer, both ends included).
+    /// The script gets it as {NAME} in its arguments (-- --lr {lr}) and as
+    /// $TF_SPAWNER_PARAM_NAME (upper-cased)
+    #[arg(long = "param", value_name = "NAME=VALUES")]
+    pub params: Vec<String>,
+
+    /// A random search: K runs, each parameter drawn from its values or its range
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "K")]
+    pub samples: Option<u32>,
+
+    /// The random search's seed [default: a random one, printed and recorded]
+    #[arg(long, requires = "samples", value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Runs at a time [default: as many as the namespace's quotas hold; every run with
+    /// --queue or --gang; with --local one]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub parallel: Option<u32>,
+
+    /// Take up experiment NAME where it stopped (Ctrl-C, a lost connection): its runs
+    /// that exist are followed, the others started, none twice; its flags, script and
+    /// parameters are the ones it was started with
+    #[arg(long, value_name = "NAME")]
+    pub resume: Option<Tag>,
+
+    #[command(flatten)]
+    pub spawn: SpawnArgs,
 }
 
 /// Diagnostics and verbosity, for every command.

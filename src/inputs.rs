@@ -114,6 +114,7 @@ pub async fn spawn_request(
         volume,
         resources: args.resources.clone(),
         hardening: args.hardening,
+        experiment: None,
     })
 }
 
@@ -259,6 +260,6 @@ async fn load_template(path: &Path, what: &str) -> Result<Pod> {
     Ok(pod)
 }
 
-fn invocation_id() -> String {
+pub(crate) fn invocation_id() -> String {
     format!("{:016x}", rand::random::<u64>())
 }

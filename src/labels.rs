@@ -138,11 +138,9 @@ pub const KEEP_ANNOTATION: &str = "tf-spawner/keep";
 /// On every object of each run of an experiment (`tf-spawner sweep`, issue 47): the
 /// experiment's name, so `compare`, `list`, `tensorboard` and `-d --experiment` find its
 /// runs with one label selector.
-#[allow(dead_code)] // until the sweep lands
 pub const EXPERIMENT_LABEL: &str = "tf-spawner/experiment";
 /// On the run's ConfigMap of a sweep's run: its parameters, as a JSON object of name to
 /// value as text (`{"lr":"0.1","batch":"64"}`).
-#[allow(dead_code)] // until the sweep lands
 pub const PARAMS_ANNOTATION: &str = "tf-spawner/params";
 
 /// The variable that tells the training script where the run's volume is mounted (with
@@ -182,6 +180,11 @@ pub fn kueue_group_name(tag: &str, invocation: &str) -> String {
 
 pub fn config_map_name(tag: &str) -> String {
     format!("{tag}-script")
+}
+
+/// An experiment's record (`tf-spawner sweep`, `cluster/experiment.rs`).
+pub fn experiment_record_name(experiment: &str) -> String {
+    format!("{experiment}-experiment")
 }
 
 pub fn secret_name(tag: &str) -> String {

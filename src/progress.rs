@@ -120,8 +120,21 @@ pub fn training_line(training: &Training) -> String {
 /// The key of the training's line among the roles' (no role has this name).
 const TRAINING: &str = "training";
 
+/// What a wait followed by a view of several runs (a sweep's, `ops/sweep.rs`) sends
+/// instead of drawing its own lines: the run's verdict so far, its training.
+#[derive(Debug, Clone)]
+pub enum Seen {
+    State { tag: String, state: String },
+    Training { tag: String, training: Training },
+}
+
+/// Where a wait's [`Seen`] goes.
+pub type Observer = tokio::sync::mpsc::UnboundedSender<Seen>;
+
 /// Where progress goes.
 pub enum Progress {
+    /// To a view of several runs.
+    Observed { tag: String, to: Observer },
     Bars {
         multi: MultiProgress,
         bars: BTreeMap<String, ProgressBar>,
@@ -150,6 +163,13 @@ impl Progress {
     pub fn show(&mut self, tracker: &Tracker) {
         let summary = tracker.summary();
         match self {
+            Progress::Observed { tag, to } => {
+                let state = tracker.verdict().name().to_string();
+                let _ = to.send(Seen::State {
+                    tag: tag.clone(),
+                    state,
+                });
+            }
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 for role in &summary {
@@ -184,6 +204,12 @@ impl Progress {
             return;
         }
         match self {
+            Progress::Observed { tag, to } => {
+                let _ = to.send(Seen::Training {
+                    tag: tag.clone(),
+                    training: training.clone(),
+                });
+            }
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 let bar = bar(multi, bars, TRAINING);
@@ -204,6 +230,7 @@ impl Progress {
     pub fn show_stall(&mut self, training: &Training, stalled: &str) {
         let line = format!("{} — {stalled}", training_line(training));
         match self {
+            Progress::Observed { .. } => {}
             Progress::Bars { multi, bars } => {
                 let width = terminal_width();
                 let bar = bar(multi, bars, TRAINING);

@@ -20,31 +20,47 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Writes the plan to `out`.
 pub fn write(plan: &Plan, format: OutputFormat, out: &mut impl Write) -> Result<()> {
+    write_plans(std::iter::once(Ok(plan)), format, out)
+}
+
+/// Writes several plans (a sweep's runs) to `out` as one YAML stream or one JSON `List`,
+/// each plan made when its turn comes.
+pub fn write_plans<P: std::borrow::Borrow<Plan>>(
+    plans: impl IntoIterator<Item = Result<P>>,
+    format: OutputFormat,
+    out: &mut impl Write,
+) -> Result<()> {
     match format {
         OutputFormat::Json => {
             out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [")?;
             let mut first = true;
-            for_each_object(plan, |object| {
-                out.write_all(if first { b"\n" } else { b",\n" })?;
-                first = false;
-                let text = serde_json::to_string_pretty(&object)?;
-                for (i, line) in text.lines().enumerate() {
-                    if i > 0 {
-                        out.write_all(b"\n")?;
+            for plan in plans {
+                for_each_object(plan?.borrow(), |object| {
+                    out.write_all(if first { b"\n" } else { b",\n" })?;
+                    first = false;
+                    let text = serde_json::to_string_pretty(&object)?;
+                    for (i, line) in text.lines().enumerate() {
+                        if i > 0 {
+                            out.write_all(b"\n")?;
+                        }
+                        out.write_all(b"    ")?;
+                        out.write_all(line.as_bytes())?;
                     }
-                    out.write_all(b"    ")?;
-                    out.write_all(line.as_bytes())?;
-                }
-                Ok(())
-            })?;
+                    Ok(())
+                })?;
+            }
             out.write_all(b"\n  ]\n}\n")?;
         }
-        OutputFormat::Yaml => for_each_object(plan, |object| {
-            out.write_all(b"---\n")?;
-            let yaml = serde_saphyr::to_string(&object).context("cannot write YAML")?;
-            out.write_all(yaml.as_bytes())?;
-            Ok(())
-        })?,
+        OutputFormat::Yaml => {
+            for plan in plans {
+                for_each_object(plan?.borrow(), |object| {
+                    out.write_all(b"---\n")?;
+                    let yaml = serde_saphyr::to_string(&object).context("cannot write YAML")?;
+                    out.write_all(yaml.as_bytes())?;
+                    Ok(())
+                })?;
+            }
+        }
     }
     out.flush()?;
     Ok(())
@@ -61,6 +77,15 @@ pub fn render(plan: &Plan, format: OutputFormat) -> Result<String> {
 /// Writes to stdout; a reader that goes away (`| head`) ends the output quietly.
 pub fn to_stdout(plan: &Plan, format: OutputFormat) -> Result<()> {
     crate::output::stream(|out| write(plan, format, out))?;
+    Ok(())
+}
+
+/// [`write_plans`] to stdout, as [`to_stdout`].
+pub fn plans_to_stdout(
+    plans: impl IntoIterator<Item = Result<Plan>>,
+    format: OutputFormat,
+) -> Result<()> {
+    crate::output::stream(|out| write_plans(plans, format, out))?;
     Ok(())
 }
 

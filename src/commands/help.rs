@@ -251,6 +251,10 @@ const ABOUTS: &[(&str, &str)] = &[
         "Show the effective defaults and where each comes from",
     ),
     ("completions", "Print a shell completion script"),
+    (
+        "sweep",
+        "Run an experiment: a run per combination of --param values, followed to the end",
+    ),
 ];
 
 fn shape(arg: Arg, id: &str) -> Arg {

@@ -65,6 +65,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
                 after,
                 on: ops::wait::OnStall::Warn,
             }),
+            observer: None,
         };
         ops::wait::run(&cluster, &wait).await?;
     }

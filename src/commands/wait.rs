@@ -37,6 +37,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
             after,
             on: args.on_stall,
         }),
+        observer: None,
     };
     wait::run(&cluster, &wait).await
 }

@@ -678,6 +678,7 @@ mod tests {
             volume: None,
             resources: Default::default(),
             hardening: Default::default(),
+            experiment: None,
         }
     }
 

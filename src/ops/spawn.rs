@@ -117,12 +117,37 @@ async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
     };
     let (quotas, nodes) = tokio::join!(cluster.resource_quotas(), nodes);
     if let Some(quotas) = quotas? {
-        preflight::quota::check(&quotas, &run, cluster.namespace()).map_err(anyhow::Error::msg)?;
+        preflight::quota::check(&quotas, &run, cluster.namespace())
+            .map_err(|line| anyhow::Error::new(QuotaShort(line)))?;
     }
     if let Some(warning) = nodes.and_then(|n| preflight::nodes::check(&n, &run)) {
         output::warning(&warning);
     }
     Ok(())
+}
+
+/// The pre-flight's refusal for want of quota: a sweep waits for its runs to free
+/// some and tries again (`ops/sweep.rs`).
+#[derive(Debug)]
+pub(crate) struct QuotaShort(pub String);
+
+impl std::fmt::Display for QuotaShort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for QuotaShort {}
+
+/// How many runs like `plan` the namespace's quotas hold at once now, and why that many
+/// (`preflight::quota::room`); `None` when no quota bounds them or the quotas cannot be
+/// read.
+pub(crate) async fn room(cluster: &Cluster, plan: &Plan) -> Result<Option<(u64, String)>> {
+    let run = preflight::RunObjects::of(plan);
+    Ok(cluster
+        .resource_quotas()
+        .await?
+        .and_then(|quotas| preflight::quota::room(&quotas, &run)))
 }
 
 enum Stop {

@@ -80,6 +80,9 @@ pub struct Wait {
     pub restarts: super::restart::Restarts,
     /// `--stall-after` and `--on-stall`, if a bound is set.
     pub stall: Option<Stall>,
+    /// A view of several runs (a sweep's) that shows this run: its state and training
+    /// go there instead of this wait's own progress lines.
+    pub observer: Option<crate::progress::Observer>,
 }
 
 enum Done {
@@ -220,7 +223,13 @@ async fn follow(
     wait: &Wait,
     tracker: &mut Tracker,
 ) -> Result<(Outcome, Training)> {
-    let progress = RefCell::new(Progress::new());
+    let progress = RefCell::new(match &wait.observer {
+        Some(to) => Progress::Observed {
+            tag: wait.tag.clone(),
+            to: to.clone(),
+        },
+        None => Progress::new(),
+    });
     let (seen, seen_by_timer) = watch::channel(StartSeen::default());
     let (deciding, deciding_rx) = watch::channel(None::<PodView>);
     let (training_tx, mut training) = watch::channel(Training::default());

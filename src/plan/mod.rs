@@ -16,7 +16,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
-    ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, INDEX_LABEL,
+    ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL,
+    INDEX_LABEL, PARAMS_ANNOTATION,
     INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
     KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NETWORK_POLICY_ANNOTATION,
     NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
@@ -75,6 +76,28 @@ pub struct SpawnRequest {
     pub hardening: security::Hardening,
     /// What each task asks of its node (docs/resources.md).
     pub resources: Resources,
+    /// A run of a sweep: the experiment's label on every object, the parameters on
+    /// the ConfigMap and as the TF container's variables.
+    pub experiment: Option<ExperimentRun>,
+}
+
+/// A run of an experiment (`tf-spawner sweep`): its name and this run's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentRun {
+    pub name: String,
+    pub params: sweep::Point,
+}
+
+impl ExperimentRun {
+    /// The variables its tasks get: `TF_SPAWNER_EXPERIMENT` and each parameter's
+    /// `TF_SPAWNER_PARAM_NAME` (pods and local processes alike).
+    pub fn variables(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        std::iter::once((sweep::EXPERIMENT_VAR.to_string(), self.name.clone())).chain(
+            self.params
+                .iter()
+                .map(|(name, value)| (sweep::param_var(name), value.clone())),
+        )
+    }
 }
 
 /// `--volume CLAIM[:PATH]`: an existing PersistentVolumeClaim mounted into every task's
@@ -394,7 +417,8 @@ fn task_labels(tag: &str, task: Task) -> BTreeMap<String, String> {
     labels
 }
 
-fn meta(req: &SpawnRequest, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+fn meta(req: &SpawnRequest, name: String, mut labels: BTreeMap<String, String>) -> ObjectMeta {
+    add_experiment_label(req, &mut labels);
     ObjectMeta {
         name: Some(name),
         namespace: Some(req.namespace.clone()),
@@ -478,6 +502,12 @@ fn record_annotations(req: &SpawnRequest, cluster: &ClusterSpec) -> BTreeMap<Str
             network_policy_name(&req.tag),
         );
     }
+    if let Some(experiment) = &req.experiment {
+        annotations.insert(
+            PARAMS_ANNOTATION.to_string(),
+            sweep::params_json(&experiment.params),
+        );
+    }
     annotations
 }
 
@@ -554,11 +584,19 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     }
 }
 
+/// A sweep's run: [`EXPERIMENT_LABEL`] on every object.
+fn add_experiment_label(req: &SpawnRequest, labels: &mut BTreeMap<String, String>) {
+    if let Some(experiment) = &req.experiment {
+        labels.insert(EXPERIMENT_LABEL.to_string(), experiment.name.clone());
+    }
+}
+
 /// A task pod's labels: the template's, the run's and task's, the attempt, Kueue's.
 fn pod_labels(req: &SpawnRequest, task: Task, template: &ObjectMeta) -> BTreeMap<String, String> {
     let mut labels = template.labels.clone().unwrap_or_default();
     labels.extend(task_labels(&req.tag, task));
     labels.insert(ATTEMPT_LABEL.to_string(), "0".to_string());
+    add_experiment_label(req, &mut labels);
     if let Some(queue) = req.scheduling.kueue_queue() {
         labels.insert(KUEUE_QUEUE_LABEL.to_string(), queue.clone());
         labels.insert(
@@ -796,6 +834,15 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
             }),
     );
 
+    if let Some(experiment) = &req.experiment {
+        let env = c.env.get_or_insert_with(Vec::new);
+        env.extend(experiment.variables().map(|(name, value)| EnvVar {
+            name,
+            value: Some(value),
+            value_from: None,
+        }));
+    }
+
     for (name, value) in crate::roles::TASK_DEFAULTS {
         let env = c.env.get_or_insert_with(Vec::new);
         if !env.iter().any(|e| e.name == name) && !req.env.contains_key(name) {
@@ -894,6 +941,7 @@ fn env_value(c: &mut Container, name: &str, value: &str) {
 
 pub mod network;
 pub mod security;
+pub mod sweep;
 
 #[cfg(test)]
 mod tests;

@@ -29,6 +29,7 @@ fn request(roles: Roles) -> SpawnRequest {
         volume: None,
         resources: Default::default(),
         hardening: Default::default(),
+        experiment: None,
     }
 }
 

@@ -70,6 +70,55 @@ fn check_one(quota: &ResourceQuota, run: &RunObjects, ns: &str) -> Result<(), St
     ))
 }
 
+/// How many runs like `run` the quotas leave room for at once, now: the fewest of
+/// every tracked resource's `(hard − used) / a run's need`, and that limit in words
+/// (`the quota 'q' leaves 4 requests.nvidia.com/gpu, a run needs 2`). `None`: no quota
+/// bounds such runs.
+pub fn room(quotas: &[ResourceQuota], run: &RunObjects) -> Option<(u64, String)> {
+    let mut best: Option<(u64, String)> = None;
+    for quota in quotas {
+        let name = quota.metadata.name.as_deref().unwrap_or_default();
+        let status = quota.status.as_ref();
+        let hard = read(status.and_then(|s| s.hard.as_ref()));
+        let used = read(status.and_then(|s| s.used.as_ref()));
+        if hard.is_empty() || hard.keys().any(|k| !used.contains_key(k)) {
+            continue;
+        }
+        let needs = needs_of(quota, run, &hard);
+        for (k, limit) in &hard {
+            let Some(need) = needs.get(k).copied().filter(|n| *n > 0) else {
+                continue;
+            };
+            let left = (limit - used[k]).max(0);
+            let fits = u64::try_from(left / need).unwrap_or(u64::MAX);
+            if best.as_ref().is_none_or(|(n, _)| fits < *n) {
+                let why = format!(
+                    "the quota '{name}' leaves {} {k}, a run needs {}",
+                    quantity::show(k, left),
+                    quantity::show(k, need)
+                );
+                best = Some((fits, why));
+            }
+        }
+    }
+    best
+}
+
+/// What the run uses of what `quota` tracks (its pods' scopes matched).
+fn needs_of(quota: &ResourceQuota, run: &RunObjects, hard: &Usage) -> Usage {
+    let mut needs = Usage::new();
+    for pods in &run.pods {
+        let tracked = hard.keys().any(|k| counts("pods", k));
+        if tracked && scopes_match(quota, Some(&pods.spec)) {
+            add(&mut needs, &pod_usage(&pods.spec), pods.count);
+        }
+    }
+    if scopes_match(quota, None) {
+        add_other_objects(&mut needs, run);
+    }
+    needs
+}
+
 /// A quota's `hard` or `used`, as exact amounts.
 fn read(m: Option<&BTreeMap<String, Quantity>>) -> Usage {
     m.into_iter()

@@ -143,7 +143,7 @@ pub fn report(t: &Training) -> Option<String> {
 }
 
 /// A metric as printed (Keras prints 4 decimals; shorter when exact).
-fn value(v: f64) -> String {
+pub fn value(v: f64) -> String {
     if v != 0.0 && v.abs() < 1e-3 {
         return format!("{v:e}");
     }

@@ -30,3 +30,4 @@ mod shared;
 mod spawn;
 mod start;
 mod stop;
+mod sweep;

@@ -160,3 +160,25 @@ fn scoped_quotas_and_quotas_without_status_are_left_alone() {
     unknown.status.as_mut().unwrap().used = None;
     assert_eq!(check(&[unknown], &run(3, tf), "ns"), Ok(()));
 }
+
+#[test]
+fn the_room_is_the_runs_the_scarcest_resource_leaves_at_once() {
+    let gpu = container("tensorflow", json!(null), json!({"nvidia.com/gpu": "1"}));
+    let q = quota(
+        "gpus",
+        json!({"requests.nvidia.com/gpu": "8", "pods": "10"}),
+        json!({"requests.nvidia.com/gpu": "4", "pods": "1"}),
+    );
+    let (runs, why) = room(std::slice::from_ref(&q), &run(2, gpu.clone())).unwrap();
+    assert_eq!(runs, 2);
+    assert_eq!(
+        why,
+        "the quota 'gpus' leaves 4 requests.nvidia.com/gpu, a run needs 2"
+    );
+    // Pods are scarcer when each run takes 4: 9 left, 2 runs; GPUs also 1.
+    let (runs, _) = room(&[q], &run(4, gpu.clone())).unwrap();
+    assert_eq!(runs, 1);
+    let none = quota("cm", json!({"configmaps": "10"}), json!({"configmaps": "10"}));
+    assert_eq!(room(&[none], &run(1, gpu.clone())).unwrap().0, 0);
+    assert_eq!(room(&[], &run(1, gpu)), None);
+}

@@ -1,0 +1,81 @@
+//! An experiment's record (`tf-spawner sweep`, docs/experiments.md): the ConfigMap
+//! `NAME-experiment`, labelled `tf-spawner/experiment=NAME` and managed by tf-spawner
+//! but not a run (no `training_attempt`), its key `experiment.json` the sweep's plan
+//! (`plan::sweep::Record`: parameters, method and seed, every run's tag and
+//! parameters, the command line). Which runs started is read from the cluster, never
+//! written: a run started is a run whose ConfigMap exists.
+
+use anyhow::{Result, anyhow};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+
+use super::Cluster;
+use super::retry::{Plain, retry};
+use crate::labels::{
+    EXPERIMENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
+};
+use crate::plan::sweep::Record;
+
+/// The record's key in its ConfigMap.
+pub const RECORD_KEY: &str = "experiment.json";
+
+/// Creates the experiment's record; `false` when one of its name exists already.
+pub async fn create(cluster: &Cluster, record: &Record) -> Result<bool> {
+    let name = experiment_record_name(&record.name);
+    let text = serde_json::to_string(record)?;
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(cluster.namespace.clone()),
+            labels: Some(
+                [
+                    (EXPERIMENT_LABEL.to_string(), record.name.clone()),
+                    (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        data: Some([(RECORD_KEY.to_string(), text)].into()),
+        ..ConfigMap::default()
+    };
+    let api: Api<ConfigMap> = cluster.api();
+    let params = PostParams::default();
+    match retry(&cluster.policy, || api.create(&params, &config_map), Plain).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == Some(409) => Ok(false),
+        Err(e) => Err(cluster.explain("creating the experiment's record", &e)),
+    }
+}
+
+/// Experiment `name`'s record, if there is one.
+pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
+    let api: Api<ConfigMap> = cluster.api();
+    let record_name = experiment_record_name(name);
+    let found = retry(&cluster.policy, || api.get_opt(&record_name), Plain)
+        .await
+        .map_err(|e| cluster.explain("reading the experiment's record", &e))?;
+    let Some(text) = found
+        .as_ref()
+        .and_then(|cm| cm.data.as_ref())
+        .and_then(|d| d.get(RECORD_KEY))
+    else {
+        return Ok(None);
+    };
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| anyhow!("configmap {record_name} is not an experiment's record ({e})"))
+}
+
+/// The tags of every run in the namespace (each has a ConfigMap): one list of metadata.
+pub async fn run_tags(cluster: &Cluster) -> Result<Vec<String>> {
+    let found = cluster
+        .list_metadata::<ConfigMap>(RUN_LABEL)
+        .await
+        .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
+    Ok(found
+        .into_iter()
+        .filter_map(|m| m.labels.and_then(|mut l| l.remove(RUN_LABEL)))
+        .collect())
+}

@@ -1,0 +1,129 @@
+//! A `--local` sweep: each run as `tf-spawner --local` runs one (`local/`), one after
+//! another unless `--parallel` says more. What `compare --local` reads: the
+//! experiment's record in `tf-spawner-output/NAME/experiment.json`, and each run's
+//! parameters in its own folder, `tf-spawner-output/NAME-K/params.json` (the JSON of the
+//! `tf-spawner/params` annotation), beside what the run writes there.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+
+use crate::errors::{EXIT_TRAINING_FAILED, ExitError, UsageError};
+use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
+use crate::local::{self, Outcome, RunOptions};
+use crate::output;
+use crate::plan::SpawnRequest;
+use crate::plan::sweep::{Point, Record, params_json, point_text};
+use crate::signals;
+
+/// The experiment's record in its folder.
+pub(crate) const RECORD_FILE: &str = "experiment.json";
+/// A run's parameters in its folder.
+pub(crate) const PARAMS_FILE: &str = "params.json";
+
+/// A `--local` sweep.
+pub(crate) struct LocalSweep {
+    pub record: Record,
+    pub base: SpawnRequest,
+    pub args: Vec<String>,
+    pub parallel: usize,
+    pub python: String,
+    pub options: RunOptions,
+}
+
+/// Writes the record (refusing an experiment or run folder of the name), runs every
+/// run; exit 0 when all succeeded, 3 naming those that failed.
+pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
+    let name = &sweep.record.name;
+    let runs = super::points(&sweep.record);
+    let record = local_output_dir(name).join(RECORD_FILE);
+    if record.exists() {
+        return Err(UsageError::new(format!(
+            "a local experiment '{name}' exists already ({}): pick another name with -t, or remove that folder",
+            record.display()
+        ))
+        .into());
+    }
+    if let Some((tag, _)) = runs.iter().find(|(tag, _)| local_output_dir(tag).exists()) {
+        return Err(UsageError::new(format!(
+            "a local run '{tag}' exists already ({}): pick another name with -t, or remove that folder",
+            local_output_dir(tag).display()
+        ))
+        .into());
+    }
+    write(&record, &serde_json::to_string_pretty(&sweep.record)?)?;
+    let _ = output::print(&format!(
+        "local experiment {name}: {} runs, {} at a time, files in {}\n",
+        runs.len(),
+        sweep.parallel,
+        local_output_dir(name).display()
+    ));
+    let mut queue = runs.iter();
+    let mut active = FuturesUnordered::new();
+    let (mut failed, mut interrupted) = (Vec::new(), None);
+    loop {
+        while interrupted.is_none() && active.len() < sweep.parallel {
+            let Some(run) = queue.next() else { break };
+            active.push(one(sweep, run));
+        }
+        let Some((tag, outcome)) = active.next().await else {
+            break;
+        };
+        match outcome {
+            Ok(Outcome::Succeeded { .. }) => {
+                let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
+            }
+            Ok(Outcome::Interrupted(code)) => {
+                interrupted.get_or_insert(code);
+            }
+            Ok(_) => failed.push(tag),
+            Err(e) => {
+                output::note(&format!("run {tag}: {}", crate::errors::one_line(&e)));
+                failed.push(tag);
+            }
+        }
+    }
+    if let Some(code) = interrupted {
+        return Err(ExitError::new(code, format!("interrupted; local experiment '{name}' was stopped")).into());
+    }
+    if failed.is_empty() {
+        let _ = output::print(&format!("local experiment {name}: all {} runs succeeded\n", runs.len()));
+        return Ok(());
+    }
+    Err(ExitError::new(
+        EXIT_TRAINING_FAILED,
+        format!("local experiment '{name}': {} of {} runs failed: {}", failed.len(), runs.len(), failed.join(", ")),
+    )
+    .into())
+}
+
+/// One local run, its parameters written in its folder first.
+async fn one(sweep: &LocalSweep, (tag, point): &(String, Point)) -> (String, Result<Outcome>) {
+    let outcome = async {
+        let mut request = super::request(&sweep.base, &sweep.args, (tag, point));
+        let dir = std::path::absolute(local_output_dir(tag))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| UsageError::new(format!("cannot create {}: {e}", dir.display())))?;
+        write(&dir.join(PARAMS_FILE), &params_json(point))?;
+        request.env.insert(OUTPUT_DIR_VAR.to_string(), dir.display().to_string());
+        if let Some(experiment) = &request.experiment {
+            request.env.extend(experiment.variables());
+        }
+        let plan = local::plan(&request, &sweep.python)?;
+        let _ = output::print(&format!("local run {tag} ({}): files in {}\n", point_text(point), dir.display()));
+        let mut stop = Box::pin(signals::stop_requested());
+        let (outcome, _training) = local::run(&plan, &sweep.options, &mut stop).await?;
+        Ok(outcome)
+    };
+    (tag.clone(), outcome.await)
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}

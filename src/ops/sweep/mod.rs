@@ -1,0 +1,319 @@
+//! `tf-spawner sweep`: an experiment's runs, each an ordinary spawn (`ops/spawn.rs`)
+//! followed by an ordinary wait (`ops/wait.rs`, `--restarts` and all), so many at a
+//! time, on the one thread: the next starts when one ends. The experiment's record
+//! (`cluster/experiment.rs`) is made before the first run; `--resume` follows the runs
+//! that exist and starts only the others. `local.rs`: the same on this machine.
+
+pub(crate) mod local;
+mod view;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::Result;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+
+use crate::cluster::{Cluster, experiment};
+use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError, UsageError};
+use crate::output;
+use crate::plan::sweep::{Point, Record, point_text};
+use crate::plan::{self, ExperimentRun, SpawnRequest};
+use crate::signals;
+
+use super::spawn::QuotaShort;
+use super::wait::Wait;
+
+/// A sweep to run on the cluster.
+pub(crate) struct Sweep {
+    pub record: Record,
+    /// The first run's request: the others differ in tag, arguments, parameters.
+    pub base: SpawnRequest,
+    /// The script's arguments with their placeholders.
+    pub args: Vec<String>,
+    /// `--parallel`, else (`None`) as many as the quota holds.
+    pub parallel: Option<u32>,
+    /// `--queue` or `--gang`: every run submitted, the queue decides.
+    pub queued: bool,
+    /// Each run's wait (its tag set per run).
+    pub wait: Wait,
+    pub max_in_flight: usize,
+    /// `--resume`: the record exists; runs that exist are followed, not created.
+    pub resume: bool,
+}
+
+/// How long a run refused for want of quota is tried again (the quota controller counts
+/// a finished run's pods out a moment after they end).
+const QUOTA_PATIENCE: Duration = Duration::from_secs(120);
+const QUOTA_RETRY: Duration = Duration::from_secs(2);
+
+/// Run `index`'s request: the base with its tag, arguments and parameters.
+pub(crate) fn request(sweep_base: &SpawnRequest, args: &[String], run: (&str, &Point)) -> SpawnRequest {
+    let (tag, point) = run;
+    let mut req = sweep_base.clone();
+    req.tag = tag.to_string();
+    req.script_args = plan::sweep::fill(args, point);
+    req.invocation = crate::inputs::invocation_id();
+    req.experiment = Some(ExperimentRun {
+        name: req
+            .experiment
+            .as_ref()
+            .map_or_else(String::new, |e| e.name.clone()),
+        params: point.clone(),
+    });
+    req
+}
+
+/// The record's runs as points, in the parameters' order.
+pub(crate) fn points(record: &Record) -> Vec<(String, Point)> {
+    record
+        .runs
+        .iter()
+        .map(|run| {
+            let point = record
+                .params
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), run.params.get(&p.name)?.clone())))
+                .collect();
+            (run.tag.clone(), point)
+        })
+        .collect()
+}
+
+/// Makes the experiment (unless resumed), starts and follows its runs; exit 0 when
+/// every run succeeded, 3 naming those that failed.
+pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
+    let runs = points(&sweep.record);
+    let existing: BTreeSet<String> = experiment::run_tags(cluster).await?.into_iter().collect();
+    let (name, ns) = (&sweep.record.name, cluster.namespace());
+    if !sweep.resume
+        && let Some((tag, _)) = runs.iter().find(|(tag, _)| existing.contains(tag))
+    {
+        return Err(UsageError::new(format!(
+            "run '{tag}' exists already in namespace '{ns}': the sweep's runs are {name}-1 … {name}-{}; pick another name with -t, or delete it (tf-spawner -d -t {tag} -n {ns}); nothing was created",
+            runs.len()
+        ))
+        .into());
+    }
+    let started: BTreeSet<String> = runs
+        .iter()
+        .filter(|(tag, _)| existing.contains(tag))
+        .map(|(tag, _)| tag.clone())
+        .collect();
+    let at_a_time = at_a_time(cluster, sweep, &runs, started.len()).await?;
+    if !sweep.resume && !experiment::create(cluster, &sweep.record).await? {
+        return Err(UsageError::new(format!(
+            "experiment '{name}' exists already in namespace '{ns}': take it up with tf-spawner sweep --resume {name} -n {ns}, or pick another name with -t; nothing was created"
+        ))
+        .into());
+    }
+    follow_all(cluster, sweep, &runs, &started, at_a_time).await
+}
+
+/// Runs at a time: `--parallel`, all with a queue, else what the quota holds (said in
+/// one line); a quota with no room for one run is refused before anything is created.
+async fn at_a_time(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    running: usize,
+) -> Result<usize> {
+    let total = runs.len();
+    let plural = |n: usize| if n == 1 { "run" } else { "runs" };
+    let (n, why) = if let Some(n) = sweep.parallel {
+        (n as usize, "--parallel".to_string())
+    } else if sweep.queued {
+        (total, "the queue decides which run".to_string())
+    } else {
+        let first = runs.iter().find(|_| true).map(|(tag, point)| {
+            plan::build(&request(&sweep.base, &sweep.args, (tag, point)))
+        });
+        let room = match first {
+            Some(plan) => super::spawn::room(cluster, &plan?).await?,
+            None => None,
+        };
+        match room {
+            Some((0, why)) if running == 0 => {
+                return Err(anyhow::anyhow!(
+                    "the namespace's quota leaves room for no run now: {why}; nothing was created"
+                ));
+            }
+            Some((n, why)) => ((n as usize).saturating_add(running), why),
+            None => (total, "no quota bounds the runs".to_string()),
+        }
+    };
+    let n = n.clamp(1, total.max(1));
+    let _ = output::print(&format!(
+        "experiment {}: {total} {}, {n} at a time: {why}\n",
+        sweep.record.name,
+        plural(total)
+    ));
+    Ok(n)
+}
+
+/// How a run ended, for the sweep's verdict.
+enum Ended {
+    Succeeded,
+    Failed(String),
+    Interrupted(u8),
+}
+
+/// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
+/// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
+async fn follow_all(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    started: &BTreeSet<String>,
+    at_a_time: usize,
+) -> Result<()> {
+    let mut stop = signals::Stop::listen();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut view = view::View::new(runs);
+    // Runs that exist first (followed), then the others in order (created).
+    let mut queue: Vec<(usize, bool)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (tag, _))| (i, started.contains(tag)))
+        .collect();
+    queue.sort_by_key(|(i, exists)| (!exists, *i));
+    let mut queue = queue.into_iter();
+    let mut active = FuturesUnordered::new();
+    let mut ended: Vec<(usize, Ended)> = Vec::new();
+    let mut stopping: Option<u8> = None;
+    loop {
+        while stopping.is_none() && active.len() < at_a_time {
+            let Some((i, exists)) = queue.next() else { break };
+            let mut wait = sweep.wait.clone();
+            wait.tag = runs[i].0.clone();
+            wait.observer = Some(tx.clone());
+            active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
+        }
+        if active.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some((i, end)) = active.next() => {
+                if let Ended::Interrupted(code) = end {
+                    stopping.get_or_insert(code);
+                }
+                view.ended(&runs[i].0, &end_text(&end));
+                ended.push((i, end));
+            }
+            Some(seen) = rx.recv() => view.seen(seen),
+            code = stop.requested() => { stopping.get_or_insert(code); }
+        }
+    }
+    verdict(sweep, runs, &ended, stopping)
+}
+
+fn end_text(end: &Ended) -> String {
+    match end {
+        Ended::Succeeded => "Succeeded".into(),
+        Ended::Failed(why) => format!("Failed: {why}"),
+        Ended::Interrupted(_) => "left as it is (interrupted)".into(),
+    }
+}
+
+/// One run: created (unless it exists; refused for want of quota, tried again a while),
+/// then followed to its end.
+async fn one_run(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    (tag, point): &(String, Point),
+    exists: bool,
+    wait: Wait,
+    index: usize,
+) -> (usize, Ended) {
+    if !exists {
+        let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
+        let created = create(cluster, sweep, (tag, point)).await;
+        if let Err(e) = created {
+            return (index, ended_by(&e));
+        }
+    }
+    match super::wait::run(cluster, &wait).await {
+        Ok(()) => (index, Ended::Succeeded),
+        Err(e) => (index, ended_by(&e)),
+    }
+}
+
+fn ended_by(e: &anyhow::Error) -> Ended {
+    let code = errors::exit_code(e);
+    if code == errors::EXIT_INTERRUPTED || code == errors::EXIT_TERMINATED {
+        Ended::Interrupted(code)
+    } else {
+        Ended::Failed(errors::one_line(e))
+    }
+}
+
+/// Creates a run as a spawn does; a refusal for want of quota is tried again while
+/// the sweep's other runs end.
+async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result<()> {
+    let plan = plan::build(&request(&sweep.base, &sweep.args, run))?;
+    let since = std::time::Instant::now();
+    let mut stop = signals::Stop::listen();
+    loop {
+        match super::spawn::create(cluster, &plan, sweep.max_in_flight).await {
+            Err(e) if e.downcast_ref::<QuotaShort>().is_some() && since.elapsed() < QUOTA_PATIENCE => {
+                tokio::select! {
+                    () = tokio::time::sleep(QUOTA_RETRY) => {}
+                    code = stop.requested() => {
+                        return Err(ExitError::new(code, "interrupted before the run was created").into());
+                    }
+                }
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Exit 0 when every run succeeded; 3 naming the failed; on Ctrl-C its code and how to
+/// take the experiment up again.
+fn verdict(
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    ended: &[(usize, Ended)],
+    stopping: Option<u8>,
+) -> Result<()> {
+    let name = &sweep.record.name;
+    let ns = &sweep.base.namespace;
+    let succeeded = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Succeeded))
+        .count();
+    let failed: Vec<&str> = ended
+        .iter()
+        .filter(|(_, e)| matches!(e, Ended::Failed(_)))
+        .map(|(i, _)| runs[*i].0.as_str())
+        .collect();
+    if let Some(code) = stopping {
+        let left = runs.len().saturating_sub(succeeded + failed.len());
+        return Err(ExitError::new(
+            code,
+            format!(
+                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {left} running or not started); take it up with: tf-spawner sweep --resume {name} -n {ns}",
+                failed.len()
+            ),
+        )
+        .into());
+    }
+    if failed.is_empty() {
+        let _ = output::print(&format!(
+            "experiment {name}: all {} runs succeeded (compare them: tf-spawner compare {name} -n {ns})\n",
+            runs.len()
+        ));
+        return Ok(());
+    }
+    Err(ExitError::new(
+        EXIT_TRAINING_FAILED,
+        format!(
+            "experiment '{name}': {} of {} runs failed: {} (see: tf-spawner status {} -n {ns})",
+            failed.len(),
+            runs.len(),
+            failed.join(", "),
+            failed[0]
+        ),
+    )
+    .into())
+}
