@@ -14,6 +14,7 @@ pub mod recreate;
 pub mod remove;
 pub mod retry;
 pub mod stop;
+pub mod vetting;
 pub mod volume;
 pub mod watch;
 

@@ -26,6 +26,7 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::cluster::recreate::{self, Templates};
+use crate::cluster::vetting;
 use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
 use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
@@ -380,6 +381,8 @@ const NOT_CREATED: &str = "its pods were deleted and none has been created again
 /// The templates to restart from and the restart to take up, from the run's pods and
 /// the restart recorded in its ConfigMap: a recorded restart whose pods are not all
 /// there with its attempt was stopped before it was done; one that is done is cleared.
+/// A record that is not the run's own (`cluster/vetting.rs`) is refused in one line and
+/// left alone: only the pods read from the server are templates then.
 async fn unfinished(
     cluster: &Cluster,
     tag: &str,
@@ -390,6 +393,12 @@ async fn unfinished(
     let Some(record) = record else {
         return Ok((templates, None));
     };
+    if let Err(why) = vetting::vet(&record, tag, cluster.namespace(), &templates) {
+        output::warning(&format!(
+            "run {tag}: the restart recorded in its configmap is not taken up: {why} (tf-spawner records only the run's own pods; the record was edited)"
+        ));
+        return Ok((templates, None));
+    }
     let names: BTreeSet<String> = record.templates.keys().cloned().collect();
     let done = names.iter().all(|n| {
         templates

@@ -78,7 +78,11 @@ fn delete_lists_pods_and_services_and_deletes_them_one_by_one_with_their_uid() {
     // Config map and secret: one collection DELETE each.
     assert_eq!(count("DELETE", "/configmaps", true), 1, "{requests:?}");
     assert_eq!(count("DELETE", "/secrets", true), 1, "{requests:?}");
-    assert_eq!(requests.len(), 14, "{requests:?}");
+    // Every kind is deleted by the run's label, whatever its ConfigMap records (issue
+    // 49): one collection DELETE of NetworkPolicies and of each gang's PodGroups.
+    assert_eq!(count("DELETE", "/networkpolicies", true), 1, "{requests:?}");
+    assert_eq!(count("DELETE", "/podgroups", true), 2, "{requests:?}");
+    assert_eq!(requests.len(), 17, "{requests:?}");
     assert!(env.names("default").is_empty());
 }
 
