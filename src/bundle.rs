@@ -129,10 +129,8 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
 /// `data/` or `.venv/` may hold millions). Empty directories are not counted.
 fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
     let files: std::collections::HashSet<&Path> = shipped.iter().map(PathBuf::as_path).collect();
-    let dirs: std::collections::HashSet<&Path> = shipped
-        .iter()
-        .flat_map(|p| p.ancestors().skip(1))
-        .collect();
+    let dirs: std::collections::HashSet<&Path> =
+        shipped.iter().flat_map(|p| p.ancestors().skip(1)).collect();
     let mut out = Vec::new();
     let mut todo = vec![PathBuf::new()];
     while let Some(dir) = todo.pop() {
@@ -147,7 +145,8 @@ fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
             if is_dir && dirs.contains(rel.as_path()) {
                 todo.push(rel);
             } else if is_dir {
-                let empty = std::fs::read_dir(entry.path()).map_or(true, |mut d| d.next().is_none());
+                let empty =
+                    std::fs::read_dir(entry.path()).map_or(true, |mut d| d.next().is_none());
                 if !empty {
                     out.push(format!("{}/", rel.display()));
                 }
@@ -399,7 +398,14 @@ mod tests {
         );
         assert_eq!(
             b.left_out,
-            [".env", ".gitignore", ".tfspawnerignore", "ckpt/", "data/", "tf-spawner-output/"]
+            [
+                ".env",
+                ".gitignore",
+                ".tfspawnerignore",
+                "ckpt/",
+                "data/",
+                "tf-spawner-output/"
+            ]
         );
     }
 

@@ -141,10 +141,17 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
         "--dir {shown}: {} files or directories left out (ignored by git or {}, hidden, or --local output){}",
         left_out.len(),
         crate::bundle::IGNORE_FILE,
-        if tracing::enabled!(tracing::Level::INFO) { "" } else { "; -v lists them" }
+        if tracing::enabled!(tracing::Level::INFO) {
+            ""
+        } else {
+            "; -v lists them"
+        }
     ));
     for path in left_out {
-        tracing::info!("--dir {shown}: left out {}", crate::output::escape_controls(path));
+        tracing::info!(
+            "--dir {shown}: left out {}",
+            crate::output::escape_controls(path)
+        );
     }
 }
 

@@ -97,28 +97,29 @@ impl SecretRecord {
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
     let selector = whole_run_selector(tag);
-    // The secrets and PodGroups wait for the ConfigMap's answer, which says whether there
-    // are any; the pods and services do not wait.
-    let config = async {
-        let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
-        let record = SecretRecord::of(tag, &config_maps);
-        let gangs = gangs_of(tag, &config_maps);
-        let policy = network_policy_of(tag, &config_maps);
-        let secrets = async {
-            match delete_kind::<Secret>(cluster, &selector, max_in_flight).await {
-                Err(e) if e.forbidden && record == SecretRecord::None => Ok(Vec::new()),
-                other => other,
-            }
-        };
-        let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
-        let policies = delete_network_policy_of_run(cluster, &selector, policy);
-        let (secrets, pod_groups, policies) = tokio::join!(secrets, pod_groups, policies);
-        (config_maps, record, secrets, (pod_groups, policies))
+    // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
+    // a spawn of the tag at the same time checks that its ConfigMap is still there once
+    // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the
+    // pods and services that spawn made before it looked are found here; one made
+    // after, the spawn finds its ConfigMap gone and deletes it again. No pod is left
+    // without its ConfigMap (stuck in ContainerCreating).
+    let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
+    let record = SecretRecord::of(tag, &config_maps);
+    let gangs = gangs_of(tag, &config_maps);
+    let policy = network_policy_of(tag, &config_maps);
+    let secrets = async {
+        match delete_kind::<Secret>(cluster, &selector, max_in_flight).await {
+            Err(e) if e.forbidden && record == SecretRecord::None => Ok(Vec::new()),
+            other => other,
+        }
     };
-    let (pods, services, (config_maps, record, secrets, (pod_groups, policies))) = tokio::join!(
+    let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
+    let policies = delete_network_policy_of_run(cluster, &selector, policy);
+    let (pods, services, secrets, (pod_groups, policies)) = tokio::join!(
         delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
         delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
-        config,
+        secrets,
+        async { tokio::join!(pod_groups, policies) },
     );
     let mut out = Deleted::default();
     // Without a record, a credential that may not touch secrets cannot tell whether a

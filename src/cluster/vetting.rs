@@ -41,7 +41,12 @@ pub fn vet(record: &Record, tag: &str, namespace: &str, live: &Templates) -> Res
 /// The recorded pod's name, labels and metadata are those of one of the run's tasks.
 fn vet_identity(name: &str, pod: &Pod, tag: &str, namespace: &str) -> Result<(), String> {
     let meta = &pod.metadata;
-    let label = |k: &str| meta.labels.as_ref().and_then(|l| l.get(k)).map(String::as_str);
+    let label = |k: &str| {
+        meta.labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .map(String::as_str)
+    };
     let task = label(ROLE_LABEL)
         .and_then(Role::parse)
         .zip(label(INDEX_LABEL).and_then(|i| i.parse().ok()))
@@ -59,7 +64,10 @@ fn vet_identity(name: &str, pod: &Pod, tag: &str, namespace: &str) -> Result<(),
     if meta.namespace.as_deref().is_some_and(|n| n != namespace) {
         return Err(format!("pod {name} names another namespace"));
     }
-    let owned = meta.owner_references.as_ref().is_some_and(|o| !o.is_empty());
+    let owned = meta
+        .owner_references
+        .as_ref()
+        .is_some_and(|o| !o.is_empty());
     let finalized = meta.finalizers.as_ref().is_some_and(|f| !f.is_empty());
     if owned || finalized || meta.generate_name.is_some() {
         return Err(format!(
@@ -112,7 +120,10 @@ fn pod_privileges(spec: &PodSpec, out: &mut BTreeSet<String>) {
             out.insert(format!("hostPath {}", host.path));
         }
     }
-    let seccomp = spec.security_context.as_ref().and_then(|s| s.seccomp_profile.as_ref());
+    let seccomp = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.seccomp_profile.as_ref());
     if seccomp.is_some_and(|p| p.type_ == "Unconfined") {
         out.insert("an Unconfined seccomp profile".to_string());
     }
@@ -141,7 +152,11 @@ fn security_privileges(name: &str, sc: &SecurityContext, out: &mut BTreeSet<Stri
     if sc.proc_mount.as_deref() == Some("Unmasked") {
         out.insert(format!("an unmasked /proc ({name})"));
     }
-    if sc.seccomp_profile.as_ref().is_some_and(|p| p.type_ == "Unconfined") {
+    if sc
+        .seccomp_profile
+        .as_ref()
+        .is_some_and(|p| p.type_ == "Unconfined")
+    {
         out.insert("an Unconfined seccomp profile".to_string());
     }
 }
@@ -197,15 +212,51 @@ mod tests {
     fn a_forged_pod_is_refused_for_what_gives_it_away() {
         for (name, extra, why) in [
             ("evil", json!({}), "is not named as the task"),
-            ("t-worker-1", json!({"metadata": {"labels": {"training_attempt": "u"}}}), "labels"),
-            ("t-worker-1", json!({"metadata": {"labels": {"tf-spawner/helper": "cp"}}}), "labels"),
-            ("t-worker-1", json!({"metadata": {"namespace": "kube-system"}}), "namespace"),
-            ("t-worker-1", json!({"spec": {"hostNetwork": true}}), "hostNetwork"),
-            ("t-worker-1", json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}), "hostPath /"),
-            ("t-worker-1", json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"privileged": true}}]}}), "privileged"),
-            ("t-worker-1", json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]}}), "SYS_ADMIN"),
-            ("t-worker-1", json!({"spec": {"nodeName": "control-plane"}}), "nodeName"),
-            ("t-worker-1", json!({"spec": {"serviceAccountName": "admin"}}), "serviceAccountName admin"),
+            (
+                "t-worker-1",
+                json!({"metadata": {"labels": {"training_attempt": "u"}}}),
+                "labels",
+            ),
+            (
+                "t-worker-1",
+                json!({"metadata": {"labels": {"tf-spawner/helper": "cp"}}}),
+                "labels",
+            ),
+            (
+                "t-worker-1",
+                json!({"metadata": {"namespace": "kube-system"}}),
+                "namespace",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"hostNetwork": true}}),
+                "hostNetwork",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}),
+                "hostPath /",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"privileged": true}}]}}),
+                "privileged",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]}}),
+                "SYS_ADMIN",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"nodeName": "control-plane"}}),
+                "nodeName",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"serviceAccountName": "admin"}}),
+                "serviceAccountName admin",
+            ),
         ] {
             let r = record(vec![pod(name, extra.clone())]);
             let e = vet(&r, "t", "ns", &Templates::new()).unwrap_err();
@@ -216,7 +267,11 @@ mod tests {
     #[test]
     fn a_privilege_the_runs_live_pods_have_is_kept() {
         let privileged = json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"privileged": true}}]}});
-        let live: Templates = [("t-worker-0".to_string(), pod("t-worker-0", privileged.clone()))].into();
+        let live: Templates = [(
+            "t-worker-0".to_string(),
+            pod("t-worker-0", privileged.clone()),
+        )]
+        .into();
         let r = record(vec![pod("t-worker-1", privileged)]);
         assert_eq!(vet(&r, "t", "ns", &live), Ok(()));
     }

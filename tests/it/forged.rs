@@ -54,7 +54,11 @@ fn a_forged_restart_record_creates_nothing() {
     let out = finish(child);
     out.success()
         .stderr_has("warning: run fr: the restart recorded in its configmap is not taken up: pod miner is not named as the task its labels say");
-    let names: Vec<String> = env.list("pods", NS).iter().map(|p| name(p).to_string()).collect();
+    let names: Vec<String> = env
+        .list("pods", NS)
+        .iter()
+        .map(|p| name(p).to_string())
+        .collect();
     assert_eq!(names, ["fr-worker-0"]);
 
     // Named and labelled as the run's own task, it still may not ask for the host.
@@ -81,15 +85,29 @@ fn a_forged_restart_record_creates_nothing() {
 fn forged_annotations_do_not_make_delete_skip_a_kind() {
     let env = Env::new();
     env.write("secrets.env", "TOKEN=s3cret\n");
-    env.spawn(&["-t", "fd", "-w", "1", "-e", "secrets.env", "--network-policy"])
-        .success();
+    env.spawn(&[
+        "-t",
+        "fd",
+        "-w",
+        "1",
+        "-e",
+        "secrets.env",
+        "--network-policy",
+    ])
+    .success();
     edit_config_map(&env, "fd", |cm| {
         let a = &mut cm["metadata"]["annotations"];
         a["tf-spawner/env-secret"] = json!("none");
-        a.as_object_mut().unwrap().remove("tf-spawner/network-policy");
+        a.as_object_mut()
+            .unwrap()
+            .remove("tf-spawner/network-policy");
         a.as_object_mut().unwrap().remove("tf-spawner/pod-group");
     });
-    assert!(env.names(NS).contains(&"secret/fd-env".to_string()), "{:?}", env.names(NS));
+    assert!(
+        env.names(NS).contains(&"secret/fd-env".to_string()),
+        "{:?}",
+        env.names(NS)
+    );
     env.run(&["-d", "-y", "-t", "fd"]).success();
     assert!(env.names(NS).is_empty(), "left behind: {:?}", env.names(NS));
 }

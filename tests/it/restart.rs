@@ -487,7 +487,10 @@ fn ctrl_c_before_a_restart_deletes_says_nothing_was_deleted() {
         .iter()
         .any(|r| r.method == "PATCH" && r.path.ends_with("/configmaps/cn-script"))
     {
-        assert!(start.elapsed() < Duration::from_secs(30), "no record written");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no record written"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: signals our own child.
@@ -496,8 +499,9 @@ fn ctrl_c_before_a_restart_deletes_says_nothing_was_deleted() {
     }
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
-    out.stdout_has("run cn: restart 1/1 in ")
-        .stderr_has("interrupted while restarting run 'cn' (attempt 1): it had deleted none of its pods yet");
+    out.stdout_has("run cn: restart 1/1 in ").stderr_has(
+        "interrupted while restarting run 'cn' (attempt 1): it had deleted none of its pods yet",
+    );
     let left = pods(&env, "cn");
     assert!(left.get("cn-worker-0").is_some_and(|p| !p.2), "{left:?}");
 }

@@ -46,13 +46,17 @@ fn a_namespace_limited_credential_can_spawn_and_delete_in_its_namespace() {
     assert!(env.names("team-a").is_empty());
     for r in env.server.requests() {
         assert!(
-            r.path.starts_with("/api/v1/namespaces/team-a/"),
+            r.path.contains("/namespaces/team-a/"),
             "cluster-scoped or cross-namespace call: {} {}",
             r.method,
             r.path
         );
+        // `-d` deletes NetworkPolicies and PodGroups by label whatever the run's record
+        // says (issue 49); a credential without rights on them is refused, which is
+        // nothing to delete for a run without them.
+        let optional = r.path.ends_with("/networkpolicies") || r.path.ends_with("/podgroups");
         assert!(
-            r.status < 400,
+            r.status < 400 || (optional && matches!(r.status, 403 | 404)),
             "{} {} answered {}",
             r.method,
             r.path,

@@ -669,7 +669,10 @@ fn dir_in_a_repository_ships_nothing_git_ignores() {
     out.success()
         .stderr_has("4 files or directories left out")
         .stderr_has("-v lists them");
-    let cm = env.server.get("configmaps", "default", "gi-script").unwrap();
+    let cm = env
+        .server
+        .get("configmaps", "default", "gi-script")
+        .unwrap();
     let tgz = base64::engine::general_purpose::STANDARD
         .decode(cm["binaryData"]["dir.tar.gz"].as_str().unwrap())
         .unwrap();
