@@ -71,11 +71,13 @@ fn elsewhere_it_gets_a_clear_403_and_nothing_is_created() {
     let kc = kubeconfig(&env, "team-a");
     let script = env.script();
     let out = env.run_as(&kc, &["-n", "team-b", "-t", "x", script.to_str().unwrap()]);
-    out.failure(1).stderr_has("forbidden").stderr_has("team-b");
+    out.failure(1).stderr_has(
+        "this credential is forbidden to list pods in namespace 'team-b' (Forbidden, 403)",
+    );
     assert_eq!(env.server.object_count(), 0);
     env.run_as(&kc, &["-n", "team-b", "-d", "-t", "x"])
         .failure(1)
-        .stderr_has("forbidden");
+        .stderr_has("in namespace 'team-b' (Forbidden, 403)");
 }
 
 #[test]
@@ -94,7 +96,10 @@ fn without_rights_on_secrets_an_env_file_fails_cleanly() {
             script.to_str().unwrap(),
         ],
     );
-    out.failure(1).stderr_has("secrets");
+    // One line naming the right and the rule of examples/rbac.yaml that grants it.
+    out.failure(1).stderr_has(
+        "this credential is forbidden to create secrets in namespace 'team-a' (Forbidden, 403); examples/rbac.yaml's Role grants it in its rule for secrets",
+    );
     assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
     // Without -e the same credential works.
     env.run_as(&kc, &["-t", "ns", script.to_str().unwrap()])
@@ -158,7 +163,9 @@ fn without_rights_on_secrets_a_run_with_a_secret_is_a_clear_error() {
     let last = out.stderr.trim_end();
     assert!(
         last.starts_with("error: deleting secrets: ")
-            && last.contains("Forbidden, 403")
+            && last.contains(
+                "is forbidden to deletecollection secrets in namespace 'team-a' (Forbidden, 403)"
+            )
             && last.contains("secrets of run 'withsec' may be left in namespace 'team-a'"),
         "{out:#?}"
     );
