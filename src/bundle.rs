@@ -1,9 +1,15 @@
 //! `--dir DIR`: the training code's directory, packed as a gzip'd tar for the run's
-//! ConfigMap (and unpacked again for `--local`). What `DIR/.gitignore` and
-//! `DIR/.tfspawnerignore` exclude is left out (the `ignore` crate, git's rules), as are
+//! ConfigMap (and unpacked again for `--local`). Left out (the `ignore` crate, git's
+//! rules): what git would not commit — every `.gitignore` from the repository's root
+//! down to DIR and below it, the repository's `.git/info/exclude`, the user's global
+//! excludes (`core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`) — what a
+//! `.tfspawnerignore` names (in DIR, below it, and inside a repository above it too),
 //! hidden files and directories (`.git`, `.env`) and what `--local` runs wrote
-//! (`tf-spawner-output/`: models and checkpoints, never code). Bounded: the archive must
-//! fit in the ConfigMap, and at most [`MAX_INPUT_BYTES`] are read.
+//! (`tf-spawner-output/`: models and checkpoints, never code). Outside a git
+//! repository DIR's own `.gitignore` files still count. A `.ignore` file (ripgrep's and
+//! fd's "do not search") is not read: it says what to search, not what to ship, and git
+//! ships what it names. Bounded: the archive must fit in the ConfigMap, and at most
+//! [`MAX_INPUT_BYTES`] are read.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -48,6 +54,9 @@ pub struct Bundle {
     pub script: String,
     /// How many files it holds.
     pub files: usize,
+    /// What was left out (ignored, hidden, `--local`'s output, links), relative to DIR,
+    /// a directory with a trailing `/` (its files not listed one by one).
+    pub left_out: Vec<String>,
 }
 
 /// Packs `dir` (at most `limit` bytes compressed); `script` must be a file inside it.
@@ -64,7 +73,7 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     let root_dir =
         std::fs::File::open(&root).with_context(|| format!("--dir {shown}: cannot be read"))?;
     let mut tar = tar::Builder::new(GzEncoder::new(Vec::new(), Compression::default()));
-    let (mut read, mut files, mut biggest) = (0u64, 0usize, (0u64, PathBuf::new()));
+    let (mut read, mut shipped, mut biggest) = (0u64, Vec::new(), (0u64, PathBuf::new()));
     let mut shipped_script = false;
     for entry in walk(&root) {
         let entry = entry.map_err(|e| UsageError::new(format!("--dir {shown}: {e}")))?;
@@ -89,7 +98,7 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
             return Err(over(format!("more than {MAX_INPUT_BYTES} bytes of files")).into());
         }
         append_exactly(&mut tar, rel, file).map_err(unshipped)?;
-        files = files.saturating_add(1);
+        shipped.push(rel.to_path_buf());
         shipped_script |= slash_path(rel).is_some_and(|p| p == script_rel);
         if tar.get_ref().get_ref().len() > limit {
             return Err(over(format!("more than {limit} bytes compressed")).into());
@@ -97,7 +106,7 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     }
     if !shipped_script {
         return Err(UsageError::new(format!(
-            "the training script {} is excluded from --dir {shown} (hidden, or in .gitignore or {IGNORE_FILE})",
+            "the training script {} is excluded from --dir {shown} (hidden, ignored by git, or in {IGNORE_FILE})",
             shown_path(script)
         ))
         .into());
@@ -110,8 +119,44 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     Ok(Bundle {
         archive,
         script: script_rel,
-        files,
+        files: shipped.len(),
+        left_out: left_out(&root, &shipped),
     })
+}
+
+/// What the walk left out of DIR: each entry not shipped, in name order; a directory
+/// none of whose files was shipped once, as `dir/` (never walked into: an ignored
+/// `data/` or `.venv/` may hold millions). Empty directories are not counted.
+fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
+    let files: std::collections::HashSet<&Path> = shipped.iter().map(PathBuf::as_path).collect();
+    let dirs: std::collections::HashSet<&Path> =
+        shipped.iter().flat_map(|p| p.ancestors().skip(1)).collect();
+    let mut out = Vec::new();
+    let mut todo = vec![PathBuf::new()];
+    while let Some(dir) = todo.pop() {
+        let Ok(read) = std::fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        let mut entries: Vec<_> = read.filter_map(Result::ok).collect();
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries.into_iter().rev() {
+            let rel = dir.join(entry.file_name());
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && dirs.contains(rel.as_path()) {
+                todo.push(rel);
+            } else if is_dir {
+                let empty =
+                    std::fs::read_dir(entry.path()).map_or(true, |mut d| d.next().is_none());
+                if !empty {
+                    out.push(format!("{}/", rel.display()));
+                }
+            } else if !files.contains(rel.as_path()) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The archive's bytes, its gzip stream ended.
@@ -145,13 +190,20 @@ fn root_and_script(dir: &Path, script: &Path, shown: &str) -> Result<(PathBuf, S
     Ok((root, script_rel))
 }
 
-/// The walk of DIR: `.gitignore` and the ignore file honoured, hidden files and
-/// `--local`'s output left out, links not followed, in name order.
+/// The walk of DIR: git's ignore rules (the `.gitignore` files above DIR up to its
+/// repository's root, when it is in one; `.git/info/exclude`; the global excludes) and
+/// the ignore file honoured, `.ignore` not read, hidden files and `--local`'s output
+/// left out, links not followed, in name order.
 fn walk(root: &Path) -> ignore::Walk {
+    let in_repository = root.ancestors().any(|d| d.join(".git").exists());
     ignore::WalkBuilder::new(root)
         .add_custom_ignore_filename(IGNORE_FILE)
+        .ignore(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
         .require_git(false)
-        .parents(false)
+        .parents(in_repository)
         .follow_links(false)
         .sort_by_file_name(std::ffi::OsStr::cmp)
         .filter_entry(|e| e.file_name() != crate::labels::LOCAL_OUTPUT_ROOT)
@@ -344,6 +396,45 @@ mod tests {
             std::fs::read(out.path().join("pkg/mod.py")).unwrap(),
             b"Y = 2\n"
         );
+        assert_eq!(
+            b.left_out,
+            [
+                ".env",
+                ".gitignore",
+                ".tfspawnerignore",
+                "ckpt/",
+                "data/",
+                "tf-spawner-output/"
+            ]
+        );
+    }
+
+    /// Shipping a repository's subdirectory: git's rules from the repository's root
+    /// (its `.gitignore`, `.git/info/exclude`) apply below it; `.ignore` is not read.
+    #[tokio::test]
+    async fn a_repositorys_ignore_rules_apply_to_its_subdirectory() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, c: &[u8]| {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, c).unwrap();
+        };
+        w(".git/HEAD", b"ref: refs/heads/main\n");
+        w(".git/info/exclude", b"*.key\n");
+        w(".gitignore", b"secrets.json\n/proj/data/\n");
+        w("proj/train.py", b"print(1)\n");
+        w("proj/secrets.json", b"{}");
+        w("proj/deploy.key", b"KEY");
+        w("proj/data/x.csv", b"1,2");
+        w("proj/.ignore", b"notes.txt\n");
+        w("proj/notes.txt", b"shipped: git commits it");
+        let proj = d.path().join("proj");
+        let b = pack(&proj, &proj.join("train.py"), 1 << 20).await.unwrap();
+        assert_eq!(listing(&b.archive), ["notes.txt", "train.py"]);
+        assert_eq!(
+            b.left_out,
+            [".ignore", "data/", "deploy.key", "secrets.json"]
+        );
     }
 
     #[tokio::test]
@@ -486,6 +577,7 @@ mod tests {
             archive: vec![0x1f, 0x8b, 0],
             script: "src/train.py".into(),
             files: 2,
+            left_out: vec![],
         };
         let mut req = SpawnRequest {
             tag: "demo".into(),

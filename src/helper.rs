@@ -26,6 +26,17 @@ const CP_DEADLINE_SECONDS: i64 = 3600;
 /// without a word a session counts as gone (a client killed by SIGKILL).
 pub const HEARTBEAT_SECONDS: u64 = 20;
 pub const SESSION_STALE_SECONDS: u64 = 75;
+/// How far ahead of this machine's clock a heartbeat may be (another machine's clock):
+/// one further ahead is not believed (a forged heartbeat "in 2099" would keep the pod
+/// for ever).
+pub const SESSION_SKEW_SECONDS: u64 = 120;
+
+/// A heartbeat at `at` still counts at `now`: neither older than
+/// [`SESSION_STALE_SECONDS`] nor further ahead than [`SESSION_SKEW_SECONDS`].
+fn fresh(at: u64, now: u64) -> bool {
+    now.saturating_sub(at) <= SESSION_STALE_SECONDS
+        && at.saturating_sub(now) <= SESSION_SKEW_SECONDS
+}
 
 /// What a helper pod is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,20 +215,17 @@ impl Sessions {
         serde_json::to_string(&self.0).unwrap_or_default()
     }
 
-    /// The sessions other than `me` heard from within [`SESSION_STALE_SECONDS`] of `now`.
+    /// The sessions other than `me` heard from lately ([`fresh`] at `now`).
     pub fn others_alive(&self, me: &str, now: u64) -> usize {
         self.0
             .iter()
-            .filter(|(id, at)| {
-                id.as_str() != me && now.saturating_sub(**at) <= SESSION_STALE_SECONDS
-            })
+            .filter(|(id, at)| id.as_str() != me && fresh(**at, now))
             .count()
     }
 
-    /// `me` heard from at `now`; stale sessions dropped.
+    /// `me` heard from at `now`; stale sessions (and those from the future) dropped.
     pub fn beat(&mut self, me: &str, now: u64) {
-        self.0
-            .retain(|_, at| now.saturating_sub(*at) <= SESSION_STALE_SECONDS);
+        self.0.retain(|_, at| fresh(*at, now));
         self.0.insert(me.to_string(), now);
     }
 
@@ -461,5 +469,16 @@ mod tests {
         assert_eq!(s.others_alive("c", 1000), 0);
         assert_eq!(Sessions::parse(Some("not json")), Sessions::default());
         assert_eq!(s.to_annotation(), r#"{"c":1000}"#);
+    }
+
+    /// A heartbeat far in the future (a forged one, `4102444800`: the year 2100) keeps
+    /// no pod: it is no session, and the next beat drops it; a clock a little ahead is
+    /// believed.
+    #[test]
+    fn a_heartbeat_from_the_future_is_no_session() {
+        let mut s = Sessions::parse(Some(r#"{"forged":4102444800,"ahead":1060}"#));
+        assert_eq!(s.others_alive("me", 1000), 1);
+        s.beat("me", 1000);
+        assert_eq!(s.0.keys().collect::<Vec<_>>(), ["ahead", "me"]);
     }
 }

@@ -124,10 +124,36 @@ async fn bundle(args: &SpawnOptions, script_path: &Path) -> Result<Option<crate:
     let Some(dir) = &args.dir else {
         return Ok(None);
     };
-    crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES)
+    let bundle = crate::bundle::pack(dir, script_path, MAX_OBJECT_BYTES)
         .await
-        .map(Some)
-        .map_err(|e| dir_from_file(e, args.dir_from.as_deref()))
+        .map_err(|e| dir_from_file(e, args.dir_from.as_deref()))?;
+    say_left_out(dir, &bundle.left_out);
+    Ok(Some(bundle))
+}
+
+/// One line saying how much of `--dir` stayed home (what git ignores, hidden files,
+/// `.tfspawnerignore`'s, `--local`'s output); `-v` lists each.
+fn say_left_out(dir: &Path, left_out: &[String]) {
+    if left_out.is_empty() {
+        return;
+    }
+    let shown = crate::output::shown_path(dir);
+    crate::output::note(&format!(
+        "--dir {shown}: {} files or directories left out (ignored by git or {}, hidden, or --local output){}",
+        left_out.len(),
+        crate::bundle::IGNORE_FILE,
+        if tracing::enabled!(tracing::Level::INFO) {
+            ""
+        } else {
+            "; -v lists them"
+        }
+    ));
+    for path in left_out {
+        tracing::info!(
+            "--dir {shown}: left out {}",
+            crate::output::escape_controls(path)
+        );
+    }
 }
 
 /// `--volume CLAIM[:PATH]` (or the defaults file's `volume`), checked: a claim name the

@@ -13,15 +13,15 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 /// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
 /// (worker-1) was deleted while it ran`), so `status` says which task it was for.
 pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
-/// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. It lets
-/// `-d` know whether there is a Secret to delete without reading secrets, which many
-/// credentials may not do.
+/// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
+/// deletes secrets by label whatever it says; it says whether a refusal (403, many
+/// credentials may not touch secrets) is an error.
 pub const ENV_SECRET_ANNOTATION: &str = "tf-spawner/env-secret";
 /// [`ENV_SECRET_ANNOTATION`] of a run without `-e`.
 pub const NO_ENV_SECRET: &str = "none";
-/// On the run's ConfigMap with `--gang`: the gang (`volcano`, `coscheduling`), so that
-/// `-d` deletes the run's PodGroup, and sends no request on PodGroups for a run without
-/// one (credentials for plain runs need no rights on them).
+/// On the run's ConfigMap with `--gang`: the gang (`volcano`, `coscheduling`). `-d`
+/// deletes PodGroups of both kinds by label whatever it says; a refusal (403, credentials
+/// for plain runs need no rights on them) is an error only for the gang it names.
 pub const POD_GROUP_ANNOTATION: &str = "tf-spawner/pod-group";
 /// On every pod: the run's cluster as role counts (`chief=1,worker=4`), so that readers
 /// of pods (the verdict) know every task without the addresses.
@@ -58,9 +58,9 @@ pub const VOLCANO_QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
 /// scheduler-plugins' coscheduling: the PodGroup a pod belongs to (a label).
 pub const COSCHEDULING_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
-/// On the run's ConfigMap of a run with `--network-policy`: its NetworkPolicy's name, so
-/// that `-d` deletes network policies only for runs that have one (and credentials
-/// without rights on them delete the others whole).
+/// On the run's ConfigMap of a run with `--network-policy`: its NetworkPolicy's name.
+/// `-d` deletes network policies by label whatever it says; a refusal (403) is an error
+/// only for a run that has one (credentials without rights delete the others whole).
 pub const NETWORK_POLICY_ANNOTATION: &str = "tf-spawner/network-policy";
 
 /// The container that gets the TF variables when the template has one of this name.

@@ -189,7 +189,39 @@ pub async fn create(
         stream::iter(pods.map(|p| Obj::Pod(Box::new(p)))),
         max_in_flight,
     )
+    .await?;
+    config_map_still_there(cluster, plan).await
+}
+
+/// After the pods: the run's ConfigMap is still the one this spawn made (its
+/// invocation). A `-d` of the tag at the same time deletes the ConfigMap before it lists
+/// the pods (`remove.rs`): had it come between this spawn's creates, pods it never saw
+/// would wait for their ConfigMap for ever (ContainerCreating). An error here rolls the
+/// spawn back. One GET of its metadata.
+async fn config_map_still_there(cluster: &Cluster, plan: &Plan) -> Result<()> {
+    let name = plan.config_map.metadata.name.clone().unwrap_or_default();
+    let api: kube::Api<ConfigMap> =
+        kube::Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let found = retry(
+        &cluster.policy,
+        || api.get_metadata_opt(&name),
+        super::retry::Plain,
+    )
     .await
+    .map_err(|e| cluster.explain(&format!("reading configmap/{name}"), &e))?;
+    let ours = found.is_some_and(|m| {
+        m.metadata
+            .annotations
+            .and_then(|mut a| a.remove(INVOCATION_ANNOTATION))
+            .is_some_and(|i| i == plan.invocation)
+    });
+    if ours {
+        return Ok(());
+    }
+    let tag = &plan.tag;
+    Err(anyhow!(
+        "run '{tag}' was deleted while it was being spawned (a tf-spawner -d -t {tag} at the same time?): its configmap/{name} is gone, and its pods could never start"
+    ))
 }
 
 /// Creates `pods` (a restart's, see `cluster/recreate.rs`), at most `max_in_flight` at

@@ -32,6 +32,10 @@ pub struct Record {
     /// Why the tasks stopped or deleted after the verdict before they started had not
     /// started, grouped by reason.
     pub not_started: Vec<NotStarted>,
+    /// A restart `wait --restarts` recorded and did not carry out (stopped before it
+    /// created the attempt's pods again): its attempt
+    /// ([`super::recreate::RESTARTING_ANNOTATION`]).
+    pub restarting: Option<u32>,
 }
 
 /// Tasks that never started, and why ([`NOT_STARTED_ANNOTATION`]).
@@ -93,6 +97,8 @@ impl Record {
             not_started: annotation(NOT_STARTED_ANNOTATION)
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or_default(),
+            restarting: annotation(super::recreate::RESTARTING_ANNOTATION)
+                .and_then(|a| a.parse().ok()),
             tag,
         })
     }

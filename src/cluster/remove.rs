@@ -1,7 +1,8 @@
 //! Deleting a run: every pod, service, config map, secret, gang PodGroup (Volcano's,
 //! scheduler-plugins') and NetworkPolicy labelled `training_attempt=TAG` in the
-//! namespace, and nothing else. NetworkPolicies are deleted like PodGroups, when the
-//! ConfigMap records one ([`NETWORK_POLICY_ANNOTATION`]) or there is no record.
+//! namespace, and nothing else. Every kind is deleted by the run's label, whatever the
+//! run's ConfigMap records: an annotation anyone who may edit the ConfigMap can write
+//! never makes `-d` skip what the label finds (issue 49).
 //!
 //! Pods and services: one list of their names (metadata only), then one DELETE per
 //! object with its uid as a precondition, `--max-in-flight` at a time. A server works
@@ -12,17 +13,14 @@
 //! single DELETEs where the server refuses it. (`ops::delete::wait_gone` then follows
 //! the pods that linger for their grace period with one list and one watch.)
 //!
-//! PodGroups (`--gang`): the run's ConfigMap records its gang ([`POD_GROUP_ANNOTATION`]),
-//! and the ConfigMap's DELETE answers with it; then one collection DELETE of that kind. A
-//! run without a gang costs no request on PodGroups (and credentials need no rights on
-//! them). Without a record (the ConfigMap was gone), both kinds are tried, and a cluster
-//! without the API (404) or rights on it (403) has none to delete, without a word.
-//!
-//! Secrets are deleted only when the run may have one: its ConfigMap records whether it
-//! does ([`ENV_SECRET_ANNOTATION`]), and the ConfigMap's DELETE answers with it. Many
-//! credentials have no rights on secrets; for them a run without `-e` is deleted whole
-//! without a single request on secrets.
-
+//! What the ConfigMap records (its Secret [`ENV_SECRET_ANNOTATION`], its gang
+//! [`POD_GROUP_ANNOTATION`], its NetworkPolicy [`NETWORK_POLICY_ANNOTATION`]; the
+//! ConfigMap's DELETE answers with them) only says how to read a refusal: a kind the
+//! record says the run has must be deleted, so a 403 on it is an error; for a kind the
+//! record says it lacks (or without a record, for the optional kinds), a 403 (these
+//! credentials have no rights on it: many have none on secrets or PodGroups) or a 404
+//! (the cluster has no such API) means there is nothing this credential could delete,
+//! without a word.
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
@@ -99,30 +97,29 @@ impl SecretRecord {
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
     let selector = whole_run_selector(tag);
-    // The secrets and PodGroups wait for the ConfigMap's answer, which says whether there
-    // are any; the pods and services do not wait.
-    let config = async {
-        let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
-        let record = SecretRecord::of(tag, &config_maps);
-        let gangs = gangs_of(tag, &config_maps);
-        let policy = network_policy_of(tag, &config_maps);
-        let secrets = async {
-            match record {
-                SecretRecord::None => Ok(Vec::new()),
-                SecretRecord::Some | SecretRecord::Unknown => {
-                    delete_kind::<Secret>(cluster, &selector, max_in_flight).await
-                }
-            }
-        };
-        let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
-        let policies = delete_network_policy_of_run(cluster, &selector, policy);
-        let (secrets, pod_groups, policies) = tokio::join!(secrets, pod_groups, policies);
-        (config_maps, record, secrets, (pod_groups, policies))
+    // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
+    // a spawn of the tag at the same time checks that its ConfigMap is still there once
+    // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the
+    // pods and services that spawn made before it looked are found here; one made
+    // after, the spawn finds its ConfigMap gone and deletes it again. No pod is left
+    // without its ConfigMap (stuck in ContainerCreating).
+    let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
+    let record = SecretRecord::of(tag, &config_maps);
+    let gangs = gangs_of(tag, &config_maps);
+    let policy = network_policy_of(tag, &config_maps);
+    let secrets = async {
+        match delete_kind::<Secret>(cluster, &selector, max_in_flight).await {
+            Err(e) if e.forbidden && record == SecretRecord::None => Ok(Vec::new()),
+            other => other,
+        }
     };
-    let (pods, services, (config_maps, record, secrets, (pod_groups, policies))) = tokio::join!(
+    let pod_groups = delete_pod_groups_of_run(cluster, &selector, gangs.as_deref());
+    let policies = delete_network_policy_of_run(cluster, &selector, policy);
+    let (pods, services, secrets, (pod_groups, policies)) = tokio::join!(
         delete_one_by_one::<Pod>(cluster, &selector, max_in_flight),
         delete_one_by_one::<Service>(cluster, &selector, max_in_flight),
-        config,
+        secrets,
+        async { tokio::join!(pod_groups, policies) },
     );
     let mut out = Deleted::default();
     // Without a record, a credential that may not touch secrets cannot tell whether a
@@ -200,33 +197,28 @@ async fn delete_kind<K: RunObject>(
     }
 }
 
-/// The run's PodGroups of every gang's kind (`Gang::ALL`), unless the record says
-/// which (`gangs`: none, for most runs).
-/// The run's NetworkPolicy, unless its record says it has none (`policy`: what the
-/// ConfigMap says, `None` without a record).
+/// The run's NetworkPolicies, by label; a refusal is an error only when the record says
+/// it has one (`policy`: what the ConfigMap says, `None` without a record).
 async fn delete_network_policy_of_run(
     cluster: &Cluster,
     selector: &str,
     policy: Option<bool>,
 ) -> Result<Vec<Gone>, KindFailed> {
-    match policy {
-        Some(false) => Ok(Vec::new()),
-        _ => delete_optional::<NetworkPolicy>(cluster, selector, policy.is_none()).await,
-    }
+    delete_optional::<NetworkPolicy>(cluster, selector, policy != Some(true)).await
 }
 
+/// The run's PodGroups of every gang's kind (`Gang::ALL`), by label; a refusal is an
+/// error only for the gang the record names (`gangs`: none, for most runs).
 async fn delete_pod_groups_of_run(
     cluster: &Cluster,
     selector: &str,
     gangs: Option<&[Gang]>,
 ) -> Vec<(Kind, Result<Vec<Gone>, KindFailed>)> {
     futures::future::join_all(Gang::ALL.into_iter().map(|gang| async move {
-        let result = match gangs {
-            Some(g) if !g.contains(&gang) => Ok(Vec::new()),
-            _ => with_pod_group_type!(gang, K => {
-                delete_optional::<K>(cluster, selector, gangs.is_none()).await
-            }),
-        };
+        let recorded = gangs.is_some_and(|g| g.contains(&gang));
+        let result = with_pod_group_type!(gang, K => {
+            delete_optional::<K>(cluster, selector, !recorded).await
+        });
         (Kind::PodGroup(gang), result)
     }))
     .await
@@ -258,9 +250,8 @@ fn network_policy_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> 
 }
 
 /// One collection DELETE of a kind a run may not have (a PodGroup kind, NetworkPolicies).
-/// A 404 means the cluster has no such API:
-/// nothing to delete. Without a record of the run's gang (`guessing`), a 403 means the
-/// same for these credentials.
+/// A 404 means the cluster has no such API: nothing to delete. Unless the record says
+/// the run has one (`guessing`), a 403 means the same for these credentials.
 async fn delete_optional<K: RunObject>(
     cluster: &Cluster,
     selector: &str,

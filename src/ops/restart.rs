@@ -26,6 +26,7 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::cluster::recreate::{self, Templates};
+use crate::cluster::vetting;
 use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
 use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
@@ -314,6 +315,8 @@ impl Restarter {
                 .filter_map(|n| Some((n.clone(), self.templates.get(n)?.clone())))
                 .collect(),
         };
+        // How far the stop got, for the message if it is interrupted.
+        let deleting = std::cell::Cell::new(false);
         let work = async {
             // Recorded first: stopped after the deletes, the restart can be taken up.
             if !recreate::save(cluster, tag, &record).await? {
@@ -321,12 +324,20 @@ impl Restarter {
                     "run {tag}: the restart's pods do not fit in its configmap; stopped before they are created again, it cannot be resumed"
                 ));
             }
+            deleting.set(true);
             recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
         };
         match bounded(bounds, work).await {
             Ok(()) => Ok(Event::Stopped),
-            Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED, self.options.max)),
+            Err(Stop::By(s)) => {
+                let left = if deleting.get() {
+                    NOT_CREATED
+                } else {
+                    NOT_DELETED
+                };
+                Err(s.error(bounds, r, left, self.options.max))
+            }
             Err(Stop::Failed(e)) => {
                 output::note(&format!("run {tag}: restart {} failed: {e:#}", r.attempt));
                 Ok(Event::StepFailed)
@@ -391,10 +402,15 @@ fn listed(names: &BTreeSet<String>) -> String {
 
 /// What a restart left when it was stopped before it created anything.
 const NOT_CREATED: &str = "its pods were deleted and none has been created again";
+/// What a restart left when it was stopped before it deleted anything (its record may
+/// be written: the next `wait --restarts` takes it up).
+const NOT_DELETED: &str = "it had deleted none of its pods yet; they are as the failure left them";
 
 /// The templates to restart from and the restart to take up, from the run's pods and
 /// the restart recorded in its ConfigMap: a recorded restart whose pods are not all
 /// there with its attempt was stopped before it was done; one that is done is cleared.
+/// A record that is not the run's own (`cluster/vetting.rs`) is refused in one line and
+/// left alone: only the pods read from the server are templates then.
 async fn unfinished(
     cluster: &Cluster,
     tag: &str,
@@ -405,6 +421,12 @@ async fn unfinished(
     let Some(record) = record else {
         return Ok((templates, None));
     };
+    if let Err(why) = vetting::vet(&record, tag, cluster.namespace(), &templates) {
+        output::warning(&format!(
+            "run {tag}: the restart recorded in its configmap is not taken up: {why} (tf-spawner records only the run's own pods; the record was edited)"
+        ));
+        return Ok((templates, None));
+    }
     let names: BTreeSet<String> = record.templates.keys().cloned().collect();
     let done = names.iter().all(|n| {
         templates

@@ -148,7 +148,10 @@ pub(crate) fn never_started(v: &PodView, record: Option<&Record>) -> Option<Stri
 /// stopped or deleted since, or tf-spawner stopped pods for that verdict: a pod it stopped
 /// before it started may read Pending again, `ErrImagePull`, while it ends), so every
 /// command tells wait's account; else the pods' (a run left running with
-/// `--keep-running` is judged again, `--all-workers` or not). A restart clears it.
+/// `--keep-running` is judged again, `--all-workers` or not). A restart clears it. A
+/// recorded `Succeeded` never overrides pods that say otherwise while they exist
+/// ([`Tracker::contradicts_success`]): the record is only as trustworthy as whoever may
+/// edit the ConfigMap.
 pub(crate) fn verdict_of(
     tracker: &Tracker,
     record: Option<&Record>,
@@ -159,7 +162,10 @@ pub(crate) fn verdict_of(
         Some(Verdict::Failed(f)) => f.kind.is_after_the_fact(),
         Some(_) => false,
     } || tracker.live().any(|v| v.stopped_at.is_some());
-    if lost && let Some(recorded) = record.and_then(|r| r.verdict.as_deref()) {
+    if lost
+        && let Some(recorded) = record.and_then(|r| r.verdict.as_deref())
+        && !(recorded == "Succeeded" && tracker.contradicts_success())
+    {
         return match recorded.split_once(": ") {
             Some(("Failed", why)) => ("Failed", Some(why.to_string())),
             _ if recorded == "Succeeded" => ("Succeeded", None),

@@ -614,6 +614,25 @@ impl Tracker {
     /// pods' toleration, `--node-lost-after`): the longest of the run's pods, if any says.
     pub fn node_lost_after(&self) -> Option<i64> {
         self.live().filter_map(|v| v.lost_after).max()
+    /// The pods say the run has not succeeded, whatever a record says: the deciding
+    /// task's pod is there and has not succeeded, or a pod tf-spawner did not stop
+    /// failed by itself (not a deletion after the fact). A recorded `Succeeded` (an
+    /// annotation anyone who may edit the ConfigMap can write) never hides it.
+    pub fn contradicts_success(&self) -> bool {
+        let states = self.states();
+        let has_chief = states
+            .iter()
+            .any(|s| s.0.is_some_and(|t| t.role == Role::Chief));
+        let deciding = Task::deciding(has_chief);
+        let unstopped = |pod: &str| self.get(pod).is_some_and(|v| v.stopped_at.is_none());
+        let failed_by_itself = states.iter().any(|s| {
+            s.3.as_ref()
+                .is_some_and(|f| !f.kind.is_after_the_fact() && unstopped(&f.pod))
+        });
+        failed_by_itself
+            || self
+                .live()
+                .any(|v| v.task == Some(deciding) && v.state() != State::Succeeded)
     }
 
     /// The pods (live or being deleted) on a node that stopped reporting: they are never

@@ -78,7 +78,11 @@ fn delete_lists_pods_and_services_and_deletes_them_one_by_one_with_their_uid() {
     // Config map and secret: one collection DELETE each.
     assert_eq!(count("DELETE", "/configmaps", true), 1, "{requests:?}");
     assert_eq!(count("DELETE", "/secrets", true), 1, "{requests:?}");
-    assert_eq!(requests.len(), 14, "{requests:?}");
+    // Every kind is deleted by the run's label, whatever its ConfigMap records (issue
+    // 49): one collection DELETE of NetworkPolicies and of each gang's PodGroups.
+    assert_eq!(count("DELETE", "/networkpolicies", true), 1, "{requests:?}");
+    assert_eq!(count("DELETE", "/podgroups", true), 2, "{requests:?}");
+    assert_eq!(requests.len(), 17, "{requests:?}");
     assert!(env.names("default").is_empty());
 }
 
@@ -208,4 +212,38 @@ fn ctrl_c_at_the_delete_prompt_deletes_nothing_and_exits_130() {
     );
     assert_eq!(env.names("default").len(), 5, "{:?}", env.names("default"));
     drop(child.stdin.take());
+}
+
+/// `-d` of a tag while its spawn is creating the pods (the first pod's create held 2 s
+/// by the server): no pod is left without its ConfigMap (on main the spawn left pods
+/// `-d` never saw, stuck in ContainerCreating). The spawn sees its ConfigMap gone,
+/// deletes what it made and says why (issue 49).
+#[test]
+fn delete_during_a_spawn_leaves_no_pod_without_its_config_map() {
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    env.server
+        .add_fault(kube_testserver::Fault::on("POST", "/pods").hang(Duration::from_secs(2)));
+    let script = env.script();
+    let spawn = crate::follow::start(&env, &["-t", "race", "-w", "2", script.to_str().unwrap()]);
+    let start = Instant::now();
+    while !env
+        .server
+        .requests()
+        .iter()
+        .any(|r| r.method == "POST" && r.path.ends_with("/pods"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(30), "no pod create");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    env.run(&["-d", "-y", "-t", "race"]).success();
+    let out = crate::follow::finish(spawn);
+    out.failure(1)
+        .stderr_has("run 'race' was deleted while it was being spawned")
+        .stderr_has("configmap/race-script is gone");
+    assert!(
+        env.names("default").is_empty(),
+        "{:?}",
+        env.names("default")
+    );
 }

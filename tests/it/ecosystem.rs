@@ -229,6 +229,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
             "helpers",
             "namespace",
             "never_started",
+            "pending_restart",
             "pods",
             "progress",
             "recorded_verdict",

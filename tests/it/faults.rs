@@ -68,12 +68,13 @@ impl Shape {
 
     /// The requests of a spawn: the list of ResourceQuotas (docs/resources.md), 4 lists
     /// (is the tag free?), then 1 + 1 + 2 + 2 creates
-    /// (ConfigMap and Secret, services, pods); with the gang first one discovery GET of
-    /// the PodGroup API, a fifth list, and the PodGroup's create after the config.
+    /// (ConfigMap and Secret, services, pods), and the GET that sees the ConfigMap is
+    /// still there; with the gang first one discovery GET of the PodGroup API, a fifth
+    /// list, and the PodGroup's create after the config.
     fn spawn_requests(self) -> usize {
         match self {
-            Shape::Plain => 11,
-            Shape::Gang => 14,
+            Shape::Plain => 12,
+            Shape::Gang => 15,
         }
     }
 
@@ -84,14 +85,11 @@ impl Shape {
         }
     }
 
-    /// The requests of a delete: the lists of pods and services and the ConfigMap's
-    /// collection DELETE; then 2 + 2 single DELETEs and the Secret's collection DELETE;
-    /// with the gang, the PodGroup's collection DELETE.
+    /// The requests of a delete: the ConfigMap's collection DELETE, the lists of pods
+    /// and services; then 2 + 2 single DELETEs and the collection DELETEs of the
+    /// Secret, the NetworkPolicies and both PodGroup kinds (by label, issue 49).
     fn delete_requests(self) -> usize {
-        match self {
-            Shape::Plain => 8,
-            Shape::Gang => 9,
-        }
+        11
     }
 }
 
@@ -343,7 +341,13 @@ fn delete_matrix(shape: Shape, options: Options, kinds: &[Kind]) {
                     .stderr_has("may be left in namespace 'default'");
                 assert!(!retryable, "{kind:?} at {k} should be retried: {out:#?}");
                 env.server.clear_faults();
-                env.run(&["-d", "-t", &tag]).success();
+                // A fault on a kind the run lacks (its PodGroups, deleted by label
+                // whatever the record says) may have left nothing to delete again.
+                let again = env.run(&["-d", "-t", &tag]);
+                assert!(
+                    again.code == 0 || again.stdout.contains("nothing labelled"),
+                    "{again:#?}"
+                );
             }
             only_touched(&env, &tag);
             assert_eq!(others(&env), before, "{kind:?} at {k}");

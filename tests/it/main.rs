@@ -11,6 +11,7 @@ mod ecosystem;
 mod faults;
 mod firsthour;
 mod follow;
+mod forged;
 mod gang;
 mod hardened;
 mod list;

@@ -22,10 +22,11 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
         env.spawn(&["-t", tag, "-w", &workers.to_string()])
             .success();
         // The quotas (docs/resources.md), four lists (is the tag free?), then the config
-        // map, the services, the pods.
-        assert_eq!(count(&env, "GET"), 5, "{tag}");
+        // map, the services, the pods, and one GET: is the ConfigMap still there (a `-d`
+        // at the same time)?
+        assert_eq!(count(&env, "GET"), 6, "{tag}");
         assert_eq!(count(&env, "POST"), 1 + 2 * workers, "{tag}");
-        assert_eq!(env.server.requests().len(), 5 + 1 + 2 * workers, "{tag}");
+        assert_eq!(env.server.requests().len(), 6 + 1 + 2 * workers, "{tag}");
 
         env.server.clear_requests();
         env.run(&["-d", "-y", "-t", tag])
@@ -33,15 +34,16 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
             .stdout_has(&format!("deleted pod/{tag}-worker-{}", workers - 1));
         // A list of the pods' and the services' names and one DELETE each (faster than a
         // collection DELETE on a real server: see src/cluster/remove.rs), and the config
-        // map's collection DELETE; no secrets: the run has none.
+        // map's collection DELETE; and, whatever the ConfigMap records (issue 49), one
+        // collection DELETE each of secrets, NetworkPolicies and both PodGroup kinds.
         let requests = env.server.requests();
         assert_eq!(count(&env, "GET"), 2, "{tag}: {requests:?}");
         assert_eq!(
             count(&env, "DELETE"),
-            1 + 2 * workers,
+            5 + 2 * workers,
             "{tag}: {requests:?}"
         );
-        assert_eq!(requests.len(), 3 + 2 * workers, "{tag}: {requests:?}");
+        assert_eq!(requests.len(), 7 + 2 * workers, "{tag}: {requests:?}");
     }
     assert!(env.names("default").is_empty());
 }
@@ -89,9 +91,10 @@ fn delete_wait_with_nothing_lingering_costs_one_list() {
     let out = env.run(&["-d", "-y", "--wait", "-t", "quick"]);
     out.success().stdout_has("deleted pod/quick-worker-2");
     assert!(!out.stderr.contains("waiting"), "{out:#?}");
-    // 3 pods and 3 services one by one, the config map's collection DELETE; the lists of
-    // pods and services, and the one list of the wait.
-    assert_eq!(count(&env, "DELETE"), 3 + 3 + 1);
+    // 3 pods and 3 services one by one, the config map's collection DELETE and those of
+    // secrets, NetworkPolicies and both PodGroup kinds (by label); the lists of pods and
+    // services, and the one list of the wait.
+    assert_eq!(count(&env, "DELETE"), 3 + 3 + 1 + 4);
     assert_eq!(count(&env, "GET"), 3);
     assert!(env.names("default").is_empty());
 }

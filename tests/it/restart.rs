@@ -431,6 +431,13 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     // attempt 1's pods and follows them to the verdict; the record is cleared.
     let cm = env.server.get("configmaps", NS, "cc-script").unwrap();
     assert_eq!(cm["metadata"]["annotations"]["tf-spawner/restarting"], "1");
+    // `status` says a restart is pending and how to take it up (issue 49).
+    env.run(&["status", "-t", "cc"])
+        .success()
+        .stdout_has("restart 1 is pending: a wait --restarts began it and stopped before it created the pods again (take it up: tf-spawner wait -t cc --restarts 1;");
+    let status: Value =
+        serde_json::from_str(&env.run(&["status", "-t", "cc", "-o", "json"]).stdout).unwrap();
+    assert_eq!(status["pending_restart"], 1, "{status:#}");
     let mut child = crate::follow::start(&env, &["wait", "cc", "--restarts", "1"]);
     await_attempt(&env, "cc", &["cc-worker-0", "cc-worker-1"], "1", &mut child);
     // Cleared right after the creates.
@@ -458,6 +465,45 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
         ],
         "{out:#?}"
     );
+}
+
+/// Ctrl-C right after the `restart 1/1` line, before the restart deleted anything (its
+/// record's write hangs): the message says no pod was deleted, and none was (issue 49;
+/// main said "its pods were deleted").
+#[test]
+fn ctrl_c_before_a_restart_deletes_says_nothing_was_deleted() {
+    let env = Env::new();
+    env.spawn(&["-t", "cn", "-w", "2"]).success();
+    run_all(&env, &["cn-worker-0", "cn-worker-1"]);
+    env.server
+        .add_fault(Fault::on("PATCH", "/configmaps/cn-script").hang(Duration::from_secs(30)));
+    let child = start(&env, &["wait", "cn", "--restarts", "1"]);
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "cn-worker-1");
+    let start = Instant::now();
+    while !env
+        .server
+        .requests()
+        .iter()
+        .any(|r| r.method == "PATCH" && r.path.ends_with("/configmaps/cn-script"))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no record written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signals our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:#?}");
+    out.stdout_has("run cn: restart 1/1 in ").stderr_has(
+        "interrupted while restarting run 'cn' (attempt 1): it had deleted none of its pods yet",
+    );
+    let left = pods(&env, "cn");
+    assert!(left.get("cn-worker-0").is_some_and(|p| !p.2), "{left:?}");
 }
 
 /// Interrupted in its backoff, a restart leaves a run `-d` removes whole (its ConfigMap,

@@ -46,13 +46,17 @@ fn a_namespace_limited_credential_can_spawn_and_delete_in_its_namespace() {
     assert!(env.names("team-a").is_empty());
     for r in env.server.requests() {
         assert!(
-            r.path.starts_with("/api/v1/namespaces/team-a/"),
+            r.path.contains("/namespaces/team-a/"),
             "cluster-scoped or cross-namespace call: {} {}",
             r.method,
             r.path
         );
+        // `-d` deletes NetworkPolicies and PodGroups by label whatever the run's record
+        // says (issue 49); a credential without rights on them is refused, which is
+        // nothing to delete for a run without them.
+        let optional = r.path.ends_with("/networkpolicies") || r.path.ends_with("/podgroups");
         assert!(
-            r.status < 400,
+            r.status < 400 || (optional && matches!(r.status, 403 | 404)),
             "{} {} answered {}",
             r.method,
             r.path,
@@ -67,11 +71,13 @@ fn elsewhere_it_gets_a_clear_403_and_nothing_is_created() {
     let kc = kubeconfig(&env, "team-a");
     let script = env.script();
     let out = env.run_as(&kc, &["-n", "team-b", "-t", "x", script.to_str().unwrap()]);
-    out.failure(1).stderr_has("forbidden").stderr_has("team-b");
+    out.failure(1).stderr_has(
+        "this credential is forbidden to list pods in namespace 'team-b' (Forbidden, 403)",
+    );
     assert_eq!(env.server.object_count(), 0);
     env.run_as(&kc, &["-n", "team-b", "-d", "-t", "x"])
         .failure(1)
-        .stderr_has("forbidden");
+        .stderr_has("in namespace 'team-b' (Forbidden, 403)");
 }
 
 #[test]
@@ -90,7 +96,10 @@ fn without_rights_on_secrets_an_env_file_fails_cleanly() {
             script.to_str().unwrap(),
         ],
     );
-    out.failure(1).stderr_has("secrets");
+    // One line naming the right and the rule of examples/rbac.yaml that grants it.
+    out.failure(1).stderr_has(
+        "this credential is forbidden to create secrets in namespace 'team-a' (Forbidden, 403); examples/rbac.yaml's Role grants it in its rule for secrets",
+    );
     assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
     // Without -e the same credential works.
     env.run_as(&kc, &["-t", "ns", script.to_str().unwrap()])
@@ -123,8 +132,12 @@ fn without_rights_on_secrets_a_run_without_env_file_is_deleted_with_exit_0() {
         .stdout_has("deleted configmap/nosec-script");
     assert_eq!(out.stderr, "", "{out:#?}");
     assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
-    // The run's config map said it has no secret: secrets were not even asked for.
-    assert_eq!(secret_requests(&env), Vec::<String>::new());
+    // Secrets are deleted by the run's label whatever its ConfigMap records (issue 49):
+    // asked for once; the refusal says nothing to a run recorded without one.
+    assert_eq!(
+        secret_requests(&env),
+        ["DELETE /api/v1/namespaces/team-a/secrets -> 403"]
+    );
 }
 
 #[test]
@@ -150,7 +163,9 @@ fn without_rights_on_secrets_a_run_with_a_secret_is_a_clear_error() {
     let last = out.stderr.trim_end();
     assert!(
         last.starts_with("error: deleting secrets: ")
-            && last.contains("Forbidden, 403")
+            && last.contains(
+                "is forbidden to deletecollection secrets in namespace 'team-a' (Forbidden, 403)"
+            )
             && last.contains("secrets of run 'withsec' may be left in namespace 'team-a'"),
         "{out:#?}"
     );

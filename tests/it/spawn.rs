@@ -639,6 +639,59 @@ fn dollars_reach_the_process_as_typed_not_expanded_by_the_kubelet() {
     assert_eq!(words(&c["args"]), escaped);
 }
 
+/// `--dir repo/proj` ships what git would commit: the repository root's `.gitignore`,
+/// its `.git/info/exclude` and the user's global excludes keep `secrets.json`, `*.key`,
+/// `*.pem` and `data/` home (today's main shipped them to the ConfigMap, which the
+/// `view` role reads); one line says how many were left out, `-v` lists them.
+#[test]
+fn dir_in_a_repository_ships_nothing_git_ignores() {
+    use base64::Engine;
+    let env = Env::new();
+    for (path, text) in [
+        ("repo/.git/HEAD", "ref: refs/heads/main\n"),
+        ("repo/.git/info/exclude", "*.key\n"),
+        ("repo/.gitignore", "secrets.json\ndata/\n"),
+        (".config/git/ignore", "*.pem\n"),
+        ("repo/proj/train.py", "print(1)\n"),
+        ("repo/proj/model.py", "X = 1\n"),
+        ("repo/proj/secrets.json", "{\"token\": \"s3cret\"}"),
+        ("repo/proj/deploy.key", "KEY"),
+        ("repo/proj/tls.pem", "PEM"),
+        ("repo/proj/data/rows.csv", "1,2"),
+    ] {
+        std::fs::create_dir_all(env.path(path).parent().unwrap()).unwrap();
+        env.write(path, text);
+    }
+    let proj = env.path("repo/proj");
+    let script = proj.join("train.py");
+    let (proj, script) = (proj.to_str().unwrap(), script.to_str().unwrap());
+    let out = env.run(&["-w", "1", "-t", "gi", "--dir", proj, script]);
+    out.success()
+        .stderr_has("4 files or directories left out")
+        .stderr_has("-v lists them");
+    let cm = env
+        .server
+        .get("configmaps", "default", "gi-script")
+        .unwrap();
+    let tgz = base64::engine::general_purpose::STANDARD
+        .decode(cm["binaryData"]["dir.tar.gz"].as_str().unwrap())
+        .unwrap();
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&tgz[..]));
+    let mut names: Vec<String> = tar
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["model.py", "train.py"]);
+    let out = env.run(&["-v", "-w", "1", "-t", "gi2", "--dir", proj, script]);
+    out.success()
+        .stderr_has("left out data/")
+        .stderr_has("left out deploy.key")
+        .stderr_has("left out secrets.json")
+        .stderr_has("left out tls.pem");
+}
+
 /// `--dir` ships the script's directory (what the ignore files exclude left out) in the
 /// ConfigMap; the pod unpacks it and runs the script from there.
 #[test]

@@ -13,6 +13,7 @@ mod hardened;
 mod limited;
 mod outage;
 mod queues;
+mod rbac;
 mod resources;
 mod roles;
 mod shared;

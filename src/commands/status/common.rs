@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::cluster::events::PodEvent;
+use crate::cluster::record::Record;
 use crate::trainlog::Training;
 use crate::verdict::{NODE_LOST, PodView, Reason, Tracker};
 
@@ -53,4 +54,11 @@ pub(super) fn stalled(
     let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
     (running && !training.finished() && quiet > bound.as_secs())
         .then(|| crate::ops::wait::stalled_text(training, bound))
+}
+
+/// The attempt of a restart recorded and not carried out, if any.
+pub(super) fn pending_restart(tracker: &Tracker, record: Option<&Record>) -> Option<u32> {
+    record
+        .and_then(|r| r.restarting)
+        .filter(|n| tracker.live().all(|v| v.attempt < *n))
 }

@@ -35,6 +35,9 @@ pub struct StatusJson {
     /// The training's progress, from the tail of the deciding task's log (Keras' lines
     /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
     pub progress: Option<show::ProgressJson>,
+    /// A restart `wait --restarts` began and stopped before it created its pods again
+    /// (its attempt): `tf-spawner wait --restarts` takes it up; else null.
+    pub pending_restart: Option<u32>,
     /// The verdict `wait` recorded on the run's ConfigMap (`Succeeded`, `Failed: …`),
     /// else null. When there is one, `verdict` and `failure` are its.
     pub recorded_verdict: Option<String>,
@@ -145,6 +148,7 @@ pub fn to_json(
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
         attempt: tracker.attempt(),
         restarted_for: restarted_for(tracker).map(String::from),
+        pending_restart: super::common::pending_restart(tracker, record),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),

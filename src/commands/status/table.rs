@@ -2,7 +2,7 @@
 //! stopped ones, tasks that never started, pending pods' events, helper pods, the
 //! restart, the progress), then the verdict and the run's time.
 
-use super::common::{Events, Progressed, lost, restarted_for, stalled};
+use super::common::{Events, Progressed, lost, pending_restart, restarted_for, stalled};
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration::{self, age};
@@ -42,6 +42,7 @@ pub fn render(
         stuck_lines(&pods, record),
         stopped_lines(&pods, record),
         deleted_lines(record),
+        pending_restart_line(tracker, record),
         events_table(&pods, events, now),
         helper_lines(helpers, tracker.tag(), now),
         attempt_line(tracker, &pods),
@@ -98,6 +99,7 @@ fn without_pods(
         record.map_or("TAG", |r| r.tag.as_str())
     ));
     out.push_str(&deleted_lines(record));
+    out.push_str(&pending_restart_line(tracker, record));
     out.push_str(&helper_lines(helpers, tracker.tag(), now));
     out.push_str(&verdict_line(tracker, record));
     out
@@ -243,6 +245,21 @@ fn deleted_lines(record: Option<&Record>) -> String {
             None => format!("{task}: never started; {NEVER_STARTED_TEXT}\n"),
         })
         .collect()
+}
+
+/// A restart recorded and not carried out (`wait --restarts` stopped before it created
+/// the attempt's pods again): what to do about it. None once a pod of that attempt is
+/// there.
+fn pending_restart_line(tracker: &Tracker, record: Option<&Record>) -> String {
+    match pending_restart(tracker, record) {
+        Some(n) => {
+            let tag = tracker.tag();
+            format!(
+                "restart {n} is pending: a wait --restarts began it and stopped before it created the pods again (take it up: tf-spawner wait -t {tag} --restarts {n}; or delete the run: tf-spawner -d -t {tag})\n"
+            )
+        }
+        None => String::new(),
+    }
 }
 
 /// The events of the first pending pods (in task order), newest first, as a table:

@@ -22,6 +22,7 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
         tag: "t".into(),
         created: Some(1704067200 - 30),
         sizes: RoleSizes::parse("chief=1,ps=1,worker=12,evaluator=1"),
+        restarting: None,
         verdict: Some("Failed: pod t-worker-1 (worker-1) failed: exit code 1".into()),
         never_started: vec!["worker-10".into(), "worker-11".into()],
         not_started: vec![

@@ -1,0 +1,278 @@
+//! A restart record ([`super::recreate::Record`], in the run's ConfigMap) checked before
+//! `wait --restarts` takes it up. Anyone who may edit the namespace may edit the
+//! ConfigMap: a forged record must not make the follower create, under its own
+//! identity, a pod tf-spawner would not make for this run (issue 49: a privileged pod
+//! mounting the host's `/`, named and labelled to be invisible to `-d` and `status`).
+//!
+//! So each recorded pod is checked field by field against what tf-spawner makes: its
+//! name is the run's task name its replica labels say (`TAG-worker-1`), it carries the
+//! run's label and not a helper's, no owner, finalizer or other namespace; and it asks
+//! for no privilege ([`privileges`]: host namespaces, a host path, a privileged
+//! container, an added capability, a host port, a node of its own, a service account
+//! other than the namespace's default, an unconfined profile) that none of the run's
+//! pods read from the API server has: a run whose own template asked for one keeps it
+//! while a pod of the run with it is there. The first disagreement refuses the record,
+//! in words for one line.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext};
+
+use super::recreate::{Record, Templates};
+use crate::labels::{HELPER_LABEL, INDEX_LABEL, ROLE_LABEL, RUN_LABEL};
+use crate::roles::{Role, Task};
+
+/// `Ok` when every pod of `record` is one tf-spawner would make for run `tag` in
+/// `namespace`, asking for no privilege the run's pods read from the server (`live`)
+/// do not have; else what disagrees.
+pub fn vet(record: &Record, tag: &str, namespace: &str, live: &Templates) -> Result<(), String> {
+    let allowed: BTreeSet<String> = live.values().flat_map(privileges).collect();
+    for (name, pod) in &record.templates {
+        vet_identity(name, pod, tag, namespace)?;
+        if let Some(extra) = privileges(pod).into_iter().find(|p| !allowed.contains(p)) {
+            return Err(format!(
+                "pod {name} asks for {extra}, which no pod of the run has"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The recorded pod's name, labels and metadata are those of one of the run's tasks.
+fn vet_identity(name: &str, pod: &Pod, tag: &str, namespace: &str) -> Result<(), String> {
+    let meta = &pod.metadata;
+    let label = |k: &str| {
+        meta.labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .map(String::as_str)
+    };
+    let task = label(ROLE_LABEL)
+        .and_then(Role::parse)
+        .zip(label(INDEX_LABEL).and_then(|i| i.parse().ok()))
+        .map(|(role, index)| Task { role, index });
+    let expected = task.map(|t| t.name(tag));
+    if expected.as_deref() != Some(name) || meta.name.as_deref() != Some(name) {
+        return Err(format!(
+            "pod {name} is not named as the task its labels say ({})",
+            expected.as_deref().unwrap_or("no task")
+        ));
+    }
+    if label(RUN_LABEL) != Some(tag) || label(HELPER_LABEL).is_some() {
+        return Err(format!("pod {name} does not carry the run's labels"));
+    }
+    if meta.namespace.as_deref().is_some_and(|n| n != namespace) {
+        return Err(format!("pod {name} names another namespace"));
+    }
+    let owned = meta
+        .owner_references
+        .as_ref()
+        .is_some_and(|o| !o.is_empty());
+    let finalized = meta.finalizers.as_ref().is_some_and(|f| !f.is_empty());
+    if owned || finalized || meta.generate_name.is_some() {
+        return Err(format!(
+            "pod {name} has owners, finalizers or a generated name, which tf-spawner never sets"
+        ));
+    }
+    Ok(())
+}
+
+/// What a pod asks for beyond an ordinary pod of the namespace, each in words:
+/// `hostNetwork`, `hostPath /`, `a privileged container (x)`, `capability SYS_ADMIN`…
+pub fn privileges(pod: &Pod) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let Some(spec) = &pod.spec else {
+        return out;
+    };
+    pod_privileges(spec, &mut out);
+    let containers = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten());
+    for c in containers {
+        container_privileges(c, &mut out);
+    }
+    out
+}
+
+fn pod_privileges(spec: &PodSpec, out: &mut BTreeSet<String>) {
+    for (set, what) in [
+        (spec.host_network, "hostNetwork"),
+        (spec.host_pid, "hostPID"),
+        (spec.host_ipc, "hostIPC"),
+        (spec.host_users.map(|u| !u), "hostUsers: false"),
+    ] {
+        if set == Some(true) {
+            out.insert(what.to_string());
+        }
+    }
+    if let Some(node) = &spec.node_name {
+        out.insert(format!("nodeName {node}"));
+    }
+    let accounts = [&spec.service_account_name, &spec.service_account];
+    for account in accounts.into_iter().flatten() {
+        if account != "default" {
+            out.insert(format!("serviceAccountName {account}"));
+        }
+    }
+    for volume in spec.volumes.iter().flatten() {
+        if let Some(host) = &volume.host_path {
+            out.insert(format!("hostPath {}", host.path));
+        }
+    }
+    let seccomp = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.seccomp_profile.as_ref());
+    if seccomp.is_some_and(|p| p.type_ == "Unconfined") {
+        out.insert("an Unconfined seccomp profile".to_string());
+    }
+}
+
+fn container_privileges(c: &Container, out: &mut BTreeSet<String>) {
+    let name = &c.name;
+    if let Some(sc) = &c.security_context {
+        security_privileges(name, sc, out);
+    }
+    for port in c.ports.iter().flatten() {
+        if let Some(host) = port.host_port {
+            out.insert(format!("hostPort {host}"));
+        }
+    }
+}
+
+fn security_privileges(name: &str, sc: &SecurityContext, out: &mut BTreeSet<String>) {
+    if sc.privileged == Some(true) {
+        out.insert(format!("a privileged container ({name})"));
+    }
+    let added = sc.capabilities.as_ref().and_then(|c| c.add.as_ref());
+    for cap in added.into_iter().flatten() {
+        out.insert(format!("capability {cap}"));
+    }
+    if sc.proc_mount.as_deref() == Some("Unmasked") {
+        out.insert(format!("an unmasked /proc ({name})"));
+    }
+    if sc
+        .seccomp_profile
+        .as_ref()
+        .is_some_and(|p| p.type_ == "Unconfined")
+    {
+        out.insert("an Unconfined seccomp profile".to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, extra: serde_json::Value) -> Pod {
+        let mut v = json!({
+            "metadata": {"name": name, "labels": {
+                "training_attempt": "t", "tf-spawner/replica-type": "worker",
+                "tf-spawner/replica-index": "1"
+            }},
+            "spec": {"serviceAccountName": "default", "containers": [
+                {"name": "tensorflow", "image": "tf"}
+            ]}
+        });
+        json_patch(&mut v, extra);
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn json_patch(into: &mut serde_json::Value, patch: serde_json::Value) {
+        match (into, patch) {
+            (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+                for (k, v) in b {
+                    json_patch(a.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (slot, v) => *slot = v,
+        }
+    }
+
+    fn record(pods: Vec<Pod>) -> Record {
+        Record {
+            attempt: 1,
+            cause: None,
+            templates: pods
+                .into_iter()
+                .map(|p| (p.metadata.name.clone().unwrap(), p))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_runs_own_pod_passes() {
+        let r = record(vec![pod("t-worker-1", json!({}))]);
+        assert_eq!(vet(&r, "t", "ns", &Templates::new()), Ok(()));
+    }
+
+    #[test]
+    fn a_forged_pod_is_refused_for_what_gives_it_away() {
+        for (name, extra, why) in [
+            ("evil", json!({}), "is not named as the task"),
+            (
+                "t-worker-1",
+                json!({"metadata": {"labels": {"training_attempt": "u"}}}),
+                "labels",
+            ),
+            (
+                "t-worker-1",
+                json!({"metadata": {"labels": {"tf-spawner/helper": "cp"}}}),
+                "labels",
+            ),
+            (
+                "t-worker-1",
+                json!({"metadata": {"namespace": "kube-system"}}),
+                "namespace",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"hostNetwork": true}}),
+                "hostNetwork",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}}),
+                "hostPath /",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"privileged": true}}]}}),
+                "privileged",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}]}}),
+                "SYS_ADMIN",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"nodeName": "control-plane"}}),
+                "nodeName",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"serviceAccountName": "admin"}}),
+                "serviceAccountName admin",
+            ),
+        ] {
+            let r = record(vec![pod(name, extra.clone())]);
+            let e = vet(&r, "t", "ns", &Templates::new()).unwrap_err();
+            assert!(e.contains(why), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_privilege_the_runs_live_pods_have_is_kept() {
+        let privileged = json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"privileged": true}}]}});
+        let live: Templates = [(
+            "t-worker-0".to_string(),
+            pod("t-worker-0", privileged.clone()),
+        )]
+        .into();
+        let r = record(vec![pod("t-worker-1", privileged)]);
+        assert_eq!(vet(&r, "t", "ns", &live), Ok(()));
+    }
+}

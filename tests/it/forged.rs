@@ -1,0 +1,157 @@
+//! Issue 49, item 2: nothing read back from the cluster is trusted beyond what the run's
+//! own objects can be. Each test plants on the test server what someone who may edit
+//! the namespace can write (a restart record, the run's ConfigMap annotations, a
+//! heartbeat) and shows the real binary refuse or ignore it (docs/hardened.md).
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use crate::follow::{exited, finish, running, start};
+use crate::support::{Env, name};
+
+const NS: &str = "default";
+
+/// The run's ConfigMap with `change` merged into its metadata, put back as an editor's
+/// `kubectl edit` would.
+fn edit_config_map(env: &Env, tag: &str, change: impl FnOnce(&mut Value)) {
+    let mut cm = env
+        .server
+        .get("configmaps", NS, &format!("{tag}-script"))
+        .unwrap();
+    change(&mut cm);
+    env.server.insert("configmaps", NS, cm);
+}
+
+/// A forged restart record asking for a privileged pod that mounts the host's `/`,
+/// named and labelled outside the run: `wait --restarts` refuses it in one line,
+/// creates nothing, and follows the run's own pods to their verdict (on main it made
+/// the pod, which `-d`, `status` and `list` never saw).
+#[test]
+fn a_forged_restart_record_creates_nothing() {
+    use base64::Engine;
+    let env = Env::new();
+    env.spawn(&["-t", "fr", "-w", "1"]).success();
+    let evil = json!({
+        "metadata": {"name": "miner", "labels": {"app": "x"}},
+        "spec": {"hostNetwork": true, "containers": [{"name": "c", "image": "busybox",
+            "securityContext": {"privileged": true},
+            "volumeMounts": [{"name": "host", "mountPath": "/host"}]}],
+            "volumes": [{"name": "host", "hostPath": {"path": "/"}}]}
+    });
+    let record = json!({"attempt": 1, "templates": {"miner": evil}, "cause": "forged"});
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(record.to_string().as_bytes()).unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    edit_config_map(&env, "fr", |cm| {
+        cm["binaryData"]["restart.json.gz"] = json!(bytes);
+        cm["metadata"]["annotations"]["tf-spawner/restarting"] = json!("1");
+    });
+    running(&env, "fr-worker-0");
+    let child = start(&env, &["wait", "fr", "--restarts", "2"]);
+    crate::follow::await_watches(&env, 1);
+    exited(&env, "fr-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stderr_has("warning: run fr: the restart recorded in its configmap is not taken up: pod miner is not named as the task its labels say");
+    let names: Vec<String> = env
+        .list("pods", NS)
+        .iter()
+        .map(|p| name(p).to_string())
+        .collect();
+    assert_eq!(names, ["fr-worker-0"]);
+
+    // Named and labelled as the run's own task, it still may not ask for the host.
+    let mut evil = evil;
+    evil["metadata"] = json!({"name": "fr-worker-1", "labels": {
+        "training_attempt": "fr", "tf-spawner/replica-type": "worker",
+        "tf-spawner/replica-index": "1"}});
+    let record = json!({"attempt": 1, "templates": {"fr-worker-1": evil}});
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(record.to_string().as_bytes()).unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    edit_config_map(&env, "fr", |cm| {
+        cm["binaryData"]["restart.json.gz"] = json!(bytes);
+    });
+    env.run(&["wait", "fr", "--restarts", "2"])
+        .success()
+        .stderr_has("pod fr-worker-1 asks for");
+    assert!(env.server.get("pods", NS, "fr-worker-1").is_none());
+}
+
+/// Annotations saying the run has no Secret and no NetworkPolicy do not make `-d` leave
+/// them behind: every kind is deleted by the run's label.
+#[test]
+fn forged_annotations_do_not_make_delete_skip_a_kind() {
+    let env = Env::new();
+    env.write("secrets.env", "TOKEN=s3cret\n");
+    env.spawn(&[
+        "-t",
+        "fd",
+        "-w",
+        "1",
+        "-e",
+        "secrets.env",
+        "--network-policy",
+    ])
+    .success();
+    edit_config_map(&env, "fd", |cm| {
+        let a = &mut cm["metadata"]["annotations"];
+        a["tf-spawner/env-secret"] = json!("none");
+        a.as_object_mut()
+            .unwrap()
+            .remove("tf-spawner/network-policy");
+        a.as_object_mut().unwrap().remove("tf-spawner/pod-group");
+    });
+    assert!(
+        env.names(NS).contains(&"secret/fd-env".to_string()),
+        "{:?}",
+        env.names(NS)
+    );
+    env.run(&["-d", "-y", "-t", "fd"]).success();
+    assert!(env.names(NS).is_empty(), "left behind: {:?}", env.names(NS));
+}
+
+/// A run whose worker failed, its verdict forged to `Succeeded` on its ConfigMap:
+/// `status` and `list` say what the pods say while they are there.
+#[test]
+fn a_forged_verdict_does_not_override_the_pods() {
+    let env = Env::new();
+    env.spawn(&["-t", "fv", "-w", "2"]).success();
+    running(&env, "fv-worker-0");
+    running(&env, "fv-worker-1");
+    let child = start(&env, &["wait", "fv"]);
+    crate::follow::await_watches(&env, 1);
+    exited(&env, "fv-worker-0", 1);
+    assert_eq!(finish(child).code, 3);
+    edit_config_map(&env, "fv", |cm| {
+        cm["metadata"]["annotations"]["tf-spawner/verdict"] = json!("Succeeded");
+    });
+    let out = env.run(&["status", "-t", "fv", "-o", "json"]);
+    let status: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    assert_eq!(status["verdict"], "Failed", "{status:#}");
+    let out = env.run(&["list", "-o", "json"]);
+    let list: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    assert_eq!(list["runs"][0]["verdict"], "Failed", "{list:#}");
+}
+
+/// A heartbeat from the year 2100 on the TensorBoard pod is no session: the pod is not
+/// kept for it.
+#[test]
+fn a_heartbeat_from_the_future_keeps_no_tensorboard_pod() {
+    let env = Env::new();
+    env.spawn(&["-t", "hb", "-w", "1"]).success();
+    env.server.insert(
+        "pods",
+        NS,
+        json!({"metadata": {"name": "hb-tensorboard", "labels": {
+            "training_attempt": "hb", "tf-spawner/helper": "tensorboard",
+            "app.kubernetes.io/managed-by": "tf-spawner"},
+            "annotations": {"tf-spawner/sessions": "{\"forged\":4102444800}"}},
+            "spec": {"containers": [{"name": "tensorboard", "image": "tb"}]},
+            "status": {"phase": "Running"}}),
+    );
+    env.run(&["status", "-t", "hb"])
+        .success()
+        .stdout_has("no tensorboard session uses it now");
+}

@@ -1,0 +1,183 @@
+//! Issue 49, item 7: least privilege, tested. `examples/rbac.yaml`'s Role, ServiceAccount
+//! and RoleBinding are applied in a fresh namespace, the ServiceAccount's token is made
+//! with the TokenRequest API (`serviceaccounts/token`, a POST every server since 1.20
+//! serves; `kubectl create token` needs kubectl 1.24+), and every verb runs with that
+//! token alone: spawn with `-e` and `--network-policy`, a failing run's `wait` (its stop
+//! of the peer and the verdict's record: both patches), `status`, `logs`, `list`, `-d`.
+//! Pods stay Pending on this node-less server; the test drives them by patching
+//! `pods/status` as admin. `cp` and `tensorboard` need a kubelet (`tests/pods`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, PostParams};
+use kube::config::Kubeconfig;
+
+use crate::support::*;
+
+/// `examples/rbac.yaml`'s namespaced objects (its ClusterRole is cluster-scoped and
+/// optional: left out, so the nodes pre-flight is skipped as for most teams).
+fn namespaced_rbac() -> String {
+    let file = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rbac.yaml"))
+        .expect("examples/rbac.yaml");
+    file.split("\n---\n")
+        .filter(|doc| !doc.contains("kind: ClusterRole"))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// A kubeconfig for the ServiceAccount `tf-spawner` of `ns`: the admin kubeconfig's
+/// server and CA, the account's token from a TokenRequest, `ns` as its namespace.
+async fn service_account_kubeconfig(real: &Real, ns: &str) -> PathBuf {
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: vec![],
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let answer = Api::<ServiceAccount>::namespaced(real.client.clone(), ns)
+        .create_token_request("tf-spawner", &PostParams::default(), &request)
+        .await
+        .unwrap_or_else(|e| panic!("TokenRequest for {ns}/tf-spawner: {e}"));
+    let token = answer.status.expect("a token").token;
+    let mut config = Kubeconfig::read_from(&real.admin_kubeconfig).expect("admin kubeconfig");
+    let current = config.current_context.clone().unwrap_or_default();
+    let user = format!("{ns}-tf-spawner");
+    for context in &mut config.contexts {
+        if context.name == current
+            && let Some(c) = context.context.as_mut()
+        {
+            c.user = Some(user.clone());
+            c.namespace = Some(ns.to_string());
+        }
+    }
+    config.auth_infos = vec![kube::config::NamedAuthInfo {
+        name: user,
+        auth_info: Some(kube::config::AuthInfo {
+            token: Some(token.into()),
+            ..kube::config::AuthInfo::default()
+        }),
+        other: Default::default(),
+    }];
+    let path = real.dir.path().join("kubeconfig-service-account");
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&config).expect("kubeconfig as JSON"),
+    )
+    .unwrap();
+    path
+}
+
+/// No line of stderr says a right was missing (a note or an error of a verb that went
+/// on without it).
+fn no_missing_right(out: &Output) {
+    assert!(
+        !out.stderr.contains("forbidden") && !out.stderr.contains("Forbidden"),
+        "a right is missing from examples/rbac.yaml: {out:#?}"
+    );
+}
+
+/// Runs the binary with the ServiceAccount's kubeconfig.
+async fn as_account(real: &Real, kubeconfig: &OsString, args: Vec<OsString>) -> Output {
+    let mut full: Vec<OsString> = vec!["--kubeconfig".into(), kubeconfig.clone()];
+    full.extend(args);
+    real.run_raw(&full, &[]).await
+}
+
+#[tokio::test]
+async fn every_verb_works_under_the_shipped_role() {
+    let Some(real) = Real::new("every_verb_works_under_the_shipped_role").await else {
+        return;
+    };
+    let ns = real.namespace("rbac").await;
+    real.kubectl(
+        Cred::Admin,
+        &["apply", "-n", &ns, "-f", "-"],
+        &namespaced_rbac(),
+    )
+    .await
+    .success();
+    let kubeconfig: OsString = service_account_kubeconfig(&real, &ns).await.into();
+    let run = |args: Vec<OsString>| as_account(&real, &kubeconfig, args);
+    let os = |args: &[&str]| args.iter().map(OsString::from).collect::<Vec<_>>();
+    let script = real.script();
+    let env_file = real.write("e.env", "WANDB_API_KEY=k-123\n");
+    let tag = "sa";
+
+    let mut spawn = os(&["-t", tag, "-w", "2", "--network-policy", "-e"]);
+    spawn.extend([env_file.into_os_string(), script.into_os_string()]);
+    let out = run(spawn).await;
+    out.success();
+    no_missing_right(&out);
+    assert_eq!(real.secrets(&ns, tag).await.len(), 1);
+    let policies: Vec<NetworkPolicy> = real.list(&ns, &selector(tag)).await;
+    assert_eq!(policies.len(), 1);
+
+    // `logs` while the pods have no node (bound to a node this server lacks, the API
+    // server could not reach its kubelet).
+    let out = run(os(&["logs", "-t", tag])).await;
+    out.success();
+    no_missing_right(&out);
+
+    // A failing run: wait stops the peer (patch pods) and records the verdict (patch
+    // configmaps).
+    let (out, ()) = tokio::join!(run(os(&["wait", "-t", tag, "--timeout", "60s"])), async {
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+        // Bound to a node (the peer is then stopped, not deleted as a pod no node took).
+        for pod in ["sa-worker-0", "sa-worker-1"] {
+            real.bind(&ns, pod, "node-1").await;
+            real.set_running(&ns, pod, "tensorflow").await;
+        }
+        real.set_terminated(&ns, "sa-worker-0", "tensorflow", 1)
+            .await;
+    });
+    assert_eq!(out.code, 3, "{out:#?}");
+    no_missing_right(&out);
+    assert!(!out.stderr.contains("not recorded"), "{out:#?}");
+    let cm = real.config_maps(&ns, tag).await;
+    let annotations = cm[0].metadata.annotations.clone().unwrap_or_default();
+    assert!(
+        annotations
+            .get("tf-spawner/verdict")
+            .is_some_and(|v| v.starts_with("Failed")),
+        "{annotations:?}"
+    );
+    let peer = real
+        .pods(&ns, tag)
+        .await
+        .into_iter()
+        .find(|p| p.metadata.name.as_deref() == Some("sa-worker-1"))
+        .expect("the peer");
+    let peer_annotations = peer.metadata.annotations.unwrap_or_default();
+    assert!(
+        peer_annotations.contains_key("tf-spawner/stopped"),
+        "{peer_annotations:?}"
+    );
+
+    for verb in [os(&["status", "-t", tag]), os(&["list"])] {
+        let out = run(verb).await;
+        out.success();
+        no_missing_right(&out);
+    }
+    let out = run(os(&["-d", "-y", "-t", tag])).await;
+    out.success();
+    no_missing_right(&out);
+    // Bound to a node without a kubelet, the pods linger in their grace period.
+    let left: Vec<String> = real
+        .run_objects(&ns, tag)
+        .await
+        .into_iter()
+        .filter(|o| !o.starts_with("pod/"))
+        .collect();
+    assert!(left.is_empty(), "{left:?} {out:#?}");
+    for pod in real.pods(&ns, tag).await {
+        assert!(pod.metadata.deletion_timestamp.is_some(), "{pod:?}");
+    }
+    let policies: Vec<NetworkPolicy> = real.list(&ns, &selector(tag)).await;
+    assert!(policies.is_empty());
+}
