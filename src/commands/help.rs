@@ -245,6 +245,10 @@ const ABOUTS: &[(&str, &str)] = &[
         "Show the effective defaults and where each comes from",
     ),
     ("completions", "Print a shell completion script"),
+    (
+        "init",
+        "Start a training project: train.py, tf-spawner.yaml (settings)",
+    ),
 ];
 
 fn shape(arg: Arg, id: &str) -> Arg {

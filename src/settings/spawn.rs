@@ -34,10 +34,10 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let RoleArgs {
         strategy, chief, ps, evaluator, chief_pod_file, ps_pod_file, evaluator_pod_file,
     } = roles;
-    let from_file = |source: &Source| {
-        (*source == Source::File)
-            .then(|| settings.config_file.clone())
-            .flatten()
+    let from_file = |source: &Source| match source {
+        Source::File => settings.config_file.clone(),
+        Source::Project => settings.project.as_ref().map(|p| p.path.clone()),
+        _ => None,
     };
     SpawnOptions {
         script: script.clone(),

@@ -28,4 +28,5 @@ mod security;
 mod shared;
 mod spawn;
 mod start;
+mod starter;
 mod stop;
