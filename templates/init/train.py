@@ -8,6 +8,7 @@ STEPS_PER_EPOCH, TF_SPAWNER_OUTPUT_DIR (the run's volume; set by tf-spawner).
 """
 import importlib.util
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -57,11 +58,9 @@ def dataset():
 
 
 with strategy.scope():  # the model's variables are mirrored on every worker
-    model = tf.keras.Sequential([
-        tf.keras.layers.Input(shape=(20,)),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(2),
-    ])
+    model = tf.keras.Sequential([tf.keras.layers.Input(shape=(20,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(2)])
     model.compile(optimizer="adam", metrics=["accuracy"],
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
@@ -76,3 +75,5 @@ os.makedirs(target, exist_ok=True)
 model.save(os.path.join(target, "model.keras"))
 if CHIEF:
     print("train.py: model saved to %s" % os.path.join(target, "model.keras"), flush=True)
+else:
+    shutil.rmtree(target)

@@ -1,5 +1,4 @@
-"""A custom training loop on several workers, made by `tf-spawner init --custom-loop`
-(docs/starting.md).
+"""A custom training loop on several workers, made by `tf-spawner init --custom-loop`.
 
     tf-spawner --local -w 2 train.py    # two workers on this machine
     tf-spawner -w 4 train.py            # four pods on the cluster (tf-spawner.yaml)
@@ -15,8 +14,7 @@ import shutil
 import sys
 import tempfile
 
-# Keras 2 (tf-keras) where installed, set before TensorFlow is imported; this loop runs
-# with Keras 3 too.
+# Keras 2 (tf-keras) where installed, set before TensorFlow is imported (Keras 3 works too).
 if importlib.util.find_spec("tf_keras"):
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np  # noqa: E402
@@ -46,11 +44,9 @@ def dataset():
 
 
 with strategy.scope():  # the model's and the optimizer's variables, mirrored
-    model = tf.keras.Sequential([
-        tf.keras.layers.Input(shape=(20,)),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(2),
-    ])
+    model = tf.keras.Sequential([tf.keras.layers.Input(shape=(20,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(2)])
     optimizer = tf.keras.optimizers.Adam()
 
 # The handler restores the last checkpoint, and on SIGTERM every worker saves one at the
@@ -93,4 +89,6 @@ os.makedirs(target, exist_ok=True)
 model.save(os.path.join(target, "model.keras"))
 if CHIEF:
     print("train.py: model saved to %s" % os.path.join(target, "model.keras"), flush=True)
-    shutil.rmtree(os.path.dirname(checkpoint_dir), ignore_errors=True)  # finished: a new run starts over
+    shutil.rmtree(os.path.dirname(checkpoint_dir), ignore_errors=True)  # done: next run starts over
+else:
+    shutil.rmtree(target)
