@@ -71,8 +71,8 @@ pub enum Command {
     /// to a local port, until Ctrl-C
     Tensorboard(TensorboardArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
-    /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the config file, the
-    /// kubeconfig or the built-in default
+    /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the project
+    /// file (tf-spawner.yaml), the config file, the kubeconfig or the built-in default
     Config(ConfigArgs),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
     Completions(CompletionsArgs),
@@ -110,9 +110,9 @@ pub struct ConfigArgs {
 /// `tf-spawner init [DIR]`.
 #[derive(Debug, Args, Clone)]
 pub struct InitArgs {
-    /// The project's directory, made if missing
-    #[arg(value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
+    /// The project's directory, made if missing (not the `dir` setting, hence its id)
+    #[arg(id = "project_dir", value_name = "DIR", default_value = ".")]
+    pub project_dir: PathBuf,
 
     /// A custom training loop (PreemptionCheckpointHandler: a checkpoint on SIGTERM, exit
     /// 42) instead of Keras' Model.fit

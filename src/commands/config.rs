@@ -28,67 +28,74 @@ pub fn exec(settings: &Settings, args: &ConfigArgs) -> Result<()> {
     if args.trust {
         return trust(settings.project.as_ref());
     }
-    let rows = settings.rows();
-    let project = settings.project.as_ref();
-    let project_path = project.map(|p| p.path.display().to_string());
-    let file = settings
-        .config_file
-        .as_ref()
-        .map(|p| p.display().to_string());
     let text = match args.output {
-        ReportFormat::Json => {
-            let mut map = serde_json::Map::new();
-            for r in &rows {
-                map.insert(
-                    r.key.to_string(),
-                    serde_json::json!({"value": r.value, "source": r.source.key()}),
-                );
-            }
-            let json = ConfigJson {
-                config_file: file,
-                config_file_found: settings.config_file_found,
-                project_file: project_path,
-                project_trusted: project.is_some_and(|p| p.trusted),
-                project_untrusted_keys: project
-                    .map(|p| p.untrusted.iter().map(|u| u.key).collect())
-                    .unwrap_or_default(),
-                settings: map,
-            };
-            serde_json::to_string_pretty(&json)? + "\n"
-        }
-        ReportFormat::Table => {
-            let file_line = match (&file, settings.config_file_found) {
-                (Some(f), true) => format!("config file: {f}\n"),
-                (Some(f), false) => format!("config file: {f} (not found; none is needed)\n"),
-                (None, _) => "config file: none (neither HOME nor XDG_CONFIG_HOME is set)\n".into(),
-            };
-            let file_line = project_line(project) + &file_line;
-            let table: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    let source = match &r.source {
-                        Source::Flag => "flag".to_string(),
-                        Source::Project => {
-                            format!("project file {}", project_path.as_deref().unwrap_or(""))
-                        }
-                        Source::File => format!("config file {}", file.as_deref().unwrap_or("")),
-                        Source::Kubeconfig(ctx) => format!("kubeconfig (context {ctx})"),
-                        Source::InCluster => "in-cluster service account".to_string(),
-                        Source::Default => "default".to_string(),
-                    };
-                    let value = match &r.value {
-                        Some(serde_json::Value::String(s)) => s.clone(),
-                        Some(v) => v.to_string(),
-                        None => r.default_text.to_string(),
-                    };
-                    vec![r.key.to_string(), value, source]
-                })
-                .collect();
-            file_line + &output::table(&["KEY", "VALUE", "SOURCE"], &table)
-        }
+        ReportFormat::Json => json(settings)?,
+        ReportFormat::Table => table(settings),
     };
     output::print(&text)?;
     Ok(())
+}
+
+fn shown(path: Option<&std::path::Path>) -> Option<String> {
+    path.map(|p| p.display().to_string())
+}
+
+/// `config -o json` ([`ConfigJson`]).
+fn json(settings: &Settings) -> Result<String> {
+    let mut map = serde_json::Map::new();
+    for r in settings.rows() {
+        map.insert(
+            r.key.to_string(),
+            serde_json::json!({"value": r.value, "source": r.source.key()}),
+        );
+    }
+    let project = settings.project.as_ref();
+    let json = ConfigJson {
+        config_file: shown(settings.config_file.as_deref()),
+        config_file_found: settings.config_file_found,
+        project_file: shown(project.map(|p| p.path.as_path())),
+        project_trusted: project.is_some_and(|p| p.trusted),
+        project_untrusted_keys: project
+            .map(|p| p.untrusted.iter().map(|u| u.key).collect())
+            .unwrap_or_default(),
+        settings: map,
+    };
+    Ok(serde_json::to_string_pretty(&json)? + "\n")
+}
+
+/// `config`'s table: the files, then each setting's value and source.
+fn table(settings: &Settings) -> String {
+    let project = settings.project.as_ref();
+    let project_path = shown(project.map(|p| p.path.as_path()));
+    let file = shown(settings.config_file.as_deref());
+    let file_line = match (&file, settings.config_file_found) {
+        (Some(f), true) => format!("config file: {f}\n"),
+        (Some(f), false) => format!("config file: {f} (not found; none is needed)\n"),
+        (None, _) => "config file: none (neither HOME nor XDG_CONFIG_HOME is set)\n".into(),
+    };
+    let table: Vec<Vec<String>> = settings
+        .rows()
+        .iter()
+        .map(|r| {
+            let source = match &r.source {
+                Source::Flag => "flag".to_string(),
+                Source::Project => {
+                    format!("project file {}", project_path.as_deref().unwrap_or(""))
+                }
+                Source::File => format!("config file {}", file.as_deref().unwrap_or("")),
+                Source::Kubeconfig(ctx) => format!("kubeconfig (context {ctx})"),
+                Source::InCluster => "in-cluster service account".to_string(),
+                Source::Default => "default".to_string(),
+            };
+            let value = match &r.value {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => r.default_text.to_string(),
+            };
+            vec![r.key.to_string(), value, source]
+        })
+        .collect();
+    project_line(project) + &file_line + &output::table(&["KEY", "VALUE", "SOURCE"], &table)
 }
 
 /// `config`'s line on the project file: where it is, and what of it is not used.

@@ -6,9 +6,9 @@ use crate::cli::InitArgs;
 use crate::{output, starter};
 
 pub fn exec(args: &InitArgs) -> Result<()> {
-    let written = starter::write(&args.dir, args.custom_loop, args.force)?;
-    let here = args.dir.as_os_str() == ".";
-    let shown = args.dir.display();
+    let written = starter::write(&args.project_dir, args.custom_loop, args.force)?;
+    let here = args.project_dir.as_os_str() == ".";
+    let shown = args.project_dir.display();
     let mut text = format!("created {}: {}\nnext:\n", shown, written.join(", "));
     if !here {
         text += &format!("  cd {shown}\n");

@@ -53,12 +53,22 @@ pub(crate) struct ProjectFile {
     pub untrusted: Vec<Untrusted>,
 }
 
-/// The project file of the current directory (or the nearest parent), if any.
+/// The project file of the current directory (or the nearest parent), if any; not the
+/// user's own defaults file (`TF_SPAWNER_CONFIG=./tf-spawner.yaml` names it as theirs).
 pub(crate) fn find() -> Option<PathBuf> {
     let here = std::env::current_dir().ok()?;
-    here.ancestors()
+    let found = here
+        .ancestors()
         .map(|dir| dir.join(FILE_NAME))
-        .find(|file| file.is_file())
+        .find(|file| file.is_file())?;
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match defaults::path() {
+        Some(user) if same(&found, &user) => None,
+        _ => Some(found),
+    }
 }
 
 /// Reads the project file, if there is one; `keys` are those it may have.

@@ -35,8 +35,12 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         strategy, chief, ps, evaluator, chief_pod_file, ps_pod_file, evaluator_pod_file,
     } = roles;
     let from_file = |source: &Source| match source {
-        Source::File => settings.config_file.clone(),
-        Source::Project => settings.project.as_ref().map(|p| p.path.clone()),
+        Source::File => {
+            (settings.config_file.as_ref()).map(|f| format!("config file {}", f.display()))
+        }
+        Source::Project => {
+            (settings.project.as_ref()).map(|p| format!("project file {}", p.path.display()))
+        }
         _ => None,
     };
     SpawnOptions {

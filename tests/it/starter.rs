@@ -235,6 +235,14 @@ fn paths_in_the_project_file_are_relative_to_it() {
     );
     out.success();
     assert!(out.stdout.contains("\"from/template:1\""), "{out:#?}");
+    // A script outside its `dir` names the project file.
+    let elsewhere = env.write("elsewhere.py", "print(1)\n");
+    run_in(&env, &below, &["-t", "out", elsewhere.to_str().unwrap()])
+        .failure(2)
+        .stderr_has(&format!(
+            "(dir is set in project file {}; --dir DIR overrides it)",
+            dir.join("tf-spawner.yaml").display()
+        ));
 }
 
 /// A cloned repository must not run a program on this machine, nor point tf-spawner at
