@@ -11,15 +11,15 @@
 #   - step 2's pip installs from the wheels tools/tensorflow/setup.sh keeps
 #     (PIP_FIND_LINKS=that directory, PIP_NO_INDEX=1: the same pinned files PyPI serves, without
 #     downloading 280 MB each run); README_PIP_INDEX=1 lets pip use PyPI instead;
-#   - MNIST: examples/mnist.py downloads it; where storage.googleapis.com cannot be reached
-#     (CI's network has PyPI only), MNIST_NPZ points at a synthetic mnist.npz of MNIST's shapes
-#     (2,048 training and 512 test images), written with the TensorFlow venv's numpy;
+#   - step 2's `tf-spawner init exp` writes a project whose train.py needs no download
+#     (synthetic data); its tf-spawner.yaml is in exp/, so the later blocks (run in the
+#     scratch directory above it) do not read it;
 #   - step 3 and "From CI" run on the cluster of KUBECONFIG (the one-node v1.36 cluster) in a
 #     namespace of their own, through a defaults file (TF_SPAWNER_CONFIG) naming it and the
 #     one-node pod template (tools/one-node/pod-tensorflow.yaml: the TensorFlow image built
 #     there, never pulled, and small requests), as a researcher's config.yaml names their
 #     cluster's image and template.
-# Then it checks what the README promises: exp42 succeeded and was deleted, the CI run saved
+# Then it checks what the README promises: step 2's train.py trained and saved its model, exp42 succeeded and was deleted, the CI run saved
 # its 4 logs and left nothing behind. Prints each block's time and the total.
 #
 # Environment: TF_SPAWNER_TENSORFLOW (the TensorFlow cache, default ~/.cache/tf-spawner-tensorflow),
@@ -95,7 +95,7 @@ args = parser.parse_args()
 print("train.py: %d epochs, with the project's helpers.py" % args.epochs, flush=True)
 helpers.wiring_check()
 EOF
-printf 'examples/\n*.npz\n*.log\nlogs/\nblock-*.sh\nconfig.yaml\n' >"$WORK/.gitignore"
+printf 'examples/\nexp/\n*.npz\n*.log\nlogs/\nblock-*.sh\nconfig.yaml\n' >"$WORK/.gitignore"
 
 # Step 2's pip: the cached wheels, unless asked for PyPI.
 if [ -z "${README_PIP_INDEX:-}" ] && [ -d "$TF_CACHE/wheels" ]; then
@@ -103,28 +103,6 @@ if [ -z "${README_PIP_INDEX:-}" ] && [ -d "$TF_CACHE/wheels" ]; then
   log "pip: from $PIP_FIND_LINKS (README_PIP_INDEX=1: from PyPI)"
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-# MNIST: downloaded by the example when it can be.
-if python3 -c 'import urllib.request; urllib.request.urlopen(urllib.request.Request("https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz", method="HEAD"), timeout=5)' 2>/dev/null; then
-  log "MNIST: downloaded by examples/mnist.py"
-else
-  TF_PYTHON=$(bash "$ROOT/tools/tensorflow/setup.sh" 2>/dev/null | tail -1)
-  "$TF_PYTHON" - "$WORK/mnist.npz" <<'EOF'
-import sys
-import numpy as np
-rng = np.random.default_rng(0)
-def part(n):
-    y = rng.integers(0, 10, n).astype(np.uint8)
-    x = (rng.random((n, 28, 28)) * 40).astype(np.uint8)
-    for i, label in enumerate(y):  # a bright bar per class: something to learn
-        x[i, 2 + 2 * label:4 + 2 * label, 4:24] = 255
-    return x, y
-(x_train, y_train), (x_test, y_test) = part(2048), part(512)
-np.savez(sys.argv[1], x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
-EOF
-  export MNIST_NPZ=$WORK/mnist.npz
-  log "MNIST: storage.googleapis.com unreachable; MNIST_NPZ=$MNIST_NPZ (synthetic)"
-fi
-
 # The cluster: its own namespace, named with the pod template in a defaults file.
 env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" delete namespace "$NAMESPACE" --ignore-not-found --wait=true >/dev/null
 env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" create namespace "$NAMESPACE" >/dev/null
@@ -153,6 +131,8 @@ done
 
 # What the README says happened.
 grep -q "agrees on" block-1.log || die "block 1: no task said the cluster agrees"
+grep -q "run tf-spawner (local): Succeeded" block-2.log || die "block 2: init's train.py did not succeed"
+[ -f exp/tf-spawner-output/tf-spawner/model/model.keras ] || die "block 2: no model saved in exp/"
 grep -q "run exp42: Succeeded" block-3.log || die "block 3: exp42 did not succeed"
 grep -Eq "^exp42-worker-3 +worker-3 +Succeeded" block-3.log || die "block 3: status did not show worker-3 Succeeded"
 [ "$(grep -c "train.py: 3 epochs, with the project's helpers.py" block-3.log)" -eq 4 ] ||

@@ -51,6 +51,10 @@ pub struct Cli {
 /// Verbs for runs that exist (spawning and `-d` need none).
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start a training project in DIR (default: here): train.py, ready for
+    /// MultiWorkerMirroredStrategy, the project's settings (tf-spawner.yaml) and a
+    /// .tfspawnerignore; an existing file is left alone unless --force (docs/starting.md)
+    Init(InitArgs),
     /// Wait until a run ends (or starts, with --for start) and exit with its outcome:
     /// 0 Succeeded, 3 Failed, 4 timed out, 5 not started in time (--start-timeout)
     Wait(WaitArgs),
@@ -67,8 +71,8 @@ pub enum Command {
     /// to a local port, until Ctrl-C
     Tensorboard(TensorboardArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
-    /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the config file, the
-    /// kubeconfig or the built-in default
+    /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the project
+    /// file (tf-spawner.yaml), the config file, the kubeconfig or the built-in default
     Config(ConfigArgs),
     /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
     Completions(CompletionsArgs),
@@ -134,6 +138,29 @@ pub struct ConfigArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,
+
+    /// Trust the project file (tf-spawner.yaml, here or in a parent directory) as it is
+    /// now, so that its keys that run a program on this machine (python) are used: its
+    /// path and hash are recorded in your config directory; an edit needs --trust again
+    #[arg(long)]
+    pub trust: bool,
+}
+
+/// `tf-spawner init [DIR]`.
+#[derive(Debug, Args, Clone)]
+pub struct InitArgs {
+    /// The project's directory, made if missing (not the `dir` setting, hence its id)
+    #[arg(id = "project_dir", value_name = "DIR", default_value = ".")]
+    pub project_dir: PathBuf,
+
+    /// A custom training loop (PreemptionCheckpointHandler: a checkpoint on SIGTERM, exit
+    /// 42) instead of Keras' Model.fit
+    #[arg(long)]
+    pub custom_loop: bool,
+
+    /// Overwrite files that exist
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -458,14 +485,15 @@ pub struct SpawnArgs {
     #[arg(long, conflicts_with_all = ["delete", "dry_run"])]
     pub local: bool,
 
-    /// With --local: the Python interpreter that runs the training script
+    /// With --local: the Python interpreter that runs the training script [default: the
+    /// config files' python, else python3]
     #[arg(
         long,
-        default_value = "python3",
         requires = "local",
+        value_parser = Flag(parse::program),
         value_name = "PROGRAM"
     )]
-    pub python: String,
+    pub python: Option<String>,
 
     #[command(flatten)]
     pub shared: SharedFlags,

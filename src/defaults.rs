@@ -83,22 +83,32 @@ pub async fn load(keys: &[&str]) -> anyhow::Result<Defaults> {
 
 /// Parses the file's text into its keys and values; `path` names it in errors.
 pub fn parse(text: &str, path: &Path, keys: &[&str]) -> Result<Defaults, UsageError> {
+    parse_as("config file", text, path, keys)
+}
+
+/// [`parse`] of a file the errors call `what` (the project file, `settings/project.rs`).
+pub fn parse_as(
+    what: &str,
+    text: &str,
+    path: &Path,
+    keys: &[&str],
+) -> Result<Defaults, UsageError> {
     let file = path.display();
     let doc = crate::yaml::to_value(text)
-        .map_err(|e| UsageError::new(format!("config file {file}: not valid YAML: {e}")))?;
+        .map_err(|e| UsageError::new(format!("{what} {file}: not valid YAML: {e}")))?;
     let values = match doc {
         Value::Null => Map::new(),
         Value::Object(map) => map,
         _ => {
             return Err(UsageError::new(format!(
-                "config file {file}: expected keys ({}), not a single value",
+                "{what} {file}: expected keys ({}), not a single value",
                 keys.join(", ")
             )));
         }
     };
     if let Some(key) = values.keys().find(|k| !keys.contains(&k.as_str())) {
         return Err(UsageError::new(format!(
-            "config file {file}: unknown key '{key}' (the keys are: {})",
+            "{what} {file}: unknown key '{key}' (the keys are: {})",
             keys.join(", ")
         )));
     }

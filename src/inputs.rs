@@ -27,8 +27,9 @@ pub struct SpawnOptions {
     /// `-c`: the entrypoint script.
     pub command: Option<PathBuf>,
     pub pod_file: Option<PathBuf>,
-    /// The defaults file, when `pod_file` comes from it (named in its errors).
-    pub pod_file_from: Option<PathBuf>,
+    /// The file `pod_file` comes from, if a file's (`config file F`, `project file F`:
+    /// named in its errors).
+    pub pod_file_from: Option<String>,
     pub env_file: Option<PathBuf>,
     pub image: Option<String>,
     pub strategy: Option<Strategy>,
@@ -47,8 +48,9 @@ pub struct SpawnOptions {
     pub script_args: Vec<String>,
     /// `--dir`: the directory shipped with the script.
     pub dir: Option<PathBuf>,
-    /// The defaults file, when `dir` comes from it (named in its errors).
-    pub dir_from: Option<PathBuf>,
+    /// The file `dir` comes from, if a file's (`config file F`, `project file F`: named
+    /// in its errors).
+    pub dir_from: Option<String>,
     /// `--cpu`, `--memory`, `--gpus`… (docs/resources.md), each checked by its parser
     /// (`settings/parse.rs`).
     pub resources: crate::plan::Resources,
@@ -195,12 +197,12 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
 
 /// The shared-cluster options, checked: what the API server would refuse is a usage
 /// error here, before anything is created.
-/// A `--dir` error, naming the defaults file when the directory came from its `dir`.
-fn dir_from_file(e: anyhow::Error, file: Option<&Path>) -> anyhow::Error {
+/// A `--dir` error, naming the file (`config file F`, `project file F`) when the
+/// directory came from its `dir`.
+fn dir_from_file(e: anyhow::Error, file: Option<&str>) -> anyhow::Error {
     match (file, e.downcast_ref::<UsageError>()) {
         (Some(file), Some(usage)) => UsageError::new(format!(
-            "{usage} (dir is set in config file {}; --dir DIR overrides it)",
-            file.display()
+            "{usage} (dir is set in {file}; --dir DIR overrides it)"
         ))
         .into(),
         _ => e,
@@ -225,7 +227,7 @@ async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
     let worker = match &args.pod_file {
         Some(path) => match &args.pod_file_from {
             Some(file) => {
-                let what = format!("pod template (pod_file of config file {})", file.display());
+                let what = format!("pod template (pod_file of {file})");
                 load_template(path, &what).await?
             }
             None => load_template(path, "pod template").await?,

@@ -34,6 +34,7 @@ pub(crate) mod render;
 pub(crate) mod roles;
 pub(crate) mod settings;
 pub(crate) mod signals;
+pub(crate) mod starter;
 pub(crate) mod tag;
 pub(crate) mod template;
 pub(crate) mod timing;
@@ -94,6 +95,8 @@ pub fn main() -> ExitCode {
             return finish(commands::completions::completions(args));
         }
         Some(cli::Command::Man) => return finish(commands::completions::man()),
+        // Makes files only: no settings (a project file above is not read), no runtime.
+        Some(cli::Command::Init(args)) => return finish(commands::init::exec(args)),
         _ => {}
     }
     // One thread: the work is waiting on the API server, and a second worker thread
@@ -271,6 +274,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
         Some(cli::Command::Config(args)) => commands::config::exec(&settings, args),
         Some(cli::Command::Completions(args)) => commands::completions::completions(args),
         Some(cli::Command::Man) => commands::completions::man(),
+        Some(cli::Command::Init(args)) => commands::init::exec(args),
         Some(cli::Command::Wait(args)) => commands::wait::exec(&settings, args).await,
         Some(cli::Command::Status(args)) => commands::status::exec(&settings, args).await,
         Some(cli::Command::Logs(args)) => commands::logs::exec(&settings, args).await,

@@ -225,7 +225,7 @@ const OVERVIEW: &str = "{about-with-newline}\n{usage-heading} {usage}\n\nCommand
 /// Below the overview.
 const SPAWN_HELP: &str = "The spawn flags: tf-spawner help spawn (every one: tf-spawner spawn --help).\n\
 A verb's flags: tf-spawner help VERB.\n\
-Examples:\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py\n  tf-spawner --local -w 2 train.py   run the same job as processes here\n  tf-spawner wait exp42              follow run exp42 to its verdict\n  tf-spawner logs -f exp42           follow its merged logs\n  tf-spawner -d -t exp42             delete it";
+Examples:\n  tf-spawner init exp                start a project: exp/train.py, exp/tf-spawner.yaml\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py\n  tf-spawner --local -w 2 train.py   run the same job as processes here\n  tf-spawner wait exp42              follow run exp42 to its verdict\n  tf-spawner logs -f exp42           follow its merged logs\n  tf-spawner -d -t exp42             delete it";
 
 /// The verbs' one-line descriptions in the overview and their help (`cli.rs` has the
 /// full ones, for the man page).
@@ -254,6 +254,10 @@ const ABOUTS: &[(&str, &str)] = &[
     (
         "sweep",
         "Run an experiment: a run per combination of --param values, followed to the end",
+    ),
+    (
+        "init",
+        "Start a training project: train.py, tf-spawner.yaml (settings)",
     ),
 ];
 

@@ -39,7 +39,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         labels::OUTPUT_DIR_VAR.to_string(),
         output_dir.display().to_string(),
     );
-    let plan = local::plan(&request, &args.python)?;
+    let plan = local::plan(&request, &settings.python.value)?;
 
     let _ = output::print(&header(&plan, args.randomize_tag));
 

@@ -10,6 +10,7 @@ pub mod cp;
 pub mod delete;
 /// Help that fits a screen: `-h` the summary, `--help` every flag under headings.
 pub mod help;
+pub mod init;
 pub mod list;
 pub mod local;
 pub mod logs;

@@ -5,6 +5,7 @@
 //! below the entry that know clap's types.
 
 pub(crate) mod parse;
+pub(crate) mod project;
 pub(crate) mod spawn;
 pub(crate) mod table;
 
@@ -36,6 +37,8 @@ pub(crate) struct Settings {
     /// The defaults file: where it is (or would be), and whether it exists.
     pub config_file: Option<PathBuf>,
     pub config_file_found: bool,
+    /// The project file (`tf-spawner.yaml` here or above), if any.
+    pub project: Option<project::ProjectFile>,
     table: Table,
     pub output: OutputMode,
     pub retry: RetryPolicy,
@@ -58,20 +61,38 @@ impl Settings {
     /// needs a cluster ([`Settings::connect`]).
     pub(crate) async fn load(cli: &Cli, matches: &ArgMatches) -> Result<Settings> {
         let file = defaults::load(table::KEYS).await?;
+        let project = project::load(table::KEYS).await?;
         let target = Target {
             kubeconfig: cli.cluster.kubeconfig.clone(),
             context: cli.cluster.context.clone(),
         };
         let found = connect::read(&target).await?;
-        let table = Table::load(&Given {
+        let given = Given {
             matches,
             file: &file,
+            project: project.as_ref().map(|p| (&p.file, p.trusted)),
             kubeconfig: found.namespace,
-        })?;
+            untrusted: Default::default(),
+        };
+        let table = Table::load(&given)?;
+        let untrusted = given.untrusted.into_inner();
+        let project = project.map(|p| project::ProjectFile {
+            path: p.file.path.clone().unwrap_or_default(),
+            hash: p.hash,
+            trusted: p.trusted,
+            untrusted,
+        });
+        // `config` shows an untrusted file's keys, and trusts it; nothing else runs.
+        if !matches!(cli.command, Some(crate::cli::Command::Config(_)))
+            && let Some(refusal) = project.as_ref().and_then(project::refusal)
+        {
+            return Err(refusal.into());
+        }
         let cluster = &cli.cluster;
         Ok(Settings {
             config_file: file.path.clone(),
             config_file_found: file.found,
+            project,
             output: OutputMode {
                 quiet: cli.global.quiet,
             },

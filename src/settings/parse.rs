@@ -141,6 +141,14 @@ pub(crate) fn path(text: &str) -> Result<PathBuf, String> {
     self::text(text).map(PathBuf::from)
 }
 
+/// A program this machine runs (`--python`): a name on PATH or a path, not blank.
+pub(crate) fn program(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("must name a program, such as python3 or .venv/bin/python".to_string());
+    }
+    Ok(text.to_string())
+}
+
 /// A container image: no spaces.
 pub(crate) fn image(text: &str) -> Result<String, String> {
     if text.trim().is_empty() || text.chars().any(char::is_whitespace) {

@@ -34,10 +34,14 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     let RoleArgs {
         strategy, chief, ps, evaluator, chief_pod_file, ps_pod_file, evaluator_pod_file,
     } = roles;
-    let from_file = |source: &Source| {
-        (*source == Source::File)
-            .then(|| settings.config_file.clone())
-            .flatten()
+    let from_file = |source: &Source| match source {
+        Source::File => {
+            (settings.config_file.as_ref()).map(|f| format!("config file {}", f.display()))
+        }
+        Source::Project => {
+            (settings.project.as_ref()).map(|p| format!("project file {}", p.path.display()))
+        }
+        _ => None,
     };
     SpawnOptions {
         script: script.clone(),

@@ -31,6 +31,8 @@ use crate::verdict::retryable::RestartOn;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {
     Flag,
+    /// The project file (`tf-spawner.yaml` here or above, `project.rs`).
+    Project,
     /// The defaults file.
     File,
     /// The kubeconfig context's namespace (the context's name).
@@ -44,6 +46,7 @@ impl Source {
     pub(crate) fn key(&self) -> &'static str {
         match self {
             Source::Flag => "flag",
+            Source::Project => "project",
             Source::File => "file",
             Source::Kubeconfig(_) => "kubeconfig",
             Source::InCluster => "in-cluster",
@@ -84,7 +87,10 @@ macro_rules! settings {
                     $( $key: match $given.pick(
                         stringify!($key),
                         $parse as Parse<_>,
-                        settings!(@has anchored; $($mark)*),
+                        Marks {
+                            anchored: settings!(@has anchored; $($mark)*),
+                            program: settings!(@has program; $($mark)*),
+                        },
                     )? {
                         Some(picked) => picked,
                         None => $default,
@@ -138,10 +144,14 @@ macro_rules! settings {
         // Every mark is one of those below: a misspelt one fails to compile.
         const _: () = { $( $( settings!(@mark $mark); )* )* };
     };
-    // The mark: `anchored` (a path the file gives is relative to the file).
+    // The marks: `anchored` (a path the file gives is relative to the file), `program`
+    // (a program this machine runs: relative to the file when it names a path, and
+    // from a project file only once the user trusts it, `project.rs`).
     (@mark anchored) => { () };
+    (@mark program) => { () };
     (@has $want:ident;) => { false };
     (@has anchored; anchored $($rest:ident)*) => { true };
+    (@has program; program $($rest:ident)*) => { true };
     (@has $want:ident; $other:ident $($rest:ident)*) => { settings!(@has $want; $($rest)*) };
     // A flag: a switch (no value name), a value through the setting's parser, or one of
     // a `clap::ValueEnum`'s values (its values shown in help and completed by shells).
@@ -277,7 +287,12 @@ settings! { |given|
     /// `tensorboard --image`; `None`: the built-in TensorBoard image.
     tensorboard_image: Option<String> = built_in(None), parse::image,
         "(the run's image)";
+    /// `--python` (of `--local`): the interpreter this machine runs.
+    python: String = built_in(DEFAULT_PYTHON.to_string()), parse::program, "", program;
 }
+
+/// The built-in `--python`.
+pub const DEFAULT_PYTHON: &str = "python3";
 
 /// The built-in `--port` and `--workers`.
 pub const DEFAULT_PORT: u16 = 1999;
@@ -351,23 +366,45 @@ fn built_in<T>(value: T) -> Sourced<T> {
     }
 }
 
-/// Where the settings' values come from: the command line, the defaults file and the
-/// kubeconfig's namespace.
+/// Where the settings' values come from: the command line, the project file, the
+/// defaults file and the kubeconfig's namespace.
 pub(super) struct Given<'a> {
     pub matches: &'a ArgMatches,
     pub file: &'a Defaults,
+    /// The project file, and whether its user trusts it (`project.rs`).
+    pub project: Option<(&'a Defaults, bool)>,
     /// The kubeconfig context's namespace (or the in-cluster one), if any.
     pub kubeconfig: Option<(String, ConfigNamespace)>,
+    /// What an untrusted project file set that it may set only once trusted: each key
+    /// and why (filled by [`Table::load`]).
+    pub untrusted: std::cell::RefCell<Vec<Untrusted>>,
+}
+
+/// A key of an untrusted project file that was not used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Untrusted {
+    pub key: &'static str,
+    /// `None`: the key runs a program; `Some(path)`: its path is outside the project.
+    pub outside: Option<PathBuf>,
+}
+
+/// An entry's marks (see `settings!`).
+#[derive(Clone, Copy)]
+struct Marks {
+    anchored: bool,
+    program: bool,
 }
 
 impl Given<'_> {
-    /// `key`'s value from its flag, else from the file (through the same parser), else
-    /// `None`. A path the file gives is `anchored` at the file's directory.
+    /// `key`'s value from its flag, else the project file, else the defaults file (each
+    /// through the same parser), else `None`. A path a file gives is `anchored` at the
+    /// file's directory; a project file's program, or its path outside the project, is
+    /// left for [`Given::untrusted`] unless the user trusts the file.
     fn pick<T, V: From<T>>(
         &self,
         key: &'static str,
         parse: Parse<T>,
-        anchored: bool,
+        marks: Marks,
     ) -> Result<Option<Sourced<V>>, UsageError> {
         if let Some(text) = flag_text(self.matches, key) {
             let value = text
@@ -380,35 +417,31 @@ impl Given<'_> {
                 source: Source::Flag,
             }));
         }
-        let Some(value) = self.file.values.get(key) else {
-            return Ok(None);
-        };
-        let said = |problem: String| {
-            let file = self
-                .file
-                .path
-                .as_deref()
-                .unwrap_or(std::path::Path::new(""));
-            UsageError::new(format!(
-                "config file {}: key '{key}': {problem}",
-                file.display()
-            ))
-        };
-        let mut text = scalar(value).map_err(said)?;
-        // An empty path stays empty, for the parser to refuse as it refuses `--dir ''`.
-        if anchored
-            && !text.is_empty()
-            && let Some(file) = &self.file.path
-        {
-            text = crate::defaults::resolve(std::path::Path::new(&text), file)
-                .display()
-                .to_string();
+        let files = self
+            .project
+            .map(|(file, trusted)| (file, Source::Project, trusted))
+            .into_iter()
+            .chain([(self.file, Source::File, true)]);
+        for (file, source, trusted) in files {
+            let Some(value) = file.values.get(key) else {
+                continue;
+            };
+            let said = |problem: String| file_problem(file, &source, key, &problem);
+            let text = file_text(file, value, marks).map_err(said)?;
+            if !trusted {
+                let outside = project_outside(file, &text, marks);
+                if marks.program || outside.is_some() {
+                    self.untrusted.borrow_mut().push(Untrusted { key, outside });
+                    continue;
+                }
+            }
+            let value = parse(&text).map_err(said)?;
+            return Ok(Some(Sourced {
+                value: V::from(value),
+                source,
+            }));
         }
-        let value = parse(&text).map_err(said)?;
-        Ok(Some(Sourced {
-            value: V::from(value),
-            source: Source::File,
-        }))
+        Ok(None)
     }
 
     /// The kubeconfig context's namespace (or the in-cluster service account's), else
@@ -423,6 +456,60 @@ impl Given<'_> {
         };
         Sourced { value, source }
     }
+}
+
+/// A file's problem with `key`'s value: `config file F: key 'k': …` (or `project file`).
+fn file_problem(file: &Defaults, source: &Source, key: &str, problem: &str) -> UsageError {
+    let what = match source {
+        Source::Project => "project file",
+        _ => "config file",
+    };
+    let path = file.path.as_deref().unwrap_or(std::path::Path::new(""));
+    UsageError::new(format!("{what} {}: key '{key}': {problem}", path.display()))
+}
+
+/// A file's value as a flag's text, a path anchored at the file's directory (a
+/// program's only when it names a path: `python3` is looked up on PATH). An empty path
+/// stays empty, for the parser to refuse as it refuses `--dir ''`.
+fn file_text(file: &Defaults, value: &Value, marks: Marks) -> Result<String, String> {
+    let text = scalar(value)?;
+    let anchored = marks.anchored || (marks.program && text.contains('/'));
+    match &file.path {
+        Some(path) if anchored && !text.is_empty() => {
+            Ok(crate::defaults::resolve(std::path::Path::new(&text), path)
+                .display()
+                .to_string())
+        }
+        _ => Ok(text),
+    }
+}
+
+/// The path a project file's anchored value names, if it is outside the project's
+/// directory (the file's): `..` and `/` lead out, judged on the text (no symlink is
+/// followed), as a cloned repository must not point tf-spawner at the user's files.
+fn project_outside(file: &Defaults, text: &str, marks: Marks) -> Option<PathBuf> {
+    let project = file.path.as_deref()?.parent()?;
+    let anchored = marks.anchored || (marks.program && text.contains('/'));
+    let path = std::path::Path::new(text);
+    (anchored && !text.is_empty() && !lexically_under(path, project)).then(|| path.to_path_buf())
+}
+
+/// Whether `path` (absolute) is `dir` or below it once `.` and `..` are taken away.
+fn lexically_under(path: &std::path::Path, dir: &std::path::Path) -> bool {
+    use std::path::Component;
+    let mut normal: Vec<Component> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(normal.last(), Some(Component::Normal(_))) {
+                    normal.pop();
+                }
+            }
+            other => normal.push(other),
+        }
+    }
+    normal.iter().collect::<PathBuf>().starts_with(dir)
 }
 
 /// A value of the file as the text a flag would take: a string (trimmed), a number, a
@@ -569,7 +656,9 @@ mod tests {
         let given = Given {
             matches: &matches,
             file: &file,
+            project: None,
             kubeconfig: None,
+            untrusted: Default::default(),
         };
         Table::load(&given).map_err(|e| e.to_string())
     }

@@ -30,5 +30,6 @@ mod security;
 mod shared;
 mod spawn;
 mod start;
+mod starter;
 mod stop;
 mod sweep;

@@ -397,3 +397,69 @@ async fn mnist_resumes_on_new_pods_from_the_backup_on_the_volume() {
     );
     delete_leaves_nothing(&c, &t).await;
 }
+
+/// Issue 45: the `train.py` that `tf-spawner init` writes trains as written on 2 pods of
+/// the TensorFlow image, shipped with its project (`dir: .` of the `tf-spawner.yaml` it
+/// writes beside it): both workers train the same 3 Keras epochs (synthetic data, nothing
+/// to download) and the chief saves the model.
+#[tokio::test]
+async fn the_train_py_of_init_trains_on_two_pods() {
+    let Some(c) = Cluster::new("tf-init").await else {
+        return;
+    };
+    let Some(template) = tensorflow_template(&c, "tf_init").await else {
+        return;
+    };
+    c.run(&["init"]).await.success();
+    let t = tag("init");
+    let args = [
+        "-t",
+        &t,
+        "--pod-file",
+        template.to_str().unwrap(),
+        "train.py",
+    ];
+    c.run(&args)
+        .await
+        .success()
+        .stdout_has(&format!("run {t} created in namespace"));
+    let saved = c.dir.path().join("logs");
+    let out = c
+        .run(&[
+            "wait",
+            &t,
+            "--timeout",
+            TF_TIMEOUT,
+            "--save-logs",
+            saved.to_str().unwrap(),
+        ])
+        .await;
+    if out.code != 0 {
+        let logs = c.run(&["logs", "-t", &t]).await;
+        panic!("{out:#?}\nevery task's log:\n{}", logs.stdout);
+    }
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+    let logs = Logs {
+        dir: saved,
+        tag: t.clone(),
+        wait: out.stdout,
+    };
+    let mut losses = Vec::new();
+    for worker in ["worker-0", "worker-1"] {
+        let text = logs.of(worker);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"Epoch 3/3"), "{text}");
+        let done = epochs(&lines);
+        assert_eq!(done.len(), 3, "{text}");
+        losses.push(series(&done, "loss", &lines));
+    }
+    assert_eq!(losses[0], losses[1], "one model, all-reduced");
+    assert!(
+        logs.of("worker-0")
+            .contains("train.py: model saved to /tmp/train/model/model.keras"),
+        "{}",
+        logs.of("worker-0")
+    );
+    assert!(logs.wait.contains("training"), "{}", logs.wait);
+    delete_leaves_nothing(&c, &t).await;
+}

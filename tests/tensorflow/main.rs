@@ -9,5 +9,6 @@
 //! lines) and the files the chief wrote, not only on exit codes.
 
 mod local;
+mod starter;
 mod support;
 mod tensorboard;
