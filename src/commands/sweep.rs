@@ -123,7 +123,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
         let local = LocalSweep {
             parallel: args.parallel.unwrap_or(1) as usize,
             args: spawn.script_args.clone(),
-            python: spawn.python.clone(),
+            python: settings.python.value.clone(),
             options: local::RunOptions {
                 timeout: spawn.timeout,
                 env_file: spawn.env_file.as_ref().map(|f| f.display().to_string()),

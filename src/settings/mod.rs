@@ -132,6 +132,7 @@ impl Settings {
             }
             Source::InCluster => "the in-cluster service account's namespace".to_string(),
             Source::File => "the config file's namespace".to_string(),
+            Source::Project => "the project file's namespace".to_string(),
             Source::Flag | Source::Default => "--namespace".to_string(),
         };
         Err(crate::errors::UsageError::new(format!(

@@ -614,6 +614,8 @@ impl Tracker {
     /// pods' toleration, `--node-lost-after`): the longest of the run's pods, if any says.
     pub fn node_lost_after(&self) -> Option<i64> {
         self.live().filter_map(|v| v.lost_after).max()
+    }
+
     /// The pods say the run has not succeeded, whatever a record says: the deciding
     /// task's pod is there and has not succeeded, or a pod tf-spawner did not stop
     /// failed by itself (not a deletion after the fact). A recorded `Succeeded` (an
