@@ -17,6 +17,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::support::{Cluster, RUN_TIMEOUT, tag};
 
+#[path = "../common/service_account.rs"]
+mod service_account;
+
 /// A static hostPath PersistentVolume (cluster-scoped, deleted on drop) and claim
 /// `out` bound to it, ReadWriteOnce, in the test's namespace. The directory is on this
 /// machine, which is the node.
@@ -209,6 +212,41 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
         assert!((1..120).contains(&took), "{pod:#}");
         assert!(pod["started_at"].is_string() && pod["finished_at"].is_string());
     }
+}
+
+/// Issue 49, item 7: a run's life with nothing but `examples/rbac.yaml`'s Role, through
+/// its ServiceAccount's token: spawn with `--volume` (persistentvolumeclaims), wait, `cp`
+/// (a helper pod and `pods/exec`), `-d`. No line says a right was missing.
+#[tokio::test]
+async fn cp_works_under_the_shipped_role() {
+    let Some(mut c) = Cluster::new("after-rbac").await else {
+        return;
+    };
+    let _claim = Claim::new(&c).await;
+    service_account::apply_role(&c.client, &c.namespace).await;
+    c.kubeconfig =
+        service_account::kubeconfig(&c.client, &c.kubeconfig, &c.namespace, c.dir.path()).await;
+    let t = tag("rbac");
+    let script = c.write("writer.py", WRITER);
+    let forbidden = |out: &crate::support::Output| {
+        assert!(!out.stderr.to_lowercase().contains("forbidden"), "{out:#?}");
+    };
+    let spawned = c.spawn(&t, &script, &["-w", "1", "--volume", "out"]).await;
+    forbidden(&spawned);
+    let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+    forbidden(&out);
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let copied = c
+        .run(&["cp", "-t", &t, "model", home.to_str().unwrap()])
+        .await;
+    copied.success().stdout_has("copied model (2 files");
+    forbidden(&copied);
+    assert!(home.join("model/saved_model.pb").is_file());
+    let out = c.run(&["-d", "-y", "-t", &t]).await;
+    out.success();
+    forbidden(&out);
 }
 
 /// A stand-in for TensorBoard (the Python image has none): an HTTP server listing the
