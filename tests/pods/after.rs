@@ -216,9 +216,10 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
 
 /// Issue 49, item 7: a run's life with nothing but `examples/rbac.yaml`'s Role, through
 /// its ServiceAccount's token: spawn with `--volume` (persistentvolumeclaims), wait, `cp`
-/// (a helper pod and `pods/exec`), `-d`. No line says a right was missing.
+/// (a helper pod and `pods/exec`), `tensorboard` (`pods/portforward`), `-d`. No line
+/// says a right was missing.
 #[tokio::test]
-async fn cp_works_under_the_shipped_role() {
+async fn cp_and_tensorboard_work_under_the_shipped_role() {
     let Some(mut c) = Cluster::new("after-rbac").await else {
         return;
     };
@@ -244,6 +245,41 @@ async fn cp_works_under_the_shipped_role() {
     copied.success().stdout_has("copied model (2 files");
     forbidden(&copied);
     assert!(home.join("model/saved_model.pb").is_file());
+
+    // tensorboard (pods/portforward, and patch on its pod's sessions), on the
+    // stand-in TensorBoard pod (made as admin: the image has no tensorboard).
+    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
+        .create(
+            &PostParams::default(),
+            &stand_in(&t, &c.namespace, "tf-spawner.local/python:3.11"),
+        )
+        .await
+        .expect("create the stand-in");
+    let mut child = c.start(&["tensorboard", "-t", &t, "--timeout", "120s"]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: u16 = tokio::time::timeout(Duration::from_secs(150), async {
+        loop {
+            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
+            if let Some(rest) = line.strip_prefix("TensorBoard: http://127.0.0.1:") {
+                return rest.split('/').next().unwrap().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("the URL within 150 s");
+    let listing = get(port, "/model/").await;
+    assert!(listing.contains("saved_model.pb"), "{listing}");
+    let pid = child.id().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let ended = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("ends after Ctrl-C")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert!(ended.status.success(), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("forbidden"), "{stderr}");
+
     let out = c.run(&["-d", "-y", "-t", &t]).await;
     out.success();
     forbidden(&out);
