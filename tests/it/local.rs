@@ -609,7 +609,15 @@ fn dir_makes_the_scripts_modules_importable() {
         ["hello from helpers conf False"],
         "{out:#?}"
     );
-    assert!(!out.stderr.contains("--dir"), "{out:#?}");
+    // One line says what stayed home (`.gitignore` and the ignored `ckpt/`).
+    assert_eq!(
+        out.stderr,
+        format!(
+            "note: --dir {}: 2 files or directories left out (ignored by git or .tfspawnerignore, hidden, or --local output); -v lists them\n",
+            code.display()
+        ),
+        "{out:#?}"
+    );
     // Without --dir, the module is missing, as the issue reported: a note said so first.
     let out = env.run(&["--local", "-w", "1", script.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{out:#?}");

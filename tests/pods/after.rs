@@ -17,6 +17,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::support::{Cluster, RUN_TIMEOUT, tag};
 
+#[path = "../common/service_account.rs"]
+mod service_account;
+
 /// A static hostPath PersistentVolume (cluster-scoped, deleted on drop) and claim
 /// `out` bound to it, ReadWriteOnce, in the test's namespace. The directory is on this
 /// machine, which is the node.
@@ -209,6 +212,77 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
         assert!((1..120).contains(&took), "{pod:#}");
         assert!(pod["started_at"].is_string() && pod["finished_at"].is_string());
     }
+}
+
+/// Issue 49, item 7: a run's life with nothing but `examples/rbac.yaml`'s Role, through
+/// its ServiceAccount's token: spawn with `--volume` (persistentvolumeclaims), wait, `cp`
+/// (a helper pod and `pods/exec`), `tensorboard` (`pods/portforward`), `-d`. No line
+/// says a right was missing.
+#[tokio::test]
+async fn cp_and_tensorboard_work_under_the_shipped_role() {
+    let Some(mut c) = Cluster::new("after-rbac").await else {
+        return;
+    };
+    let _claim = Claim::new(&c).await;
+    service_account::apply_role(&c.client, &c.namespace).await;
+    c.kubeconfig =
+        service_account::kubeconfig(&c.client, &c.kubeconfig, &c.namespace, c.dir.path()).await;
+    let t = tag("rbac");
+    let script = c.write("writer.py", WRITER);
+    let forbidden = |out: &crate::support::Output| {
+        assert!(!out.stderr.to_lowercase().contains("forbidden"), "{out:#?}");
+    };
+    let spawned = c.spawn(&t, &script, &["-w", "1", "--volume", "out"]).await;
+    forbidden(&spawned);
+    let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
+    out.success().stdout_has(&format!("run {t}: Succeeded"));
+    forbidden(&out);
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let copied = c
+        .run(&["cp", "-t", &t, "model", home.to_str().unwrap()])
+        .await;
+    copied.success().stdout_has("copied model (2 files");
+    forbidden(&copied);
+    assert!(home.join("model/saved_model.pb").is_file());
+
+    // tensorboard (pods/portforward, and patch on its pod's sessions), on the
+    // stand-in TensorBoard pod (made as admin: the image has no tensorboard).
+    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
+        .create(
+            &PostParams::default(),
+            &stand_in(&t, &c.namespace, "tf-spawner.local/python:3.11"),
+        )
+        .await
+        .expect("create the stand-in");
+    let mut child = c.start(&["tensorboard", "-t", &t, "--timeout", "120s"]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: u16 = tokio::time::timeout(Duration::from_secs(150), async {
+        loop {
+            let line = stdout.next_line().await.unwrap().expect("a line on stdout");
+            if let Some(rest) = line.strip_prefix("TensorBoard: http://127.0.0.1:") {
+                return rest.split('/').next().unwrap().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("the URL within 150 s");
+    let listing = get(port, "/model/").await;
+    assert!(listing.contains("saved_model.pb"), "{listing}");
+    let pid = child.id().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let ended = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("ends after Ctrl-C")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert!(ended.status.success(), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("forbidden"), "{stderr}");
+
+    let out = c.run(&["-d", "-y", "-t", &t]).await;
+    out.success();
+    forbidden(&out);
 }
 
 /// A stand-in for TensorBoard (the Python image has none): an HTTP server listing the

@@ -8,70 +8,13 @@
 //! `pods/status` as admin. `cp` and `tensorboard` need a kubelet (`tests/pods`).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, PostParams};
-use kube::config::Kubeconfig;
 
 use crate::support::*;
 
-/// `examples/rbac.yaml`'s namespaced objects (its ClusterRole is cluster-scoped and
-/// optional: left out, so the nodes pre-flight is skipped as for most teams).
-fn namespaced_rbac() -> String {
-    let file = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rbac.yaml"))
-        .expect("examples/rbac.yaml");
-    file.split("\n---\n")
-        .filter(|doc| !doc.contains("kind: ClusterRole"))
-        .collect::<Vec<_>>()
-        .join("\n---\n")
-}
-
-/// A kubeconfig for the ServiceAccount `tf-spawner` of `ns`: the admin kubeconfig's
-/// server and CA, the account's token from a TokenRequest, `ns` as its namespace.
-async fn service_account_kubeconfig(real: &Real, ns: &str) -> PathBuf {
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: vec![],
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        },
-        ..TokenRequest::default()
-    };
-    let answer = Api::<ServiceAccount>::namespaced(real.client.clone(), ns)
-        .create_token_request("tf-spawner", &PostParams::default(), &request)
-        .await
-        .unwrap_or_else(|e| panic!("TokenRequest for {ns}/tf-spawner: {e}"));
-    let token = answer.status.expect("a token").token;
-    let mut config = Kubeconfig::read_from(&real.admin_kubeconfig).expect("admin kubeconfig");
-    let current = config.current_context.clone().unwrap_or_default();
-    let user = format!("{ns}-tf-spawner");
-    for context in &mut config.contexts {
-        if context.name == current
-            && let Some(c) = context.context.as_mut()
-        {
-            c.user = Some(user.clone());
-            c.namespace = Some(ns.to_string());
-        }
-    }
-    config.auth_infos = vec![kube::config::NamedAuthInfo {
-        name: user,
-        auth_info: Some(kube::config::AuthInfo {
-            token: Some(token.into()),
-            ..kube::config::AuthInfo::default()
-        }),
-        other: Default::default(),
-    }];
-    let path = real.dir.path().join("kubeconfig-service-account");
-    std::fs::write(
-        &path,
-        serde_json::to_vec(&config).expect("kubeconfig as JSON"),
-    )
-    .unwrap();
-    path
-}
+#[path = "../common/service_account.rs"]
+mod service_account;
 
 /// No line of stderr says a right was missing (a note or an error of a verb that went
 /// on without it).
@@ -95,14 +38,11 @@ async fn every_verb_works_under_the_shipped_role() {
         return;
     };
     let ns = real.namespace("rbac").await;
-    real.kubectl(
-        Cred::Admin,
-        &["apply", "-n", &ns, "-f", "-"],
-        &namespaced_rbac(),
-    )
-    .await
-    .success();
-    let kubeconfig: OsString = service_account_kubeconfig(&real, &ns).await.into();
+    service_account::apply_role(&real.client, &ns).await;
+    let kubeconfig: OsString =
+        service_account::kubeconfig(&real.client, &real.admin_kubeconfig, &ns, real.dir.path())
+            .await
+            .into();
     let run = |args: Vec<OsString>| as_account(&real, &kubeconfig, args);
     let os = |args: &[&str]| args.iter().map(OsString::from).collect::<Vec<_>>();
     let script = real.script();
