@@ -73,6 +73,11 @@ fn init_writes_the_project_and_names_the_next_commands() {
         read(&here.join("train.py")),
         template("train_custom_loop.py")
     );
+    // -q: the files, and nothing on stdout.
+    let quiet = env.run(&["init", "-q", "quiet"]);
+    quiet.success();
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    assert!(env.path("quiet/train.py").is_file());
 
     // The project's settings are what `config` reads there.
     let settings = config_in(&env, &exp, &[]);
