@@ -96,7 +96,12 @@ pub fn main() -> ExitCode {
         }
         Some(cli::Command::Man) => return finish(commands::completions::man()),
         // Makes files only: no settings (a project file above is not read), no runtime.
-        Some(cli::Command::Init(args)) => return finish(commands::init::exec(args)),
+        Some(cli::Command::Init(args)) => {
+            if cli.global.quiet {
+                output::silence();
+            }
+            return finish(commands::init::exec(args));
+        }
         _ => {}
     }
     // One thread: the work is waiting on the API server, and a second worker thread

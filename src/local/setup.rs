@@ -99,6 +99,20 @@ pub fn tasks(req: &SpawnRequest, ports: &[u16], dir: &Path) -> Vec<LocalTask> {
         .collect()
 }
 
+/// `--python` as the tasks run it: a relative path (`.venv/bin/python`) is this
+/// directory's, not the task's working directory (the unpacked `--dir`); a bare name is
+/// looked up on PATH.
+fn interpreter(python: &str) -> String {
+    let path = Path::new(python);
+    if python.contains('/')
+        && path.is_relative()
+        && let Ok(absolute) = std::path::absolute(path)
+    {
+        return absolute.display().to_string();
+    }
+    python.to_string()
+}
+
 /// Writes the script (and entrypoint) into a private temp dir and plans every task.
 pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
     if python.trim().is_empty() {
@@ -118,7 +132,7 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
                 .with_context(|| format!("writing {}", path.display()))?;
             ("bash".to_string(), vec![path])
         }
-        None => (python.to_string(), vec![script]),
+        None => (interpreter(python), vec![script]),
     };
     let (cwd, args) = unpack_dir(req, dir.path(), args)?;
     // The arguments after `--`, as argv words: no shell in between.

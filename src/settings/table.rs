@@ -664,6 +664,15 @@ mod tests {
     }
 
     #[test]
+    fn a_path_is_under_the_project_once_dots_are_taken_away() {
+        let p = std::path::Path::new("/home/u/exp");
+        let under = |path: &str| lexically_under(std::path::Path::new(path), p);
+        assert!(under("/home/u/exp/.") && under("/home/u/exp/a/../pods/x.yaml"));
+        assert!(!under("/home/u/exp/../exp2/x") && !under("/home/u/exp2"));
+        assert!(!under("/home/u/exp/a/../../x") && !under("/etc/passwd"));
+    }
+
+    #[test]
     fn every_key_is_a_flag_of_the_command_line() {
         let cli = crate::cli::Cli::command();
         let ids: Vec<String> = cli

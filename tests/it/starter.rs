@@ -73,6 +73,11 @@ fn init_writes_the_project_and_names_the_next_commands() {
         read(&here.join("train.py")),
         template("train_custom_loop.py")
     );
+    // -q: the files, and nothing on stdout.
+    let quiet = env.run(&["init", "-q", "quiet"]);
+    quiet.success();
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    assert!(env.path("quiet/train.py").is_file());
 
     // The project's settings are what `config` reads there.
     let settings = config_in(&env, &exp, &[]);
@@ -339,4 +344,34 @@ fn a_project_file_runs_no_program_until_trusted() {
     run_in(&env, env.dir.path(), &["config", "--trust"])
         .failure(2)
         .stderr_has("there is no tf-spawner.yaml here or in a parent directory");
+}
+
+/// The README's step 2: `--python .venv/bin/python` in a project whose tf-spawner.yaml
+/// ships it (`dir: .`): the relative interpreter is this directory's, not the unpacked
+/// copy's the tasks run in.
+#[test]
+fn a_relative_python_is_the_invocations_with_dir() {
+    let env = Env::new();
+    let dir = project(&env, "proj", "dir: .\n");
+    let python = dir.join("bin/py");
+    std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+    let mark = env.path("ran");
+    std::fs::write(
+        &python,
+        format!(
+            "#!/bin/sh\necho ran >> {}\nexec python3 \"$@\"\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("train.py"), "print('trained')\n").unwrap();
+    run_in(
+        &env,
+        &dir,
+        &["--local", "-w", "1", "--python", "bin/py", "train.py"],
+    )
+    .success()
+    .stdout_has("trained");
+    assert_eq!(read(&mark), "ran\n");
 }
