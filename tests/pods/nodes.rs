@@ -445,10 +445,11 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
         "{stdout}\n{stderr}\nworker-0:\n{log}"
     );
     // The survivor's abort was seen, held, and the lost peer restarted the run.
-    assert!(
-        stdout.contains("failed because of a peer (TensorFlow says so)"),
-        "{stdout}"
-    );
+    let held = stdout
+        .lines()
+        .find(|l| l.contains("failed because of a peer (TensorFlow says so)"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    eprintln!("nodes: {held}");
     let restart = stdout
         .lines()
         .find(|l| l.contains(": restart 1/1"))
