@@ -520,8 +520,8 @@ impl Tracker {
         let failures: Vec<&Failure> = states.iter().filter_map(|s| s.3.as_ref()).collect();
         let succeeded = deciding_done && workers_done;
         let only_removals_after_success = succeeded && failures.iter().all(|f| f.kind.is_removal());
-        if !failures.is_empty() && !only_removals_after_success {
-            return Verdict::Failed(self.decisive(&failures));
+        if !only_removals_after_success && let Some(decisive) = self.decisive(&failures) {
+            return Verdict::Failed(decisive);
         }
         if succeeded {
             return Verdict::Succeeded;
@@ -542,27 +542,24 @@ impl Tracker {
         }
     }
 
-    /// The failure that decides among `failures` (not empty). A task that failed
+    /// The failure that decides among `failures` (`None`: none). A task that failed
     /// because of a peer (its log says so) comes after every other; then the first
     /// failure seen (a deleted worker before the peer whose collective it broke); among
     /// those seen at once (a snapshot: `status`, a late `wait`), a plain deletion last
     /// (most likely a cleanup that followed), then by the kubelet's own times (the
     /// container's `finishedAt`, the pod's removal). A victim that decides while a peer
     /// sits on a lost node is that peer's loss: the node is the cause.
-    fn decisive(&self, failures: &[&Failure]) -> Failure {
-        let decisive = failures
-            .iter()
-            .min_by_key(|f| {
-                let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
-                let at = self.failed_at(f).unwrap_or(i64::MAX);
-                (f.after_peer.is_some(), seen, f.kind.is_plain_deletion(), at)
-            })
-            .map(|f| (*f).clone())
-            .unwrap_or_else(|| Failure::new(String::new(), None, FailureKind::Gone));
-        match &decisive.after_peer {
-            Some(abort) => self.lost_peer(&decisive, abort).unwrap_or(decisive),
-            None => decisive,
-        }
+    fn decisive(&self, failures: &[&Failure]) -> Option<Failure> {
+        let decisive = failures.iter().min_by_key(|f| {
+            let seen = self.first_failed.get(&f.pod).copied().unwrap_or(u64::MAX);
+            let at = self.failed_at(f).unwrap_or(i64::MAX);
+            (f.after_peer.is_some(), seen, f.kind.is_plain_deletion(), at)
+        })?;
+        let lost = decisive
+            .after_peer
+            .as_ref()
+            .and_then(|abort| self.lost_peer(decisive, abort));
+        Some(lost.unwrap_or_else(|| (*decisive).clone()))
     }
 
     /// When failure `f` happened, by the kubelet's clock: its container's end, else the
