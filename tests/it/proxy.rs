@@ -164,3 +164,23 @@ fn a_proxy_that_cannot_be_used_is_one_line_naming_it() {
     );
     assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
 }
+
+/// A proxy's `user:password@` never reaches a message: neither a connection error's
+/// "through the proxy …" nor a refusal of the proxy's kind.
+#[test]
+fn a_proxys_password_is_never_shown() {
+    let env = Env::new();
+    let dead = with_proxy_url(&env, "http://alice:S3cretPw@127.0.0.1:9");
+    let out = env.run_as(&dead, &["--give-up-after", "1s", "status", "px"]);
+    out.failure(1)
+        .stderr_has("through the proxy http://127.0.0.1:9/");
+    assert!(
+        !out.stderr.contains("S3cretPw") && !out.stderr.contains("alice"),
+        "{out:#?}"
+    );
+    let ftp = with_proxy_url(&env, "ftp://alice:S3cretPw@proxy.example:21");
+    let out = env.run_as(&ftp, &["status", "px"]);
+    out.failure(1)
+        .stderr_has("the proxy ftp://proxy.example:21 (the kubeconfig's proxy-url)");
+    assert!(!out.stderr.contains("S3cretPw"), "{out:#?}");
+}
