@@ -139,7 +139,10 @@ from also_not_code import x
             .collect();
         let names = top_level(&script);
         assert_eq!(names.len(), 70_000);
-        assert_eq!((names[0].as_str(), names[69_999].as_str()), ("m0", "m69999"));
+        assert_eq!(
+            (names[0].as_str(), names[69_999].as_str()),
+            ("m0", "m69999")
+        );
     }
 
     #[test]

@@ -205,13 +205,16 @@ pub fn privileged(pod: &Pod) -> Vec<String> {
     lists
         .into_iter()
         .flat_map(|(field, list)| {
-            list.into_iter().flatten().enumerate().filter_map(move |(i, c)| {
-                c.security_context
-                    .as_ref()
-                    .and_then(|sc| sc.privileged)
-                    .filter(|p| *p)
-                    .map(|_| format!("spec.{field}[{i}] ({})", c.name))
-            })
+            list.into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(move |(i, c)| {
+                    c.security_context
+                        .as_ref()
+                        .and_then(|sc| sc.privileged)
+                        .filter(|p| *p)
+                        .map(|_| format!("spec.{field}[{i}] ({})", c.name))
+                })
         })
         .collect()
 }

@@ -391,11 +391,21 @@ fn a_privileged_template_container_is_kept_with_a_warning() {
         "priv.yaml",
         "apiVersion: v1\nkind: Pod\nspec:\n  initContainers:\n  - {name: setup, image: busybox}\n  containers:\n  - name: tensorflow\n    image: tf\n    securityContext: {privileged: true}\n",
     );
-    let out = env.spawn(&["-t", "priv", "-w", "1", "--pod-file", template.to_str().unwrap()]);
+    let out = env.spawn(&[
+        "-t",
+        "priv",
+        "-w",
+        "1",
+        "--pod-file",
+        template.to_str().unwrap(),
+    ]);
     out.success().stderr_has(
         "priv.yaml: spec.containers[0] (tensorflow) runs privileged (securityContext.privileged: true)",
     );
     assert_eq!(out.stderr.matches("warning:").count(), 1, "{out:#?}");
     let pod = env.server.get("pods", "default", "priv-worker-0").unwrap();
-    assert_eq!(pod["spec"]["containers"][0]["securityContext"]["privileged"], true);
+    assert_eq!(
+        pod["spec"]["containers"][0]["securityContext"]["privileged"],
+        true
+    );
 }
