@@ -4,6 +4,7 @@ pub mod apilog;
 pub mod apply;
 pub mod connect;
 pub mod events;
+mod fallback;
 pub mod pager;
 pub mod pod_logs;
 pub mod preflight;
