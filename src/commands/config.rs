@@ -38,7 +38,7 @@ pub fn exec(settings: &Settings, args: &ConfigArgs) -> Result<()> {
                 config_file_found: settings.config_file_found,
                 settings: map,
             };
-            serde_json::to_string_pretty(&json)? + "\n"
+            output::json(&json)?
         }
         ReportFormat::Table => {
             let file_line = match (&file, settings.config_file_found) {

@@ -36,7 +36,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
                 now,
                 args.all_workers,
             );
-            serde_json::to_string_pretty(&json)? + "\n"
+            output::json(&json)?
         }
         ReportFormat::Table => table::render(
             &tracker,
