@@ -7,7 +7,10 @@
 //! inline comment; `a#b` keeps its `#`); a value in matching single or double quotes is
 //! taken as it is between them (a `#` too), and only a comment may follow the closing
 //! quote. No escapes, no `${VAR}` expansion. A value cannot hold a NUL byte (no process
-//! environment can).
+//! environment can). A line ends at `\n`, `\r\n` or a lone `\r` (so a lone `\r` never
+//! joins the next line to a value). A line that is a pasted token (`TOKEN==`: a name
+//! then only `=` signs, base64's padding) is refused. An error names the file, the
+//! line and the kind of mistake, never a key or a value (a key may be a pasted secret).
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -31,7 +34,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut vars = EnvVars::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines(text).enumerate() {
         let at = format!("{file}:{}", i.saturating_add(1));
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -55,15 +58,30 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
                 "{at}: {key} is set by tf-spawner for every task and cannot be overridden"
             ));
         }
-        let value = value_of(value.trim()).map_err(|problem| format!("{at}: {key}: {problem}"))?;
+        if !value.is_empty() && value.trim().chars().all(|c| c == '=') {
+            return Err(format!(
+                "{at}: expected KEY=VALUE, found a pasted token (text ending in '=' signs); its text is not shown"
+            ));
+        }
+        let value = value_of(value.trim()).map_err(|problem| format!("{at}: {problem}"))?;
         if value.contains('\0') {
             return Err(format!(
-                "{at}: {key}: the value holds a NUL byte, which no environment variable can"
+                "{at}: the value holds a NUL byte, which no environment variable can (the name and value are not shown)"
             ));
         }
         vars.insert(key.to_string(), value.to_string());
     }
     Ok(vars)
+}
+
+/// The lines of `text`, each ended by `\n`, `\r\n` or a lone `\r`.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    text.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .flat_map(|l| l.split('\r'))
+        .filter(|_| !text.is_empty())
 }
 
 /// Kubernetes' (strict) rule for environment variable names, as the API server checks
@@ -114,7 +132,7 @@ fn value_of(raw: &str) -> Result<&str, String> {
             return Ok(&rest[..end]);
         }
         return Err(
-            "text after the closing quote (only a # comment may follow; the value is not shown)"
+            "text after the closing quote of the value (only a # comment may follow; the name and value are not shown)"
                 .to_string(),
         );
     }
@@ -183,7 +201,7 @@ mod tests {
         );
         assert_eq!(
             err(b"A=\"x\" y\n"),
-            "env:1: A: text after the closing quote (only a # comment may follow; the value is not shown)"
+            "env:1: text after the closing quote of the value (only a # comment may follow; the name and value are not shown)"
         );
     }
 
@@ -211,7 +229,7 @@ mod tests {
     fn a_nul_byte_in_a_value_is_refused() {
         assert_eq!(
             err(b"A=x\0y\n"),
-            "env:1: A: the value holds a NUL byte, which no environment variable can"
+            "env:1: the value holds a NUL byte, which no environment variable can (the name and value are not shown)"
         );
     }
 
@@ -267,6 +285,50 @@ mod tests {
             assert!(e.starts_with("env:"), "{e}");
             assert!(!e.contains("SECRET") && !e.contains("ghp"), "{e}");
         }
+    }
+
+    /// A valid name whose value is bad is not shown either (it may be the secret: a
+    /// 900 KB name once came back whole); nor is a pasted token ending in '='.
+    #[test]
+    fn a_bad_value_never_shows_its_name_and_a_pasted_token_is_refused() {
+        let key = format!("K{}", "x".repeat(900_000));
+        for text in [
+            "TOKEN='x' y".to_string(),
+            format!("{key}='x' y"),
+            "TOKEN=a\0b".to_string(),
+        ] {
+            let e = err(text.as_bytes());
+            assert!(
+                e.starts_with("env:1: ") && !e.contains("TOKEN") && e.len() < 160,
+                "{e}"
+            );
+        }
+        for token in ["TOKEN==", "dG9rZW4==", "abc=", "abc = =", "ghp_abc=="] {
+            if token == "abc=" {
+                assert_eq!(ok(token), pairs(&[("abc", "")]));
+                continue;
+            }
+            let e = err(token.as_bytes());
+            assert!(
+                e.starts_with("env:1: expected KEY=VALUE, found a pasted token"),
+                "{e}"
+            );
+            assert!(!e.contains("TOKEN") && !e.contains("abc"), "{e}");
+        }
+        assert_eq!(ok("A==b"), pairs(&[("A", "=b")]));
+    }
+
+    /// A lone `\r` ends a line: it never joins the next line to a value.
+    #[test]
+    fn a_lone_carriage_return_ends_the_line() {
+        assert_eq!(
+            ok("A=1\rB=2\r\nC=3\n"),
+            pairs(&[("A", "1"), ("B", "2"), ("C", "3")])
+        );
+        assert_eq!(
+            err(b"A=1\rnot a pair\n"),
+            "env:2: expected KEY=VALUE, found a line without '=' (its text is not shown: it may be a secret)"
+        );
     }
 
     #[test]

@@ -297,12 +297,16 @@ impl Found {
             (_, "tensorboard") => format!(
                 "no tensorboard session uses it now: the next session's end deletes it, or {by_hand}"
             ),
+            // Its `cp` deletes it; a `cp` killed (SIGKILL, a closed laptop) cannot, and
+            // then only its deadline (counted from its start) or a delete ends it.
             (_, "cp") => match self.deadline {
                 Some(at) => format!(
-                    "deleted when its copy ends; its deadline ends it by {} at the latest",
+                    "the cp that made it deletes it when its copy ends; if that cp was killed, its deadline ends it by {} ({by_hand} sooner)",
                     crate::duration::clock(at)
                 ),
-                None => "deleted when its copy ends".to_string(),
+                None => format!(
+                    "the cp that made it deletes it when its copy ends; if that cp was killed, {by_hand} (its deadline counts from its start)"
+                ),
             },
             _ => by_hand,
         }
@@ -480,5 +484,28 @@ mod tests {
         assert_eq!(s.others_alive("me", 1000), 1);
         s.beat("me", 1000);
         assert_eq!(s.0.keys().collect::<Vec<_>>(), ["ahead", "me"]);
+    /// A `cp` killed by SIGKILL cannot delete its pod: the line says what ends it then,
+    /// never only "deleted when its copy ends".
+    #[test]
+    fn a_cp_pods_line_says_what_ends_it_if_its_cp_was_killed() {
+        let found = |deadline| Found {
+            name: "t-cp-1".into(),
+            kind: "cp".into(),
+            phase: "Running".into(),
+            created: None,
+            keep: false,
+            sessions: 0,
+            deadline,
+        };
+        let started = found(Some(1_700_000_000)).ends("t");
+        assert!(
+            started.contains("if that cp was killed, its deadline ends it by "),
+            "{started}"
+        );
+        let pending = found(None).ends("t");
+        assert!(
+            pending.ends_with("if that cp was killed, tf-spawner -d -t t deletes it (its deadline counts from its start)"),
+            "{pending}"
+        );
     }
 }

@@ -11,9 +11,11 @@ use std::path::Path;
 
 /// The modules a script imports at its top level (the first part of each dotted name),
 /// in order, without repeats. `import a.b as c, d` → `a`, `d`; `from e.f import g` →
-/// `e`; relative imports (`from . import x`) are left out.
+/// `e`; relative imports (`from . import x`) are left out. Linear in the script's size
+/// (the names seen are a set: a list searched per import took 13 s for 70,000 imports).
 pub fn top_level(script: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut in_string = false;
     for line in script.lines() {
         let quotes = line.matches("\"\"\"").count() + line.matches("'''").count();
@@ -39,7 +41,7 @@ pub fn top_level(script: &str) -> Vec<String> {
             let identifier = !name.is_empty()
                 && !name.starts_with(|c: char| c.is_ascii_digit())
                 && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-            if identifier && !names.iter().any(|n| n == name) {
+            if identifier && seen.insert(name) {
                 names.push(name.to_string());
             }
         }
@@ -124,6 +126,22 @@ from also_not_code import x
         assert_eq!(
             top_level(script),
             ["os", "helpers", "pkg", "data_utils", "models"]
+        );
+    }
+
+    /// 70,000 imports, each once and then again: every name once, in order. (The scan
+    /// is linear; measured, not asserted: docs/development.md.)
+    #[test]
+    fn many_imports_are_each_named_once_in_order() {
+        let script: String = (0..70_000)
+            .chain(0..70_000)
+            .map(|i| format!("import m{i}\n"))
+            .collect();
+        let names = top_level(&script);
+        assert_eq!(names.len(), 70_000);
+        assert_eq!(
+            (names[0].as_str(), names[69_999].as_str()),
+            ("m0", "m69999")
         );
     }
 

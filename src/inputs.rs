@@ -285,6 +285,11 @@ async fn load_template(path: &Path, what: &str) -> Result<Pod> {
             "pod template {origin}: {field} is not a field of a Pod and is ignored (misspelled?)"
         ));
     }
+    for container in template::privileged(&pod) {
+        crate::output::warning(&format!(
+            "pod template {origin}: {container} runs privileged (securityContext.privileged: true): it gets every device and capability of its node; kept as the template asks"
+        ));
+    }
     Ok(pod)
 }
 

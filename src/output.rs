@@ -242,6 +242,24 @@ pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(escaped(&text, |c| c == '\n' || c == '\t').into_owned())
 }
 
+/// `value` as pretty JSON ending with a newline, safe for a terminal and still JSON:
+/// what serde leaves raw and [`drives_terminal`] (a C1 control such as U+009B, DEL, a
+/// bidirectional override) is written as a JSON escape (`\u009b`), so [`print`] finds
+/// nothing to escape its way (which would make the text no JSON).
+pub fn json(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        if drives_terminal(c) && c != '\n' {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+    Ok(out)
+}
+
 /// `text` with every character that [`drives_terminal`] escaped, but those `keep`s.
 fn escaped(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(|c| drives_terminal(c) && !keep(c)) {
@@ -261,6 +279,15 @@ fn escaped(text: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_stays_json_with_nothing_for_the_terminal() {
+        let text =
+            json(&serde_json::json!({"m": "a\x1b]0;t\x07 \u{9b}31m \u{202e}x \x7f\nb"})).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["m"], "a\x1b]0;t\x07 \u{9b}31m \u{202e}x \x7f\nb");
+        assert_eq!(terminal_text(&text), text, "nothing left to escape: {text}");
+    }
 
     #[test]
     fn tables_align_columns() {

@@ -190,6 +190,35 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
 
+/// The containers of `pod` (init containers too) that run privileged
+/// (`securityContext.privileged: true`: every device and capability of the node, the
+/// host's root a `mount` away), as `spec.containers[0] (tensorflow)`. tf-spawner keeps
+/// what the template asks; the user is told.
+pub fn privileged(pod: &Pod) -> Vec<String> {
+    let Some(spec) = &pod.spec else {
+        return Vec::new();
+    };
+    let lists = [
+        ("containers", Some(&spec.containers)),
+        ("initContainers", spec.init_containers.as_ref()),
+    ];
+    lists
+        .into_iter()
+        .flat_map(|(field, list)| {
+            list.into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(move |(i, c)| {
+                    c.security_context
+                        .as_ref()
+                        .and_then(|sc| sc.privileged)
+                        .filter(|p| *p)
+                        .map(|_| format!("spec.{field}[{i}] ({})", c.name))
+                })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

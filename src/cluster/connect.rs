@@ -67,15 +67,20 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
             let explicit = cluster_proxy_url(&file, target.context.as_deref());
             let config = match referenced_file_problem(&file, target.context.as_deref()) {
                 Some(problem) => Err(problem),
-                None => kube::Config::from_custom_kubeconfig(file, &options)
-                    .await
-                    .map_err(|e| match &target.kubeconfig {
+                None => match kube::Config::from_custom_kubeconfig(file.clone(), &options).await {
+                    Ok(config) => Ok(config),
+                    Err(e) if super::fallback::is_no_proxy(&e) => {
+                        no_proxy_warning(&e);
+                        super::fallback::config(&file, target.context.as_deref())
+                    }
+                    Err(e) => Err(match &target.kubeconfig {
                         Some(path) => {
                             format!("kubeconfig {}: {}", path.display(), source_text(&e))
                         }
                         None => format!("kubeconfig: {}", source_text(&e)),
-                    })
-                    .and_then(|config| with_proxy(config, explicit.as_deref())),
+                    }),
+                }
+                .and_then(|config| with_proxy(config, explicit.as_deref())),
             };
             Found { config, namespace }
         }
@@ -85,6 +90,25 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
         },
         Err(NoFile::Missing(file_err)) => in_cluster(target, &file_err),
     })
+}
+
+/// One line when the kube client cannot parse `NO_PROXY`: tf-spawner goes on with its
+/// own reading of it (`proxy.rs`, as Go's client reads it).
+fn no_proxy_warning(err: &KubeconfigError) {
+    let (name, value) = ["NO_PROXY", "no_proxy"]
+        .into_iter()
+        .find_map(|n| {
+            std::env::var(n)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| (n, v))
+        })
+        .unwrap_or(("NO_PROXY", String::new()));
+    let why = source_text(err);
+    let why = why.rsplit(": ").next().unwrap_or(&why);
+    crate::output::warning(&format!(
+        "{name}={value:?}: an entry the Kubernetes client cannot parse ({why}); tf-spawner reads the list as kubectl does"
+    ));
 }
 
 /// No kubeconfig file: the in-cluster service account, if there is one.

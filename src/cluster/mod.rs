@@ -5,6 +5,7 @@ pub mod apply;
 pub mod connect;
 pub mod events;
 pub mod experiment;
+mod fallback;
 pub mod pager;
 pub mod pod_logs;
 pub mod preflight;
@@ -169,9 +170,25 @@ impl Cluster {
         }
         // Errors name the server, and the proxy it is reached through.
         let server = match &config.proxy_url {
-            Some(proxy) => format!("{} (through the proxy {proxy})", config.cluster_url),
+            Some(proxy) => format!(
+                "{} (through the proxy {})",
+                config.cluster_url,
+                proxy::shown(&proxy.to_string())
+            ),
             None => config.cluster_url.to_string(),
         };
+        let auth = &config.auth_info;
+        let credentials = auth.token.is_some()
+            || auth.token_file.is_some()
+            || auth.exec.is_some()
+            || auth.auth_provider.is_some()
+            || auth.password.is_some();
+        if credentials && proxy::token_in_clear(&config.cluster_url) {
+            crate::output::warning(&format!(
+                "the API server {} is reached over plain http://: the credentials (bearer token or password) cross the network unencrypted; use its https:// address",
+                config.cluster_url
+            ));
+        }
         let client = connect::client(config)?;
         Ok(Cluster {
             client,

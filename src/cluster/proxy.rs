@@ -17,8 +17,10 @@ pub(crate) fn proxy_for(
     if let Some(url) = explicit.filter(|u| !u.is_empty()) {
         return parse(url, "the kubeconfig's proxy-url").map(Some);
     }
-    let either =
-        |upper: &str, lower: &str| var(upper).or_else(|| var(lower)).filter(|v| !v.is_empty());
+    // As Go's client reads them: an empty value is unset (`NO_PROXY=` does not hide
+    // `no_proxy`).
+    let set = |name: &str| var(name).filter(|v| !v.is_empty());
+    let either = |upper: &str, lower: &str| set(upper).or_else(|| set(lower));
     let Some(url) = either("HTTPS_PROXY", "https_proxy") else {
         return Ok(None);
     };
@@ -41,16 +43,39 @@ pub(crate) fn proxy_for(
 fn parse(url: &str, from: &str) -> Result<http::Uri, String> {
     let uri: http::Uri = url
         .parse()
-        .map_err(|e| format!("the proxy {url:?} ({from}) is not a URL: {e}"))?;
+        .map_err(|e| format!("the proxy {:?} ({from}) is not a URL: {e}", shown(url)))?;
     match uri.scheme_str() {
         Some("http" | "https" | "socks5") if uri.host().is_some() => Ok(uri),
         _ => Err(format!(
-            "the proxy {url} ({from}) is not an http://, https:// or socks5:// URL, the kinds of proxy tf-spawner (as kubectl) can use"
+            "the proxy {} ({from}) is not an http://, https:// or socks5:// URL, the kinds of proxy tf-spawner (as kubectl) can use",
+            shown(url)
         )),
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+/// A URL as messages show it: without its `user:password@`, which a proxy URL often
+/// carries.
+pub(crate) fn shown(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let host = match rest[..end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    if scheme.is_empty() && !url.contains("://") {
+        host.to_string()
+    } else {
+        format!("{scheme}://{host}")
+    }
+}
+
+/// Whether a bearer token would cross the network in clear: the API server is
+/// `http://` and not on this machine.
+pub(crate) fn token_in_clear(server: &http::Uri) -> bool {
+    server.scheme_str() == Some("http") && !is_loopback(server.host().unwrap_or_default())
+}
+
+pub(crate) fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
@@ -165,6 +190,28 @@ mod tests {
         assert!(decide(ip, None, &[PROXY, ("NO_PROXY", "10.1.2.4,192.168.0.0/16")]).is_some());
         // The proxy's own host in NO_PROXY says nothing about the server.
         assert!(decide(ip, None, &[PROXY, ("NO_PROXY", "proxy.corp")]).is_some());
+    }
+
+    #[test]
+    fn an_empty_variable_is_unset_and_urls_are_shown_without_userinfo() {
+        let api = "https://api.k8s.example.org:6443";
+        let lower = ("https_proxy", "http://proxy.corp:3128");
+        assert_eq!(
+            decide(api, None, &[("HTTPS_PROXY", ""), lower]).as_deref(),
+            Some("http://proxy.corp:3128/")
+        );
+        let exempt = ("no_proxy", "example.org");
+        assert_eq!(decide(api, None, &[PROXY, ("NO_PROXY", ""), exempt]), None);
+        assert_eq!(shown("http://user:pw@proxy:3128/x"), "http://proxy:3128/x");
+        assert_eq!(shown("socks5://a@b:pw@h:1"), "socks5://h:1");
+        assert_eq!(shown("user:pw@proxy:3128"), "proxy:3128");
+        assert_eq!(shown("http://proxy:3128"), "http://proxy:3128");
+        let server: http::Uri = "https://a:1".parse().unwrap();
+        let bad = proxy_for(&server, Some("ftp://u:SECRET@p:21"), |_| None).unwrap_err();
+        assert!(!bad.contains("SECRET"), "{bad}");
+        assert!(token_in_clear(&"http://10.0.0.1:8080".parse().unwrap()));
+        assert!(!token_in_clear(&"http://127.0.0.1:8001".parse().unwrap()));
+        assert!(!token_in_clear(&"https://10.0.0.1".parse().unwrap()));
     }
 
     #[test]

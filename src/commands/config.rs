@@ -60,7 +60,7 @@ fn json(settings: &Settings) -> Result<String> {
             .unwrap_or_default(),
         settings: map,
     };
-    Ok(serde_json::to_string_pretty(&json)? + "\n")
+    Ok(output::json(&json)?)
 }
 
 /// `config`'s table: the files, then each setting's value and source.

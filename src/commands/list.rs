@@ -12,7 +12,7 @@ pub async fn exec(settings: &Settings, args: &ListArgs) -> Result<()> {
     let cluster = settings.connect()?;
     let runs = list::list(&cluster, args.all_namespaces).await?;
     let text = match args.output {
-        ReportFormat::Json => serde_json::to_string_pretty(&ListJson { runs })? + "\n",
+        ReportFormat::Json => output::json(&ListJson { runs })?,
         ReportFormat::Table if runs.is_empty() => {
             if args.all_namespaces {
                 "no tf-spawner runs in any namespace\n".to_string()

@@ -92,7 +92,7 @@ pub fn deleted(tag: &str, namespace: &str, objects: &[ObjectRef]) -> Summary {
 /// The summary as pretty JSON or YAML, ending with a newline.
 pub fn render(summary: &Summary, format: OutputFormat) -> Result<String> {
     Ok(match format {
-        OutputFormat::Json => serde_json::to_string_pretty(summary)? + "\n",
+        OutputFormat::Json => crate::output::json(summary)?,
         OutputFormat::Yaml => serde_saphyr::to_string(summary).context("cannot write YAML")?,
     })
 }

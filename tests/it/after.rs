@@ -406,7 +406,7 @@ fn helper_pods_are_no_task_of_the_run_but_shown_and_go_with_it() {
         .success()
         .stdout_has("helper pod/hp-cp-x1y2z (cp): Running, ")
         .stdout_has(
-            "s; deleted when its copy ends; its deadline ends it by 2026-01-01 11:00:00 UTC at the latest\n",
+            "s; the cp that made it deletes it when its copy ends; if that cp was killed, its deadline ends it by 2026-01-01 11:00:00 UTC (tf-spawner -d -t hp deletes it sooner)\n",
         )
         .stdout_has("helper pod/hp-tensorboard (tensorboard): Running, ")
         .stdout_has("s; deleted when the last tensorboard session using it ends (1 now)\n");

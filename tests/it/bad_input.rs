@@ -430,12 +430,12 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         bad(
             &["-e", &nul_env, &s],
             2,
-            "nul.env:2: BAD: the value holds a NUL byte",
+            "nul.env:2: the value holds a NUL byte",
         ),
         bad(
             &["--local", "-w", "1", "-e", &nul_env, &s],
             2,
-            "nul.env:2: BAD: the value holds a NUL byte",
+            "nul.env:2: the value holds a NUL byte",
         ),
         bad(
             &["--pod-file", &bad_name, &s],

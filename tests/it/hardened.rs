@@ -381,3 +381,31 @@ fn credentials_that_may_not_create_network_policies_get_one_line_naming_the_opti
     env.run_as(&kc, &["-d", "-t", "np", "--yes"]).success();
     assert!(env.names("team-a").is_empty(), "{:?}", env.names("team-a"));
 }
+
+/// A template's `privileged: true` is kept (the template is the user's), with one
+/// warning line naming the container: it gets every device and capability of its node.
+#[test]
+fn a_privileged_template_container_is_kept_with_a_warning() {
+    let env = Env::new();
+    let template = env.write(
+        "priv.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  initContainers:\n  - {name: setup, image: busybox}\n  containers:\n  - name: tensorflow\n    image: tf\n    securityContext: {privileged: true}\n",
+    );
+    let out = env.spawn(&[
+        "-t",
+        "priv",
+        "-w",
+        "1",
+        "--pod-file",
+        template.to_str().unwrap(),
+    ]);
+    out.success().stderr_has(
+        "priv.yaml: spec.containers[0] (tensorflow) runs privileged (securityContext.privileged: true)",
+    );
+    assert_eq!(out.stderr.matches("warning:").count(), 1, "{out:#?}");
+    let pod = env.server.get("pods", "default", "priv-worker-0").unwrap();
+    assert_eq!(
+        pod["spec"]["containers"][0]["securityContext"]["privileged"],
+        true
+    );
+}

@@ -164,3 +164,50 @@ fn a_proxy_that_cannot_be_used_is_one_line_naming_it() {
     );
     assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
 }
+
+/// A proxy's `user:password@` never reaches a message: neither a connection error's
+/// "through the proxy …" nor a refusal of the proxy's kind.
+#[test]
+fn a_proxys_password_is_never_shown() {
+    let env = Env::new();
+    let dead = with_proxy_url(&env, "http://alice:S3cretPw@127.0.0.1:9");
+    let out = env.run_as(&dead, &["--give-up-after", "1s", "status", "px"]);
+    out.failure(1)
+        .stderr_has("through the proxy http://127.0.0.1:9/");
+    assert!(
+        !out.stderr.contains("S3cretPw") && !out.stderr.contains("alice"),
+        "{out:#?}"
+    );
+    let ftp = with_proxy_url(&env, "ftp://alice:S3cretPw@proxy.example:21");
+    let out = env.run_as(&ftp, &["status", "px"]);
+    out.failure(1)
+        .stderr_has("the proxy ftp://proxy.example:21 (the kubeconfig's proxy-url)");
+    assert!(!out.stderr.contains("S3cretPw"), "{out:#?}");
+}
+
+/// A `NO_PROXY` the Kubernetes client cannot parse (`foo, *`: it takes `*` only alone;
+/// `a,,b`) once failed every command: now it is one warning line, and the command
+/// goes on with the kubeconfig read by hand (its CA and token: the test server's TLS).
+#[test]
+fn a_no_proxy_the_client_cannot_parse_is_one_warning() {
+    let env = Env::new();
+    let script = env.script();
+    for (i, no_proxy) in ["foo, *", "a,,b"].into_iter().enumerate() {
+        let tag = format!("np{i}");
+        let out = crate::support::run(
+            env.cmd()
+                .env("HTTPS_PROXY", "http://127.0.0.1:9")
+                .env("NO_PROXY", no_proxy)
+                .args(["-t", &tag, script.to_str().unwrap()]),
+        );
+        out.success().stderr_has(&format!(
+            "warning: NO_PROXY={no_proxy:?}: an entry the Kubernetes client cannot parse"
+        ));
+        assert_eq!(out.stderr.matches("warning:").count(), 1, "{out:#?}");
+        assert!(
+            env.server
+                .get("pods", "default", &format!("{tag}-worker-0"))
+                .is_some()
+        );
+    }
+}

@@ -276,7 +276,22 @@ fn env_file_errors_name_the_line_never_its_text() {
         (format!("A=1\n{PLANTED}\n"), "bad.env:2: expected KEY=VALUE"),
         (
             format!("A='x' {PLANTED}\n"),
-            "bad.env:1: A: text after the closing quote",
+            "bad.env:1: text after the closing quote",
+        ),
+        // A valid name whose value is bad: the name may be the secret.
+        (
+            format!("{PLANTED}='x' y\n"),
+            "bad.env:1: text after the closing quote",
+        ),
+        // A pasted token ending in base64's padding is no KEY=VALUE.
+        (
+            format!("{PLANTED}==\n"),
+            "bad.env:1: expected KEY=VALUE, found a pasted token",
+        ),
+        // A lone \r ends the line: the planted line is a line of its own.
+        (
+            format!("A=1\r{PLANTED}\n"),
+            "bad.env:2: expected KEY=VALUE, found a line without '='",
         ),
         (
             format!("{PLANTED} x=1\n"),
@@ -367,4 +382,30 @@ fn a_bad_namespace_from_the_kubeconfig_or_the_config_file_is_refused_naming_it()
             .iter()
             .all(|r| r.path.starts_with("/api/v1/namespaces/default/"))
     );
+}
+
+/// A bearer token sent to an `http://` API server off this machine crosses the network
+/// in clear: a warning says so (a loopback `kubectl proxy` is not warned about).
+#[test]
+fn a_token_for_a_plain_http_server_is_warned_about() {
+    let env = Env::new();
+    let kc = env.write(
+        "kubeconfig-http",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://192.0.2.1:8080\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: planted-token}\n",
+    );
+    let out = env.run_as(
+        &kc,
+        &[
+            "list",
+            "--request-timeout",
+            "1s",
+            "--retries",
+            "0",
+            "--give-up-after",
+            "1s",
+        ],
+    );
+    assert_ne!(out.code, 0, "{out:#?}");
+    out.stderr_has("warning: the API server http://192.0.2.1:8080/ is reached over plain http://: the credentials (bearer token or password) cross the network unencrypted");
+    assert!(!out.stderr.contains("planted-token"), "{out:#?}");
 }

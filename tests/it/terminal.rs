@@ -57,6 +57,16 @@ fn a_pods_log_and_termination_message_reach_the_terminal_escaped() {
     out.stdout_has("clear\\u{1b}[2J\\u{1b}c link\\u{1b}]8;;http://evil/");
     inert(&out);
     inert(&env.run(&["status", "-t", "esc", "--all-workers"]));
+    // JSON stays JSON (a C1 control or a bidi override as a JSON escape) and inert.
+    let out = env.run(&["status", "-t", "esc", "-o", "json"]);
+    inert(&out);
+    let json: serde_json::Value =
+        serde_json::from_str(&out.stdout).expect("status -o json is JSON");
+    assert!(
+        json.to_string().contains("\\u001b]52;c;aGVsbG8="),
+        "{json:#}"
+    );
+    inert(&env.run(&["list", "-o", "json"]));
     inert(&env.run(&["list"]));
 
     let out = env.run(&["logs", "-t", "esc"]);

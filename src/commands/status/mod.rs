@@ -45,7 +45,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
                 now,
                 args.all_workers,
             );
-            serde_json::to_string_pretty(&json)? + "\n"
+            output::json(&json)?
         }
         ReportFormat::Table => {
             let mut text = table::render(
