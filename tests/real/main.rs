@@ -18,3 +18,4 @@ mod roles;
 mod shared;
 mod spawn;
 mod support;
+mod sweep;
