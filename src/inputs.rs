@@ -78,19 +78,11 @@ pub async fn spawn_request(
         .as_deref()
         .map(|v| output_volume(v).map_err(|p| UsageError::new(format!("--volume {p}"))))
         .transpose()?;
-    let script_path = args.script.as_deref().ok_or_else(|| {
-        UsageError::new(
-            "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
-        )
-    })?;
-    let script = files::read(script_path, "training script", IN_CONFIG_MAP).await?;
-    if args.dir.is_none()
-        && let Some(line) = crate::imports::warning(script_path, &script)
-    {
-        crate::output::note(&line);
-    }
+    let (script_path, script) = read_script(args).await?;
     let entrypoint = match args.command.as_deref() {
-        Some(path) => Some(files::read(path, "entrypoint (-c)", IN_CONFIG_MAP).await?),
+        Some(path) => files::read(path, "entrypoint (-c)", IN_CONFIG_MAP)
+            .await
+            .map(Some)?,
         None => None,
     };
     let env = match &args.env_file {
@@ -118,6 +110,23 @@ pub async fn spawn_request(
         hardening: args.hardening,
         experiment: None,
     })
+}
+
+/// The training script, read; without `--dir`, a note when it imports a module beside
+/// it (`imports.rs`).
+async fn read_script(args: &SpawnOptions) -> Result<(&Path, Vec<u8>)> {
+    let script_path = args.script.as_deref().ok_or_else(|| {
+        UsageError::new(
+            "the training script is missing: tf-spawner [OPTIONS] TRAINING_SCRIPT (see --help)",
+        )
+    })?;
+    let script = files::read(script_path, "training script", IN_CONFIG_MAP).await?;
+    if args.dir.is_none()
+        && let Some(line) = crate::imports::warning(script_path, &script)
+    {
+        crate::output::note(&line);
+    }
+    Ok((script_path, script))
 }
 
 /// `--dir` packed with the script in it, if given; a problem names the defaults file

@@ -134,7 +134,10 @@ pub type Observer = tokio::sync::mpsc::UnboundedSender<Seen>;
 /// Where progress goes.
 pub enum Progress {
     /// To a view of several runs.
-    Observed { tag: String, to: Observer },
+    Observed {
+        tag: String,
+        to: Observer,
+    },
     Bars {
         multi: MultiProgress,
         bars: BTreeMap<String, ProgressBar>,

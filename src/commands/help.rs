@@ -194,6 +194,7 @@ pub fn command(base: Command, name: &str, spawn_verb: bool) -> Command {
     for (verb, about) in ABOUTS {
         cmd = cmd.mut_subcommand(verb, |v| v.about(*about));
     }
+    cmd = cmd.mut_subcommand("sweep", sweep);
     for (verb, id, short) in VERB_SHORT {
         cmd = cmd.mut_subcommand(verb, |v| {
             v.mut_arg(id, |a| {
@@ -290,6 +291,51 @@ fn shape(arg: Arg, id: &str) -> Arg {
         arg = arg.help_heading(*heading);
     }
     arg
+}
+
+/// `sweep`'s help: its own flags and the spawn's most used, a line each; the other
+/// spawn flags (each applies to every run) are `spawn`'s help.
+const SWEEP_SHOWN: &[(&str, &str)] = &[
+    ("script", "The training script"),
+    (
+        "script_args",
+        "Its arguments; {NAME} is a parameter's value",
+    ),
+    ("params", "A parameter: NAME=V1,V2,… or a range LO..HI"),
+    ("samples", "A random search of K runs over the ranges"),
+    ("seed", "The random search's seed [default: random]"),
+    ("parallel", "Runs at a time [default: what the quota holds]"),
+    ("resume", "Take up experiment NAME where it stopped"),
+    ("tag", "The experiment's name: runs NAME-1 … NAME-K"),
+    ("workers", "Worker pods of each run"),
+    ("restarts", "Restart each run's retryable failure N times"),
+    ("local", "Run here as processes, a run at a time"),
+    ("dry_run", "Print every run's objects; create nothing"),
+    ("output", "--dry-run's format: yaml or json"),
+    ("yes", "Allow more than 1,000 runs"),
+];
+
+/// Below `sweep`'s help.
+const SWEEP_MORE: &str = "Every spawn flag applies to each run (--gpus, --volume, --dir, --queue…):\ntf-spawner help spawn. Parameters and recipes: docs/experiments.md";
+
+fn sweep(verb: Command) -> Command {
+    let ids: Vec<String> = verb
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let mut verb = verb.after_help(SWEEP_MORE);
+    for id in ids {
+        verb = verb.mut_arg(id.as_str(), |a| {
+            match SWEEP_SHOWN.iter().find(|(i, _)| *i == id) {
+                Some((_, text)) => {
+                    let values = a.get_action().takes_values();
+                    a.help(*text).long_help(None).hide_possible_values(values)
+                }
+                None => a.hide(true).long_help(None),
+            }
+        });
+    }
+    verb
 }
 
 /// Below `spawn -h`.

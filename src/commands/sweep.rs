@@ -110,9 +110,13 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     let base = base_request(settings, spawn, &record).await?;
     let runs = sweep::points(&record);
     if spawn.dry_run {
-        let plans = runs
-            .iter()
-            .map(|(tag, point)| Ok(plan::build(&sweep::request(&base, &spawn.script_args, (tag, point)))?));
+        let plans = runs.iter().map(|(tag, point)| {
+            Ok(plan::build(&sweep::request(
+                &base,
+                &spawn.script_args,
+                (tag, point),
+            ))?)
+        });
         return render::plans_to_stdout(plans, spawn.output.unwrap_or(OutputFormat::Yaml));
     }
     // Every run's objects are valid before the first is made.
@@ -150,10 +154,20 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
 
 /// The request every run is made from: the spawn's, for the tag of the last run (the
 /// longest: every object name of every run is checked to fit).
-async fn base_request(settings: &Settings, spawn: &SpawnArgs, record: &Record) -> Result<SpawnRequest> {
-    let last = record.runs.last().map_or(record.name.as_str(), |r| r.tag.as_str());
+async fn base_request(
+    settings: &Settings,
+    spawn: &SpawnArgs,
+    record: &Record,
+) -> Result<SpawnRequest> {
+    let last = record
+        .runs
+        .last()
+        .map_or(record.name.as_str(), |r| r.tag.as_str());
     let tag = last.parse().map_err(|e: UsageError| {
-        UsageError::new(format!("the experiment's name '{}' makes a run tag {last} that {e}", record.name))
+        UsageError::new(format!(
+            "the experiment's name '{}' makes a run tag {last} that {e}",
+            record.name
+        ))
     })?;
     let mut base = inputs::spawn_request(
         &spawn::options(spawn, settings),
@@ -201,7 +215,10 @@ fn recorded_argv(method: Method) -> Vec<String> {
         .collect();
     let mut kept = without_globals(&words);
     if let Method::Random { seed, .. } = method
-        && !kept.iter().take_while(|w| *w != "--").any(|w| w == "--seed" || w.starts_with("--seed="))
+        && !kept
+            .iter()
+            .take_while(|w| *w != "--")
+            .any(|w| w == "--seed" || w.starts_with("--seed="))
     {
         kept.splice(0..0, ["--seed".to_string(), seed.to_string()]);
     }
@@ -217,13 +234,21 @@ fn without_globals(words: &[String]) -> Vec<String> {
         .collect();
     let takes = |word: &str| -> Option<bool> {
         let arg = if let Some(long) = word.strip_prefix("--") {
-            let (long, inline) = long.split_once('=').map_or((long, false), |(l, _)| (l, true));
-            globals.iter().find(|a| a.get_long() == Some(long)).map(|a| (a, inline))
+            let (long, inline) = long
+                .split_once('=')
+                .map_or((long, false), |(l, _)| (l, true));
+            globals
+                .iter()
+                .find(|a| a.get_long() == Some(long))
+                .map(|a| (a, inline))
         } else {
             let mut chars = word.strip_prefix('-')?.chars();
             let c = chars.next()?;
             let inline = chars.next().is_some();
-            globals.iter().find(|a| a.get_short() == Some(c)).map(|a| (a, inline))
+            globals
+                .iter()
+                .find(|a| a.get_short() == Some(c))
+                .map(|a| (a, inline))
         };
         arg.map(|(a, inline)| a.get_action().takes_values() && !inline)
     };
@@ -267,15 +292,23 @@ async fn resume(settings: &Settings, args: &SweepArgs, name: &str) -> Result<()>
     let here = std::env::current_dir()?;
     if here != std::path::Path::new(&record.cwd) {
         std::env::set_current_dir(&record.cwd).map_err(|e| {
-            UsageError::new(format!("cannot go to {}, where experiment '{name}' was started: {e}", record.cwd))
+            UsageError::new(format!(
+                "cannot go to {}, where experiment '{name}' was started: {e}",
+                record.cwd
+            ))
         })?;
-        output::note(&format!("reading the experiment's files in {}, where it was started", record.cwd));
+        output::note(&format!(
+            "reading the experiment's files in {}, where it was started",
+            record.cwd
+        ));
     }
     let argv = resumed_argv(&record.argv);
-    let command = crate::commands::help::command(Cli::command(), output::name(), false);
-    let matches = command
-        .try_get_matches_from(argv)
-        .map_err(|e| UsageError::new(format!("experiment '{name}''s command line is no longer valid: {}", e.kind())))?;
+    let matches = Cli::command().try_get_matches_from(argv).map_err(|e| {
+        UsageError::new(format!(
+            "experiment '{name}''s command line is no longer valid: {}",
+            e.kind()
+        ))
+    })?;
     let cli = Cli::from_arg_matches(&matches)?;
     let again = Settings::load(&cli, &matches).await?;
     let Some(Command::Sweep(resumed)) = &cli.command else {

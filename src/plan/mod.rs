@@ -17,12 +17,12 @@ use crate::envfile::{EnvVars, RESERVED};
 use crate::errors::UsageError;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, CLUSTER_ANNOTATION, ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL,
-    INDEX_LABEL, PARAMS_ANNOTATION,
-    INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
-    KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NETWORK_POLICY_ANNOTATION,
-    NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
-    RUN_LABEL, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name,
-    kueue_group_name, network_policy_name, pod_group_name, secret_name,
+    INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL,
+    KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
+    NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
+    PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name,
+    network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -799,6 +799,15 @@ fn set_up_tf_container(
         .then(|| req.script_args.iter().map(|a| kubelet_literal(a)).collect());
 
     set_tf_env(req, cluster, task, c);
+    if let Some(experiment) = &req.experiment {
+        // A sweep's run: its parameters (`plan/sweep.rs`).
+        let env = c.env.get_or_insert_with(Vec::new);
+        env.extend(experiment.variables().map(|(name, value)| EnvVar {
+            name,
+            value: Some(value),
+            value_from: None,
+        }));
+    }
     set_port_and_mounts(req, c);
 }
 
@@ -833,15 +842,6 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
                 value_from: None,
             }),
     );
-
-    if let Some(experiment) = &req.experiment {
-        let env = c.env.get_or_insert_with(Vec::new);
-        env.extend(experiment.variables().map(|(name, value)| EnvVar {
-            name,
-            value: Some(value),
-            value_from: None,
-        }));
-    }
 
     for (name, value) in crate::roles::TASK_DEFAULTS {
         let env = c.env.get_or_insert_with(Vec::new);

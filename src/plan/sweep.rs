@@ -127,7 +127,9 @@ fn parse_values(text: &str) -> Result<Values, String> {
     };
     let (lo, hi) = (num(lo)?, num(hi)?);
     if lo >= hi {
-        return Err(format!("the range is empty (LO must be below HI: {lo}..{hi})"));
+        return Err(format!(
+            "the range is empty (LO must be below HI: {lo}..{hi})"
+        ));
     }
     let log = kind == "log";
     if log && lo <= 0.0 {

@@ -47,7 +47,11 @@ fn bad_parameters_are_one_line_naming_the_fix() {
         e("lr="),
         "lr=: no values (give NAME=V1,V2,… or a range NAME=LO..HI)"
     );
-    assert!(e("lr=0.1,,0.2").contains("an empty value"), "{}", e("lr=0.1,,0.2"));
+    assert!(
+        e("lr=0.1,,0.2").contains("an empty value"),
+        "{}",
+        e("lr=0.1,,0.2")
+    );
     assert!(e("1lr=0.1").contains("'1lr' is not an identifier"));
     assert!(e("learning-rate=0.1").contains("is not an identifier"));
     assert!(e("lr").starts_with("'lr': expected NAME=V1,V2,…"));

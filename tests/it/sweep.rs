@@ -20,7 +20,10 @@ fn await_pod(env: &Env, pod: &str, child: &mut Child) {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("tf-spawner ended ({status}) before {pod} was created");
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "{pod} never created");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{pod} never created"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -67,8 +70,17 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
     let mut child = start(
         &env,
         &[
-            "sweep", "-t", "ex", "-w", "2", "--param", "lr=0.1,0.01,0.001",
-            script.to_str().unwrap(), "--", "--lr", "{lr}",
+            "sweep",
+            "-t",
+            "ex",
+            "-w",
+            "2",
+            "--param",
+            "lr=0.1,0.01,0.001",
+            script.to_str().unwrap(),
+            "--",
+            "--lr",
+            "{lr}",
         ],
     );
     await_pod(&env, "ex-2-worker-1", &mut child);
@@ -80,7 +92,9 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
     succeed(&env, "ex-3");
     let out = finish(child);
     out.success()
-        .stdout_has("experiment ex: 3 runs, 2 at a time: the quota 'q' leaves 4 pods, a run needs 2\n")
+        .stdout_has(
+            "experiment ex: 3 runs, 2 at a time: the quota 'q' leaves 4 pods, a run needs 2\n",
+        )
         .stdout_has("run ex-2 (lr=0.01): starting\n")
         .stdout_has("experiment ex: all 3 runs succeeded");
 
@@ -88,7 +102,10 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
     // its ConfigMap, in its script's arguments and its variables.
     for (k, lr) in [(1, "0.1"), (2, "0.01"), (3, "0.001")] {
         let tag = format!("ex-{k}");
-        let cm = env.server.get("configmaps", NS, &format!("{tag}-script")).unwrap();
+        let cm = env
+            .server
+            .get("configmaps", NS, &format!("{tag}-script"))
+            .unwrap();
         assert_eq!(cm["metadata"]["labels"]["tf-spawner/experiment"], "ex");
         assert_eq!(
             cm["metadata"]["annotations"]["tf-spawner/params"],
@@ -100,18 +117,28 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
             assert_eq!(env_var(&pod, "TF_SPAWNER_PARAM_LR").as_deref(), Some(lr));
         }
         let services = env.list("services", NS);
-        assert!(services.iter().any(|s| s["metadata"]["name"] == format!("{tag}-worker-0")
-            && s["metadata"]["labels"]["tf-spawner/experiment"] == "ex"));
+        assert!(
+            services
+                .iter()
+                .any(|s| s["metadata"]["name"] == format!("{tag}-worker-0")
+                    && s["metadata"]["labels"]["tf-spawner/experiment"] == "ex")
+        );
     }
     let record = env.server.get("configmaps", NS, "ex-experiment").unwrap();
     assert_eq!(record["metadata"]["labels"]["tf-spawner/experiment"], "ex");
-    assert!(record["metadata"]["labels"].get("training_attempt").is_none());
+    assert!(
+        record["metadata"]["labels"]
+            .get("training_attempt")
+            .is_none()
+    );
     let plan: Value =
         serde_json::from_str(record["data"]["experiment.json"].as_str().unwrap()).unwrap();
     assert_eq!(plan["runs"][2]["tag"], "ex-3");
     assert_eq!(plan["runs"][2]["params"]["lr"], "0.001");
     // Every verb works on a run of it.
-    env.run(&["status", "ex-2"]).success().stdout_has("Succeeded");
+    env.run(&["status", "ex-2"])
+        .success()
+        .stdout_has("Succeeded");
 }
 
 #[test]
@@ -121,7 +148,15 @@ fn a_failed_run_makes_the_sweep_exit_3_naming_it() {
     let mut child = start(
         &env,
         &[
-            "sweep", "-t", "fx", "-w", "1", "--param", "bs=32,64", "--parallel", "2",
+            "sweep",
+            "-t",
+            "fx",
+            "-w",
+            "1",
+            "--param",
+            "bs=32,64",
+            "--parallel",
+            "2",
             script.to_str().unwrap(),
         ],
     );
@@ -138,7 +173,10 @@ fn a_failed_run_makes_the_sweep_exit_3_naming_it() {
     // No placeholder: the parameter reaches the script as its variable alone.
     let pod = env.server.get("pods", NS, "fx-2-worker-0").unwrap();
     assert_eq!(env_var(&pod, "TF_SPAWNER_PARAM_BS").as_deref(), Some("64"));
-    assert_eq!(env_var(&pod, "TF_SPAWNER_EXPERIMENT").as_deref(), Some("fx"));
+    assert_eq!(
+        env_var(&pod, "TF_SPAWNER_EXPERIMENT").as_deref(),
+        Some("fx")
+    );
 }
 
 #[test]
@@ -148,8 +186,18 @@ fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
     let mut child = start(
         &env,
         &[
-            "sweep", "-t", "rx", "-w", "1", "--param", "lr=0.1,0.2,0.3", "--parallel", "1",
-            script.to_str().unwrap(), "--", "--lr={lr}",
+            "sweep",
+            "-t",
+            "rx",
+            "-w",
+            "1",
+            "--param",
+            "lr=0.1,0.2,0.3",
+            "--parallel",
+            "1",
+            script.to_str().unwrap(),
+            "--",
+            "--lr={lr}",
         ],
     );
     await_pod(&env, "rx-1-worker-0", &mut child);
@@ -178,8 +226,15 @@ fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
         .stdout_has("experiment rx: taking it up (3 runs planned)")
         .stdout_has("experiment rx: all 3 runs succeeded");
     let again = env.server.get("pods", NS, "rx-1-worker-0").unwrap();
-    assert_eq!(first["metadata"]["uid"], again["metadata"]["uid"], "not re-created");
-    assert_eq!(posts_of(&env, "/configmaps"), 4, "the record and 3 runs, once each");
+    assert_eq!(
+        first["metadata"]["uid"], again["metadata"]["uid"],
+        "not re-created"
+    );
+    assert_eq!(
+        posts_of(&env, "/configmaps"),
+        4,
+        "the record and 3 runs, once each"
+    );
     let pod = env.server.get("pods", NS, "rx-3-worker-0").unwrap();
     assert_eq!(script_args(&pod), ["--lr=0.3"]);
 }
@@ -189,8 +244,22 @@ fn dry_run_prints_every_runs_objects_and_creates_nothing() {
     let env = Env::new();
     let script = env.script();
     let out = env.run(&[
-        "sweep", "--dry-run", "-o", "json", "-t", "dr", "-w", "2", "--param", "lr=1,2",
-        "--param", "bs=8,16", script.to_str().unwrap(), "--", "{lr}", "{bs}",
+        "sweep",
+        "--dry-run",
+        "-o",
+        "json",
+        "-t",
+        "dr",
+        "-w",
+        "2",
+        "--param",
+        "lr=1,2",
+        "--param",
+        "bs=8,16",
+        script.to_str().unwrap(),
+        "--",
+        "{lr}",
+        "{bs}",
     ]);
     out.success();
     let list: Value = serde_json::from_str(&out.stdout).unwrap();
@@ -204,7 +273,13 @@ fn dry_run_prints_every_runs_objects_and_creates_nothing() {
     assert_eq!(script_args(pod), ["2", "16"]);
     assert!(env.names(NS).is_empty());
     let yaml = env.run(&[
-        "sweep", "--dry-run", "-t", "dr", "--param", "lr=1,2", script.to_str().unwrap(),
+        "sweep",
+        "--dry-run",
+        "-t",
+        "dr",
+        "--param",
+        "lr=1,2",
+        script.to_str().unwrap(),
     ]);
     yaml.success().stdout_has("name: dr-2-script");
 }
@@ -233,9 +308,16 @@ fn bad_input_is_one_line_exit_2_and_nothing_is_created() {
         "--param 'learning-rate=0.1': the name 'learning-rate' is not an identifier (letters, digits and _, not starting with a digit): it names the placeholder {NAME} and $TF_SPAWNER_PARAM_NAME",
     );
     let ten = "1,2,3,4,5,6,7,8,9,10";
-    let (a, b, c, d) = (format!("a={ten}"), format!("b={ten}"), format!("c={ten}"), format!("d={ten}"));
+    let (a, b, c, d) = (
+        format!("a={ten}"),
+        format!("b={ten}"),
+        format!("c={ten}"),
+        format!("d={ten}"),
+    );
     refused(
-        sweep(&["--param", &a, "--param", &b, "--param", &c, "--param", &d, script]),
+        sweep(&[
+            "--param", &a, "--param", &b, "--param", &c, "--param", &d, script,
+        ]),
         "the sweep makes 10000 runs: add --yes to start that many, or give fewer values (or --samples K)",
     );
     refused(
@@ -282,8 +364,16 @@ fn a_local_sweep_runs_one_after_another_and_keeps_each_runs_parameters() {
         "import os, sys\nprint('lr', os.environ['TF_SPAWNER_PARAM_LR'], sys.argv[1:])\n",
     );
     let out = env.run(&[
-        "sweep", "--local", "-t", "lx", "--param", "lr=0.1,0.2", script.to_str().unwrap(),
-        "--", "--lr", "{lr}",
+        "sweep",
+        "--local",
+        "-t",
+        "lx",
+        "--param",
+        "lr=0.1,0.2",
+        script.to_str().unwrap(),
+        "--",
+        "--lr",
+        "{lr}",
     ]);
     out.success()
         .stdout_has("local experiment lx: 2 runs, 1 at a time")

@@ -20,4 +20,5 @@ mod sidecar;
 mod stop;
 mod streams;
 mod support;
+mod sweep;
 mod tensorflow;

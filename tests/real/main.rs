@@ -19,3 +19,4 @@ mod roles;
 mod shared;
 mod spawn;
 mod support;
+mod sweep;

@@ -466,3 +466,47 @@ fn mnist_refuses_keras_3_in_one_line() {
         assert!(refusal[0].contains(needle), "{needle:?} in {refusal:?}");
     }
 }
+
+/// `tf-spawner sweep --local` of two learning rates (docs/experiments.md): mnist.py runs
+/// once per rate, one after the other, each with `--lr` filled in and its parameters in
+/// its own folder.
+#[test]
+fn a_local_sweep_trains_mnist_once_per_learning_rate() {
+    let Some(tf) = Tf::new("sweep") else {
+        return;
+    };
+    let npz = tf.mnist_npz();
+    let env = tf.env_file(
+        "mnist.env",
+        &[("MNIST_NPZ", npz.to_str().unwrap()), ("EPOCHS", "2")],
+    );
+    let script = repo_file("examples/mnist.py");
+    let out = tf.sweep(&[
+        "-t",
+        "lrs",
+        "-w",
+        "1",
+        "-e",
+        env.to_str().unwrap(),
+        "--param",
+        "lr=0.01,0.0001",
+        &script,
+        "--",
+        "--lr",
+        "{lr}",
+    ]);
+    out.success()
+        .stdout_has("local experiment lrs: 2 runs, 1 at a time")
+        .stdout_has("local run lrs-1 (lr=0.01)")
+        .stdout_has("run lrs-2 (local): Succeeded")
+        .stdout_has("local experiment lrs: all 2 runs succeeded");
+    for (k, lr) in [(1, "0.01"), (2, "0.0001")] {
+        let dir = tf.path(&format!("tf-spawner-output/lrs-{k}"));
+        let params = std::fs::read_to_string(dir.join("params.json")).unwrap();
+        assert_eq!(params, format!("{{\"lr\":\"{lr}\"}}"));
+        assert!(
+            is_keras_file(&dir.join("model").join("mnist.keras")),
+            "{out:#?}"
+        );
+    }
+}

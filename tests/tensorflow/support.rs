@@ -96,6 +96,25 @@ impl Tf {
             .expect("start tf-spawner")
     }
 
+    /// `tf-spawner sweep --local --python PY ARGS...` to its end, as [`Tf::local`].
+    pub fn sweep(&self, args: &[&str]) -> Output {
+        let python = self.python.to_str().expect("UTF-8 interpreter path");
+        let mut cmd = Command::new(BIN);
+        cmd.args(["sweep", "--local", "--python", python])
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        let out = cmd.output().expect("run tf-spawner");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// [`Tf::command`] to its end: what the user saw.
     pub fn local(&self, args: &[&str]) -> Output {
         let out = self.command(args).output().expect("run tf-spawner");

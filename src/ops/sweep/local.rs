@@ -60,6 +60,36 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         sweep.parallel,
         local_output_dir(name).display()
     ));
+    let (failed, interrupted) = run_all(sweep, &runs).await;
+    if let Some(code) = interrupted {
+        return Err(ExitError::new(
+            code,
+            format!("interrupted; local experiment '{name}' was stopped"),
+        )
+        .into());
+    }
+    if failed.is_empty() {
+        let _ = output::print(&format!(
+            "local experiment {name}: all {} runs succeeded\n",
+            runs.len()
+        ));
+        return Ok(());
+    }
+    Err(ExitError::new(
+        EXIT_TRAINING_FAILED,
+        format!(
+            "local experiment '{name}': {} of {} runs failed: {}",
+            failed.len(),
+            runs.len(),
+            failed.join(", ")
+        ),
+    )
+    .into())
+}
+
+/// Every run, `parallel` at a time; after Ctrl-C, none more. The runs that failed, and
+/// the interruption's exit code.
+async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, Option<u8>) {
     let mut queue = runs.iter();
     let mut active = FuturesUnordered::new();
     let (mut failed, mut interrupted) = (Vec::new(), None);
@@ -85,18 +115,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
             }
         }
     }
-    if let Some(code) = interrupted {
-        return Err(ExitError::new(code, format!("interrupted; local experiment '{name}' was stopped")).into());
-    }
-    if failed.is_empty() {
-        let _ = output::print(&format!("local experiment {name}: all {} runs succeeded\n", runs.len()));
-        return Ok(());
-    }
-    Err(ExitError::new(
-        EXIT_TRAINING_FAILED,
-        format!("local experiment '{name}': {} of {} runs failed: {}", failed.len(), runs.len(), failed.join(", ")),
-    )
-    .into())
+    (failed, interrupted)
 }
 
 /// One local run, its parameters written in its folder first.
@@ -107,12 +126,18 @@ async fn one(sweep: &LocalSweep, (tag, point): &(String, Point)) -> (String, Res
         std::fs::create_dir_all(&dir)
             .map_err(|e| UsageError::new(format!("cannot create {}: {e}", dir.display())))?;
         write(&dir.join(PARAMS_FILE), &params_json(point))?;
-        request.env.insert(OUTPUT_DIR_VAR.to_string(), dir.display().to_string());
+        request
+            .env
+            .insert(OUTPUT_DIR_VAR.to_string(), dir.display().to_string());
         if let Some(experiment) = &request.experiment {
             request.env.extend(experiment.variables());
         }
         let plan = local::plan(&request, &sweep.python)?;
-        let _ = output::print(&format!("local run {tag} ({}): files in {}\n", point_text(point), dir.display()));
+        let _ = output::print(&format!(
+            "local run {tag} ({}): files in {}\n",
+            point_text(point),
+            dir.display()
+        ));
         let mut stop = Box::pin(signals::stop_requested());
         let (outcome, _training) = local::run(&plan, &sweep.options, &mut stop).await?;
         Ok(outcome)

@@ -48,7 +48,11 @@ const QUOTA_PATIENCE: Duration = Duration::from_secs(120);
 const QUOTA_RETRY: Duration = Duration::from_secs(2);
 
 /// Run `index`'s request: the base with its tag, arguments and parameters.
-pub(crate) fn request(sweep_base: &SpawnRequest, args: &[String], run: (&str, &Point)) -> SpawnRequest {
+pub(crate) fn request(
+    sweep_base: &SpawnRequest,
+    args: &[String],
+    run: (&str, &Point),
+) -> SpawnRequest {
     let (tag, point) = run;
     let mut req = sweep_base.clone();
     req.tag = tag.to_string();
@@ -125,9 +129,10 @@ async fn at_a_time(
     } else if sweep.queued {
         (total, "the queue decides which run".to_string())
     } else {
-        let first = runs.iter().find(|_| true).map(|(tag, point)| {
-            plan::build(&request(&sweep.base, &sweep.args, (tag, point)))
-        });
+        let first = runs
+            .iter()
+            .find(|_| true)
+            .map(|(tag, point)| plan::build(&request(&sweep.base, &sweep.args, (tag, point))));
         let room = match first {
             Some(plan) => super::spawn::room(cluster, &plan?).await?,
             None => None,
@@ -183,9 +188,13 @@ async fn follow_all(
     let mut stopping: Option<u8> = None;
     loop {
         while stopping.is_none() && active.len() < at_a_time {
-            let Some((i, exists)) = queue.next() else { break };
+            let Some((i, exists)) = queue.next() else {
+                break;
+            };
             let mut wait = sweep.wait.clone();
             wait.tag = runs[i].0.clone();
+            // `--timeout` bounds each run from its start.
+            wait.started = std::time::Instant::now();
             wait.observer = Some(tx.clone());
             active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
         }
@@ -255,7 +264,9 @@ async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result
     let mut stop = signals::Stop::listen();
     loop {
         match super::spawn::create(cluster, &plan, sweep.max_in_flight).await {
-            Err(e) if e.downcast_ref::<QuotaShort>().is_some() && since.elapsed() < QUOTA_PATIENCE => {
+            Err(e)
+                if e.downcast_ref::<QuotaShort>().is_some() && since.elapsed() < QUOTA_PATIENCE =>
+            {
                 tokio::select! {
                     () = tokio::time::sleep(QUOTA_RETRY) => {}
                     code = stop.requested() => {

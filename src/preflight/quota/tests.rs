@@ -178,7 +178,11 @@ fn the_room_is_the_runs_the_scarcest_resource_leaves_at_once() {
     // Pods are scarcer when each run takes 4: 9 left, 2 runs; GPUs also 1.
     let (runs, _) = room(&[q], &run(4, gpu.clone())).unwrap();
     assert_eq!(runs, 1);
-    let none = quota("cm", json!({"configmaps": "10"}), json!({"configmaps": "10"}));
+    let none = quota(
+        "cm",
+        json!({"configmaps": "10"}),
+        json!({"configmaps": "10"}),
+    );
     assert_eq!(room(&[none], &run(1, gpu.clone())).unwrap().0, 0);
     assert_eq!(room(&[], &run(1, gpu)), None);
 }
