@@ -484,6 +484,8 @@ mod tests {
         assert_eq!(s.others_alive("me", 1000), 1);
         s.beat("me", 1000);
         assert_eq!(s.0.keys().collect::<Vec<_>>(), ["ahead", "me"]);
+    }
+
     /// A `cp` killed by SIGKILL cannot delete its pod: the line says what ends it then,
     /// never only "deleted when its copy ends".
     #[test]
