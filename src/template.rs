@@ -52,9 +52,7 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
     })?;
     let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
     if containers == 0 {
-        return Err(format!(
-            "pod template {origin} has no containers (spec.containers needs at least one)"
-        ));
+        return Err(no_containers(origin, &unknown));
     }
     if let Some(problem) = api_problem(&pod) {
         return Err(format!("pod template {origin}: {problem}"));
@@ -62,6 +60,24 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
     unknown.sort();
     unknown.dedup();
     Ok((pod, unknown))
+}
+
+/// A template without containers; when a field of the spec it ignored is a near miss
+/// (`spec.contaners`), the misspelling is named, since that is why there are none.
+fn no_containers(origin: &str, unknown: &[String]) -> String {
+    let near_miss = unknown.iter().find(|field| {
+        field
+            .strip_prefix("spec.")
+            .is_some_and(|key| strsim::damerau_levenshtein(key, "containers") <= 3)
+    });
+    match near_miss {
+        Some(field) => format!(
+            "pod template {origin} has no containers: {field} is not a field of a Pod; did you mean `spec.containers`?"
+        ),
+        None => format!(
+            "pod template {origin} has no containers (spec.containers needs at least one)"
+        ),
+    }
 }
 
 /// What the API server would refuse in a template, found before any request: container
@@ -308,6 +324,22 @@ mod tests {
                 "spec.containres"
             ]
         );
+    }
+
+    #[test]
+    fn a_misspelled_containers_is_named() {
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  contaners:\n  - name: a\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "pod template t.yaml has no containers: spec.contaners is not a field of a Pod; did you mean `spec.containers`?"
+        );
+        let e = parse("t.yaml", b"apiVersion: v1\nkind: Pod\nspec:\n  tolerations: []\n")
+            .unwrap_err();
+        assert!(e.ends_with("(spec.containers needs at least one)"), "{e}");
     }
 
     #[test]

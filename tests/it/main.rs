@@ -11,6 +11,7 @@ mod faults;
 mod firsthour;
 mod follow;
 mod gang;
+mod hints;
 mod hardened;
 mod list;
 mod local;
