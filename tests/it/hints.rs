@@ -16,3 +16,23 @@ fn a_misspelled_containers_field_is_named_in_the_error() {
     ));
     assert!(env.server.requests().is_empty(), "no API call");
 }
+
+#[test]
+fn a_template_restart_policy_other_than_never_is_refused_in_one_line() {
+    let env = Env::new();
+    for policy in ["Always", "OnFailure"] {
+        let pod = env.write(
+            "restart.yaml",
+            format!(
+                "apiVersion: v1\nkind: Pod\nspec:\n  restartPolicy: {policy}\n  containers:\n  - name: tensorflow\n"
+            ),
+        );
+        let out = env.spawn(&["-t", "again", "--pod-file", pod.to_str().unwrap()]);
+        out.failure(2).stderr_has(&format!(
+            "error: pod template {}: spec.restartPolicy is {policy}; tf-spawner needs Never (remove the line)",
+            pod.display()
+        ));
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert!(env.server.requests().is_empty(), "no API call");
+}
