@@ -36,3 +36,23 @@ fn a_template_restart_policy_other_than_never_is_refused_in_one_line() {
     }
     assert!(env.server.requests().is_empty(), "no API call");
 }
+
+#[test]
+fn script_arguments_without_the_double_dash_get_a_hint_to_add_it() {
+    let env = Env::new();
+    env.script();
+    let out = env.run(&["-w", "2", "train.py", "--epochs", "3"]);
+    out.failure(2).stderr_has(
+        "error: unexpected argument '--epochs' found; the training script's arguments go after `--`: tf-spawner -w 2 train.py -- --epochs 3; see tf-spawner --help",
+    );
+    let out = env.run(&["train.py", "3"]);
+    out.failure(2)
+        .stderr_has("go after `--`: tf-spawner train.py -- 3; see tf-spawner --help");
+    // Before the script, or to a verb, the argument is tf-spawner's: no such hint.
+    for args in [&["--epochs", "train.py"][..], &["status", "--epochs"]] {
+        let out = env.run(args);
+        out.failure(2);
+        assert!(!out.stderr.contains("go after `--`"), "{out:#?}");
+    }
+    assert!(env.server.requests().is_empty(), "no API call");
+}
