@@ -74,9 +74,9 @@ fn no_containers(origin: &str, unknown: &[String]) -> String {
         Some(field) => format!(
             "pod template {origin} has no containers: {field} is not a field of a Pod; did you mean `spec.containers`?"
         ),
-        None => format!(
-            "pod template {origin} has no containers (spec.containers needs at least one)"
-        ),
+        None => {
+            format!("pod template {origin} has no containers (spec.containers needs at least one)")
+        }
     }
 }
 
@@ -350,8 +350,11 @@ mod tests {
             e,
             "pod template t.yaml has no containers: spec.contaners is not a field of a Pod; did you mean `spec.containers`?"
         );
-        let e = parse("t.yaml", b"apiVersion: v1\nkind: Pod\nspec:\n  tolerations: []\n")
-            .unwrap_err();
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  tolerations: []\n",
+        )
+        .unwrap_err();
         assert!(e.ends_with("(spec.containers needs at least one)"), "{e}");
     }
 
@@ -366,7 +369,9 @@ mod tests {
         for policy in ["Always", "OnFailure"] {
             let e = pod(policy).unwrap_err();
             assert!(
-                e.starts_with(&format!("pod template t.yaml: spec.restartPolicy is {policy}; tf-spawner needs Never")),
+                e.starts_with(&format!(
+                    "pod template t.yaml: spec.restartPolicy is {policy}; tf-spawner needs Never"
+                )),
                 "{e}"
             );
         }
