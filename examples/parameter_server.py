@@ -24,7 +24,9 @@ Environment:
   EPOCHS            number of epochs (default 5)
   STEPS_PER_EPOCH   steps per epoch (default 50); required by this strategy
   GLOBAL_BATCH      global batch size (default 64)
-  MODEL_DIR         where the coordinator saves the trained model (default /tmp/model)
+  MODEL_DIR         where the coordinator saves the trained model (default
+                    $TF_SPAWNER_OUTPUT_DIR/model, set by tf-spawner --volume and --local,
+                    else /tmp/model), as mnist.py
   CHECKPOINT_DIR    shared directory for checkpoints (optional, see evaluator above)
   TF_USE_LEGACY_KERAS  set to 1 if unset and tf_keras is installed (see above)
 """
@@ -172,7 +174,9 @@ def run_coordinator(resolver):
           % (epochs, steps_per_epoch, num_ps, " -> ".join("%.4f" % l for l in losses)),
           flush=True)
 
-    model_dir = os.environ.get("MODEL_DIR", "").strip() or "/tmp/model"
+    output_dir = os.environ.get("TF_SPAWNER_OUTPUT_DIR", "").strip()
+    model_dir = (os.environ.get("MODEL_DIR", "").strip()
+                 or (os.path.join(output_dir, "model") if output_dir else "/tmp/model"))
     os.makedirs(model_dir, exist_ok=True)
     path = os.path.join(model_dir, "parameter_server.keras")
     model.save(path)

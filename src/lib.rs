@@ -78,9 +78,12 @@ pub fn main() -> ExitCode {
     let argv = commands::verbs::without_spawn_verb(given.clone());
     let spawn_verb = argv.len() < given.len();
     let command = commands::help::command(Cli::command(), &name, spawn_verb);
-    let matches = match command.try_get_matches_from(argv) {
+    let matches = match command.clone().try_get_matches_from(&argv) {
         Ok(matches) => matches,
-        Err(e) => return clap_error(e),
+        Err(e) => {
+            let hint = script_args_hint(command, &argv, &e, &name);
+            return clap_error(e, hint.as_deref());
+        }
     };
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let checked = spawn_flags_only_for_spawn(&matches)
@@ -123,7 +126,7 @@ pub fn main() -> ExitCode {
 
 /// Help and version as clap prints them; every usage error (clap's own, or a value our
 /// parser refused, such as a tag) as one `error:` line, exit 2.
-fn clap_error(err: clap::Error) -> ExitCode {
+fn clap_error(err: clap::Error, hint: Option<&str>) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
         err.kind(),
@@ -137,13 +140,46 @@ fn clap_error(err: clap::Error) -> ExitCode {
         .and_then(|source| source.downcast_ref::<errors::UsageError>())
         .map(|usage| usage.to_string());
     let name = display_name(std::env::args_os().next().as_deref());
-    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string(), &name));
+    let message = ours.unwrap_or_else(|| clap_one_line(&err.render().to_string(), &name, hint));
     finish(Err(errors::UsageError::new(message).into()))
+}
+
+/// An argument clap refused right after a training script (`train.py --epochs 3`) is
+/// most likely the script's own: the hint shows the command with `--` before it.
+fn script_args_hint(
+    command: clap::Command,
+    argv: &[std::ffi::OsString],
+    err: &clap::Error,
+    name: &str,
+) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(refused)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let at = 1 + argv.iter().skip(1).position(|a| {
+        a.to_str()
+            .is_some_and(|a| a == refused || a.starts_with(&format!("{refused}=")))
+    })?;
+    let before = command.try_get_matches_from(&argv[..at]).ok()?;
+    before.try_get_one::<std::path::PathBuf>("script").ok()??;
+    let words: Vec<String> = argv[1..]
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (flags, script_args) = words.split_at(at - 1);
+    Some(format!(
+        "the training script's arguments go after `--`: {name} {} -- {}",
+        flags.join(" "),
+        script_args.join(" ")
+    ))
 }
 
 /// clap's error text (the error, tips, usage, "For more information") as one line: the
 /// error, the tips worth reading, and where help is.
-fn clap_one_line(rendered: &str, name: &str) -> String {
+fn clap_one_line(rendered: &str, name: &str, hint: Option<&str>) -> String {
     let mut lines = rendered.lines().map(str::trim);
     let mut first = lines
         .find(|l| !l.is_empty())
@@ -178,6 +214,9 @@ fn clap_one_line(rendered: &str, name: &str) -> String {
         })
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| name.to_string());
+    if let Some(hint) = hint {
+        line.push_str(&format!("; {hint}"));
+    }
     line.push_str(&format!("; see {command} --help"));
     line
 }

@@ -52,16 +52,45 @@ pub fn parse_with_unknown(origin: &str, bytes: &[u8]) -> Result<(Pod, Vec<String
     })?;
     let containers = pod.spec.as_ref().map_or(0, |s| s.containers.len());
     if containers == 0 {
-        return Err(format!(
-            "pod template {origin} has no containers (spec.containers needs at least one)"
-        ));
+        return Err(no_containers(origin, &unknown));
     }
-    if let Some(problem) = api_problem(&pod) {
+    if let Some(problem) = api_problem(&pod).or_else(|| restart_problem(&pod)) {
         return Err(format!("pod template {origin}: {problem}"));
     }
     unknown.sort();
     unknown.dedup();
     Ok((pod, unknown))
+}
+
+/// A template without containers; when a field of the spec it ignored is a near miss
+/// (`spec.contaners`), the misspelling is named, since that is why there are none.
+fn no_containers(origin: &str, unknown: &[String]) -> String {
+    let near_miss = unknown.iter().find(|field| {
+        field
+            .strip_prefix("spec.")
+            .is_some_and(|key| strsim::damerau_levenshtein(key, "containers") <= 3)
+    });
+    match near_miss {
+        Some(field) => format!(
+            "pod template {origin} has no containers: {field} is not a field of a Pod; did you mean `spec.containers`?"
+        ),
+        None => {
+            format!("pod template {origin} has no containers (spec.containers needs at least one)")
+        }
+    }
+}
+
+/// A `restartPolicy` other than `Never`, refused rather than overridden (the user wrote
+/// it on purpose, and a silent change would surprise): with `Always` a task that exits 0
+/// is started again and again, with `OnFailure` a failed one, so the pod never ends and
+/// `wait` never reaches a verdict. A failed run is restarted whole with `--restarts N`.
+fn restart_problem(pod: &Pod) -> Option<String> {
+    let policy = pod.spec.as_ref()?.restart_policy.as_deref()?;
+    (policy != "Never").then(|| {
+        format!(
+            "spec.restartPolicy is {policy}; tf-spawner needs Never (remove the line): a task that ends must stay ended for `wait` to reach a verdict (to restart a failed run: --restarts N)"
+        )
+    })
 }
 
 /// What the API server would refuse in a template, found before any request: container
@@ -337,6 +366,45 @@ mod tests {
                 "spec.containres"
             ]
         );
+    }
+
+    #[test]
+    fn a_misspelled_containers_is_named() {
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  contaners:\n  - name: a\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "pod template t.yaml has no containers: spec.contaners is not a field of a Pod; did you mean `spec.containers`?"
+        );
+        let e = parse(
+            "t.yaml",
+            b"apiVersion: v1\nkind: Pod\nspec:\n  tolerations: []\n",
+        )
+        .unwrap_err();
+        assert!(e.ends_with("(spec.containers needs at least one)"), "{e}");
+    }
+
+    #[test]
+    fn a_restart_policy_other_than_never_is_refused() {
+        let pod = |policy: &str| {
+            parse(
+                "t.yaml",
+                format!("apiVersion: v1\nkind: Pod\nspec:\n  restartPolicy: {policy}\n  containers: [{{name: a}}]\n").as_bytes(),
+            )
+        };
+        for policy in ["Always", "OnFailure"] {
+            let e = pod(policy).unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "pod template t.yaml: spec.restartPolicy is {policy}; tf-spawner needs Never"
+                )),
+                "{e}"
+            );
+        }
+        pod("Never").unwrap();
     }
 
     #[test]

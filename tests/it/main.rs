@@ -14,6 +14,7 @@ mod follow;
 mod forged;
 mod gang;
 mod hardened;
+mod hints;
 mod list;
 mod local;
 mod logs;

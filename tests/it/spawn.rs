@@ -179,7 +179,7 @@ metadata:
   labels: {team: physics, training_attempt: wrong}
   annotations: {note: kept}
 spec:
-  restartPolicy: OnFailure
+  restartPolicy: Never
   nodeSelector: {gpu: "true"}
   tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
   volumes: [{name: data, emptyDir: {}}]
@@ -208,7 +208,7 @@ spec:
     .success();
     let pod = env.server.get("pods", "default", "tpl-worker-0").unwrap();
     let spec = &pod["spec"];
-    assert_eq!(spec["restartPolicy"], "OnFailure");
+    assert_eq!(spec["restartPolicy"], "Never");
     assert_eq!(spec["nodeSelector"], json!({"gpu": "true"}));
     assert_eq!(spec["tolerations"][0]["key"], "gpu");
     assert_eq!(pod["metadata"]["labels"]["team"], "physics");

@@ -1,0 +1,58 @@
+//! Issue 51: where the tool knows the cause of a mistake, its one line names the fix.
+
+use crate::support::Env;
+
+#[test]
+fn a_misspelled_containers_field_is_named_in_the_error() {
+    let env = Env::new();
+    let pod = env.write(
+        "typo.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  contaners:\n  - name: tensorflow\n    image: x\n",
+    );
+    let out = env.spawn(&["-t", "typo", "--pod-file", pod.to_str().unwrap()]);
+    out.failure(2).stderr_has(&format!(
+        "error: pod template {} has no containers: spec.contaners is not a field of a Pod; did you mean `spec.containers`?",
+        pod.display()
+    ));
+    assert!(env.server.requests().is_empty(), "no API call");
+}
+
+#[test]
+fn a_template_restart_policy_other_than_never_is_refused_in_one_line() {
+    let env = Env::new();
+    for policy in ["Always", "OnFailure"] {
+        let pod = env.write(
+            "restart.yaml",
+            format!(
+                "apiVersion: v1\nkind: Pod\nspec:\n  restartPolicy: {policy}\n  containers:\n  - name: tensorflow\n"
+            ),
+        );
+        let out = env.spawn(&["-t", "again", "--pod-file", pod.to_str().unwrap()]);
+        out.failure(2).stderr_has(&format!(
+            "error: pod template {}: spec.restartPolicy is {policy}; tf-spawner needs Never (remove the line)",
+            pod.display()
+        ));
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
+    assert!(env.server.requests().is_empty(), "no API call");
+}
+
+#[test]
+fn script_arguments_without_the_double_dash_get_a_hint_to_add_it() {
+    let env = Env::new();
+    env.script();
+    let out = env.run(&["-w", "2", "train.py", "--epochs", "3"]);
+    out.failure(2).stderr_has(
+        "error: unexpected argument '--epochs' found; the training script's arguments go after `--`: tf-spawner -w 2 train.py -- --epochs 3; see tf-spawner --help",
+    );
+    let out = env.run(&["train.py", "3"]);
+    out.failure(2)
+        .stderr_has("go after `--`: tf-spawner train.py -- 3; see tf-spawner --help");
+    // Before the script, or to a verb, the argument is tf-spawner's: no such hint.
+    for args in [&["--epochs", "train.py"][..], &["status", "--epochs"]] {
+        let out = env.run(args);
+        out.failure(2);
+        assert!(!out.stderr.contains("go after `--`"), "{out:#?}");
+    }
+    assert!(env.server.requests().is_empty(), "no API call");
+}
