@@ -13,6 +13,7 @@ use crate::settings::parse::{self, Flag};
 pub use crate::tag::Tag;
 
 pub use crate::ops::wait::{OnStall, WaitFor};
+pub use crate::metrics::table::CompareFormat;
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
@@ -66,6 +67,11 @@ pub enum Command {
     /// Serve the run's TensorBoard summaries (its volume) from a pod of the run, forwarded
     /// to a local port, until Ctrl-C
     Tensorboard(TensorboardArgs),
+    /// Compare the runs of an experiment (tf-spawner sweep), or the runs named by their
+    /// tags, from their records (no log is read): one row per run with the parameters that
+    /// differ, verdict, time, restarts, epochs, final and best metrics, sorted by a metric,
+    /// the best marked *; then a chart of a metric per epoch for every run
+    Compare(CompareArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
     /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the config file, the
     /// kubeconfig or the built-in default
@@ -293,6 +299,36 @@ pub struct ListArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// An experiment's name (its runs), or the tags of the runs to compare
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+
+    /// The metric to sort by, on each run's best value: lowest first for a loss-like name
+    /// (loss, val_loss, mae, mse, error…), else highest first; -NAME highest first,
+    /// +NAME lowest first [default: val_loss, else loss, else the first metric]
+    #[arg(long, allow_hyphen_values = true, value_name = "METRIC")]
+    pub sort: Option<String>,
+
+    /// The metric the chart draws per epoch [default: the sort's]
+    #[arg(long, value_name = "METRIC", conflicts_with = "no_chart")]
+    pub chart: Option<String>,
+
+    /// No chart under the table
+    #[arg(long)]
+    pub no_chart: bool,
+
+    /// Output format: a table and a chart, or json or csv for notebooks
+    #[arg(short, long, value_enum, default_value_t = CompareFormat::Table, value_name = "FORMAT")]
+    pub output: CompareFormat,
+
+    /// Compare --local runs: their folders under ./tf-spawner-output (an experiment NAME:
+    /// the folders NAME-1, NAME-2…)
+    #[arg(long)]
+    pub local: bool,
 }
 
 /// How to reach the cluster: kubectl's conventions.

@@ -138,12 +138,13 @@ pub const KEEP_ANNOTATION: &str = "tf-spawner/keep";
 /// On every object of each run of an experiment (`tf-spawner sweep`, issue 47): the
 /// experiment's name, so `compare`, `list`, `tensorboard` and `-d --experiment` find its
 /// runs with one label selector.
-#[allow(dead_code)] // until the sweep lands
 pub const EXPERIMENT_LABEL: &str = "tf-spawner/experiment";
 /// On the run's ConfigMap of a sweep's run: its parameters, as a JSON object of name to
 /// value as text (`{"lr":"0.1","batch":"64"}`).
-#[allow(dead_code)] // until the sweep lands
 pub const PARAMS_ANNOTATION: &str = "tf-spawner/params";
+/// On the run's ConfigMap: the metrics its training printed (final, best, the curve per
+/// epoch), compact JSON written at the verdict and at each restart (`metrics/`).
+pub const METRICS_ANNOTATION: &str = "tf-spawner/metrics";
 
 /// The variable that tells the training script where the run's volume is mounted (with
 /// `--local`: a directory on this machine).

@@ -241,6 +241,10 @@ const ABOUTS: &[(&str, &str)] = &[
         "Serve the run's TensorBoard summaries on a local port",
     ),
     (
+        "compare",
+        "Compare the runs of an experiment, or runs by tag: metrics and curves",
+    ),
+    (
         "config",
         "Show the effective defaults and where each comes from",
     ),

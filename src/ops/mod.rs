@@ -3,6 +3,7 @@
 //! (`local`), print through `output`, and never see a flag: their inputs are plain
 //! option structs.
 
+pub(crate) mod compare;
 pub(crate) mod cp;
 pub(crate) mod delete;
 pub(crate) mod helper;

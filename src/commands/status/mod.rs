@@ -24,7 +24,11 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     } = known(&cluster, args.tag.as_str(), args.all_workers).await?;
     let record = record.as_ref();
     let events = pending_events(&cluster, &tracker, record).await;
-    let training = crate::ops::training::tail(&cluster, &tracker).await;
+    // A run ended that nobody followed: its metrics recorded, from its whole log.
+    let training = match crate::ops::compare::keep_metrics(&cluster, &tracker, record).await {
+        Some(training) => training,
+        None => crate::ops::training::tail(&cluster, &tracker).await,
+    };
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {
