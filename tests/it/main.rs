@@ -5,6 +5,7 @@ mod support;
 mod after;
 mod bad_input;
 mod closed_stdout;
+mod compare;
 mod delete;
 mod ecosystem;
 mod faults;
