@@ -414,6 +414,11 @@ pub struct SpawnArgs {
     #[arg(short = 'y', long)]
     pub yes: bool,
 
+    /// With -d: delete every run of experiment NAME (tf-spawner sweep), all their objects
+    /// in one pass per kind, after listing them
+    #[arg(long, requires = "delete", conflicts_with = "tag", value_name = "NAME")]
+    pub experiment: Option<String>,
+
     /// Print the objects that would be created instead of creating them
     #[arg(long)]
     pub dry_run: bool,

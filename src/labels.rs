@@ -199,6 +199,22 @@ pub fn pod_group_name(tag: &str) -> String {
     format!("{tag}-group")
 }
 
+/// What is wrong with `value` as a label value (at most 63 characters: letters, digits,
+/// `-`, `_`, `.`, starting and ending with a letter or digit), if anything: a value put
+/// in a label selector must be one, or it would change the selector.
+pub(crate) fn label_value_problem(value: &str) -> Option<String> {
+    let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    let bytes = value.as_bytes();
+    let ok = !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes.iter().all(|b| inner(*b))
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric();
+    (!ok).then(|| {
+        "is not a valid name (letters, digits, '-', '_' and '.', starting and ending with a letter or digit, at most 63 characters)".to_string()
+    })
+}
+
 /// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.
 pub(crate) fn name_problem(name: &str, max: usize) -> Option<String> {
     let part_ok = |p: &str| {

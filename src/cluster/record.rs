@@ -186,13 +186,6 @@ pub async fn all(
     matching(cluster, all_namespaces, "").await
 }
 
-/// The records of the runs of experiment `name` in the namespace.
-pub async fn of_experiment(cluster: &Cluster, name: &str) -> Result<Vec<Record>> {
-    matching(cluster, false, &format!(",{EXPERIMENT_LABEL}={name}"))
-        .await
-        .map_err(|e| cluster.explain("listing the experiment's runs", &e))
-}
-
 /// The records whose ConfigMaps also match `more` (`,LABEL=VALUE`…).
 async fn matching(
     cluster: &Cluster,

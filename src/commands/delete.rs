@@ -22,6 +22,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         )
         .into());
     }
+    if let Some(name) = &args.experiment {
+        return experiment(settings, args, name).await;
+    }
     let tag = args.tag.as_str();
     let cluster = settings.connect()?;
     let ns = cluster.namespace().to_string();
@@ -64,6 +67,51 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         delete::wait_gone(&cluster, tag, args.timeout, started).await?;
     }
     Ok(())
+}
+
+/// `-d --experiment NAME`: every object of the experiment's runs, after the list and
+/// the question (as for a run), by the experiment's label in one pass per kind.
+async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result<()> {
+    if let Some(problem) = crate::labels::label_value_problem(name) {
+        return Err(UsageError::new(format!(
+            "--experiment \"{}\" {problem}",
+            output::escape_controls(name)
+        ))
+        .into());
+    }
+    let cluster = settings.connect()?;
+    let ns = cluster.namespace().to_string();
+    let which = delete::Selected::Experiment(name);
+    if !args.yes && std::io::stdin().is_terminal() {
+        let found =
+            delete::existing_selected(&cluster, &which.selector(), &Gang::ALL, true).await?;
+        if found.is_empty() {
+            output::print(&format!("nothing labelled {} in namespace {ns}\n", which.selector()))?;
+            return Ok(());
+        }
+        let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+        output::eprint(&format!("{}\n", shown.join("\n")));
+        let question = format!(
+            "delete these {} objects of experiment '{name}' in namespace {ns}? [y/N] ",
+            found.len()
+        );
+        if !confirm(&question).await? {
+            bail!("aborted; nothing was deleted");
+        }
+    }
+    let deleted = delete::delete_experiment(&cluster, name, args.max_in_flight).await;
+    if deleted.removed.is_empty() && deleted.failed.is_empty() {
+        output::print(&format!("nothing labelled {} in namespace {ns}\n", which.selector()))?;
+    } else {
+        report(name, &ns, &deleted.removed, args.output)?;
+    }
+    for note in &deleted.notes {
+        output::note(note);
+    }
+    match delete::failure_of(&deleted, which, &ns) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
 }
 
 /// `deleted pod/…` lines, or with `-o json|yaml` the summary

@@ -131,3 +131,51 @@ fn compare_says_what_it_cannot_find_or_read() {
     let out = env.run(&["compare", "a", "--chart", "val_loss"]);
     out.success().stdout_has("no run recorded val_loss per epoch");
 }
+
+/// Labels every object of run `tag` with experiment `name`, as the sweep does.
+fn label_all(env: &Env, tag: &str, name: &str) {
+    for kind in ["pods", "services", "configmaps"] {
+        for mut obj in env.server.list(kind, NS) {
+            if obj["metadata"]["labels"]["training_attempt"] == tag {
+                obj["metadata"]["labels"]["tf-spawner/experiment"] = json!(name);
+                env.server.insert(kind, NS, obj);
+            }
+        }
+    }
+}
+
+#[test]
+fn delete_an_experiment_deletes_its_runs_and_nothing_else() {
+    let env = Env::new();
+    for tag in ["lrs-1", "lrs-2", "keep"] {
+        spawn_run(&env, tag, &["-w", "2"]);
+    }
+    label_all(&env, "lrs-1", "lrs");
+    label_all(&env, "lrs-2", "lrs");
+    env.server.clear_requests();
+    let out = env.run(&["-d", "--experiment", "lrs"]);
+    out.success()
+        .stdout_has("deleted pod/lrs-1-worker-0\n")
+        .stdout_has("deleted pod/lrs-2-worker-1\n")
+        .stdout_has("deleted configmap/lrs-2-script\n");
+    assert!(!out.stdout.contains("keep"), "{out:#?}");
+    let left = env.names(NS);
+    assert!(left.iter().all(|n| n.contains("/keep") || n.contains("kube-root")), "{left:?}");
+    assert!(left.iter().any(|n| n == "pod/keep-worker-1"), "{left:?}");
+    // One collection DELETE of the config maps for both runs.
+    let cm_deletes = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "DELETE" && r.path.ends_with("/configmaps"))
+        .count();
+    assert_eq!(cm_deletes, 1);
+
+    env.run(&["-d", "--experiment", "lrs"])
+        .success()
+        .stdout_has("nothing labelled tf-spawner/experiment=lrs in namespace default");
+    env.run(&["-d", "--experiment", "a,b=c"])
+        .failure(2)
+        .stderr_has("--experiment \"a,b=c\" is not a valid name");
+    env.run(&["-d", "--experiment", "x", "-t", "y"]).failure(2);
+}
