@@ -253,6 +253,10 @@ pub struct CpArgs {
     /// Give up when the helper pod has not started after this long
     #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
+
+    /// A relative REMOTE is in the whole claim, not in the run's own folder (TAG/)
+    #[arg(long)]
+    pub whole_volume: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -284,6 +288,10 @@ pub struct TensorboardArgs {
     /// tf-spawner-output/TAG instead
     #[arg(long)]
     pub local: bool,
+
+    /// Serve the whole claim, not the run's own folder (TAG/) on it
+    #[arg(long, conflicts_with = "local")]
+    pub whole_volume: bool,
 
     /// Give up when the TensorBoard pod does not serve after this long
     #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]

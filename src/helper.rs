@@ -152,7 +152,7 @@ fn container_of(spec: &HelperSpec<'_>) -> (Vec<String>, Option<Probe>) {
             vec![
                 "tensorboard".to_string(),
                 "--logdir".to_string(),
-                spec.volume.path.clone(),
+                spec.volume.dir(),
                 "--host".to_string(),
                 "127.0.0.1".to_string(),
                 "--port".to_string(),
@@ -337,6 +337,7 @@ mod tests {
         OutputVolume {
             claim: "out".into(),
             path: "/output".into(),
+            folder: None,
         }
     }
 

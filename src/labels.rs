@@ -97,6 +97,10 @@ pub fn helper_selector(tag: &str) -> String {
 /// On the run's ConfigMap: `--volume`'s claim and mount path, `CLAIM:PATH`, so that `cp`
 /// and `tensorboard` find the run's volume from its tag.
 pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
+/// On the run's ConfigMap beside [`VOLUME_ANNOTATION`]: the run's own folder on the
+/// claim, relative to its mount path (the tag), which its [`OUTPUT_DIR_VAR`] names; a
+/// run of an earlier version has none (it wrote at the claim's root).
+pub const VOLUME_FOLDER_ANNOTATION: &str = "tf-spawner/volume-folder";
 
 /// On a pod tf-spawner stopped after the run's verdict (`cluster/stop.rs`): when, in RFC
 /// 3339. The pod's `activeDeadlineSeconds` was lowered so the kubelet ends it and keeps

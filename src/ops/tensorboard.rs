@@ -37,6 +37,8 @@ pub(crate) struct Board {
     pub keep: bool,
     /// How long the pod may take to serve.
     pub timeout: Duration,
+    /// `--whole-volume`: the claim's root, not the run's folder.
+    pub whole_volume: bool,
 }
 
 /// How many times a read-then-write on the pod is tried when others change it between.
@@ -46,7 +48,10 @@ const TRIES: usize = 10;
 /// Ctrl-C; then leaves it (deleting it when no other session uses it and no `--keep`).
 pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
     let mut stop = signals::Stop::listen();
-    let volume = super::helper::run_volume(cluster, &board.tag).await?;
+    let mut volume = super::helper::run_volume(cluster, &board.tag).await?;
+    if board.whole_volume {
+        volume.folder = None;
+    }
     let name = helper_pod_name(&board.tag, Helper::Tensorboard.as_str(), false);
     let listener = bind(board.port).await?;
     let me = format!("{:016x}", rand::random::<u64>());

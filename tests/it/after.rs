@@ -59,7 +59,7 @@ fn a_volume_is_mounted_in_every_task_and_recorded_on_the_run() {
         );
         assert_eq!(
             env_var(&pod, "TF_SPAWNER_OUTPUT_DIR").as_deref(),
-            Some("/data/out")
+            Some("/data/out/vol")
         );
     }
     let cm = env.server.get("configmaps", NS, "vol-script").unwrap();
@@ -161,7 +161,7 @@ fn the_defaults_file_may_name_the_volume() {
     out.success();
     assert_eq!(
         env_var(&pod(&env, "cfg-worker-0"), "TF_SPAWNER_OUTPUT_DIR").as_deref(),
-        Some("/results")
+        Some("/results/cfg")
     );
     let shown = crate::support::run(
         env.cmd()
