@@ -293,6 +293,11 @@ pub struct TensorboardArgs {
     #[arg(long, conflicts_with = "local")]
     pub whole_volume: bool,
 
+    /// An experiment's name, or runs' tags: one TensorBoard over all their runs (on one
+    /// claim), each under its tag
+    #[arg(value_name = "NAME", conflicts_with_all = ["tag", "local", "whole_volume"])]
+    pub names: Vec<String>,
+
     /// Give up when the TensorBoard pod does not serve after this long
     #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,

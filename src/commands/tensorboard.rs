@@ -20,6 +20,7 @@ pub async fn exec(settings: &Settings, args: &TensorboardArgs) -> Result<()> {
         keep: args.keep,
         timeout: args.timeout,
         whole_volume: args.whole_volume,
+        names: args.names.clone(),
     };
     tensorboard::run(&cluster, &board).await
 }
