@@ -432,6 +432,15 @@ pub struct SpawnArgs {
     #[arg(long, requires = "delete", conflicts_with = "tag", value_name = "NAME")]
     pub experiment: Option<String>,
 
+    /// With -d: delete every finished run (Succeeded or Failed) older than --older-than,
+    /// after listing them (TFJob's ttlSecondsAfterFinished, on request)
+    #[arg(long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
+    pub finished: bool,
+
+    /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
+    #[arg(long, requires = "finished", value_parser = parse::parse_duration, value_name = "DURATION")]
+    pub older_than: Option<Duration>,
+
     /// Print the objects that would be created instead of creating them
     #[arg(long)]
     pub dry_run: bool,

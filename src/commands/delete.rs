@@ -25,6 +25,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if let Some(name) = &args.experiment {
         return experiment(settings, args, name).await;
     }
+    if let Some(age) = args.older_than.filter(|_| args.finished) {
+        return finished(settings, args, age).await;
+    }
     let tag = args.tag.as_str();
     let cluster = settings.connect()?;
     let ns = cluster.namespace().to_string();
@@ -111,6 +114,57 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
     match delete::failure_of(&deleted, which, &ns) {
         Some(err) => Err(err),
         None => Ok(()),
+    }
+}
+
+/// `-d --finished --older-than AGE`: every run whose verdict is final (Succeeded or
+/// Failed) and that was made at least AGE ago, after the list and the question; one run
+/// after the other, each as `-d -t TAG`.
+async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duration) -> Result<()> {
+    let cluster = settings.connect()?;
+    let ns = cluster.namespace().to_string();
+    let old: Vec<crate::ops::list::RunJson> = crate::ops::list::list(&cluster, false)
+        .await?
+        .into_iter()
+        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed"))
+        .filter(|r| r.age_seconds.is_some_and(|a| a >= age.as_secs()))
+        .collect();
+    let shown = crate::duration::age(age.as_secs());
+    if old.is_empty() {
+        output::print(&format!("no finished run older than {shown} in namespace {ns}\n"))?;
+        return Ok(());
+    }
+    if !args.yes && std::io::stdin().is_terminal() {
+        let rows: Vec<String> = old
+            .iter()
+            .map(|r| {
+                let age = r.age_seconds.map_or_else(|| "-".into(), crate::duration::age);
+                format!("{}  {}  {age}", r.tag, r.verdict)
+            })
+            .collect();
+        output::eprint(&format!("{}\n", rows.join("\n")));
+        let question = format!(
+            "delete these {} finished runs older than {shown} in namespace {ns}? [y/N] ",
+            old.len()
+        );
+        if !confirm(&question).await? {
+            bail!("aborted; nothing was deleted");
+        }
+    }
+    let mut failed = Vec::new();
+    for run in &old {
+        let deleted = delete::delete(&cluster, &run.tag, args.max_in_flight).await;
+        report(&run.tag, &ns, &deleted.removed, args.output)?;
+        for note in &deleted.notes {
+            output::note(note);
+        }
+        if let Some(err) = delete::failure(&deleted, &run.tag, &ns) {
+            failed.push(format!("{err:#}"));
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => bail!("{}", failed.join("; ")),
     }
 }
 

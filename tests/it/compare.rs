@@ -179,3 +179,31 @@ fn delete_an_experiment_deletes_its_runs_and_nothing_else() {
         .stderr_has("--experiment \"a,b=c\" is not a valid name");
     env.run(&["-d", "--experiment", "x", "-t", "y"]).failure(2);
 }
+
+/// `-d --finished --older-than`: the finished runs made long enough ago, nothing else.
+#[test]
+fn delete_the_finished_runs_older_than_an_age() {
+    let env = Env::new();
+    trained_run(&env, "old-ok", 0.5, 0);
+    trained_run(&env, "old-failed", 0.5, 1);
+    trained_run(&env, "new-ok", 0.5, 0);
+    spawn_run(&env, "old-running", &["-w", "1"]);
+    running(&env, "old-running-worker-0");
+    for tag in ["old-ok", "old-failed", "old-running"] {
+        let created = "2026-01-01T00:00:00Z";
+        env.server.set_created("configmaps", NS, &format!("{tag}-script"), created);
+    }
+    let out = env.run(&["-d", "--finished", "--older-than", "7d"]);
+    out.success()
+        .stdout_has("deleted pod/old-ok-worker-0\n")
+        .stdout_has("deleted pod/old-failed-worker-0\n");
+    // Bound pods linger for their grace period, being deleted.
+    let left = env.names_not_terminating(NS);
+    assert!(left.contains(&"pod/new-ok-worker-0".to_string()), "{left:?}");
+    assert!(left.contains(&"pod/old-running-worker-0".to_string()), "{left:?}");
+    assert!(!left.iter().any(|n| n.contains("old-ok") || n.contains("old-failed")), "{left:?}");
+    env.run(&["-d", "--finished", "--older-than", "7d"])
+        .success()
+        .stdout_has("no finished run older than 7d in namespace default");
+    env.run(&["-d", "--finished"]).failure(2);
+}
