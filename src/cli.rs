@@ -12,8 +12,8 @@ use crate::settings::parse::{self, Flag};
 
 pub use crate::tag::Tag;
 
-pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::metrics::table::CompareFormat;
+pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;

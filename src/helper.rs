@@ -83,7 +83,10 @@ pub struct HelperSpec<'a> {
 /// `--logdir_spec TAG:DIR,…`, each run under its tag (TensorBoard's own way of naming
 /// runs; a tag has no `:` or `,`).
 pub fn serve_runs(pod: &mut Pod, runs: &[(String, String)]) {
-    let spec: Vec<String> = runs.iter().map(|(tag, dir)| format!("{tag}:{dir}")).collect();
+    let spec: Vec<String> = runs
+        .iter()
+        .map(|(tag, dir)| format!("{tag}:{dir}"))
+        .collect();
     let command = pod
         .spec
         .as_mut()

@@ -32,8 +32,8 @@ use kube::api::{DeleteParams, ListParams};
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION,
-    config_map_name, whole_run_selector,
+    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET,
+    POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
 use crate::podgroup::{Gang, with_pod_group_type};
 
@@ -141,16 +141,17 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
 }
 
 /// Deletes every object `which` selects.
-pub async fn delete_selected(cluster: &Cluster, which: Selected<'_>, max_in_flight: usize) -> Deleted {
+pub async fn delete_selected(
+    cluster: &Cluster,
+    which: Selected<'_>,
+    max_in_flight: usize,
+) -> Deleted {
     let selector = which.selector();
     // The secrets and PodGroups wait for the ConfigMap's answer, which says whether there
     // are any; the pods and services do not wait.
     let config = async {
         let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
-        let records = which.records(&config_maps);
-        let record = SecretRecord::of(records.as_deref());
-        let gangs = gangs_of(records.as_deref());
-        let policy = records.as_ref().map(|r| r.iter().any(|o| o.network_policy.is_some()));
+        let (record, gangs, policy) = what_else(which, &config_maps);
         let secrets = async {
             match record {
                 SecretRecord::None => Ok(Vec::new()),
@@ -278,13 +279,33 @@ async fn delete_pod_groups_of_run(
     .await
 }
 
+/// What the deleted ConfigMaps record of the runs' other objects: whether they have a
+/// Secret, the gangs of their PodGroups, whether they have a NetworkPolicy.
+fn what_else(
+    which: Selected<'_>,
+    config_maps: &Result<Vec<Gone>, KindFailed>,
+) -> (SecretRecord, Option<Vec<Gang>>, Option<bool>) {
+    let records = which.records(config_maps);
+    let policy = records
+        .as_ref()
+        .map(|r| r.iter().any(|o| o.network_policy.is_some()));
+    (
+        SecretRecord::of(records.as_deref()),
+        gangs_of(records.as_deref()),
+        policy,
+    )
+}
+
 /// The gangs whose PodGroups the runs' ConfigMaps record: `Some(&[])` for runs without
 /// one, `None` when no ConfigMap of a run was deleted (no record). Whether a run has a
 /// NetworkPolicy is recorded the same way ([`NETWORK_POLICY_ANNOTATION`]; a ConfigMap
 /// without it, from a run without one or an older tf-spawner, says no).
 fn gangs_of(records: Option<&[&Gone]>) -> Option<Vec<Gang>> {
     let mut gangs: Vec<Gang> = Vec::new();
-    for gang in records?.iter().filter_map(|o| o.pod_group.as_deref().and_then(Gang::parse)) {
+    for gang in records?
+        .iter()
+        .filter_map(|o| o.pod_group.as_deref().and_then(Gang::parse))
+    {
         if !gangs.contains(&gang) {
             gangs.push(gang);
         }
@@ -438,7 +459,11 @@ pub fn failure(deleted: &Deleted, tag: &str, namespace: &str) -> Option<anyhow::
 }
 
 /// The error for a delete of `which` that left objects behind.
-pub fn failure_of(deleted: &Deleted, which: Selected<'_>, namespace: &str) -> Option<anyhow::Error> {
+pub fn failure_of(
+    deleted: &Deleted,
+    which: Selected<'_>,
+    namespace: &str,
+) -> Option<anyhow::Error> {
     if deleted.failed.is_empty() {
         return None;
     }

@@ -59,7 +59,9 @@ impl Cluster {
             );
         };
         let annotations = found.metadata.annotations.as_ref();
-        let folder = annotations.and_then(|a| a.get(VOLUME_FOLDER_ANNOTATION)).cloned();
+        let folder = annotations
+            .and_then(|a| a.get(VOLUME_FOLDER_ANNOTATION))
+            .cloned();
         Ok(annotations
             .and_then(|a| a.get(VOLUME_ANNOTATION))
             .and_then(|v| OutputVolume::from_annotation(v))

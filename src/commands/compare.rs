@@ -7,13 +7,15 @@ use anyhow::Result;
 use crate::cli::CompareArgs;
 use crate::errors::UsageError;
 use crate::metrics::chart::{self, Series};
-use crate::metrics::table::{self, Compared, CompareFormat, SortBy};
+use crate::metrics::table::{self, CompareFormat, Compared, SortBy};
 use crate::output;
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let sort = match &args.sort {
-        Some(text) => Some(SortBy::parse(text).map_err(|e| UsageError::new(format!("--sort {e}")))?),
+        Some(text) => {
+            Some(SortBy::parse(text).map_err(|e| UsageError::new(format!("--sort {e}")))?)
+        }
         None => None,
     };
     let (mut runs, namespace) = if args.local {
@@ -44,7 +46,10 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
             if let Some(metric) = metric.filter(|_| !args.no_chart) {
                 text.push('\n');
                 text.push_str(&chart_of(&runs, &metric).unwrap_or_else(|| {
-                    format!("no run recorded {} per epoch\n", output::escape_controls(&metric))
+                    format!(
+                        "no run recorded {} per epoch\n",
+                        output::escape_controls(&metric)
+                    )
                 }));
             }
             let _ = namespace;

@@ -89,7 +89,10 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
         let found =
             delete::existing_selected(&cluster, &which.selector(), &Gang::ALL, true).await?;
         if found.is_empty() {
-            output::print(&format!("nothing labelled {} in namespace {ns}\n", which.selector()))?;
+            output::print(&format!(
+                "nothing labelled {} in namespace {ns}\n",
+                which.selector()
+            ))?;
             return Ok(());
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
@@ -104,7 +107,10 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
     }
     let deleted = delete::delete_experiment(&cluster, name, args.max_in_flight).await;
     if deleted.removed.is_empty() && deleted.failed.is_empty() {
-        output::print(&format!("nothing labelled {} in namespace {ns}\n", which.selector()))?;
+        output::print(&format!(
+            "nothing labelled {} in namespace {ns}\n",
+            which.selector()
+        ))?;
     } else {
         report(name, &ns, &deleted.removed, args.output)?;
     }
@@ -131,14 +137,18 @@ async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duratio
         .collect();
     let shown = crate::duration::age(age.as_secs());
     if old.is_empty() {
-        output::print(&format!("no finished run older than {shown} in namespace {ns}\n"))?;
+        output::print(&format!(
+            "no finished run older than {shown} in namespace {ns}\n"
+        ))?;
         return Ok(());
     }
     if !args.yes && std::io::stdin().is_terminal() {
         let rows: Vec<String> = old
             .iter()
             .map(|r| {
-                let age = r.age_seconds.map_or_else(|| "-".into(), crate::duration::age);
+                let age = r
+                    .age_seconds
+                    .map_or_else(|| "-".into(), crate::duration::age);
                 format!("{}  {}  {age}", r.tag, r.verdict)
             })
             .collect();

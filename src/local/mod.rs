@@ -195,7 +195,10 @@ pub fn keep_metrics(dir: &std::path::Path, outcome: &Outcome, training: &Trainin
     metrics.verdict = Some(verdict);
     let path = dir.join(crate::metrics::METRICS_FILE);
     if let Err(e) = std::fs::write(&path, metrics.to_text()) {
-        crate::output::note(&format!("the metrics are not kept in {}: {e}", path.display()));
+        crate::output::note(&format!(
+            "the metrics are not kept in {}: {e}",
+            path.display()
+        ));
     }
 }
 

@@ -205,7 +205,7 @@ impl RunMetrics {
 impl Curve {
     /// Every other epoch dropped (the first kept).
     fn thin(&mut self) {
-        let keep = |i: usize| i % 2 == 0;
+        let keep = |i: usize| i.is_multiple_of(2);
         self.epoch = self
             .epoch
             .iter()
@@ -242,7 +242,11 @@ pub fn number(v: f64) -> String {
     if a != 0.0 && !(1e-3..1e5).contains(&a) {
         return format!("{v:.3e}");
     }
-    let digits = if a == 0.0 { 0 } else { a.log10().floor() as i32 };
+    let digits = if a == 0.0 {
+        0
+    } else {
+        a.log10().floor() as i32
+    };
     let decimals = (3 - digits).clamp(0, 6) as usize;
     let text = format!("{v:.decimals$}");
     if text.contains('.') {

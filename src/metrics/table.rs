@@ -88,7 +88,11 @@ impl SortBy {
     }
 
     pub fn order(&self) -> &'static str {
-        if self.lower_first { "ascending" } else { "descending" }
+        if self.lower_first {
+            "ascending"
+        } else {
+            "descending"
+        }
     }
 }
 
@@ -174,10 +178,16 @@ pub fn render(runs: &[Compared], by: Option<&SortBy>, best: Option<&str>) -> Str
         .iter()
         .map(|r| {
             let m = r.metrics.as_ref();
-            let mark = if best == Some(r.tag.as_str()) { "*" } else { "" };
+            let mark = if best == Some(r.tag.as_str()) {
+                "*"
+            } else {
+                ""
+            };
             let mut row = vec![mark.to_string(), r.tag.clone()];
             row.extend(params.iter().map(|p| {
-                r.params.get(p).map_or_else(|| "-".into(), |v| escape_controls(v))
+                r.params
+                    .get(p)
+                    .map_or_else(|| "-".into(), |v| escape_controls(v))
             }));
             row.push(r.verdict_word().to_string());
             row.push(time_cell(m));

@@ -22,7 +22,11 @@ fn trained(epochs: u32, f: impl Fn(u32) -> Vec<(String, f64)>) -> Training {
         let at = i64::from(e) * 1000;
         t.read(at, &format!("Epoch {e}/{epochs}"), true);
         let metrics: Vec<String> = f(e).iter().map(|(n, v)| format!("{n}: {v:.4}")).collect();
-        t.read(at + 900, &format!("5/5 - 1s 63ms/step - {}", metrics.join(" - ")), true);
+        t.read(
+            at + 900,
+            &format!("5/5 - 1s 63ms/step - {}", metrics.join(" - ")),
+            true,
+        );
     }
     t
 }
@@ -53,7 +57,9 @@ fn nothing_printed_is_no_record() {
 
 #[test]
 fn the_record_stays_within_its_bound_whatever_the_run() {
-    let names: Vec<String> = (0..40).map(|i| format!("{}_{i}", "m".repeat(150))).collect();
+    let names: Vec<String> = (0..40)
+        .map(|i| format!("{}_{i}", "m".repeat(150)))
+        .collect();
     let mut t = Training::default();
     for e in 1..=5_000u32 {
         let metrics: Vec<(String, f64)> = names
@@ -73,19 +79,32 @@ fn the_record_stays_within_its_bound_whatever_the_run() {
     assert!(text.len() <= MAX_BYTES, "{}", text.len());
     let back = RunMetrics::parse(&text).expect("parsed");
     assert!(back.curve.metrics.len() <= HISTORY_METRICS);
-    assert!(back.curve.metrics.keys().all(|n| n.chars().count() <= NAME_CHARS));
+    assert!(
+        back.curve
+            .metrics
+            .keys()
+            .all(|n| n.chars().count() <= NAME_CHARS)
+    );
     assert!(back.curve.epoch.len() >= 100, "{}", back.curve.epoch.len());
     assert_eq!(back.curve.epoch[0], 1);
 }
 
 #[test]
 fn a_restart_continues_the_curve_and_the_best() {
-    let first = RunMetrics::of(&trained(3, |e| losses(1.0 / f64::from(e), 0.5)), Some(30), 0);
+    let first = RunMetrics::of(
+        &trained(3, |e| losses(1.0 / f64::from(e), 0.5)),
+        Some(30),
+        0,
+    );
     // The restarted attempt resumes at epoch 3 (BackupAndRestore) and ends at 5.
     let mut t = Training::default();
     for e in 3..=5 {
         t.read(i64::from(e) * 1000, &format!("Epoch {e}/5"), true);
-        t.read(i64::from(e) * 1000 + 900, "5/5 - 1s 63ms/step - loss: 0.5000 - accuracy: 0.6000", true);
+        t.read(
+            i64::from(e) * 1000 + 900,
+            "5/5 - 1s 63ms/step - loss: 0.5000 - accuracy: 0.6000",
+            true,
+        );
     }
     let second = RunMetrics::of(&t, Some(20), 1).unwrap();
     let both = first.unwrap().then(&second);
@@ -126,11 +145,18 @@ fn run(tag: &str, lr: &str, verdict: &str, f: impl Fn(u32) -> (f64, f64)) -> Com
 
 fn three() -> Vec<Compared> {
     vec![
-        run("lrs-1", "0.1", "Failed: pod lrs-1-worker-0 exited with code 1", |e| {
-            (0.2 / f64::from(e), 0.9)
+        run(
+            "lrs-1",
+            "0.1",
+            "Failed: pod lrs-1-worker-0 exited with code 1",
+            |e| (0.2 / f64::from(e), 0.9),
+        ),
+        run("lrs-2", "0.01", "Succeeded", |e| {
+            (1.0 / f64::from(e), 0.5 + 0.06 * f64::from(e))
         }),
-        run("lrs-2", "0.01", "Succeeded", |e| (1.0 / f64::from(e), 0.5 + 0.06 * f64::from(e))),
-        run("lrs-3", "0.001", "Succeeded", |e| (2.0 - 0.1 * f64::from(e), 0.4)),
+        run("lrs-3", "0.001", "Succeeded", |e| {
+            (2.0 - 0.1 * f64::from(e), 0.4)
+        }),
     ]
 }
 
@@ -138,7 +164,13 @@ fn three() -> Vec<Compared> {
 fn sorting_follows_the_metrics_direction_and_marks_the_best_succeeded_run() {
     let mut runs = three();
     let by = SortBy::default_for(&runs).unwrap();
-    assert_eq!(by, SortBy { metric: "loss".into(), lower_first: true });
+    assert_eq!(
+        by,
+        SortBy {
+            metric: "loss".into(),
+            lower_first: true
+        }
+    );
     let best = table::sort(&mut runs, Some(&by));
     let tags: Vec<&str> = runs.iter().map(|r| r.tag.as_str()).collect();
     assert_eq!(tags, ["lrs-1", "lrs-2", "lrs-3"]);
@@ -172,11 +204,20 @@ fn csv_and_json_for_notebooks() {
     let by = SortBy::parse("loss").unwrap();
     let best = table::sort(&mut runs, Some(&by));
     insta::assert_snapshot!(table::to_csv(&runs, best.as_deref()));
-    let json = serde_json::to_value(table::to_json(&runs, Some("lrs"), Some(&by), best.as_deref())).unwrap();
+    let json = serde_json::to_value(table::to_json(
+        &runs,
+        Some("lrs"),
+        Some(&by),
+        best.as_deref(),
+    ))
+    .unwrap();
     assert_eq!(json["best"], "lrs-2");
     assert_eq!(json["sort"]["order"], "ascending");
     assert_eq!(json["runs"][1]["params"]["lr"], "0.01");
-    assert_eq!(json["runs"][1]["curve"]["epoch"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        json["runs"][1]["curve"]["epoch"].as_array().unwrap().len(),
+        8
+    );
     assert_eq!(json["runs"][1]["final"]["loss"], 0.125);
 }
 
@@ -198,19 +239,63 @@ fn the_chart_draws_every_run_with_its_mark() {
             points: r.metrics.as_ref().unwrap().curve.series("loss"),
         })
         .collect();
-    let text = chart::draw("loss", &series, Size { width: 40, height: 10 }, false).unwrap();
+    let text = chart::draw(
+        "loss",
+        &series,
+        Size {
+            width: 40,
+            height: 10,
+        },
+        false,
+    )
+    .unwrap();
     insta::assert_snapshot!(text);
-    let coloured = chart::draw("loss", &series, Size { width: 40, height: 10 }, true).unwrap();
+    let coloured = chart::draw(
+        "loss",
+        &series,
+        Size {
+            width: 40,
+            height: 10,
+        },
+        true,
+    )
+    .unwrap();
     assert!(coloured.contains("\x1b[31m*\x1b[0m"));
 }
 
 #[test]
 fn a_chart_of_one_point_or_no_point() {
-    let one = [Series { label: "a".into(), points: vec![(1, 0.5)] }];
-    let text = chart::draw("loss", &one, Size { width: 10, height: 4 }, false).unwrap();
+    let one = [Series {
+        label: "a".into(),
+        points: vec![(1, 0.5)],
+    }];
+    let text = chart::draw(
+        "loss",
+        &one,
+        Size {
+            width: 10,
+            height: 4,
+        },
+        false,
+    )
+    .unwrap();
     assert_eq!(text.matches('*').count(), 2, "{text}");
-    let none = [Series { label: "a".into(), points: vec![] }];
-    assert_eq!(chart::draw("loss", &none, Size { width: 10, height: 4 }, false), None);
+    let none = [Series {
+        label: "a".into(),
+        points: vec![],
+    }];
+    assert_eq!(
+        chart::draw(
+            "loss",
+            &none,
+            Size {
+                width: 10,
+                height: 4
+            },
+            false
+        ),
+        None
+    );
 }
 
 #[test]

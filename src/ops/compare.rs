@@ -36,7 +36,9 @@ pub fn run_metrics(
 pub async fn record_restart(cluster: &Cluster, tag: &str, metrics: Option<&RunMetrics>) {
     let Some(metrics) = metrics else { return };
     if let Err(e) = record::write_metrics(cluster, tag, metrics).await {
-        output::note(&format!("the metrics are not recorded on the run's ConfigMap: {e:#}"));
+        output::note(&format!(
+            "the metrics are not recorded on the run's ConfigMap: {e:#}"
+        ));
     }
 }
 
@@ -66,7 +68,9 @@ pub async fn keep_metrics(
         metrics: Some(&metrics),
     };
     if let Err(e) = record::write(cluster, tracker.tag(), end).await {
-        output::note(&format!("the metrics are not recorded on the run's ConfigMap: {e:#}"));
+        output::note(&format!(
+            "the metrics are not recorded on the run's ConfigMap: {e:#}"
+        ));
     }
     Some(training)
 }
@@ -148,7 +152,11 @@ pub fn local_runs(root: &Path, names: &[String]) -> Result<Vec<Compared>> {
         }
         for tag in found {
             if !out.iter().any(|c: &Compared| &c.tag == tag) {
-                out.push(local_run(&dir.join(tag), tag, of_experiment(tag, n).then(|| n)));
+                out.push(local_run(
+                    &dir.join(tag),
+                    tag,
+                    of_experiment(tag, n).then_some(n),
+                ));
             }
         }
     }

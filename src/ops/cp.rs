@@ -397,7 +397,10 @@ mod tests {
         };
         assert_eq!(remote_in_volume("model", &run).unwrap(), "lr-1/model");
         assert_eq!(remote_in_volume(".", &run).unwrap(), "lr-1");
-        assert_eq!(remote_in_volume("/output/lr-2/model", &run).unwrap(), "lr-2/model");
+        assert_eq!(
+            remote_in_volume("/output/lr-2/model", &run).unwrap(),
+            "lr-2/model"
+        );
         assert!(remote_in_volume("../lr-2", &run).is_err());
     }
 

@@ -23,8 +23,13 @@ pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -
 /// Deletes every object of experiment `name`'s runs (`-d --experiment`), one pass per
 /// kind by the experiment's label: a sweep starting runs meanwhile is not left with half
 /// of them.
-pub(crate) async fn delete_experiment(cluster: &Cluster, name: &str, max_in_flight: usize) -> Deleted {
-    crate::cluster::remove::delete_selected(cluster, Selected::Experiment(name), max_in_flight).await
+pub(crate) async fn delete_experiment(
+    cluster: &Cluster,
+    name: &str,
+    max_in_flight: usize,
+) -> Deleted {
+    crate::cluster::remove::delete_selected(cluster, Selected::Experiment(name), max_in_flight)
+        .await
 }
 
 /// `-d --wait`: until the pods that linger for their grace period are gone, or the

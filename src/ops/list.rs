@@ -181,7 +181,9 @@ fn run_json(
     let metrics = record.as_ref().and_then(|r| r.metrics.as_ref());
     RunJson {
         experiment: record.as_ref().and_then(|r| r.experiment.clone()),
-        headline: metrics.and_then(|m| m.headline()).map(|(n, v)| (n.to_string(), v)),
+        headline: metrics
+            .and_then(|m| m.headline())
+            .map(|(n, v)| (n.to_string(), v)),
         epochs_done: metrics.map(|m| m.epochs_done),
         metrics: metrics.map(|m| m.last.clone()),
         namespace,

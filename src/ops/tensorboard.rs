@@ -47,7 +47,10 @@ pub(crate) struct Board {
 /// The runs `names` name (an experiment's, or by tag), each with its folder on their one
 /// claim; the first run's volume (mounted by the pod). One list of the runs' records, and
 /// one GET of each run's ConfigMap's metadata.
-async fn runs_of(cluster: &Cluster, names: &[String]) -> Result<(Vec<(String, String)>, OutputVolume)> {
+async fn runs_of(
+    cluster: &Cluster,
+    names: &[String],
+) -> Result<(Vec<(String, String)>, OutputVolume)> {
     let mut tags: Vec<String> = super::compare::runs(cluster, names)
         .await?
         .into_iter()
@@ -62,7 +65,8 @@ async fn runs_of(cluster: &Cluster, names: &[String]) -> Result<(Vec<(String, St
         if v.claim != mount.claim {
             bail!(
                 "runs '{}' and '{tag}' keep their output on different claims ('{}', '{}'): one TensorBoard pod mounts one; name the runs of one claim",
-                runs.first().map_or(tag.as_str(), |(t, _): &(String, String)| t.as_str()),
+                runs.first()
+                    .map_or(tag.as_str(), |(t, _): &(String, String)| t.as_str()),
                 mount.claim,
                 v.claim
             );
@@ -88,7 +92,11 @@ fn pod_name_of(runs: &[(String, String)]) -> String {
         }
     }
     let first = runs.first().map_or("runs", |(t, _)| t.as_str());
-    format!("{}-{:06x}", helper_pod_name(first, Helper::Tensorboard.as_str(), false), hash & 0xff_ffff)
+    format!(
+        "{}-{:06x}",
+        helper_pod_name(first, Helper::Tensorboard.as_str(), false),
+        hash & 0xff_ffff
+    )
 }
 
 /// How many times a read-then-write on the pod is tried when others change it between.

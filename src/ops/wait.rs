@@ -20,10 +20,10 @@ use tokio::sync::watch;
 
 use crate::cluster::stop::Stopped;
 use crate::cluster::{Cluster, pod_logs};
-use crate::metrics::RunMetrics;
 use crate::errors::{
     EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
 };
+use crate::metrics::RunMetrics;
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
@@ -126,12 +126,8 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
-        let metrics = super::compare::run_metrics(
-            &tracker,
-            &training,
-            earlier.as_ref(),
-            wait.all_workers,
-        );
+        let metrics =
+            super::compare::run_metrics(&tracker, &training, earlier.as_ref(), wait.all_workers);
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {

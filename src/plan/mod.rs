@@ -20,9 +20,8 @@ use crate::labels::{
     INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL, KUEUE_QUEUE_LABEL,
     KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NETWORK_POLICY_ANNOTATION,
     NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR, POD_GROUP_ANNOTATION, ROLE_LABEL,
-    RUN_LABEL, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION,
-    VOLUME_FOLDER_ANNOTATION, config_map_name,
-    kueue_group_name, network_policy_name, pod_group_name, secret_name,
+    RUN_LABEL, TF_CONTAINER, VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION,
+    config_map_name, kueue_group_name, network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -752,8 +751,12 @@ fn make_output_dir(req: &SpawnRequest, command: Vec<String>) -> Vec<String> {
         return command;
     }
     let mut made: Vec<String> = match req.entrypoint {
-        Some(_) => ["bash", "-c", MAKE_OUTPUT_DIR_SH, "tf-spawner"].map(String::from).to_vec(),
-        None => ["python", "-c", MAKE_OUTPUT_DIR_PY].map(String::from).to_vec(),
+        Some(_) => ["bash", "-c", MAKE_OUTPUT_DIR_SH, "tf-spawner"]
+            .map(String::from)
+            .to_vec(),
+        None => ["python", "-c", MAKE_OUTPUT_DIR_PY]
+            .map(String::from)
+            .to_vec(),
     };
     made.extend(command);
     made

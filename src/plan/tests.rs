@@ -48,7 +48,10 @@ fn each_run_writes_in_its_own_folder_of_the_volume() {
     let pod = serde_json::to_value(plan.pods.iter().next().unwrap()).unwrap();
     let command = &pod["spec"]["containers"][0]["command"];
     assert_eq!(command[0], "bash");
-    assert_eq!(command[2], "mkdir -p -- \"$$TF_SPAWNER_OUTPUT_DIR\" && exec \"$$@\"");
+    assert_eq!(
+        command[2],
+        "mkdir -p -- \"$$TF_SPAWNER_OUTPUT_DIR\" && exec \"$$@\""
+    );
     assert_eq!(command[4], "bash");
 }
 
@@ -90,7 +93,12 @@ fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
         );
         // The task makes its folder, then runs the script.
         assert_eq!(c["command"][0], "python");
-        assert!(c["command"][2].as_str().unwrap().contains("os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR']"));
+        assert!(
+            c["command"][2]
+                .as_str()
+                .unwrap()
+                .contains("os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR']")
+        );
         assert_eq!(c["command"][3], "python");
     }
     assert_eq!(annotations[crate::labels::VOLUME_FOLDER_ANNOTATION], "demo");

@@ -65,12 +65,12 @@ impl History {
     pub fn push(&mut self, epoch: u32, metrics: &[(String, f64)]) {
         self.fold_best(metrics);
         let metrics = self.values(metrics);
-        if self.seen % u64::from(self.stride) == 0 {
+        if self.seen.is_multiple_of(u64::from(self.stride)) {
             if self.points.len() == HISTORY_POINTS {
                 self.halve();
             }
             // After halving, this epoch may fall between the kept ones.
-            if self.seen % u64::from(self.stride) == 0 {
+            if self.seen.is_multiple_of(u64::from(self.stride)) {
                 self.points.push((epoch, metrics));
             }
         }
@@ -97,15 +97,20 @@ impl History {
         }
         self.names
             .iter()
-            .map(|n| metrics.iter().find(|(m, _)| m == n).map_or(f64::NAN, |(_, v)| *v))
+            .map(|n| {
+                metrics
+                    .iter()
+                    .find(|(m, _)| m == n)
+                    .map_or(f64::NAN, |(_, v)| *v)
+            })
             .collect()
     }
 
     fn halve(&mut self) {
-        let mut i = 0;
+        let mut i: u32 = 0;
         self.points.retain(|_| {
             i += 1;
-            i % 2 == 1
+            !i.is_multiple_of(2)
         });
         self.stride = self.stride.saturating_mul(2);
     }
@@ -141,7 +146,14 @@ mod tests {
 
     #[test]
     fn loss_like_names_are_better_lower() {
-        for name in ["loss", "val_loss", "mae", "val_mse", "error_rate", "categorical_crossentropy"] {
+        for name in [
+            "loss",
+            "val_loss",
+            "mae",
+            "val_mse",
+            "error_rate",
+            "categorical_crossentropy",
+        ] {
             assert!(lower_is_better(name), "{name}");
         }
         for name in ["accuracy", "val_accuracy", "auc", "precision", "recall"] {

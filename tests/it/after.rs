@@ -697,16 +697,23 @@ fn tensorboard_of_an_experiment_serves_each_run_under_its_tag() {
     let env = Env::new();
     claim(&env, "out", &["ReadWriteMany"]);
     for tag in ["lrs-1", "lrs-2", "solo"] {
-        env.spawn(&["-t", tag, "-w", "1", "--volume", "out"]).success();
+        env.spawn(&["-t", tag, "-w", "1", "--volume", "out"])
+            .success();
     }
     for tag in ["lrs-1", "lrs-2"] {
-        let mut cm = env.server.get("configmaps", NS, &format!("{tag}-script")).unwrap();
+        let mut cm = env
+            .server
+            .get("configmaps", NS, &format!("{tag}-script"))
+            .unwrap();
         cm["metadata"]["labels"]["tf-spawner/experiment"] = json!("lrs");
         env.server.insert("configmaps", NS, cm);
     }
     let session = Session::start(&env, &["tensorboard", "lrs"]);
     let started = session.line("started pod/lrs-1-tensorboard-");
-    assert!(started.ends_with("reading the folders of lrs-1, lrs-2 of claim 'out'"), "{started}");
+    assert!(
+        started.ends_with("reading the folders of lrs-1, lrs-2 of claim 'out'"),
+        "{started}"
+    );
     let pod = env
         .server
         .list("pods", NS)

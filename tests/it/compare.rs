@@ -21,14 +21,20 @@ fn keras(epochs: u32, first: f64) -> String {
 /// Labels run `tag`'s ConfigMap as a sweep's run does (experiment, parameters).
 fn as_sweep_run(env: &Env, tag: &str, experiment: &str, params: Value) {
     let name = format!("{tag}-script");
-    let mut cm = env.server.get("configmaps", NS, &name).expect("the run's ConfigMap");
+    let mut cm = env
+        .server
+        .get("configmaps", NS, &name)
+        .expect("the run's ConfigMap");
     cm["metadata"]["labels"]["tf-spawner/experiment"] = json!(experiment);
     cm["metadata"]["annotations"]["tf-spawner/params"] = json!(params.to_string());
     env.server.insert("configmaps", NS, cm);
 }
 
 fn recorded(env: &Env, tag: &str) -> Value {
-    let cm = env.server.get("configmaps", NS, &format!("{tag}-script")).unwrap();
+    let cm = env
+        .server
+        .get("configmaps", NS, &format!("{tag}-script"))
+        .unwrap();
     let text = cm["metadata"]["annotations"]["tf-spawner/metrics"]
         .as_str()
         .unwrap_or_else(|| panic!("no metrics on {tag}'s ConfigMap: {cm:#}"));
@@ -70,8 +76,14 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
         as_sweep_run(&env, tag, "lrs", json!({"lr": lr, "bs": "64"}));
         env.run(&["status", "-t", tag]).success();
         assert_eq!(recorded(&env, tag)["final"]["loss"], last);
-        let cm = env.server.get("configmaps", NS, &format!("{tag}-script")).unwrap();
-        assert_eq!(cm["metadata"]["annotations"]["tf-spawner/verdict"], "Succeeded");
+        let cm = env
+            .server
+            .get("configmaps", NS, &format!("{tag}-script"))
+            .unwrap();
+        assert_eq!(
+            cm["metadata"]["annotations"]["tf-spawner/verdict"],
+            "Succeeded"
+        );
     }
     spawn_run(&env, "other", &["-w", "1"]);
 
@@ -79,8 +91,14 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
     let out = env.run(&["compare", "lrs"]);
     out.success();
     let lines: Vec<&str> = out.stdout.lines().collect();
-    assert!(lines[0].starts_with("    TAG     lr      VERDICT"), "{out:#?}");
-    assert!(lines[1].starts_with("*   lrs-2   0.01    Succeeded"), "{out:#?}");
+    assert!(
+        lines[0].starts_with("    TAG     lr      VERDICT"),
+        "{out:#?}"
+    );
+    assert!(
+        lines[1].starts_with("*   lrs-2   0.01    Succeeded"),
+        "{out:#?}"
+    );
     assert!(lines[2].starts_with("    lrs-1   0.1 "), "{out:#?}");
     assert!(lines[3].starts_with("    lrs-3   0.001 "), "{out:#?}");
     assert!(!out.stdout.contains("other"), "{out:#?}");
@@ -94,24 +112,37 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
         .filter(|r| r.path.contains("/namespaces/"))
         .map(|r| r.path.as_str())
         .collect();
-    assert_eq!(api, ["/api/v1/namespaces/default/configmaps"], "{requests:#?}");
+    assert_eq!(
+        api,
+        ["/api/v1/namespaces/default/configmaps"],
+        "{requests:#?}"
+    );
 
     let out = env.run(&["list"]);
     out.success();
     let lrs2 = out.stdout.lines().find(|l| l.starts_with("lrs-2")).unwrap();
-    assert!(lrs2.contains("   lrs          loss 0.2, 3 epochs   "), "{out:#?}");
+    assert!(
+        lrs2.contains("   lrs          loss 0.2, 3 epochs   "),
+        "{out:#?}"
+    );
 
     let out = env.run(&["compare", "lrs", "--sort", "-loss", "-o", "csv"]);
     out.success();
     let csv: Vec<&str> = out.stdout.lines().collect();
-    assert_eq!(csv[0], "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,best");
+    assert_eq!(
+        csv[0],
+        "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,best"
+    );
     assert!(csv[1].starts_with("lrs-3,64,0.001,Succeeded,"), "{out:#?}");
 
     let out = env.run(&["compare", "lrs-3", "lrs-1", "-o", "json"]);
     out.success();
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(json["best"], "lrs-1");
-    assert_eq!(json["sort"], json!({"metric": "loss", "order": "ascending"}));
+    assert_eq!(
+        json["sort"],
+        json!({"metric": "loss", "order": "ascending"})
+    );
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
 }
 
@@ -129,7 +160,8 @@ fn compare_says_what_it_cannot_find_or_read() {
         .failure(2)
         .stderr_has("--sort \"a b\" is not a metric name");
     let out = env.run(&["compare", "a", "--chart", "val_loss"]);
-    out.success().stdout_has("no run recorded val_loss per epoch");
+    out.success()
+        .stdout_has("no run recorded val_loss per epoch");
 }
 
 /// Labels every object of run `tag` with experiment `name`, as the sweep does.
@@ -160,7 +192,11 @@ fn delete_an_experiment_deletes_its_runs_and_nothing_else() {
         .stdout_has("deleted configmap/lrs-2-script\n");
     assert!(!out.stdout.contains("keep"), "{out:#?}");
     let left = env.names(NS);
-    assert!(left.iter().all(|n| n.contains("/keep") || n.contains("kube-root")), "{left:?}");
+    assert!(
+        left.iter()
+            .all(|n| n.contains("/keep") || n.contains("kube-root")),
+        "{left:?}"
+    );
     assert!(left.iter().any(|n| n == "pod/keep-worker-1"), "{left:?}");
     // One collection DELETE of the config maps for both runs.
     let cm_deletes = env
@@ -191,7 +227,8 @@ fn delete_the_finished_runs_older_than_an_age() {
     running(&env, "old-running-worker-0");
     for tag in ["old-ok", "old-failed", "old-running"] {
         let created = "2026-01-01T00:00:00Z";
-        env.server.set_created("configmaps", NS, &format!("{tag}-script"), created);
+        env.server
+            .set_created("configmaps", NS, &format!("{tag}-script"), created);
     }
     let out = env.run(&["-d", "--finished", "--older-than", "7d"]);
     out.success()
@@ -199,9 +236,20 @@ fn delete_the_finished_runs_older_than_an_age() {
         .stdout_has("deleted pod/old-failed-worker-0\n");
     // Bound pods linger for their grace period, being deleted.
     let left = env.names_not_terminating(NS);
-    assert!(left.contains(&"pod/new-ok-worker-0".to_string()), "{left:?}");
-    assert!(left.contains(&"pod/old-running-worker-0".to_string()), "{left:?}");
-    assert!(!left.iter().any(|n| n.contains("old-ok") || n.contains("old-failed")), "{left:?}");
+    assert!(
+        left.contains(&"pod/new-ok-worker-0".to_string()),
+        "{left:?}"
+    );
+    assert!(
+        left.contains(&"pod/old-running-worker-0".to_string()),
+        "{left:?}"
+    );
+    assert!(
+        !left
+            .iter()
+            .any(|n| n.contains("old-ok") || n.contains("old-failed")),
+        "{left:?}"
+    );
     env.run(&["-d", "--finished", "--older-than", "7d"])
         .success()
         .stdout_has("no finished run older than 7d in namespace default");

@@ -158,7 +158,14 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
         .stdout_has("to worker-0's end");
     // The file the pod wrote is on the node's disk, where the claim is.
     // In the run's own folder of the claim (its tag).
-    assert!(claim.dir.path().join(&t).join("model/saved_model.pb").is_file());
+    assert!(
+        claim
+            .dir
+            .path()
+            .join(&t)
+            .join("model/saved_model.pb")
+            .is_file()
+    );
 
     let home = c.dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
