@@ -255,3 +255,56 @@ fn delete_the_finished_runs_older_than_an_age() {
         .stdout_has("no finished run older than 7d in namespace default");
     env.run(&["-d", "--finished"]).failure(2);
 }
+
+/// Prints Keras' verbose=2 lines for 3 epochs, the loss scaled by $SCALE.
+const KERAS_LINES: &str = r#"
+import os
+s = float(os.environ["SCALE"])
+for k in range(1, 4):
+    print("Epoch %d/3" % k, flush=True)
+    print("10/10 - 1s - loss: %.4f - accuracy: 0.%d0 - 1s/epoch - 100ms/step" % (s / k, k), flush=True)
+"#;
+
+/// A `--local` run writes `metrics.json` beside the sweep's `params.json`, and
+/// `compare --local` reads them.
+#[test]
+fn local_runs_keep_their_metrics_and_compare_local_reads_them() {
+    let env = Env::new();
+    let script = env.write("keras.py", KERAS_LINES);
+    for (tag, scale, lr) in [("lr-1", "0.9", "0.1"), ("lr-2", "0.3", "0.01")] {
+        let out = crate::support::run(env.cmd().env("SCALE", scale).args([
+            "--local",
+            "-t",
+            tag,
+            "-w",
+            "1",
+            script.to_str().unwrap(),
+        ]));
+        out.success();
+        let dir = env.path("tf-spawner-output").join(tag);
+        let text = std::fs::read_to_string(dir.join("metrics.json")).expect("metrics.json");
+        let m: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(m["verdict"], "Succeeded", "{m:#}");
+        assert_eq!(m["epochs_done"], 3);
+        assert_eq!(m["curve"]["epoch"], json!([1, 2, 3]));
+        std::fs::write(dir.join("params.json"), json!({"lr": lr}).to_string()).unwrap();
+    }
+    let out = env.run(&["compare", "--local", "lr", "--no-chart"]);
+    out.success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("    TAG    lr     VERDICT"),
+        "{out:#?}"
+    );
+    assert!(
+        lines[1].starts_with("*   lr-2   0.01   Succeeded"),
+        "{out:#?}"
+    );
+    assert!(
+        lines[2].starts_with("    lr-1   0.1    Succeeded"),
+        "{out:#?}"
+    );
+    env.run(&["compare", "--local", "nope"])
+        .failure(1)
+        .stderr_has("no local run or experiment named 'nope'");
+}
