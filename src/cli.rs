@@ -12,6 +12,7 @@ use crate::settings::parse::{self, Flag};
 
 pub use crate::tag::Tag;
 
+pub use crate::metrics::table::CompareFormat;
 pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
 pub use crate::podgroup::Gang;
@@ -70,6 +71,11 @@ pub enum Command {
     /// Serve the run's TensorBoard summaries (its volume) from a pod of the run, forwarded
     /// to a local port, until Ctrl-C
     Tensorboard(TensorboardArgs),
+    /// Compare the runs of an experiment (tf-spawner sweep), or the runs named by their
+    /// tags, from their records (no log is read): one row per run with the parameters that
+    /// differ, verdict, time, restarts, epochs, final and best metrics, sorted by a metric,
+    /// the best marked *; then a chart of a metric per epoch for every run
+    Compare(CompareArgs),
     /// Show the effective defaults (namespace, image, pod file, port, workers, queue,
     /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the project
     /// file (tf-spawner.yaml), the config file, the kubeconfig or the built-in default
@@ -320,6 +326,10 @@ pub struct CpArgs {
     /// Give up when the helper pod has not started after this long
     #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
+
+    /// A relative REMOTE is in the whole claim, not in the run's own folder (TAG/)
+    #[arg(long)]
+    pub whole_volume: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -352,6 +362,15 @@ pub struct TensorboardArgs {
     #[arg(long)]
     pub local: bool,
 
+    /// Serve the whole claim, not the run's own folder (TAG/) on it
+    #[arg(long, conflicts_with = "local")]
+    pub whole_volume: bool,
+
+    /// An experiment's name, or runs' tags: one TensorBoard over all their runs (on one
+    /// claim), each under its tag
+    #[arg(value_name = "NAME", conflicts_with_all = ["tag", "local", "whole_volume"])]
+    pub names: Vec<String>,
+
     /// Give up when the TensorBoard pod does not serve after this long
     #[arg(long, default_value = "5m", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
@@ -366,6 +385,36 @@ pub struct ListArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// An experiment's name (its runs), or the tags of the runs to compare
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+
+    /// The metric to sort by, on each run's best value: lowest first for a loss-like name
+    /// (loss, val_loss, mae, mse, error…), else highest first; -NAME highest first,
+    /// +NAME lowest first [default: val_loss, else loss, else the first metric]
+    #[arg(long, allow_hyphen_values = true, value_name = "METRIC")]
+    pub sort: Option<String>,
+
+    /// The metric the chart draws per epoch [default: the sort's]
+    #[arg(long, value_name = "METRIC", conflicts_with = "no_chart")]
+    pub chart: Option<String>,
+
+    /// No chart under the table
+    #[arg(long)]
+    pub no_chart: bool,
+
+    /// Output format: a table and a chart, or json or csv for notebooks
+    #[arg(short, long, value_enum, default_value_t = CompareFormat::Table, value_name = "FORMAT")]
+    pub output: CompareFormat,
+
+    /// Compare --local runs: their folders under ./tf-spawner-output (an experiment NAME:
+    /// the folders NAME-1, NAME-2…)
+    #[arg(long)]
+    pub local: bool,
 }
 
 /// How to reach the cluster: kubectl's conventions.
@@ -450,6 +499,20 @@ pub struct SpawnArgs {
     /// Do not ask for confirmation before deleting
     #[arg(short = 'y', long)]
     pub yes: bool,
+
+    /// With -d: delete every run of experiment NAME (tf-spawner sweep), all their objects
+    /// in one pass per kind, after listing them
+    #[arg(long, requires = "delete", conflicts_with = "tag", value_name = "NAME")]
+    pub experiment: Option<String>,
+
+    /// With -d: delete every finished run (Succeeded or Failed) older than --older-than,
+    /// after listing them (TFJob's ttlSecondsAfterFinished, on request)
+    #[arg(long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
+    pub finished: bool,
+
+    /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
+    #[arg(long, requires = "finished", value_parser = parse::parse_duration, value_name = "DURATION")]
+    pub older_than: Option<Duration>,
 
     /// Print the objects that would be created instead of creating them
     #[arg(long)]

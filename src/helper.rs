@@ -90,6 +90,28 @@ pub struct HelperSpec<'a> {
     pub security: Option<PodSecurityContext>,
 }
 
+/// TensorBoard over several runs (`tensorboard NAME`): the pod's `--logdir DIR` becomes
+/// `--logdir_spec TAG:DIR,…`, each run under its tag (TensorBoard's own way of naming
+/// runs; a tag has no `:` or `,`).
+pub fn serve_runs(pod: &mut Pod, runs: &[(String, String)]) {
+    let spec: Vec<String> = runs
+        .iter()
+        .map(|(tag, dir)| format!("{tag}:{dir}"))
+        .collect();
+    let command = pod
+        .spec
+        .as_mut()
+        .and_then(|s| s.containers.first_mut())
+        .and_then(|c| c.command.as_mut());
+    if let Some(command) = command
+        && let Some(at) = command.iter().position(|w| w == "--logdir")
+        && at + 1 < command.len()
+    {
+        command[at] = "--logdir_spec".to_string();
+        command[at + 1] = spec.join(",");
+    }
+}
+
 /// The helper pod.
 pub fn pod(spec: &HelperSpec<'_>) -> Pod {
     let labels = BTreeMap::from([
@@ -163,7 +185,7 @@ fn container_of(spec: &HelperSpec<'_>) -> (Vec<String>, Option<Probe>) {
             vec![
                 "tensorboard".to_string(),
                 "--logdir".to_string(),
-                spec.volume.path.clone(),
+                spec.volume.dir(),
                 "--host".to_string(),
                 "127.0.0.1".to_string(),
                 "--port".to_string(),
@@ -349,6 +371,7 @@ mod tests {
         OutputVolume {
             claim: "out".into(),
             path: "/output".into(),
+            folder: None,
         }
     }
 
@@ -509,5 +532,27 @@ mod tests {
             pending.ends_with("if that cp was killed, tf-spawner -d -t t deletes it (its deadline counts from its start)"),
             "{pending}"
         );
+    }
+
+    #[test]
+    fn tensorboard_over_several_runs_names_each_by_its_tag() {
+        let v = volume();
+        let mut pod = pod(&HelperSpec {
+            helper: Helper::Tensorboard,
+            name: "lr-1-tensorboard-abc".into(),
+            tag: "lr-1",
+            namespace: "ns",
+            image: "tf".into(),
+            volume: &v,
+            node: None,
+            security: None,
+        });
+        let runs = [("lr-1", "/output/lr-1"), ("lr-2", "/output/lr-2")]
+            .map(|(t, d)| (t.to_string(), d.to_string()));
+        serve_runs(&mut pod, &runs);
+        let command = &pod.spec.as_ref().unwrap().containers[0].command;
+        let command = command.as_ref().unwrap();
+        assert_eq!(command[1], "--logdir_spec");
+        assert_eq!(command[2], "lr-1:/output/lr-1,lr-2:/output/lr-2");
     }
 }

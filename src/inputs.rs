@@ -201,6 +201,7 @@ pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
     Ok(OutputVolume {
         claim: claim.to_string(),
         path,
+        folder: None,
     })
 }
 

@@ -97,6 +97,10 @@ pub fn helper_selector(tag: &str) -> String {
 /// On the run's ConfigMap: `--volume`'s claim and mount path, `CLAIM:PATH`, so that `cp`
 /// and `tensorboard` find the run's volume from its tag.
 pub const VOLUME_ANNOTATION: &str = "tf-spawner/volume";
+/// On the run's ConfigMap beside [`VOLUME_ANNOTATION`]: the run's own folder on the
+/// claim, relative to its mount path (the tag), which its [`OUTPUT_DIR_VAR`] names; a
+/// run of an earlier version has none (it wrote at the claim's root).
+pub const VOLUME_FOLDER_ANNOTATION: &str = "tf-spawner/volume-folder";
 
 /// On a pod tf-spawner stopped after the run's verdict (`cluster/stop.rs`): when, in RFC
 /// 3339. The pod's `activeDeadlineSeconds` was lowered so the kubelet ends it and keeps
@@ -142,6 +146,9 @@ pub const EXPERIMENT_LABEL: &str = "tf-spawner/experiment";
 /// On the run's ConfigMap of a sweep's run: its parameters, as a JSON object of name to
 /// value as text (`{"lr":"0.1","batch":"64"}`).
 pub const PARAMS_ANNOTATION: &str = "tf-spawner/params";
+/// On the run's ConfigMap: the metrics its training printed (final, best, the curve per
+/// epoch), compact JSON written at the verdict and at each restart (`metrics/`).
+pub const METRICS_ANNOTATION: &str = "tf-spawner/metrics";
 
 /// The variable that tells the training script where the run's volume is mounted (with
 /// `--local`: a directory on this machine).
@@ -199,6 +206,22 @@ pub fn network_policy_name(tag: &str) -> String {
 /// The run's gang PodGroup (`--gang`), which its pods name.
 pub fn pod_group_name(tag: &str) -> String {
     format!("{tag}-group")
+}
+
+/// What is wrong with `value` as a label value (at most 63 characters: letters, digits,
+/// `-`, `_`, `.`, starting and ending with a letter or digit), if anything: a value put
+/// in a label selector must be one, or it would change the selector.
+pub(crate) fn label_value_problem(value: &str) -> Option<String> {
+    let inner = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    let bytes = value.as_bytes();
+    let ok = !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes.iter().all(|b| inner(*b))
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric();
+    (!ok).then(|| {
+        "is not a valid name (letters, digits, '-', '_' and '.', starting and ending with a letter or digit, at most 63 characters)".to_string()
+    })
 }
 
 /// What is wrong with `name` as a DNS-1123 subdomain of at most `max` characters.

@@ -23,6 +23,7 @@ pub(crate) mod imports;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;
+pub(crate) mod metrics;
 pub(crate) mod ops;
 pub(crate) mod output;
 pub(crate) mod plan;
@@ -324,6 +325,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
         Some(cli::Command::Logs(args)) => commands::logs::exec(&settings, args).await,
         Some(cli::Command::List(args)) => commands::list::exec(&settings, args).await,
         Some(cli::Command::Cp(args)) => commands::cp::exec(&settings, args).await,
+        Some(cli::Command::Compare(args)) => commands::compare::exec(&settings, args).await,
         Some(cli::Command::Tensorboard(args)) => commands::tensorboard::exec(&settings, args).await,
         Some(cli::Command::Sweep(args)) => commands::sweep::exec(&settings, args).await,
         None if spawn.delete => commands::delete::exec(&settings, spawn).await,

@@ -81,10 +81,19 @@ pub async fn existing(
     gangs: &[Gang],
     network_policy: bool,
 ) -> Result<Vec<ObjectRef>> {
-    let selector = whole_run_selector(tag);
+    existing_selected(cluster, &whole_run_selector(tag), gangs, network_policy).await
+}
+
+/// The objects `selector` finds, of every kind a run has (`-d --experiment`'s list).
+pub async fn existing_selected(
+    cluster: &Cluster,
+    selector: &str,
+    gangs: &[Gang],
+    network_policy: bool,
+) -> Result<Vec<ObjectRef>> {
     let network_policies = async {
         match network_policy {
-            true => optional_names::<NetworkPolicy>(cluster, &selector).await,
+            true => optional_names::<NetworkPolicy>(cluster, selector).await,
             false => Ok(Vec::new()),
         }
     };
@@ -92,16 +101,16 @@ pub async fn existing(
         let mut found = Vec::new();
         for &gang in gangs {
             let result =
-                with_pod_group_type!(gang, K => optional_names::<K>(cluster, &selector).await);
+                with_pod_group_type!(gang, K => optional_names::<K>(cluster, selector).await);
             found.extend(result?);
         }
         Ok(found)
     };
     let (pods, services, config_maps, secrets, pod_groups, policies) = tokio::try_join!(
-        names::<Pod>(cluster, &selector),
-        names::<Service>(cluster, &selector),
-        names::<ConfigMap>(cluster, &selector),
-        secret_names(cluster, &selector),
+        names::<Pod>(cluster, selector),
+        names::<Service>(cluster, selector),
+        names::<ConfigMap>(cluster, selector),
+        secret_names(cluster, selector),
         pod_groups,
         network_policies,
     )?;

@@ -11,13 +11,15 @@ use serde::{Deserialize, Serialize};
 
 use super::Cluster;
 use crate::labels::{
-    CLUSTER_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, NEVER_STARTED_ANNOTATION,
-    NOT_STARTED_ANNOTATION, RUN_LABEL, VERDICT_ANNOTATION, config_map_name, run_selector,
+    CLUSTER_ANNOTATION, EXPERIMENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, METRICS_ANNOTATION,
+    NEVER_STARTED_ANNOTATION, NOT_STARTED_ANNOTATION, PARAMS_ANNOTATION, RUN_LABEL,
+    VERDICT_ANNOTATION, config_map_name, run_selector,
 };
+use crate::metrics::RunMetrics;
 use crate::roles::RoleSizes;
 
 /// What a run's ConfigMap says of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Record {
     pub namespace: String,
     pub tag: String,
@@ -36,6 +38,12 @@ pub struct Record {
     /// created the attempt's pods again): its attempt
     /// ([`super::recreate::RESTARTING_ANNOTATION`]).
     pub restarting: Option<u32>,
+    /// The experiment the run belongs to ([`EXPERIMENT_LABEL`]), and its parameters
+    /// ([`PARAMS_ANNOTATION`]).
+    pub experiment: Option<String>,
+    pub params: std::collections::BTreeMap<String, String>,
+    /// What its training printed ([`METRICS_ANNOTATION`], `metrics/`).
+    pub metrics: Option<RunMetrics>,
 }
 
 /// Tasks that never started, and why ([`NOT_STARTED_ANNOTATION`]).
@@ -79,7 +87,8 @@ impl Record {
 
 impl Record {
     fn of(meta: &ObjectMeta) -> Option<Record> {
-        let tag = meta.labels.as_ref()?.get(RUN_LABEL)?.clone();
+        let labels = meta.labels.as_ref()?;
+        let tag = labels.get(RUN_LABEL)?.clone();
         let annotation = |key: &str| meta.annotations.as_ref().and_then(|a| a.get(key));
         Some(Record {
             namespace: meta.namespace.clone().unwrap_or_default(),
@@ -99,37 +108,66 @@ impl Record {
                 .unwrap_or_default(),
             restarting: annotation(super::recreate::RESTARTING_ANNOTATION)
                 .and_then(|a| a.parse().ok()),
+            experiment: labels.get(EXPERIMENT_LABEL).cloned(),
+            params: annotation(PARAMS_ANNOTATION)
+                .map(|s| crate::metrics::params(s))
+                .unwrap_or_default(),
+            metrics: annotation(METRICS_ANNOTATION).and_then(|s| RunMetrics::parse(s)),
             tag,
         })
     }
 }
 
-/// Writes the verdict, the tasks deleted unstarted and why the tasks stopped or deleted
-/// unstarted had not started, on run `tag`'s ConfigMap.
-pub async fn write(
+/// The run's end as [`write`] records it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ending<'a> {
+    pub verdict: &'a str,
+    /// Tasks deleted unstarted, and why the tasks stopped or deleted unstarted had not
+    /// started.
+    pub never_started: &'a [&'a str],
+    pub not_started: &'a [NotStarted],
+    /// What the training printed; `None` leaves a record written before (a restart's).
+    pub metrics: Option<&'a RunMetrics>,
+}
+
+/// Writes the verdict, the tasks deleted unstarted, why the tasks stopped or deleted
+/// unstarted had not started and the training's metrics on run `tag`'s ConfigMap (one
+/// request).
+pub async fn write(cluster: &Cluster, tag: &str, end: Ending<'_>) -> Result<()> {
+    let never = (!end.never_started.is_empty()).then(|| end.never_started.join(","));
+    let why = (!end.not_started.is_empty())
+        .then(|| serde_json::to_string(end.not_started).unwrap_or_default());
+    let mut annotations = serde_json::json!({
+        VERDICT_ANNOTATION: end.verdict,
+        NEVER_STARTED_ANNOTATION: never,
+        NOT_STARTED_ANNOTATION: why,
+    });
+    if let Some(m) = end.metrics {
+        annotations[METRICS_ANNOTATION] = m.to_text().into();
+    }
+    patch(cluster, tag, &annotations, "recording the verdict").await
+}
+
+/// Writes the training's metrics alone on run `tag`'s ConfigMap (at a restart).
+pub async fn write_metrics(cluster: &Cluster, tag: &str, metrics: &RunMetrics) -> Result<()> {
+    let annotations = serde_json::json!({ METRICS_ANNOTATION: metrics.to_text() });
+    patch(cluster, tag, &annotations, "recording the metrics").await
+}
+
+async fn patch(
     cluster: &Cluster,
     tag: &str,
-    verdict: &str,
-    never_started: &[&str],
-    not_started: &[NotStarted],
+    annotations: &serde_json::Value,
+    doing: &str,
 ) -> Result<()> {
-    let never = (!never_started.is_empty()).then(|| never_started.join(","));
-    let why =
-        (!not_started.is_empty()).then(|| serde_json::to_string(not_started).unwrap_or_default());
-    let patch = serde_json::json!({
-        "metadata": { "annotations": {
-            VERDICT_ANNOTATION: verdict,
-            NEVER_STARTED_ANNOTATION: never,
-            NOT_STARTED_ANNOTATION: why,
-        } }
-    });
+    let patch = serde_json::json!({ "metadata": { "annotations": annotations } });
     match cluster
         .merge_patch::<ConfigMap>(&config_map_name(tag), &patch)
         .await
     {
         // The run was deleted meanwhile: nothing to record.
         Err(e) if e.code() == Some(404) => Ok(()),
-        result => result.map_err(|e| cluster.explain("recording the verdict", &e)),
+        result => result.map_err(|e| cluster.explain(doing, &e)),
     }
 }
 
@@ -151,7 +189,16 @@ pub async fn all(
     cluster: &Cluster,
     all_namespaces: bool,
 ) -> Result<Vec<Record>, super::retry::CallError> {
-    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}");
+    matching(cluster, all_namespaces, "").await
+}
+
+/// The records whose ConfigMaps also match `more` (`,LABEL=VALUE`…).
+async fn matching(
+    cluster: &Cluster,
+    all_namespaces: bool,
+    more: &str,
+) -> Result<Vec<Record>, super::retry::CallError> {
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{RUN_LABEL}{more}");
     let found = cluster
         .list_metadata_in::<ConfigMap>(&selector, all_namespaces)
         .await?;

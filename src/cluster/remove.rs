@@ -30,8 +30,8 @@ use kube::api::{DeleteParams, ListParams};
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, POD_GROUP_ANNOTATION,
-    config_map_name, whole_run_selector,
+    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET,
+    POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
 use crate::podgroup::{Gang, with_pod_group_type};
 
@@ -78,25 +78,73 @@ enum SecretRecord {
 }
 
 impl SecretRecord {
-    fn of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> SecretRecord {
-        let name = config_map_name(tag);
-        let Ok(gone) = config_maps else {
+    /// From the records deleted (none: unknown): a Secret if any run has one.
+    fn of(records: Option<&[&Gone]>) -> SecretRecord {
+        let Some(records) = records else {
             return SecretRecord::Unknown;
         };
-        match gone
-            .iter()
-            .find(|o| o.name == name)
-            .and_then(|o| o.env_secret.as_deref())
-        {
-            Some(NO_ENV_SECRET) => SecretRecord::None,
-            Some(_) => SecretRecord::Some,
-            None => SecretRecord::Unknown,
+        let mut out = SecretRecord::None;
+        for r in records {
+            match r.env_secret.as_deref() {
+                Some(NO_ENV_SECRET) => {}
+                Some(_) => return SecretRecord::Some,
+                None => out = SecretRecord::Unknown,
+            }
         }
+        out
+    }
+}
+
+/// What a delete removes: one run's objects (`-d -t TAG`), or every object of an
+/// experiment's runs (`-d --experiment NAME`), in one pass per kind.
+#[derive(Debug, Clone, Copy)]
+pub enum Selected<'a> {
+    Run(&'a str),
+    Experiment(&'a str),
+}
+
+impl Selected<'_> {
+    /// `run 'T'`, `experiment 'N'`.
+    pub fn what(&self) -> String {
+        match self {
+            Selected::Run(tag) => format!("run '{tag}'"),
+            Selected::Experiment(name) => format!("experiment '{name}'"),
+        }
+    }
+
+    pub fn selector(&self) -> String {
+        match self {
+            Selected::Run(tag) => whole_run_selector(tag),
+            Selected::Experiment(name) => format!("{EXPERIMENT_LABEL}={name}"),
+        }
+    }
+
+    /// The deleted ConfigMaps that are runs' records: the run's own, or each run's of
+    /// the experiment (they carry [`ENV_SECRET_ANNOTATION`]); `None` when there is none.
+    fn records<'g>(&self, config_maps: &'g Result<Vec<Gone>, KindFailed>) -> Option<Vec<&'g Gone>> {
+        let gone = config_maps.as_ref().ok()?;
+        let found: Vec<&Gone> = match self {
+            Selected::Run(tag) => {
+                let name = config_map_name(tag);
+                gone.iter().filter(|o| o.name == name).collect()
+            }
+            Selected::Experiment(_) => gone.iter().filter(|o| o.env_secret.is_some()).collect(),
+        };
+        (!found.is_empty()).then_some(found)
     }
 }
 
 pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
-    let selector = whole_run_selector(tag);
+    delete_selected(cluster, Selected::Run(tag), max_in_flight).await
+}
+
+/// Deletes every object `which` selects.
+pub async fn delete_selected(
+    cluster: &Cluster,
+    which: Selected<'_>,
+    max_in_flight: usize,
+) -> Deleted {
+    let selector = which.selector();
     // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
     // a spawn of the tag at the same time checks that its ConfigMap is still there once
     // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the
@@ -104,9 +152,7 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     // after, the spawn finds its ConfigMap gone and deletes it again. No pod is left
     // without its ConfigMap (stuck in ContainerCreating).
     let config_maps = delete_kind::<ConfigMap>(cluster, &selector, max_in_flight).await;
-    let record = SecretRecord::of(tag, &config_maps);
-    let gangs = gangs_of(tag, &config_maps);
-    let policy = network_policy_of(tag, &config_maps);
+    let (record, gangs, policy) = what_else(which, &config_maps);
     let secrets = async {
         match delete_kind::<Secret>(cluster, &selector, max_in_flight).await {
             Err(e) if e.forbidden && record == SecretRecord::None => Ok(Vec::new()),
@@ -133,7 +179,8 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     let secrets = match secrets {
         Err(e) if e.forbidden && record == SecretRecord::Unknown && nothing_else => {
             out.notes.push(format!(
-                "nothing else of run '{tag}' was found, and its secrets could not be looked for: {}",
+                "nothing else of {} was found, and its secrets could not be looked for: {}",
+                which.what(),
                 e.why
             ));
             Ok(Vec::new())
@@ -224,29 +271,38 @@ async fn delete_pod_groups_of_run(
     .await
 }
 
-/// The gangs whose PodGroups the run's ConfigMap records: `Some(&[])` for a run without
-/// one, `None` when no ConfigMap of the run was deleted (no record).
-fn gangs_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<Vec<Gang>> {
-    let name = config_map_name(tag);
-    let gone = config_maps.as_ref().ok()?;
-    let ours = gone.iter().find(|o| o.name == name)?;
-    Some(
-        ours.pod_group
-            .as_deref()
-            .and_then(Gang::parse)
-            .into_iter()
-            .collect(),
+/// What the deleted ConfigMaps record of the runs' other objects: whether they have a
+/// Secret, the gangs of their PodGroups, whether they have a NetworkPolicy.
+fn what_else(
+    which: Selected<'_>,
+    config_maps: &Result<Vec<Gone>, KindFailed>,
+) -> (SecretRecord, Option<Vec<Gang>>, Option<bool>) {
+    let records = which.records(config_maps);
+    let policy = records
+        .as_ref()
+        .map(|r| r.iter().any(|o| o.network_policy.is_some()));
+    (
+        SecretRecord::of(records.as_deref()),
+        gangs_of(records.as_deref()),
+        policy,
     )
 }
 
-/// Whether the run has a NetworkPolicy, as its ConfigMap records
-/// ([`NETWORK_POLICY_ANNOTATION`]; a ConfigMap without it, from a run without one or an
-/// older tf-spawner, says no); `None` when no ConfigMap of the run was deleted.
-fn network_policy_of(tag: &str, config_maps: &Result<Vec<Gone>, KindFailed>) -> Option<bool> {
-    let name = config_map_name(tag);
-    let gone = config_maps.as_ref().ok()?;
-    let ours = gone.iter().find(|o| o.name == name)?;
-    Some(ours.network_policy.is_some())
+/// The gangs whose PodGroups the runs' ConfigMaps record: `Some(&[])` for runs without
+/// one, `None` when no ConfigMap of a run was deleted (no record). Whether a run has a
+/// NetworkPolicy is recorded the same way ([`NETWORK_POLICY_ANNOTATION`]; a ConfigMap
+/// without it, from a run without one or an older tf-spawner, says no).
+fn gangs_of(records: Option<&[&Gone]>) -> Option<Vec<Gang>> {
+    let mut gangs: Vec<Gang> = Vec::new();
+    for gang in records?
+        .iter()
+        .filter_map(|o| o.pod_group.as_deref().and_then(Gang::parse))
+    {
+        if !gangs.contains(&gang) {
+            gangs.push(gang);
+        }
+    }
+    Some(gangs)
 }
 
 /// One collection DELETE of a kind a run may not have (a PodGroup kind, NetworkPolicies).
@@ -390,16 +446,26 @@ fn explain<K: RunObject>(cluster: &Cluster, e: &CallError) -> KindFailed {
 
 /// The error for a delete that left objects behind.
 pub fn failure(deleted: &Deleted, tag: &str, namespace: &str) -> Option<anyhow::Error> {
+    failure_of(deleted, Selected::Run(tag), namespace)
+}
+
+/// The error for a delete of `which` that left objects behind.
+pub fn failure_of(
+    deleted: &Deleted,
+    which: Selected<'_>,
+    namespace: &str,
+) -> Option<anyhow::Error> {
     if deleted.failed.is_empty() {
         return None;
     }
     let reasons: Vec<&str> = deleted.failed.iter().map(|(_, why)| why.as_str()).collect();
     let kinds: Vec<&str> = deleted.failed.iter().map(|(k, _)| k.plural()).collect();
     Some(anyhow!(
-        "{}; {} of run '{tag}' may be left in namespace '{namespace}' (see: kubectl get {} -n {namespace} -l {})",
+        "{}; {} of {} may be left in namespace '{namespace}' (see: kubectl get {} -n {namespace} -l {})",
         reasons.join("; "),
         kinds.join(", "),
+        which.what(),
         kinds.join(","),
-        whole_run_selector(tag)
+        which.selector()
     ))
 }

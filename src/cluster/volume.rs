@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::Cluster;
 use super::retry::{CallError, Plain, retry};
-use crate::labels::{VOLUME_ANNOTATION, config_map_name, run_selector};
+use crate::labels::{VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name, run_selector};
 use crate::plan::OutputVolume;
 use crate::plan::security::Owner;
 
@@ -60,12 +60,14 @@ impl Cluster {
                 self.namespace
             );
         };
-        Ok(found
-            .metadata
-            .annotations
-            .as_ref()
+        let annotations = found.metadata.annotations.as_ref();
+        let folder = annotations
+            .and_then(|a| a.get(VOLUME_FOLDER_ANNOTATION))
+            .cloned();
+        Ok(annotations
             .and_then(|a| a.get(VOLUME_ANNOTATION))
-            .and_then(|v| OutputVolume::from_annotation(v)))
+            .and_then(|v| OutputVolume::from_annotation(v))
+            .map(|v| OutputVolume { folder, ..v }))
     }
 
     /// The ConfigMap `name` whole, if it exists.

@@ -14,6 +14,7 @@ pub async fn exec(settings: &Settings, args: &CpArgs) -> Result<()> {
         remote: args.remote.clone(),
         local: args.local.clone(),
         timeout: args.timeout,
+        whole_volume: args.whole_volume,
     };
     let copied = cp::run(&cluster, &copy).await?;
     for skipped in &copied.skipped {

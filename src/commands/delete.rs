@@ -22,6 +22,12 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         )
         .into());
     }
+    if let Some(name) = &args.experiment {
+        return experiment(settings, args, name).await;
+    }
+    if let Some(age) = args.older_than.filter(|_| args.finished) {
+        return finished(settings, args, age).await;
+    }
     let tag = args.tag.as_str();
     let cluster = settings.connect()?;
     let ns = cluster.namespace().to_string();
@@ -64,6 +70,112 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         delete::wait_gone(&cluster, tag, args.timeout, started).await?;
     }
     Ok(())
+}
+
+/// `-d --experiment NAME`: every object of the experiment's runs, after the list and
+/// the question (as for a run), by the experiment's label in one pass per kind.
+async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result<()> {
+    if let Some(problem) = crate::labels::label_value_problem(name) {
+        return Err(UsageError::new(format!(
+            "--experiment \"{}\" {problem}",
+            output::escape_controls(name)
+        ))
+        .into());
+    }
+    let cluster = settings.connect()?;
+    let ns = cluster.namespace().to_string();
+    let which = delete::Selected::Experiment(name);
+    if !args.yes && std::io::stdin().is_terminal() {
+        let found =
+            delete::existing_selected(&cluster, &which.selector(), &Gang::ALL, true).await?;
+        if found.is_empty() {
+            output::print(&format!(
+                "nothing labelled {} in namespace {ns}\n",
+                which.selector()
+            ))?;
+            return Ok(());
+        }
+        let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+        output::eprint(&format!("{}\n", shown.join("\n")));
+        let question = format!(
+            "delete these {} objects of experiment '{name}' in namespace {ns}? [y/N] ",
+            found.len()
+        );
+        if !confirm(&question).await? {
+            bail!("aborted; nothing was deleted");
+        }
+    }
+    let deleted = delete::delete_experiment(&cluster, name, args.max_in_flight).await;
+    if deleted.removed.is_empty() && deleted.failed.is_empty() {
+        output::print(&format!(
+            "nothing labelled {} in namespace {ns}\n",
+            which.selector()
+        ))?;
+    } else {
+        report(name, &ns, &deleted.removed, args.output)?;
+    }
+    for note in &deleted.notes {
+        output::note(note);
+    }
+    match delete::failure_of(&deleted, which, &ns) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+/// `-d --finished --older-than AGE`: every run whose verdict is final (Succeeded or
+/// Failed) and that was made at least AGE ago, after the list and the question; one run
+/// after the other, each as `-d -t TAG`.
+async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duration) -> Result<()> {
+    let cluster = settings.connect()?;
+    let ns = cluster.namespace().to_string();
+    let old: Vec<crate::ops::list::RunJson> = crate::ops::list::list(&cluster, false)
+        .await?
+        .into_iter()
+        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed"))
+        .filter(|r| r.age_seconds.is_some_and(|a| a >= age.as_secs()))
+        .collect();
+    let shown = crate::duration::age(age.as_secs());
+    if old.is_empty() {
+        output::print(&format!(
+            "no finished run older than {shown} in namespace {ns}\n"
+        ))?;
+        return Ok(());
+    }
+    if !args.yes && std::io::stdin().is_terminal() {
+        let rows: Vec<String> = old
+            .iter()
+            .map(|r| {
+                let age = r
+                    .age_seconds
+                    .map_or_else(|| "-".into(), crate::duration::age);
+                format!("{}  {}  {age}", r.tag, r.verdict)
+            })
+            .collect();
+        output::eprint(&format!("{}\n", rows.join("\n")));
+        let question = format!(
+            "delete these {} finished runs older than {shown} in namespace {ns}? [y/N] ",
+            old.len()
+        );
+        if !confirm(&question).await? {
+            bail!("aborted; nothing was deleted");
+        }
+    }
+    let mut failed = Vec::new();
+    for run in &old {
+        let deleted = delete::delete(&cluster, &run.tag, args.max_in_flight).await;
+        report(&run.tag, &ns, &deleted.removed, args.output)?;
+        for note in &deleted.notes {
+            output::note(note);
+        }
+        if let Some(err) = delete::failure(&deleted, &run.tag, &ns) {
+            failed.push(format!("{err:#}"));
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => bail!("{}", failed.join("; ")),
+    }
 }
 
 /// `deleted pod/…` lines, or with `-o json|yaml` the summary

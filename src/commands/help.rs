@@ -35,6 +35,9 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("restart_backoff", None),
     ("node_grace", None),
     ("yes", None),
+    ("experiment", None),
+    ("finished", None),
+    ("older_than", None),
     ("randomize_tag", None),
     ("strategy", Some(ROLES)),
     ("ps_cpu", Some(RESOURCES)),
@@ -110,6 +113,38 @@ const VALUES_IN_TEXT: &[&str] = &["output"];
 
 /// A verb's flags whose full text is more than a screen wants.
 const VERB_SHORT: &[(&str, &str, &str)] = &[
+    ("compare", "names", "An experiment's name, or runs' tags"),
+    (
+        "compare",
+        "sort",
+        "Sort by this metric's best: loss-like lowest first; -M highest, +M lowest",
+    ),
+    (
+        "compare",
+        "chart",
+        "The metric the chart draws [default: the sort's]",
+    ),
+    ("compare", "output", "table (and a chart), json or csv"),
+    (
+        "compare",
+        "local",
+        "Compare --local runs (./tf-spawner-output)",
+    ),
+    (
+        "tensorboard",
+        "names",
+        "An experiment's name, or runs' tags: one TensorBoard over them",
+    ),
+    (
+        "tensorboard",
+        "whole_volume",
+        "Serve the whole claim, not the run's folder",
+    ),
+    (
+        "cp",
+        "whole_volume",
+        "A relative REMOTE is in the whole claim",
+    ),
     (
         "wait",
         "until",
@@ -246,6 +281,10 @@ const ABOUTS: &[(&str, &str)] = &[
     (
         "tensorboard",
         "Serve the run's TensorBoard summaries on a local port",
+    ),
+    (
+        "compare",
+        "Compare the runs of an experiment, or runs by tag: metrics and curves",
     ),
     (
         "config",

@@ -48,7 +48,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
         colour: output::fancy_stdout(),
     };
+    let began = std::time::Instant::now();
     let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
+    local::keep_metrics(&output_dir, &outcome, &training, began.elapsed());
     report(&plan.tag, outcome, &training)
 }
 

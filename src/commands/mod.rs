@@ -4,6 +4,7 @@
 //!
 //! [`Settings`]: crate::settings::Settings
 
+pub mod compare;
 pub mod completions;
 pub mod config;
 pub mod cp;

@@ -19,6 +19,8 @@ pub async fn exec(settings: &Settings, args: &TensorboardArgs) -> Result<()> {
         image: settings.tensorboard_image.value.clone(),
         keep: args.keep,
         timeout: args.timeout,
+        whole_volume: args.whole_volume,
+        names: args.names.clone(),
     };
     tensorboard::run(&cluster, &board).await
 }

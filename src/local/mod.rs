@@ -173,6 +173,37 @@ pub enum Outcome {
     Interrupted(u8),
 }
 
+/// Writes what the deciding task printed of the training (`metrics::RunMetrics`, with
+/// the verdict) as `metrics.json` in the run's output folder, for `compare --local`; a
+/// run interrupted or that printed no metric writes none. A failed write is a note.
+pub fn keep_metrics(dir: &std::path::Path, outcome: &Outcome, training: &Training, took: Duration) {
+    let verdict = match outcome {
+        Outcome::Succeeded { .. } => "Succeeded".to_string(),
+        Outcome::Failed { task, ended, .. } => format!(
+            "Failed: {} {}",
+            task.map_or_else(|| "a task".to_string(), Task::id),
+            ended.map_or_else(|| "failed".to_string(), |e| e.to_string())
+        ),
+        Outcome::TimedOut { after, .. } => format!(
+            "Failed: timed out after {}",
+            humantime::format_duration(*after)
+        ),
+        Outcome::Interrupted(_) => return,
+    };
+    let Some(mut metrics) = crate::metrics::RunMetrics::of(training, Some(took.as_secs()), 0)
+    else {
+        return;
+    };
+    metrics.verdict = Some(verdict);
+    let path = dir.join(crate::metrics::METRICS_FILE);
+    if let Err(e) = std::fs::write(&path, metrics.to_text()) {
+        crate::output::note(&format!(
+            "the metrics are not kept in {}: {e}",
+            path.display()
+        ));
+    }
+}
+
 /// What the runner needs besides the plan.
 #[derive(Debug, Clone)]
 pub struct RunOptions {

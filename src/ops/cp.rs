@@ -27,6 +27,8 @@ pub(crate) struct Copy {
     pub local: PathBuf,
     /// How long the helper pod may take to start.
     pub timeout: Duration,
+    /// `--whole-volume`: a relative REMOTE is in the claim's root, not the run's folder.
+    pub whole_volume: bool,
 }
 
 /// What a copy brought home.
@@ -39,18 +41,23 @@ pub(crate) struct Copied {
     pub skipped: Vec<String>,
 }
 
-/// The path in the volume to copy: relative to its mount path (`""` for all of it).
+/// The path in the volume to copy, relative to its mount path (`""` for all of it): an
+/// absolute REMOTE under the mount path, or a relative one in the run's folder (when the
+/// run has one: `volume.folder`).
 fn remote_in_volume(remote: &str, volume: &OutputVolume) -> Result<String> {
     let inside = match remote.strip_prefix(&volume.path) {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest.to_string(),
         _ if remote.starts_with('/') => bail!(
             "{remote} is not in the run's volume, which is mounted at {}",
             volume.path
         ),
-        _ => remote,
+        _ => match &volume.folder {
+            Some(folder) => format!("{folder}/{remote}"),
+            None => remote.to_string(),
+        },
     };
     let mut parts = Vec::new();
-    for c in Path::new(inside).components() {
+    for c in Path::new(&inside).components() {
         match c {
             Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
             Component::RootDir | Component::CurDir => {}
@@ -91,7 +98,10 @@ pub(crate) async fn run(cluster: &Cluster, copy: &Copy) -> Result<Copied> {
         )
         .into());
     }
-    let volume = super::helper::run_volume(cluster, &copy.tag).await?;
+    let mut volume = super::helper::run_volume(cluster, &copy.tag).await?;
+    if copy.whole_volume {
+        volume.folder = None;
+    }
     let inside = remote_in_volume(&copy.remote, &volume)?;
     let name = match inside.rsplit_once('/') {
         Some((_, last)) => last.to_string(),
@@ -367,6 +377,7 @@ mod tests {
         OutputVolume {
             claim: "out".into(),
             path: "/output".into(),
+            folder: None,
         }
     }
 
@@ -379,6 +390,18 @@ mod tests {
         assert!(remote_in_volume("/etc/passwd", &v).is_err());
         assert!(remote_in_volume("model/../../etc", &v).is_err());
         assert!(remote_in_volume("/outputs/x", &v).is_err());
+        // A run with its own folder: a relative path is in it, an absolute one is not.
+        let run = OutputVolume {
+            folder: Some("lr-1".into()),
+            ..volume()
+        };
+        assert_eq!(remote_in_volume("model", &run).unwrap(), "lr-1/model");
+        assert_eq!(remote_in_volume(".", &run).unwrap(), "lr-1");
+        assert_eq!(
+            remote_in_volume("/output/lr-2/model", &run).unwrap(),
+            "lr-2/model"
+        );
+        assert!(remote_in_volume("../lr-2", &run).is_err());
     }
 
     #[test]

@@ -12,12 +12,24 @@ use crate::errors::{EXIT_TIMEOUT, ExitError};
 use crate::labels::whole_run_selector;
 use crate::{output, signals};
 
-pub(crate) use crate::cluster::apply::existing;
-pub(crate) use crate::cluster::remove::{Deleted, failure};
+pub(crate) use crate::cluster::apply::{existing, existing_selected};
+pub(crate) use crate::cluster::remove::{Deleted, Selected, failure, failure_of};
 
 /// Deletes every object of run `tag` (see `cluster/remove.rs`).
 pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -> Deleted {
     crate::cluster::remove::delete_run(cluster, tag, max_in_flight).await
+}
+
+/// Deletes every object of experiment `name`'s runs (`-d --experiment`), one pass per
+/// kind by the experiment's label: a sweep starting runs meanwhile is not left with half
+/// of them.
+pub(crate) async fn delete_experiment(
+    cluster: &Cluster,
+    name: &str,
+    max_in_flight: usize,
+) -> Deleted {
+    crate::cluster::remove::delete_selected(cluster, Selected::Experiment(name), max_in_flight)
+        .await
 }
 
 /// `-d --wait`: until the pods that linger for their grace period are gone, or the

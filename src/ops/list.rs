@@ -46,6 +46,15 @@ pub struct RunJson {
     pub recorded_verdict: Option<String>,
     /// The run's helper pods (`cp`, `tensorboard`) by kind: not tasks, not in `pods`.
     pub helpers: BTreeMap<String, u32>,
+    /// The experiment the run belongs to (`tf-spawner sweep`), else null.
+    pub experiment: Option<String>,
+    /// The training's last metrics and epochs done, as recorded at the run's verdict
+    /// (`compare` shows the rest), else null.
+    pub metrics: Option<BTreeMap<String, f64>>,
+    pub epochs_done: Option<u32>,
+    /// The metric the table shows (`val_loss`, else `loss`, else the first).
+    #[serde(skip)]
+    pub headline: Option<(String, f64)>,
     /// Its ConfigMap is there (the table's words for a run without pods).
     #[serde(skip)]
     pub recorded: bool,
@@ -169,7 +178,14 @@ fn run_json(
     let terminating = tracker.live().filter(|v| v.terminating).count() as u32;
     let summary = tracker.summary();
     let verdict = super::status::verdict_of(tracker, record.as_ref()).0;
+    let metrics = record.as_ref().and_then(|r| r.metrics.as_ref());
     RunJson {
+        experiment: record.as_ref().and_then(|r| r.experiment.clone()),
+        headline: metrics
+            .and_then(|m| m.headline())
+            .map(|(n, v)| (n.to_string(), v)),
+        epochs_done: metrics.map(|m| m.epochs_done),
+        metrics: metrics.map(|m| m.last.clone()),
         namespace,
         verdict,
         age_seconds,
@@ -228,7 +244,10 @@ fn helpers_cell(helpers: &BTreeMap<String, u32>) -> Option<String> {
 
 const ROLE_ORDER: [&str; 5] = ["chief", "ps", "worker", "evaluator", "other"];
 
+/// The table; the EXPERIMENT and TRAINING columns only when a run has one.
 pub fn render(runs: &[RunJson], namespaces: bool) -> String {
+    let experiments = runs.iter().any(|r| r.experiment.is_some());
+    let trained = runs.iter().any(|r| r.headline.is_some());
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
@@ -236,19 +255,50 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
                 run.tag.clone(),
                 verdict_cell(run),
                 run.age_seconds.map_or_else(|| "-".into(), age),
-                pods_cell(run),
             ];
             if namespaces {
                 row.insert(0, run.namespace.clone());
             }
+            if experiments {
+                let name = run.experiment.as_deref().map(output::escape_controls);
+                row.push(name.unwrap_or_else(|| "-".into()));
+            }
+            if trained {
+                row.push(training_cell(run));
+            }
+            row.push(pods_cell(run));
             row
         })
         .collect();
-    let mut headers = vec!["TAG", "VERDICT", "AGE", "PODS"];
+    let mut headers = vec!["TAG", "VERDICT", "AGE"];
     if namespaces {
         headers.insert(0, "NAMESPACE");
     }
+    if experiments {
+        headers.push("EXPERIMENT");
+    }
+    if trained {
+        headers.push("TRAINING");
+    }
+    headers.push("PODS");
     output::table(&headers, &rows)
+}
+
+/// `val_loss 0.0312, 12 epochs`: the recorded headline metric of a finished run.
+fn training_cell(run: &RunJson) -> String {
+    let Some((name, value)) = &run.headline else {
+        return "-".into();
+    };
+    let epochs = match run.epochs_done {
+        Some(1) => ", 1 epoch".to_string(),
+        Some(n) => format!(", {n} epochs"),
+        None => String::new(),
+    };
+    format!(
+        "{} {}{epochs}",
+        output::escape_controls(name),
+        crate::metrics::number(*value)
+    )
 }
 
 /// A run's PODS: its tasks by role, the ones terminating, what is left when no pod is,

@@ -4,6 +4,7 @@
 //! option structs.
 
 pub(crate) mod blame;
+pub(crate) mod compare;
 pub(crate) mod cp;
 pub(crate) mod delete;
 pub(crate) mod helper;

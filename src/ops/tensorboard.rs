@@ -37,6 +37,66 @@ pub(crate) struct Board {
     pub keep: bool,
     /// How long the pod may take to serve.
     pub timeout: Duration,
+    /// `--whole-volume`: the claim's root, not the run's folder.
+    pub whole_volume: bool,
+    /// `tensorboard NAME…`: an experiment's runs, or runs by tag, in one TensorBoard
+    /// (then `tag` is unused).
+    pub names: Vec<String>,
+}
+
+/// The runs `names` name (an experiment's, or by tag), each with its folder on their one
+/// claim; the first run's volume (mounted by the pod). One list of the runs' records, and
+/// one GET of each run's ConfigMap's metadata.
+async fn runs_of(
+    cluster: &Cluster,
+    names: &[String],
+) -> Result<(Vec<(String, String)>, OutputVolume)> {
+    let mut tags: Vec<String> = super::compare::runs(cluster, names)
+        .await?
+        .into_iter()
+        .map(|r| r.tag)
+        .collect();
+    tags.sort();
+    let mut first: Option<OutputVolume> = None;
+    let mut runs = Vec::new();
+    for tag in tags {
+        let v = super::helper::run_volume(cluster, &tag).await?;
+        let mount = first.get_or_insert_with(|| v.clone());
+        if v.claim != mount.claim {
+            bail!(
+                "runs '{}' and '{tag}' keep their output on different claims ('{}', '{}'): one TensorBoard pod mounts one; name the runs of one claim",
+                runs.first()
+                    .map_or(tag.as_str(), |(t, _): &(String, String)| t.as_str()),
+                mount.claim,
+                v.claim
+            );
+        }
+        let dir = OutputVolume {
+            path: mount.path.clone(),
+            ..v
+        }
+        .dir();
+        runs.push((tag, dir));
+    }
+    let volume = first.ok_or_else(|| anyhow::anyhow!("no runs named"))?;
+    Ok((runs, volume))
+}
+
+/// The TensorBoard pod of several runs: the first's tag, and a suffix of what it serves,
+/// so sessions over the same runs share one pod.
+fn pod_name_of(runs: &[(String, String)]) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for (tag, dir) in runs {
+        for b in tag.bytes().chain([0]).chain(dir.bytes()).chain([0]) {
+            hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    let first = runs.first().map_or("runs", |(t, _)| t.as_str());
+    format!(
+        "{}-{:06x}",
+        helper_pod_name(first, Helper::Tensorboard.as_str(), false),
+        hash & 0xff_ffff
+    )
 }
 
 /// How many times a read-then-write on the pod is tried when others change it between.
@@ -46,11 +106,26 @@ const TRIES: usize = 10;
 /// Ctrl-C; then leaves it (deleting it when no other session uses it and no `--keep`).
 pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
     let mut stop = signals::Stop::listen();
-    let volume = super::helper::run_volume(cluster, &board.tag).await?;
-    let name = helper_pod_name(&board.tag, Helper::Tensorboard.as_str(), false);
+    let (board, runs, volume, name) = if board.names.is_empty() {
+        let mut volume = super::helper::run_volume(cluster, &board.tag).await?;
+        if board.whole_volume {
+            volume.folder = None;
+        }
+        let name = helper_pod_name(&board.tag, Helper::Tensorboard.as_str(), false);
+        (board.clone(), Vec::new(), volume, name)
+    } else {
+        let (runs, volume) = runs_of(cluster, &board.names).await?;
+        let board = Board {
+            tag: runs[0].0.clone(),
+            ..board.clone()
+        };
+        let name = pod_name_of(&runs);
+        (board, runs, volume, name)
+    };
+    let board = &board;
     let listener = bind(board.port).await?;
     let me = format!("{:016x}", rand::random::<u64>());
-    let pod = join(cluster, board, &name, &volume, &me).await?;
+    let pod = join(cluster, board, &name, (&volume, &runs), &me).await?;
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let served = tokio::select! {
         r = serve(cluster, &name, listener, board.timeout) => r,
@@ -111,7 +186,7 @@ async fn join(
     cluster: &Cluster,
     board: &Board,
     name: &str,
-    volume: &OutputVolume,
+    (volume, runs): (&OutputVolume, &[(String, String)]),
     me: &str,
 ) -> Result<Pod> {
     for _ in 0..TRIES {
@@ -137,7 +212,7 @@ async fn join(
             changes.push((KEEP_ANNOTATION, Some("true".to_string())));
         }
         let Some(pod) = found else {
-            match create(cluster, board, name, volume, changes).await? {
+            match create(cluster, board, name, (volume, runs), changes).await? {
                 Some(created) => return Ok(created),
                 None => continue,
             }
@@ -156,7 +231,7 @@ async fn create(
     cluster: &Cluster,
     board: &Board,
     name: &str,
-    volume: &OutputVolume,
+    (volume, runs): (&OutputVolume, &[(String, String)]),
     changes: Vec<(&str, Option<String>)>,
 ) -> Result<Option<Pod>> {
     let mut pod = super::helper::plan(
@@ -167,6 +242,10 @@ async fn create(
         board.image.clone(),
     )
     .await?;
+    if !runs.is_empty() {
+        pod.metadata.name = Some(name.to_string());
+        crate::helper::serve_runs(&mut pod, runs);
+    }
     let annotations = pod
         .metadata
         .annotations
@@ -178,9 +257,15 @@ async fn create(
     );
     let created = cluster.create_helper(&pod).await?;
     if created.is_some() {
+        let reading = if runs.is_empty() {
+            volume.dir()
+        } else {
+            let tags: Vec<&str> = runs.iter().map(|(t, _)| t.as_str()).collect();
+            format!("the folders of {}", tags.join(", "))
+        };
         output::print(&format!(
-            "started pod/{name}, reading {} of claim '{}'\n",
-            volume.path, volume.claim
+            "started pod/{name}, reading {reading} of claim '{}'\n",
+            volume.claim
         ))?;
     }
     Ok(created)

@@ -55,6 +55,31 @@ pub(crate) async fn tail(cluster: &Cluster, tracker: &Tracker) -> Training {
     training
 }
 
+/// The progress in the deciding task's whole log (one request, read to its end), for a
+/// run whose verdict is final; `None` when the task never started or its log cannot be
+/// read.
+pub(crate) async fn whole(cluster: &Cluster, tracker: &Tracker) -> Option<Training> {
+    let pod = deciding(tracker).filter(|p| p.started)?;
+    let options = LogOptions {
+        timestamps: true,
+        ..LogOptions::default()
+    };
+    let params = options.params(pod.container.as_deref());
+    match logs::open(cluster, &pod.name, &params).await {
+        Ok(mut reader) => {
+            let mut training = Training::default();
+            let mut feed = Feed::new(true);
+            read_into(&mut reader, &mut feed, |_| true, &mut training, |_| {}).await;
+            feed.finish(now_ms(), &mut training);
+            Some(training)
+        }
+        Err(e) => {
+            tracing::debug!(pod = %pod.name, error = %e, "no metrics: the log");
+            None
+        }
+    }
+}
+
 /// Reads `reader` to its end (or a broken stream) into `feed` and `training`, calling
 /// `seen` after every chunk that changed it; `true` if the stream ended, `false` if it
 /// broke.

@@ -23,6 +23,7 @@ use crate::cluster::{Cluster, pod_logs};
 use crate::errors::{
     EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
 };
+use crate::metrics::RunMetrics;
 use crate::output;
 use crate::progress::Progress;
 use crate::signals;
@@ -121,16 +122,23 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         max_in_flight: wait.max_in_flight,
     };
     restarter.resume(cluster, &bounds).await?;
+    // The metrics of the attempts before a restart, kept in the run's record.
+    let mut earlier = None;
     loop {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
         let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
+        let metrics =
+            super::compare::run_metrics(&tracker, &training, earlier.as_ref(), wait.all_workers);
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
+            super::compare::record_restart(cluster, &wait.tag, metrics.as_ref()).await;
+            earlier = metrics;
             continue;
         }
-        return report(cluster, wait, (&tracker, &training), outcome).await;
+        let seen = (&tracker, &training, metrics.as_ref());
+        return report(cluster, wait, seen, outcome).await;
     }
 }
 
@@ -403,7 +411,7 @@ async fn start_timer(limit: Option<Duration>, mut seen: watch::Receiver<StartSee
 async fn report(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, training): (&Tracker, &Training),
+    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
     outcome: Outcome,
 ) -> Result<()> {
     let tag = wait.tag.as_str();
@@ -424,7 +432,7 @@ async fn report(
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_verdict(cluster, wait, tracker, "Succeeded").await;
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             time_and_training(tracker, wait.all_workers, training)?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
@@ -432,7 +440,7 @@ async fn report(
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
             time_and_training(tracker, false, training)?;
-            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {failure}")).await;
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {failure}")).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
@@ -440,14 +448,14 @@ async fn report(
             // `is_final` admits only the two above.
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
-        Outcome::NotStarted(d) => not_started(cluster, wait, tracker, d).await,
+        Outcome::NotStarted(d) => not_started(cluster, wait, (tracker, metrics), d).await,
         Outcome::Stalled(d) => {
             let message = format!(
                 "run '{tag}' made no progress: {} (--on-stall fail); the last: {}",
                 stalled_text(training, d),
                 show::live(training)
             );
-            let after = after_the_verdict(cluster, wait, tracker, &format!("Failed: {message}")).await;
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {message}")).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Timeout(d) => {
@@ -471,7 +479,12 @@ fn time_and_training(tracker: &Tracker, all_workers: bool, training: &Training) 
 
 /// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
 /// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
-async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Duration) -> Result<()> {
+async fn not_started(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
+    d: Duration,
+) -> Result<()> {
     let message = format!(
         "run '{}' did not start within {} of its creation (--start-timeout): {}",
         wait.tag,
@@ -482,7 +495,7 @@ async fn not_started(cluster: &Cluster, wait: &Wait, tracker: &Tracker, d: Durat
         "Failed: did not start (--start-timeout {})",
         humantime_secs(d)
     );
-    let after = after_the_verdict(cluster, wait, tracker, &record).await;
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
     Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
@@ -536,7 +549,7 @@ fn humantime_secs(d: Duration) -> String {
 async fn after_the_verdict(
     cluster: &Cluster,
     wait: &Wait,
-    tracker: &Tracker,
+    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
     verdict: &str,
 ) -> Result<()> {
     let mut problems: Vec<String> = Vec::new();
@@ -548,7 +561,7 @@ async fn after_the_verdict(
         stopped = stop_step(cluster, wait, tracker, &mut problems).await;
     }
     if !wait.cleanup {
-        record_step(cluster, wait, (tracker, verdict), &stopped).await;
+        record_step(cluster, wait, (tracker, verdict, metrics), &stopped).await;
     }
     if wait.save_logs.is_some() && !stopped.stopped.is_empty() {
         crate::cluster::stop::until_ended(cluster, &wait.tag, STOP_WAIT).await;
@@ -562,12 +575,13 @@ async fn after_the_verdict(
 /// default, and the kubelet's round).
 const STOP_WAIT: Duration = Duration::from_secs(45);
 
-/// The verdict, the tasks deleted unstarted and why the tasks stopped or deleted before
-/// they started had not started, on the run's ConfigMap: its record.
+/// The verdict, the tasks deleted unstarted, why the tasks stopped or deleted before
+/// they started had not started and the training's metrics, on the run's ConfigMap: its
+/// record.
 async fn record_step(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, verdict): (&Tracker, &str),
+    (tracker, verdict, metrics): (&Tracker, &str, Option<&RunMetrics>),
     stopped: &Stopped,
 ) {
     let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
@@ -581,7 +595,13 @@ async fn record_step(
         .map(|(task, _, why)| (task, why.to_string()))
         .collect();
     let why = crate::cluster::record::group_not_started(&unstarted);
-    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, verdict, &never, &why).await {
+    let end = crate::cluster::record::Ending {
+        verdict,
+        never_started: &never,
+        not_started: &why,
+        metrics,
+    };
+    if let Err(e) = crate::cluster::record::write(cluster, &wait.tag, end).await {
         output::note(&format!(
             "the verdict is not recorded on the run's ConfigMap: {e:#}"
         ));

@@ -21,7 +21,7 @@ use crate::labels::{
     KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
     NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
     PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
-    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, config_map_name, kueue_group_name,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name, kueue_group_name,
     network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
@@ -106,6 +106,11 @@ impl ExperimentRun {
 pub struct OutputVolume {
     pub claim: String,
     pub path: String,
+    /// The run's own folder under `path` (its tag), where its [`OUTPUT_DIR_VAR`]
+    /// points; `None`: the whole claim (a run of an earlier version, or `cp` and
+    /// `tensorboard` with `--whole-volume`). A spawn's request has none: the plan makes
+    /// the folder the tag.
+    pub folder: Option<String>,
 }
 
 /// The directories tf-spawner mounts in the TF container, and what: `--volume` may not
@@ -131,7 +136,16 @@ impl OutputVolume {
         (!claim.is_empty() && path.starts_with('/')).then(|| OutputVolume {
             claim: claim.to_string(),
             path: path.to_string(),
+            folder: None,
         })
+    }
+
+    /// The directory the run writes in: its folder, else the mount path.
+    pub fn dir(&self) -> String {
+        match &self.folder {
+            Some(f) => format!("{}/{f}", self.path.trim_end_matches('/')),
+            None => self.path.clone(),
+        }
     }
 
     /// The pod volume that mounts the claim.
@@ -495,6 +509,7 @@ fn record_annotations(req: &SpawnRequest, cluster: &ClusterSpec) -> BTreeMap<Str
     }
     if let Some(volume) = &req.volume {
         annotations.insert(VOLUME_ANNOTATION.to_string(), volume.annotation());
+        annotations.insert(VOLUME_FOLDER_ANNOTATION.to_string(), req.tag.clone());
     }
     if req.hardening.network_policy {
         annotations.insert(
@@ -571,7 +586,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
         set_up_tf_container(req, cluster, task, container, gpu);
     }
     if let Some(volume) = &req.volume {
-        mount_output_volume(volume, &mut spec, at);
+        mount_output_volume(volume, &req.tag, &mut spec, at);
     }
     if let Some(uid) = req.hardening.run_as_user {
         security::run_as(&mut spec, uid);
@@ -755,9 +770,15 @@ fn add_run_volumes(req: &SpawnRequest, spec: &mut PodSpec) {
 }
 
 /// `--volume`: the claim as a volume of the pod, mounted in the TF container (at `at`),
-/// whose [`OUTPUT_DIR_VAR`] names the path. A template's volume or mount of the same
-/// name or path gives way.
-fn mount_output_volume(volume: &OutputVolume, spec: &mut PodSpec, at: usize) {
+/// whose [`OUTPUT_DIR_VAR`] names the run's own folder on it, `PATH/TAG` (made by the
+/// command, [`make_output_dir`]). A template's volume or mount of the same name or path
+/// gives way.
+fn mount_output_volume(volume: &OutputVolume, tag: &str, spec: &mut PodSpec, at: usize) {
+    let dir = OutputVolume {
+        folder: Some(tag.to_string()),
+        ..volume.clone()
+    }
+    .dir();
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     volumes.retain(|v| v.name != OUTPUT_VOLUME);
     volumes.push(volume.volume(false));
@@ -767,10 +788,35 @@ fn mount_output_volume(volume: &OutputVolume, spec: &mut PodSpec, at: usize) {
         env.retain(|e| e.name != OUTPUT_DIR_VAR);
         env.push(EnvVar {
             name: OUTPUT_DIR_VAR.to_string(),
-            value: Some(volume.path.clone()),
+            value: Some(dir),
             value_from: None,
         });
     }
+}
+
+/// `python -c` of this, then the command: the run's folder made, then the command run
+/// (`exec`). The folder is made by the task itself, as the run's user (`--run-as-user`),
+/// so the task may write in it: a `subPath` mount's folder would be made by the kubelet,
+/// as root, with the mode of the claim's root (`kubelet_pods.go::makeMounts`).
+const MAKE_OUTPUT_DIR_PY: &str = "import os, sys; os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR'], exist_ok=True); os.execvp(sys.argv[1], sys.argv[1:])";
+/// The same in bash, for an entrypoint (its image may have no python).
+const MAKE_OUTPUT_DIR_SH: &str = "mkdir -p -- \"$TF_SPAWNER_OUTPUT_DIR\" && exec \"$@\"";
+
+/// With `--volume`, `command` preceded by the making of the run's folder.
+fn make_output_dir(req: &SpawnRequest, command: Vec<String>) -> Vec<String> {
+    if req.volume.is_none() {
+        return command;
+    }
+    let mut made: Vec<String> = match req.entrypoint {
+        Some(_) => ["bash", "-c", MAKE_OUTPUT_DIR_SH, "tf-spawner"]
+            .map(String::from)
+            .to_vec(),
+        None => ["python", "-c", MAKE_OUTPUT_DIR_PY]
+            .map(String::from)
+            .to_vec(),
+    };
+    made.extend(command);
+    made
 }
 
 /// The TF container: its image (with `gpu`, the task has GPUs), command, variables,
@@ -792,7 +838,8 @@ fn set_up_tf_container(
         .clone()
         .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
         .or_else(|| Some(default.to_string()));
-    c.command = Some(tf_command(req).iter().map(|w| kubelet_literal(w)).collect());
+    let command = make_output_dir(req, tf_command(req));
+    c.command = Some(command.iter().map(|w| kubelet_literal(w)).collect());
     // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
     // the entrypoint, as "$@") gets them unchanged, once escaped for the kubelet.
     c.args = (!req.script_args.is_empty())

@@ -34,11 +34,35 @@ fn request(roles: Roles) -> SpawnRequest {
 }
 
 #[test]
+fn each_run_writes_in_its_own_folder_of_the_volume() {
+    let mut req = request(Roles::new(None, false, 0, 1, false).unwrap());
+    req.volume = Some(OutputVolume {
+        claim: "results".into(),
+        path: "/output".into(),
+        folder: None,
+    });
+    let plan = build(&req).unwrap();
+    insta::assert_snapshot!(render(&plan, OutputFormat::Yaml).unwrap());
+    // An entrypoint's image may have no python: bash makes the folder.
+    req.entrypoint = Some(b"python train.py".to_vec());
+    let plan = build(&req).unwrap();
+    let pod = serde_json::to_value(plan.pods.iter().next().unwrap()).unwrap();
+    let command = &pod["spec"]["containers"][0]["command"];
+    assert_eq!(command[0], "bash");
+    assert_eq!(
+        command[2],
+        "mkdir -p -- \"$$TF_SPAWNER_OUTPUT_DIR\" && exec \"$$@\""
+    );
+    assert_eq!(command[4], "bash");
+}
+
+#[test]
 fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
     let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
     req.volume = Some(OutputVolume {
         claim: "results".into(),
         path: "/data/out".into(),
+        folder: None,
     });
     let plan = build(&req).unwrap();
     let annotations = plan.config_map.metadata.annotations.clone().unwrap();
@@ -66,9 +90,19 @@ fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|e| e["name"] == OUTPUT_DIR_VAR && e["value"] == "/data/out")
+                .any(|e| e["name"] == OUTPUT_DIR_VAR && e["value"] == "/data/out/demo")
         );
+        // The task makes its folder, then runs the script.
+        assert_eq!(c["command"][0], "python");
+        assert!(
+            c["command"][2]
+                .as_str()
+                .unwrap()
+                .contains("os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR']")
+        );
+        assert_eq!(c["command"][3], "python");
     }
+    assert_eq!(annotations[crate::labels::VOLUME_FOLDER_ANNOTATION], "demo");
     req.volume = None;
     let plain = build(&req).unwrap();
     assert!(
@@ -476,6 +510,7 @@ fn helper_labels(tag: &str) -> BTreeMap<String, String> {
     let volume = OutputVolume {
         claim: "out".into(),
         path: "/output".into(),
+        folder: None,
     };
     let pod = crate::helper::pod(&crate::helper::HelperSpec {
         helper: crate::helper::Helper::Cp,
@@ -549,6 +584,7 @@ fn run_as_user_makes_every_task_non_root_with_a_writable_home_and_volume() {
     req.volume = Some(OutputVolume {
         claim: "results".into(),
         path: "/output".into(),
+        folder: None,
     });
     let plan = build(&req).unwrap();
     for pod in plan.pods.iter() {

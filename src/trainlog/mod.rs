@@ -8,6 +8,7 @@
 //! longer state is no progress line and is skipped to its end. [`parse`] reads a state;
 //! [`Training`] folds what they say.
 
+pub(crate) mod history;
 pub(crate) mod parse;
 pub(crate) mod show;
 
@@ -52,6 +53,8 @@ pub struct Training {
     anchor: Option<(Millis, u64)>,
     /// How many progress lines were read: what changed since a given moment.
     marks: u64,
+    /// The metrics at each epoch's end, bounded, and the best of each.
+    pub history: history::History,
 }
 
 impl Training {
@@ -107,6 +110,8 @@ impl Training {
             if s.step == self.step.unwrap_or(0) && s.steps == self.steps && !s.eta {
                 self.secs_per_step = s.secs_per_step.or(self.secs_per_step);
                 if !s.metrics.is_empty() {
+                    let epoch = self.epoch.unwrap_or(self.epochs_done);
+                    self.history.amend(epoch, &s.metrics);
                     self.epoch_metrics.clone_from(&s.metrics);
                     self.metrics = s.metrics;
                 }
@@ -151,6 +156,8 @@ impl Training {
         self.epoch_ended = true;
         self.epochs_done = self.epochs_done.saturating_add(1);
         self.epoch_metrics.clone_from(&self.metrics);
+        let epoch = self.epoch.unwrap_or(self.epochs_done);
+        self.history.push(epoch, &self.epoch_metrics);
         // An epoch of no measurable length (its lines read at once, without the
         // kubelet's timestamps) says nothing of the time an epoch takes.
         if let Some(began) = self.began.filter(|b| at > *b) {

@@ -59,7 +59,7 @@ fn a_volume_is_mounted_in_every_task_and_recorded_on_the_run() {
         );
         assert_eq!(
             env_var(&pod, "TF_SPAWNER_OUTPUT_DIR").as_deref(),
-            Some("/data/out")
+            Some("/data/out/vol")
         );
     }
     let cm = env.server.get("configmaps", NS, "vol-script").unwrap();
@@ -184,7 +184,7 @@ fn the_defaults_file_may_name_the_volume() {
     out.success();
     assert_eq!(
         env_var(&pod(&env, "cfg-worker-0"), "TF_SPAWNER_OUTPUT_DIR").as_deref(),
-        Some("/results")
+        Some("/results/cfg")
     );
     let shown = crate::support::run(
         env.cmd()
@@ -751,4 +751,50 @@ fn a_claim_where_tf_spawner_mounts_the_writable_home_is_refused_naming_both() {
             .any(|m| m["name"] == "tf-spawner-output" && m["mountPath"] == "/data/out"),
         "{pod:#}"
     );
+}
+
+/// `tensorboard NAME` (issue 47): one pod over an experiment's runs, each run's own
+/// folder under its tag (`--logdir_spec`); `tensorboard -t T` reads the run's folder.
+#[test]
+fn tensorboard_of_an_experiment_serves_each_run_under_its_tag() {
+    let env = Env::new();
+    claim(&env, "out", &["ReadWriteMany"]);
+    for tag in ["lrs-1", "lrs-2", "solo"] {
+        env.spawn(&["-t", tag, "-w", "1", "--volume", "out"])
+            .success();
+    }
+    for tag in ["lrs-1", "lrs-2"] {
+        let mut cm = env
+            .server
+            .get("configmaps", NS, &format!("{tag}-script"))
+            .unwrap();
+        cm["metadata"]["labels"]["tf-spawner/experiment"] = json!("lrs");
+        env.server.insert("configmaps", NS, cm);
+    }
+    let session = Session::start(&env, &["tensorboard", "lrs"]);
+    let started = session.line("started pod/lrs-1-tensorboard-");
+    assert!(
+        started.ends_with("reading the folders of lrs-1, lrs-2 of claim 'out'"),
+        "{started}"
+    );
+    let pod = env
+        .server
+        .list("pods", NS)
+        .into_iter()
+        .find(|p| name(p).starts_with("lrs-1-tensorboard-"))
+        .unwrap();
+    let command = &pod["spec"]["containers"][0]["command"];
+    assert_eq!(command[1], "--logdir_spec", "{command}");
+    assert_eq!(command[2], "lrs-1:/output/lrs-1,lrs-2:/output/lrs-2");
+    session.interrupt();
+
+    let solo = Session::start(&env, &["tensorboard", "-t", "solo"]);
+    let pod = stored(&env, "solo-tensorboard");
+    assert_eq!(pod["spec"]["containers"][0]["command"][2], "/output/solo");
+    solo.interrupt();
+    let whole = Session::start(&env, &["tensorboard", "-t", "solo", "--whole-volume"]);
+    whole.interrupt();
+    env.run(&["tensorboard", "nope"])
+        .failure(1)
+        .stderr_has("no run or experiment named 'nope'");
 }

@@ -544,7 +544,7 @@ fn issue_28_bad_inputs_get_one_line_naming_what_to_fix() {
         bad(
             &["stauts", "-t", "x"],
             2,
-            "'stauts' is neither a verb nor an existing training script; did you mean `status`? (the verbs: init, wait, status, logs, list, cp, tensorboard, config, completions, man, sweep;",
+            "'stauts' is neither a verb nor an existing training script; did you mean `status`? (the verbs: init, wait, status, logs, list, cp, tensorboard, compare, config, completions, man, sweep;",
         ),
         bad(&["lgos"], 2, "did you mean `logs`?"),
         bad(

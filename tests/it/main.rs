@@ -6,6 +6,7 @@ mod terminal;
 mod after;
 mod bad_input;
 mod closed_stdout;
+mod compare;
 mod delete;
 mod ecosystem;
 mod faults;

@@ -160,7 +160,15 @@ async fn a_run_writes_to_its_volume_and_cp_brings_the_files_home() {
         .stdout_has(&format!("run {t}: Succeeded\ntook "))
         .stdout_has("to worker-0's end");
     // The file the pod wrote is on the node's disk, where the claim is.
-    assert!(claim.dir.path().join("model/saved_model.pb").is_file());
+    // In the run's own folder of the claim (its tag).
+    assert!(
+        claim
+            .dir
+            .path()
+            .join(&t)
+            .join("model/saved_model.pb")
+            .is_file()
+    );
 
     let home = c.dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
@@ -301,7 +309,7 @@ fn stand_in(tag: &str, namespace: &str, image: &str) -> Pod {
         "spec": {
             "containers": [{
                 "name": "tensorboard", "image": image, "imagePullPolicy": "IfNotPresent",
-                "command": ["python", "-m", "http.server", "6006", "-d", "/output"],
+                "command": ["python", "-m", "http.server", "6006", "-d", format!("/output/{tag}")],
                 "volumeMounts": [{"name": "o", "mountPath": "/output", "readOnly": true}],
                 "readinessProbe": {"tcpSocket": {"port": 6006}, "periodSeconds": 1}
             }],
@@ -703,7 +711,7 @@ async fn mnist_trains_into_its_volume_then_cp_and_tensorboard_read_it() {
 
     // The chief's summaries are on the volume: TensorBoard (the run's image, its
     // default) lists them.
-    let train = claim.dir.path().join("logs/train");
+    let train = claim.dir.path().join(&t).join("logs/train");
     assert!(
         std::fs::read_dir(&train)
             .map(|mut d| d.any(|e| e.is_ok_and(|e| e

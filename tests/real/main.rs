@@ -4,6 +4,7 @@
 //! (`../shared/tools/kube-apiserver/`) around `cargo test --test real_server`.
 
 mod after;
+mod compare;
 mod credentials;
 mod delete;
 mod dry_run;

@@ -432,10 +432,15 @@ impl TestServer {
     /// Sets a pod's `metadata.creationTimestamp` (RFC 3339), as if it had been created
     /// then (watchers see MODIFIED). A missing pod is ignored.
     pub fn set_pod_created(&self, namespace: &str, name: &str, created: &str) {
+        self.set_created("pods", namespace, name, created);
+    }
+
+    /// Sets any object's `metadata.creationTimestamp`, as [`Self::set_pod_created`].
+    pub fn set_created(&self, resource: &str, namespace: &str, name: &str, created: &str) {
         let mut st = self.store();
-        if let Some(mut pod) = st.get("pods", namespace, name).cloned() {
-            pod["metadata"]["creationTimestamp"] = json!(created);
-            st.put("pods", namespace, pod);
+        if let Some(mut obj) = st.get(resource, namespace, name).cloned() {
+            obj["metadata"]["creationTimestamp"] = json!(created);
+            st.put(resource, namespace, obj);
         }
     }
 

@@ -259,6 +259,7 @@ pub fn validate(resource: &str, kind: &str, obj: &Value) -> Result<(), ApiError>
         "metadata.annotations",
         false,
     );
+    validate_annotations_size(&mut c, obj.pointer("/metadata/annotations"));
     match resource {
         "pods" => validate_pod(&mut c, obj),
         "services" => validate_service(&mut c, obj),
@@ -270,6 +271,26 @@ pub fn validate(resource: &str, kind: &str, obj: &Value) -> Result<(), ApiError>
         Ok(())
     } else {
         Err(ApiError::invalid(kind, name, c.causes))
+    }
+}
+
+/// The annotations' keys and values together: at most 256 KiB
+/// (`apimachinery/pkg/api/validation/objectmeta.go`: `ValidateAnnotationsSize`,
+/// `TotalAnnotationSizeLimitB`, `field.TooLong(fldPath, "", TotalAnnotationSizeLimitB)`).
+fn validate_annotations_size(c: &mut Checker, map: Option<&Value>) {
+    const TOTAL_ANNOTATION_SIZE_LIMIT_B: usize = 256 * (1 << 10);
+    let Some(map) = map.and_then(Value::as_object) else {
+        return;
+    };
+    let total: usize = map
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT_B {
+        c.causes.push(Cause::too_long(
+            "metadata.annotations",
+            TOTAL_ANNOTATION_SIZE_LIMIT_B,
+        ));
     }
 }
 
@@ -646,6 +667,14 @@ mod tests {
         assert_eq!(parse_quantity(&json!(2)), Some(2.0));
         assert_eq!(parse_quantity(&json!("1x")), None);
         assert_eq!(parse_quantity(&json!("")), None);
+    }
+
+    #[test]
+    fn annotations_total_at_most_256_kib() {
+        let cm = |n: usize| json!({"metadata": {"name": "c", "annotations": {"k": "x".repeat(n)}}, "data": {}});
+        assert!(validate("configmaps", "ConfigMap", &cm(256 * 1024 - 1)).is_ok());
+        let refused = validate("configmaps", "ConfigMap", &cm(256 * 1024)).unwrap_err();
+        assert!(format!("{refused:?}").contains("must have at most 262144 bytes"));
     }
 
     #[test]

@@ -33,7 +33,11 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     };
     let record = record.as_ref();
     let events = pending_events(&cluster, &tracker, record).await;
-    let training = crate::ops::training::tail(&cluster, &tracker).await;
+    // A run ended that nobody followed: its metrics recorded, from its whole log.
+    let training = match crate::ops::compare::keep_metrics(&cluster, &tracker, record).await {
+        Some(training) => training,
+        None => crate::ops::training::tail(&cluster, &tracker).await,
+    };
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
         ReportFormat::Json => {

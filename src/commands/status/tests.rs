@@ -35,6 +35,7 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
                 tasks: vec!["worker-11".into()],
             },
         ],
+        ..Record::default()
     };
     let helper = |name: &str, kind: &str, phase: &str| Found {
         name: name.into(),

@@ -1,0 +1,87 @@
+//! `tf-spawner compare NAME | TAG TAG… [--sort METRIC] [-o json|csv] [--local]`: the
+//! runs' metrics side by side, from their records (`ops/compare.rs`), as a table and a
+//! chart (`metrics/`).
+
+use anyhow::Result;
+
+use crate::cli::CompareArgs;
+use crate::errors::UsageError;
+use crate::metrics::chart::{self, Series};
+use crate::metrics::table::{self, CompareFormat, Compared, SortBy};
+use crate::output;
+use crate::settings::Settings;
+
+pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
+    let sort = match &args.sort {
+        Some(text) => {
+            Some(SortBy::parse(text).map_err(|e| UsageError::new(format!("--sort {e}")))?)
+        }
+        None => None,
+    };
+    let (mut runs, namespace) = if args.local {
+        let here = std::env::current_dir()?;
+        (crate::ops::compare::local_runs(&here, &args.names)?, None)
+    } else {
+        let cluster = settings.connect()?;
+        let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
+        (runs, Some(cluster.namespace().to_string()))
+    };
+    let sort = sort.or_else(|| SortBy::default_for(&runs));
+    let best = table::sort(&mut runs, sort.as_ref());
+    let experiment = (args.names.len() == 1)
+        .then(|| args.names[0].as_str())
+        .filter(|n| runs.iter().any(|r| r.experiment.as_deref() == Some(*n)));
+    let text = match args.output {
+        CompareFormat::Json => {
+            let json = table::to_json(&runs, experiment, sort.as_ref(), best.as_deref());
+            serde_json::to_string_pretty(&json)? + "\n"
+        }
+        CompareFormat::Csv => table::to_csv(&runs, best.as_deref()),
+        CompareFormat::Table => {
+            let mut text = table::render(&runs, sort.as_ref(), best.as_deref());
+            if let Some(tag) = &best {
+                text.push_str(&format!("best: {tag} (*)\n"));
+            }
+            let metric = args.chart.clone().or(sort.map(|s| s.metric));
+            if let Some(metric) = metric.filter(|_| !args.no_chart) {
+                text.push('\n');
+                text.push_str(&chart_of(&runs, &metric).unwrap_or_else(|| {
+                    format!(
+                        "no run recorded {} per epoch\n",
+                        output::escape_controls(&metric)
+                    )
+                }));
+            }
+            let _ = namespace;
+            text
+        }
+    };
+    output::print(&text)?;
+    Ok(())
+}
+
+/// The chart of `metric` for every run: its legend names the run and its parameters
+/// that differ.
+fn chart_of(runs: &[Compared], metric: &str) -> Option<String> {
+    let params = table::differing(runs);
+    let series: Vec<Series> = runs
+        .iter()
+        .map(|r| {
+            let shown: Vec<String> = params
+                .iter()
+                .filter_map(|p| Some(format!("{p}={}", r.params.get(p)?)))
+                .collect();
+            let label = if shown.is_empty() {
+                r.tag.clone()
+            } else {
+                format!("{} ({})", r.tag, shown.join(", "))
+            };
+            let points = r.metrics.as_ref().map(|m| m.curve.series(metric));
+            Series {
+                label,
+                points: points.unwrap_or_default(),
+            }
+        })
+        .collect();
+    chart::draw(metric, &series, chart::DEFAULT_SIZE, output::fancy_stdout())
+}

@@ -1,0 +1,320 @@
+//! `compare`'s rows (pure): one per run, its parameters that differ, verdict, time,
+//! restarts, epochs, final and best metrics, sorted by a metric, the best marked; as a
+//! table, JSON or CSV.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Curve, RunMetrics, lower_is_better, number};
+use crate::output::escape_controls;
+
+/// `compare -o`: what it prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    /// A table, then a chart of a metric per epoch
+    Table,
+    /// Every run's parameters, metrics and curve
+    Json,
+    /// A row per run: parameters, final and best metrics
+    Csv,
+}
+
+/// One run as its record says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Compared {
+    pub tag: String,
+    pub experiment: Option<String>,
+    pub params: BTreeMap<String, String>,
+    /// The recorded verdict (`Succeeded`, `Failed: …`); `None`: not ended (or not
+    /// followed yet: `status` records it).
+    pub verdict: Option<String>,
+    pub metrics: Option<RunMetrics>,
+}
+
+impl Compared {
+    fn value(&self, metric: &str) -> Option<f64> {
+        self.metrics.as_ref()?.best.get(metric).copied()
+    }
+
+    /// `Succeeded`, `Failed`, or `-` for a run with no recorded verdict.
+    pub fn verdict_word(&self) -> &str {
+        self.verdict
+            .as_deref()
+            .map_or("-", |v| v.split(':').next().unwrap_or(v))
+    }
+}
+
+/// `--sort`: the metric, and whether lower values come first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortBy {
+    pub metric: String,
+    pub lower_first: bool,
+}
+
+impl SortBy {
+    /// `val_loss` (lowest first: a loss-like name), `accuracy` (highest first), `-NAME`
+    /// (highest first whatever the name), `+NAME` (lowest first).
+    pub fn parse(text: &str) -> Result<SortBy, String> {
+        let (metric, order) = match text.as_bytes().first() {
+            Some(b'-') => (&text[1..], Some(false)),
+            Some(b'+') => (&text[1..], Some(true)),
+            _ => (text, None),
+        };
+        if metric.is_empty() || metric.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "\"{}\" is not a metric name (e.g. val_loss, -accuracy)",
+                escape_controls(text)
+            ));
+        }
+        Ok(SortBy {
+            metric: metric.to_string(),
+            lower_first: order.unwrap_or_else(|| lower_is_better(metric)),
+        })
+    }
+
+    /// Without `--sort`: `val_loss`, else `loss`, else the first metric any run has.
+    pub fn default_for(runs: &[Compared]) -> Option<SortBy> {
+        let names: BTreeSet<&str> = runs
+            .iter()
+            .filter_map(|r| r.metrics.as_ref())
+            .flat_map(|m| m.best.keys().map(String::as_str))
+            .collect();
+        let metric = ["val_loss", "loss"]
+            .into_iter()
+            .find(|n| names.contains(n))
+            .or_else(|| names.iter().next().copied())?;
+        SortBy::parse(metric).ok()
+    }
+
+    pub fn order(&self) -> &'static str {
+        if self.lower_first {
+            "ascending"
+        } else {
+            "descending"
+        }
+    }
+}
+
+/// Sorts the runs by the best value of `by`'s metric (runs without it last, by tag);
+/// the best run's tag: the first succeeded run with the metric, else the first with it.
+pub fn sort(runs: &mut [Compared], by: Option<&SortBy>) -> Option<String> {
+    runs.sort_by(|a, b| a.tag.cmp(&b.tag));
+    let by = by?;
+    runs.sort_by(|a, b| match (a.value(&by.metric), b.value(&by.metric)) {
+        (Some(x), Some(y)) if by.lower_first => x.total_cmp(&y),
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let with = || runs.iter().filter(|r| r.value(&by.metric).is_some());
+    with()
+        .find(|r| r.verdict_word() == "Succeeded")
+        .or_else(|| with().next())
+        .map(|r| r.tag.clone())
+}
+
+/// The parameters whose values are not the same in every run (all of them for one run).
+pub fn differing(runs: &[Compared]) -> Vec<String> {
+    let names: BTreeSet<&String> = runs.iter().flat_map(|r| r.params.keys()).collect();
+    names
+        .into_iter()
+        .filter(|n| {
+            runs.len() == 1 || {
+                let first = runs[0].params.get(*n);
+                runs.iter().any(|r| r.params.get(*n) != first)
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+/// The metrics of any run, the sort's first.
+fn metric_names(runs: &[Compared], by: Option<&SortBy>) -> Vec<String> {
+    let mut names: BTreeSet<String> = runs
+        .iter()
+        .filter_map(|r| r.metrics.as_ref())
+        .flat_map(|m| m.last.keys().chain(m.best.keys()).cloned())
+        .collect();
+    let mut out = Vec::new();
+    if let Some(by) = by {
+        names.remove(&by.metric);
+        out.push(by.metric.clone());
+    }
+    out.extend(names);
+    out
+}
+
+fn time_cell(m: Option<&RunMetrics>) -> String {
+    m.and_then(|m| m.secs)
+        .map_or_else(|| "-".into(), crate::duration::age)
+}
+
+fn epochs_cell(m: Option<&RunMetrics>) -> String {
+    match m {
+        Some(RunMetrics {
+            epochs_done,
+            epochs: Some(n),
+            ..
+        }) => format!("{epochs_done}/{n}"),
+        Some(m) => m.epochs_done.to_string(),
+        None => "-".into(),
+    }
+}
+
+/// The table: the best run marked `*`.
+pub fn render(runs: &[Compared], by: Option<&SortBy>, best: Option<&str>) -> String {
+    let params = differing(runs);
+    let metrics = metric_names(runs, by);
+    let mut headers: Vec<String> = vec![String::new(), "TAG".into()];
+    headers.extend(params.iter().map(|p| escape_controls(p)));
+    headers.extend(["VERDICT", "TIME", "RESTARTS", "EPOCHS"].map(String::from));
+    headers.extend(metrics.iter().map(|m| escape_controls(m)));
+    if let Some(by) = by {
+        headers.push(format!("BEST {}", escape_controls(&by.metric)));
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let m = r.metrics.as_ref();
+            let mark = if best == Some(r.tag.as_str()) {
+                "*"
+            } else {
+                ""
+            };
+            let mut row = vec![mark.to_string(), r.tag.clone()];
+            row.extend(params.iter().map(|p| {
+                r.params
+                    .get(p)
+                    .map_or_else(|| "-".into(), |v| escape_controls(v))
+            }));
+            row.push(r.verdict_word().to_string());
+            row.push(time_cell(m));
+            row.push(m.map_or_else(|| "-".into(), |m| m.restarts.to_string()));
+            row.push(epochs_cell(m));
+            let cell = |v: Option<&f64>| v.map_or_else(|| "-".into(), |v| number(*v));
+            row.extend(metrics.iter().map(|n| cell(m.and_then(|m| m.last.get(n)))));
+            if let Some(by) = by {
+                row.push(cell(m.and_then(|m| m.best.get(&by.metric))));
+            }
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    crate::output::table(&headers, &rows)
+}
+
+/// `compare -o json`: the documented shape.
+#[derive(Debug, Serialize)]
+pub struct CompareJson<'a> {
+    pub experiment: Option<&'a str>,
+    /// The metric sorted by and its order (`ascending`: lowest first).
+    pub sort: Option<SortJson<'a>>,
+    /// The best run's tag.
+    pub best: Option<&'a str>,
+    pub runs: Vec<RunJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SortJson<'a> {
+    pub metric: &'a str,
+    pub order: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunJson<'a> {
+    pub tag: &'a str,
+    pub params: &'a BTreeMap<String, String>,
+    pub verdict: Option<&'a str>,
+    pub seconds: Option<u64>,
+    pub restarts: Option<u32>,
+    pub epochs_done: Option<u32>,
+    #[serde(rename = "final")]
+    pub last: Option<&'a BTreeMap<String, f64>>,
+    pub best: Option<&'a BTreeMap<String, f64>>,
+    pub curve: Option<&'a Curve>,
+}
+
+pub fn to_json<'a>(
+    runs: &'a [Compared],
+    experiment: Option<&'a str>,
+    by: Option<&'a SortBy>,
+    best: Option<&'a str>,
+) -> CompareJson<'a> {
+    CompareJson {
+        experiment,
+        sort: by.map(|b| SortJson {
+            metric: &b.metric,
+            order: b.order(),
+        }),
+        best,
+        runs: runs
+            .iter()
+            .map(|r| {
+                let m = r.metrics.as_ref();
+                RunJson {
+                    tag: &r.tag,
+                    params: &r.params,
+                    verdict: r.verdict.as_deref(),
+                    seconds: m.and_then(|m| m.secs),
+                    restarts: m.map(|m| m.restarts),
+                    epochs_done: m.map(|m| m.epochs_done),
+                    last: m.map(|m| &m.last),
+                    best: m.map(|m| &m.best),
+                    curve: m.map(|m| &m.curve),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `compare -o csv`: a header, then a row per run: tag, every parameter, verdict,
+/// seconds, restarts, epochs, `final_NAME` and `best_NAME` of every metric, `best`
+/// (`true` for the best run).
+pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
+    let params: BTreeSet<&String> = runs.iter().flat_map(|r| r.params.keys()).collect();
+    let metrics = metric_names(runs, None);
+    let mut header = vec!["tag".to_string()];
+    header.extend(params.iter().map(|p| p.to_string()));
+    header.extend(["verdict", "seconds", "restarts", "epochs"].map(String::from));
+    header.extend(metrics.iter().map(|m| format!("final_{m}")));
+    header.extend(metrics.iter().map(|m| format!("best_{m}")));
+    header.push("best".into());
+    let mut out = csv_line(&header);
+    for r in runs {
+        let m = r.metrics.as_ref();
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        let mut row = vec![r.tag.clone()];
+        row.extend(params.iter().map(|p| opt(r.params.get(*p).cloned())));
+        row.push(opt(r.verdict.clone()));
+        row.push(opt(m.and_then(|m| m.secs).map(|s| s.to_string())));
+        row.push(opt(m.map(|m| m.restarts.to_string())));
+        row.push(opt(m.map(|m| m.epochs_done.to_string())));
+        for map in [m.map(|m| &m.last), m.map(|m| &m.best)] {
+            row.extend(
+                metrics
+                    .iter()
+                    .map(|n| opt(map.and_then(|x| x.get(n)).map(|v| v.to_string()))),
+            );
+        }
+        row.push((best == Some(r.tag.as_str())).to_string());
+        out.push_str(&csv_line(&row));
+    }
+    out
+}
+
+/// One CSV record (RFC 4180: a field with a comma, quote or line end is quoted).
+fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            if f.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", f.replace('"', "\"\""))
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    quoted.join(",") + "\n"
+}

@@ -1,0 +1,185 @@
+//! The runs' metrics: kept in each run's record at its verdict and at each restart
+//! (`wait`), or on the next `status` of a run nobody followed; read back for `compare`
+//! from the records alone (one paged list of the runs' ConfigMaps' metadata, whatever
+//! the number of runs), or from the output folders of `--local` runs.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use crate::cluster::Cluster;
+use crate::cluster::record::{self, Ending, Record};
+use crate::labels::LOCAL_OUTPUT_ROOT;
+use crate::metrics::table::Compared;
+use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, params};
+use crate::output;
+use crate::trainlog::Training;
+use crate::verdict::{Tracker, Verdict};
+
+/// The metrics of the attempt `tracker` followed (`training`: what its deciding task
+/// printed), after those of the attempts before a restart (`earlier`).
+pub fn run_metrics(
+    tracker: &Tracker,
+    training: &Training,
+    earlier: Option<&RunMetrics>,
+    all_workers: bool,
+) -> Option<RunMetrics> {
+    let secs = crate::timing::of_run(tracker, all_workers).map(|t| t.seconds());
+    let now = RunMetrics::of(training, secs, tracker.attempt());
+    match (earlier, now) {
+        (Some(e), Some(n)) => Some(e.then(&n)),
+        (e, n) => n.or_else(|| e.cloned()),
+    }
+}
+
+/// At a restart: the metrics so far in the run's record (a problem is a note).
+pub async fn record_restart(cluster: &Cluster, tag: &str, metrics: Option<&RunMetrics>) {
+    let Some(metrics) = metrics else { return };
+    if let Err(e) = record::write_metrics(cluster, tag, metrics).await {
+        output::note(&format!(
+            "the metrics are not recorded on the run's ConfigMap: {e:#}"
+        ));
+    }
+}
+
+/// `status` of a run whose verdict is final and whose record has no metrics (nobody
+/// followed it to its end): its deciding task's log read whole, once, and the metrics
+/// (with the verdict, if none was recorded) written in its record. The training read,
+/// for `status` to show; `None` when there is nothing to record.
+pub async fn keep_metrics(
+    cluster: &Cluster,
+    tracker: &Tracker,
+    record: Option<&Record>,
+) -> Option<Training> {
+    let record = record.filter(|r| r.metrics.is_none())?;
+    let verdict = match tracker.verdict() {
+        Verdict::Succeeded => "Succeeded".to_string(),
+        Verdict::Failed(f) if !f.kind.is_after_the_fact() => format!("Failed: {f}"),
+        _ => return None,
+    };
+    let training = super::training::whole(cluster, tracker).await?;
+    let metrics = run_metrics(tracker, &training, None, false)?;
+    // The rest of the record as it is (a merge patch writes every key it names).
+    let never: Vec<&str> = record.never_started.iter().map(String::as_str).collect();
+    let end = Ending {
+        verdict: record.verdict.as_deref().unwrap_or(&verdict),
+        never_started: &never,
+        not_started: &record.not_started,
+        metrics: Some(&metrics),
+    };
+    if let Err(e) = record::write(cluster, tracker.tag(), end).await {
+        output::note(&format!(
+            "the metrics are not recorded on the run's ConfigMap: {e:#}"
+        ));
+    }
+    Some(training)
+}
+
+fn compared(r: Record) -> Compared {
+    Compared {
+        tag: r.tag,
+        experiment: r.experiment,
+        params: r.params,
+        verdict: r.verdict,
+        metrics: r.metrics,
+    }
+}
+
+/// The runs `names` name: with one name, the runs of that experiment if there are any;
+/// else each name an experiment's or a run's tag. One paged list of records.
+pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> {
+    let records = record::all(cluster, false)
+        .await
+        .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
+    let chosen = choose(records, names);
+    match chosen {
+        Ok(runs) => Ok(runs.into_iter().map(compared).collect()),
+        Err(missing) => bail!(
+            "no run or experiment named {} in namespace '{}' (the runs there: tf-spawner list -n {})",
+            missing.join(", "),
+            cluster.namespace(),
+            cluster.namespace()
+        ),
+    }
+}
+
+/// The records `names` name (the runs of an experiment, or a run by its tag), in the
+/// order found; the names that name nothing as the error.
+fn choose(records: Vec<Record>, names: &[String]) -> Result<Vec<Record>, Vec<String>> {
+    let named = |r: &Record, n: &String| r.experiment.as_ref() == Some(n) || &r.tag == n;
+    let missing: Vec<String> = names
+        .iter()
+        .filter(|n| !records.iter().any(|r| named(r, n)))
+        .map(|n| format!("'{}'", output::escape_controls(n)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(missing);
+    }
+    Ok(records
+        .into_iter()
+        .filter(|r| names.iter().any(|n| named(r, n)))
+        .collect())
+}
+
+/// `compare --local`: the `--local` runs under `tf-spawner-output/` in `root` that
+/// `names` name: a run's tag (its folder), or an experiment `NAME`, whose runs are the
+/// folders `NAME-1`, `NAME-2`… Each run's `metrics.json` and the sweep's `params.json`.
+pub fn local_runs(root: &Path, names: &[String]) -> Result<Vec<Compared>> {
+    let dir = root.join(LOCAL_OUTPUT_ROOT);
+    let mut tags: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    tags.sort();
+    let of_experiment = |tag: &str, n: &str| {
+        tag.strip_prefix(n)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    for n in names {
+        let found: Vec<&String> = tags
+            .iter()
+            .filter(|t| *t == n || of_experiment(t, n))
+            .collect();
+        if found.is_empty() {
+            missing.push(format!("'{}'", output::escape_controls(n)));
+        }
+        for tag in found {
+            if !out.iter().any(|c: &Compared| &c.tag == tag) {
+                out.push(local_run(
+                    &dir.join(tag),
+                    tag,
+                    of_experiment(tag, n).then_some(n),
+                ));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "no local run or experiment named {} in {}",
+            missing.join(", "),
+            dir.display()
+        );
+    }
+    Ok(out)
+}
+
+/// A local run's folder read: its metrics and parameters, if written.
+fn local_run(dir: &Path, tag: &str, experiment: Option<&String>) -> Compared {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    let metrics = read(METRICS_FILE).and_then(|t| RunMetrics::parse(&t));
+    let params = read(PARAMS_FILE).map(|t| params(&t)).unwrap_or_default();
+    Compared {
+        tag: tag.to_string(),
+        experiment: experiment.cloned(),
+        params,
+        verdict: metrics.as_ref().and_then(|m| m.verdict.clone()),
+        metrics,
+    }
+}
