@@ -125,7 +125,7 @@ const TRAINING: &str = "training";
 #[derive(Debug, Clone)]
 pub enum Seen {
     State { tag: String, state: String },
-    Training { tag: String, training: Training },
+    Training { tag: String, training: Box<Training> },
 }
 
 /// Where a wait's [`Seen`] goes.
@@ -210,7 +210,7 @@ impl Progress {
             Progress::Observed { tag, to } => {
                 let _ = to.send(Seen::Training {
                     tag: tag.clone(),
-                    training: training.clone(),
+                    training: Box::new(training.clone()),
                 });
             }
             Progress::Bars { multi, bars } => {

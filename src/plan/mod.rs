@@ -21,8 +21,8 @@ use crate::labels::{
     KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
     NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
     PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
-    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name, kueue_group_name,
-    network_policy_name, pod_group_name, secret_name,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name,
+    kueue_group_name, network_policy_name, pod_group_name, secret_name,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};

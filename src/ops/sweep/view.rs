@@ -40,7 +40,7 @@ impl View {
                 tag
             }
             Seen::Training { tag, training } => {
-                self.rows.entry(tag.clone()).or_default().training = training;
+                self.rows.entry(tag.clone()).or_default().training = *training;
                 tag
             }
         };
