@@ -124,8 +124,14 @@ const TRAINING: &str = "training";
 /// instead of drawing its own lines: the run's verdict so far, its training.
 #[derive(Debug, Clone)]
 pub enum Seen {
-    State { tag: String, state: String },
-    Training { tag: String, training: Box<Training> },
+    State {
+        tag: String,
+        state: String,
+    },
+    Training {
+        tag: String,
+        training: Box<Training>,
+    },
 }
 
 /// Where a wait's [`Seen`] goes.

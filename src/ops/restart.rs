@@ -281,9 +281,8 @@ impl Restarter {
         })
     }
 
-    /// Deletes the restart's pods and follows them until they are gone.
-    async fn stop(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
-        let tag = &bounds.tag;
+    /// The restart's line, and what its lost nodes mean for it.
+    fn announce(&self, tag: &str, r: &Restart) -> Result<()> {
         output::print(&format!(
             "run {tag}: restart {}/{} in {}: {} (attempt {})\n",
             r.attempt,
@@ -306,6 +305,13 @@ impl Restarter {
                 r.attempt.saturating_sub(1)
             ));
         }
+        Ok(())
+    }
+
+    /// Deletes the restart's pods and follows them until they are gone.
+    async fn stop(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
+        let tag = &bounds.tag;
+        self.announce(tag, r)?;
         let record = recreate::Record {
             attempt: r.attempt,
             cause: Some(r.cause.clone()),
