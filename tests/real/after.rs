@@ -49,9 +49,12 @@ async fn the_server_stores_the_volume_and_accepts_the_helper_pods() {
             "results"
         );
         let env = spec.containers[0].env.clone().unwrap();
+        // Each run writes into its own folder of the claim, named after its tag.
         assert!(
-            env.iter()
-                .any(|e| e.name == "TF_SPAWNER_OUTPUT_DIR" && e.value.as_deref() == Some("/out"))
+            env.iter().any(
+                |e| e.name == "TF_SPAWNER_OUTPUT_DIR" && e.value.as_deref() == Some("/out/vol")
+            ),
+            "{env:?}"
         );
     }
     let cms = real.config_maps(&ns, tag).await;
