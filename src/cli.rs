@@ -103,16 +103,16 @@ pub struct SweepArgs {
     pub params: Vec<String>,
 
     /// A random search: K runs, each parameter drawn from its values or its range
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "K")]
+    #[arg(long, value_parser = Flag(parse::runs), value_name = "K")]
     pub samples: Option<u32>,
 
     /// The random search's seed [default: a random one, printed and recorded]
-    #[arg(long, requires = "samples", value_name = "N")]
+    #[arg(long, requires = "samples", value_parser = Flag(parse::seed), value_name = "N")]
     pub seed: Option<u64>,
 
     /// Runs at a time [default: as many as the namespace's quotas hold; every run with
     /// --queue or --gang; with --local one]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    #[arg(long, value_parser = Flag(parse::runs), value_name = "N")]
     pub parallel: Option<u32>,
 
     /// Take up experiment NAME where it stopped (Ctrl-C, a lost connection): its runs
@@ -511,7 +511,7 @@ pub struct SpawnArgs {
     pub finished: bool,
 
     /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
-    #[arg(long, requires = "finished", value_parser = parse::parse_duration, value_name = "DURATION")]
+    #[arg(long, requires = "finished", value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub older_than: Option<Duration>,
 
     /// Print the objects that would be created instead of creating them

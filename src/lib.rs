@@ -290,6 +290,17 @@ fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::
                 Some(long) => format!("--{long}"),
                 None => "the training script".to_string(),
             };
+            // A sweep takes the spawn's flags, after its verb.
+            if verb == "sweep" {
+                return Err(errors::UsageError::new(format!(
+                    "{flag} goes after `sweep`, with the sweep's other flags: tf-spawner sweep {} --param NAME=V1,V2 SCRIPT",
+                    if arg.get_long().is_some() {
+                        format!("{flag} …")
+                    } else {
+                        "…".into()
+                    }
+                )));
+            }
             return Err(errors::UsageError::new(format!(
                 "{flag} belongs to spawning a run, not to `{verb}`; see tf-spawner {verb} --help"
             )));

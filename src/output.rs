@@ -32,6 +32,28 @@ pub fn name() -> &'static str {
     NAME.get().map_or("tf-spawner", String::as_str)
 }
 
+/// A block redrawn in place below everything else on the terminal (a sweep's table,
+/// `ops/sweep/view.rs`): while one is shown, what [`print_raw`], [`data`] and
+/// [`eprint`] write goes above it (indicatif clears it, the text is written, it is
+/// drawn again).
+static LIVE: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Shows `bar` as the live block (`None`: no more; the caller leaves or clears it).
+pub fn live(bar: Option<indicatif::ProgressBar>) {
+    if let Ok(mut live) = LIVE.lock() {
+        *live = bar;
+    }
+}
+
+/// `write` with the live block, if any, out of its way.
+fn around_live<R>(write: impl FnOnce() -> R) -> R {
+    let bar = LIVE.lock().ok().and_then(|live| live.clone());
+    match bar {
+        Some(bar) => bar.suspend(write),
+        None => write(),
+    }
+}
+
 /// Nothing on stdout from now on but [`data`].
 pub fn silence() {
     QUIET.store(true, Ordering::Relaxed);
@@ -143,8 +165,10 @@ pub fn print_raw(text: &str) -> io::Result<bool> {
     if is_quiet() {
         return Ok(true);
     }
-    let mut out = io::stdout().lock();
-    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+    around_live(|| {
+        let mut out = io::stdout().lock();
+        pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+    })
 }
 
 /// Streams output that is written piece by piece (`--dry-run` of a large run) through
@@ -172,16 +196,20 @@ pub fn stream(
 /// an error.
 pub fn data(text: &str) -> io::Result<()> {
     let text = terminal_text(text);
-    let mut out = io::stdout().lock();
-    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush())).map(|_| ())
+    around_live(|| {
+        let mut out = io::stdout().lock();
+        pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush())).map(|_| ())
+    })
 }
 
 /// Writes `text` to stderr ([`terminal_text`]). A closed stderr is ignored: there is nowhere
 /// left to complain to, and the command's work and exit code must not depend on it.
 pub fn eprint(text: &str) {
     let text = terminal_text(text);
-    let mut err = io::stderr().lock();
-    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    around_live(|| {
+        let mut err = io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    });
 }
 
 /// `note: TEXT` on a line of its own on stderr; nothing with `-q` (a note is advice,

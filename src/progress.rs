@@ -93,7 +93,7 @@ fn columns(text: &str) -> usize {
 }
 
 /// `text` in at most `room` columns, ending in `…` when cut.
-fn cut(text: &str, room: usize) -> String {
+pub fn cut(text: &str, room: usize) -> String {
     if columns(text) <= room {
         return text.to_string();
     }
@@ -105,12 +105,22 @@ fn cut(text: &str, room: usize) -> String {
 
 /// The terminal's width in columns, when stdout is one.
 fn terminal_width() -> usize {
-    rustix::termios::tcgetwinsize(std::io::stdout())
-        .ok()
-        .map(|w| usize::from(w.ws_col))
-        .filter(|&w| w > 0)
-        .unwrap_or(DEFAULT_WIDTH)
+    terminal_size().0
 }
+
+/// The terminal's width and height, when stdout is one (else 80 by 24).
+pub fn terminal_size() -> (usize, usize) {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok();
+    let width = size.map(|w| usize::from(w.ws_col)).filter(|&w| w > 0);
+    let height = size.map(|w| usize::from(w.ws_row)).filter(|&h| h > 0);
+    (
+        width.unwrap_or(DEFAULT_WIDTH),
+        height.unwrap_or(DEFAULT_HEIGHT),
+    )
+}
+
+/// Rows assumed when the terminal does not say.
+const DEFAULT_HEIGHT: usize = 24;
 
 /// The training's line: `training  epoch 3/10, step 120/500, loss 0.23, …`.
 pub fn training_line(training: &Training) -> String {

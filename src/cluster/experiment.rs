@@ -6,22 +6,24 @@
 //! written: a run started is a run whose ConfigMap exists.
 
 use anyhow::{Result, anyhow};
-use k8s_openapi::api::core::v1::ConfigMap;
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, PostParams};
 
 use super::Cluster;
 use super::retry::{Plain, retry};
 use crate::labels::{
-    EXPERIMENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
+    EXPERIMENT_LABEL, HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
 };
 use crate::plan::sweep::Record;
 
 /// The record's key in its ConfigMap.
 pub const RECORD_KEY: &str = "experiment.json";
 
-/// Creates the experiment's record; `false` when one of its name exists already.
-pub async fn create(cluster: &Cluster, record: &Record) -> Result<bool> {
+/// Creates the experiment's record: its uid; `None` when one of its name exists already.
+pub async fn create(cluster: &Cluster, record: &Record) -> Result<Option<String>> {
     let name = experiment_record_name(&record.name);
     let text = serde_json::to_string(record)?;
     let config_map = ConfigMap {
@@ -43,10 +45,19 @@ pub async fn create(cluster: &Cluster, record: &Record) -> Result<bool> {
     let api: Api<ConfigMap> = cluster.api();
     let params = PostParams::default();
     match retry(&cluster.policy, || api.create(&params, &config_map), Plain).await {
-        Ok(_) => Ok(true),
-        Err(e) if e.code() == Some(409) => Ok(false),
+        Ok(made) => Ok(Some(made.metadata.uid.unwrap_or_default())),
+        Err(e) if e.code() == Some(409) => Ok(None),
         Err(e) => Err(cluster.explain("creating the experiment's record", &e)),
     }
+}
+
+/// Deletes experiment `name`'s record made as `uid` (a sweep whose first run was
+/// refused).
+pub async fn remove(cluster: &Cluster, name: &str, uid: &str) -> Result<()> {
+    cluster
+        .delete_exact::<ConfigMap>(&experiment_record_name(name), uid)
+        .await
+        .map_err(|e| cluster.explain("deleting the experiment's record", &e))
 }
 
 /// Experiment `name`'s record, if there is one.
@@ -77,5 +88,23 @@ pub async fn run_tags(cluster: &Cluster) -> Result<Vec<String>> {
     Ok(found
         .into_iter()
         .filter_map(|m| m.labels.and_then(|mut l| l.remove(RUN_LABEL)))
+        .collect())
+}
+
+/// The runs of experiment `name` with a task pod that has not ended (neither Succeeded
+/// nor Failed): what the quota still counts, one list of its pods.
+pub async fn unfinished_runs(cluster: &Cluster, name: &str) -> Result<BTreeSet<String>> {
+    let selector = format!("{EXPERIMENT_LABEL}={name},{RUN_LABEL},!{HELPER_LABEL}");
+    let pods = cluster
+        .list::<Pod>(&selector)
+        .await
+        .map_err(|e| cluster.explain("listing the experiment's pods", &e))?;
+    Ok(pods
+        .into_iter()
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .filter_map(|p| p.metadata.labels.and_then(|mut l| l.remove(RUN_LABEL)))
         .collect())
 }

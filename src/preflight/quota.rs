@@ -288,10 +288,12 @@ fn missing_requirements(pods: &RolePods, tracked: &[&String], tf: &str) -> Optio
         } else {
             format!("set them in the pod template's container {}", c.name)
         };
+        let whose = pods_of(pods.role, pods.count);
+        // `the worker pods'`, `the worker's pod's`.
+        let mark = if whose.ends_with('s') { "'" } else { "'s" };
         return Some(format!(
-            "requires {} on every container, and {}' container {} does not set {}: {how}",
+            "requires {} on every container, and {whose}{mark} container {} does not set {}: {how}",
             missing.join(" and "),
-            pods_of(pods.role, pods.count),
             c.name,
             if missing.len() == 1 { "it" } else { "them" },
         ));

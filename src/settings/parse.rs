@@ -351,6 +351,28 @@ pub(crate) fn gpu_resource(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
+/// `--samples`, `--parallel`: a number of a sweep's runs, from 1 to the most a sweep has.
+pub(crate) fn runs(text: &str) -> Result<u32, String> {
+    let max = crate::plan::sweep::MAX_RUNS;
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(0) => Err("0: must be at least 1".to_string()),
+        Ok(n) if n <= max => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
+        _ if digits => Err(format!("{text}: more than the {max} runs a sweep may have")),
+        _ => Err(format!("{text:?} is not a whole number (at least 1)")),
+    }
+}
+
+/// `--seed`: a whole number below 2^64.
+pub(crate) fn seed(text: &str) -> Result<u64, String> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if digits => Err(format!("{text}: more than {} (a 64-bit seed)", u64::MAX)),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -332,6 +332,44 @@ fn bad_input_is_one_line_exit_2_and_nothing_is_created() {
         sweep(&["--param", "dropout=0.1..0.5", script]),
         "--param dropout=0.1..0.5 is a range: a grid needs values (dropout=V1,V2,…), or add --samples K for a random search",
     );
+    // Counts past what a sweep or a u64 holds, and an age past 100 years.
+    let param = ["--param", "lr=1..2"];
+    for (flag, value, line) in [
+        (
+            "--samples",
+            "99999999999",
+            "--samples 99999999999: more than the 100000 runs a sweep may have",
+        ),
+        ("--samples", "0", "--samples 0: must be at least 1"),
+        (
+            "--parallel",
+            "18446744073709551616",
+            "--parallel 18446744073709551616: more than the 100000 runs a sweep may have",
+        ),
+    ] {
+        refused(sweep(&[&param[..], &[flag, value, script]].concat()), line);
+    }
+    refused(
+        sweep(&[
+            "--param",
+            "lr=1..2",
+            "--samples",
+            "2",
+            "--seed",
+            "18446744073709551616",
+            script,
+        ]),
+        "--seed 18446744073709551616: more than 18446744073709551615 (a 64-bit seed)",
+    );
+    refused(
+        env.run(&["-d", "--finished", "--older-than", "99999999999999999999d"]),
+        "--older-than \"99999999999999999999d\": longer than 100 years",
+    );
+    // The spawn's flags go after `sweep`.
+    refused(
+        env.run(&["-w", "2", "sweep", "-t", "bx", "--param", "lr=1", script]),
+        "--workers goes after `sweep`, with the sweep's other flags: tf-spawner sweep --workers … --param NAME=V1,V2 SCRIPT",
+    );
     assert!(env.server.requests().is_empty(), "no request for bad input");
 
     // A name in use: a run, then an experiment.
@@ -388,4 +426,160 @@ fn a_local_sweep_runs_one_after_another_and_keeps_each_runs_parameters() {
     .unwrap();
     assert_eq!(record["runs"][1]["tag"], "lx-2");
     assert!(env.server.requests().is_empty(), "no cluster");
+}
+
+/// Into a pipe, the sweep prints a line per change of a run (its state, its epoch and
+/// last metrics), never a step's, and no escape code.
+#[test]
+fn a_pipe_gets_a_line_per_change_of_a_run() {
+    let env = Env::new();
+    let script = env.script();
+    let mut child = start(
+        &env,
+        &[
+            "sweep",
+            "-t",
+            "px",
+            "-w",
+            "1",
+            "--param",
+            "lr=0.1",
+            script.to_str().unwrap(),
+        ],
+    );
+    await_pod(&env, "px-1-worker-0", &mut child);
+    crate::follow::running(&env, "px-1-worker-0");
+    let mut log = String::from("Epoch 1/2\n");
+    for step in 1..=3 {
+        log.push_str(&format!(
+            "{step}/3 - 1s 63ms/step - loss: 0.{} - accuracy: 0.8\n",
+            9 - step
+        ));
+    }
+    env.server.append_log(NS, "px-1-worker-0", &log);
+    // The progress reader shows epoch 1's last step before the run ends.
+    let start = Instant::now();
+    while !env
+        .server
+        .requests()
+        .iter()
+        .any(|r| r.path.ends_with("/px-1-worker-0/log"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(30), "no log read");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    exited(&env, "px-1-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("px-1  Running\n")
+        .stdout_has("px-1  Running  epoch 1/2, loss 0.6, accuracy 0.8\n")
+        .stdout_has("px-1  Succeeded\n")
+        .stdout_has("experiment px: its one run succeeded");
+    assert!(
+        out.stdout.matches("px-1  Running  epoch").count() <= 2,
+        "a line at the epoch's start and end, not one per step: {}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
+}
+
+/// `--resume` under a quota: the runs that ended hold no share of it, only those still
+/// running count toward the runs at a time.
+#[test]
+fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
+    let env = Env::new();
+    env.server.insert(
+        "resourcequotas",
+        NS,
+        json!({ "metadata": { "name": "q" }, "spec": { "hard": { "pods": "2" } } }),
+    );
+    let script = env.script();
+    let args = [
+        "sweep",
+        "-t",
+        "qx",
+        "-w",
+        "1",
+        "--param",
+        "lr=1,2,3,4",
+        script.to_str().unwrap(),
+    ];
+    let mut child = start(&env, &args);
+    await_pod(&env, "qx-2-worker-0", &mut child);
+    exited(&env, "qx-1-worker-0", 0);
+    await_pod(&env, "qx-3-worker-0", &mut child);
+    // qx-3 made whole and followed (a Ctrl-C during its create would take it back).
+    crate::follow::await_watches(&env, 3);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:#?}");
+    out.stdout_has(
+        "experiment qx: 4 runs, 2 at a time: the quota 'q' leaves 2 pods, a run needs 1\n",
+    );
+
+    // qx-1 ended, qx-2 and qx-3 run: 2 at a time, not 3.
+    let quota_reads = || {
+        let requests = env.server.requests();
+        requests
+            .iter()
+            .filter(|r| r.path.ends_with("/resourcequotas"))
+            .count()
+    };
+    let before = quota_reads();
+    let mut child = start(&env, &["sweep", "--resume", "qx"]);
+    // Once it has read the quota.
+    let start = Instant::now();
+    while quota_reads() == before {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no read of the quota"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    exited(&env, "qx-2-worker-0", 0);
+    await_pod(&env, "qx-4-worker-0", &mut child);
+    exited(&env, "qx-3-worker-0", 0);
+    exited(&env, "qx-4-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("experiment qx: 4 runs, 2 at a time: 2 still running, and the quota 'q' leaves 0 pods, a run needs 1\n")
+        .stdout_has("experiment qx: all 4 runs succeeded");
+    assert_eq!(posts_of(&env, "/pods"), 4, "each run's pod made once");
+}
+
+/// What would refuse every run refuses the sweep at its first: Pod Security
+/// `restricted` without `--run-as-user`, a quota on limits without `--cpu` and
+/// `--memory`: the spawn's one line, and nothing left (not the experiment's record).
+#[test]
+fn a_sweep_refused_at_its_first_run_leaves_nothing() {
+    let env = Env::new();
+    crate::hardened::enforcing(&env, "strict", "restricted");
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    let out = env.run(&[
+        "sweep", "-n", "strict", "-t", "ps", "--param", "lr=1,2", script,
+    ]);
+    out.failure(1).stderr_has(
+        "namespace 'strict' enforces Pod Security \"restricted\": runAsNonRoot != true (pod or container \"tensorflow\" must set securityContext.runAsNonRoot=true); run the tasks as a non-root user with --run-as-user UID (defaults key run_as_user)",
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    assert!(env.names("strict").is_empty(), "{:?}", env.names("strict"));
+
+    env.server.insert(
+        "resourcequotas",
+        NS,
+        json!({ "metadata": { "name": "lim" }, "spec": { "hard": { "limits.cpu": "2", "limits.memory": "4Gi" } } }),
+    );
+    let before = env.names(NS);
+    let out = env.run(&["sweep", "-t", "lq", "--param", "lr=1,2", script]);
+    out.failure(1).stderr_has(
+        "error: resource quota 'lim' in namespace 'default' requires limits.cpu and limits.memory on every container, and the worker pods' container tensorflow does not set them: give --cpu and --memory (they set requests and limits); nothing was created",
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    assert_eq!(env.names(NS), before, "nothing created");
 }

@@ -99,19 +99,64 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         ))
         .into());
     }
-    let started: BTreeSet<String> = runs
+    let mut started: BTreeSet<String> = runs
         .iter()
         .filter(|(tag, _)| existing.contains(tag))
         .map(|(tag, _)| tag.clone())
         .collect();
-    let at_a_time = at_a_time(cluster, sweep, &runs, started.len()).await?;
-    if !sweep.resume && !experiment::create(cluster, &sweep.record).await? {
+    // On --resume, the runs still under way hold their share of the quota; those that
+    // ended hold none.
+    let running = if started.is_empty() {
+        0
+    } else {
+        experiment::unfinished_runs(cluster, name)
+            .await?
+            .intersection(&started)
+            .count()
+    };
+    let at_a_time = at_a_time(cluster, sweep, &runs, running).await?;
+    if !sweep.resume
+        && let Some(first) = begin(cluster, sweep, runs.first()).await?
+    {
+        started.insert(first);
+    }
+    follow_all(cluster, sweep, &runs, &started, at_a_time).await
+}
+
+/// A new experiment: its record, then its first run alone. A first run refused (Pod
+/// Security, a quota's rule, an admission webhook: what every run would meet) takes the
+/// record back with it, and the sweep ends with the spawn's one line, nothing created.
+async fn begin(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    first: Option<&(String, Point)>,
+) -> Result<Option<String>> {
+    let (name, ns) = (&sweep.record.name, cluster.namespace());
+    let Some(uid) = experiment::create(cluster, &sweep.record).await? else {
         return Err(UsageError::new(format!(
             "experiment '{name}' exists already in namespace '{ns}': take it up with tf-spawner sweep --resume {name} -n {ns}, or pick another name with -t; nothing was created"
         ))
         .into());
+    };
+    let Some((tag, point)) = first else {
+        return Ok(None);
+    };
+    let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
+    let created = plan::build(&request(&sweep.base, &sweep.args, (tag, point)));
+    let created = match created {
+        Ok(plan) => super::spawn::create(cluster, &plan, sweep.max_in_flight).await,
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = created {
+        if let Err(left) = experiment::remove(cluster, name, &uid).await {
+            output::warning(&format!(
+                "the experiment's record {} is left: {left:#}",
+                crate::labels::experiment_record_name(name)
+            ));
+        }
+        return Err(e);
     }
-    follow_all(cluster, sweep, &runs, &started, at_a_time).await
+    Ok(Some(tag.clone()))
 }
 
 /// Runs at a time: `--parallel`, all with a queue, else what the quota holds (said in
@@ -143,7 +188,11 @@ async fn at_a_time(
                     "the namespace's quota leaves room for no run now: {why}; nothing was created"
                 ));
             }
-            Some((n, why)) => ((n as usize).saturating_add(running), why),
+            Some((n, why)) if running > 0 => (
+                (n as usize).saturating_add(running),
+                format!("{running} still running, and {why}"),
+            ),
+            Some((n, why)) => (n as usize, why),
             None => (total, "no quota bounds the runs".to_string()),
         }
     };
@@ -174,7 +223,7 @@ async fn follow_all(
 ) -> Result<()> {
     let mut stop = signals::Stop::listen();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut view = view::View::new(runs);
+    let mut view = view::View::new(&sweep.record.name, runs);
     // Runs that exist first (followed), then the others in order (created).
     let mut queue: Vec<(usize, bool)> = runs
         .iter()
@@ -196,6 +245,7 @@ async fn follow_all(
             // `--timeout` bounds each run from its start.
             wait.started = std::time::Instant::now();
             wait.observer = Some(tx.clone());
+            view.starting(i);
             active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
         }
         if active.is_empty() {
@@ -206,14 +256,23 @@ async fn follow_all(
                 if let Ended::Interrupted(code) = end {
                     stopping.get_or_insert(code);
                 }
-                view.ended(&runs[i].0, &end_text(&end));
+                view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
             Some(seen) = rx.recv() => view.seen(seen),
             code = stop.requested() => { stopping.get_or_insert(code); }
         }
     }
+    drop(view);
     verdict(sweep, runs, &ended, stopping)
+}
+
+fn end_state(end: &Ended) -> &'static str {
+    match end {
+        Ended::Succeeded => "Succeeded",
+        Ended::Failed(_) => "Failed",
+        Ended::Interrupted(_) => "interrupted",
+    }
 }
 
 fn end_text(end: &Ended) -> String {
@@ -310,9 +369,12 @@ fn verdict(
         .into());
     }
     if failed.is_empty() {
+        let all = match runs.len() {
+            1 => "its one run".to_string(),
+            n => format!("all {n} runs"),
+        };
         let _ = output::print(&format!(
-            "experiment {name}: all {} runs succeeded (compare them: tf-spawner compare {name} -n {ns})\n",
-            runs.len()
+            "experiment {name}: {all} succeeded (compare them: tf-spawner compare {name} -n {ns})\n"
         ));
         return Ok(());
     }
