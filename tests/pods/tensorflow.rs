@@ -17,7 +17,7 @@ use kube::api::{Api, ListParams};
 use crate::support::{Cluster, repo_file, tag};
 
 #[path = "../common/tensorflow.rs"]
-mod tf_common;
+pub(crate) mod tf_common;
 use tf_common::{epochs, is_keras_file, series, write_synthetic_mnist};
 
 /// Names the TensorFlow image, and makes these tests fail rather than skip without it.
@@ -30,7 +30,7 @@ const TF_TIMEOUT: &str = "300s";
 
 /// This test's copy of the TensorFlow template (its temp dir at `/data`), or `None` (with
 /// a notice) when no node has the image and `TF_SPAWNER_PODS_TF_IMAGE` is unset.
-async fn tensorflow_template(c: &Cluster, test: &str) -> Option<PathBuf> {
+pub(crate) async fn tensorflow_template(c: &Cluster, test: &str) -> Option<PathBuf> {
     let required = std::env::var(IMAGE_VAR).ok().filter(|v| !v.is_empty());
     let image = required
         .clone()
