@@ -88,6 +88,12 @@ pub enum Command {
     /// parameters (--param lr=0.1,0.01: a grid) or per sample (--samples K of ranges),
     /// each an ordinary run tagged NAME-1 … NAME-K, so many at a time, followed to the
     /// end: exit 0 when every run succeeded, 3 when one failed (docs/experiments.md)
+    // A sweep always follows its runs: the flags of a wait need no --wait there.
+    #[command(
+        mut_arg("timeout", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset)),
+        mut_arg("start_timeout", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset)),
+        mut_arg("keep_running", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset))
+    )]
     Sweep(Box<SweepArgs>),
 }
 

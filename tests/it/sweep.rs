@@ -583,3 +583,33 @@ fn a_sweep_refused_at_its_first_run_leaves_nothing() {
     assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     assert_eq!(env.names(NS), before, "nothing created");
 }
+
+/// `-d --experiment` while the sweep runs elsewhere: the sweep starts no run of it
+/// again, and says so.
+#[test]
+fn a_sweep_whose_experiment_is_deleted_starts_no_more_runs() {
+    let env = Env::new();
+    let script = env.script();
+    let args = [
+        "sweep",
+        "-t",
+        "dx",
+        "-w",
+        "1",
+        "--param",
+        "lr=1,2,3",
+        "--parallel",
+        "1",
+        script.to_str().unwrap(),
+    ];
+    let mut child = start(&env, &args);
+    await_pod(&env, "dx-1-worker-0", &mut child);
+    crate::follow::await_watches(&env, 1);
+    env.run(&["-d", "-y", "--experiment", "dx"]).success();
+    let out = finish(child);
+    assert_eq!(out.code, 1, "{out:#?}");
+    out.stderr_has(
+        "error: experiment 'dx' was deleted while the sweep ran (its record dx-experiment is gone)",
+    );
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+}

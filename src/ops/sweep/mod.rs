@@ -210,7 +210,30 @@ enum Ended {
     Succeeded,
     Failed(String),
     Interrupted(u8),
+    /// Not started: the experiment's record was deleted (`-d --experiment` elsewhere).
+    Deleted,
 }
+
+/// Why the sweep starts no more runs.
+#[derive(Clone, Copy)]
+enum Halt {
+    /// Ctrl-C (its exit code).
+    Signal(u8),
+    /// The experiment was deleted while it ran.
+    Deleted,
+}
+
+/// The refusal to create a run of an experiment whose record is gone.
+#[derive(Debug)]
+struct RecordGone;
+
+impl std::fmt::Display for RecordGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the experiment was deleted")
+    }
+}
+
+impl std::error::Error for RecordGone {}
 
 /// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
 /// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
@@ -234,7 +257,7 @@ async fn follow_all(
     let mut queue = queue.into_iter();
     let mut active = FuturesUnordered::new();
     let mut ended: Vec<(usize, Ended)> = Vec::new();
-    let mut stopping: Option<u8> = None;
+    let mut stopping: Option<Halt> = None;
     loop {
         while stopping.is_none() && active.len() < at_a_time {
             let Some((i, exists)) = queue.next() else {
@@ -253,14 +276,16 @@ async fn follow_all(
         }
         tokio::select! {
             Some((i, end)) = active.next() => {
-                if let Ended::Interrupted(code) = end {
-                    stopping.get_or_insert(code);
+                match end {
+                    Ended::Interrupted(code) => { stopping.get_or_insert(Halt::Signal(code)); }
+                    Ended::Deleted => { stopping.get_or_insert(Halt::Deleted); }
+                    _ => {}
                 }
                 view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
             Some(seen) = rx.recv() => view.seen(seen),
-            code = stop.requested() => { stopping.get_or_insert(code); }
+            code = stop.requested() => { stopping.get_or_insert(Halt::Signal(code)); }
         }
     }
     drop(view);
@@ -272,6 +297,7 @@ fn end_state(end: &Ended) -> &'static str {
         Ended::Succeeded => "Succeeded",
         Ended::Failed(_) => "Failed",
         Ended::Interrupted(_) => "interrupted",
+        Ended::Deleted => "not started",
     }
 }
 
@@ -280,6 +306,7 @@ fn end_text(end: &Ended) -> String {
         Ended::Succeeded => "Succeeded".into(),
         Ended::Failed(why) => format!("Failed: {why}"),
         Ended::Interrupted(_) => "left as it is (interrupted)".into(),
+        Ended::Deleted => "not started: the experiment was deleted".into(),
     }
 }
 
@@ -308,7 +335,9 @@ async fn one_run(
 
 fn ended_by(e: &anyhow::Error) -> Ended {
     let code = errors::exit_code(e);
-    if code == errors::EXIT_INTERRUPTED || code == errors::EXIT_TERMINATED {
+    if e.downcast_ref::<RecordGone>().is_some() {
+        Ended::Deleted
+    } else if code == errors::EXIT_INTERRUPTED || code == errors::EXIT_TERMINATED {
         Ended::Interrupted(code)
     } else {
         Ended::Failed(errors::one_line(e))
@@ -319,6 +348,13 @@ fn ended_by(e: &anyhow::Error) -> Ended {
 /// the sweep's other runs end.
 async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result<()> {
     let plan = plan::build(&request(&sweep.base, &sweep.args, run))?;
+    // Deleted meanwhile (`-d --experiment`): no run of it starts again.
+    if experiment::read(cluster, &sweep.record.name)
+        .await?
+        .is_none()
+    {
+        return Err(RecordGone.into());
+    }
     let since = std::time::Instant::now();
     let mut stop = signals::Stop::listen();
     loop {
@@ -344,7 +380,7 @@ fn verdict(
     sweep: &Sweep,
     runs: &[(String, Point)],
     ended: &[(usize, Ended)],
-    stopping: Option<u8>,
+    stopping: Option<Halt>,
 ) -> Result<()> {
     let name = &sweep.record.name;
     let ns = &sweep.base.namespace;
@@ -357,8 +393,15 @@ fn verdict(
         .filter(|(_, e)| matches!(e, Ended::Failed(_)))
         .map(|(i, _)| runs[*i].0.as_str())
         .collect();
-    if let Some(code) = stopping {
-        let left = runs.len().saturating_sub(succeeded + failed.len());
+    let left = runs.len().saturating_sub(succeeded + failed.len());
+    if let Some(Halt::Deleted) = stopping {
+        return Err(anyhow::anyhow!(
+            "experiment '{name}' was deleted while the sweep ran (its record {} is gone): {succeeded} succeeded, {} failed, the other {left} runs never started or were deleted",
+            crate::labels::experiment_record_name(name),
+            failed.len()
+        ));
+    }
+    if let Some(Halt::Signal(code)) = stopping {
         return Err(ExitError::new(
             code,
             format!(
