@@ -31,6 +31,12 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         ))
         .into());
     }
+    if args.notify.notify.is_some() && !args.wait {
+        return Err(crate::errors::UsageError::new(
+            "--notify tells the verdict of a run that is followed: add --wait (or use: tf-spawner wait --notify …)",
+        )
+        .into());
+    }
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -43,7 +49,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             output::silence();
         }
         // Restarts happen only while the run is followed: then to its end.
-        let until = if restarts.max > 0 {
+        // So does the notice of the verdict (--notify).
+        let until = if restarts.max > 0 || settings.notify.value.is_some() {
             WaitFor::End
         } else {
             WaitFor::Start
@@ -66,6 +73,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
                 on: ops::wait::OnStall::Warn,
             }),
             observer: None,
+            notify: settings.notify.value.clone(),
         };
         ops::wait::run(&cluster, &wait).await?;
     }

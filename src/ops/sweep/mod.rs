@@ -213,7 +213,22 @@ async fn follow_all(
             code = stop.requested() => { stopping.get_or_insert(code); }
         }
     }
-    verdict(sweep, runs, &ended, stopping)
+    let result = verdict(sweep, runs, &ended, stopping);
+    let told: Vec<(String, &str)> = ended.iter().map(|(i, e)| (runs[*i].0.clone(), e.word())).collect();
+    let experiment = (sweep.record.name.as_str(), Some(sweep.base.namespace.as_str()));
+    super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, &result).await;
+    result
+}
+
+impl Ended {
+    /// The run's verdict in a word (`--notify`'s count of an experiment's runs).
+    fn word(&self) -> &'static str {
+        match self {
+            Ended::Succeeded => "Succeeded",
+            Ended::Failed(_) => "Failed",
+            Ended::Interrupted(_) => "Interrupted",
+        }
+    }
 }
 
 fn end_text(end: &Ended) -> String {
