@@ -12,6 +12,7 @@ use crate::settings::parse::{self, Flag};
 
 pub use crate::tag::Tag;
 
+pub use crate::metrics::notice::Target;
 pub use crate::metrics::table::CompareFormat;
 pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
@@ -19,7 +20,6 @@ pub use crate::podgroup::Gang;
 pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
-pub use crate::metrics::notice::Target;
 
 pub use crate::settings::table::{DEFAULT_PORT, DEFAULT_WORKERS, ResourceFlags, SharedFlags};
 

@@ -163,7 +163,6 @@ impl Cost {
         line.push_str(&format!("{} training", part(self.training)));
         line
     }
-
 }
 
 #[cfg(test)]
@@ -228,6 +227,10 @@ mod tests {
             "held 0.50 task-hours: 0.00 waiting for the last task to start, 0.50 training"
         );
         let restarted = count(Some(&cpu), &[span(0, Some(0), 1800, 0)], None);
-        assert!(restarted.line().contains("0.50 in restarts, "), "{}", restarted.line());
+        assert!(
+            restarted.line().contains("0.50 in restarts, "),
+            "{}",
+            restarted.line()
+        );
     }
 }

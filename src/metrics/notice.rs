@@ -40,7 +40,9 @@ impl Target {
             return Ok(Target::Command(text.to_string()));
         }
         match text.parse::<http::Uri>() {
-            Ok(uri) if uri.host().is_some_and(|h| !h.is_empty()) => Ok(Target::Url(text.to_string())),
+            Ok(uri) if uri.host().is_some_and(|h| !h.is_empty()) => {
+                Ok(Target::Url(text.to_string()))
+            }
             _ => Err(format!("\"{text}\" is not a valid URL")),
         }
     }
@@ -162,7 +164,11 @@ impl Notice {
         for (_, verdict) in runs {
             *counts.entry(verdict.to_string()).or_default() += 1;
         }
-        let verdict = if exit_code == 0 { "Succeeded" } else { "Failed" };
+        let verdict = if exit_code == 0 {
+            "Succeeded"
+        } else {
+            "Failed"
+        };
         let mut notice = Notice {
             text: String::new(),
             kind: "experiment",
@@ -232,7 +238,10 @@ impl Notice {
             ("TF_SPAWNER_TAG", self.tag.clone()),
             ("TF_SPAWNER_EXIT_CODE", self.exit_code.to_string()),
             ("TF_SPAWNER_REASON", self.reason.clone().unwrap_or_default()),
-            ("TF_SPAWNER_NAMESPACE", self.namespace.clone().unwrap_or_default()),
+            (
+                "TF_SPAWNER_NAMESPACE",
+                self.namespace.clone().unwrap_or_default(),
+            ),
             ("TF_SPAWNER_NOTICE_KIND", self.kind.to_string()),
             ("TF_SPAWNER_TEXT", self.text.clone()),
         ]

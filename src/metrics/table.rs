@@ -168,10 +168,13 @@ fn epochs_cell(m: Option<&RunMetrics>) -> String {
 fn cost_column(runs: &[Compared]) -> Option<(&'static str, bool)> {
     let costs = runs.iter().filter_map(|r| r.metrics.as_ref()?.cost);
     let gpus = costs.clone().any(|c| c.total.gpu_seconds > 0);
-    costs
-        .clone()
-        .next()
-        .map(|_| if gpus { ("GPU-H", true) } else { ("TASK-H", false) })
+    costs.clone().next().map(|_| {
+        if gpus {
+            ("GPU-H", true)
+        } else {
+            ("TASK-H", false)
+        }
+    })
 }
 
 fn cost_cell(m: Option<&RunMetrics>, gpus: bool) -> String {

@@ -182,11 +182,8 @@ fn run_json(
     let summary = tracker.summary();
     let verdict = super::status::verdict_of(tracker, record.as_ref()).0;
     let recorded = record.as_ref().and_then(|r| r.metrics.as_ref());
-    let cost = crate::metrics::cost::so_far(
-        recorded.and_then(|m| m.cost).as_ref(),
-        tracker.live(),
-        now,
-    );
+    let cost =
+        crate::metrics::cost::so_far(recorded.and_then(|m| m.cost).as_ref(), tracker.live(), now);
     // A record of what the run held alone has no training's metrics.
     let metrics = recorded.filter(|m| m.epochs_done > 0 || !m.last.is_empty());
     RunJson {

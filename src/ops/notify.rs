@@ -61,7 +61,10 @@ pub async fn after_wait(
                 None => (None, String::new()),
             }
         }
-        Verdict::Failed(f) => (Some(f.task.map_or_else(|| f.pod.clone(), |t| t.id())), String::new()),
+        Verdict::Failed(f) => (
+            Some(f.task.map_or_else(|| f.pod.clone(), |t| t.id())),
+            String::new(),
+        ),
         _ => (None, String::new()),
     };
     let ending = Ending {
@@ -90,7 +93,9 @@ pub async fn send(target: &Target, notice: &Notice) {
         Ok(Err(e)) => e,
         Err(_) => format!("no answer within {}s", TIMEOUT.as_secs()),
     };
-    output::warning(&format!("--notify {target}: {problem} (the run's outcome stands)"));
+    output::warning(&format!(
+        "--notify {target}: {problem} (the run's outcome stands)"
+    ));
 }
 
 /// `sh -c LINE`, the JSON on its stdin, the verdict in its environment; its stdout
@@ -142,7 +147,10 @@ async fn post(url: &str, body: Vec<u8>) -> Result<(), String> {
         .build::<_, Full<bytes::Bytes>>(https);
     let request = http::Request::post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::USER_AGENT, concat!("tf-spawner/", env!("CARGO_PKG_VERSION")))
+        .header(
+            http::header::USER_AGENT,
+            concat!("tf-spawner/", env!("CARGO_PKG_VERSION")),
+        )
         .body(Full::new(bytes::Bytes::from(body)))
         .map_err(|e| format!("not a URL to send to: {e}"))?;
     let answer = client
@@ -159,8 +167,16 @@ async fn post(url: &str, body: Vec<u8>) -> Result<(), String> {
         .await
         .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
         .unwrap_or_default();
-    let first = text.lines().next().unwrap_or("").chars().take(200).collect::<String>();
-    Err(format!("the server answered {status} {first}").trim_end().to_string())
+    let first = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect::<String>();
+    Err(format!("the server answered {status} {first}")
+        .trim_end()
+        .to_string())
 }
 
 /// After a `--local` run (alone or a local sweep's): the notice of its end, its
@@ -201,5 +217,9 @@ pub async fn after_sweep(
         return;
     };
     let reason = result.as_ref().err().map(one_line);
-    send(target, &Notice::of_experiment(name, namespace, runs, (code, reason))).await;
+    send(
+        target,
+        &Notice::of_experiment(name, namespace, runs, (code, reason)),
+    )
+    .await;
 }

@@ -66,7 +66,16 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     let result = ended(sweep, runs.len(), &failed, interrupted);
     let told: Vec<(String, &str)> = runs
         .iter()
-        .map(|(tag, _)| (tag.clone(), if failed.contains(tag) { "Failed" } else { "Succeeded" }))
+        .map(|(tag, _)| {
+            (
+                tag.clone(),
+                if failed.contains(tag) {
+                    "Failed"
+                } else {
+                    "Succeeded"
+                },
+            )
+        })
         .collect();
     let notify = sweep.notify.as_ref();
     crate::ops::notify::after_sweep(notify, (name, None), &told, &result).await;
@@ -74,7 +83,12 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
 }
 
 /// Exit 0 when every run succeeded, 3 naming those that failed, or the interruption's.
-fn ended(sweep: &LocalSweep, total: usize, failed: &[String], interrupted: Option<u8>) -> Result<()> {
+fn ended(
+    sweep: &LocalSweep,
+    total: usize,
+    failed: &[String],
+    interrupted: Option<u8>,
+) -> Result<()> {
     let name = &sweep.record.name;
     if let Some(code) = interrupted {
         return Err(ExitError::new(

@@ -214,8 +214,14 @@ async fn follow_all(
         }
     }
     let result = verdict(sweep, runs, &ended, stopping);
-    let told: Vec<(String, &str)> = ended.iter().map(|(i, e)| (runs[*i].0.clone(), e.word())).collect();
-    let experiment = (sweep.record.name.as_str(), Some(sweep.base.namespace.as_str()));
+    let told: Vec<(String, &str)> = ended
+        .iter()
+        .map(|(i, e)| (runs[*i].0.clone(), e.word()))
+        .collect();
+    let experiment = (
+        sweep.record.name.as_str(),
+        Some(sweep.base.namespace.as_str()),
+    );
     super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, &result).await;
     result
 }
