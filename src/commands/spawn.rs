@@ -25,18 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
-        return Err(crate::errors::UsageError::new(format!(
-            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
-        ))
-        .into());
-    }
-    if args.notify.notify.is_some() && !args.wait {
-        return Err(crate::errors::UsageError::new(
-            "--notify tells the verdict of a run that is followed: add --wait (or use: tf-spawner wait --notify …)",
-        )
-        .into());
-    }
+    followed_only(args)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -76,6 +65,23 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             notify: settings.notify.value.clone(),
         };
         ops::wait::run(&cluster, &wait).await?;
+    }
+    Ok(())
+}
+
+/// The flags that act while a run is followed, refused without `--wait`.
+fn followed_only(args: &SpawnArgs) -> Result<()> {
+    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
+        return Err(crate::errors::UsageError::new(format!(
+            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
+        ))
+        .into());
+    }
+    if args.notify.notify.is_some() && !args.wait {
+        return Err(crate::errors::UsageError::new(
+            "--notify tells the verdict of a run that is followed: add --wait (or use: tf-spawner wait --notify …)",
+        )
+        .into());
     }
     Ok(())
 }

@@ -209,9 +209,7 @@ impl PodView {
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container.as_ref()),
             container,
-            held_from: status
-                .and_then(|s| s.start_time.as_ref())
-                .map(|t| t.0.as_second()),
+            held_from: start_time(status),
             gpus: containers.iter().map(gpus_of).sum(),
         }
     }
@@ -289,6 +287,11 @@ impl PodView {
     pub fn age(&self, now: i64) -> Option<u64> {
         self.created.map(|c| (now - c).max(0) as u64)
     }
+}
+
+/// When the kubelet took the pod (`status.startTime`), seconds since the epoch.
+fn start_time(status: Option<&PodStatus>) -> Option<i64> {
+    status?.start_time.as_ref().map(|t| t.0.as_second())
 }
 
 /// The GPUs container `c` asks for: its limit (else request) of each extended resource
