@@ -313,3 +313,72 @@ fn status_list_and_compare_say_what_the_run_cost() {
         .stdout_has("GPU-H")
         .stdout_has("4.00");
 }
+
+#[test]
+fn a_local_sweep_tells_each_run_and_its_end() {
+    let env = Env::new();
+    let script = env.write(
+        "p.py",
+        "import os, sys\nsys.exit(1 if os.environ['TF_SPAWNER_PARAM_LR'] == '0.2' else 0)\n",
+    );
+    let out = env.run(&[
+        "sweep",
+        "--local",
+        "-t",
+        "lz",
+        "--param",
+        "lr=0.1,0.2",
+        "--notify",
+        "cat >> told.jsonl && echo >> told.jsonl",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    let text = std::fs::read_to_string(env.path("told.jsonl")).unwrap();
+    let told: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let said: Vec<(&str, &str, &str)> = told
+        .iter()
+        .map(|n| {
+            let s = |k: &str| n[k].as_str().unwrap_or_default();
+            (s("kind"), s("tag"), s("verdict"))
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("run", "lz-1", "Succeeded"),
+            ("run", "lz-2", "Failed"),
+            ("experiment", "lz", "Failed")
+        ],
+        "{text}"
+    );
+    assert_eq!(told[2]["runs"], json!({"Failed": 1, "Succeeded": 1}));
+    assert_eq!(told[0]["local"], true);
+    assert!(
+        told[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("worker-0 exited with code 1"),
+        "{text}"
+    );
+    // A local run of its own is told too.
+    let ok = env.write("ok.py", "print('fine')\n");
+    let out = env.run(&[
+        "--local",
+        "-t",
+        "lone",
+        "--notify",
+        "cat > lone.json",
+        ok.to_str().unwrap(),
+    ]);
+    out.success();
+    let n = read_json(&env, "lone.json");
+    assert_eq!(
+        (n["tag"].as_str(), n["verdict"].as_str()),
+        (Some("lone"), Some("Succeeded"))
+    );
+    assert!(env.server.requests().is_empty(), "no cluster");
+}
