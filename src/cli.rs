@@ -12,6 +12,7 @@ use crate::settings::parse::{self, Flag};
 
 pub use crate::tag::Tag;
 
+pub use crate::metrics::notice::Target;
 pub use crate::metrics::table::CompareFormat;
 pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
@@ -240,6 +241,9 @@ pub struct WaitArgs {
 
     #[command(flatten)]
     pub restart: RestartArgs,
+
+    #[command(flatten)]
+    pub notify: NotifyArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -575,6 +579,9 @@ pub struct SpawnArgs {
     #[command(flatten)]
     pub restart: RestartArgs,
 
+    #[command(flatten)]
+    pub notify: NotifyArgs,
+
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
     /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
@@ -624,6 +631,17 @@ pub struct RestartArgs {
     /// --node-lost-after for the peer's fate before its failure decides
     #[arg(long, value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub node_grace: Option<Duration>,
+}
+
+/// `--notify`, of `wait` and of `spawn` with `--wait` or `--local` (and `sweep`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct NotifyArgs {
+    /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
+    /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
+    /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
+    /// the config file's notify, else none]
+    #[arg(long, value_parser = Flag(parse::notify), value_name = "CMD|URL")]
+    pub notify: Option<Target>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

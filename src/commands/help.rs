@@ -34,6 +34,7 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("restart_on", None),
     ("restart_backoff", None),
     ("node_grace", None),
+    ("notify", None),
     ("yes", None),
     ("experiment", None),
     ("finished", None),
@@ -163,7 +164,7 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
     (
         "wait",
         "start_timeout",
-        "Fail the run (exit 5) unless every task started this long after its creation",
+        "Fail (exit 5) unless every task started this long after its creation",
     ),
     (
         "wait",
@@ -209,6 +210,11 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
         "wait",
         "node_grace",
         "How long the cluster takes to name a node lost [default: 60s]",
+    ),
+    (
+        "wait",
+        "notify",
+        "At the verdict, run CMD (sh -c) or POST to URL its JSON summary",
     ),
 ];
 
@@ -348,6 +354,7 @@ const SWEEP_SHOWN: &[(&str, &str)] = &[
     ("tag", "The experiment's name: runs NAME-1 … NAME-K"),
     ("workers", "Worker pods of each run"),
     ("restarts", "Restart each run's retryable failure N times"),
+    ("notify", "Tell CMD or URL each run's end and the sweep's"),
     ("local", "Run here as processes, a run at a time"),
     ("dry_run", "Print every run's objects; create nothing"),
     ("output", "--dry-run's format: yaml or json"),

@@ -51,7 +51,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let began = std::time::Instant::now();
     let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
     local::keep_metrics(&output_dir, &outcome, &training, began.elapsed());
-    report(&plan.tag, outcome, &training)
+    let result = report(&plan.tag, outcome, &training);
+    crate::ops::notify::after_local(settings.notify.value.as_ref(), &plan.tag, &result).await;
+    result
 }
 
 /// `local run T: 3 tasks (…), files in DIR`, after the generated tag with `-r`.

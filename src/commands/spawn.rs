@@ -25,12 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
-        return Err(crate::errors::UsageError::new(format!(
-            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
-        ))
-        .into());
-    }
+    followed_only(args)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -43,7 +38,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             output::silence();
         }
         // Restarts happen only while the run is followed: then to its end.
-        let until = if restarts.max > 0 {
+        // So does the notice of the verdict (--notify).
+        let until = if restarts.max > 0 || settings.notify.value.is_some() {
             WaitFor::End
         } else {
             WaitFor::Start
@@ -66,8 +62,26 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
                 on: ops::wait::OnStall::Warn,
             }),
             observer: None,
+            notify: settings.notify.value.clone(),
         };
         ops::wait::run(&cluster, &wait).await?;
+    }
+    Ok(())
+}
+
+/// The flags that act while a run is followed, refused without `--wait`.
+fn followed_only(args: &SpawnArgs) -> Result<()> {
+    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
+        return Err(crate::errors::UsageError::new(format!(
+            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
+        ))
+        .into());
+    }
+    if args.notify.notify.is_some() && !args.wait {
+        return Err(crate::errors::UsageError::new(
+            "--notify tells the verdict of a run that is followed: add --wait (or use: tf-spawner wait --notify …)",
+        )
+        .into());
     }
     Ok(())
 }

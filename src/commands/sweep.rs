@@ -128,6 +128,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
             parallel: args.parallel.unwrap_or(1) as usize,
             args: spawn.script_args.clone(),
             python: settings.python.value.clone(),
+            notify: settings.notify.value.clone(),
             options: local::RunOptions {
                 timeout: spawn.timeout,
                 env_file: spawn.env_file.as_ref().map(|f| f.display().to_string()),
@@ -201,6 +202,7 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
             on: crate::ops::wait::OnStall::Warn,
         }),
         observer: None,
+        notify: settings.notify.value.clone(),
     }
 }
 

@@ -38,6 +38,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
             on: args.on_stall,
         }),
         observer: None,
+        notify: settings.notify.value.clone(),
     };
     wait::run(&cluster, &wait).await
 }

@@ -12,6 +12,8 @@
 //! `--local` runs keep the same JSON as `metrics.json` in their output folder.
 
 pub(crate) mod chart;
+pub(crate) mod cost;
+pub(crate) mod notice;
 pub(crate) mod table;
 
 use std::collections::BTreeMap;
@@ -71,6 +73,9 @@ pub struct RunMetrics {
     /// cluster run's is its record's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// What the run held (`cost.rs`): task- and GPU-seconds, and where they went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<cost::Cost>,
 }
 
 /// The metrics per epoch: `epoch[i]`'s values are `metrics[name][i]` (null: not printed).
@@ -127,6 +132,7 @@ impl RunMetrics {
             best: values(&h.best),
             curve,
             verdict: None,
+            cost: None,
         })
     }
 

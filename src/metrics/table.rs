@@ -163,6 +163,34 @@ fn epochs_cell(m: Option<&RunMetrics>) -> String {
     }
 }
 
+/// The cost column (`metrics/cost.rs`), if any run has a cost: GPU-hours when some run
+/// had GPUs, else task-hours.
+fn cost_column(runs: &[Compared]) -> Option<(&'static str, bool)> {
+    let costs = runs.iter().filter_map(|r| r.metrics.as_ref()?.cost);
+    let gpus = costs.clone().any(|c| c.total.gpu_seconds > 0);
+    costs.clone().next().map(|_| {
+        if gpus {
+            ("GPU-H", true)
+        } else {
+            ("TASK-H", false)
+        }
+    })
+}
+
+fn cost_cell(m: Option<&RunMetrics>, gpus: bool) -> String {
+    m.and_then(|m| m.cost).map_or_else(
+        || "-".into(),
+        |c| {
+            let s = if gpus {
+                c.total.gpu_seconds
+            } else {
+                c.total.task_seconds
+            };
+            format!("{:.2}", s as f64 / 3600.0)
+        },
+    )
+}
+
 /// The table: the best run marked `*`.
 pub fn render(runs: &[Compared], by: Option<&SortBy>, best: Option<&str>) -> String {
     let params = differing(runs);
@@ -170,6 +198,8 @@ pub fn render(runs: &[Compared], by: Option<&SortBy>, best: Option<&str>) -> Str
     let mut headers: Vec<String> = vec![String::new(), "TAG".into()];
     headers.extend(params.iter().map(|p| escape_controls(p)));
     headers.extend(["VERDICT", "TIME", "RESTARTS", "EPOCHS"].map(String::from));
+    let cost = cost_column(runs);
+    headers.extend(cost.map(|(h, _)| h.to_string()));
     headers.extend(metrics.iter().map(|m| escape_controls(m)));
     if let Some(by) = by {
         headers.push(format!("BEST {}", escape_controls(&by.metric)));
@@ -193,6 +223,7 @@ pub fn render(runs: &[Compared], by: Option<&SortBy>, best: Option<&str>) -> Str
             row.push(time_cell(m));
             row.push(m.map_or_else(|| "-".into(), |m| m.restarts.to_string()));
             row.push(epochs_cell(m));
+            row.extend(cost.map(|(_, gpus)| cost_cell(m, gpus)));
             let cell = |v: Option<&f64>| v.map_or_else(|| "-".into(), |v| number(*v));
             row.extend(metrics.iter().map(|n| cell(m.and_then(|m| m.last.get(n)))));
             if let Some(by) = by {
@@ -234,6 +265,8 @@ pub struct RunJson<'a> {
     pub last: Option<&'a BTreeMap<String, f64>>,
     pub best: Option<&'a BTreeMap<String, f64>>,
     pub curve: Option<&'a Curve>,
+    /// What the run held (`metrics/cost.rs`).
+    pub cost: Option<crate::metrics::cost::Cost>,
 }
 
 pub fn to_json<'a>(
@@ -263,6 +296,7 @@ pub fn to_json<'a>(
                     last: m.map(|m| &m.last),
                     best: m.map(|m| &m.best),
                     curve: m.map(|m| &m.curve),
+                    cost: m.and_then(|m| m.cost),
                 }
             })
             .collect(),
@@ -270,7 +304,8 @@ pub fn to_json<'a>(
 }
 
 /// `compare -o csv`: a header, then a row per run: tag, every parameter, verdict,
-/// seconds, restarts, epochs, `final_NAME` and `best_NAME` of every metric, `best`
+/// seconds, restarts, epochs, `final_NAME` and `best_NAME` of every metric, the
+/// task-seconds and GPU-seconds the run held, `best`
 /// (`true` for the best run).
 pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
     let params: BTreeSet<&String> = runs.iter().flat_map(|r| r.params.keys()).collect();
@@ -280,6 +315,7 @@ pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
     header.extend(["verdict", "seconds", "restarts", "epochs"].map(String::from));
     header.extend(metrics.iter().map(|m| format!("final_{m}")));
     header.extend(metrics.iter().map(|m| format!("best_{m}")));
+    header.extend(["task_seconds", "gpu_seconds"].map(String::from));
     header.push("best".into());
     let mut out = csv_line(&header);
     for r in runs {
@@ -298,6 +334,9 @@ pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
                     .map(|n| opt(map.and_then(|x| x.get(n)).map(|v| v.to_string()))),
             );
         }
+        let cost = m.and_then(|m| m.cost).map(|c| c.total);
+        row.push(opt(cost.map(|c| c.task_seconds.to_string())));
+        row.push(opt(cost.map(|c| c.gpu_seconds.to_string())));
         row.push((best == Some(r.tag.as_str())).to_string());
         out.push_str(&csv_line(&row));
     }

@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use crate::cluster::Cluster;
 use crate::cluster::record::{self, Ending, Record};
 use crate::labels::LOCAL_OUTPUT_ROOT;
+use crate::metrics::cost;
 use crate::metrics::table::Compared;
 use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, params};
 use crate::output;
@@ -17,7 +18,8 @@ use crate::trainlog::Training;
 use crate::verdict::{Tracker, Verdict};
 
 /// The metrics of the attempt `tracker` followed (`training`: what its deciding task
-/// printed), after those of the attempts before a restart (`earlier`).
+/// printed), after those of the attempts before a restart (`earlier`), with what the run
+/// held up to now (`metrics/cost.rs`).
 pub fn run_metrics(
     tracker: &Tracker,
     training: &Training,
@@ -26,15 +28,29 @@ pub fn run_metrics(
 ) -> Option<RunMetrics> {
     let secs = crate::timing::of_run(tracker, all_workers).map(|t| t.seconds());
     let now = RunMetrics::of(training, secs, tracker.attempt());
-    match (earlier, now) {
-        (Some(e), Some(n)) => Some(e.then(&n)),
-        (e, n) => n.or_else(|| e.cloned()),
-    }
+    let mut metrics = match (earlier, now) {
+        (Some(e), Some(n)) => e.then(&n),
+        (e, n) => n.or_else(|| e.cloned()).unwrap_or_default(),
+    };
+    metrics.restarts = tracker.attempt();
+    let before = earlier.and_then(|e| e.cost);
+    let cost = cost::of_views(before.as_ref(), tracker.live(), now_secs(), false);
+    metrics.cost = (cost.total != cost::Held::default() || before.is_some()).then_some(cost);
+    (metrics != RunMetrics::default()).then_some(metrics)
 }
 
-/// At a restart: the metrics so far in the run's record (a problem is a note).
-pub async fn record_restart(cluster: &Cluster, tag: &str, metrics: Option<&RunMetrics>) {
+/// Seconds since the epoch, now.
+fn now_secs() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+/// At a restart: the metrics so far in the run's record (a problem is a note), their
+/// cost counted up to now (the next attempt's count starts there).
+pub async fn record_restart(cluster: &Cluster, tag: &str, metrics: Option<&mut RunMetrics>) {
     let Some(metrics) = metrics else { return };
+    if let Some(cost) = &mut metrics.cost {
+        cost.until = Some(now_secs());
+    }
     if let Err(e) = record::write_metrics(cluster, tag, metrics).await {
         output::note(&format!(
             "the metrics are not recorded on the run's ConfigMap: {e:#}"

@@ -52,6 +52,9 @@ pub struct RunJson {
     /// (`compare` shows the rest), else null.
     pub metrics: Option<BTreeMap<String, f64>>,
     pub epochs_done: Option<u32>,
+    /// What the run held (docs/reference.md, "What a run cost"), as `status -o json`
+    /// says it; null when no pod of it ran.
+    pub cost: Option<crate::metrics::cost::Cost>,
     /// The metric the table shows (`val_loss`, else `loss`, else the first).
     #[serde(skip)]
     pub headline: Option<(String, f64)>,
@@ -178,8 +181,13 @@ fn run_json(
     let terminating = tracker.live().filter(|v| v.terminating).count() as u32;
     let summary = tracker.summary();
     let verdict = super::status::verdict_of(tracker, record.as_ref()).0;
-    let metrics = record.as_ref().and_then(|r| r.metrics.as_ref());
+    let recorded = record.as_ref().and_then(|r| r.metrics.as_ref());
+    let cost =
+        crate::metrics::cost::so_far(recorded.and_then(|m| m.cost).as_ref(), tracker.live(), now);
+    // A record of what the run held alone has no training's metrics.
+    let metrics = recorded.filter(|m| m.epochs_done > 0 || !m.last.is_empty());
     RunJson {
+        cost,
         experiment: record.as_ref().and_then(|r| r.experiment.clone()),
         headline: metrics
             .and_then(|m| m.headline())

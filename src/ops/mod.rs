@@ -10,6 +10,7 @@ pub(crate) mod delete;
 pub(crate) mod helper;
 pub(crate) mod list;
 pub(crate) mod logs;
+pub(crate) mod notify;
 pub(crate) mod restart;
 pub(crate) mod spawn;
 pub(crate) mod status;

@@ -84,6 +84,8 @@ pub struct Wait {
     /// A view of several runs (a sweep's) that shows this run: its state and training
     /// go there instead of this wait's own progress lines.
     pub observer: Option<crate::progress::Observer>,
+    /// `--notify`: where the verdict is told (`ops/notify.rs`).
+    pub notify: Option<crate::metrics::notice::Target>,
 }
 
 enum Done {
@@ -128,17 +130,19 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
         let (outcome, training) = follow(cluster, wait, &mut tracker).await?;
         let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
-        let metrics =
+        let mut metrics =
             super::compare::run_metrics(&tracker, &training, earlier.as_ref(), wait.all_workers);
         if let Outcome::Done(Done::Final(verdict)) = &outcome
             && restarter.after(cluster, &bounds, &tracker, verdict).await?
         {
-            super::compare::record_restart(cluster, &wait.tag, metrics.as_ref()).await;
+            super::compare::record_restart(cluster, &wait.tag, metrics.as_mut()).await;
             earlier = metrics;
             continue;
         }
         let seen = (&tracker, &training, metrics.as_ref());
-        return report(cluster, wait, seen, outcome).await;
+        let result = report(cluster, wait, seen, outcome).await;
+        super::notify::after_wait(cluster, (wait.notify.as_ref(), &wait.tag), seen, &result).await;
+        return result;
     }
 }
 
@@ -434,12 +438,12 @@ async fn report(
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
             let after = after_the_verdict(cluster, wait, (tracker, metrics), "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
-            time_and_training(tracker, wait.all_workers, training)?;
+            time_and_training(tracker, wait.all_workers, training, metrics)?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
             show_failed_log(cluster, tracker, &failure).await;
-            time_and_training(tracker, false, training)?;
+            time_and_training(tracker, false, training, metrics)?;
             let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {failure}")).await;
             let message = format!("run '{tag}' failed: {failure}");
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
@@ -465,11 +469,19 @@ async fn report(
     }
 }
 
-/// The lines under a final verdict: the run's time (`timing::of_run`) and the
-/// training's report, each if there is one.
-fn time_and_training(tracker: &Tracker, all_workers: bool, training: &Training) -> Result<()> {
+/// The lines under a final verdict: the run's time (`timing::of_run`), what it held
+/// (`metrics/cost.rs`) and the training's report, each if there is one.
+fn time_and_training(
+    tracker: &Tracker,
+    all_workers: bool,
+    training: &Training,
+    metrics: Option<&RunMetrics>,
+) -> Result<()> {
     if let Some(time) = crate::timing::of_run(tracker, all_workers) {
         output::print(&format!("{}\n", time.line()))?;
+    }
+    if let Some(cost) = metrics.and_then(|m| m.cost) {
+        output::print(&format!("{}\n", cost.line()))?;
     }
     if let Some(line) = show::report(training) {
         output::print(&format!("{line}\n"))?;

@@ -149,6 +149,11 @@ pub(crate) fn program(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
+/// `--notify`: an `http://` or `https://` URL, else a command line (`sh -c`).
+pub(crate) fn notify(text: &str) -> Result<crate::metrics::notice::Target, String> {
+    crate::metrics::notice::Target::parse(text)
+}
+
 /// A container image: no spaces.
 pub(crate) fn image(text: &str) -> Result<String, String> {
     if text.trim().is_empty() || text.chars().any(char::is_whitespace) {

@@ -28,7 +28,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, dry_run: _, output: _, max_in_flight: _,
         wait: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
-        python: _,
+        python: _, notify: _,
     } = args;
     #[rustfmt::skip]
     let RoleArgs {

@@ -23,6 +23,7 @@ use crate::cluster::connect::ConfigNamespace;
 use crate::cluster::retry::GIVE_UP;
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
+use crate::metrics::notice::Target;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
 use crate::verdict::retryable::RestartOn;
@@ -89,7 +90,9 @@ macro_rules! settings {
                         $parse as Parse<_>,
                         Marks {
                             anchored: settings!(@has anchored; $($mark)*),
-                            program: settings!(@has program; $($mark)*),
+                            program: settings!(@has program; $($mark)*)
+                                || settings!(@has command; $($mark)*),
+                            command: settings!(@has command; $($mark)*),
                         },
                     )? {
                         Some(picked) => picked,
@@ -146,12 +149,16 @@ macro_rules! settings {
     };
     // The marks: `anchored` (a path the file gives is relative to the file), `program`
     // (a program this machine runs: relative to the file when it names a path, and
-    // from a project file only once the user trusts it, `project.rs`).
+    // from a project file only once the user trusts it, `project.rs`), `command` (a
+    // command line or URL this machine runs or sends to: trusted as a program, never
+    // anchored: its words are the shell's).
     (@mark anchored) => { () };
     (@mark program) => { () };
+    (@mark command) => { () };
     (@has $want:ident;) => { false };
     (@has anchored; anchored $($rest:ident)*) => { true };
     (@has program; program $($rest:ident)*) => { true };
+    (@has command; command $($rest:ident)*) => { true };
     (@has $want:ident; $other:ident $($rest:ident)*) => { settings!(@has $want; $($rest)*) };
     // A flag: a switch (no value name), a value through the setting's parser, or one of
     // a `clap::ValueEnum`'s values (its values shown in help and completed by shells).
@@ -289,6 +296,9 @@ settings! { |given|
         "(the run's image)";
     /// `--python` (of `--local`): the interpreter this machine runs.
     python: String = built_in(DEFAULT_PYTHON.to_string()), parse::program, "", program;
+    /// `--notify` (of `wait`, `spawn --wait`, `--local` and `sweep`): a command line
+    /// this machine runs, or a URL it posts the run's end to.
+    notify: Option<Target> = built_in(None), parse::notify, "(none)", command;
 }
 
 /// The built-in `--python`.
@@ -392,7 +402,11 @@ pub(crate) struct Untrusted {
 #[derive(Clone, Copy)]
 struct Marks {
     anchored: bool,
+    /// Run by this machine (a `program` or a `command`): refused from an untrusted
+    /// project file.
     program: bool,
+    /// A command line or URL: never anchored.
+    command: bool,
 }
 
 impl Given<'_> {
@@ -473,7 +487,7 @@ fn file_problem(file: &Defaults, source: &Source, key: &str, problem: &str) -> U
 /// stays empty, for the parser to refuse as it refuses `--dir ''`.
 fn file_text(file: &Defaults, value: &Value, marks: Marks) -> Result<String, String> {
     let text = scalar(value)?;
-    let anchored = marks.anchored || (marks.program && text.contains('/'));
+    let anchored = marks.anchored || (marks.program && !marks.command && text.contains('/'));
     match &file.path {
         Some(path) if anchored && !text.is_empty() => {
             Ok(crate::defaults::resolve(std::path::Path::new(&text), path)
@@ -489,7 +503,7 @@ fn file_text(file: &Defaults, value: &Value, marks: Marks) -> Result<String, Str
 /// followed), as a cloned repository must not point tf-spawner at the user's files.
 fn project_outside(file: &Defaults, text: &str, marks: Marks) -> Option<PathBuf> {
     let project = file.path.as_deref()?.parent()?;
-    let anchored = marks.anchored || (marks.program && text.contains('/'));
+    let anchored = marks.anchored || (marks.program && !marks.command && text.contains('/'));
     let path = std::path::Path::new(text);
     (anchored && !text.is_empty() && !lexically_under(path, project)).then(|| path.to_path_buf())
 }
@@ -617,6 +631,12 @@ impl Shown for i64 {
 impl Shown for bool {
     fn shown(&self) -> Option<Value> {
         Some((*self).into())
+    }
+}
+
+impl Shown for Target {
+    fn shown(&self) -> Option<Value> {
+        Some(self.to_string().into())
     }
 }
 

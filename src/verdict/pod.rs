@@ -145,6 +145,11 @@ pub struct PodView {
     /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
     /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
     pub sidecar_running: bool,
+    /// When the kubelet took the pod (`status.startTime`, seconds since the epoch): from
+    /// then on it holds its node's resources (what a run cost, `metrics/cost.rs`).
+    pub held_from: Option<i64>,
+    /// The GPUs its containers ask for (any `…/gpu` or `…/mig-…` extended resource).
+    pub gpus: u32,
 }
 
 impl PodView {
@@ -204,6 +209,8 @@ impl PodView {
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container.as_ref()),
             container,
+            held_from: start_time(status),
+            gpus: containers.iter().map(gpus_of).sum(),
         }
     }
 
@@ -280,6 +287,33 @@ impl PodView {
     pub fn age(&self, now: i64) -> Option<u64> {
         self.created.map(|c| (now - c).max(0) as u64)
     }
+}
+
+/// When the kubelet took the pod (`status.startTime`), seconds since the epoch.
+fn start_time(status: Option<&PodStatus>) -> Option<i64> {
+    status?.start_time.as_ref().map(|t| t.0.as_second())
+}
+
+/// The GPUs container `c` asks for: its limit (else request) of each extended resource
+/// named `…/gpu` or `…/mig-…` (`--gpu-resource`'s kinds).
+fn gpus_of(c: &Container) -> u32 {
+    let Some(r) = &c.resources else { return 0 };
+    let is_gpu = |name: &str| {
+        name.split_once('/')
+            .is_some_and(|(_, n)| n == "gpu" || n.starts_with("mig-"))
+    };
+    let mut names: std::collections::BTreeSet<&String> = std::collections::BTreeSet::new();
+    names.extend(r.limits.iter().flat_map(|m| m.keys()));
+    names.extend(r.requests.iter().flat_map(|m| m.keys()));
+    names
+        .into_iter()
+        .filter(|n| is_gpu(n))
+        .filter_map(|n| {
+            let q = r.limits.as_ref().and_then(|m| m.get(n));
+            let q = q.or_else(|| r.requests.as_ref().and_then(|m| m.get(n)))?;
+            q.0.parse::<u32>().ok()
+        })
+        .sum()
 }
 
 /// The pod's annotation `key`.

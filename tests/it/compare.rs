@@ -131,7 +131,7 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
     let csv: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
         csv[0],
-        "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,best"
+        "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best"
     );
     assert!(csv[1].starts_with("lrs-3,64,0.001,Succeeded,"), "{out:#?}");
 

@@ -20,6 +20,7 @@ mod list;
 mod local;
 mod logs;
 mod nodes;
+mod notify;
 mod outage;
 mod perf;
 mod progress;

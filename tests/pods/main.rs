@@ -13,6 +13,7 @@ mod firsthour;
 mod gpus;
 mod lifecycle;
 mod nodes;
+mod notify;
 mod outage;
 mod restart;
 mod run;

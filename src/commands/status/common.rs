@@ -62,3 +62,14 @@ pub(super) fn pending_restart(tracker: &Tracker, record: Option<&Record>) -> Opt
         .and_then(|r| r.restarting)
         .filter(|n| tracker.live().all(|v| v.attempt < *n))
 }
+
+/// What the run held so far (`metrics/cost.rs`): its record's count once final, else
+/// its pods' up to `now` after the count its record keeps from a restart.
+pub(super) fn cost(
+    tracker: &Tracker,
+    record: Option<&Record>,
+    now: i64,
+) -> Option<crate::metrics::cost::Cost> {
+    let recorded = record.and_then(|r| r.metrics.as_ref()?.cost);
+    crate::metrics::cost::so_far(recorded.as_ref(), tracker.live(), now)
+}

@@ -26,6 +26,10 @@ pub struct StatusJson {
     /// Once the verdict is final: seconds from the first task's start to the end of
     /// the task that decided it; else null.
     pub duration_seconds: Option<u64>,
+    /// What the run held (docs/reference.md, "What a run cost"): task- and GPU-seconds
+    /// in all (`total`) and waiting for the last task to start, in restarts, training;
+    /// up to now while it runs. Null when no pod of it ran.
+    pub cost: Option<crate::metrics::cost::Cost>,
     /// The run's attempt: 0 until a restart (`wait --restarts`), then the latest
     /// restart's number (the highest of its pods').
     pub attempt: u32,
@@ -146,6 +150,7 @@ pub fn to_json(
         verdict,
         failure,
         duration_seconds: timing::of_run(tracker, all_workers).map(|t| t.seconds()),
+        cost: super::common::cost(tracker, record, now),
         attempt: tracker.attempt(),
         restarted_for: restarted_for(tracker).map(String::from),
         pending_restart: super::common::pending_restart(tracker, record),

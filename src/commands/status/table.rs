@@ -50,6 +50,7 @@ pub fn render(
         victim_lines(tracker),
         verdict_line(tracker, record),
         timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line() + "\n"),
+        super::common::cost(tracker, record, now).map_or_else(String::new, |c| c.line() + "\n"),
     ];
     sections.concat()
 }

@@ -31,6 +31,8 @@ pub(crate) struct LocalSweep {
     pub parallel: usize,
     pub python: String,
     pub options: RunOptions,
+    /// `--notify`: each run's end and the experiment's.
+    pub notify: Option<crate::metrics::notice::Target>,
 }
 
 /// Writes the record (refusing an experiment or run folder of the name), runs every
@@ -61,6 +63,33 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         local_output_dir(name).display()
     ));
     let (failed, interrupted) = run_all(sweep, &runs).await;
+    let result = ended(sweep, runs.len(), &failed, interrupted);
+    let told: Vec<(String, &str)> = runs
+        .iter()
+        .map(|(tag, _)| {
+            (
+                tag.clone(),
+                if failed.contains(tag) {
+                    "Failed"
+                } else {
+                    "Succeeded"
+                },
+            )
+        })
+        .collect();
+    let notify = sweep.notify.as_ref();
+    crate::ops::notify::after_sweep(notify, (name, None), &told, &result).await;
+    result
+}
+
+/// Exit 0 when every run succeeded, 3 naming those that failed, or the interruption's.
+fn ended(
+    sweep: &LocalSweep,
+    total: usize,
+    failed: &[String],
+    interrupted: Option<u8>,
+) -> Result<()> {
+    let name = &sweep.record.name;
     if let Some(code) = interrupted {
         return Err(ExitError::new(
             code,
@@ -70,8 +99,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     }
     if failed.is_empty() {
         let _ = output::print(&format!(
-            "local experiment {name}: all {} runs succeeded\n",
-            runs.len()
+            "local experiment {name}: all {total} runs succeeded\n"
         ));
         return Ok(());
     }
@@ -80,7 +108,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         format!(
             "local experiment '{name}': {} of {} runs failed: {}",
             failed.len(),
-            runs.len(),
+            total,
             failed.join(", ")
         ),
     )
@@ -101,6 +129,8 @@ async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, 
         let Some((tag, outcome)) = active.next().await else {
             break;
         };
+        let told = told(&tag, &outcome);
+        crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
         match outcome {
             Ok(Outcome::Succeeded { .. }) => {
                 let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
@@ -116,6 +146,25 @@ async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, 
         }
     }
     (failed, interrupted)
+}
+
+/// A run's outcome as `--notify` tells it: the error a `--local` run of its own ends with.
+fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
+    let (code, why) = match outcome {
+        Ok(Outcome::Succeeded { .. }) => return Ok(()),
+        Ok(Outcome::Interrupted(code)) => (*code, "interrupted".to_string()),
+        Ok(Outcome::Failed { task, ended, .. }) => (
+            EXIT_TRAINING_FAILED,
+            format!(
+                "{} {}",
+                task.map_or_else(|| "a task".to_string(), crate::roles::Task::id),
+                ended.map_or_else(|| "failed".to_string(), |e| e.to_string())
+            ),
+        ),
+        Ok(Outcome::TimedOut { .. }) => (crate::errors::EXIT_TIMEOUT, "timed out".to_string()),
+        Err(e) => (EXIT_TRAINING_FAILED, crate::errors::one_line(e)),
+    };
+    Err(ExitError::new(code, format!("local run '{tag}' failed: {why}")).into())
 }
 
 /// One local run, its parameters written in its folder first.

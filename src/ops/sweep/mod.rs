@@ -289,7 +289,17 @@ async fn follow_all(
         }
     }
     drop(view);
-    verdict(sweep, runs, &ended, stopping)
+    let result = verdict(sweep, runs, &ended, stopping);
+    let told: Vec<(String, &str)> = ended
+        .iter()
+        .map(|(i, e)| (runs[*i].0.clone(), end_state(e)))
+        .collect();
+    let experiment = (
+        sweep.record.name.as_str(),
+        Some(sweep.base.namespace.as_str()),
+    );
+    super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, &result).await;
+    result
 }
 
 fn end_state(end: &Ended) -> &'static str {
