@@ -290,6 +290,17 @@ async fn follow_all(
     }
     drop(view);
     let result = verdict(sweep, runs, &ended, stopping);
+    notify_end(sweep, runs, &ended, &result).await;
+    result
+}
+
+/// `--notify`'s notice at the experiment's end: each run's verdict in a word.
+async fn notify_end(
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    ended: &[(usize, Ended)],
+    result: &Result<()>,
+) {
     let told: Vec<(String, &str)> = ended
         .iter()
         .map(|(i, e)| (runs[*i].0.clone(), end_state(e)))
@@ -298,8 +309,7 @@ async fn follow_all(
         sweep.record.name.as_str(),
         Some(sweep.base.namespace.as_str()),
     );
-    super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, &result).await;
-    result
+    super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, result).await;
 }
 
 fn end_state(end: &Ended) -> &'static str {
