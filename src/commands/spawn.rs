@@ -25,7 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
+    if let Some(flag) = spawn::restart_flag(settings, args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
         ))
