@@ -13,6 +13,9 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 /// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
 /// (worker-1) was deleted while it ran`), so `status` says which task it was for.
 pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
+/// On each pod of a run spawned with `--pull-grace`: the grace's seconds (an image
+/// that fails to pull fails the run only once its pod is this old).
+pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many
 /// credentials may not touch secrets) is an error.

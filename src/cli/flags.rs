@@ -27,6 +27,7 @@ use super::parse::{self, Parse};
 use crate::cluster::retry::GIVE_UP;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
+use crate::verdict::DEFAULT_PULL_GRACE;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a flag is on the command line.
@@ -247,6 +248,12 @@ macro_rules! flag_list {
     start_timeout: Option<Duration> = None, parse::start_timeout, "(none)"
         => [Spawn, Wait], value: "DURATION", requires: "wait",
             brief: "Fail the run (exit 5) unless every task started this long after its creation";
+    /// How long a task's image may fail to pull (ErrImagePull, ImagePullBackOff) before
+    /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
+    /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
+    /// [default: the config file's pull_grace, else 5m]
+    pull_grace: Duration = DEFAULT_PULL_GRACE, parse::duration, ""
+        => [Spawn], value: "DURATION";
     /// A stall: the deciding task (chief, else worker 0) has printed no progress line
     /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
     /// (e.g. 30m), once it printed one; named on the training line ("no progress since

@@ -153,6 +153,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         stopped_after_task: false,
         restarted_for: None,
         sidecar_running: false,
+        pull_grace: None,
     }
 }
 

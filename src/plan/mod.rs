@@ -20,9 +20,10 @@ use crate::labels::{
     INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL,
     KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
     NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
-    PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, VOLCANO_QUEUE_ANNOTATION,
-    VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name, kueue_group_name,
-    network_policy_name, pod_group_name, secret_name, set_env, tf_container, tf_container_at,
+    PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, PULL_GRACE_ANNOTATION, ROLE_LABEL, RUN_LABEL,
+    VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name,
+    kueue_group_name, network_policy_name, pod_group_name, secret_name, set_env, tf_container,
+    tf_container_at,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -191,6 +192,9 @@ pub struct Scheduling {
     pub gang: Option<Gang>,
     /// `--scheduler-name`: every pod's `schedulerName` (default: the gang's scheduler).
     pub scheduler_name: Option<String>,
+    /// `--pull-grace`, if not the built-in one: every pod's [`PULL_GRACE_ANNOTATION`],
+    /// which the verdict reads (`verdict::Tracker`).
+    pub pull_grace_seconds: Option<u64>,
 }
 
 impl Scheduling {
@@ -639,6 +643,9 @@ fn pod_metadata(
     {
         // A pod outside the group waits in the same queue, in a PodGroup of its own.
         annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
+    }
+    if let Some(seconds) = req.scheduling.pull_grace_seconds {
+        annotations.insert(PULL_GRACE_ANNOTATION.to_string(), seconds.to_string());
     }
     if req.scheduling.kueue_queue().is_some() {
         let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();

@@ -109,6 +109,9 @@ fn scheduling(settings: &Settings) -> Scheduling {
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
+        // The run carries its grace when it is not the built-in one.
+        pull_grace_seconds: (settings.pull_grace.source != Source::Default)
+            .then(|| settings.pull_grace.value.as_secs()),
     }
 }
 

@@ -22,6 +22,7 @@ use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
+use crate::verdict::DEFAULT_PULL_GRACE;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a setting came from.
