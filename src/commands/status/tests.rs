@@ -304,7 +304,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
         events: &events,
         training: &Training::default(),
         stall_after: None,
-        now: now,
+        now,
         all_workers: false,
     });
     assert!(
@@ -326,7 +326,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
             events: &events,
             training: &Training::default(),
             stall_after: None,
-            now: now,
+            now,
             all_workers: false,
         },
         ("t", "ns"),
