@@ -1,6 +1,6 @@
 //! Times and durations as tf-spawner prints them: ages in tables (`3m12s`), clock times
 //! (`09:35:01 UTC`) and RFC 3339 for JSON. Durations on the command line are
-//! `settings::parse::parse_duration`.
+//! `cli::parse::parse_duration`.
 
 /// A short age as kubectl prints it: `45s`, `3m12s`, `42m`, `5h`, `3d`.
 pub fn age(secs: u64) -> String {

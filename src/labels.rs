@@ -13,6 +13,9 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 /// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
 /// (worker-1) was deleted while it ran`), so `status` says which task it was for.
 pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
+/// On each pod of a run spawned with `--pull-grace`: the grace's seconds (an image
+/// that fails to pull fails the run only once its pod is this old).
+pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many
 /// credentials may not touch secrets) is an error.
@@ -70,10 +73,27 @@ pub const TF_CONTAINER: &str = "tensorflow";
 pub fn tf_container(
     containers: &[k8s_openapi::api::core::v1::Container],
 ) -> Option<&k8s_openapi::api::core::v1::Container> {
+    containers.get(tf_container_at(containers))
+}
+
+/// The index of a pod's TF container: the one named [`TF_CONTAINER`], else the first.
+/// The rule, once: the plan, the pods a restart re-creates, and the verdict's views.
+pub fn tf_container_at(containers: &[k8s_openapi::api::core::v1::Container]) -> usize {
     containers
         .iter()
-        .find(|c| c.name == TF_CONTAINER)
-        .or_else(|| containers.first())
+        .position(|c| c.name == TF_CONTAINER)
+        .unwrap_or(0)
+}
+
+/// Sets variable `name` of container `c` to `value`, replacing any it had.
+pub fn set_env(c: &mut k8s_openapi::api::core::v1::Container, name: &str, value: &str) {
+    let env = c.env.get_or_insert_with(Vec::new);
+    env.retain(|e| e.name != name);
+    env.push(k8s_openapi::api::core::v1::EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        value_from: None,
+    });
 }
 
 /// The label selector that finds the run's own objects and tasks: every object of run

@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 use futures::{StreamExt, stream};
-use k8s_openapi::api::core::v1::{EnvVar, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::Cluster;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NEVER_STARTED_ANNOTATION,
-    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, RESTARTED_FOR_ANNOTATION, TF_CONTAINER,
-    VERDICT_ANNOTATION, config_map_name, run_selector,
+    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, RESTARTED_FOR_ANNOTATION, VERDICT_ANNOTATION,
+    config_map_name, run_selector,
 };
 
 /// The run's task pods as the next attempt re-creates them, by name.
@@ -79,19 +79,9 @@ pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str, cause: &str)
     annotations.insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
     annotations.insert(RESTARTED_FOR_ANNOTATION.to_string(), cause.to_string());
     if let Some(spec) = pod.spec.as_mut() {
-        let at = spec
-            .containers
-            .iter()
-            .position(|c| c.name == TF_CONTAINER)
-            .unwrap_or(0);
+        let at = crate::labels::tf_container_at(&spec.containers);
         if let Some(c) = spec.containers.get_mut(at) {
-            let env = c.env.get_or_insert_with(Vec::new);
-            env.retain(|e| e.name != ATTEMPT_VAR);
-            env.push(EnvVar {
-                name: ATTEMPT_VAR.to_string(),
-                value: Some(attempt.to_string()),
-                value_from: None,
-            });
+            crate::labels::set_env(c, ATTEMPT_VAR, &attempt.to_string());
         }
     }
     pod

@@ -13,57 +13,41 @@ use std::ffi::OsString;
 
 use clap::{Arg, Command};
 
+use crate::cli::flags::{self, Heading};
+
 /// Headings of `--help`.
 const ROLES: &str = "Roles";
-const SHARED: &str = "Shared clusters";
-const RESOURCES: &str = "Resources (docs/resources.md)";
-const GLOBAL: &str = "Global options (any command, before or after it)";
+const GLOBAL: &str = Heading::Global.title();
 
 /// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
-/// the spawn options). The settings table's shared-cluster flags are too, under
-/// [`SHARED`] (`settings::is_shared`: its `Group::Shared`).
+/// the spawn options). The flags of `cli/flags.rs`'s list are not here: each entry says
+/// its heading, its one-line text and whether `spawn -h` shows it ([`by_the_list`]).
 const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("chief_pod_file", Some(ROLES)),
     ("ps_pod_file", Some(ROLES)),
     ("evaluator_pod_file", Some(ROLES)),
     ("max_in_flight", None),
-    ("port", None),
-    ("python", None),
-    ("keep_running", None),
-    ("start_timeout", None),
-    ("restart_on", None),
     ("restart_backoff", None),
     ("node_grace", None),
-    ("notify", None),
     ("yes", None),
     ("experiment", None),
     ("finished", None),
     ("older_than", None),
     ("randomize_tag", None),
     ("strategy", Some(ROLES)),
-    ("ps_cpu", Some(RESOURCES)),
-    ("ps_memory", Some(RESOURCES)),
-    ("ps_gpus", Some(RESOURCES)),
-    ("gpu_resource", Some(RESOURCES)),
-    ("shm_size", Some(RESOURCES)),
 ];
 
 /// Headings of flags `-h` shows too.
 const HEADED: &[(&str, &str)] = &[
-    ("namespace", GLOBAL),
     ("kubeconfig", GLOBAL),
     ("context", GLOBAL),
     ("request_timeout", GLOBAL),
     ("retries", GLOBAL),
-    ("give_up_after", GLOBAL),
     ("verbose", GLOBAL),
     ("quiet", GLOBAL),
     ("chief", ROLES),
     ("ps", ROLES),
     ("evaluator", ROLES),
-    ("cpu", RESOURCES),
-    ("memory", RESOURCES),
-    ("gpus", RESOURCES),
 ];
 
 /// The one-line summary `-h` shows of a flag whose full text is longer (the full text
@@ -75,38 +59,24 @@ const SHORT: &[(&str, &str)] = &[
         "script_args",
         "Arguments after --, passed to the script unchanged",
     ),
-    ("namespace", "Namespace (tf-spawner config shows it)"),
     ("kubeconfig", "Kubeconfig file [default: $KUBECONFIG]"),
     ("context", "Kubeconfig context [default: current]"),
     ("request_timeout", "Time limit per request"),
     ("retries", "Retries of a failed request"),
-    ("give_up_after", "Give up reconnecting after [default: 10m]"),
     ("verbose", "Log each API call to stderr (-vv: more)"),
     ("quiet", "Print only errors (and a new run's tag)"),
-    ("pod_file", "Pod template (YAML) [default: built in]"),
     ("command", "Run this bash entrypoint instead"),
     ("tag", "The run's tag"),
     ("env_file", "KEY=VALUE lines for every pod (a Secret)"),
-    ("image", "Container image [default: the template's]"),
     ("delete", "Delete the run tagged -t TAG"),
     ("dry_run", "Print the objects instead of creating them"),
     ("output", "yaml or json: --dry-run's objects or the summary"),
     ("wait", "Wait until every pod runs (-d: until gone)"),
     ("timeout", "With --wait/--local: give up after it (exit 4)"),
     ("local", "Run the tasks as processes here (no cluster)"),
-    ("volume", "Mount CLAIM at PATH (/output) in every task"),
-    ("dir", "Ship this directory (imports, files) too"),
     ("chief", "Add a chief task, whose exit decides the run"),
     ("ps", "Parameter-server tasks"),
     ("evaluator", "Add an evaluator task"),
-    ("workers", "Number of worker pods"),
-    ("cpu", "CPUs of each task (requests = limits)"),
-    ("memory", "Memory of each task (requests = limits)"),
-    ("gpus", "GPUs of each task (nvidia.com/gpu)"),
-    (
-        "restarts",
-        "With --wait: restart a retryable failure N times",
-    ),
 ];
 
 /// Flags whose values their summary names.
@@ -153,23 +123,8 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
     ),
     (
         "wait",
-        "keep_running",
-        "Leave a failed run's unfinished tasks running",
-    ),
-    (
-        "wait",
         "timeout",
         "Give up this long after the start (exit 4)",
-    ),
-    (
-        "wait",
-        "start_timeout",
-        "Fail (exit 5) unless every task started this long after its creation",
-    ),
-    (
-        "wait",
-        "stall_after",
-        "Name a stall: no progress line from the deciding task for this long",
     ),
     (
         "wait",
@@ -193,16 +148,6 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
     ),
     (
         "wait",
-        "restarts",
-        "Restart a retryable failure up to N times (see --restart-on)",
-    ),
-    (
-        "wait",
-        "restart_on",
-        "What is retryable [default: removed,exit:42,exit:137,exit:143]",
-    ),
-    (
-        "wait",
         "restart_backoff",
         "Pause before a restart, doubled each time [default: 10s, at most 5m]",
     ),
@@ -210,11 +155,6 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
         "wait",
         "node_grace",
         "How long the cluster takes to name a node lost [default: 60s]",
-    ),
-    (
-        "wait",
-        "notify",
-        "At the verdict, run CMD (sh -c) or POST to URL its JSON summary",
     ),
 ];
 
@@ -236,6 +176,14 @@ pub fn command(base: Command, name: &str, spawn_verb: bool) -> Command {
         cmd = cmd.mut_subcommand(verb, |v| v.about(*about));
     }
     cmd = cmd.mut_subcommand("sweep", sweep);
+    let verbs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|v| v.get_name().to_string())
+        .filter(|v| v != "sweep")
+        .collect();
+    for verb in verbs {
+        cmd = cmd.mut_subcommand(verb, verb_by_the_list);
+    }
     for (verb, id, short) in VERB_SHORT {
         cmd = cmd.mut_subcommand(verb, |v| {
             v.mut_arg(id, |a| {
@@ -308,6 +256,9 @@ const ABOUTS: &[(&str, &str)] = &[
 ];
 
 fn shape(arg: Arg, id: &str) -> Arg {
+    if let Some(def) = flags::def(id) {
+        return by_the_list(arg, &def);
+    }
     let mut arg = arg;
     if let Some((_, short)) = SHORT.iter().find(|(i, _)| *i == id) {
         let full = arg.get_help().map(ToString::to_string);
@@ -322,20 +273,58 @@ fn shape(arg: Arg, id: &str) -> Arg {
             arg = arg.long_help(full);
         }
     }
-    let long_only = match LONG_ONLY.iter().find(|(i, _)| *i == id) {
-        Some((_, heading)) => Some(*heading),
-        None => crate::settings::is_shared(id).then_some(Some(SHARED)),
-    };
-    if let Some(heading) = long_only {
+    if let Some((_, heading)) = LONG_ONLY.iter().find(|(i, _)| *i == id) {
         arg = arg.hide_short_help(true);
         if let Some(heading) = heading {
-            arg = arg.help_heading(heading);
+            arg = arg.help_heading(*heading);
         }
     }
     if let Some((_, heading)) = HEADED.iter().find(|(i, _)| *i == id) {
         arg = arg.help_heading(*heading);
     }
     arg
+}
+
+/// A flag of `cli/flags.rs`'s list at the top level, as its entry says: its one-line
+/// text for `-h` (the full one kept for `--help`, but for a global flag: every verb's
+/// help stays compact), left to `spawn --help` unless marked `short_help`, under its
+/// heading.
+fn by_the_list(arg: Arg, def: &flags::FlagDef) -> Arg {
+    let mut arg = arg;
+    if let Some(brief) = def.brief {
+        let full = arg.get_help().map(ToString::to_string);
+        arg = arg.help(brief);
+        if !arg.is_global_set()
+            && let Some(full) = full
+        {
+            arg = arg.long_help(full);
+        }
+    }
+    if !def.short_help {
+        arg = arg.hide_short_help(true);
+    }
+    if let Some(heading) = def.heading {
+        arg = arg.help_heading(heading.title());
+    }
+    arg
+}
+
+/// A verb's flags of the list: their one-line text, in `-h` and `--help` alike.
+fn verb_by_the_list(verb: Command) -> Command {
+    let ids: Vec<String> = verb
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let mut verb = verb;
+    for id in ids {
+        if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
+            verb = verb.mut_arg(id.as_str(), |a| {
+                let values = a.get_action().takes_values();
+                a.hide_possible_values(values).help(brief)
+            });
+        }
+    }
+    verb
 }
 
 /// `sweep`'s help: its own flags and the spawn's most used, a line each; the other

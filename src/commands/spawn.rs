@@ -10,7 +10,7 @@ use crate::ops::{self, summary};
 use crate::output;
 use crate::plan::{self, Plan};
 use crate::render::{self, OutputFormat};
-use crate::settings::{Settings, spawn};
+use crate::settings::{Settings, Source, spawn};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // `--timeout` counts from here: the creates are part of the time it bounds.
@@ -25,7 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    followed_only(args)?;
+    followed_only(settings, args)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -70,14 +70,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 }
 
 /// The flags that act while a run is followed, refused without `--wait`.
-fn followed_only(args: &SpawnArgs) -> Result<()> {
-    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
+fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
+    if let Some(flag) = spawn::restart_flag(settings, args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
         ))
         .into());
     }
-    if args.notify.notify.is_some() && !args.wait {
+    if settings.notify.source == Source::Flag && !args.wait {
         return Err(crate::errors::UsageError::new(
             "--notify tells the verdict of a run that is followed: add --wait (or use: tf-spawner wait --notify …)",
         )

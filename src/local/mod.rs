@@ -155,6 +155,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         sidecar_running: false,
         held_from: None,
         gpus: 0,
+        pull_grace: None,
     }
 }
 

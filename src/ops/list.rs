@@ -157,7 +157,8 @@ impl Runs {
         }
         self.groups
             .into_iter()
-            .map(|((namespace, tag), tracker)| {
+            .map(|((namespace, tag), mut tracker)| {
+                tracker.at(now);
                 let key = (namespace.clone(), tag.clone());
                 let record = records.remove(&key);
                 let mut run = run_json(namespace, tag, &tracker, record, now);

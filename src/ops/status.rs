@@ -47,6 +47,7 @@ async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker
         })
         .await
         .map_err(|e| cluster.explain("listing pods", &e))?;
+    tracker.at(k8s_openapi::jiff::Timestamp::now().as_second());
     Ok(tracker)
 }
 

@@ -20,9 +20,10 @@ use crate::labels::{
     INDEX_LABEL, INVOCATION_ANNOTATION, KUEUE_GROUP_COUNT_ANNOTATION, KUEUE_GROUP_LABEL,
     KUEUE_QUEUE_LABEL, KUEUE_RETRIABLE_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL,
     NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET, NODE_NAME_ANNOTATION, OUTPUT_DIR_VAR,
-    PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
+    PARAMS_ANNOTATION, POD_GROUP_ANNOTATION, PULL_GRACE_ANNOTATION, ROLE_LABEL, RUN_LABEL,
     VOLCANO_QUEUE_ANNOTATION, VOLUME_ANNOTATION, VOLUME_FOLDER_ANNOTATION, config_map_name,
-    kueue_group_name, network_policy_name, pod_group_name, secret_name,
+    kueue_group_name, network_policy_name, pod_group_name, secret_name, set_env, tf_container,
+    tf_container_at,
 };
 use crate::podgroup::{Gang, PodGroup};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Role, Roles, Task};
@@ -191,6 +192,9 @@ pub struct Scheduling {
     pub gang: Option<Gang>,
     /// `--scheduler-name`: every pod's `schedulerName` (default: the gang's scheduler).
     pub scheduler_name: Option<String>,
+    /// `--pull-grace`, if not the built-in one: every pod's [`PULL_GRACE_ANNOTATION`],
+    /// which the verdict reads (`verdict::Tracker`).
+    pub pull_grace_seconds: Option<u64>,
 }
 
 impl Scheduling {
@@ -575,11 +579,7 @@ fn pod(req: &SpawnRequest, cluster: &ClusterSpec, task: Task) -> Pod {
     add_run_volumes(req, &mut spec);
     security::harden(&mut spec);
 
-    let at = spec
-        .containers
-        .iter()
-        .position(|c| c.name == TF_CONTAINER)
-        .unwrap_or(0);
+    let at = tf_container_at(&spec.containers);
     let gpu = resources::apply(&req.resources, task.role, &mut spec, at);
     // `build` checked that every template has a container.
     if let Some(container) = spec.containers.get_mut(at) {
@@ -644,6 +644,9 @@ fn pod_metadata(
         // A pod outside the group waits in the same queue, in a PodGroup of its own.
         annotations.insert(VOLCANO_QUEUE_ANNOTATION.to_string(), queue.clone());
     }
+    if let Some(seconds) = req.scheduling.pull_grace_seconds {
+        annotations.insert(PULL_GRACE_ANNOTATION.to_string(), seconds.to_string());
+    }
     if req.scheduling.kueue_queue().is_some() {
         let pods: u32 = Role::ALL.into_iter().map(|r| req.roles.count(r)).sum();
         annotations.insert(KUEUE_GROUP_COUNT_ANNOTATION.to_string(), pods.to_string());
@@ -668,11 +671,7 @@ fn pod_metadata(
 /// `--dir` unpacking would write into it. (A mount at one of them is replaced by ours.)
 fn mount_inside_ours(template: &Pod) -> Option<String> {
     let spec = template.spec.as_ref()?;
-    let at = spec
-        .containers
-        .iter()
-        .position(|c| c.name == TF_CONTAINER)
-        .unwrap_or(0);
+    let at = tf_container_at(&spec.containers);
     let mounts = spec.containers.get(at)?.volume_mounts.as_ref()?;
     mounts.iter().find_map(|m| {
         let (owned, what) = OWNED_MOUNTS.into_iter().find(|(owned, _)| {
@@ -691,12 +690,7 @@ fn mount_inside_ours(template: &Pod) -> Option<String> {
 fn mounts_clash(req: &SpawnRequest, cluster: &ClusterSpec, role: Role) -> Option<String> {
     let pod = pod(req, cluster, Task { role, index: 0 });
     let spec = pod.spec?;
-    let c = spec
-        .containers
-        .iter()
-        .find(|c| c.name == TF_CONTAINER)
-        .or(spec.containers.first())?;
-    let problem = mounts::clash(c)?;
+    let problem = mounts::clash(tf_container(&spec.containers)?)?;
     Some(match &req.volume {
         Some(v) => format!("--volume {}: {problem}", v.annotation()),
         None => format!("the pod for {role}: {problem}"),
@@ -912,7 +906,7 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
     }
 
     // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart.rs).
-    env_value(c, ATTEMPT_VAR, "0");
+    set_env(c, ATTEMPT_VAR, "0");
 }
 
 /// The TF container's port, the script's mount and, with `--dir`, the work directory's.
@@ -945,7 +939,7 @@ fn set_port_and_mounts(req: &SpawnRequest, c: &mut Container) {
             ("TF_SPAWNER_SCRIPT_DIR", SCRIPT_DIR),
             ("TF_SPAWNER_WORK_DIR", WORK_DIR),
         ] {
-            env_value(c, name, value);
+            set_env(c, name, value);
         }
     }
 }
@@ -973,17 +967,6 @@ fn tf_command(req: &SpawnRequest) -> Vec<String> {
 /// applied to `TF_CONFIG`, whose `$(TF_SPAWNER_CLUSTER)` is meant to be expanded.
 pub fn kubelet_literal(word: &str) -> String {
     word.replace('$', "$$")
-}
-
-/// Sets `name` to `value` in the container, replacing the template's.
-fn env_value(c: &mut Container, name: &str, value: &str) {
-    let env = c.env.get_or_insert_with(Vec::new);
-    env.retain(|e| e.name != name);
-    env.push(EnvVar {
-        name: name.to_string(),
-        value: Some(value.to_string()),
-        value_from: None,
-    });
 }
 
 pub mod network;

@@ -4,7 +4,6 @@
 //! `tf-spawner config` prints exactly it. This module and `commands/` are the only ones
 //! below the entry that know clap's types.
 
-pub(crate) mod parse;
 pub(crate) mod project;
 pub(crate) mod spawn;
 pub(crate) mod table;
@@ -21,7 +20,7 @@ use crate::cluster::retry::RetryPolicy;
 use crate::defaults;
 
 use table::Given;
-pub(crate) use table::{Group, Source, Table, is_shared};
+pub(crate) use table::{Source, Table};
 
 /// How output is printed (see `output.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -10,7 +10,8 @@ use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
 
-use super::{Group, Settings, Source};
+use super::{Settings, Source};
+use crate::cli::flags::Heading;
 
 /// The spawn flags, with the defaults file's values where no flag was given. Every
 /// field of [`SpawnArgs`] is named here, so that a new flag fails to compile until it
@@ -19,16 +20,14 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
     #[rustfmt::skip]
     let SpawnArgs {
         script, command, env_file, roles, script_args,
-        // From the settings table (the flag, else the defaults file), below.
-        workers: _, port: _, pod_file: _, image: _, volume: _, dir: _, resources: _,
-        // The table's flag groups (their values are the table's): the shared settings
-        // into `Scheduling` and `Hardening`, the resources into `Resources`, below.
-        shared: _,
+        // The list's flags (`cli/flags.rs`; their values are the settings table's,
+        // below: the shared settings into `Scheduling` and `Hardening`, the resources
+        // into `Resources`).
+        table: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, dry_run: _, output: _, max_in_flight: _,
-        wait: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
-        python: _, notify: _,
+        wait: _, timeout: _, restart: _, local: _,
     } = args;
     #[rustfmt::skip]
     let RoleArgs {
@@ -110,6 +109,9 @@ fn scheduling(settings: &Settings) -> Scheduling {
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),
         volcano_queue: settings.volcano_queue.value.clone(),
+        // The run carries its grace when it is not the built-in one.
+        pull_grace_seconds: (settings.pull_grace.source != Source::Default)
+            .then(|| settings.pull_grace.value.as_secs()),
     }
 }
 
@@ -126,9 +128,6 @@ pub(crate) fn tag(args: &SpawnArgs) -> Tag {
 /// of `wait` or of `spawn --wait`.
 pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
     let RestartArgs {
-        // From the settings table.
-        restarts: _,
-        restart_on: _,
         restart_backoff,
         node_grace,
     } = args;
@@ -141,11 +140,11 @@ pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
 }
 
 /// The first restart flag given on the command line.
-pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
+pub(crate) fn restart_flag(settings: &Settings, args: &SpawnArgs) -> Option<&'static str> {
     let r = &args.restart;
     [
-        (r.restarts.is_some(), "--restarts"),
-        (r.restart_on.is_some(), "--restart-on"),
+        (settings.restarts.source == Source::Flag, "--restarts"),
+        (settings.restart_on.source == Source::Flag, "--restart-on"),
         (r.restart_backoff.is_some(), "--restart-backoff"),
         (r.node_grace.is_some(), "--node-grace"),
     ]
@@ -154,16 +153,14 @@ pub(crate) fn restart_flag(args: &SpawnArgs) -> Option<&'static str> {
 }
 
 /// The first flag given that `--local` cannot honour: a shared cluster's (the table's
-/// [`Group::Shared`]), `--start-timeout`, a pod's resources ([`Group::Resources`]), a
+/// [`Heading::Shared`]), `--start-timeout`, a pod's resources ([`Heading::Resources`]), a
 /// restart flag.
 pub(crate) fn cluster_only_flag(settings: &Settings, args: &SpawnArgs) -> Option<String> {
     settings
-        .flag_given(Group::Shared)
+        .flag_given(Heading::Shared)
         .or_else(|| {
-            args.start_timeout
-                .is_some()
-                .then(|| "--start-timeout".to_string())
+            (settings.start_timeout.source == Source::Flag).then(|| "--start-timeout".to_string())
         })
-        .or_else(|| settings.flag_given(Group::Resources))
-        .or_else(|| restart_flag(args).map(str::to_string))
+        .or_else(|| settings.flag_given(Heading::Resources))
+        .or_else(|| restart_flag(settings, args).map(str::to_string))
 }

@@ -1,15 +1,9 @@
-//! The settings a defaults file may set: ONE list (`settings!` below). Each entry is a
-//! setting's declaration: its key (the defaults file's key, the clap id of its flag and
-//! `config`'s row), its type, its built-in default, its parser (`parse.rs`: a flag's
-//! `value_parser` is the same function), the text `config` shows for a value it has no
-//! words for, the mark `anchored` for a path the file gives relative to itself, and, for
-//! a spawn flag of a shared cluster or of a pod's resources, its flag: a [`Group`] and a
-//! value name, the entry's doc comment being its help (clap flattens [`SharedFlags`] and
-//! [`ResourceFlags`] into `cli.rs`'s spawn flags; the other settings' flags are fields
-//! there). From that list come the [`Table`] of values with their sources,
-//! [`Table::load`] (a flag given on the command line, else the file's value, else the
-//! default), the file's [`KEYS`], `config`'s [`Row`]s and the groups' flags: a setting
-//! added here is in all of them, and nowhere else.
+//! The settings' lowering: the table of values a command reads, each with where it came
+//! from, built from the one list of flags (`cli/flags.rs`, `flag_list!`): [`Table`] (a
+//! field per entry), [`Table::load`] (a flag given on the command line, else the project
+//! file's value, else the config file's, else the entry's default; each file value
+//! through the flag's parser), the files' [`KEYS`] and `config`'s [`Row`]s. An entry
+//! added to the list is in all of them, and nowhere else.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +12,10 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::Value;
 
-use super::parse::{self, Parse};
+use crate::cli::flags::{
+    DEFAULT_PORT, DEFAULT_PYTHON, DEFAULT_WORKERS, Heading, flag_list, flag_name, heading,
+};
+use crate::cli::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
 use crate::cluster::retry::GIVE_UP;
 use crate::defaults::Defaults;
@@ -26,6 +23,7 @@ use crate::errors::UsageError;
 use crate::metrics::notice::Target;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
+use crate::verdict::DEFAULT_PULL_GRACE;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a setting came from.
@@ -63,29 +61,32 @@ pub(crate) struct Sourced<T> {
     pub source: Source,
 }
 
-/// Generates [`Table`], [`KEYS`], [`Table::load`], [`Table::rows`] and the flags of the
-/// entries with a flag clause (`=> Group "VALUE_NAME"`, [`Group::args`]) from the list.
-/// `|given|` names the sources in the defaults' expressions.
+/// Generates [`Table`], [`KEYS`], [`Table::load`] and [`Table::rows`] from the list
+/// (`flag_list!(settings)`); the flag clauses are `cli/flags.rs`'s.
 macro_rules! settings {
-    (|$given:ident| $(
+    ($(
         $(#[doc = $doc:literal])*
         $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
-            $(=> $group:ident $($value_name:literal)? $(| $choices:ty)?)?;
+            $(=> [$($place:ident),+] $(, short: $short:literal)? $(, long: $long:literal)?
+                $(, value: $value_name:literal)? $(, choices: $choices:ty)?
+                $(, heading: $heading:ident)? $(, requires: $requires:literal)?
+                $(, brief: $brief:literal)?)?;
     )*) => {
-        /// The settings a defaults file may set, each with where it came from.
+        /// The settings the files may set, each with where it came from.
         #[derive(Debug)]
         pub(crate) struct Table {
             $( $(#[doc = $doc])* pub $key: Sourced<$ty>, )*
         }
 
-        /// The defaults file's keys, in `config`'s order.
+        /// The settings files' keys, in `config`'s order.
         pub(crate) const KEYS: &[&str] = &[$(stringify!($key)),*];
 
         impl Table {
-            /// Each setting from its flag, else the defaults file, else its default.
-            pub(super) fn load($given: &Given<'_>) -> Result<Table, UsageError> {
+            /// Each setting from its flag, else the files, else (`kubeconfig`: the
+            /// kubeconfig context's, then) its default.
+            pub(super) fn load(given: &Given<'_>) -> Result<Table, UsageError> {
                 Ok(Table {
-                    $( $key: match $given.pick(
+                    $( $key: match given.pick(
                         stringify!($key),
                         $parse as Parse<_>,
                         Marks {
@@ -96,7 +97,7 @@ macro_rules! settings {
                         },
                     )? {
                         Some(picked) => picked,
-                        None => $default,
+                        None => settings!(@default given, $default; $($mark)*),
                     }, )*
                 })
             }
@@ -105,267 +106,43 @@ macro_rules! settings {
             pub(crate) fn rows(&self) -> Vec<Row> {
                 vec![$( Row::new(stringify!($key), &self.$key, $none), )*]
             }
-
-            /// The first setting of `group` given as a flag, in the list's order: its
-            /// flag (`--local` cannot honour a shared cluster's or a pod's resources).
-            pub(crate) fn flag_given(&self, group: Group) -> Option<String> {
-                $( $( if Group::$group == group && self.$key.source == Source::Flag {
-                    return Some(format!("--{}", flag_name(stringify!($key))));
-                } )? )*
-                None
-            }
-        }
-
-        impl Group {
-            /// The group's flags, in the list's order: each entry's doc comment is its
-            /// help, its parser the flag's `value_parser` (the same function the file's
-            /// value goes through).
-            pub(crate) fn args(self) -> Vec<clap::Arg> {
-                let mut args = Vec::new();
-                $( {
-                    // Named here, outside the flag clause: macro_rules cannot repeat an
-                    // entry's doc lines inside its optional flag clause.
-                    let doc: &[&str] = &[$($doc),*];
-                    $( if Group::$group == self {
-                        args.push(settings!(@arg $key, doc, $parse,
-                            [$($value_name)?], [$($choices)?]));
-                    } )?
-                    let _ = doc; // used only by an entry with a flag
-                } )*
-                args
-            }
-
-            /// The group of `key`'s flag, if the list declares its flag.
-            pub(crate) fn of(key: &str) -> Option<Group> {
-                $( $( if key == stringify!($key) {
-                    return Some(Group::$group);
-                } )? )*
-                None
-            }
         }
 
         // Every mark is one of those below: a misspelt one fails to compile.
         const _: () = { $( $( settings!(@mark $mark); )* )* };
     };
-    // The marks: `anchored` (a path the file gives is relative to the file), `program`
-    // (a program this machine runs: relative to the file when it names a path, and
-    // from a project file only once the user trusts it, `project.rs`), `command` (a
-    // command line or URL this machine runs or sends to: trusted as a program, never
-    // anchored: its words are the shell's).
+    // The marks (`cli/flags.rs` says what each means).
     (@mark anchored) => { () };
     (@mark program) => { () };
     (@mark command) => { () };
+    (@mark kubeconfig) => { () };
+    (@mark short_help) => { () };
+    (@mark show_default) => { () };
+    (@default $given:ident, $default:expr;) => { built_in($default) };
+    (@default $given:ident, $default:expr; kubeconfig $($rest:ident)*) => {
+        $given.kubeconfig_namespace()
+    };
+    (@default $given:ident, $default:expr; $other:ident $($rest:ident)*) => {
+        settings!(@default $given, $default; $($rest)*)
+    };
     (@has $want:ident;) => { false };
     (@has anchored; anchored $($rest:ident)*) => { true };
     (@has program; program $($rest:ident)*) => { true };
     (@has command; command $($rest:ident)*) => { true };
     (@has $want:ident; $other:ident $($rest:ident)*) => { settings!(@has $want; $($rest)*) };
-    // A flag: a switch (no value name), a value through the setting's parser, or one of
-    // a `clap::ValueEnum`'s values (its values shown in help and completed by shells).
-    (@arg $key:ident, $doc:ident, $parse:expr, [], []) => {
-        flag(stringify!($key), $doc).action(clap::ArgAction::SetTrue)
-    };
-    (@arg $key:ident, $doc:ident, $parse:expr, [$value_name:literal], []) => {
-        value_flag(stringify!($key), $doc, $value_name)
-            .value_parser(parse::Flag($parse as Parse<_>))
-    };
-    (@arg $key:ident, $doc:ident, $parse:expr, [$value_name:literal], [$choices:ty]) => {
-        value_flag(stringify!($key), $doc, $value_name)
-            .value_parser(parse::Choice::<$choices>::new())
-    };
 }
 
-/// The groups of flags the list declares: `cli.rs` puts each where its flags belong
-/// (clap flattens [`SharedFlags`] and [`ResourceFlags`] into the spawn's flags), `spawn
-/// --help` shows each under its heading, and `--local` refuses both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Group {
-    /// A shared cluster's scheduling or policy (`spawn --help`: "Shared clusters").
-    Shared,
-    /// What each task asks of its node (docs/resources.md).
-    Resources,
-}
+flag_list!(settings);
 
-settings! { |given|
-    /// `-n`: else the kubeconfig context's (or the in-cluster service account's), else
-    /// `default`.
-    namespace: String = given.kubeconfig_namespace(), parse::namespace, "default";
-    /// `-i`; `None`: the template's image, else the pinned default.
-    image: Option<String> = built_in(None), parse::image,
-        "(the pod template's, else tensorflow/tensorflow:2.15.0)";
-    /// `--pod-file`; `None`: the built-in template.
-    pod_file: Option<PathBuf> = built_in(None), parse::path,
-        "(the built-in templates/pod.yaml)", anchored;
-    port: u16 = built_in(DEFAULT_PORT), parse::port, "";
-    workers: u32 = built_in(DEFAULT_WORKERS), parse::workers, "";
-    /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
-    /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
-    /// DeadlineExceeded
-    deadline: Option<Duration> = built_in(None), parse::deadline, "(none)"
-        => Shared "DURATION";
-    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
-    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
-    /// this long, then the cluster evicts them; the run fails as "lost with its node",
-    /// which wait --restarts retries on another node [default: the config file's
-    /// node_lost_after, else the cluster's, 5m]
-    node_lost_after: Option<Duration> = built_in(None), parse::deadline, "(the cluster's, 5m)"
-        => Shared "DURATION";
-    /// The PriorityClass of every pod (priorityClassName)
-    priority_class: Option<String> = built_in(None), parse::name, "(none)"
-        => Shared "NAME";
-    /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
-    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
-    /// exist, and Kueue must hold the pods
-    queue: Option<String> = built_in(None), parse::queue, "(none)"
-        => Shared "NAME";
-    /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
-    /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
-    /// on its own
-    gang: Option<Gang> = built_in(None), parse::value_enum::<Gang>, "(none)"
-        => Shared "SCHEDULER" | Gang;
-    /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
-    /// exist and be open
-    volcano_queue: Option<String> = built_in(None), parse::name, "(none)"
-        => Shared "NAME";
-    /// The schedulerName of every pod (default with --gang: volcano, or
-    /// scheduler-plugins-scheduler for coscheduling)
-    scheduler_name: Option<String> = built_in(None), parse::name, "(none)"
-        => Shared "NAME";
-    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
-    /// --volume claim made writable by the group; HOME a writable directory), as a
-    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
-    /// as the same user [default: the config file's run_as_user, else the image's user]
-    run_as_user: Option<i64> = built_in(None), parse::uid, "(the image's user)"
-        => Shared "UID";
-    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
-    /// own tasks (every port), for namespaces that deny traffic by default [default:
-    /// the config file's network_policy, else false]
-    network_policy: bool = built_in(false), parse::boolean, "" => Shared;
-    /// `--keep-running` (of `wait` and `spawn --wait`).
-    keep_running: bool = built_in(false), parse::boolean, "";
-    /// `--restarts` (of `wait` and `spawn --wait`).
-    restarts: u32 = built_in(0), parse::restarts, "";
-    /// `--restart-on` (of `wait` and `spawn --wait`).
-    restart_on: RestartOn = built_in(RestartOn::default()), parse::restart_on, "";
-    /// `--give-up-after`: how long a follow reconnects to a lost API server.
-    give_up_after: Duration = built_in(GIVE_UP), parse::duration, "";
-    /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
-    start_timeout: Option<Duration> = built_in(None), parse::start_timeout, "(none)";
-    /// `--stall-after` (of `wait`; `status` names a stall by it too), if any.
-    stall_after: Option<Duration> = built_in(None), parse::stall_after, "(none)";
-    /// `--volume CLAIM[:PATH]`, if any, as written (checked by its parser).
-    volume: Option<String> = built_in(None), parse::volume, "(none)";
-    /// `--dir`: the directory shipped with the script, if any.
-    dir: Option<PathBuf> = built_in(None), parse::path, "(none: the script alone)", anchored;
-    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
-    /// request and limit [default: the config file's cpu, else the template's]
-    cpu: Option<String> = built_in(None), parse::cpu, "(the template's)"
-        => Resources "N";
-    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
-    /// and limit, plus /dev/shm's size on a task with GPUs [default: the config file's
-    /// memory, else the template's]
-    memory: Option<String> = built_in(None), parse::memory, "(the template's)"
-        => Resources "SIZE";
-    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
-    /// resource (--gpu-resource); 0 removes the template's [default: the config file's
-    /// gpus, else the template's]
-    gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)"
-        => Resources "N";
-    /// CPUs of each parameter server [default: the config file's ps_cpu, else --cpu]
-    ps_cpu: Option<String> = built_in(None), parse::cpu, "(--cpu)"
-        => Resources "N";
-    /// Memory of each parameter server [default: the config file's ps_memory, else
-    /// --memory]
-    ps_memory: Option<String> = built_in(None), parse::memory, "(--memory)"
-        => Resources "SIZE";
-    /// GPUs of each parameter server [default: the config file's ps_gpus, else the
-    /// template's]
-    ps_gpus: Option<u32> = built_in(None), parse::gpus, "(the template's)"
-        => Resources "N";
-    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
-    /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
-    /// nvidia.com/gpu]
-    gpu_resource: String = built_in(DEFAULT_GPU_RESOURCE.to_string()), parse::gpu_resource, ""
-        => Resources "NAME";
-    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
-    /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
-    shm_size: String = built_in(DEFAULT_SHM_SIZE.to_string()), parse::shm_size, ""
-        => Resources "SIZE";
-    /// `tensorboard --image`; `None`: the built-in TensorBoard image.
-    tensorboard_image: Option<String> = built_in(None), parse::image,
-        "(the run's image)";
-    /// `--python` (of `--local`): the interpreter this machine runs.
-    python: String = built_in(DEFAULT_PYTHON.to_string()), parse::program, "", program;
-    /// `--notify` (of `wait`, `spawn --wait`, `--local` and `sweep`): a command line
-    /// this machine runs, or a URL it posts the run's end to.
-    notify: Option<Target> = built_in(None), parse::notify, "(none)", command;
-}
-
-/// The built-in `--python`.
-pub const DEFAULT_PYTHON: &str = "python3";
-
-/// The built-in `--port` and `--workers`.
-pub const DEFAULT_PORT: u16 = 1999;
-pub const DEFAULT_WORKERS: u32 = 2;
-
-/// Whether `key` is a shared cluster's scheduling or policy: `spawn --help` shows it
-/// under its heading (`commands/help.rs`) and `--local` refuses its flag.
-pub(crate) fn is_shared(key: &str) -> bool {
-    Group::of(key) == Some(Group::Shared)
-}
-
-/// A flag of the list: its long name from the key, its help the doc comment's lines.
-fn flag(key: &'static str, doc: &[&str]) -> clap::Arg {
-    let help: Vec<&str> = doc.iter().map(|line| line.trim()).collect();
-    clap::Arg::new(key)
-        .long(flag_name(key))
-        .help(help.join(" "))
-}
-
-/// A flag that takes a value; a negative number reaches the parser, which words the
-/// refusal (`--gpus -1 …`), rather than clap's "unexpected argument".
-fn value_flag(key: &'static str, doc: &[&str], value_name: &'static str) -> clap::Arg {
-    flag(key, doc)
-        .value_name(value_name)
-        .action(clap::ArgAction::Set)
-        .allow_negative_numbers(true)
-}
-
-/// The list's flags of one [`Group`], for clap's `#[command(flatten)]` in `cli.rs`.
-macro_rules! flag_group {
-    ($(#[$doc:meta])* $name:ident = $group:ident) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default)]
-        pub struct $name;
-
-        impl clap::FromArgMatches for $name {
-            fn from_arg_matches(_: &ArgMatches) -> Result<Self, clap::Error> {
-                // The values are the table's (`Table::load` reads them by key).
-                Ok($name)
-            }
-            fn update_from_arg_matches(&mut self, _: &ArgMatches) -> Result<(), clap::Error> {
-                Ok(())
-            }
-        }
-
-        impl clap::Args for $name {
-            fn augment_args(cmd: clap::Command) -> clap::Command {
-                cmd.args(Group::$group.args())
-            }
-            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-                Self::augment_args(cmd)
-            }
-        }
-    };
-}
-
-flag_group! {
-    /// The shared-cluster flags (`--deadline`, `--queue`, `--gang`…).
-    SharedFlags = Shared
-}
-flag_group! {
-    /// The resource flags (`--cpu`, `--memory`, `--gpus`…).
-    ResourceFlags = Resources
+impl Table {
+    /// The first setting under `heading` given as a flag, in the list's order: its flag
+    /// (`--local` cannot honour a shared cluster's or a pod's resources).
+    pub(crate) fn flag_given(&self, under: Heading) -> Option<String> {
+        self.rows()
+            .into_iter()
+            .find(|row| row.source == Source::Flag && heading(row.key) == Some(under))
+            .map(|row| format!("--{}", flag_name(row.key)))
+    }
 }
 
 /// A built-in default.
@@ -559,14 +336,6 @@ fn flag_text<'m>(matches: &'m ArgMatches, id: &str) -> Option<&'m std::ffi::OsSt
     given(matches).or_else(|| matches.subcommand().and_then(|(_, sub)| given(sub)))
 }
 
-/// The flag of a key, for an error (`tensorboard_image` is `tensorboard --image`).
-fn flag_name(key: &str) -> String {
-    match key {
-        "tensorboard_image" => "image".to_string(),
-        _ => key.replace('_', "-"),
-    }
-}
-
 /// One row of `config`: the key, its value (`None`: the built-in default, described by
 /// `default_text`), and its source.
 pub(crate) struct Row {
@@ -718,16 +487,17 @@ mod tests {
         let t = load(&["--network-policy", "train.py"], "priority_class: p\n").unwrap();
         assert_eq!(t.priority_class.source, Source::File);
         assert_eq!(
-            t.flag_given(Group::Shared).as_deref(),
+            t.flag_given(Heading::Shared).as_deref(),
             Some("--network-policy")
         );
         let t = load(&["--priority-class", "p", "-w", "2", "train.py"], "").unwrap();
         assert_eq!(
-            t.flag_given(Group::Shared).as_deref(),
+            t.flag_given(Heading::Shared).as_deref(),
             Some("--priority-class")
         );
         let t = load(&["--dir", ".", "--cpu", "2", "train.py"], "deadline: 1h\n").unwrap();
-        assert_eq!(t.flag_given(Group::Shared), None);
+        assert_eq!(t.flag_given(Heading::Shared), None);
+        let is_shared = |key| heading(key) == Some(Heading::Shared);
         assert!(is_shared("volcano_queue") && is_shared("run_as_user"));
         assert!(!is_shared("image") && !is_shared("cpu") && !is_shared("start_timeout"));
     }
@@ -754,10 +524,10 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(gangs, ["volcano", "coscheduling"]);
-        let declared: Vec<String> = [Group::Shared, Group::Resources]
+        let declared: Vec<String> = crate::cli::flags::defs()
             .into_iter()
-            .flat_map(Group::args)
-            .map(|a| a.get_id().to_string())
+            .filter(|d| matches!(d.heading, Some(Heading::Shared | Heading::Resources)))
+            .map(|d| d.key.to_string())
             .collect();
         assert_eq!(declared.len(), 17);
         assert!(declared.iter().all(|id| KEYS.contains(&id.as_str())));

@@ -37,6 +37,14 @@ const FATAL_WAITING: &[&str] = &[
 /// `ErrImagePull` may be a passing registry hiccup: fatal the second time it is seen.
 const PULL_ERROR: &str = "ErrImagePull";
 const PULL_ERRORS_FATAL: u32 = 2;
+/// The built-in `--pull-grace`: how long after its pod's creation a pull error of a
+/// task's image (`ErrImagePull`, `ImagePullBackOff`) is not final yet, as a registry's
+/// hiccup or a slow mirror heals within minutes, and a wrong `--image` does not.
+pub const DEFAULT_PULL_GRACE: std::time::Duration = std::time::Duration::from_secs(300);
+/// What a pull error that failed the run adds: the flag to check, and the one to wait
+/// longer.
+const PULL_HINT: &str =
+    " (its image cannot be pulled: check --image; a slow registry: --pull-grace)";
 
 /// The run's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +163,9 @@ impl fmt::Display for Failure {
                 }
                 Ok(())
             }
+            FailureKind::CannotStart(reason) if is_pull(reason) => {
+                write!(f, "{who} cannot start: {reason}{PULL_HINT}")
+            }
             FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
             FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
             FailureKind::Stopped => write!(f, "{who} {STOPPED_TEXT}"),
@@ -241,6 +252,10 @@ pub struct Tracker {
     events: u64,
     /// The failed tasks whose last log lines blame a peer (see [`Tracker::note_log`]).
     aborts: BTreeMap<String, PeerAbort>,
+    /// The time of the last event folded (seconds since the epoch, [`Tracker::at`]):
+    /// a pull error within its pod's grace is not final. `None` (no clock: a test, a
+    /// `--local` run): every grace has passed.
+    now: Option<i64>,
 }
 
 impl Tracker {
@@ -256,7 +271,14 @@ impl Tracker {
             first_failed: BTreeMap::new(),
             events: 0,
             aborts: BTreeMap::new(),
+            now: None,
         }
+    }
+
+    /// The time now (seconds since the epoch), told by whoever folds the events: the
+    /// tracker reads no clock of its own.
+    pub fn at(&mut self, now: i64) {
+        self.now = Some(now);
     }
 
     /// One more event folded (all of a list's pods count as one).
@@ -492,9 +514,22 @@ impl Tracker {
 
     fn cannot_start(&self, v: &PodView) -> bool {
         let Some(w) = &v.waiting else { return false };
+        if is_pull(w) && self.pull_in_grace(v) {
+            return false;
+        }
         FATAL_WAITING.contains(&w.reason.as_str())
             || (w.reason == PULL_ERROR
                 && self.pull_errors.get(&v.name).copied().unwrap_or(0) >= PULL_ERRORS_FATAL)
+    }
+
+    /// Whether pod `v` is younger than its pull grace (`--pull-grace`, from its
+    /// creation), by the clock [`Tracker::at`] was told.
+    fn pull_in_grace(&self, v: &PodView) -> bool {
+        let (Some(now), Some(created)) = (self.now, v.created) else {
+            return false;
+        };
+        let built_in = i64::try_from(DEFAULT_PULL_GRACE.as_secs()).unwrap_or(i64::MAX);
+        now.saturating_sub(created) < v.pull_grace.unwrap_or(built_in)
     }
 
     /// The run's verdict (see the module docs). Once the deciding task has succeeded,
@@ -842,3 +877,8 @@ fn failure_reason(f: &Failure) -> Reason {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// A waiting reason of an image that cannot be pulled (`--pull-grace`).
+fn is_pull(reason: &Reason) -> bool {
+    reason.reason == PULL_ERROR || reason.reason == BACK_OFF
+}

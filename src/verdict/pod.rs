@@ -10,8 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
 use crate::labels::{
-    ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, RESTARTED_FOR_ANNOTATION,
-    ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, PULL_GRACE_ANNOTATION,
+    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -150,6 +151,9 @@ pub struct PodView {
     pub held_from: Option<i64>,
     /// The GPUs its containers ask for (any `…/gpu` or `…/mig-…` extended resource).
     pub gpus: u32,
+    /// How long (seconds, from its creation) a pull error of its image is not final
+    /// yet: [`PULL_GRACE_ANNOTATION`] (`--pull-grace`); `None`: the built-in one.
+    pub pull_grace: Option<i64>,
 }
 
 impl PodView {
@@ -206,6 +210,7 @@ impl PodView {
                 .map(|t| t.as_second()),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
+            pull_grace: annotation(meta, PULL_GRACE_ANNOTATION).and_then(|s| s.parse().ok()),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container.as_ref()),
             container,

@@ -395,9 +395,14 @@ fn stuck_reasons_and_fail_fast() {
         let Verdict::Failed(f) = t.verdict() else {
             panic!("{reason}")
         };
+        let hint = if reason == "ImagePullBackOff" {
+            PULL_HINT
+        } else {
+            ""
+        };
         assert_eq!(
             f.to_string(),
-            format!("pod t-worker-0 (worker-0) cannot start: {reason}: bad")
+            format!("pod t-worker-0 (worker-0) cannot start: {reason}: bad{hint}")
         );
     }
     // ErrImagePull: the second sighting is final.
@@ -434,7 +439,7 @@ fn a_failed_pull_keeps_its_error_and_counts_as_pending() {
     assert_eq!(
         f.to_string(),
         format!(
-            "pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off} (last pull error: {error})"
+            "pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off} (last pull error: {error}){PULL_HINT}"
         )
     );
     let counts = &t.summary()[0].counts;
@@ -469,9 +474,53 @@ fn a_back_off_that_names_its_pull_error_says_it_once() {
     };
     assert_eq!(
         f.to_string(),
-        format!("pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off}")
+        format!("pod t-worker-0 (worker-0) cannot start: ImagePullBackOff: {back_off}{PULL_HINT}")
     );
     assert_eq!(f.to_string().matches("no such host").count(), 1);
+}
+
+/// Issue 50 item 6: a pull error within its pod's grace (`--pull-grace`, from the pod's
+/// creation; built in 5m) is no verdict; past it, it is, naming `--image`.
+#[test]
+fn a_pull_error_is_final_only_past_its_pods_grace() {
+    let created = 1_704_067_200; // pod()'s creationTimestamp
+    let back_off = waiting(pod("worker-0", "Pending"), "ImagePullBackOff", "x");
+    let at = |grace: Option<&str>, age: i64| {
+        let mut p = back_off.clone();
+        if let Some(grace) = grace {
+            p["metadata"]["annotations"] = json!({"tf-spawner/pull-grace": grace});
+        }
+        let mut t = tracker(vec![p], false);
+        t.at(created + age);
+        t.verdict()
+    };
+    // The built-in grace: 5 minutes.
+    assert_eq!(at(None, 299), Verdict::Pending);
+    let Verdict::Failed(f) = at(None, 300) else {
+        panic!("past the grace, a pull error fails the run")
+    };
+    assert!(
+        f.to_string()
+            .ends_with("check --image; a slow registry: --pull-grace)")
+    );
+    // The run's own (its pods' annotation).
+    assert_eq!(at(Some("3600"), 3599), Verdict::Pending);
+    assert!(matches!(at(Some("3600"), 3600), Verdict::Failed(_)));
+    assert!(matches!(at(Some("0"), 0), Verdict::Failed(_)));
+    // ErrImagePull: final past the grace, once seen twice (a passing hiccup), as before.
+    let pulling = waiting(pod("worker-0", "Pending"), "ErrImagePull", "not found");
+    let mut t = tracker(vec![pulling.clone()], false);
+    t.at(created + 400);
+    assert_eq!(t.verdict(), Verdict::Pending, "seen once");
+    t.at(created + 10);
+    t.update(view(pulling));
+    assert_eq!(
+        t.verdict(),
+        Verdict::Pending,
+        "seen twice, within the grace"
+    );
+    t.at(created + 301);
+    assert!(matches!(t.verdict(), Verdict::Failed(_)));
 }
 
 #[test]

@@ -189,7 +189,7 @@ fn status_shows_the_events_of_pending_pods() {
     use crate::follow::{running, spawn_run, unschedulable, waiting};
     use kube_testserver::Reporter;
     let env = Env::new();
-    spawn_run(&env, "ev", &["-w", "3"]);
+    spawn_run(&env, "ev", &["-w", "3", "--pull-grace", "0s"]);
     running(&env, "ev-worker-0");
     waiting(
         &env,
@@ -324,7 +324,7 @@ fn status_shows_the_events_of_pending_pods() {
     // The verdict stays the last line.
     assert!(
         out.stdout
-            .ends_with("cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\"\n"),
+            .ends_with("cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\" (its image cannot be pulled: check --image; a slow registry: --pull-grace)\n"),
         "{out:#?}"
     );
     let lists: Vec<_> = env

@@ -240,7 +240,7 @@ fn each_stuck_reason_is_reported() {
 #[test]
 fn an_image_that_cannot_be_pulled_fails_fast() {
     let env = Env::new();
-    spawn_run(&env, "pull", &["-w", "2"]);
+    spawn_run(&env, "pull", &["-w", "2", "--pull-grace", "0s"]);
     running(&env, "pull-worker-0");
     waiting(
         &env,
@@ -250,12 +250,12 @@ fn an_image_that_cannot_be_pulled_fails_fast() {
     );
     let out = env.run(&["wait", "-t", "pull"]);
     out.failure(3).stderr_has(
-        "run 'pull' failed: pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\"",
+        "run 'pull' failed: pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\" (its image cannot be pulled: check --image; a slow registry: --pull-grace)",
     );
 
     // ErrImagePull: the second sighting is final.
     let env = Env::new();
-    spawn_run(&env, "pull2", &["-w", "1"]);
+    spawn_run(&env, "pull2", &["-w", "1", "--pull-grace", "0s"]);
     waiting(&env, "pull2-worker-0", "ErrImagePull", "pull access denied");
     let child = start(&env, &["wait", "-t", "pull2"]);
     await_watches(&env, 1);
@@ -268,6 +268,50 @@ fn an_image_that_cannot_be_pulled_fails_fast() {
     let out = finish(child);
     out.failure(3)
         .stderr_has("cannot start: ErrImagePull: pull access denied, again");
+}
+
+/// Issue 50 item 6: a pull error within the run's grace (`--pull-grace`, built in 5m,
+/// from each pod's creation) is no verdict: a slow registry or a hiccup passes; the
+/// spawn records a grace it was given on every pod, for every later verb.
+#[test]
+fn a_pull_error_within_the_grace_is_no_verdict() {
+    let env = Env::new();
+    spawn_run(&env, "slow", &["-w", "1"]);
+    let pod = env.server.get("pods", NS, "slow-worker-0").unwrap();
+    assert!(
+        pod["metadata"]["annotations"]
+            .get("tf-spawner/pull-grace")
+            .is_none(),
+        "the built-in grace is not written: {pod:#}"
+    );
+    waiting(
+        &env,
+        "slow-worker-0",
+        "ImagePullBackOff",
+        "Back-off pulling image \"big:1\"",
+    );
+    let out = env.run(&["wait", "-t", "slow", "--timeout", "2s"]);
+    out.failure(4).stderr_has("verdict so far: Pending");
+    env.run(&["status", "slow"])
+        .success()
+        .stdout_has("verdict: Pending");
+    // A grace of the run's own, in minutes, is on its pods; past it, the verdict.
+    spawn_run(&env, "late", &["-w", "1", "--pull-grace", "10m"]);
+    let pod = env.server.get("pods", NS, "late-worker-0").unwrap();
+    assert_eq!(
+        pod["metadata"]["annotations"]["tf-spawner/pull-grace"],
+        "600"
+    );
+    spawn_run(&env, "now", &["-w", "1", "--pull-grace", "0s"]);
+    waiting(
+        &env,
+        "now-worker-0",
+        "ImagePullBackOff",
+        "Back-off pulling image \"nope:1\"",
+    );
+    env.run(&["wait", "-t", "now"])
+        .failure(3)
+        .stderr_has("cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\" (its image cannot be pulled: check --image;");
 }
 
 #[test]

@@ -180,7 +180,8 @@ fn a_pod_no_node_has_taken_is_deleted_and_recorded_as_never_started() {
 #[test]
 fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict() {
     let env = Env::new();
-    env.spawn(&["-t", "pull", "-w", "2"]).success();
+    env.spawn(&["-t", "pull", "-w", "2", "--pull-grace", "0s"])
+        .success();
     running(&env, "pull-worker-0");
     let back_off = "Back-off pulling image \"x:1\": ErrImagePull: failed to pull: no such host";
     waiting(&env, "pull-worker-1", "ImagePullBackOff", back_off);
@@ -189,7 +190,7 @@ fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict()
     out.stdout_has("stopped 1 pod still running after the verdict: pull-worker-0 (kept with its log")
         .stdout_has("stopped 1 pod that never started: pull-worker-1 (no log; kept until -d: tf-spawner status -t pull says why)");
     let verdict = format!(
-        "verdict: Failed — pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: {back_off}\n"
+        "verdict: Failed — pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: {back_off} (its image cannot be pulled: check --image; a slow registry: --pull-grace)\n"
     );
     let line = format!(
         "worker-1: never started (ImagePullBackOff: {back_off}); stopped by tf-spawner after the verdict (no log)\n"

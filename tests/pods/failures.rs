@@ -65,7 +65,15 @@ async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
     c.spawn(
         &t,
         &script,
-        &["-w", "1", "-i", "tf-spawner.local/no-such-image:1"],
+        // No grace for the pull error (`--pull-grace`, built in 5m): fails at once.
+        &[
+            "-w",
+            "1",
+            "-i",
+            "tf-spawner.local/no-such-image:1",
+            "--pull-grace",
+            "0s",
+        ],
     )
     .await;
 

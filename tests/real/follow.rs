@@ -122,7 +122,24 @@ async fn wait_for_start_fails_fast_on_an_image_that_cannot_be_pulled() {
         return;
     };
     let ns = real.namespace("follow").await;
-    real.spawn_run(&ns, "pull", 1).await;
+    // No grace for the pull error (`--pull-grace`): it fails the run at once.
+    let script = real.script();
+    real.run(
+        Cred::Admin,
+        &[
+            "-n",
+            &ns,
+            "-t",
+            "pull",
+            "-w",
+            "1",
+            "--pull-grace",
+            "0s",
+            script.to_str().unwrap(),
+        ],
+    )
+    .await
+    .success();
     let args = [
         "-n",
         &ns,

@@ -11,10 +11,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::faults::FaultState;
+use crate::options::{Options, RecordedRequest};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::Store;
-use crate::{Options, RecordedRequest};
 
 pub struct Identity {
     pub name: String,

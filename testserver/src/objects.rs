@@ -6,8 +6,8 @@ use base64::Engine;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
+use crate::clock::now_rfc3339;
 use crate::status::ApiError;
-use crate::store::now_rfc3339;
 
 /// (resource, kind, namespaced)
 const RESOURCES: &[(&str, &str, bool)] = &[
@@ -21,50 +21,54 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("resourcequotas", "ResourceQuota", true),
     ("namespaces", "Namespace", false),
     ("nodes", "Node", false),
-    (crate::VOLCANO_PODGROUPS, "PodGroup", true),
-    (crate::COSCHEDULING_PODGROUPS, "PodGroup", true),
-    (crate::KUEUE_LOCALQUEUES, "LocalQueue", true),
-    (crate::VOLCANO_QUEUES, "Queue", false),
-    (crate::LEGACY_COSCHEDULING_PODGROUPS, "PodGroup", true),
-    (crate::NETWORK_POLICIES, "NetworkPolicy", true),
+    (crate::options::VOLCANO_PODGROUPS, "PodGroup", true),
+    (crate::options::COSCHEDULING_PODGROUPS, "PodGroup", true),
+    (crate::options::KUEUE_LOCALQUEUES, "LocalQueue", true),
+    (crate::options::VOLCANO_QUEUES, "Queue", false),
+    (
+        crate::options::LEGACY_COSCHEDULING_PODGROUPS,
+        "PodGroup",
+        true,
+    ),
+    (crate::options::NETWORK_POLICIES, "NetworkPolicy", true),
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
 /// plural). The store key is `plural.group`, as kubectl names them.
 pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
     (
-        crate::VOLCANO_PODGROUPS,
+        crate::options::VOLCANO_PODGROUPS,
         "scheduling.volcano.sh",
         "v1beta1",
         "podgroups",
     ),
     (
-        crate::COSCHEDULING_PODGROUPS,
+        crate::options::COSCHEDULING_PODGROUPS,
         "scheduling.x-k8s.io",
         "v1alpha1",
         "podgroups",
     ),
     (
-        crate::KUEUE_LOCALQUEUES,
+        crate::options::KUEUE_LOCALQUEUES,
         "kueue.x-k8s.io",
         "v1beta1",
         "localqueues",
     ),
     (
-        crate::VOLCANO_QUEUES,
+        crate::options::VOLCANO_QUEUES,
         "scheduling.volcano.sh",
         "v1beta1",
         "queues",
     ),
     (
-        crate::LEGACY_COSCHEDULING_PODGROUPS,
+        crate::options::LEGACY_COSCHEDULING_PODGROUPS,
         "scheduling.sigs.k8s.io",
         "v1alpha1",
         "podgroups",
     ),
     // Built in (not a custom resource), served by every server.
     (
-        crate::NETWORK_POLICIES,
+        crate::options::NETWORK_POLICIES,
         "networking.k8s.io",
         "v1",
         "networkpolicies",
@@ -226,7 +230,7 @@ pub const SCHEDULING_GATED: &str = "SchedulingGated";
 /// (`Options::gate_pods_labelled`) are added; a server that knows the field (1.26 on)
 /// keeps them and marks the pod `PodScheduled=False, reason SchedulingGated`, as the
 /// pod strategy does; a 1.20 server drops the field, unknown to it.
-pub fn gate_new_pod(pod: &mut Value, opts: &crate::Options) {
+pub fn gate_new_pod(pod: &mut Value, opts: &crate::options::Options) {
     crate::schedulers::kueue_webhook(pod, opts);
     for (label, gate) in &opts.gate_pods_labelled {
         if pod["metadata"]["labels"].get(label).is_none() {

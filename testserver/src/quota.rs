@@ -101,7 +101,7 @@ pub fn admit(
     resource: &str,
     ns: &str,
     obj: &Value,
-    opts: &crate::Options,
+    opts: &crate::options::Options,
 ) -> Result<(), ApiError> {
     if !any_in(st, ns) {
         return Ok(());

@@ -92,11 +92,13 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
         .filter(|(_, g, v, _)| *g == group && *v == version)
         .map(|(r, _, _, p)| (*r, *p))
         .filter(|(r, _)| match *r {
-            crate::VOLCANO_PODGROUPS | crate::VOLCANO_QUEUES => sh.opts.volcano_api,
-            crate::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
-            crate::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
-            crate::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
-            crate::NETWORK_POLICIES => true,
+            crate::options::VOLCANO_PODGROUPS | crate::options::VOLCANO_QUEUES => {
+                sh.opts.volcano_api
+            }
+            crate::options::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
+            crate::options::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
+            crate::options::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
+            crate::options::NETWORK_POLICIES => true,
             _ => false,
         })
         .collect()
@@ -115,7 +117,7 @@ fn custom_discovery(group: &str, version: &str, served: &[(&str, &str)]) -> Valu
                 Some(json!({ "name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
                   "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"] })),
                 // NetworkPolicies have no status (1.20, and again since 1.28).
-                (*r != crate::NETWORK_POLICIES).then_some(status),
+                (*r != crate::options::NETWORK_POLICIES).then_some(status),
             ]
         })
         .flatten()

@@ -29,7 +29,7 @@ const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 const VOLCANO_ANNOTATION: &str = "scheduling.k8s.io/group-name";
 
 /// Kueue's webhook on a new pod (see the module's doc).
-pub fn kueue_webhook(pod: &mut Value, opts: &crate::Options) {
+pub fn kueue_webhook(pod: &mut Value, opts: &crate::options::Options) {
     let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
     if !opts.kueue_namespaces.iter().any(|n| n == ns)
         || pod["metadata"]["labels"].get(QUEUE_LABEL).is_none()
@@ -108,7 +108,7 @@ pub fn place(store: &mut Store, namespace: &str, free: usize) -> Vec<String> {
     let name = |p: &Value| p["metadata"]["name"].as_str().unwrap_or("").to_string();
     pods.sort_by(|a, b| priority(b).cmp(&priority(a)).then(name(a).cmp(&name(b))));
     let min_member = |group: &str| {
-        crate::GANG_PODGROUPS
+        crate::options::GANG_PODGROUPS
             .iter()
             .find_map(|r| store.get(r, namespace, group))
             .and_then(|g| g["spec"]["minMember"].as_u64())

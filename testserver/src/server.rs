@@ -18,10 +18,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
-use crate::RecordedRequest;
 use crate::context::{Ctx, Identity, Reply, Shared};
 use crate::faults::{self, FaultAction};
 use crate::objects;
+use crate::options::RecordedRequest;
 use crate::routes;
 use crate::status::ApiError;
 

@@ -53,12 +53,9 @@ pub struct Store {
     events: broadcast::Sender<Event>,
     pub logs: HashMap<Key, PodLog>,
     pub log_events: broadcast::Sender<LogEvent>,
-}
-
-pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    /// What acts on every change of a namespace (the quota controller, `quota::sync`):
+    /// handed in by the server, so that the store knows none of them.
+    controllers: Vec<fn(&mut Store, &str)>,
 }
 
 impl Store {
@@ -68,6 +65,7 @@ impl Store {
             rv: 1,
             history: VecDeque::new(),
             history_floor: 1,
+            controllers: Vec::new(),
             events: broadcast::channel(16_384).0,
             logs: HashMap::new(),
             log_events: broadcast::channel(16_384).0,
@@ -155,17 +153,29 @@ impl Store {
         let _ = self.events.send(ev);
     }
 
+    /// Adds a controller: called with the namespace after every change there.
+    pub fn add_controller(&mut self, controller: fn(&mut Store, &str)) {
+        self.controllers.push(controller);
+    }
+
+    /// The controllers act on a change in `ns`.
+    fn changed(&mut self, ns: &str) {
+        for controller in self.controllers.clone() {
+            controller(self, ns);
+        }
+    }
+
     /// Stores `obj` (new or replacing), stamping a fresh resourceVersion, and emits
-    /// ADDED or MODIFIED; then the namespace's quotas are counted again (`quota.rs`).
-    /// Returns the stored object.
+    /// ADDED or MODIFIED; then the controllers act (the quotas are counted again,
+    /// `quota.rs`). Returns the stored object.
     pub fn put(&mut self, resource: &str, ns: &str, obj: Value) -> Arc<Value> {
         let stored = self.put_quietly(resource, ns, obj);
-        crate::quota::sync(self, ns);
+        self.changed(ns);
         stored
     }
 
-    /// [`Store::put`] without counting the quotas again: how the quota controller
-    /// stores a quota's status.
+    /// [`Store::put`] without the controllers: how the quota controller stores a
+    /// quota's status.
     pub fn put_quietly(&mut self, resource: &str, ns: &str, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         let name = obj["metadata"]["name"]
@@ -213,7 +223,7 @@ impl Store {
                 pod: name.to_string(),
             });
         }
-        crate::quota::sync(self, ns);
+        self.changed(ns);
         Some(Arc::unwrap_or_clone(obj))
     }
 

@@ -5,14 +5,33 @@ use std::collections::BTreeMap;
 
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
+use crate::helper::Found;
 use crate::trainlog::Training;
 use crate::verdict::{NODE_LOST, PodView, Reason, Tracker};
 
 /// The newest events of the pending pods, by pod name.
 pub type Events = BTreeMap<String, Vec<PodEvent>>;
 
-/// The training's progress and the stall bound (`stall_after`), if any.
-pub type Progressed<'a> = (&'a Training, Option<std::time::Duration>);
+/// What `status` read of a run, as its table (`table::render`) and its `-o json`
+/// (`json::to_json`) take it.
+#[derive(Clone, Copy)]
+pub struct Report<'a> {
+    pub tracker: &'a Tracker,
+    /// The run's record (its ConfigMap), if it has one.
+    pub record: Option<&'a Record>,
+    /// The run's helper pods (`cp`, `tensorboard`).
+    pub helpers: &'a [Found],
+    /// The newest events of the pending pods.
+    pub events: &'a Events,
+    /// The training's progress.
+    pub training: &'a Training,
+    /// The stall bound (`--stall-after`), if any.
+    pub stall_after: Option<std::time::Duration>,
+    /// Now, seconds since the epoch.
+    pub now: i64,
+    /// `--all-workers`.
+    pub all_workers: bool,
+}
 
 /// `NodeLost: node N not ready since T (it stopped reporting)` for a pod whose node
 /// stopped reporting and that has not ended (as far as the API knows).

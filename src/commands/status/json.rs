@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::common::{Events, Progressed, lost, restarted_for, stalled};
+use super::common::{Events, Report, lost, restarted_for, stalled};
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration;
@@ -12,7 +12,7 @@ use crate::helper::Found;
 use crate::ops::status::{never_started, verdict_of};
 use crate::timing;
 use crate::trainlog::show;
-use crate::verdict::{PodView, Tracker, one_line};
+use crate::verdict::{PodView, one_line};
 
 /// `status -o json`: the documented, stable shape.
 #[derive(Debug, Serialize)]
@@ -135,14 +135,17 @@ pub struct EventJson {
     pub last_seen: Option<String>,
 }
 
-pub fn to_json(
-    tracker: &Tracker,
-    (record, helpers): (Option<&Record>, &[Found]),
-    (events, (training, stall_after)): (&Events, Progressed),
-    (tag, namespace): (&str, &str),
-    now: i64,
-    all_workers: bool,
-) -> StatusJson {
+pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
+    let Report {
+        tracker,
+        record,
+        helpers,
+        events,
+        training,
+        stall_after,
+        now,
+        all_workers,
+    } = *report;
     let (verdict, failure) = verdict_of(tracker, record);
     StatusJson {
         tag: tag.to_string(),

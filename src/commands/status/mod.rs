@@ -38,27 +38,23 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         Some(training) => training,
         None => crate::ops::training::tail(&cluster, &tracker).await,
     };
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let report = common::Report {
+        tracker: &tracker,
+        record,
+        helpers: &helpers,
+        events: &events,
+        training: &training,
+        stall_after: settings.stall_after.value,
+        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        all_workers: args.all_workers,
+    };
     let text = match args.output {
         ReportFormat::Json => {
-            let json = json::to_json(
-                &tracker,
-                (record, &helpers),
-                (&events, (&training, settings.stall_after.value)),
-                (args.tag.as_str(), cluster.namespace()),
-                now,
-                args.all_workers,
-            );
+            let json = json::to_json(&report, (args.tag.as_str(), cluster.namespace()));
             output::json(&json)?
         }
         ReportFormat::Table => {
-            let mut text = table::render(
-                &tracker,
-                (record, &helpers),
-                (&events, (&training, settings.stall_after.value)),
-                now,
-                args.all_workers,
-            );
+            let mut text = table::render(&report);
             if let Verdict::Failed(f) = tracker.verdict()
                 && let (Some(pod), Some(lines)) = (tracker.get(&f.pod), last_lines.get(&f.pod))
             {

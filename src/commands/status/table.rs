@@ -2,7 +2,7 @@
 //! stopped ones, tasks that never started, pending pods' events, helper pods, the
 //! restart, the progress), then the verdict and the run's time.
 
-use super::common::{Events, Progressed, lost, pending_restart, restarted_for, stalled};
+use super::common::{Events, Report, lost, pending_restart, restarted_for, stalled};
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration::{self, age};
@@ -26,13 +26,17 @@ const EVENTS_SHOWN: usize = 5;
 
 /// The table, the reasons of pods that are stuck, the pending pods' events and the
 /// verdict line.
-pub fn render(
-    tracker: &Tracker,
-    (record, helpers): (Option<&Record>, &[Found]),
-    (events, (training, stall_after)): (&Events, Progressed),
-    now: i64,
-    all_workers: bool,
-) -> String {
+pub fn render(report: &Report) -> String {
+    let Report {
+        tracker,
+        record,
+        helpers,
+        events,
+        training,
+        stall_after,
+        now,
+        all_workers,
+    } = *report;
     let pods = tracker.in_task_order();
     if pods.is_empty() {
         return without_pods(tracker, (record, helpers), now);

@@ -1,6 +1,6 @@
 //! `status`'s tests: its table and `-o json` of a run with a pod of every kind, pinned.
 
-use super::common::Events;
+use super::common::{Events, Report};
 use super::json::to_json;
 use super::table::render;
 use crate::cluster::events::PodEvent;
@@ -105,39 +105,55 @@ fn every_kind_of_run_shows_as_pinned() {
     let t = every_kind_of_run();
     let (record, helpers, events, training) = golden_reads();
     let stall = Some(std::time::Duration::from_secs(60));
-    let table = render(
-        &t,
-        (Some(&record), &helpers),
-        (&events, (&training, stall)),
-        NOW,
-        false,
-    );
+    let table = render(&Report {
+        tracker: &t,
+        record: Some(&record),
+        helpers: &helpers,
+        events: &events,
+        training: &training,
+        stall_after: stall,
+        now: NOW,
+        all_workers: false,
+    });
     insta::assert_snapshot!("table", table);
     let json = to_json(
-        &t,
-        (Some(&record), &helpers),
-        (&events, (&training, stall)),
+        &Report {
+            tracker: &t,
+            record: Some(&record),
+            helpers: &helpers,
+            events: &events,
+            training: &training,
+            stall_after: stall,
+            now: NOW,
+            all_workers: true,
+        },
         ("t", "ns"),
-        NOW,
-        true,
     );
     insta::assert_snapshot!("json", serde_json::to_string_pretty(&json).unwrap());
     // Without its record, helpers, events or progress.
-    let table = render(
-        &t,
-        (None, &[]),
-        (&Events::new(), (&Training::default(), None)),
-        NOW,
-        true,
-    );
+    let table = render(&Report {
+        tracker: &t,
+        record: None,
+        helpers: &[],
+        events: &Events::new(),
+        training: &Training::default(),
+        stall_after: None,
+        now: NOW,
+        all_workers: true,
+    });
     insta::assert_snapshot!("table_alone", table);
     let json = to_json(
-        &t,
-        (None, &[]),
-        (&Events::new(), (&Training::default(), None)),
+        &Report {
+            tracker: &t,
+            record: None,
+            helpers: &[],
+            events: &Events::new(),
+            training: &Training::default(),
+            stall_after: None,
+            now: NOW,
+            all_workers: false,
+        },
         ("t", "ns"),
-        NOW,
-        false,
     );
     insta::assert_snapshot!("json_alone", serde_json::to_string_pretty(&json).unwrap());
 }
@@ -152,13 +168,16 @@ fn a_run_without_pods_shows_as_pinned() {
         (None, &helpers[..1]),
         (None, &[][..]),
     ] {
-        text.push_str(&render(
-            &t,
-            (record, helpers),
-            (&events, (&training, None)),
-            NOW,
-            false,
-        ));
+        text.push_str(&render(&Report {
+            tracker: &t,
+            record,
+            helpers,
+            events: &events,
+            training: &training,
+            stall_after: None,
+            now: NOW,
+            all_workers: false,
+        }));
         text.push_str("--\n");
     }
     insta::assert_snapshot!(text);
@@ -172,12 +191,17 @@ fn json_has_the_documented_keys() {
         view(pod("worker-0", "Succeeded")),
     ]);
     let json = serde_json::to_value(to_json(
-        &t,
-        (None, &[]),
-        (&Events::new(), (&Training::default(), None)),
+        &Report {
+            tracker: &t,
+            record: None,
+            helpers: &[],
+            events: &Events::new(),
+            training: &Training::default(),
+            stall_after: None,
+            now: 1704067260,
+            all_workers: false,
+        },
         ("t", "ns"),
-        1704067260,
-        false,
     ))
     .unwrap();
     assert_eq!(json["verdict"], "Succeeded");
@@ -228,13 +252,16 @@ fn json_has_the_documented_keys() {
 fn table_ends_with_the_verdict() {
     let mut t = Tracker::new("t", false);
     t.replace(vec![view(pod("worker-0", "Running"))]);
-    let text = render(
-        &t,
-        (None, &[]),
-        (&Events::new(), (&Training::default(), None)),
-        1704067200 + 5,
-        false,
-    );
+    let text = render(&Report {
+        tracker: &t,
+        record: None,
+        helpers: &[],
+        events: &Events::new(),
+        training: &Training::default(),
+        stall_after: None,
+        now: 1704067200 + 5,
+        all_workers: false,
+    });
     assert!(text.starts_with("NAME "), "{text}");
     assert!(
         text.contains("t-worker-0   worker-0   Running   0/1"),
@@ -270,13 +297,16 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
             vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
         )])
         .collect();
-    let text = render(
-        &t,
-        (None, &[]),
-        (&events, (&Training::default(), None)),
+    let text = render(&Report {
+        tracker: &t,
+        record: None,
+        helpers: &[],
+        events: &events,
+        training: &Training::default(),
+        stall_after: None,
         now,
-        false,
-    );
+        all_workers: false,
+    });
     assert!(
         text.contains("events of the pods that have not started (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
         "{text}"
@@ -289,12 +319,17 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
         "{text}"
     );
     let json = serde_json::to_value(to_json(
-        &t,
-        (None, &[]),
-        (&events, (&Training::default(), None)),
+        &Report {
+            tracker: &t,
+            record: None,
+            helpers: &[],
+            events: &events,
+            training: &Training::default(),
+            stall_after: None,
+            now,
+            all_workers: false,
+        },
         ("t", "ns"),
-        now,
-        false,
     ))
     .unwrap();
     assert_eq!(json["pods"][6]["events"][0]["count"], 3);
@@ -333,13 +368,16 @@ fn the_task_that_failed_first_is_blamed_in_both_orders() {
         t.replace(vec![failed_at(0, victim_at), failed_at(1, raised_at)]);
         t.note_log("t-worker-0", victim);
         t.note_log("t-worker-1", raised);
-        let text = render(
-            &t,
-            (None, &[]),
-            (&Events::new(), (&Training::default(), None)),
-            1795703520,
-            false,
-        );
+        let text = render(&Report {
+            tracker: &t,
+            record: None,
+            helpers: &[],
+            events: &Events::new(),
+            training: &Training::default(),
+            stall_after: None,
+            now: 1795703520,
+            all_workers: false,
+        });
         assert!(
             text.contains(
                 "verdict: Failed — pod t-worker-1 (worker-1) failed: exit code 1, reason Error\n"

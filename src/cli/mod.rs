@@ -1,5 +1,8 @@
-//! The command line as clap sees it: flags and their defaults, nothing else.
-//! Turning these into a spawn request (reading files, checking values) is `inputs.rs`.
+//! The command line as clap sees it: flags and their defaults, nothing else. The
+//! defaultable flags are declared once, in `flags.rs`'s list, and flattened in here by
+//! where they are ([`SpawnFlags`], [`WaitFlags`]…); the other flags are fields below.
+//! Turning these into a spawn request (reading files, checking values) is `inputs.rs`,
+//! after `settings/` lowered the list's values.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -8,7 +11,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::settings::parse::{self, Flag};
+pub(crate) mod flags;
+pub(crate) mod parse;
+
+use parse::Flag;
 
 pub use crate::tag::Tag;
 
@@ -21,7 +27,9 @@ pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
 
-pub use crate::settings::table::{DEFAULT_PORT, DEFAULT_WORKERS, ResourceFlags, SharedFlags};
+pub use flags::{
+    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, SpawnFlags, TensorboardFlags, WaitFlags,
+};
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
@@ -201,25 +209,14 @@ pub struct WaitArgs {
     #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
-    /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
-    /// after the run was created, naming the tasks still pending and why; the started
-    /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
-    pub start_timeout: Option<Duration>,
-
-    /// A stall: the deciding task (chief, else worker 0) has printed no progress line
-    /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
-    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
-    /// …"), or failing the run with --on-stall fail [default: the config file's
-    /// stall_after, else none]
-    #[arg(long, value_parser = Flag(parse::stall_after), value_name = "DURATION")]
-    pub stall_after: Option<Duration>,
-
     /// What a stall (--stall-after) does: warn (name it, wait on) or fail (exit 3, the
     /// unfinished pods stopped as after any verdict, so a run stuck on a dead peer frees
     /// its GPUs)
     #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
     pub on_stall: OnStall,
+
+    #[command(flatten)]
+    pub table: WaitFlags,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
     #[arg(long)]
@@ -233,17 +230,9 @@ pub struct WaitArgs {
     #[arg(long)]
     pub cleanup: bool,
 
-    /// After the verdict, leave the tasks still running (parameter servers, workers
-    /// hung after a peer failed) as they are; by default they are stopped (deleted),
-    /// keeping the finished pods and their logs, as TFJob's cleanPodPolicy: Running
-    #[arg(long)]
-    pub keep_running: bool,
-
     #[command(flatten)]
     pub restart: RestartArgs,
 
-    #[command(flatten)]
-    pub notify: NotifyArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -353,10 +342,8 @@ pub struct TensorboardArgs {
     #[arg(long = "port", id = "local_port", value_name = "PORT")]
     pub port: Option<u16>,
 
-    /// TensorBoard's image [default: the config file's tensorboard_image, else the
-    /// run's image, as cp uses]
-    #[arg(long = "image", id = "tensorboard_image", value_parser = Flag(parse::image), value_name = "IMAGE")]
-    pub image: Option<String>,
+    #[command(flatten)]
+    pub table: TensorboardFlags,
 
     /// Keep the TensorBoard pod when tf-spawner exits, for the next tensorboard (it
     /// goes with -d); without it the pod is deleted when the last session using it ends
@@ -430,9 +417,8 @@ pub struct CompareArgs {
 /// How to reach the cluster: kubectl's conventions.
 #[derive(Debug, Args, Clone)]
 pub struct ClusterArgs {
-    /// Kubernetes namespace [default: the config file's, else the kubeconfig context's, else "default"]
-    #[arg(short = 'n', long, global = true, value_parser = Flag(parse::namespace), value_name = "NAMESPACE")]
-    pub namespace: Option<String>,
+    #[command(flatten)]
+    pub table: GlobalFlags,
 
     /// Path to the kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster]
     #[arg(long, global = true, value_name = "FILE")]
@@ -455,12 +441,6 @@ pub struct ClusterArgs {
         value_name = "N"
     )]
     pub retries: u32,
-
-    /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
-    /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
-    /// defaults file's give_up_after]
-    #[arg(long, global = true, value_parser = Flag(parse::duration), value_name = "DURATION")]
-    pub give_up_after: Option<Duration>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -470,21 +450,12 @@ pub struct SpawnArgs {
     #[arg(value_name = "TRAINING_SCRIPT")]
     pub script: Option<PathBuf>,
 
-    /// Number of worker pods (and services)
-    #[arg(short, long, default_value_t = DEFAULT_WORKERS, allow_negative_numbers = true, value_parser = Flag(parse::workers), value_name = "N")]
-    pub workers: u32,
-
-    /// gRPC port used in TF_CONFIG, on the containers and on the services
-    #[arg(short, long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true, value_parser = Flag(parse::port), value_name = "PORT")]
-    pub port: u16,
+    #[command(flatten)]
+    pub table: SpawnFlags,
 
     /// Entrypoint script file run with bash instead of `python /script/training-script.py`
     #[arg(short, long, value_name = "FILE")]
     pub command: Option<PathBuf>,
-
-    /// Pod template (YAML) [default: the config file's pod_file, else the built-in templates/pod.yaml]
-    #[arg(long, value_parser = Flag(parse::path), value_name = "FILE")]
-    pub pod_file: Option<PathBuf>,
 
     /// Value of the training_attempt label, and prefix of every object name
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
@@ -497,10 +468,6 @@ pub struct SpawnArgs {
     /// File of KEY=VALUE lines; the values go into a Secret referenced by every pod
     #[arg(short, long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,
-
-    /// Container image [default: the config file's, else the template's, else the pinned TensorFlow image]
-    #[arg(short, long, value_parser = Flag(parse::image), value_name = "IMAGE")]
-    pub image: Option<String>,
 
     /// Delete every object labelled training_attempt=TAG in the namespace
     #[arg(short, long)]
@@ -547,58 +514,16 @@ pub struct SpawnArgs {
     #[arg(long, requires = "waits", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
-    /// With --wait: fail the run (exit 5) unless every task runs or has finished this long
-    /// (e.g. 10m) after its creation, naming the tasks still pending and why; the started
-    /// pods are stopped [default: the config file's start_timeout, else none]
-    #[arg(long, requires = "wait", value_parser = Flag(parse::start_timeout), value_name = "DURATION")]
-    pub start_timeout: Option<Duration>,
-
     /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
     /// run's verdict, instead of creating pods; no cluster needed
     #[arg(long, conflicts_with_all = ["delete", "dry_run"])]
     pub local: bool,
 
-    /// With --local: the Python interpreter that runs the training script [default: the
-    /// config files' python, else python3]
-    #[arg(
-        long,
-        requires = "local",
-        value_parser = Flag(parse::program),
-        value_name = "PROGRAM"
-    )]
-    pub python: Option<String>,
-
-    #[command(flatten)]
-    pub shared: SharedFlags,
-
-    /// With --wait: leave the tasks still running when the run fails (by default they
-    /// are stopped, as TFJob's cleanPodPolicy: Running)
-    #[arg(long, requires = "wait")]
-    pub keep_running: bool,
-
     #[command(flatten)]
     pub restart: RestartArgs,
 
     #[command(flatten)]
-    pub notify: NotifyArgs,
-
-    /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
-    /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
-    /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
-    #[arg(long, value_parser = Flag(parse::volume), value_name = "CLAIM[:PATH]")]
-    pub volume: Option<String>,
-
-    #[command(flatten)]
     pub roles: RoleArgs,
-
-    #[command(flatten)]
-    pub resources: ResourceFlags,
-
-    /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
-    /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
-    /// working directory and on PYTHONPATH; the training script is a file in it
-    #[arg(long, value_parser = Flag(parse::path), value_name = "DIR")]
-    pub dir: Option<PathBuf>,
 
     /// Arguments after `--`, passed to the training script unchanged (to the
     /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
@@ -610,18 +535,6 @@ pub struct SpawnArgs {
 /// "Restarts").
 #[derive(Debug, Args, Clone, Default)]
 pub struct RestartArgs {
-    /// Restart the run up to N times when it fails for a reason worth retrying
-    /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
-    /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
-    /// [default: the config file's restarts, else 0]
-    #[arg(long, value_parser = Flag(parse::restarts), value_name = "N")]
-    pub restarts: Option<u32>,
-
-    /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
-    /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
-    #[arg(long, value_parser = Flag(parse::restart_on), value_name = "LIST")]
-    pub restart_on: Option<RestartOn>,
-
     /// The pause before the first restart, doubled for each next one (at most 5m)
     #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
@@ -631,17 +544,6 @@ pub struct RestartArgs {
     /// --node-lost-after for the peer's fate before its failure decides
     #[arg(long, value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub node_grace: Option<Duration>,
-}
-
-/// `--notify`, of `wait` and of `spawn` with `--wait` or `--local` (and `sweep`).
-#[derive(Debug, Args, Clone, Default)]
-pub struct NotifyArgs {
-    /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
-    /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
-    /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
-    /// the config file's notify, else none]
-    #[arg(long, value_parser = Flag(parse::notify), value_name = "CMD|URL")]
-    pub notify: Option<Target>,
 }
 
 /// Roles besides the workers (see docs/reference.md, "Roles and strategies").

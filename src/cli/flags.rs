@@ -1,0 +1,472 @@
+//! Every defaultable flag, declared ONCE ([`flag_list!`] below). An entry is a setting:
+//! its key (the settings files' key, the clap id of its flag and `config`'s row), its
+//! type, its built-in default and the text `config` shows for a value it has no words
+//! for, its parser (`parse.rs`: the flag's `value_parser` and the files' value go through
+//! the same function), its marks (`anchored`, `program`, `kubeconfig`: how a file's
+//! value is read) and its flag: where it is ([`Place`]s: the spawn, `wait`,
+//! `tensorboard`, or every command), its short and long names, value name or choices,
+//! its heading in `--help`, the flag it needs on the spawn (`requires`), the one-line
+//! text the short help shows (`brief`) and whether `spawn -h` shows it (`short_help`;
+//! without the mark `spawn --help` only, so a new flag never breaks the first screen). The entry's doc comment is the flag's full help (`--help`, the man
+//! page). From the list come clap's arguments here ([`Place::args`], flattened into the
+//! derive structs of `mod.rs`), the help's shaping (`commands/help.rs` reads [`def`]),
+//! completions and the man page (clap's), and, in `settings/table.rs`, the table of
+//! values with their sources, its loading from flag, project file and config file, and
+//! `config`'s rows. A flag added here is in all of them, and nowhere else.
+//!
+//! The list is a macro that hands its entries to another (`flag_list!(then)`), so that
+//! the lowering (`settings/`, a layer above) builds its table from the same entries
+//! without this module knowing it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ArgMatches;
+
+use super::parse::{self, Parse};
+use crate::cluster::retry::GIVE_UP;
+use crate::metrics::notice::Target;
+use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
+use crate::podgroup::Gang;
+use crate::verdict::DEFAULT_PULL_GRACE;
+use crate::verdict::retryable::RestartOn;
+
+/// Where a flag is on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The spawn's flags (the top level, `spawn` and `sweep`).
+    Spawn,
+    /// `wait`'s.
+    Wait,
+    /// `tensorboard`'s.
+    Tensorboard,
+    /// Every command's, before or after the verb (clap's `global`).
+    Global,
+}
+
+/// The headings of `--help` (`commands/help.rs` places the other flags under them too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heading {
+    /// A shared cluster's scheduling or policy; `--local` refuses these.
+    Shared,
+    /// What each task asks of its node (docs/resources.md); `--local` refuses these.
+    Resources,
+    /// The options of every command.
+    Global,
+}
+
+impl Heading {
+    pub(crate) const fn title(self) -> &'static str {
+        match self {
+            Heading::Shared => "Shared clusters",
+            Heading::Resources => "Resources (docs/resources.md)",
+            Heading::Global => "Global options (any command, before or after it)",
+        }
+    }
+}
+
+/// One entry's flag, as the list declares it.
+#[derive(Clone)]
+pub(crate) struct FlagDef {
+    pub key: &'static str,
+    pub places: &'static [Place],
+    pub short: Option<char>,
+    /// `None`: the key with `-` for `_`.
+    long: Option<&'static str>,
+    /// `None`: a switch.
+    value_name: Option<&'static str>,
+    pub heading: Option<Heading>,
+    /// A spawn flag that needs another (`--start-timeout` needs `--wait`).
+    requires: Option<&'static str>,
+    /// The one-line text of the short help (`spawn -h`, a verb's help); `None`: the
+    /// full text.
+    pub brief: Option<&'static str>,
+    /// `spawn -h` (the first screen) shows it; without the mark, `spawn --help` only,
+    /// so that a new flag cannot push the first screen past its 50 lines.
+    pub short_help: bool,
+    /// The default the help shows (`[default: 2]`).
+    shown: Option<String>,
+    /// The doc comment's lines: the full help.
+    doc: &'static [&'static str],
+    parser: fn() -> clap::builder::ValueParser,
+}
+
+impl FlagDef {
+    /// The flag's long name (`--image` for `tensorboard_image`).
+    pub(crate) fn long(&self) -> String {
+        self.long
+            .map_or_else(|| self.key.replace('_', "-"), str::to_string)
+    }
+
+    /// The full help: the doc comment's lines joined.
+    pub(crate) fn help(&self) -> String {
+        let lines: Vec<&str> = self.doc.iter().map(|line| line.trim()).collect();
+        lines.join(" ")
+    }
+
+    /// clap's argument at `place`; a value flag lets a negative number reach the
+    /// parser, which words the refusal (`--gpus -1 …`), rather than clap's "unexpected
+    /// argument".
+    fn arg(&self, place: Place) -> clap::Arg {
+        let mut arg = clap::Arg::new(self.key).long(self.long()).help(self.help());
+        if let Some(short) = self.short {
+            arg = arg.short(short);
+        }
+        arg = match self.value_name {
+            Some(name) => match &self.shown {
+                Some(shown) => arg.default_value(shown.clone()),
+                None => arg,
+            }
+            .value_name(name)
+            .action(clap::ArgAction::Set)
+            .allow_negative_numbers(true)
+            .value_parser((self.parser)()),
+            None => arg.action(clap::ArgAction::SetTrue),
+        };
+        match place {
+            Place::Global => arg.global(true),
+            Place::Spawn => match self.requires {
+                Some(other) => arg.requires(other),
+                None => arg,
+            },
+            Place::Wait | Place::Tensorboard => arg,
+        }
+    }
+}
+
+/// The list: `flag_list!(then)` is `then! { entries }`. Each entry:
+///
+/// ```text
+/// /// Full help (the flag's; a key without a flag: what it is)
+/// key: Type = default, parser, "config's text for no value" [, mark]*
+///     [=> [Place, …] (, short: 'c')? (, long: "name")? (, value: "NAME")?
+///         (, choices: ValueEnum)? (, heading: Heading)? (, requires: "id")?
+///         (, brief: "one line")?];
+/// ```
+///
+/// Marks: `anchored` (a path a file gives is relative to the file), `program` (a
+/// program this machine runs: relative to the file when it names a path, and from a
+/// project file only once the user trusts it), `command` (a command line or URL this
+/// machine runs or sends to: trusted as a program, never anchored: its words are the
+/// shell's), `kubeconfig` (without a flag or a file,
+/// the kubeconfig context's value before the default), `short_help` (`spawn -h`, the
+/// first screen, shows the flag; without it only `spawn --help` does), `show_default`
+/// (the help shows the default).
+///
+/// ```text
+/// ```
+macro_rules! flag_list {
+    ($then:ident) => { $then! {
+    /// Kubernetes namespace [default: the config file's, else the kubeconfig context's,
+    /// else "default"]
+    namespace: String = "default".to_string(), parse::namespace, "default", kubeconfig, short_help
+        => [Global], short: 'n', value: "NAMESPACE", heading: Global,
+            brief: "Namespace (tf-spawner config shows it)";
+    /// Container image [default: the config file's, else the template's, else the pinned
+    /// TensorFlow image]
+    image: Option<String> = None, parse::image,
+        "(the pod template's, else tensorflow/tensorflow:2.15.0)", short_help
+        => [Spawn], short: 'i', value: "IMAGE",
+            brief: "Container image [default: the template's]";
+    /// Pod template (YAML) [default: the config file's pod_file, else the built-in
+    /// templates/pod.yaml]
+    pod_file: Option<PathBuf> = None, parse::path, "(the built-in templates/pod.yaml)", anchored, short_help
+        => [Spawn], value: "FILE", brief: "Pod template (YAML) [default: built in]";
+    /// gRPC port used in TF_CONFIG, on the containers and on the services
+    port: u16 = DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
+    /// Number of worker pods (and services)
+    workers: u32 = DEFAULT_WORKERS, parse::workers, "", show_default, short_help
+        => [Spawn], short: 'w', value: "N", brief: "Number of worker pods";
+    /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
+    /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
+    /// DeadlineExceeded
+    deadline: Option<Duration> = None, parse::deadline, "(none)"
+        => [Spawn], value: "DURATION", heading: Shared;
+    /// Give up a task's pod this long after its node stopped reporting (e.g. 30s, 2m): the
+    /// pods tolerate the node.kubernetes.io/not-ready and unreachable taints (NoExecute)
+    /// this long, then the cluster evicts them; the run fails as "lost with its node",
+    /// which wait --restarts retries on another node [default: the config file's
+    /// node_lost_after, else the cluster's, 5m]
+    node_lost_after: Option<Duration> = None, parse::deadline, "(the cluster's, 5m)"
+        => [Spawn], value: "DURATION", heading: Shared;
+    /// The PriorityClass of every pod (priorityClassName)
+    priority_class: Option<String> = None, parse::name, "(none)"
+        => [Spawn], value: "NAME", heading: Shared;
+    /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
+    /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
+    /// exist, and Kueue must hold the pods
+    queue: Option<String> = None, parse::queue, "(none)"
+        => [Spawn], value: "NAME", heading: Shared;
+    /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
+    /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
+    /// on its own
+    gang: Option<Gang> = None, parse::value_enum::<Gang>, "(none)"
+        => [Spawn], value: "SCHEDULER", choices: Gang, heading: Shared;
+    /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
+    /// exist and be open
+    volcano_queue: Option<String> = None, parse::name, "(none)"
+        => [Spawn], value: "NAME", heading: Shared;
+    /// The schedulerName of every pod (default with --gang: volcano, or
+    /// scheduler-plugins-scheduler for coscheduling)
+    scheduler_name: Option<String> = None, parse::name, "(none)"
+        => [Spawn], value: "NAME", heading: Shared;
+    /// Run every task as this non-root user id, group and fsGroup (runAsNonRoot; the
+    /// --volume claim made writable by the group; HOME a writable directory), as a
+    /// namespace enforcing Pod Security "restricted" requires; cp and tensorboard run
+    /// as the same user [default: the config file's run_as_user, else the image's user]
+    run_as_user: Option<i64> = None, parse::uid, "(the image's user)"
+        => [Spawn], value: "UID", heading: Shared;
+    /// Create a NetworkPolicy with the run that admits traffic to its tasks from its
+    /// own tasks (every port), for namespaces that deny traffic by default [default:
+    /// the config file's network_policy, else false]
+    network_policy: bool = false, parse::boolean, "" => [Spawn], heading: Shared;
+    /// After the verdict, leave the tasks still running (parameter servers, workers
+    /// hung after a peer failed) as they are; by default they are stopped (deleted),
+    /// keeping the finished pods and their logs, as TFJob's cleanPodPolicy: Running
+    /// (spawn: with --wait)
+    keep_running: bool = false, parse::boolean, ""
+        => [Spawn, Wait], requires: "wait",
+            brief: "Leave a failed run's unfinished tasks running";
+    /// Restart the run up to N times when it fails for a reason worth retrying
+    /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
+    /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
+    /// [default: the config file's restarts, else 0]
+    restarts: u32 = 0, parse::restarts, "", short_help
+        => [Spawn, Wait], value: "N",
+            brief: "Restart a retryable failure up to N times";
+    /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
+    /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
+    restart_on: RestartOn = RestartOn::default(), parse::restart_on, ""
+        => [Spawn, Wait], value: "LIST",
+            brief: "What is retryable [default: removed,exit:42,exit:137,exit:143]";
+    /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
+    /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
+    /// defaults file's give_up_after]
+    give_up_after: Duration = GIVE_UP, parse::duration, "", short_help
+        => [Global], value: "DURATION", heading: Global,
+            brief: "Give up reconnecting after [default: 10m]";
+    /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
+    /// after its creation, naming the tasks still pending and why; the started pods are
+    /// stopped (spawn: with --wait) [default: the config file's start_timeout, else none]
+    start_timeout: Option<Duration> = None, parse::start_timeout, "(none)"
+        => [Spawn, Wait], value: "DURATION", requires: "wait",
+            brief: "Fail the run (exit 5) unless every task started this long after its creation";
+    /// How long a task's image may fail to pull (ErrImagePull, ImagePullBackOff) before
+    /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
+    /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
+    /// [default: the config file's pull_grace, else 5m]
+    pull_grace: Duration = DEFAULT_PULL_GRACE, parse::duration, ""
+        => [Spawn], value: "DURATION";
+    /// A stall: the deciding task (chief, else worker 0) has printed no progress line
+    /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
+    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
+    /// …"), or failing the run with --on-stall fail [default: the config file's
+    /// stall_after, else none]
+    stall_after: Option<Duration> = None, parse::stall_after, "(none)"
+        => [Wait], value: "DURATION",
+            brief: "Name a stall: no progress line from the deciding task for this long";
+    /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
+    /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
+    /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
+    volume: Option<String> = None, parse::volume, "(none)", short_help
+        => [Spawn], value: "CLAIM[:PATH]", brief: "Mount CLAIM at PATH (/output) in every task";
+    /// Ship this directory with the run (a compressed tar in its ConfigMap, at most
+    /// 1 MiB; .gitignore, .tfspawnerignore and hidden files excluded): the script's
+    /// working directory and on PYTHONPATH; the training script is a file in it
+    dir: Option<PathBuf> = None, parse::path, "(none: the script alone)", anchored, short_help
+        => [Spawn], value: "DIR", brief: "Ship this directory (imports, files) too";
+    /// CPUs of each chief, worker and evaluator (e.g. 4, 500m): the TF container's
+    /// request and limit [default: the config file's cpu, else the template's]
+    cpu: Option<String> = None, parse::cpu, "(the template's)", short_help
+        => [Spawn], value: "N", heading: Resources,
+            brief: "CPUs of each task (requests = limits)";
+    /// Memory of each chief, worker and evaluator (e.g. 16Gi): the TF container's request
+    /// and limit, plus /dev/shm's size on a task with GPUs [default: the config file's
+    /// memory, else the template's]
+    memory: Option<String> = None, parse::memory, "(the template's)", short_help
+        => [Spawn], value: "SIZE", heading: Resources,
+            brief: "Memory of each task (requests = limits)";
+    /// GPUs of each chief, worker and evaluator: the TF container's limit of the GPU
+    /// resource (--gpu-resource); 0 removes the template's [default: the config file's
+    /// gpus, else the template's]
+    gpus: Option<u32> = None, parse::gpus, "(the template's)", short_help
+        => [Spawn], value: "N", heading: Resources,
+            brief: "GPUs of each task (nvidia.com/gpu)";
+    /// CPUs of each parameter server [default: the config file's ps_cpu, else --cpu]
+    ps_cpu: Option<String> = None, parse::cpu, "(--cpu)"
+        => [Spawn], value: "N", heading: Resources;
+    /// Memory of each parameter server [default: the config file's ps_memory, else
+    /// --memory]
+    ps_memory: Option<String> = None, parse::memory, "(--memory)"
+        => [Spawn], value: "SIZE", heading: Resources;
+    /// GPUs of each parameter server [default: the config file's ps_gpus, else the
+    /// template's]
+    ps_gpus: Option<u32> = None, parse::gpus, "(the template's)"
+        => [Spawn], value: "N", heading: Resources;
+    /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
+    /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
+    /// nvidia.com/gpu]
+    gpu_resource: String = DEFAULT_GPU_RESOURCE.to_string(), parse::gpu_resource, ""
+        => [Spawn], value: "NAME", heading: Resources;
+    /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
+    /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
+    shm_size: String = DEFAULT_SHM_SIZE.to_string(), parse::shm_size, ""
+        => [Spawn], value: "SIZE", heading: Resources;
+    /// TensorBoard's image [default: the config file's tensorboard_image, else the
+    /// run's image, as cp uses]
+    tensorboard_image: Option<String> = None, parse::image, "(the run's image)"
+        => [Tensorboard], long: "image", value: "IMAGE";
+    /// With --local: the Python interpreter that runs the training script [default: the
+    /// config files' python, else python3]
+    python: String = DEFAULT_PYTHON.to_string(), parse::program, "", program
+        => [Spawn], value: "PROGRAM", requires: "local";
+    /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
+    /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
+    /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
+    /// the config file's notify, else none]
+    notify: Option<Target> = None, parse::notify, "(none)", command
+        => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary";
+    } };
+}
+pub(crate) use flag_list;
+
+/// The built-in `--python`.
+pub const DEFAULT_PYTHON: &str = "python3";
+
+/// The built-in `--port` and `--workers`.
+pub const DEFAULT_PORT: u16 = 1999;
+pub const DEFAULT_WORKERS: u32 = 2;
+
+/// Builds [`defs`] from the list: each entry with a flag clause is a [`FlagDef`].
+macro_rules! flag_defs {
+    ($(
+        $(#[doc = $doc:literal])*
+        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
+            $(=> [$($place:ident),+] $(, short: $short:literal)? $(, long: $long:literal)?
+                $(, value: $value_name:literal)? $(, choices: $choices:ty)?
+                $(, heading: $heading:ident)? $(, requires: $requires:literal)?
+                $(, brief: $brief:literal)?)?;
+    )*) => {
+        /// The list's flags, in its order.
+        pub(crate) fn defs() -> Vec<FlagDef> {
+            // Each default has its entry's type (the settings table, `settings/table.rs`,
+            // takes it when neither a flag nor a file gives one).
+            $( let _default: fn() -> $ty = || $default; )*
+            let mut defs = Vec::new();
+            $( {
+            // Named here, outside the flag clause: macro_rules cannot repeat an entry's
+            // doc lines or marks inside its optional flag clause.
+            let doc: &'static [&'static str] = &[$($doc),*];
+            let short_help = flag_defs!(@short_help $($mark)*);
+            let shown = flag_defs!(@show_default $default; $($mark)*);
+            $( defs.push(FlagDef {
+                key: stringify!($key),
+                places: &[$(Place::$place),+],
+                short: flag_defs!(@opt $($short)?),
+                long: flag_defs!(@opt $($long)?),
+                value_name: flag_defs!(@opt $($value_name)?),
+                heading: flag_defs!(@opt $(Heading::$heading)?),
+                requires: flag_defs!(@opt $($requires)?),
+                brief: flag_defs!(@opt $($brief)?),
+                short_help,
+                shown: shown.clone(),
+                doc,
+                parser: flag_defs!(@parser $ty, $parse, [$($choices)?]),
+            }); )?
+            let _ = (doc, short_help, shown); // used only by an entry with a flag
+            } )*
+            defs
+        }
+    };
+    (@opt) => { None };
+    (@opt $value:expr) => { Some($value) };
+    (@show_default $default:expr;) => { None };
+    (@show_default $default:expr; show_default $($rest:ident)*) => {
+        Some($default.to_string())
+    };
+    (@show_default $default:expr; $other:ident $($rest:ident)*) => {
+        flag_defs!(@show_default $default; $($rest)*)
+    };
+    (@short_help) => { false };
+    (@short_help short_help $($rest:ident)*) => { true };
+    (@short_help $other:ident $($rest:ident)*) => { flag_defs!(@short_help $($rest)*) };
+    (@parser $ty:ty, $parse:expr, []) => {
+        || clap::builder::ValueParser::new(parse::Flag($parse as Parse<_>))
+    };
+    (@parser $ty:ty, $parse:expr, [$choices:ty]) => {
+        || clap::builder::ValueParser::new(parse::Choice::<$choices>::new())
+    };
+}
+
+flag_list!(flag_defs);
+
+/// The list's flag of `key`, if it declares one.
+pub(crate) fn def(key: &str) -> Option<FlagDef> {
+    defs().into_iter().find(|d| d.key == key)
+}
+
+/// The heading of `key`'s flag, if any.
+pub(crate) fn heading(key: &str) -> Option<Heading> {
+    def(key).and_then(|d| d.heading)
+}
+
+/// The flag of a key, for an error (`tensorboard_image` is `tensorboard --image`).
+pub(crate) fn flag_name(key: &str) -> String {
+    def(key).map_or_else(|| key.replace('_', "-"), |d| d.long())
+}
+
+impl Place {
+    /// The list's flags at this place, in its order.
+    pub(crate) fn args(self) -> Vec<clap::Arg> {
+        defs()
+            .iter()
+            .filter(|d| d.places.contains(&self))
+            .map(|d| d.arg(self))
+            .collect()
+    }
+}
+
+/// The list's flags of one [`Place`], for clap's `#[command(flatten)]` in `mod.rs`.
+macro_rules! place_flags {
+    ($(#[$doc:meta])* $name:ident = $place:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+
+        impl clap::FromArgMatches for $name {
+            fn from_arg_matches(_: &ArgMatches) -> Result<Self, clap::Error> {
+                // The values are the settings table's (`settings/table.rs` reads them by key).
+                Ok($name)
+            }
+            fn update_from_arg_matches(&mut self, _: &ArgMatches) -> Result<(), clap::Error> {
+                Ok(())
+            }
+        }
+
+        impl clap::Args for $name {
+            fn augment_args(cmd: clap::Command) -> clap::Command {
+                cmd.args(Place::$place.args())
+            }
+            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+                Self::augment_args(cmd)
+            }
+        }
+    };
+}
+
+place_flags! {
+    /// The list's spawn flags (`-w`, `-i`, `--volume`, `--deadline`, `--cpu`…).
+    SpawnFlags = Spawn
+}
+place_flags! {
+    /// The list's `wait` flags (`--restarts`, `--start-timeout`, `--stall-after`…).
+    WaitFlags = Wait
+}
+place_flags! {
+    /// The list's `tensorboard` flags (`--image`).
+    TensorboardFlags = Tensorboard
+}
+place_flags! {
+    /// The list's global flags (`-n`, `--give-up-after`).
+    GlobalFlags = Global
+}
