@@ -269,6 +269,12 @@ pub struct LogsArgs {
     #[arg(short, long)]
     pub follow: bool,
 
+    /// With -f: a log silent this long is opened again from its last line (a frozen
+    /// connection; also the bound of every watch) [default: 5m, or the defaults file's
+    /// idle_timeout]
+    #[arg(long, value_parser = Flag(parse::idle_timeout), value_name = "DURATION")]
+    pub idle_timeout: Option<Duration>,
+
     /// Only lines newer than this (e.g. 10s, 5m, 1h)
     #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub since: Option<Duration>,

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
-use crate::cluster::retry::GIVE_UP;
+use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
@@ -242,6 +242,10 @@ settings! { |given|
     restart_on: RestartOn = built_in(RestartOn::default()), parse::restart_on, "";
     /// `--give-up-after`: how long a follow reconnects to a lost API server.
     give_up_after: Duration = built_in(GIVE_UP), parse::duration, "";
+    /// `logs --idle-timeout` (and every follow's, from the defaults file: the other
+    /// verbs' help is at its limit): how long a watch or a followed log may say nothing
+    /// before it is opened again.
+    idle_timeout: Duration = built_in(IDLE), parse::idle_timeout, "";
     /// `--start-timeout` (of `wait` and `spawn --wait`), if any.
     start_timeout: Option<Duration> = built_in(None), parse::start_timeout, "(none)";
     /// `--stall-after` (of `wait`; `status` names a stall by it too), if any.

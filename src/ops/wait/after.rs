@@ -206,35 +206,13 @@ async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>
     }
 }
 
-/// Writes every pod's full log to `DIR/POD.log`; returns how many were written.
+/// Writes every pod's full log to `DIR/POD.log`; returns how many were written. A log
+/// the kubelet could not serve (its notice in place of the lines, or an error status
+/// naming it) is said in one line, the pod and why, and not written.
 async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<usize> {
     let pods: Vec<PodView> = tracker.live().cloned().collect();
     let results: Vec<Result<bool>> = stream::iter(pods)
-        .map(|pod| async move {
-            // From the pod's status: a log request for a pod no node has taken answers
-            // 204 and no body, which would be saved as an empty log.
-            if !pod.started {
-                output::note(&crate::ops::logs::no_log(&pod));
-                return Ok(false);
-            }
-            let params = pod_logs::LogOptions::default().params(pod.container.as_deref());
-            match pod_logs::fetch(cluster, &pod.name, &params).await {
-                Ok(text) => {
-                    let path = dir.join(format!("{}.log", pod.name));
-                    std::fs::write(&path, text)
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                    Ok(true)
-                }
-                Err(e) if pod_logs::not_started(&e) => {
-                    output::note(&crate::ops::logs::no_log(&PodView {
-                        started: false,
-                        ..pod
-                    }));
-                    Ok(false)
-                }
-                Err(e) => Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e)),
-            }
-        })
+        .map(|pod| save_one(cluster, pod, dir))
         .buffer_unordered(SAVE_IN_FLIGHT)
         .collect()
         .await;
@@ -247,9 +225,69 @@ async fn save_logs(cluster: &Cluster, tracker: &Tracker, dir: &Path) -> Result<u
     Ok(saved)
 }
 
+/// One pod's log to `DIR/POD.log`: whether it was written.
+async fn save_one(cluster: &Cluster, pod: PodView, dir: &Path) -> Result<bool> {
+    // From the pod's status: a log request for a pod no node has taken answers 204 and
+    // no body, which would be saved as an empty log.
+    if !pod.started {
+        output::note(&crate::ops::logs::no_log(&pod));
+        return Ok(false);
+    }
+    let params = pod_logs::LogOptions::default().params(pod.container.as_deref());
+    match pod_logs::fetch(cluster, &pod.name, &params).await {
+        Ok(text) => {
+            if let Some(why) = pod_logs::unserved(&text) {
+                output::note(&unserved(&pod.name, why));
+                return Ok(false);
+            }
+            let path = dir.join(format!("{}.log", pod.name));
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(true)
+        }
+        Err(e) => {
+            let status = e.status().map(|s| s.message.trim());
+            if let Some(why) = status.filter(|m| m.lines().any(pod_logs::kubelet_notice)) {
+                output::note(&unserved(&pod.name, why));
+                Ok(false)
+            } else if pod_logs::not_started(&e) {
+                output::note(&crate::ops::logs::no_log(&PodView {
+                    started: false,
+                    ..pod
+                }));
+                Ok(false)
+            } else if e.status().is_some() {
+                // An answer, not an outage: this pod's log is not to be had.
+                output::note(&format!("pod {}: its log was not saved: {e}", pod.name));
+                Ok(false)
+            } else {
+                Err(cluster.explain(&format!("reading the log of pod {}", pod.name), &e))
+            }
+        }
+    }
+}
+
+/// `pod P: its log was not saved: the kubelet could not serve it (unable to …)`.
+fn unserved(pod: &str, why: &str) -> String {
+    format!("pod {pod}: its log was not saved: the kubelet could not serve it ({why})")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{counted, joined};
+    use super::{counted, joined, unserved};
+
+    #[test]
+    fn a_log_the_kubelet_could_not_serve_is_one_line_naming_the_pod_and_why() {
+        let line = unserved(
+            "t-worker-1",
+            "unable to retrieve container logs for containerd://4f1c",
+        );
+        assert_eq!(
+            line,
+            "pod t-worker-1: its log was not saved: the kubelet could not serve it (unable to retrieve container logs for containerd://4f1c)"
+        );
+        assert!(!line.contains('\n'));
+    }
 
     #[test]
     fn names_are_counted_and_the_first_few_shown() {

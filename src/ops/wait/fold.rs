@@ -60,9 +60,9 @@ impl RunSeen {
 /// One event of a followed run.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Event {
-    Run(RunSeen),
+    Run(Box<RunSeen>),
     /// The deciding task printed a new progress line: the training now.
-    Training(Training),
+    Training(Box<Training>),
     /// The time [`Fold::next_wake`] named has come.
     Tick,
     /// SIGINT or SIGTERM: the exit code.
@@ -78,7 +78,7 @@ pub(super) struct Now {
 }
 
 impl Now {
-    pub fn now() -> Now {
+    pub fn current() -> Now {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -93,7 +93,7 @@ impl Now {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Effect {
     /// The deciding task's pod changed: the progress reader follows this one.
-    Deciding(Option<PodView>),
+    Deciding(Option<Box<PodView>>),
     ShowTraining(Training),
     /// A stall named (the training, and what to say); the follow goes on.
     ShowStall(Training, String),
@@ -157,13 +157,13 @@ impl Fold {
     /// Folds one event seen at `now`; what to do, in order.
     pub fn step(&mut self, event: Event, now: Now) -> Vec<Effect> {
         match event {
-            Event::Run(seen) => self.run(seen, now),
+            Event::Run(seen) => self.run(*seen, now),
             Event::Training(training) => {
                 if !training.is_empty() {
                     self.last_progress = Some(now.at);
                 }
-                self.training = training.clone();
-                vec![Effect::ShowTraining(training)]
+                self.training.clone_from(&training);
+                vec![Effect::ShowTraining(*training)]
             }
             Event::Tick => self.tick(now).into_iter().collect(),
             Event::Signal(code) => vec![Effect::End(Outcome::Signal(code))],
@@ -174,7 +174,7 @@ impl Fold {
         let mut effects = Vec::new();
         if self.deciding != seen.deciding {
             self.deciding.clone_from(&seen.deciding);
-            effects.push(Effect::Deciding(seen.deciding.clone()));
+            effects.push(Effect::Deciding(seen.deciding.clone().map(Box::new)));
         }
         self.start_seen(&seen, now);
         if let Some(done) = done(&seen, self.rules.until) {

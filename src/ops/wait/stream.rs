@@ -50,16 +50,36 @@ pub(super) async fn follow(
     };
     let mut fold = Fold::new(rules(wait));
     let outcome = drive(&mut sources, &mut fold, tracker, &mut progress, &deciding).await;
+    let verdict = matches!(outcome, Ok(Outcome::Done(Done::Final(_))));
     // After a verdict the deciding task's log delivers its last lines, for the report.
-    if matches!(outcome, Ok(Outcome::Done(Done::Final(_)))) {
-        let _ = tokio::time::timeout(PROGRESS_DRAIN, &mut reader).await;
-    }
+    let read_to_end = verdict
+        && matches!(
+            tokio::time::timeout(PROGRESS_DRAIN, &mut reader).await,
+            Ok(Ok(true))
+        );
     reader.abort();
-    let last = sources.training.borrow().clone();
+    let mut last = sources.training.borrow().clone();
+    if verdict && !read_to_end {
+        last = read_whole(cluster, tracker, last).await;
+    }
     // What arrived after the follow ended is shown too: the line ends as the log did.
     progress.show_training(&last);
     progress.finish();
     outcome.map(|o| (o, last))
+}
+
+/// The training for the report when the follow did not read the deciding task's log to
+/// its end (a stream that froze or broke for good, a verdict before the last lines
+/// came): the log read again whole, else what was read, marked partial.
+async fn read_whole(cluster: &Cluster, tracker: &Tracker, followed: Training) -> Training {
+    match crate::ops::training::whole(cluster, tracker).await {
+        Some(whole) if !whole.is_empty() || followed.is_empty() => whole,
+        _ => {
+            let mut partial = followed;
+            partial.partial = !partial.is_empty();
+            partial
+        }
+    }
 }
 
 /// The fold's bounds and aim, from the wait's.
@@ -99,7 +119,7 @@ async fn drive(
                         continue;
                     }
                     progress.show(tracker);
-                    Event::Run(RunSeen::of(tracker))
+                    Event::Run(Box::new(RunSeen::of(tracker)))
                 }
                 Some(Err(e)) => return Err(e),
                 None => return Err(anyhow!("the follow of run '{}' ended", tracker.tag())),
@@ -109,15 +129,15 @@ async fn drive(
                     sources.training_open = false;
                     continue;
                 }
-                Event::Training(sources.training.borrow_and_update().clone())
+                Event::Training(Box::new(sources.training.borrow_and_update().clone()))
             }
             () = until(fold.next_wake()) => Event::Tick,
             code = &mut stop => Event::Signal(code),
         };
-        for effect in fold.step(event, Now::now()) {
+        for effect in fold.step(event, Now::current()) {
             match effect {
                 Effect::Deciding(pod) => {
-                    deciding.send_replace(pod);
+                    deciding.send_replace(pod.map(|p| *p));
                 }
                 Effect::ShowTraining(training) => progress.show_training(&training),
                 Effect::ShowStall(training, text) => progress.show_stall(&training, &text),

@@ -5,6 +5,14 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::verdict::{Failure, FailureKind};
 
+fn run_event(seen: RunSeen) -> Event {
+    Event::Run(Box::new(seen))
+}
+
+fn training_event(training: Training) -> Event {
+    Event::Training(Box::new(training))
+}
+
 fn rules() -> Rules {
     Rules {
         until: WaitFor::End,
@@ -53,16 +61,16 @@ fn a_final_verdict_or_no_pods_ends_the_follow_and_a_running_run_does_not() {
     let t0 = Instant::now();
     let mut fold = Fold::new(rules());
     assert_eq!(
-        ends(&fold.step(Event::Run(seen(Verdict::Running)), at(t0, 1))),
+        ends(&fold.step(run_event(seen(Verdict::Running)), at(t0, 1))),
         None
     );
-    let done = fold.step(Event::Run(seen(Verdict::Succeeded)), at(t0, 2));
+    let done = fold.step(run_event(seen(Verdict::Succeeded)), at(t0, 2));
     assert_eq!(
         ends(&done),
         Some(&Outcome::Done(Done::Final(Verdict::Succeeded)))
     );
     let mut fold = Fold::new(rules());
-    let done = fold.step(Event::Run(seen(failed())), at(t0, 2));
+    let done = fold.step(run_event(seen(failed())), at(t0, 2));
     assert_eq!(ends(&done), Some(&Outcome::Done(Done::Final(failed()))));
     let empty = RunSeen {
         empty: true,
@@ -70,7 +78,7 @@ fn a_final_verdict_or_no_pods_ends_the_follow_and_a_running_run_does_not() {
     };
     let mut fold = Fold::new(rules());
     assert_eq!(
-        ends(&fold.step(Event::Run(empty), at(t0, 1))),
+        ends(&fold.step(run_event(empty), at(t0, 1))),
         Some(&Outcome::Done(Done::Empty))
     );
 }
@@ -83,7 +91,7 @@ fn waiting_for_the_start_ends_once_every_task_started() {
         ..rules()
     });
     assert_eq!(
-        ends(&fold.step(Event::Run(seen(Verdict::Pending)), at(t0, 1))),
+        ends(&fold.step(run_event(seen(Verdict::Pending)), at(t0, 1))),
         None
     );
     let started = RunSeen {
@@ -91,7 +99,7 @@ fn waiting_for_the_start_ends_once_every_task_started() {
         ..seen(Verdict::Running)
     };
     assert_eq!(
-        ends(&fold.step(Event::Run(started), at(t0, 2))),
+        ends(&fold.step(run_event(started), at(t0, 2))),
         Some(&Outcome::Done(Done::Started))
     );
 }
@@ -108,10 +116,10 @@ fn the_progress_reader_hears_of_the_deciding_pod_only_when_it_changes() {
         deciding: Some(pod.clone()),
         ..seen(Verdict::Running)
     };
-    let first = fold.step(Event::Run(with.clone()), at(t0, 1));
-    assert_eq!(first, vec![Effect::Deciding(Some(pod))]);
-    assert_eq!(fold.step(Event::Run(with), at(t0, 2)), vec![]);
-    let gone = fold.step(Event::Run(seen(Verdict::Running)), at(t0, 3));
+    let first = fold.step(run_event(with.clone()), at(t0, 1));
+    assert_eq!(first, vec![Effect::Deciding(Some(Box::new(pod)))]);
+    assert_eq!(fold.step(run_event(with), at(t0, 2)), vec![]);
+    let gone = fold.step(run_event(seen(Verdict::Running)), at(t0, 3));
     assert_eq!(gone, vec![Effect::Deciding(None)]);
 }
 
@@ -146,7 +154,7 @@ fn the_start_timeout_counts_from_the_runs_creation_and_stops_once_it_started() {
     };
     let mut fold = Fold::new(rules);
     assert_eq!(fold.next_wake(), None);
-    fold.step(Event::Run(created.clone()), at(t0, 0));
+    fold.step(run_event(created.clone()), at(t0, 0));
     assert_eq!(fold.next_wake(), Some(t0 + Duration::from_secs(40)));
     assert_eq!(fold.step(Event::Tick, at(t0, 39)), vec![]);
     assert_eq!(
@@ -155,13 +163,13 @@ fn the_start_timeout_counts_from_the_runs_creation_and_stops_once_it_started() {
     );
     // Started in time: the timer is off for good, even if a task goes back to waiting.
     let mut fold = Fold::new(rules);
-    fold.step(Event::Run(created.clone()), at(t0, 0));
+    fold.step(run_event(created.clone()), at(t0, 0));
     let started = RunSeen {
         started: true,
         ..created.clone()
     };
-    fold.step(Event::Run(started), at(t0, 10));
-    fold.step(Event::Run(created), at(t0, 20));
+    fold.step(run_event(started), at(t0, 10));
+    fold.step(run_event(created), at(t0, 20));
     assert_eq!(fold.next_wake(), None);
     assert_eq!(fold.step(Event::Tick, at(t0, 50)), vec![]);
 }
@@ -180,7 +188,7 @@ fn a_stall_is_named_once_per_silence_and_only_after_progress() {
     // A script that prints no progress is never stalled.
     assert_eq!(fold.next_wake(), None);
     let t = progress(3);
-    let shown = fold.step(Event::Training(t.clone()), at(t0, 5));
+    let shown = fold.step(training_event(t.clone()), at(t0, 5));
     assert_eq!(shown, vec![Effect::ShowTraining(t.clone())]);
     assert_eq!(fold.next_wake(), Some(t0 + Duration::from_secs(605)));
     assert_eq!(fold.step(Event::Tick, at(t0, 604)), vec![]);
@@ -191,7 +199,7 @@ fn a_stall_is_named_once_per_silence_and_only_after_progress() {
     );
     // Named once: the next only after new progress.
     assert_eq!(fold.next_wake(), None);
-    fold.step(Event::Training(progress(4)), at(t0, 700));
+    fold.step(training_event(progress(4)), at(t0, 700));
     assert_eq!(fold.next_wake(), Some(t0 + Duration::from_secs(1300)));
 }
 
@@ -206,7 +214,7 @@ fn a_stall_fails_the_run_with_on_stall_fail() {
         }),
         ..rules()
     });
-    fold.step(Event::Training(progress(1)), at(t0, 0));
+    fold.step(training_event(progress(1)), at(t0, 0));
     assert_eq!(
         ends(&fold.step(Event::Tick, at(t0, 60))),
         Some(&Outcome::Stalled(after))
@@ -216,6 +224,6 @@ fn a_stall_fails_the_run_with_on_stall_fail() {
 #[test]
 fn a_signal_ends_the_follow_with_its_code() {
     let mut fold = Fold::new(rules());
-    let end = fold.step(Event::Signal(130), Now::now());
+    let end = fold.step(Event::Signal(130), Now::current());
     assert_eq!(end, vec![Effect::End(Outcome::Signal(130))]);
 }
