@@ -24,7 +24,7 @@ use std::time::Duration;
 use clap::ArgMatches;
 
 use super::parse::{self, Parse};
-use crate::cluster::retry::GIVE_UP;
+use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::metrics::notice::Target;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
@@ -245,6 +245,11 @@ macro_rules! flag_list {
     give_up_after: Duration = GIVE_UP, parse::duration, "", short_help
         => [Global], value: "DURATION", heading: Global,
             brief: "Give up reconnecting after [default: 10m]";
+    /// How long a watch or a followed log (wait, logs -f, spawn --wait, -d --wait) may
+    /// say nothing before it is opened again from where it was (a frozen connection);
+    /// at least 2s [default: the config file's idle_timeout, else 5m]
+    idle_timeout: Duration = IDLE, parse::idle_timeout, ""
+        => [Global], value: "DURATION", heading: Global;
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
     /// after its creation, naming the tasks still pending and why; the started pods are
     /// stopped (spawn: with --wait) [default: the config file's start_timeout, else none]

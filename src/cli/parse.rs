@@ -245,6 +245,15 @@ pub(crate) fn start_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `idle_timeout`: a duration of at least 2s (a watch asks the server to end it a
+/// second or more before).
+pub(crate) fn idle_timeout(text: &str) -> Result<Duration, String> {
+    match duration(text)? {
+        d if d.as_secs() >= 2 => Ok(d),
+        _ => Err(format!("{text:?}: must be at least 2s")),
+    }
+}
+
 /// `--stall-after`: a duration of at least 1s.
 pub(crate) fn stall_after(text: &str) -> Result<Duration, String> {
     start_timeout(text)

@@ -23,10 +23,17 @@ pub struct RetryPolicy {
     /// How long a follow (`wait`, `logs -f`) keeps trying to reach a lost API server
     /// before it gives up (`--give-up-after`).
     pub give_up: Duration,
+    /// How long a watch or a followed log may deliver nothing (no event, no bookmark,
+    /// no byte) before it is taken as frozen and opened again (the defaults-file key
+    /// `idle_timeout`).
+    pub idle: Duration,
 }
 
 /// `--give-up-after`'s default.
 pub const GIVE_UP: Duration = Duration::from_secs(10 * 60);
+/// `idle_timeout`'s default: a watch asks the server to end it sooner (see
+/// `cluster/watch.rs`), so only a frozen connection is idle this long.
+pub const IDLE: Duration = Duration::from_secs(5 * 60);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -36,6 +43,7 @@ impl Default for RetryPolicy {
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
             give_up: GIVE_UP,
+            idle: IDLE,
         }
     }
 }

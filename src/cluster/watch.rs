@@ -13,6 +13,13 @@
 //! hears [`PodEvent::Lost`] and [`PodEvent::Back`]. Answers that will not change by
 //! waiting (401, 403, a missing namespace) end the follow at once.
 //!
+//! A connection can also freeze without breaking (a proxy or a node that holds it open
+//! and passes nothing). The watch asks for bookmarks and for a `timeoutSeconds` below
+//! the idle bound (the defaults-file key `idle_timeout`, [`RetryPolicy::idle`](super::retry::RetryPolicy)),
+//! so a live watch is never silent that long: one that is is taken as frozen, dropped,
+//! and the pods are listed afresh (a list is a plain request, under
+//! `--request-timeout`; an API server that does not answer it is an outage as above).
+//!
 //! The watch only reports [`PodEvent`]s; what they mean for the run (the verdict
 //! `Tracker`, pods left after a delete) is the caller's to fold.
 //!
@@ -55,7 +62,8 @@ pub enum PodEvent {
     Back(Duration),
 }
 
-/// How long the server keeps one watch open (kubectl's default is about 5 minutes).
+/// How long the server keeps one watch open at most (kubectl's default is about 5
+/// minutes); less under a shorter idle bound ([`watch_seconds`]).
 const WATCH_SECONDS: u32 = 290;
 /// A watch that ends sooner than this without news is not reopened at once.
 const QUICK_END: Duration = Duration::from_secs(1);
@@ -86,9 +94,10 @@ pub async fn follow<T>(
     mut on_event: impl FnMut(PodEvent, bool) -> Option<T>,
 ) -> Result<T> {
     let api = cluster.api::<Pod>();
+    // Bookmarks are asked for too (`allowWatchBookmarks`, kube's default).
     let watch_params = WatchParams::default()
         .labels(selector)
-        .timeout(WATCH_SECONDS);
+        .timeout(watch_seconds(cluster.policy.idle));
     let mut link = Link::new(cluster);
     let mut state = State::Empty;
     loop {
@@ -122,6 +131,53 @@ pub async fn follow<T>(
             Continue(state) => state,
         };
     }
+}
+
+/// The follow of [`follow`] as a stream, read with [`Events::next`]: each event with
+/// its "more at hand", then the error the follow ended with, if any. The follow runs in
+/// a task of its own, ended when the stream is dropped.
+pub fn events(cluster: &Cluster, selector: &str) -> Events {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (cluster, selector) = (cluster.clone(), selector.to_string());
+    let task = tokio::spawn(async move {
+        let ended = follow(&cluster, &selector, |event, more| {
+            // The reader is gone: nobody follows any more.
+            tx.send(Ok((event, more))).err().map(|_| ())
+        })
+        .await;
+        if let Err(e) = ended {
+            let _ = tx.send(Err(e));
+        }
+    });
+    Events { rx, task }
+}
+
+/// See [`events`].
+pub struct Events {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Result<(PodEvent, bool)>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Events {
+    /// The next event; `None` once the follow has ended. Cancel-safe (for `select!`).
+    pub async fn next(&mut self) -> Option<Result<(PodEvent, bool)>> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The `timeoutSeconds` a watch asks for under the idle bound `idle`: the server ends
+/// the watch a tenth of the bound (at least a second) before a silent one would pass
+/// it, and never later than [`WATCH_SECONDS`].
+fn watch_seconds(idle: Duration) -> u32 {
+    let idle = u32::try_from(idle.as_secs()).unwrap_or(u32::MAX);
+    let margin = (idle / 10).max(1);
+    idle.saturating_sub(margin).clamp(1, WATCH_SECONDS)
 }
 
 /// `InitPage`: one page of the list handed over (after the link's `Back`, if it was
@@ -184,6 +240,13 @@ fn after_watch<T>(
             }
         }
         WatchEnd::Expired => State::Empty,
+        WatchEnd::Frozen(idle) => {
+            tracing::debug!(
+                idle = ?idle,
+                "the watch said nothing past its idle bound: listing again"
+            );
+            State::Empty
+        }
         WatchEnd::Failed(e, version, asked) => {
             let again = State::Watching { version };
             link.down("watching pods", e, asked, again, on_event)?
@@ -199,6 +262,9 @@ enum WatchEnd<T> {
     Closed { version: String, quick: bool },
     /// The version is too old (410 Gone, or an error event): list again.
     Expired,
+    /// Nothing came (no event, no bookmark) for the idle bound: the connection is
+    /// taken as frozen, and the pods listed again (what it missed is in the list).
+    Frozen(Duration),
     /// The watch from this version, asked for then, could not be opened.
     Failed(CallError, String, Instant),
 }
@@ -223,7 +289,10 @@ async fn watch<T>(
     }
     let mut stream = std::pin::pin!(stream.into_stream());
     let mut news = false;
-    let mut next = stream.next().await;
+    let idle = cluster.policy.idle;
+    let Ok(mut next) = tokio::time::timeout(idle, stream.next()).await else {
+        return WatchEnd::Frozen(idle);
+    };
     while let Some(item) = next.take() {
         let event = match item {
             Ok(event) => event,
@@ -239,7 +308,11 @@ async fn watch<T>(
         let event = match translate(event, &mut version) {
             Step::Event(event) => event,
             Step::Skip => {
-                next = next_of(peeked, &mut stream).await;
+                let Ok(item) = tokio::time::timeout(idle, next_of(peeked, &mut stream)).await
+                else {
+                    return WatchEnd::Frozen(idle);
+                };
+                next = item;
                 continue;
             }
             Step::Relist => return WatchEnd::Expired,
@@ -248,7 +321,10 @@ async fn watch<T>(
         if let Some(done) = on_event(event, more) {
             return WatchEnd::Done(done);
         }
-        next = next_of(peeked, &mut stream).await;
+        let Ok(item) = tokio::time::timeout(idle, next_of(peeked, &mut stream)).await else {
+            return WatchEnd::Frozen(idle);
+        };
+        next = item;
     }
     let quick = !news && opened.elapsed() < QUICK_END;
     WatchEnd::Closed { version, quick }
@@ -375,4 +451,22 @@ impl<'a> Link<'a> {
 /// Whether an error means the server is (for now) out of reach, as opposed to an answer.
 pub fn outage(err: &CallError) -> bool {
     err.unanswered() || matches!(err.code(), Some(429 | 500 | 502 | 503 | 504))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::watch_seconds;
+
+    #[test]
+    fn a_watch_asks_the_server_to_end_it_before_the_idle_bound() {
+        assert_eq!(watch_seconds(Duration::from_secs(300)), 270);
+        assert_eq!(watch_seconds(Duration::from_secs(3600)), 290);
+        assert_eq!(watch_seconds(Duration::from_secs(10)), 9);
+        assert_eq!(watch_seconds(Duration::from_secs(2)), 1);
+        for s in 2..400 {
+            assert!(u64::from(watch_seconds(Duration::from_secs(s))) < s, "{s}");
+        }
+    }
 }

@@ -111,19 +111,20 @@ async fn read_into(
 
 /// Follows the deciding task's log: `pod` is its latest view (`None` until it is there,
 /// and once it is deleted); what the log says goes to `out`. Returns once the log has
-/// ended with the container, or the pod is gone.
+/// ended with the container (`true`: it was read to its end, every line once, across
+/// any break), or the pod is gone or its log cannot be read (`false`).
 pub(crate) async fn follow(
     cluster: Cluster,
     mut pod: watch::Receiver<Option<PodView>>,
     out: watch::Sender<Training>,
-) {
+) -> bool {
     let mut cursor = Cursor::new(false);
     let mut training = Training::default();
     let mut feed = Feed::new(true);
     loop {
         // The deciding task's pod: wait until it is known and has started.
         let Some(view) = wait_for_start(&mut pod).await else {
-            return;
+            return false;
         };
         let mut params = LogOptions::default().params(view.container.as_deref());
         params.follow = true;
@@ -143,11 +144,11 @@ pub(crate) async fn follow(
                 // then, for the lines it did not deliver.
                 if whole {
                     if ended(&pod) {
-                        return;
+                        return pod.borrow().is_some();
                     }
                     wait_for_change(&mut pod).await;
                     if ended(&pod) {
-                        return;
+                        return pod.borrow().is_some();
                     }
                     continue;
                 }
@@ -159,7 +160,7 @@ pub(crate) async fn follow(
             // gives up on such a pod.
             Err(e) => {
                 tracing::debug!(pod = %view.name, error = %e, "progress: the log");
-                return;
+                return false;
             }
         }
         wait_for_change(&mut pod).await;

@@ -101,6 +101,7 @@ impl Settings {
                     .request_timeout
                     .max(std::time::Duration::from_millis(1)),
                 give_up: table.give_up_after.value,
+                idle: table.idle_timeout.value,
                 ..RetryPolicy::default()
             },
             table,

@@ -17,7 +17,7 @@ use crate::cli::flags::{
 };
 use crate::cli::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
-use crate::cluster::retry::GIVE_UP;
+use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::metrics::notice::Target;

@@ -55,6 +55,9 @@ pub struct Training {
     marks: u64,
     /// The metrics at each epoch's end, bounded, and the best of each.
     pub history: history::History,
+    /// What was read is not the whole log (it could not be read to its end, nor again
+    /// whole after the verdict): the last metrics may not be the training's last.
+    pub partial: bool,
 }
 
 impl Training {

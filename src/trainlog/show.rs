@@ -137,7 +137,11 @@ pub fn report(t: &Training) -> Option<String> {
             .iter()
             .map(|(n, v)| format!("{n} {}", value(*v)))
             .collect();
-        out.push_str(&format!("; final {}", named.join(", ")));
+        let last = if t.partial { "last read" } else { "final" };
+        out.push_str(&format!("; {last} {}", named.join(", ")));
+    }
+    if t.partial {
+        out.push_str(" (partial: the log could not be read whole)");
     }
     Some(out)
 }
@@ -245,6 +249,22 @@ mod tests {
         assert_eq!(
             report(&t).unwrap(),
             "training: 1 of 2 epochs seen to end, 0.8s per epoch; final loss 0.7071, accuracy 0.5063"
+        );
+    }
+
+    #[test]
+    fn a_report_from_a_log_not_read_whole_says_so() {
+        let mut t = training(&[
+            (0, "Epoch 2/2"),
+            (
+                800,
+                "5/5 - 1s - loss: 0.7071 - accuracy: 0.5063 - 64ms/step",
+            ),
+        ]);
+        t.partial = true;
+        assert_eq!(
+            report(&t).unwrap(),
+            "training: 1 of 2 epochs seen to end, 0.8s per epoch; last read loss 0.7071, accuracy 0.5063 (partial: the log could not be read whole)"
         );
     }
 

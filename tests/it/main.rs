@@ -13,6 +13,7 @@ mod faults;
 mod firsthour;
 mod follow;
 mod forged;
+mod frozen;
 mod gang;
 mod hardened;
 mod hints;

@@ -26,6 +26,11 @@ pub enum FaultAction {
     /// response: the client cannot tell whether it happened).
     DropResponse,
     Hang(Duration),
+    /// Answer 200 and begin the body, then never send a byte, the connection held open
+    /// for as long as the client keeps it: a connection that froze without breaking (a
+    /// watch or a followed log behind a stuck proxy, a node gone mute). The request is
+    /// not carried out.
+    Silent,
 }
 
 impl Fault {
@@ -82,6 +87,10 @@ impl Fault {
     }
     pub fn hang(mut self, d: Duration) -> Fault {
         self.action = FaultAction::Hang(d);
+        self
+    }
+    pub fn silent(mut self) -> Fault {
+        self.action = FaultAction::Silent;
         self
     }
 }

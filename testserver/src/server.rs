@@ -313,6 +313,17 @@ async fn answer(
             tokio::time::sleep(d).await;
             Some(run_route(sh, call, user))
         }
+        Some(FaultAction::Silent) => {
+            let (tx, rx) = mpsc::channel(1);
+            // Held until the client goes: the answer has begun and never goes on.
+            tokio::spawn(async move { tx.closed().await });
+            let content_type = if call.path.ends_with("/log") {
+                "text/plain"
+            } else {
+                "application/json"
+            };
+            Some(Ok(Reply::Stream(200, content_type, rx)))
+        }
         None => Some(run_route(sh, call, user)),
     }
 }
