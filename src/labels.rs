@@ -13,6 +13,11 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 /// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
 /// (worker-1) was deleted while it ran`), so `status` says which task it was for.
 pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
+/// On the pods of a run with `--deadline` that `wait --restarts` re-created: when the
+/// run's deadline passes (RFC 3339), counted once from the run's first start; each
+/// attempt's pods get what is left as their `activeDeadlineSeconds`
+/// (`cluster/recreate.rs`).
+pub const DEADLINE_AT_ANNOTATION: &str = "tf-spawner/deadline-at";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many
 /// credentials may not touch secrets) is an error.

@@ -241,7 +241,8 @@ fn a_failure_not_worth_retrying_ends_the_run_at_once() {
     let out = env.run(&["wait", "nr", "--restarts", "3"]);
     crate::follow::failed_with_logs(&out, 3);
     assert!(restart_lines(&out).is_empty(), "{out:#?}");
-    assert!(!out.stderr.contains("not restarted"), "{out:#?}");
+    // Which rule, and what would change it, in one line.
+    out.stderr_has("run nr: not restarted: exit 1 is not in --restart-on (removed,exit:42,exit:137,exit:143; add exit:1 to retry it)");
     assert_eq!(pods(&env, "nr")["nr-worker-1"], before["nr-worker-1"]);
     // No pod was created again: one POST per pod, both by the spawn.
     let posts = env
@@ -619,4 +620,57 @@ fn a_worker_lost_again_counts_as_the_next_restart() {
             .contains("run la2: not restarted: its 2 restarts (--restarts) are used"),
         "{out:#?}"
     );
+}
+
+/// `--deadline` is the run's: a restart gives the new pods what is left of it, counted
+/// from the first attempt's start, and a kill by the deadline is never retried.
+#[test]
+fn the_deadline_counts_once_across_restarts_and_its_kill_is_not_retried() {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let env = Env::new();
+    env.spawn(&["-t", "dl", "-w", "2", "--deadline", "1h"]).success();
+    let names = ["dl-worker-0", "dl-worker-1"];
+    let started = Timestamp::now() - SignedDuration::from_mins(40);
+    for n in names {
+        env.server.bind_pod(NS, n, crate::follow::NODE);
+        env.server.set_pod_status(
+            NS,
+            n,
+            serde_json::json!({
+                "phase": "Running", "startTime": started.to_string(),
+                "containerStatuses": crate::follow::container(true, serde_json::json!({"running": {}}))
+            }),
+        );
+    }
+    let mut child = start(
+        &env,
+        &["wait", "dl", "--restarts", "3", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "dl-worker-1");
+    await_attempt(&env, "dl", &names, "1", &mut child);
+    for n in names {
+        let pod = env.server.get("pods", NS, n).unwrap();
+        let left = pod["spec"]["activeDeadlineSeconds"].as_i64().unwrap();
+        // 20 minutes are left of the hour (less the seconds the test took).
+        assert!((1140..=1200).contains(&left), "{n}: {left}");
+    }
+    run_all(&env, &names);
+    env.server.bind_pod(NS, "dl-worker-0", crate::follow::NODE);
+    env.server.set_pod_status(
+        NS,
+        "dl-worker-0",
+        serde_json::json!({
+            "phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "containerStatuses": crate::follow::container(false, serde_json::json!({
+                "terminated": {"exitCode": 143, "reason": "Error"}
+            }))
+        }),
+    );
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert_eq!(restart_lines(&out).len(), 1, "{out:#?}");
+    out.stderr_has("run dl: not restarted: the run's --deadline ended it, and a deadline is never retried")
+        .stderr_has("the run's --deadline ended it");
 }
