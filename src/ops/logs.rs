@@ -26,7 +26,9 @@ use tokio::task::JoinHandle;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::Cluster;
+use crate::cluster::attempt_logs;
 use crate::cluster::pod_logs::{self, LogOptions};
+use crate::errors::UsageError;
 use crate::output;
 use crate::roles::{Role, Task};
 use crate::signals;
@@ -50,6 +52,18 @@ pub(crate) async fn print(
 ) -> Result<()> {
     let tracker = super::status::snapshot(cluster, tag, false).await?;
     let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
+    if let Some(n) = pick.attempt.filter(|n| *n != tracker.attempt()) {
+        return attempt(
+            cluster,
+            tag,
+            n,
+            tracker.attempt(),
+            options,
+            pick,
+            &mut prefixes,
+        )
+        .await;
+    }
     if options.follow {
         tokio::select! {
             result = follow(cluster, tag, options, pick, tracker, &mut prefixes) => result,
@@ -65,6 +79,8 @@ pub(crate) async fn print(
 pub struct Pick {
     pub tasks: Vec<Task>,
     pub max_streams: usize,
+    /// `--attempt N`: an attempt's log (`None`: the current attempt's).
+    pub attempt: Option<u32>,
 }
 
 impl Pick {
@@ -216,6 +232,98 @@ async fn once(
         }
     }
     Ok(())
+}
+
+/// `logs --attempt N` of an attempt that is not the current one: its kept logs
+/// (`cluster/attempt_logs.rs`), in task order, each told once why the attempt ended.
+async fn attempt(
+    cluster: &Cluster,
+    tag: &str,
+    n: u32,
+    current: u32,
+    options: &LogOptions,
+    pick: &Pick,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    if n > current {
+        return Err(UsageError::new(format!(
+            "--attempt {n}: run '{tag}' has had no attempt {n}: its current one is {current} (0 is the spawn's)"
+        ))
+        .into());
+    }
+    if options.follow {
+        return Err(UsageError::new(format!(
+            "--attempt {n} with -f: attempt {n} of run '{tag}' has ended (its current one is {current}); drop -f"
+        ))
+        .into());
+    }
+    let mut kept = attempt_logs::read(cluster, tag, Some(n)).await?;
+    let label = |pod: &str| {
+        pod.strip_prefix(&format!("{tag}-"))
+            .unwrap_or(pod)
+            .to_string()
+    };
+    kept.retain(|k| pick.tasks.is_empty() || pick.tasks.iter().any(|t| t.name(tag) == k.pod));
+    let Some(first) = kept.first() else {
+        anyhow::bail!(
+            "run '{tag}': no log of attempt {n} was kept (a restart keeps the logs of the attempt it replaces; one made by an earlier version of tf-spawner, or of a pod that never started or was lost with its node, has none)"
+        );
+    };
+    note(&format!("run {tag}: attempt {n} ended: {}", first.ended));
+    kept.sort_by_key(|k| {
+        let l = label(&k.pod);
+        let task = l.rsplit_once('-').and_then(|(r, i)| {
+            Some(Task {
+                role: Role::parse(r)?,
+                index: i.parse().ok()?,
+            })
+        });
+        (task, l)
+    });
+    for k in &kept {
+        if k.dropped > 0 {
+            note(&format!(
+                "pod {}: the first {} bytes of attempt {n}'s log were dropped to keep it under 1 MiB",
+                k.pod, k.dropped
+            ));
+        }
+        let text = match options.tail {
+            Some(t) => last_lines(&k.text, t),
+            None => &k.text,
+        };
+        let prefix = prefixes.prefix(&label(&k.pod));
+        if !output::print_raw(&prefixed(&prefix, text, options.raw))? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// `--save-logs`: the kept logs of the attempts restarts replaced, each in
+/// `DIR/POD.attempt-N.log`; returns how many were written.
+pub(crate) async fn save_kept(
+    cluster: &Cluster,
+    tag: &str,
+    dir: &std::path::Path,
+) -> Result<usize> {
+    let kept = attempt_logs::read(cluster, tag, None).await?;
+    for k in &kept {
+        let path = dir.join(format!("{}.attempt-{}.log", k.pod, k.attempt));
+        std::fs::write(&path, &k.text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(kept.len())
+}
+
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: u64) -> &str {
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(n.saturating_sub(1)) {
+        _ if n == 0 => "",
+        Some((i, _)) => &text[i + 1..],
+        None => text,
+    }
 }
 
 /// One pod's follower.

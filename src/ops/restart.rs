@@ -25,6 +25,7 @@ use anyhow::Result;
 
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
+use crate::cluster::attempt_logs;
 use crate::cluster::recreate::{self, Templates};
 use crate::cluster::vetting;
 use crate::cluster::watch::{self, PodEvent};
@@ -354,6 +355,11 @@ impl Restarter {
                 output::note(&format!(
                     "run {tag}: the restart's pods do not fit in its configmap; stopped before they are created again, it cannot be resumed"
                 ));
+            }
+            // The replaced attempt's logs, kept until -d (`cluster/attempt_logs.rs`).
+            let max = bounds.max_in_flight;
+            for line in attempt_logs::keep(cluster, tag, &r.names, &r.lost, &r.cause, max).await {
+                output::note(&format!("run {tag}: {line}"));
             }
             deleting.set(true);
             recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;

@@ -628,7 +628,8 @@ fn a_worker_lost_again_counts_as_the_next_restart() {
 fn the_deadline_counts_once_across_restarts_and_its_kill_is_not_retried() {
     use k8s_openapi::jiff::{SignedDuration, Timestamp};
     let env = Env::new();
-    env.spawn(&["-t", "dl", "-w", "2", "--deadline", "1h"]).success();
+    env.spawn(&["-t", "dl", "-w", "2", "--deadline", "1h"])
+        .success();
     let names = ["dl-worker-0", "dl-worker-1"];
     let started = Timestamp::now() - SignedDuration::from_mins(40);
     for n in names {
@@ -671,6 +672,100 @@ fn the_deadline_counts_once_across_restarts_and_its_kill_is_not_retried() {
     let out = finish(child);
     assert_eq!(out.code, 3, "{out:#?}");
     assert_eq!(restart_lines(&out).len(), 1, "{out:#?}");
-    out.stderr_has("run dl: not restarted: the run's --deadline ended it, and a deadline is never retried")
-        .stderr_has("the run's --deadline ended it");
+    out.stderr_has(
+        "run dl: not restarted: the run's --deadline ended it, and a deadline is never retried",
+    )
+    .stderr_has("the run's --deadline ended it");
+}
+
+/// Every attempt stays readable until `-d`: a restart keeps the replaced pods' logs
+/// (`logs --attempt N`, `--save-logs`, `status`), and `-d` deletes them with the run.
+#[test]
+fn a_restart_keeps_the_replaced_attempts_logs_until_delete() {
+    let env = Env::new();
+    env.spawn(&["-t", "kl", "-w", "2"]).success();
+    let names = ["kl-worker-0", "kl-worker-1"];
+    run_all(&env, &names);
+    env.server.append_log(NS, "kl-worker-0", "w0 epoch 1\n");
+    env.server
+        .append_log(NS, "kl-worker-1", "w1 epoch 1\nw1 killed\n");
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "kl",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+            "--save-logs",
+            "out",
+        ],
+    );
+    crate::follow::await_watches(&env, 1);
+    exited(&env, "kl-worker-1", 137);
+    await_attempt(&env, "kl", &names, "1", &mut child);
+    run_all(&env, &names);
+    env.server.append_log(NS, "kl-worker-1", "attempt 1 here\n");
+    exited(&env, "kl-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run kl: Succeeded");
+
+    // Kept in the run's objects, labelled with the run and the attempt.
+    let kept: Vec<Value> = env
+        .list("configmaps", NS)
+        .into_iter()
+        .filter(|c| name(c).ends_with("-log"))
+        .collect();
+    let kept_names: Vec<&str> = kept.iter().map(name).collect();
+    assert_eq!(kept_names, ["kl-worker-0-a0-log", "kl-worker-1-a0-log"]);
+    assert!(
+        kept.iter()
+            .all(|c| c["metadata"]["labels"]["training_attempt"] == "kl"
+                && c["metadata"]["labels"]["tf-spawner/attempt"] == "0")
+    );
+
+    let old = env.run(&["logs", "kl", "--attempt", "0"]);
+    old.success()
+        .stdout_has("worker-0 | w0 epoch 1")
+        .stdout_has("worker-1 | w1 killed")
+        .stderr_has("run kl: attempt 0 ended: pod kl-worker-1 (worker-1) failed: exit code 137");
+    assert!(!old.stdout.contains("attempt 1 here"), "{old:#?}");
+    let tail = env.run(&[
+        "logs",
+        "kl",
+        "--attempt",
+        "0",
+        "--task",
+        "worker-1",
+        "--tail",
+        "1",
+    ]);
+    assert_eq!(tail.success().stdout.trim_end(), "worker-1 | w1 killed");
+    let now = env.run(&["logs", "kl"]);
+    now.success().stdout_has("worker-1 | attempt 1 here");
+    assert!(!now.stdout.contains("w1 killed"), "{now:#?}");
+    let beyond = env.run(&["logs", "kl", "--attempt", "2"]);
+    assert_eq!(beyond.code, 2, "{beyond:#?}");
+    beyond.stderr_has("--attempt 2: run 'kl' has had no attempt 2: its current one is 1");
+
+    env.run(&["status", "kl"]).success().stdout_has(
+        "attempt 0 ended: pod kl-worker-1 (worker-1) failed: exit code 137, reason Error (its log: tf-spawner logs -t kl --attempt 0)",
+    );
+    let status = json(&env.run(&["status", "kl", "-o", "json"]));
+    assert_eq!(status["attempts"][0]["attempt"], 0, "{status}");
+
+    let saved = |f: &str| std::fs::read_to_string(env.path(&format!("out/{f}"))).unwrap();
+    assert_eq!(
+        saved("kl-worker-1.attempt-0.log"),
+        "w1 epoch 1\nw1 killed\n"
+    );
+    assert_eq!(saved("kl-worker-1.log"), "attempt 1 here\n");
+
+    env.run(&["-d", "-t", "kl", "-y"]).success();
+    assert!(
+        env.list("configmaps", NS).is_empty(),
+        "{:?}",
+        env.list("configmaps", NS)
+    );
 }
