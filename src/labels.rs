@@ -18,6 +18,9 @@ pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
 /// attempt's pods get what is left as their `activeDeadlineSeconds`
 /// (`cluster/recreate.rs`).
 pub const DEADLINE_AT_ANNOTATION: &str = "tf-spawner/deadline-at";
+/// On the pods `wait --restarts` re-created: when the run's first attempt started (RFC
+/// 3339), so that the run's time covers every attempt (`timing.rs`).
+pub const RUN_STARTED_ANNOTATION: &str = "tf-spawner/run-started";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many
 /// credentials may not touch secrets) is an error.

@@ -19,8 +19,8 @@ use super::Cluster;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, DEADLINE_AT_ANNOTATION, INVOCATION_ANNOTATION,
     NEVER_STARTED_ANNOTATION, NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION,
-    RESTARTED_FOR_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, TF_CONTAINER,
-    VERDICT_ANNOTATION, config_map_name, run_selector,
+    RESTARTED_FOR_ANNOTATION, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
+    STOPPED_ANNOTATION, TF_CONTAINER, VERDICT_ANNOTATION, config_map_name, run_selector,
 };
 
 /// The run's task pods as the next attempt re-creates them, by name.
@@ -33,11 +33,34 @@ pub async fn templates(cluster: &Cluster, tag: &str) -> Result<Templates> {
         .await
         .map_err(|e| cluster.explain("reading the run's pods (for --restarts)", &e))?;
     let at = run_deadline(&pods);
+    let started = run_started(&pods);
     Ok(pods
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| Some((p.metadata.name.clone()?, with_deadline(template(p), at))))
+        .filter_map(|p| {
+            let t = with_time(
+                with_time(template(p), DEADLINE_AT_ANNOTATION, at),
+                RUN_STARTED_ANNOTATION,
+                started,
+            );
+            Some((t.metadata.name.clone()?, t))
+        })
         .collect())
+}
+
+/// When the run's first attempt started: what a re-created pod carries
+/// ([`RUN_STARTED_ANNOTATION`]), else the earliest start of a pod.
+fn run_started(pods: &[Pod]) -> Option<Timestamp> {
+    pods.iter()
+        .filter_map(|p| {
+            let carried = p.metadata.annotations.as_ref()?.get(RUN_STARTED_ANNOTATION);
+            carried.and_then(|t| t.parse().ok())
+        })
+        .chain(
+            pods.iter()
+                .filter_map(|p| Some(p.status.as_ref()?.start_time.as_ref()?.0)),
+        )
+        .min()
 }
 
 /// When the run's `--deadline` passes, from its pods: the time a re-created pod carries
@@ -62,14 +85,14 @@ fn deadline_of(pod: &Pod) -> Option<Timestamp> {
     from.checked_add(SignedDuration::from_secs(seconds)).ok()
 }
 
-/// `template` carrying the run's deadline `at` (for the next attempts).
-fn with_deadline(mut template: Pod, at: Option<Timestamp>) -> Pod {
+/// `template` carrying the time `at` in its annotation `key` (for the next attempts).
+fn with_time(mut template: Pod, key: &str, at: Option<Timestamp>) -> Pod {
     if let Some(at) = at {
         template
             .metadata
             .annotations
             .get_or_insert_with(Default::default)
-            .insert(DEADLINE_AT_ANNOTATION.to_string(), at.to_string());
+            .insert(key.to_string(), at.to_string());
     }
     template
 }
@@ -377,7 +400,7 @@ mod tests {
             .insert(STOPPED_ANNOTATION.into(), "x".into());
         let at = run_deadline(&[first.clone(), stopped.clone()]);
         assert_eq!(at, Some(t("2026-01-01T01:00:10Z")));
-        let template = with_deadline(template(stopped), at);
+        let template = with_time(template(stopped), DEADLINE_AT_ANNOTATION, at);
         assert_eq!(
             template.spec.as_ref().unwrap().active_deadline_seconds,
             None
@@ -399,7 +422,7 @@ mod tests {
     }
 
     fn template_of_plain() -> Pod {
-        with_deadline(template(stored()), None)
+        with_time(template(stored()), DEADLINE_AT_ANNOTATION, None)
     }
 
     #[test]

@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, RESTARTED_FOR_ANNOTATION,
-    ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    ROLE_LABEL, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION,
+    VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -142,6 +143,9 @@ pub struct PodView {
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`]).
     pub restarted_for: Option<String>,
+    /// On a pod of a restarted attempt: when the run's first attempt started
+    /// ([`RUN_STARTED_ANNOTATION`], seconds since the epoch).
+    pub run_started: Option<i64>,
     /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
     /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
     pub sidecar_running: bool,
@@ -200,6 +204,9 @@ impl PodView {
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
+            run_started: annotation(meta, RUN_STARTED_ANNOTATION)
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .map(|t| t.as_second()),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container.as_ref()),

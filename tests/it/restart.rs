@@ -655,6 +655,9 @@ fn the_deadline_counts_once_across_restarts_and_its_kill_is_not_retried() {
         let left = pod["spec"]["activeDeadlineSeconds"].as_i64().unwrap();
         // 20 minutes are left of the hour (less the seconds the test took).
         assert!((1140..=1200).contains(&left), "{n}: {left}");
+        // The run's first start goes with it, for the run's time.
+        let carried = pod["metadata"]["annotations"]["tf-spawner/run-started"].as_str();
+        assert_eq!(carried, Some(started.to_string().as_str()), "{pod}");
     }
     run_all(&env, &names);
     env.server.bind_pod(NS, "dl-worker-0", crate::follow::NODE);
