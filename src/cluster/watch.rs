@@ -124,6 +124,44 @@ pub async fn follow<T>(
     }
 }
 
+/// The follow of [`follow`] as a stream, read with [`Events::next`]: each event with
+/// its "more at hand", then the error the follow ended with, if any. The follow runs in
+/// a task of its own, ended when the stream is dropped.
+pub fn events(cluster: &Cluster, selector: &str) -> Events {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (cluster, selector) = (cluster.clone(), selector.to_string());
+    let task = tokio::spawn(async move {
+        let ended = follow(&cluster, &selector, |event, more| {
+            // The reader is gone: nobody follows any more.
+            tx.send(Ok((event, more))).err().map(|_| ())
+        })
+        .await;
+        if let Err(e) = ended {
+            let _ = tx.send(Err(e));
+        }
+    });
+    Events { rx, task }
+}
+
+/// See [`events`].
+pub struct Events {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Result<(PodEvent, bool)>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Events {
+    /// The next event; `None` once the follow has ended. Cancel-safe (for `select!`).
+    pub async fn next(&mut self) -> Option<Result<(PodEvent, bool)>> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// `InitPage`: one page of the list handed over (after the link's `Back`, if it was
 /// down), then the next page, or at the list's end the watch from its resourceVersion.
 async fn list_page<T>(

@@ -1,0 +1,214 @@
+//! What a wait's outcome prints, and its exit code: the verdict with the run's time and
+//! training, a time-out naming what holds the run up, a start time-out, a stall, an
+//! interruption. The steps after a verdict are `after.rs`'s.
+
+use std::time::Duration;
+
+use anyhow::{Result, anyhow, bail};
+
+use super::after::{after_the_end, after_the_verdict};
+use super::fold::{Done, Outcome, stalled_text};
+use super::options::{Wait, WaitFor};
+use crate::cluster::Cluster;
+use crate::errors::{
+    EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
+};
+use crate::metrics::RunMetrics;
+use crate::output;
+use crate::trainlog::{Training, show};
+use crate::verdict::{Failure, FailureKind, Tracker, Verdict};
+
+/// What the outcome prints, after saving logs and cleaning up as asked.
+pub(super) async fn report(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    outcome: Outcome,
+) -> Result<()> {
+    let tag = wait.tag.as_str();
+    let ns = cluster.namespace();
+    match outcome {
+        Outcome::Signal(code) => Err(ExitError::new(
+            code,
+            format!("interrupted; run '{tag}' was left as it is (see: tf-spawner status -t {tag} -n {ns})"),
+        )
+        .into()),
+        Outcome::Done(Done::Empty) => bail!(
+            "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
+            crate::labels::whole_run_selector(tag)
+        ),
+        Outcome::Done(Done::Started) => {
+            let n = tracker.live().count();
+            output::print(&format!("run {tag}: all {n} pods started\n"))?;
+            Ok(())
+        }
+        Outcome::Done(Done::Final(Verdict::Succeeded)) => {
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), "Succeeded").await;
+            output::print(&format!("run {tag}: Succeeded\n"))?;
+            time_and_training(tracker, wait.all_workers, training)?;
+            after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
+        }
+        Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
+            show_failed_log(cluster, tracker, &failure).await;
+            time_and_training(tracker, false, training)?;
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {failure}")).await;
+            let message = format!("run '{tag}' failed: {failure}");
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+        }
+        Outcome::Done(Done::Final(other)) => {
+            // `is_final` admits only the two above.
+            Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
+        }
+        Outcome::NotStarted(d) => not_started(cluster, wait, (tracker, metrics), d).await,
+        Outcome::Stalled(d) => {
+            let message = format!(
+                "run '{tag}' made no progress: {} (--on-stall fail); the last: {}",
+                stalled_text(training, d),
+                show::live(training)
+            );
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {message}")).await;
+            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+        }
+        Outcome::Timeout(d) => {
+            let after = after_the_end(cluster, wait).await;
+            Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(&wait.tag, wait.until, tracker, d), after)).into())
+        }
+    }
+}
+
+/// The lines under a final verdict: the run's time (`timing::of_run`) and the
+/// training's report, each if there is one.
+fn time_and_training(tracker: &Tracker, all_workers: bool, training: &Training) -> Result<()> {
+    if let Some(time) = crate::timing::of_run(tracker, all_workers) {
+        output::print(&format!("{}\n", time.line()))?;
+    }
+    if let Some(line) = show::report(training) {
+        output::print(&format!("{line}\n"))?;
+    }
+    Ok(())
+}
+
+/// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
+/// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
+async fn not_started(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
+    d: Duration,
+) -> Result<()> {
+    let message = format!(
+        "run '{}' did not start within {} of its creation (--start-timeout): {}",
+        wait.tag,
+        humantime_secs(d),
+        crate::verdict::start::describe_holdups(&tracker.holdups())
+    );
+    let record = format!(
+        "Failed: did not start (--start-timeout {})",
+        humantime_secs(d)
+    );
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
+}
+
+/// `timed out after 90s waiting for run 'T' to end (verdict so far: Pending; who: why)`.
+fn timed_out(tag: &str, until: WaitFor, tracker: &Tracker, d: Duration) -> String {
+    let what = match until {
+        WaitFor::Start => "start",
+        WaitFor::End => "end",
+    };
+    let mut message = format!(
+        "timed out after {} waiting for run '{}' to {what} (verdict so far: {}",
+        humantime_secs(d),
+        tag,
+        tracker.verdict().name()
+    );
+    let summary = tracker.summary();
+    let queued: u32 = summary.iter().map(|r| r.counts.queued).sum();
+    if queued > 0 {
+        message.push_str(&format!(
+            "; {queued} pod{} still queued",
+            if queued == 1 { "" } else { "s" }
+        ));
+        if let Some(queue) = summary.iter().find_map(|r| r.queue.clone()) {
+            message.push_str(&format!(" in {queue}"));
+        }
+    }
+    if let Some((who, reason)) = summary.into_iter().find_map(|r| r.stuck) {
+        message.push_str(&format!("; {who}: {reason}"));
+    }
+    message.push(')');
+    message
+}
+
+pub(super) fn humantime_secs(d: Duration) -> String {
+    crate::duration::age(d.as_secs())
+}
+
+/// `message`, and what went wrong after the end if anything did.
+fn also(mut message: String, after: Result<()>) -> String {
+    if let Err(e) = after {
+        message.push_str(&format!("; also, {e}"));
+    }
+    message
+}
+
+/// The failed pod's last lines, on stderr before the error line.
+async fn show_failed_log(cluster: &Cluster, tracker: &Tracker, failure: &Failure) {
+    if !matches!(failure.kind, FailureKind::Exited { .. }) {
+        return;
+    }
+    let Some(pod) = tracker.live().find(|p| p.name == failure.pod) else {
+        return;
+    };
+    let text = crate::ops::blame::last_lines(cluster, pod).await;
+    if text.trim().is_empty() {
+        return;
+    }
+    // A closed stderr is no reason to fail the wait.
+    output::eprint(&crate::ops::blame::shown(pod, &text));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use anyhow::anyhow;
+    use serde_json::json;
+
+    use super::{also, timed_out};
+    use crate::ops::wait::WaitFor;
+    use crate::verdict::Tracker;
+    use crate::verdict::tests::view;
+
+    #[test]
+    fn a_time_out_says_the_verdict_so_far_and_what_holds_the_run_up() {
+        let mut tracker = Tracker::new("t", false);
+        tracker.replace(vec![view(json!({
+            "metadata": {"name": "t-worker-0", "labels": {
+                "training_attempt": "t", "tf-spawner/replica-type": "worker", "tf-spawner/replica-index": "0"}},
+            "status": {"phase": "Pending"}
+        }))]);
+        let line = timed_out("t", WaitFor::End, &tracker, Duration::from_secs(90));
+        assert!(
+            line.starts_with(
+                "timed out after 90s waiting for run 't' to end (verdict so far: Pending"
+            ),
+            "{line}"
+        );
+        assert!(line.ends_with(')'), "{line}");
+        let line = timed_out("t", WaitFor::Start, &tracker, Duration::from_secs(5));
+        assert!(line.contains("waiting for run 't' to start"), "{line}");
+    }
+
+    #[test]
+    fn what_went_wrong_after_the_end_is_added_to_the_message() {
+        assert_eq!(also("run 't' failed".into(), Ok(())), "run 't' failed");
+        assert_eq!(
+            also(
+                "run 't' failed".into(),
+                Err(anyhow!("the cleanup failed: 403"))
+            ),
+            "run 't' failed; also, the cleanup failed: 403"
+        );
+    }
+}
