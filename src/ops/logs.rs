@@ -32,6 +32,7 @@ use crate::errors::UsageError;
 use crate::output;
 use crate::roles::{Role, Task};
 use crate::signals;
+use crate::verdict::retryable::RestartOn;
 use crate::verdict::{FailureKind, PodView, Tracker, Verdict};
 
 /// Log downloads in flight at once without `-f`.
@@ -66,7 +67,7 @@ pub(crate) async fn print(
     }
     if options.follow {
         tokio::select! {
-            result = follow(cluster, tag, options, pick, tracker, &mut prefixes) => result,
+            result = across_restarts(cluster, tag, options, pick, tracker, &mut prefixes) => result,
             _ = signals::stop_requested() => Ok(()),
         }
     } else {
@@ -326,6 +327,93 @@ fn last_lines(text: &str, n: u64) -> &str {
     }
 }
 
+/// How long `logs -f` looks for a restart once a run is over with a failure the default
+/// `--restart-on` retries (a `wait --restarts` records its restart at once).
+const RESTART_LINGER: Duration = Duration::from_secs(5);
+/// How often it looks, and how often it looks for a restart's pods.
+const RESTART_POLL: Duration = Duration::from_secs(1);
+
+/// `logs -f`: follows each attempt to its end, and the next one a restart (`wait
+/// --restarts`, in this process or another) begins, saying so.
+async fn across_restarts(
+    cluster: &Cluster,
+    tag: &str,
+    options: &LogOptions,
+    pick: &Pick,
+    mut tracker: Tracker,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    loop {
+        let attempt = tracker.attempt();
+        let Some(verdict) = follow(cluster, tag, options, pick, tracker, prefixes).await? else {
+            return Ok(());
+        };
+        let linger = match &verdict {
+            Verdict::Failed(f) if RestartOn::default().retries(&f.kind) => RESTART_LINGER,
+            Verdict::Failed(_) => Duration::ZERO,
+            _ => return Ok(()),
+        };
+        let Some(next) = restart_begun(cluster, tag, attempt, linger).await? else {
+            return Ok(());
+        };
+        note(&format!(
+            "run {tag}: attempt {next} begins (a restart of wait --restarts)"
+        ));
+        match attempt_pods(cluster, tag, next).await? {
+            Some(t) => tracker = t,
+            None => {
+                note(&format!(
+                    "run {tag}: the restart created no pods of attempt {next} (see: tf-spawner status -t {tag})"
+                ));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The attempt after `attempt` that a restart has begun (recorded on the run's
+/// ConfigMap, or its pods there), looked for up to `linger` (at least once).
+async fn restart_begun(
+    cluster: &Cluster,
+    tag: &str,
+    attempt: u32,
+    linger: Duration,
+) -> Result<Option<u32>> {
+    let until = tokio::time::Instant::now() + linger;
+    loop {
+        let record = crate::cluster::record::read(cluster, tag).await?;
+        if let Some(n) = record.and_then(|r| r.restarting).filter(|n| *n > attempt) {
+            return Ok(Some(n));
+        }
+        let now = super::status::pods(cluster, tag, false).await?.attempt();
+        if now > attempt {
+            return Ok(Some(now));
+        }
+        if tokio::time::Instant::now() >= until {
+            return Ok(None);
+        }
+        tokio::time::sleep(RESTART_POLL).await;
+    }
+}
+
+/// The run's pods once those of attempt `n` are there; `None` when the restart is no
+/// longer recorded and they are not (it failed, or was stopped).
+async fn attempt_pods(cluster: &Cluster, tag: &str, n: u32) -> Result<Option<Tracker>> {
+    loop {
+        let tracker = super::status::pods(cluster, tag, false).await?;
+        if tracker.attempt() >= n {
+            return Ok(Some(tracker));
+        }
+        let record = crate::cluster::record::read(cluster, tag).await?;
+        if record.and_then(|r| r.restarting) != Some(n) {
+            // Created meanwhile, or not at all: one more look decides.
+            let tracker = super::status::pods(cluster, tag, false).await?;
+            return Ok((tracker.attempt() >= n).then_some(tracker));
+        }
+        tokio::time::sleep(RESTART_POLL).await;
+    }
+}
+
 /// One pod's follower.
 struct Follower {
     handle: JoinHandle<()>,
@@ -359,7 +447,7 @@ async fn follow(
     pick: &Pick,
     mut tracker: Tracker,
     prefixes: &mut Prefixes,
-) -> Result<()> {
+) -> Result<Option<Verdict>> {
     let (tx, mut rx) = mpsc::channel::<String>(1024);
     let mut followers = Followers {
         cluster,
@@ -387,7 +475,7 @@ async fn follow(
                 }
                 Some(text) = rx.recv() => {
                     if !write_batch(text, &mut rx)? {
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
             }
@@ -409,7 +497,8 @@ async fn follow(
     drop(tx);
     let result = drain(rx).await;
     drop(by_pod);
-    result
+    // A closed pipe while draining ends `logs` too.
+    Ok(result?.then(|| tracker.verdict()))
 }
 
 /// The followers of a run's pods.
@@ -493,7 +582,8 @@ fn left_out_note(tag: &str, max: usize, pods: &[PodView]) -> String {
 }
 
 /// Prints what the followers still send, for at most [`DRAIN`].
-async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
+/// `Ok(false)`: the pipe was closed.
+async fn drain(mut rx: mpsc::Receiver<String>) -> Result<bool> {
     let drain = tokio::time::sleep(DRAIN);
     tokio::pin!(drain);
     loop {
@@ -501,12 +591,12 @@ async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
             text = rx.recv() => match text {
                 Some(text) => {
                     if !write_batch(text, &mut rx)? {
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
-                None => return Ok(()),
+                None => return Ok(true),
             },
-            () = &mut drain => return Ok(()),
+            () = &mut drain => return Ok(true),
         }
     }
 }

@@ -772,3 +772,38 @@ fn a_restart_keeps_the_replaced_attempts_logs_until_delete() {
         env.list("configmaps", NS)
     );
 }
+
+/// `logs -f` follows a run across its restarts to the verdict, saying when an attempt
+/// begins (the restart made by a `wait --restarts` in another process).
+#[test]
+fn logs_follow_goes_on_across_a_restart() {
+    let env = Env::new();
+    env.spawn(&["-t", "lf", "-w", "2"]).success();
+    let names = ["lf-worker-0", "lf-worker-1"];
+    run_all(&env, &names);
+    env.server
+        .append_log(NS, "lf-worker-1", "first attempt line\n");
+    let logs = start(&env, &["logs", "-f", "lf"]);
+    crate::follow::await_watches(&env, 1);
+    let mut child = start(
+        &env,
+        &["wait", "lf", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    crate::follow::await_watches(&env, 2);
+    exited(&env, "lf-worker-1", 137);
+    await_attempt(&env, "lf", &names, "1", &mut child);
+    run_all(&env, &names);
+    env.server
+        .append_log(NS, "lf-worker-1", "second attempt line\n");
+    std::thread::sleep(Duration::from_millis(500));
+    exited(&env, "lf-worker-1", 0);
+    exited(&env, "lf-worker-0", 0);
+    env.server.close_log(NS, "lf-worker-0");
+    env.server.close_log(NS, "lf-worker-1");
+    finish(child).success().stdout_has("run lf: Succeeded");
+    let out = finish(logs);
+    out.success()
+        .stdout_has("worker-1 | first attempt line")
+        .stdout_has("worker-1 | second attempt line")
+        .stderr_has("run lf: attempt 1 begins");
+}
