@@ -96,10 +96,11 @@ pub async fn keep(
         Ok(pods) => pods,
         Err(e) => return vec![format!("the replaced pods' logs were not kept: {e}")],
     };
-    let chosen = pods.into_iter().filter(|p| {
-        p.metadata.name.as_ref().is_some_and(|n| names.contains(n))
-            && p.metadata.deletion_timestamp.is_none()
-    });
+    // A pod being deleted (the one whose removal called for the restart) still has its
+    // log on its node until it is gone.
+    let chosen = pods
+        .into_iter()
+        .filter(|p| p.metadata.name.as_ref().is_some_and(|n| names.contains(n)));
     let results: Vec<Option<String>> = stream::iter(chosen)
         .map(|pod| async move { keep_one(cluster, tag, &pod, lost, ended).await.err() })
         .buffer_unordered(max_in_flight.max(1))
