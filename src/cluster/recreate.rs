@@ -411,7 +411,7 @@ mod tests {
             next.spec.as_ref().unwrap().active_deadline_seconds,
             Some(1200)
         );
-        assert_eq!(run_deadline(&[next.clone()]), at);
+        assert_eq!(run_deadline(std::slice::from_ref(&next)), at);
         assert_eq!(deadline_left(&next, t("2026-01-01T02:00:00Z")), Some(0));
         let late = next_attempt(&next, 2, "i", "c", t("2026-01-01T02:00:00Z"));
         assert_eq!(late.spec.as_ref().unwrap().active_deadline_seconds, Some(1));

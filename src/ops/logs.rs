@@ -271,16 +271,7 @@ async fn attempt(
         );
     };
     note(&format!("run {tag}: attempt {n} ended: {}", first.ended));
-    kept.sort_by_key(|k| {
-        let l = label(&k.pod);
-        let task = l.rsplit_once('-').and_then(|(r, i)| {
-            Some(Task {
-                role: Role::parse(r)?,
-                index: i.parse().ok()?,
-            })
-        });
-        (task, l)
-    });
+    kept.sort_by_key(|k| task_order(&label(&k.pod)));
     for k in &kept {
         if k.dropped > 0 {
             note(&format!(
@@ -298,6 +289,17 @@ async fn attempt(
         }
     }
     Ok(())
+}
+
+/// Task order of a pod's label (`worker-1`): the task, then the label.
+fn task_order(label: &str) -> (Option<Task>, String) {
+    let task = label.rsplit_once('-').and_then(|(r, i)| {
+        Some(Task {
+            role: Role::parse(r)?,
+            index: i.parse().ok()?,
+        })
+    });
+    (task, label.to_string())
 }
 
 /// `--save-logs`: the kept logs of the attempts restarts replaced, each in

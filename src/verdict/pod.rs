@@ -204,9 +204,7 @@ impl PodView {
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
-            run_started: annotation(meta, RUN_STARTED_ANNOTATION)
-                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-                .map(|t| t.as_second()),
+            run_started: time_annotation(meta, RUN_STARTED_ANNOTATION),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container.as_ref()),
@@ -287,6 +285,16 @@ impl PodView {
     pub fn age(&self, now: i64) -> Option<u64> {
         self.created.map(|c| (now - c).max(0) as u64)
     }
+}
+
+/// The pod's annotation `key` as a time (RFC 3339), in seconds since the epoch.
+fn time_annotation(meta: &ObjectMeta, key: &str) -> Option<i64> {
+    let text = annotation(meta, key)?;
+    Some(
+        text.parse::<k8s_openapi::jiff::Timestamp>()
+            .ok()?
+            .as_second(),
+    )
 }
 
 /// The pod's annotation `key`.
