@@ -16,6 +16,14 @@ pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
 /// On each pod of a run spawned with `--pull-grace`: the grace's seconds (an image
 /// that fails to pull fails the run only once its pod is this old).
 pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";
+/// On the pods of a run with `--deadline` that `wait --restarts` re-created: when the
+/// run's deadline passes (RFC 3339), counted once from the run's first start; each
+/// attempt's pods get what is left as their `activeDeadlineSeconds`
+/// (`cluster/recreate.rs`).
+pub const DEADLINE_AT_ANNOTATION: &str = "tf-spawner/deadline-at";
+/// On the pods `wait --restarts` re-created: when the run's first attempt started (RFC
+/// 3339), so that the run's time covers every attempt (`timing.rs`).
+pub const RUN_STARTED_ANNOTATION: &str = "tf-spawner/run-started";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many
 /// credentials may not touch secrets) is an error.

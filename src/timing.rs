@@ -21,6 +21,9 @@ pub struct RunTime {
     pub ended: i64,
     /// Which task that was (`worker-0`, `chief-0`, or the one that failed).
     pub decided_by: String,
+    /// `started` is an earlier attempt's (the run was restarted): the time covers every
+    /// attempt.
+    pub over_attempts: bool,
 }
 
 impl RunTime {
@@ -31,8 +34,13 @@ impl RunTime {
     /// `took 1m 12s: from the first task's start (09:35:01 UTC) to worker-0's end (09:36:13 UTC)`.
     pub fn line(&self) -> String {
         format!(
-            "took {}: from the first task's start ({}) to {}'s end ({})",
+            "took {}: from the {} ({}) to {}'s end ({})",
             humantime::format_duration(std::time::Duration::from_secs(self.seconds())),
+            if self.over_attempts {
+                "run's first start, every attempt included"
+            } else {
+                "first task's start"
+            },
             crate::duration::clock(self.started),
             self.decided_by,
             crate::duration::clock(self.ended)
@@ -49,7 +57,10 @@ pub fn run_time(
     all_workers: bool,
 ) -> Option<RunTime> {
     let tasks = views.iter().copied().filter(|v| v.task.is_some());
-    let started = tasks.clone().filter_map(|v| v.started_at).min()?;
+    let this = tasks.clone().filter_map(|v| v.started_at).min()?;
+    // A restarted run's pods carry its first attempt's start.
+    let first = tasks.clone().filter_map(|v| v.run_started).min();
+    let started = first.map_or(this, |f| f.min(this));
     let end_of = |v: &PodView| v.finished_at.map(|t| (t, v.label()));
     let (ended, decided_by) = match failed_pod {
         Some(pod) => tasks.clone().find(|v| v.name == pod).and_then(end_of)?,
@@ -79,6 +90,7 @@ pub fn run_time(
         started,
         ended,
         decided_by,
+        over_attempts: started < this,
     })
 }
 
@@ -138,6 +150,29 @@ mod tests {
         assert_eq!((all.seconds(), all.decided_by.as_str()), (297, "worker-1"));
         let failed = run_time(&views, Some("t-worker-1"), false).unwrap();
         assert_eq!(failed.decided_by, "worker-1");
+    }
+
+    #[test]
+    fn a_restarted_runs_time_covers_every_attempt() {
+        let mut v = pod(
+            "t-worker-0",
+            "worker",
+            0,
+            "2026-01-01T11:00:00Z",
+            Some("2026-01-01T11:10:00Z"),
+        );
+        let t = run_time(&[&v], None, false).unwrap();
+        assert!(!t.over_attempts && t.line().contains("from the first task's start"));
+        v.run_started = Some(1767261600); // 10:00:00, attempt 0's start
+        let t = run_time(&[&v], None, false).unwrap();
+        assert_eq!(t.seconds(), 70 * 60);
+        assert!(
+            t.line().starts_with(
+                "took 1h 10m: from the run's first start, every attempt included (2026-01-01 10:00:00 UTC)"
+            ),
+            "{}",
+            t.line()
+        );
     }
 
     #[test]

@@ -232,7 +232,6 @@ pub struct WaitArgs {
 
     #[command(flatten)]
     pub restart: RestartArgs,
-
 }
 
 #[derive(Debug, Args, Clone)]
@@ -295,6 +294,11 @@ pub struct LogsArgs {
     /// decides the run first, then pods that failed, then the others in task order
     #[arg(long, default_value_t = DEFAULT_MAX_LOG_REQUESTS, value_name = "N")]
     pub max_log_requests: usize,
+
+    /// The log of attempt N of a run `wait --restarts` restarted (0: the spawn's pods);
+    /// an attempt a restart replaced was kept whole until -d [default: the current]
+    #[arg(long, value_name = "N")]
+    pub attempt: Option<u32>,
 }
 
 /// `logs --max-log-requests`' default: stern's cap (kubectl's is 5, low for a run's

@@ -2,6 +2,7 @@
 
 pub mod apilog;
 pub mod apply;
+pub mod attempt_logs;
 pub mod connect;
 pub mod events;
 pub mod experiment;

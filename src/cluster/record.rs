@@ -44,6 +44,9 @@ pub struct Record {
     pub params: std::collections::BTreeMap<String, String>,
     /// What its training printed ([`METRICS_ANNOTATION`], `metrics/`).
     pub metrics: Option<RunMetrics>,
+    /// The attempts restarts replaced, and why each ended (from their kept logs,
+    /// `attempt_logs.rs`; read by [`read`] alone).
+    pub attempts: Vec<(u32, String)>,
 }
 
 /// Tasks that never started, and why ([`NOT_STARTED_ANNOTATION`]).
@@ -113,6 +116,7 @@ impl Record {
                 .map(|s| crate::metrics::params(s))
                 .unwrap_or_default(),
             metrics: annotation(METRICS_ANNOTATION).and_then(|s| RunMetrics::parse(s)),
+            attempts: Vec::new(),
             tag,
         })
     }
@@ -178,10 +182,14 @@ pub async fn read(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
         .await
         .map_err(|e| cluster.explain("listing the run's ConfigMap", &e))?;
     let name = config_map_name(tag);
-    Ok(found
+    let mut record = found
         .iter()
         .filter(|m| m.name.as_deref() == Some(name.as_str()))
-        .find_map(Record::of))
+        .find_map(Record::of);
+    if let Some(r) = &mut record {
+        r.attempts = super::attempt_logs::ended(&found);
+    }
+    Ok(record)
 }
 
 /// The records of every run in the namespace (or in all of them).

@@ -13,12 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::Cluster;
 use crate::labels::{
-    ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NEVER_STARTED_ANNOTATION,
-    NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION, RESTARTED_FOR_ANNOTATION, VERDICT_ANNOTATION,
-    config_map_name, run_selector,
+    ATTEMPT_LABEL, ATTEMPT_VAR, DEADLINE_AT_ANNOTATION, INVOCATION_ANNOTATION,
+    NEVER_STARTED_ANNOTATION, NODE_NAME_ANNOTATION, NOT_STARTED_ANNOTATION,
+    RESTARTED_FOR_ANNOTATION, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
+    STOPPED_ANNOTATION, VERDICT_ANNOTATION, config_map_name, run_selector,
 };
 
 /// The run's task pods as the next attempt re-creates them, by name.
@@ -30,11 +32,83 @@ pub async fn templates(cluster: &Cluster, tag: &str) -> Result<Templates> {
         .list::<Pod>(&run_selector(tag))
         .await
         .map_err(|e| cluster.explain("reading the run's pods (for --restarts)", &e))?;
+    let at = run_deadline(&pods);
+    let started = run_started(&pods);
     Ok(pods
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| Some((p.metadata.name.clone()?, template(p))))
+        .filter_map(|p| {
+            let t = with_time(
+                with_time(template(p), DEADLINE_AT_ANNOTATION, at),
+                RUN_STARTED_ANNOTATION,
+                started,
+            );
+            Some((t.metadata.name.clone()?, t))
+        })
         .collect())
+}
+
+/// When the run's first attempt started: what a re-created pod carries
+/// ([`RUN_STARTED_ANNOTATION`]), else the earliest start of a pod.
+fn run_started(pods: &[Pod]) -> Option<Timestamp> {
+    pods.iter()
+        .filter_map(|p| {
+            let carried = p.metadata.annotations.as_ref()?.get(RUN_STARTED_ANNOTATION);
+            carried.and_then(|t| t.parse().ok())
+        })
+        .chain(
+            pods.iter()
+                .filter_map(|p| Some(p.status.as_ref()?.start_time.as_ref()?.0)),
+        )
+        .min()
+}
+
+/// When the run's `--deadline` passes, from its pods: the time a re-created pod carries
+/// ([`DEADLINE_AT_ANNOTATION`]), else a first attempt's start (its creation, before it
+/// started) plus its `activeDeadlineSeconds`; the earliest. A pod stopped after a
+/// verdict (its deadline lowered to 1) says nothing of the run's.
+pub fn run_deadline(pods: &[Pod]) -> Option<Timestamp> {
+    pods.iter().filter_map(deadline_of).min()
+}
+
+fn deadline_of(pod: &Pod) -> Option<Timestamp> {
+    let annotations = pod.metadata.annotations.as_ref();
+    if let Some(at) = annotations.and_then(|a| a.get(DEADLINE_AT_ANNOTATION)) {
+        return at.parse().ok();
+    }
+    if annotations.is_some_and(|a| a.contains_key(STOPPED_ANNOTATION)) {
+        return None;
+    }
+    let seconds = pod.spec.as_ref()?.active_deadline_seconds?;
+    let started = pod.status.as_ref().and_then(|s| s.start_time.as_ref());
+    let from = started.or(pod.metadata.creation_timestamp.as_ref())?.0;
+    from.checked_add(SignedDuration::from_secs(seconds)).ok()
+}
+
+/// `template` carrying the time `at` in its annotation `key` (for the next attempts).
+fn with_time(mut template: Pod, key: &str, at: Option<Timestamp>) -> Pod {
+    if let Some(at) = at {
+        template
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.to_string(), at.to_string());
+    }
+    template
+}
+
+/// What is left of the run's deadline `template` carries at `now`: `None` without a
+/// deadline, `Some(0)` once it has passed.
+pub fn deadline_left(template: &Pod, now: Timestamp) -> Option<u64> {
+    let at: Timestamp = template
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(DEADLINE_AT_ANNOTATION)?
+        .parse()
+        .ok()?;
+    let left = at.as_second().saturating_sub(now.as_second());
+    Some(u64::try_from(left).unwrap_or(0))
 }
 
 /// A stored pod without what the API server, the scheduler and the kubelet wrote into
@@ -53,6 +127,12 @@ pub fn template(mut pod: Pod) -> Pod {
     meta.managed_fields = None;
     meta.generation = None;
     meta.self_link = None;
+    // Stopped after a verdict: its lowered deadline (1 s) is not the run's; the next
+    // attempt's is set from [`DEADLINE_AT_ANNOTATION`].
+    let stopped = meta.annotations.as_mut().is_some_and(|a| {
+        a.remove(STOPPED_AFTER_TASK_ANNOTATION);
+        a.remove(STOPPED_ANNOTATION).is_some()
+    });
     let pinned = meta
         .annotations
         .as_ref()
@@ -60,6 +140,9 @@ pub fn template(mut pod: Pod) -> Pod {
         .cloned();
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name = pinned;
+        if stopped {
+            spec.active_deadline_seconds = None;
+        }
     }
     pod.status = None;
     pod
@@ -68,9 +151,19 @@ pub fn template(mut pod: Pod) -> Pod {
 /// The pod of `attempt` made from `template`: the attempt in its [`ATTEMPT_LABEL`] and
 /// the TF container's [`ATTEMPT_VAR`], and the restart's `invocation` (so that a retried
 /// create knows its own pod, and a rollback deletes nothing else), and the failure it
-/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]).
-pub fn next_attempt(template: &Pod, attempt: u32, invocation: &str, cause: &str) -> Pod {
+/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]). A run with a deadline gets what is
+/// left of it at `now` as the pods' `activeDeadlineSeconds` (at least 1).
+pub fn next_attempt(
+    template: &Pod,
+    attempt: u32,
+    invocation: &str,
+    cause: &str,
+    now: Timestamp,
+) -> Pod {
     let mut pod = template.clone();
+    if let (Some(left), Some(spec)) = (deadline_left(template, now), pod.spec.as_mut()) {
+        spec.active_deadline_seconds = Some(i64::try_from(left.max(1)).unwrap_or(i64::MAX));
+    }
     let meta = &mut pod.metadata;
     meta.labels
         .get_or_insert_with(Default::default)
@@ -249,7 +342,13 @@ mod tests {
 
     #[test]
     fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
-        let pod = next_attempt(&template(stored()), 2, "second", "pod x failed");
+        let pod = next_attempt(
+            &template(stored()),
+            2,
+            "second",
+            "pod x failed",
+            Timestamp::UNIX_EPOCH,
+        );
         let value = serde_json::to_value(&pod).unwrap();
         let meta = &value["metadata"];
         for field in [
@@ -269,6 +368,51 @@ mod tests {
             json!([{"name": "A", "value": "1"}, {"name": "TF_SPAWNER_ATTEMPT", "value": "2"}])
         );
         assert!(value["spec"]["containers"][0].get("env").is_none());
+    }
+
+    #[test]
+    fn the_deadline_counts_once_from_the_runs_first_start() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let mut first = stored();
+        first.spec.as_mut().unwrap().active_deadline_seconds = Some(3600);
+        first.status =
+            Some(serde_json::from_value(json!({"startTime": "2026-01-01T00:00:10Z"})).unwrap());
+        // A pod stopped after a verdict says nothing of the run's deadline.
+        let mut stopped = first.clone();
+        stopped.spec.as_mut().unwrap().active_deadline_seconds = Some(1);
+        stopped.status =
+            Some(serde_json::from_value(json!({"startTime": "2026-01-01T00:00:00Z"})).unwrap());
+        stopped
+            .metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(STOPPED_ANNOTATION.into(), "x".into());
+        let at = run_deadline(&[first.clone(), stopped.clone()]);
+        assert_eq!(at, Some(t("2026-01-01T01:00:10Z")));
+        let template = with_time(template(stopped), DEADLINE_AT_ANNOTATION, at);
+        assert_eq!(
+            template.spec.as_ref().unwrap().active_deadline_seconds,
+            None
+        );
+        // 40 minutes later, the next attempt gets the 20 left; a third the same way.
+        let next = next_attempt(&template, 1, "i", "c", t("2026-01-01T00:40:10Z"));
+        assert_eq!(
+            next.spec.as_ref().unwrap().active_deadline_seconds,
+            Some(1200)
+        );
+        assert_eq!(run_deadline(std::slice::from_ref(&next)), at);
+        assert_eq!(deadline_left(&next, t("2026-01-01T02:00:00Z")), Some(0));
+        let late = next_attempt(&next, 2, "i", "c", t("2026-01-01T02:00:00Z"));
+        assert_eq!(late.spec.as_ref().unwrap().active_deadline_seconds, Some(1));
+        // Without a deadline, none.
+        assert_eq!(run_deadline(&[stored()]), None);
+        let plain = next_attempt(&template_of_plain(), 1, "i", "c", t("2026-01-01T02:00:00Z"));
+        assert_eq!(plain.spec.unwrap().active_deadline_seconds, None);
+    }
+
+    fn template_of_plain() -> Pod {
+        with_time(template(stored()), DEADLINE_AT_ANNOTATION, None)
     }
 
     #[test]

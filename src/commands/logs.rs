@@ -38,9 +38,15 @@ fn pick(args: &LogsArgs) -> Result<Pick, UsageError> {
             })
         })
         .collect::<Result<Vec<Task>, UsageError>>()?;
+    if args.attempt.is_some() && (args.since.is_some() || args.timestamps) {
+        return Err(UsageError::new(
+            "--attempt takes no --since or --timestamps: an attempt's log is kept without the times of its lines; drop them",
+        ));
+    }
     Ok(Pick {
         tasks,
         max_streams: args.max_log_requests,
+        attempt: args.attempt,
     })
 }
 

@@ -152,6 +152,7 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         stopped_at: None,
         stopped_after_task: false,
         restarted_for: None,
+        run_started: None,
         sidecar_running: false,
         held_from: None,
         gpus: 0,

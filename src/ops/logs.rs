@@ -26,10 +26,13 @@ use tokio::task::JoinHandle;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::Cluster;
+use crate::cluster::attempt_logs;
 use crate::cluster::pod_logs::{self, LogOptions};
+use crate::errors::UsageError;
 use crate::output;
 use crate::roles::{Role, Task};
 use crate::signals;
+use crate::verdict::retryable::RestartOn;
 use crate::verdict::{FailureKind, PodView, Tracker, Verdict};
 
 /// Log downloads in flight at once without `-f`.
@@ -50,9 +53,21 @@ pub(crate) async fn print(
 ) -> Result<()> {
     let tracker = super::status::snapshot(cluster, tag, false).await?;
     let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
+    if let Some(n) = pick.attempt.filter(|n| *n != tracker.attempt()) {
+        return attempt(
+            cluster,
+            tag,
+            n,
+            tracker.attempt(),
+            options,
+            pick,
+            &mut prefixes,
+        )
+        .await;
+    }
     if options.follow {
         tokio::select! {
-            result = follow(cluster, tag, options, pick, tracker, &mut prefixes) => result,
+            result = across_restarts(cluster, tag, options, pick, tracker, &mut prefixes) => result,
             _ = signals::stop_requested() => Ok(()),
         }
     } else {
@@ -65,6 +80,8 @@ pub(crate) async fn print(
 pub struct Pick {
     pub tasks: Vec<Task>,
     pub max_streams: usize,
+    /// `--attempt N`: an attempt's log (`None`: the current attempt's).
+    pub attempt: Option<u32>,
 }
 
 impl Pick {
@@ -218,6 +235,187 @@ async fn once(
     Ok(())
 }
 
+/// `logs --attempt N` of an attempt that is not the current one: its kept logs
+/// (`cluster/attempt_logs.rs`), in task order, each told once why the attempt ended.
+async fn attempt(
+    cluster: &Cluster,
+    tag: &str,
+    n: u32,
+    current: u32,
+    options: &LogOptions,
+    pick: &Pick,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    if n > current {
+        return Err(UsageError::new(format!(
+            "--attempt {n}: run '{tag}' has had no attempt {n}: its current one is {current} (0 is the spawn's)"
+        ))
+        .into());
+    }
+    if options.follow {
+        return Err(UsageError::new(format!(
+            "--attempt {n} with -f: attempt {n} of run '{tag}' has ended (its current one is {current}); drop -f"
+        ))
+        .into());
+    }
+    let mut kept = attempt_logs::read(cluster, tag, Some(n)).await?;
+    let label = |pod: &str| {
+        pod.strip_prefix(&format!("{tag}-"))
+            .unwrap_or(pod)
+            .to_string()
+    };
+    kept.retain(|k| pick.tasks.is_empty() || pick.tasks.iter().any(|t| t.name(tag) == k.pod));
+    let Some(first) = kept.first() else {
+        anyhow::bail!(
+            "run '{tag}': no log of attempt {n} was kept (a restart keeps the logs of the attempt it replaces; one made by an earlier version of tf-spawner, or of a pod that never started or was lost with its node, has none)"
+        );
+    };
+    note(&format!("run {tag}: attempt {n} ended: {}", first.ended));
+    kept.sort_by_key(|k| task_order(&label(&k.pod)));
+    for k in &kept {
+        if k.dropped > 0 {
+            note(&format!(
+                "pod {}: the first {} bytes of attempt {n}'s log were dropped to keep it under 1 MiB",
+                k.pod, k.dropped
+            ));
+        }
+        let text = match options.tail {
+            Some(t) => last_lines(&k.text, t),
+            None => &k.text,
+        };
+        let prefix = prefixes.prefix(&label(&k.pod));
+        if !output::print_raw(&prefixed(&prefix, text, options.raw))? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Task order of a pod's label (`worker-1`): the task, then the label.
+fn task_order(label: &str) -> (Option<Task>, String) {
+    let task = label.rsplit_once('-').and_then(|(r, i)| {
+        Some(Task {
+            role: Role::parse(r)?,
+            index: i.parse().ok()?,
+        })
+    });
+    (task, label.to_string())
+}
+
+/// `--save-logs`: the kept logs of the attempts restarts replaced, each in
+/// `DIR/POD.attempt-N.log`; returns how many were written.
+pub(crate) async fn save_kept(
+    cluster: &Cluster,
+    tag: &str,
+    dir: &std::path::Path,
+) -> Result<usize> {
+    let kept = attempt_logs::read(cluster, tag, None).await?;
+    for k in &kept {
+        let path = dir.join(format!("{}.attempt-{}.log", k.pod, k.attempt));
+        std::fs::write(&path, &k.text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(kept.len())
+}
+
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: u64) -> &str {
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    match body.rmatch_indices('\n').nth(n.saturating_sub(1)) {
+        _ if n == 0 => "",
+        Some((i, _)) => &text[i + 1..],
+        None => text,
+    }
+}
+
+/// How long `logs -f` looks for a restart once a run is over with a failure the default
+/// `--restart-on` retries (a `wait --restarts` records its restart at once).
+const RESTART_LINGER: Duration = Duration::from_secs(5);
+/// How often it looks, and how often it looks for a restart's pods.
+const RESTART_POLL: Duration = Duration::from_secs(1);
+
+/// `logs -f`: follows each attempt to its end, and the next one a restart (`wait
+/// --restarts`, in this process or another) begins, saying so.
+async fn across_restarts(
+    cluster: &Cluster,
+    tag: &str,
+    options: &LogOptions,
+    pick: &Pick,
+    mut tracker: Tracker,
+    prefixes: &mut Prefixes,
+) -> Result<()> {
+    loop {
+        let attempt = tracker.attempt();
+        let Some(verdict) = follow(cluster, tag, options, pick, tracker, prefixes).await? else {
+            return Ok(());
+        };
+        let linger = match &verdict {
+            Verdict::Failed(f) if RestartOn::default().retries(&f.kind) => RESTART_LINGER,
+            Verdict::Failed(_) => Duration::ZERO,
+            _ => return Ok(()),
+        };
+        let Some(next) = restart_begun(cluster, tag, attempt, linger).await? else {
+            return Ok(());
+        };
+        note(&format!(
+            "run {tag}: attempt {next} begins (a restart of wait --restarts)"
+        ));
+        match attempt_pods(cluster, tag, next).await? {
+            Some(t) => tracker = t,
+            None => {
+                note(&format!(
+                    "run {tag}: the restart created no pods of attempt {next} (see: tf-spawner status -t {tag})"
+                ));
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The attempt after `attempt` that a restart has begun (recorded on the run's
+/// ConfigMap, or its pods there), looked for up to `linger` (at least once).
+async fn restart_begun(
+    cluster: &Cluster,
+    tag: &str,
+    attempt: u32,
+    linger: Duration,
+) -> Result<Option<u32>> {
+    let until = tokio::time::Instant::now() + linger;
+    loop {
+        let record = crate::cluster::record::read(cluster, tag).await?;
+        if let Some(n) = record.and_then(|r| r.restarting).filter(|n| *n > attempt) {
+            return Ok(Some(n));
+        }
+        let now = super::status::pods(cluster, tag, false).await?.attempt();
+        if now > attempt {
+            return Ok(Some(now));
+        }
+        if tokio::time::Instant::now() >= until {
+            return Ok(None);
+        }
+        tokio::time::sleep(RESTART_POLL).await;
+    }
+}
+
+/// The run's pods once those of attempt `n` are there; `None` when the restart is no
+/// longer recorded and they are not (it failed, or was stopped).
+async fn attempt_pods(cluster: &Cluster, tag: &str, n: u32) -> Result<Option<Tracker>> {
+    loop {
+        let tracker = super::status::pods(cluster, tag, false).await?;
+        if tracker.attempt() >= n {
+            return Ok(Some(tracker));
+        }
+        let record = crate::cluster::record::read(cluster, tag).await?;
+        if record.and_then(|r| r.restarting) != Some(n) {
+            // Created meanwhile, or not at all: one more look decides.
+            let tracker = super::status::pods(cluster, tag, false).await?;
+            return Ok((tracker.attempt() >= n).then_some(tracker));
+        }
+        tokio::time::sleep(RESTART_POLL).await;
+    }
+}
+
 /// One pod's follower.
 struct Follower {
     handle: JoinHandle<()>,
@@ -251,7 +449,7 @@ async fn follow(
     pick: &Pick,
     mut tracker: Tracker,
     prefixes: &mut Prefixes,
-) -> Result<()> {
+) -> Result<Option<Verdict>> {
     let (tx, mut rx) = mpsc::channel::<String>(1024);
     let mut followers = Followers {
         cluster,
@@ -279,7 +477,7 @@ async fn follow(
                 }
                 Some(text) = rx.recv() => {
                     if !write_batch(text, &mut rx)? {
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
             }
@@ -301,7 +499,8 @@ async fn follow(
     drop(tx);
     let result = drain(rx).await;
     drop(by_pod);
-    result
+    // A closed pipe while draining ends `logs` too.
+    Ok(result?.then(|| tracker.verdict()))
 }
 
 /// The followers of a run's pods.
@@ -385,7 +584,8 @@ fn left_out_note(tag: &str, max: usize, pods: &[PodView]) -> String {
 }
 
 /// Prints what the followers still send, for at most [`DRAIN`].
-async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
+/// `Ok(false)`: the pipe was closed.
+async fn drain(mut rx: mpsc::Receiver<String>) -> Result<bool> {
     let drain = tokio::time::sleep(DRAIN);
     tokio::pin!(drain);
     loop {
@@ -393,12 +593,12 @@ async fn drain(mut rx: mpsc::Receiver<String>) -> Result<()> {
             text = rx.recv() => match text {
                 Some(text) => {
                     if !write_batch(text, &mut rx)? {
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
-                None => return Ok(()),
+                None => return Ok(true),
             },
-            () = &mut drain => return Ok(()),
+            () = &mut drain => return Ok(true),
         }
     }
 }

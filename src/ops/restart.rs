@@ -25,6 +25,7 @@ use anyhow::Result;
 
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
+use crate::cluster::attempt_logs;
 use crate::cluster::recreate::{self, Templates};
 use crate::cluster::vetting;
 use crate::cluster::watch::{self, PodEvent};
@@ -236,6 +237,10 @@ impl Restarter {
     ) -> Option<Restart> {
         let tag = &bounds.tag;
         let tasks = tracker.tasks();
+        if let Some(why) = self.options.on.why_not(&failure.kind) {
+            output::note(&format!("run {tag}: not restarted: {why}"));
+            return None;
+        }
         let scope = decide(&self.options.on, failure, &tracker.failures(), &tasks)?;
         let attempt = self.attempt + 1;
         if attempt > self.options.max {
@@ -256,6 +261,9 @@ impl Restarter {
             output::note(&format!(
                 "run {tag}: not restarted: pod {missing} was already gone when this wait began, so its spec is unknown"
             ));
+            return None;
+        }
+        if self.deadline_passed(tag, &names, attempt) {
             return None;
         }
         let what = match &scope {
@@ -279,6 +287,24 @@ impl Restarter {
             why: format!("{failure}; {what}"),
             backoff,
         })
+    }
+
+    /// Whether the run's `--deadline` (counted once, from its first start) has passed, or
+    /// would before the restart's pods are made: said in one line.
+    fn deadline_passed(&self, tag: &str, names: &BTreeSet<String>, attempt: u32) -> bool {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let left = names
+            .iter()
+            .filter_map(|n| recreate::deadline_left(self.templates.get(n)?, now))
+            .min();
+        let passed =
+            left.is_some_and(|l| l <= backoff(self.options.backoff, attempt).as_secs().max(1));
+        if passed {
+            output::note(&format!(
+                "run {tag}: not restarted: the run's --deadline has passed, or would before the restart (it counts once, from the run's first start: raise --deadline)"
+            ));
+        }
+        passed
     }
 
     /// The restart's line, and what its lost nodes mean for it.
@@ -330,6 +356,11 @@ impl Restarter {
                     "run {tag}: the restart's pods do not fit in its configmap; stopped before they are created again, it cannot be resumed"
                 ));
             }
+            // The replaced attempt's logs, kept until -d (`cluster/attempt_logs.rs`).
+            let max = bounds.max_in_flight;
+            for line in attempt_logs::keep(cluster, tag, &r.names, &r.lost, &r.cause, max).await {
+                output::note(&format!("run {tag}: {line}"));
+            }
             deleting.set(true);
             recreate::delete_pods(cluster, tag, &r.names, &r.lost, bounds.max_in_flight).await?;
             gone(cluster, tag, &r.names).await
@@ -356,11 +387,12 @@ impl Restarter {
     async fn create(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
         let tag = &bounds.tag;
         let invocation = format!("{:016x}", rand::random::<u64>());
+        let now = k8s_openapi::jiff::Timestamp::now();
         let new: Vec<_> = r
             .names
             .iter()
             .filter_map(|n| self.templates.get(n))
-            .map(|t| recreate::next_attempt(t, r.attempt, &invocation, &r.cause))
+            .map(|t| recreate::next_attempt(t, r.attempt, &invocation, &r.cause, now))
             .collect();
         let ledger = Ledger::for_invocation(&invocation);
         let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);

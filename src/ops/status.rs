@@ -33,7 +33,7 @@ fn no_pods(cluster: &Cluster, tag: &str) -> String {
 }
 
 /// The run's pods, listed once (none is no error).
-async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
+pub(crate) async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
     let mut tracker = Tracker::new(tag, all_workers);
     cluster
         .list_pages::<Pod>(&run_selector(tag), false, |pods, first| {

@@ -158,6 +158,9 @@ impl fmt::Display for Failure {
                 if let Some(message) = message {
                     write!(f, ": {}", one_line(message))?;
                 }
+                if reason.as_deref() == Some(pod::DEADLINE_EXCEEDED) {
+                    write!(f, "; the run's --deadline ended it")?;
+                }
                 if let Some(abort) = &self.after_peer {
                     write!(f, "; {abort}")?;
                 }

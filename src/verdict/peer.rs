@@ -62,7 +62,7 @@ pub fn recognise(text: &str, own: Option<Task>) -> Option<PeerAbort> {
         .filter_map(|m| text.find(m).map(|at| (at, *m)))
         .min_by_key(|(at, _)| *at)?;
     let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
-    let line = text[start..].lines().next().unwrap_or(marker).trim();
+    let line = without_glog_prefix(text[start..].lines().next().unwrap_or(marker).trim());
     let line: String = match line.char_indices().nth(LINE_CHARS) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),
@@ -71,6 +71,19 @@ pub fn recognise(text: &str, own: Option<Task>) -> Option<PeerAbort> {
     // (TensorFlow's lines name its own devices too).
     let peer = tasks_named(&text[start..]).find(|t| Some(*t) != own);
     Some(PeerAbort { peer, line })
+}
+
+/// `line` without the prefix absl's log puts before TensorFlow's C++ messages
+/// (`W0000 00:00:1795721275.325251   13804 local_rendezvous.cc:412] `): severity, date,
+/// time, thread, file and line, which would take half of the verdict's line.
+fn without_glog_prefix(line: &str) -> &str {
+    let mut chars = line.chars();
+    let severity = chars.next().is_some_and(|c| "IWEF".contains(c));
+    let digit = chars.next().is_some_and(|c| c.is_ascii_digit());
+    match line.find("] ") {
+        Some(end) if severity && digit && end < 100 => line[end + 2..].trim_start(),
+        _ => line,
+    }
 }
 
 /// The tasks `/job:NAME/replica:R/task:I` (or `/job:NAME/task:I`) in `text`, in order.

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, PULL_GRACE_ANNOTATION,
-    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION,
-    VOLCANO_QUEUE_ANNOTATION,
+    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
+    STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -143,6 +143,9 @@ pub struct PodView {
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`]).
     pub restarted_for: Option<String>,
+    /// On a pod of a restarted attempt: when the run's first attempt started
+    /// ([`RUN_STARTED_ANNOTATION`], seconds since the epoch).
+    pub run_started: Option<i64>,
     /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
     /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
     pub sidecar_running: bool,
@@ -209,6 +212,7 @@ impl PodView {
                 .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
                 .map(|t| t.as_second()),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
+            run_started: time_annotation(meta, RUN_STARTED_ANNOTATION),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
             pull_grace: annotation(meta, PULL_GRACE_ANNOTATION).and_then(|s| s.parse().ok()),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
@@ -319,6 +323,16 @@ fn gpus_of(c: &Container) -> u32 {
             q.0.parse::<u32>().ok()
         })
         .sum()
+}
+
+/// The pod's annotation `key` as a time (RFC 3339), in seconds since the epoch.
+fn time_annotation(meta: &ObjectMeta, key: &str) -> Option<i64> {
+    let text = annotation(meta, key)?;
+    Some(
+        text.parse::<k8s_openapi::jiff::Timestamp>()
+            .ok()?
+            .as_second(),
+    )
 }
 
 /// The pod's annotation `key`.

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
+use super::pod::DEADLINE_EXCEEDED;
 use super::{Failure, FailureKind};
 use crate::errors::UsageError;
 use crate::roles::{Role, Task};
@@ -120,12 +121,53 @@ impl RestartOn {
             {
                 self.removed
             }
-            FailureKind::Exited { reason, .. } if reason.as_deref() == Some(OOM_KILLED) => false,
+            FailureKind::Exited { reason, .. }
+                if matches!(reason.as_deref(), Some(OOM_KILLED | DEADLINE_EXCEEDED)) =>
+            {
+                false
+            }
             FailureKind::Exited { code: Some(c), .. } => self.exit_codes.contains(c),
             FailureKind::Exited { code: None, .. }
             | FailureKind::CannotStart(_)
             | FailureKind::Stopped => false,
         }
+    }
+
+    /// Why `kind` is not retried, and what would change it (one line, for `wait
+    /// --restarts`); `None` when it is retried.
+    pub fn why_not(&self, kind: &FailureKind) -> Option<String> {
+        if self.retries(kind) {
+            return None;
+        }
+        let reason = match kind {
+            FailureKind::Exited { reason, .. } => reason.as_deref(),
+            _ => None,
+        };
+        Some(match (kind, reason) {
+            (_, Some(DEADLINE_EXCEEDED)) => {
+                "the run's --deadline ended it, and a deadline is never retried (it counts once, from the run's first start: raise --deadline)".to_string()
+            }
+            (_, Some(OOM_KILLED)) => {
+                "OOMKilled is not retried (it would run out of memory again): raise --memory".to_string()
+            }
+            (_, Some(r)) if NODE_REASONS.contains(&r) => {
+                format!("a removal is not in --restart-on ({self}; add removed to retry it)")
+            }
+            (FailureKind::Exited { code: Some(c), .. }, _) => {
+                format!("exit {c} is not in --restart-on ({self}; add exit:{c} to retry it)")
+            }
+            (FailureKind::Exited { code: None, .. }, _) => {
+                "a pod that failed without an exit code is not retried".to_string()
+            }
+            (FailureKind::CannotStart(r), _) => format!(
+                "a pod that cannot start ({}) is not retried: it would not start again (check --image and the pod's settings)",
+                r.reason
+            ),
+            (FailureKind::Stopped, _) => "a pod stopped by tf-spawner is not retried".to_string(),
+            (FailureKind::Gone | FailureKind::Removed(_), _) => {
+                format!("a removal is not in --restart-on ({self}; add removed to retry it)")
+            }
+        })
     }
 }
 
@@ -222,6 +264,42 @@ mod tests {
             }),
         ] {
             assert!(!on.retries(&kind), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_deadline_kill_is_never_retried_and_every_refusal_says_what_would_change_it() {
+        let on: RestartOn = "exit:1".parse().unwrap();
+        let deadline = FailureKind::Exited {
+            code: Some(143),
+            reason: Some("DeadlineExceeded".into()),
+            message: None,
+        };
+        assert!(!on.retries(&deadline));
+        assert!(on.why_not(&deadline).unwrap().contains("raise --deadline"));
+        assert_eq!(on.why_not(&exited(1, "Error")), None);
+        let on = RestartOn::default();
+        let cases = [
+            (exited(137, "OOMKilled"), "OOMKilled is not retried"),
+            (exited(137, "OOMKilled"), "raise --memory"),
+            (exited(1, "Error"), "exit 1 is not in --restart-on"),
+            (exited(1, "Error"), "add exit:1"),
+            (
+                FailureKind::CannotStart(Reason {
+                    reason: "ErrImagePull".into(),
+                    message: None,
+                }),
+                "--image",
+            ),
+        ];
+        for (kind, says) in cases {
+            let why = on.why_not(&kind).unwrap();
+            assert!(why.contains(says), "{why}");
+            assert!(!why.contains('\n'), "{why}");
+        }
+        let none: RestartOn = "none".parse().unwrap();
+        for kind in [removed("Evicted"), exited(1, "NodeLost")] {
+            assert!(none.why_not(&kind).unwrap().contains("add removed"));
         }
     }
 

@@ -224,6 +224,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
         [
             "attempt",
             "cost",
+            "attempts",
             "created_at",
             "duration_seconds",
             "failure",

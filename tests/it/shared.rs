@@ -93,7 +93,7 @@ fn a_run_past_its_deadline_fails_with_deadline_exceeded() {
     let out = finish(child);
     failed_with_logs(&out, 3);
     out.stderr_has(
-        "error: run 'late' failed: pod late-worker-0 (worker-0) failed: exit code 137, reason DeadlineExceeded: Pod was active on the node longer than the specified deadline",
+        "error: run 'late' failed: pod late-worker-0 (worker-0) failed: exit code 137, reason DeadlineExceeded: Pod was active on the node longer than the specified deadline; the run's --deadline ended it",
     );
 
     let out = env.run(&["status", "-t", "late"]);

@@ -203,3 +203,77 @@ async fn a_task_that_keeps_exiting_143_ends_with_exit_3_after_its_restarts() {
     let log = log_of(&c, &t, "worker-1").await;
     assert!(log.contains("attempt 2"), "{log}");
 }
+
+/// Worker 1 of the first attempt dies at once (exit 143, retryable); every other task
+/// sleeps past the run's deadline.
+const DIES_THEN_SLEEPS: &str = "\
+import os, sys, time
+attempt = os.environ.get('TF_SPAWNER_ATTEMPT')
+print('attempt', attempt, flush=True)
+if attempt == '0' and os.environ.get('WORKER_NUMBER') == '1':
+    print('attempt 0 of worker 1 dies here', flush=True)
+    time.sleep(2)
+    sys.exit(143)
+time.sleep(600)
+";
+
+/// `--deadline` is the run's (issue 50 items 2, 3): the restart's pods get what is left
+/// of it, the kubelet's DeadlineExceeded ends the run without another restart, and the
+/// replaced attempt's log stays readable (`logs --attempt 0`, `status`).
+#[tokio::test]
+async fn the_deadline_counts_once_across_a_restart_and_the_first_attempts_log_is_kept() {
+    let Some(c) = Cluster::new("restart-deadline").await else {
+        return;
+    };
+    let t = tag("dl");
+    let script = c.write("dies.py", DIES_THEN_SLEEPS);
+    c.spawn(&t, &script, &["-w", "2", "--deadline", "40s"])
+        .await;
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            &t,
+            "--restarts",
+            "3",
+            "--restart-backoff",
+            "1s",
+            "--timeout",
+            RUN_TIMEOUT,
+        ])
+        .await;
+    assert_eq!(out.code, 3, "{out:#?}");
+    let restarts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{out:#?}");
+    out.stderr_has("reason DeadlineExceeded")
+        .stderr_has("the run's --deadline ended it")
+        .stderr_has(&format!("run {t}: not restarted: the run's --deadline"));
+    // The run's time covers both attempts.
+    let both = format!("{}{}", out.stdout, out.stderr);
+    assert!(both.contains("every attempt included"), "{out:#?}");
+    // The second attempt's pods were given what was left of the 40 s, no more.
+    for pod in c.pods(&t).await {
+        let spec = pod.spec.as_ref().unwrap();
+        let left = spec.active_deadline_seconds.unwrap();
+        assert!(left < 40, "{:?}: {left}", pod.metadata.name);
+        let labels = pod.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["tf-spawner/attempt"], "1");
+    }
+    // The first attempt's log, kept when the restart deleted its pods.
+    let old = c
+        .run(&["logs", "-t", &t, "--attempt", "0", "--task", "worker-1"])
+        .await;
+    assert_eq!(old.code, 0, "{old:#?}");
+    old.stdout_has("worker-1 | attempt 0 of worker 1 dies here");
+    let now = c.run(&["logs", "-t", &t, "--task", "worker-1"]).await;
+    assert!(!now.stdout.contains("dies here"), "{now:#?}");
+    assert!(now.stdout.contains("attempt 1"), "{now:#?}");
+    let status = c.run(&["status", "-t", &t]).await;
+    status.stdout_has(&format!(
+        "attempt 0 ended: pod {t}-worker-1 (worker-1) failed: exit code 143"
+    ));
+}

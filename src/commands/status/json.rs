@@ -36,6 +36,9 @@ pub struct StatusJson {
     /// The failure the latest restart was for (`pod T-worker-1 (worker-1) was deleted
     /// while it ran`), as the restart line of `wait` said it; else null.
     pub restarted_for: Option<String>,
+    /// The attempts restarts replaced, each with why it ended (`logs --attempt N`
+    /// shows its kept log).
+    pub attempts: Vec<AttemptJson>,
     /// The training's progress, from the tail of the deciding task's log (Keras' lines
     /// or tf-spawner's own, docs/progress.md); null when it printed none of them.
     pub progress: Option<show::ProgressJson>,
@@ -156,6 +159,15 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
         cost: super::common::cost(tracker, record, now),
         attempt: tracker.attempt(),
         restarted_for: restarted_for(tracker).map(String::from),
+        attempts: record
+            .map(|r| r.attempts.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|(attempt, ended)| AttemptJson {
+                attempt: *attempt,
+                ended: ended.clone(),
+            })
+            .collect(),
         pending_restart: super::common::pending_restart(tracker, record),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
@@ -256,4 +268,12 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
         keep: h.keep,
         ends: h.ends(tag),
     }
+}
+
+/// An attempt a restart replaced.
+#[derive(Debug, serde::Serialize)]
+pub struct AttemptJson {
+    pub attempt: u32,
+    /// Why it ended: the failure its restart was for.
+    pub ended: String,
 }

@@ -50,6 +50,7 @@ pub fn render(report: &Report) -> String {
         events_table(&pods, events, now),
         helper_lines(helpers, tracker.tag(), now),
         attempt_line(tracker, &pods),
+        ended_attempts(tracker, record),
         progress_section(tracker, training, stall_after, now),
         victim_lines(tracker),
         verdict_line(tracker, record),
@@ -350,6 +351,24 @@ fn attempt_line(tracker: &Tracker, pods: &[&PodView]) -> String {
         "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
         restarted.join(", ")
     )
+}
+
+/// One line per attempt a restart replaced, with why it ended and where its log is:
+/// `attempt 0 ended: pod T-worker-1 (worker-1) failed: exit code 137 (its log: tf-spawner
+/// logs -t T --attempt 0)`.
+fn ended_attempts(tracker: &Tracker, record: Option<&Record>) -> String {
+    let tag = tracker.tag();
+    record
+        .map(|r| r.attempts.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|(n, why)| {
+            format!(
+                "attempt {n} ended: {} (its log: tf-spawner logs -t {tag} --attempt {n})\n",
+                one_line(why)
+            )
+        })
+        .collect()
 }
 
 /// `progress: …` when the deciding task printed some, with the stall if it stalled.

@@ -105,7 +105,13 @@ async fn save_logs_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<Strin
     if let Some(dir) = &wait.save_logs {
         // A fresh look: the pods stopped since the verdict have ended.
         let saved = match crate::ops::status::snapshot(cluster, &wait.tag, wait.all_workers).await {
-            Ok(tracker) => save_logs(cluster, &tracker, dir).await,
+            Ok(tracker) => match save_logs(cluster, &tracker, dir).await {
+                // And the logs of the attempts restarts replaced (POD.attempt-N.log).
+                Ok(n) => crate::ops::logs::save_kept(cluster, &wait.tag, dir)
+                    .await
+                    .map(|kept| n + kept),
+                e => e,
+            },
             Err(e) => Err(e),
         };
         match saved {

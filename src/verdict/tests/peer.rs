@@ -13,6 +13,11 @@ fn log(name: &str) -> &'static str {
         "victim" => include_str!("logs/victim-socket-closed.log"),
         "heartbeat" => include_str!("logs/coordination-heartbeat.log"),
         "leader" => include_str!("logs/leader-gone.log"),
+        // A real run (`tf-spawner --local -w 2 examples/mnist.py`, TensorFlow 2.21,
+        // TF_SPAWNER_FAIL_TASK=worker-1): worker 1 raised after its first epoch, worker
+        // 0's all-reduce aborted 1 s later naming task 1 (then it was stopped).
+        "real-victim" => include_str!("logs/real-local-victim.log"),
+        "real-raised" => include_str!("logs/real-local-raised.log"),
         _ => unreachable!(),
     }
 }
@@ -143,4 +148,53 @@ fn a_survivors_abort_beside_a_lost_peer_is_the_peers_loss() {
         false,
     );
     assert_eq!(decided(&t).pod, "t-worker-0");
+}
+
+/// Golden: the logs of a real two-worker TensorFlow failure, in every order the kubelet
+/// may report the two exits (the raiser first, the same second, the victim first), in a
+/// snapshot (`status`, a late `wait`) and in a follow that saw the victim alone first:
+/// worker 1, which raised, is blamed, and worker 0 points at it.
+#[test]
+fn a_real_two_worker_failure_blames_the_raiser_in_both_orders() {
+    let raised = "pod t-worker-1 (worker-1) failed: exit code 1, reason Error";
+    let abort = recognise(log("real-victim"), Some(worker(0))).expect("real abort");
+    assert_eq!(abort.peer, Some(worker(1)), "{abort}");
+    assert!(
+        abort
+            .line
+            .contains("Collective ops is aborted by: Socket closed"),
+        "{abort}"
+    );
+    assert_eq!(recognise(log("real-raised"), Some(worker(1))), None);
+    for (victim_end, raiser_end) in [(43, 42), (42, 42), (41, 42)] {
+        let mut t = tracker(
+            vec![exited_at(0, victim_end), exited_at(1, raiser_end)],
+            false,
+        );
+        t.note_log("t-worker-0", log("real-victim"));
+        t.note_log("t-worker-1", log("real-raised"));
+        assert_eq!(decided(&t).to_string(), raised, "{victim_end} {raiser_end}");
+        let victim = t
+            .failures()
+            .into_iter()
+            .find(|f| f.pod == "t-worker-0")
+            .unwrap();
+        assert!(
+            victim
+                .to_string()
+                .contains("aborted because of its peer worker-1"),
+            "{victim}"
+        );
+    }
+    let mut t = Tracker::new("t", false);
+    t.replace(vec![
+        view(pod("worker-0", "Running")),
+        view(pod("worker-1", "Running")),
+    ]);
+    t.update(view(exited_at(0, 41)));
+    t.note_log("t-worker-0", log("real-victim"));
+    assert!(t.peers_unended(&decided(&t)), "worker-1 still runs");
+    t.update(view(exited_at(1, 42)));
+    t.note_log("t-worker-1", log("real-raised"));
+    assert_eq!(decided(&t).to_string(), raised);
 }
