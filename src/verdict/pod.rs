@@ -208,9 +208,7 @@ impl PodView {
             lost_after: spec.and_then(lost_after),
             attempt: attempt_of(meta),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
-            stopped_at: annotation(meta, STOPPED_ANNOTATION)
-                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-                .map(|t| t.as_second()),
+            stopped_at: time_annotation(meta, STOPPED_ANNOTATION),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
             run_started: time_annotation(meta, RUN_STARTED_ANNOTATION),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
