@@ -255,7 +255,7 @@ macro_rules! flag_list {
     /// stopped (spawn: with --wait) [default: the config file's start_timeout, else none]
     start_timeout: Option<Duration> = None, parse::start_timeout, "(none)"
         => [Spawn, Wait], value: "DURATION", requires: "wait",
-            brief: "Fail the run (exit 5) unless every task started this long after its creation";
+            brief: "Fail (exit 5) unless every task started this long after creation";
     /// How long a task's image may fail to pull (ErrImagePull, ImagePullBackOff) before
     /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
     /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
@@ -264,12 +264,25 @@ macro_rules! flag_list {
         => [Spawn], value: "DURATION";
     /// A stall: the deciding task (chief, else worker 0) has printed no progress line
     /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
-    /// (e.g. 30m), once it printed one; named on the training line ("no progress since
-    /// …"), or failing the run with --on-stall fail [default: the config file's
-    /// stall_after, else none]
-    stall_after: Option<Duration> = None, parse::stall_after, "(none)"
+    /// (e.g. 30m), once it printed one; named on the training line ("no progress from
+    /// worker-0 since …"), failing the run with --on-stall fail, restarting it with
+    /// --on-stall restart. Replaces the bound derived from the run's progress
+    /// (--stall-factor, --stall-floor) [default: the config file's stall_after, else
+    /// derived]
+    stall_after: Option<Duration> = None, parse::stall_after, "(derived: --stall-factor, --stall-floor)"
         => [Wait], value: "DURATION",
-            brief: "Name a stall: no progress line from the deciding task for this long";
+            brief: "No progress this long is a stall [default: --stall-factor]";
+    /// Without --stall-after, a stall is this many times the longest gap between two
+    /// progress lines the run has printed so far (never under --stall-floor); 0: no
+    /// stall is named [default: the config file's stall_factor, else 10]
+    stall_factor: u32 = crate::ops::wait::DEFAULT_STALL_FACTOR, parse::stall_factor, ""
+        => [Wait], value: "N",
+            brief: "Else a stall: N × the longest progress gap [default: 10]";
+    /// The least derived stall bound (see --stall-factor) [default: the config file's
+    /// stall_floor, else 30m]
+    stall_floor: Duration = crate::ops::wait::DEFAULT_STALL_FLOOR, parse::stall_after, ""
+        => [Wait], value: "DURATION",
+            brief: "The least derived stall bound [default: 30m]";
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
     /// /output); the script finds the path in $TF_SPAWNER_OUTPUT_DIR (with --local: the
     /// directory tf-spawner-output/TAG here). `cp` and `tensorboard` read it
@@ -363,7 +376,7 @@ macro_rules! flag_defs {
             // doc lines or marks inside its optional flag clause.
             let doc: &'static [&'static str] = &[$($doc),*];
             let short_help = flag_defs!(@short_help $($mark)*);
-            let shown = flag_defs!(@show_default $default; $($mark)*);
+            let shown: Option<String> = flag_defs!(@show_default $default; $($mark)*);
             $( defs.push(FlagDef {
                 key: stringify!($key),
                 places: &[$(Place::$place),+],

@@ -209,9 +209,10 @@ pub struct WaitArgs {
     #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
-    /// What a stall (--stall-after) does: warn (name it, wait on) or fail (exit 3, the
-    /// unfinished pods stopped as after any verdict, so a run stuck on a dead peer frees
-    /// its GPUs)
+    /// What a stall (no progress for --stall-after, else the derived bound) does: warn
+    /// (name it, wait on), fail (exit 3, the unfinished pods stopped as after any
+    /// verdict, so a run stuck on a dead peer frees its GPUs) or restart (as for a
+    /// preemption, counted against --restarts)
     #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
     pub on_stall: OnStall,
 

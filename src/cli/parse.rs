@@ -206,6 +206,12 @@ pub(crate) fn restarts(text: &str) -> Result<u32, String> {
         .map_err(|_| format!("{text:?} is not a number of restarts"))
 }
 
+/// `stall_factor`: a whole multiple, 0 for none.
+pub(crate) fn stall_factor(text: &str) -> Result<u32, String> {
+    text.parse::<u32>()
+        .map_err(|_| format!("{text:?} is not a whole number (0: no derived stall bound)"))
+}
+
 /// `true` or `false`.
 pub(crate) fn boolean(text: &str) -> Result<bool, String> {
     match text {

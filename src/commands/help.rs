@@ -82,6 +82,11 @@ const SHORT: &[(&str, &str)] = &[
 /// Flags whose values their summary names.
 const VALUES_IN_TEXT: &[&str] = &["output"];
 
+/// Flags of the list a verb's help leaves out, to stay within a screen: the derived
+/// stall bound's two settings (`wait --stall-after`'s text names them;
+/// docs/reference.md and `config` show them).
+const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor"];
+
 /// A verb's flags whose full text is more than a screen wants.
 const VERB_SHORT: &[(&str, &str, &str)] = &[
     ("compare", "names", "An experiment's name, or runs' tags"),
@@ -129,7 +134,7 @@ const VERB_SHORT: &[(&str, &str, &str)] = &[
     (
         "wait",
         "on_stall",
-        "warn, or fail the run on a stall (exit 3)",
+        "warn, fail (exit 3) or restart on a stall",
     ),
     (
         "wait",
@@ -317,6 +322,10 @@ fn verb_by_the_list(verb: Command) -> Command {
         .collect();
     let mut verb = verb;
     for id in ids {
+        if VERB_UNSHOWN.contains(&id.as_str()) {
+            verb = verb.mut_arg(id.as_str(), |a| a.hide(true));
+            continue;
+        }
         if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
             verb = verb.mut_arg(id.as_str(), |a| {
                 let values = a.get_action().takes_values();

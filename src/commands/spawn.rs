@@ -56,11 +56,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             keep_running: settings.keep_running.value,
             max_in_flight: args.max_in_flight,
             restarts,
-            // The defaults file's stall_after, named; --on-stall is wait's.
-            stall: settings.stall_after.value.map(|after| ops::wait::Stall {
-                after,
-                on: ops::wait::OnStall::Warn,
-            }),
+            // The stall bound named (the defaults file's, else derived); --on-stall is
+            // wait's, `stall` in --restart-on restarts.
+            stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
             observer: None,
             notify: settings.notify.value.clone(),
         };

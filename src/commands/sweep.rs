@@ -12,7 +12,7 @@ use crate::cli::{Cli, Command, SpawnArgs, SweepArgs};
 use crate::errors::UsageError;
 use crate::ops::sweep::local::LocalSweep;
 use crate::ops::sweep::{self, Sweep};
-use crate::ops::wait::{Stall, Wait, WaitFor};
+use crate::ops::wait::{Wait, WaitFor};
 use crate::plan::sweep::{self as params, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param, Record};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::render::{self, OutputFormat};
@@ -197,10 +197,7 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
         keep_running: settings.keep_running.value,
         max_in_flight: spawn.max_in_flight,
         restarts: spawn::restarts(settings, &spawn.restart),
-        stall: settings.stall_after.value.map(|after| Stall {
-            after,
-            on: crate::ops::wait::OnStall::Warn,
-        }),
+        stall: Some(spawn::stall(settings, crate::ops::wait::OnStall::Warn)),
         observer: None,
         notify: settings.notify.value.clone(),
     }

@@ -20,6 +20,12 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
             format!("cannot create the --save-logs directory {}", dir.display())
         })?;
     }
+    if args.on_stall == wait::OnStall::Restart && settings.restarts.value == 0 {
+        return Err(UsageError::new(
+            "--on-stall restart needs --restarts N: a stall's restart is counted against them",
+        )
+        .into());
+    }
     let cluster = settings.connect()?;
     let wait = Wait {
         tag: args.tag.to_string(),
@@ -33,10 +39,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         keep_running: settings.keep_running.value,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         restarts: spawn::restarts(settings, &args.restart),
-        stall: settings.stall_after.value.map(|after| wait::Stall {
-            after,
-            on: args.on_stall,
-        }),
+        stall: Some(spawn::stall(settings, args.on_stall)),
         observer: None,
         notify: settings.notify.value.clone(),
     };

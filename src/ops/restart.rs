@@ -212,6 +212,34 @@ impl Restarter {
         self.drive(cluster, bounds).await
     }
 
+    /// After a stall with `--on-stall restart` (`cause`: `stalled at epoch 7, step
+    /// 1200, for 45m`): the whole run restarted as for a preemption, counted against
+    /// `--restarts` (`true`: follow it again); `false` when no restart is left (said
+    /// why): the stall fails the run.
+    pub async fn after_stall(
+        &mut self,
+        cluster: &Cluster,
+        bounds: &Bounds,
+        tracker: &Tracker,
+        cause: &str,
+    ) -> Result<bool> {
+        self.attempt = self.attempt.max(tracker.attempt());
+        let restart = if self.options.max > 0 {
+            self.planned(bounds, tracker, &Scope::Whole, cause)
+        } else {
+            output::note(&format!(
+                "run {}: not restarted: a stall is restarted only with --restarts N",
+                bounds.tag
+            ));
+            None
+        };
+        if let Some(r) = &restart {
+            self.attempt = r.attempt;
+        }
+        self.state = next(self.state.clone(), Event::Verdict(restart));
+        self.drive(cluster, bounds).await
+    }
+
     /// Runs the steps from the current state until the run is followed again (`true`)
     /// or the verdict stands (`false`).
     async fn drive(&mut self, cluster: &Cluster, bounds: &Bounds) -> Result<bool> {
@@ -242,6 +270,20 @@ impl Restarter {
             return None;
         }
         let scope = decide(&self.options.on, failure, &tracker.failures(), &tasks)?;
+        self.planned(bounds, tracker, &scope, &failure.to_string())
+    }
+
+    /// The restart of `scope` for `cause`: a restart left, every pod's template at
+    /// hand, the run's `--deadline` not passed. Says why not.
+    fn planned(
+        &self,
+        bounds: &Bounds,
+        tracker: &Tracker,
+        scope: &Scope,
+        cause: &str,
+    ) -> Option<Restart> {
+        let tag = &bounds.tag;
+        let tasks = tracker.tasks();
         let attempt = self.attempt + 1;
         if attempt > self.options.max {
             output::note(&format!(
@@ -252,7 +294,7 @@ impl Restarter {
             ));
             return None;
         }
-        let chosen: Vec<Task> = match &scope {
+        let chosen: Vec<Task> = match scope {
             Scope::Whole => tasks.into_iter().collect(),
             Scope::Tasks(t) => t.iter().copied().collect(),
         };
@@ -266,7 +308,7 @@ impl Restarter {
         if self.deadline_passed(tag, &names, attempt) {
             return None;
         }
-        let what = match &scope {
+        let what = match scope {
             Scope::Whole => format!("re-creating its {} pods", names.len()),
             Scope::Tasks(_) => {
                 let ids: Vec<String> = chosen.iter().map(|t| t.id()).collect();
@@ -282,9 +324,9 @@ impl Restarter {
         Some(Restart {
             attempt,
             names,
-            cause: failure.to_string(),
+            cause: cause.to_string(),
             lost,
-            why: format!("{failure}; {what}"),
+            why: format!("{cause}; {what}"),
             backoff,
         })
     }

@@ -6,6 +6,7 @@
 use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
 use crate::ops::restart::{DEFAULT_BACKOFF, DEFAULT_NODE_GRACE, Restarts};
+use crate::ops::wait::{OnStall, Stall, StallBound};
 use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
@@ -137,6 +138,26 @@ pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
         backoff: restart_backoff.unwrap_or(DEFAULT_BACKOFF),
         node_grace: node_grace.unwrap_or(DEFAULT_NODE_GRACE),
     }
+}
+
+/// The stall bound (`--stall-after`, else the one derived from `stall_factor` and
+/// `stall_floor`) and what a stall does: `on`, made a restart by `stall` in
+/// `--restart-on` unless it is `fail`.
+pub(crate) fn stall(settings: &Settings, on: OnStall) -> Stall {
+    let bound = match settings.stall_after.value {
+        Some(after) => StallBound::After(after),
+        None => StallBound::Derived {
+            factor: settings.stall_factor.value,
+            floor: settings.stall_floor.value,
+        },
+    };
+    let on = match on {
+        OnStall::Warn if settings.restart_on.value.stall && settings.restarts.value > 0 => {
+            OnStall::Restart
+        }
+        on => on,
+    };
+    Stall { bound, on }
 }
 
 /// The first restart flag given on the command line.

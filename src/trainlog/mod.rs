@@ -39,6 +39,9 @@ pub struct Training {
     pub secs_per_step: Option<f64>,
     /// When the last progress line was printed.
     pub last_at: Option<Millis>,
+    /// The longest time between two progress lines seen so far (the derived stall
+    /// bound's measure, `ops/wait/options.rs`).
+    pub longest_gap: Option<Millis>,
     /// Epochs seen to end, and the metrics at the last one's end.
     pub epochs_done: u32,
     pub epoch_metrics: Vec<(String, f64)>,
@@ -72,6 +75,10 @@ impl Training {
             Some(Mark::Epoch { k, of }) => self.begin(at, k, Some(of)),
             Some(Mark::Step(step)) => self.step(at, step, ended),
             None => return,
+        }
+        if let Some(last) = self.last_at {
+            let gap = at.saturating_sub(last).max(0);
+            self.longest_gap = Some(self.longest_gap.map_or(gap, |g| g.max(gap)));
         }
         self.last_at = Some(at);
         self.marks = self.marks.wrapping_add(1);

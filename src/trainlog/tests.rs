@@ -223,3 +223,21 @@ fn output_without_progress_says_nothing() {
     assert!(t.is_empty());
     assert_eq!(t, Training::default());
 }
+
+#[test]
+fn the_longest_gap_is_kept_between_progress_lines_only() {
+    let mut t = Training::default();
+    assert_eq!(t.longest_gap, None);
+    t.read(1_000, "Epoch 1/3", true);
+    // One line: no gap yet.
+    assert_eq!(t.longest_gap, None);
+    t.read(4_000, "100/100 - 3s - loss: 0.5", true);
+    // A line that is no progress does not count.
+    t.read(60_000, "saving the model", true);
+    t.read(9_000, "Epoch 2/3", true);
+    t.read(10_000, "100/100 - 1s - loss: 0.4", true);
+    assert_eq!(t.longest_gap, Some(5_000));
+    // A clock that goes back never makes a negative gap.
+    t.read(2_000, "Epoch 3/3", true);
+    assert_eq!(t.longest_gap, Some(5_000));
+}

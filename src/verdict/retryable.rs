@@ -1,7 +1,8 @@
 //! Which failures are worth a restart, and what a restart re-creates (pure).
 //!
 //! `--restart-on` chooses the retryable failures: `removed` (a pod deleted, evicted,
-//! preempted, or lost with its node) and exit codes (`exit:N`). The default set is
+//! preempted, or lost with its node), exit codes (`exit:N`) and, not by default, a
+//! stall (`stall`: the same as `wait --on-stall restart`). The default set is
 //! `removed,exit:42,exit:137,exit:143`: 137 and 143 are a SIGKILL and a SIGTERM from
 //! outside, 42 is what TensorFlow's `PreemptionCheckpointHandler` exits with after
 //! saving off Google's platforms (and 143 on GCP GPUs). A container killed for using too
@@ -40,6 +41,8 @@ pub struct RestartOn {
     /// A pod deleted, evicted, preempted or lost with its node.
     pub removed: bool,
     pub exit_codes: BTreeSet<i32>,
+    /// A stall (no progress for the stall bound, `ops/wait`): not by default.
+    pub stall: bool,
 }
 
 impl Default for RestartOn {
@@ -47,6 +50,7 @@ impl Default for RestartOn {
         RestartOn {
             removed: true,
             exit_codes: DEFAULT_EXIT_CODES.into_iter().collect(),
+            stall: false,
         }
     }
 }
@@ -61,7 +65,7 @@ impl FromStr for RestartOn {
         let mut on = RestartOn::default();
         let bad = |token: &str, why: &str| {
             UsageError::new(format!(
-                "--restart-on {text:?}: {token:?} {why} (a comma-separated list of removed, exit:N, no-removed, no-exit:N, none)"
+                "--restart-on {text:?}: {token:?} {why} (a comma-separated list of removed, exit:N, stall, no-removed, no-exit:N, no-stall, none)"
             ))
         };
         for token in text.split(',').map(str::trim) {
@@ -75,8 +79,11 @@ impl FromStr for RestartOn {
             if what == "none" && keep {
                 on.removed = false;
                 on.exit_codes.clear();
+                on.stall = false;
             } else if what == "removed" {
                 on.removed = keep;
+            } else if what == "stall" {
+                on.stall = keep;
             } else if let Some(code) = what.strip_prefix("exit:") {
                 let code = code
                     .parse::<i32>()
@@ -104,6 +111,9 @@ impl fmt::Display for RestartOn {
             parts.push("removed".into());
         }
         parts.extend(self.exit_codes.iter().map(|c| format!("exit:{c}")));
+        if self.stall {
+            parts.push("stall".into());
+        }
         if parts.is_empty() {
             return f.write_str("none");
         }
@@ -314,6 +324,13 @@ mod tests {
         let on: RestartOn = "none,exit:42".parse().unwrap();
         assert_eq!(on.to_string(), "exit:42");
         assert_eq!("none".parse::<RestartOn>().unwrap().to_string(), "none");
+        // A stall is not in the default set; `stall` adds it, `none` takes it out.
+        assert!(!RestartOn::default().stall);
+        let on: RestartOn = "stall".parse().unwrap();
+        assert!(on.stall && on.removed);
+        assert_eq!(on.to_string(), "removed,exit:42,exit:137,exit:143,stall");
+        assert!(!"stall,none".parse::<RestartOn>().unwrap().stall);
+        assert!(!"stall,no-stall".parse::<RestartOn>().unwrap().stall);
         for bad in [
             "",
             "exit:0",

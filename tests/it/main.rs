@@ -33,6 +33,7 @@ mod roles;
 mod security;
 mod shared;
 mod spawn;
+mod stall;
 mod start;
 mod starter;
 mod stop;

@@ -9,7 +9,7 @@ use crate::support::Env;
 const NS: &str = "default";
 
 /// Keras' lines with verbose=2 (tf-keras 2.21's form), for epochs `from..=to` of `of`.
-fn keras_epochs(from: u32, to: u32, of: u32) -> String {
+pub(crate) fn keras_epochs(from: u32, to: u32, of: u32) -> String {
     (from..=to)
         .map(|k| {
             let loss = 1.0 / f64::from(k + 1);
@@ -179,7 +179,7 @@ fn a_local_run_reports_what_the_deciding_task_printed() {
 }
 
 /// Worker 0 printed epoch 1 and began epoch 2, then nothing: a run stuck on a dead peer.
-fn stuck_run(env: &Env, tag: &str) {
+pub(crate) fn stuck_run(env: &Env, tag: &str) {
     spawn_run(env, tag, &["-w", "2"]);
     for i in 0..2 {
         running(env, &format!("{tag}-worker-{i}"));
@@ -202,7 +202,7 @@ fn a_stall_fails_the_run_when_asked_and_its_pods_are_stopped() {
         "fail",
     ]);
     crate::follow::failed_with_logs(&out, 3);
-    out.stderr_has("error: run 'hang' made no progress: no progress since ")
+    out.stderr_has("error: run 'hang' made no progress: no progress from worker-0 since ")
         .stderr_has(" (--stall-after 2s) (--on-stall fail); the last: epoch 2/3, loss 0.5");
     out.stdout_has(
         "stopped 2 pods still running after the verdict: hang-worker-0, hang-worker-1 (kept with their logs until -d",
@@ -221,7 +221,7 @@ fn a_stall_is_named_and_the_wait_goes_on() {
     let out = finish(child);
     out.success()
         .stdout_has("training  epoch 2/3, loss 0.5, accuracy 0.91, 8.33 steps/s, about ")
-        .stdout_has(" — no progress since ")
+        .stdout_has(" — no progress from worker-0 since ")
         .stdout_has("(--stall-after 1s)\n")
         .stdout_has("run slow: Succeeded");
 }
@@ -254,7 +254,7 @@ fn status_names_a_stall_by_the_defaults_files_bound() {
     table
         .success()
         .stdout_has("progress: epoch 2/3, loss 0.5, accuracy 0.91, ")
-        .stdout_has("; no progress since ")
+        .stdout_has("; no progress from worker-0 since ")
         .stdout_has(" (--stall-after 1s)\n");
 }
 

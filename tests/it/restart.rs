@@ -37,7 +37,13 @@ fn pods(env: &Env, tag: &str) -> BTreeMap<String, (String, String, bool)> {
 }
 
 /// Blocks until `names` are there, not being deleted, with attempt `attempt`.
-fn await_attempt(env: &Env, tag: &str, names: &[&str], attempt: &str, child: &mut Child) {
+pub(crate) fn await_attempt(
+    env: &Env,
+    tag: &str,
+    names: &[&str],
+    attempt: &str,
+    child: &mut Child,
+) {
     let start = Instant::now();
     loop {
         let now = pods(env, tag);

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::helper::Found;
+use crate::ops::wait::StallBound;
 use crate::trainlog::Training;
 use crate::verdict::{NODE_LOST, PodView, Reason, Tracker};
 
@@ -25,8 +26,8 @@ pub struct Report<'a> {
     pub events: &'a Events,
     /// The training's progress.
     pub training: &'a Training,
-    /// The stall bound (`--stall-after`), if any.
-    pub stall_after: Option<std::time::Duration>,
+    /// The stall bound (`stall_after`, else derived).
+    pub stall: StallBound,
     /// Now, seconds since the epoch.
     pub now: i64,
     /// `--all-workers`.
@@ -59,20 +60,23 @@ pub(super) fn restarted_for(tracker: &Tracker) -> Option<&str> {
         .find_map(|v| v.restarted_for.as_deref())
 }
 
-/// `no progress since 21:03:12 UTC (--stall-after 30m)` when the deciding task, still
-/// running, printed a progress line and none for longer than the bound.
+/// `no progress from worker-0 since 21:03:12 UTC (--stall-after 30m)` when the
+/// deciding task, still running, printed a progress line and none for longer than the
+/// bound.
 pub(super) fn stalled(
     tracker: &Tracker,
     training: &Training,
-    bound: Option<std::time::Duration>,
+    stall: StallBound,
     now: i64,
 ) -> Option<String> {
-    let bound = bound?;
+    let bound = stall.of(training)?;
     let last = training.last_at? / 1000;
-    let running = crate::ops::training::deciding(tracker).is_some_and(|p| !p.state().finished());
+    let deciding = crate::ops::training::deciding(tracker)?;
+    let running = !deciding.state().finished();
     let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
+    let task = deciding.task.map(|t| t.id());
     (running && !training.finished() && quiet > bound.as_secs())
-        .then(|| crate::ops::wait::stalled_text(training, bound))
+        .then(|| crate::ops::wait::stalled_text(task.as_deref(), training, stall))
 }
 
 /// The attempt of a restart recorded and not carried out, if any.

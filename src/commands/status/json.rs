@@ -145,7 +145,7 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
         helpers,
         events,
         training,
-        stall_after,
+        stall,
         now,
         all_workers,
     } = *report;
@@ -176,7 +176,7 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
         helpers: helpers.iter().map(|h| helper_json(h, tag, now)).collect(),
         progress: show::ProgressJson::of(
             training,
-            stalled(tracker, training, stall_after, now).is_some(),
+            stalled(tracker, training, stall, now).is_some(),
         ),
         pods: tracker
             .in_task_order()

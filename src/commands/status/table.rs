@@ -33,7 +33,7 @@ pub fn render(report: &Report) -> String {
         helpers,
         events,
         training,
-        stall_after,
+        stall,
         now,
         all_workers,
     } = *report;
@@ -51,7 +51,7 @@ pub fn render(report: &Report) -> String {
         helper_lines(helpers, tracker.tag(), now),
         attempt_line(tracker, &pods),
         ended_attempts(tracker, record),
-        progress_section(tracker, training, stall_after, now),
+        progress_section(tracker, training, stall, now),
         victim_lines(tracker),
         verdict_line(tracker, record),
         timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line() + "\n"),
@@ -375,14 +375,14 @@ fn ended_attempts(tracker: &Tracker, record: Option<&Record>) -> String {
 fn progress_section(
     tracker: &Tracker,
     training: &Training,
-    stall_after: Option<std::time::Duration>,
+    stall: crate::ops::wait::StallBound,
     now: i64,
 ) -> String {
     if training.is_empty() {
         return String::new();
     }
     let mut line = progress_line(training, now);
-    if let Some(since) = stalled(tracker, training, stall_after, now) {
+    if let Some(since) = stalled(tracker, training, stall, now) {
         line.push_str(&format!("; {since}"));
     }
     format!("progress: {line}\n")

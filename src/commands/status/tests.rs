@@ -6,10 +6,17 @@ use super::table::render;
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::{NotStarted, Record};
 use crate::helper::Found;
+use crate::ops::wait::StallBound;
 use crate::roles::RoleSizes;
 use crate::trainlog::Training;
 use crate::verdict::Tracker;
 use crate::verdict::tests::{every_kind_of_run, pod, view};
+
+/// No stall is named (a derived bound with a factor of 0).
+const NO_STALL: StallBound = StallBound::Derived {
+    factor: 0,
+    floor: std::time::Duration::from_secs(60),
+};
 
 /// 00:10:00 on the day the golden run's pods were made.
 const NOW: i64 = 1704067200 + 600;
@@ -104,14 +111,14 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
 fn every_kind_of_run_shows_as_pinned() {
     let t = every_kind_of_run();
     let (record, helpers, events, training) = golden_reads();
-    let stall = Some(std::time::Duration::from_secs(60));
+    let stall = StallBound::After(std::time::Duration::from_secs(60));
     let table = render(&Report {
         tracker: &t,
         record: Some(&record),
         helpers: &helpers,
         events: &events,
         training: &training,
-        stall_after: stall,
+        stall,
         now: NOW,
         all_workers: false,
     });
@@ -123,7 +130,7 @@ fn every_kind_of_run_shows_as_pinned() {
             helpers: &helpers,
             events: &events,
             training: &training,
-            stall_after: stall,
+            stall,
             now: NOW,
             all_workers: true,
         },
@@ -137,7 +144,7 @@ fn every_kind_of_run_shows_as_pinned() {
         helpers: &[],
         events: &Events::new(),
         training: &Training::default(),
-        stall_after: None,
+        stall: NO_STALL,
         now: NOW,
         all_workers: true,
     });
@@ -149,7 +156,7 @@ fn every_kind_of_run_shows_as_pinned() {
             helpers: &[],
             events: &Events::new(),
             training: &Training::default(),
-            stall_after: None,
+            stall: NO_STALL,
             now: NOW,
             all_workers: false,
         },
@@ -174,7 +181,7 @@ fn a_run_without_pods_shows_as_pinned() {
             helpers,
             events: &events,
             training: &training,
-            stall_after: None,
+            stall: NO_STALL,
             now: NOW,
             all_workers: false,
         }));
@@ -197,7 +204,7 @@ fn json_has_the_documented_keys() {
             helpers: &[],
             events: &Events::new(),
             training: &Training::default(),
-            stall_after: None,
+            stall: NO_STALL,
             now: 1704067260,
             all_workers: false,
         },
@@ -258,7 +265,7 @@ fn table_ends_with_the_verdict() {
         helpers: &[],
         events: &Events::new(),
         training: &Training::default(),
-        stall_after: None,
+        stall: NO_STALL,
         now: 1704067200 + 5,
         all_workers: false,
     });
@@ -303,7 +310,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
         helpers: &[],
         events: &events,
         training: &Training::default(),
-        stall_after: None,
+        stall: NO_STALL,
         now,
         all_workers: false,
     });
@@ -325,7 +332,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
             helpers: &[],
             events: &events,
             training: &Training::default(),
-            stall_after: None,
+            stall: NO_STALL,
             now,
             all_workers: false,
         },
@@ -374,7 +381,7 @@ fn the_task_that_failed_first_is_blamed_in_both_orders() {
             helpers: &[],
             events: &Events::new(),
             training: &Training::default(),
-            stall_after: None,
+            stall: NO_STALL,
             now: 1795703520,
             all_workers: false,
         });

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::options::{OnStall, Stall, WaitFor};
+use super::options::{OnStall, Stall, StallBound, WaitFor};
 use crate::trainlog::Training;
 use crate::verdict::{PodView, Tracker, Verdict};
 
@@ -25,9 +25,18 @@ pub(super) enum Outcome {
     Timeout(Duration),
     /// `--start-timeout` passed with a task not running yet.
     NotStarted(Duration),
-    /// No progress line for `--stall-after`, with `--on-stall fail`.
-    Stalled(Duration),
+    /// No progress line for the stall bound, with `--on-stall fail` or `restart`.
+    Stalled(Stalled),
     Signal(u8),
+}
+
+/// A stall that ends the follow: what to say, and the cause a restart records.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stalled {
+    /// `no progress from worker-0 since 21:03:12 UTC (--stall-after 30m)`.
+    pub text: String,
+    /// `stalled at epoch 7, step 1200, for 45m`.
+    pub cause: String,
 }
 
 /// What the fold needs of the run at a settled moment (a list complete, a burst of
@@ -150,8 +159,8 @@ impl Fold {
     }
 
     fn stall_due(&self) -> Option<Instant> {
-        let stall = self.rules.stall?;
-        self.last_progress.map(|at| at + stall.after)
+        let bound = self.rules.stall?.bound.of(&self.training)?;
+        self.last_progress.map(|at| at + bound)
     }
 
     /// Folds one event seen at `now`; what to do, in order.
@@ -225,12 +234,14 @@ impl Fold {
         if self.training.finished() {
             return None;
         }
+        let task = self.deciding.as_ref().and_then(|p| p.task).map(|t| t.id());
+        let text = stalled_text(task.as_deref(), &self.training, stall.bound);
         Some(match stall.on {
-            OnStall::Fail => Effect::End(Outcome::Stalled(stall.after)),
-            OnStall::Warn => Effect::ShowStall(
-                self.training.clone(),
-                stalled_text(&self.training, stall.after),
-            ),
+            OnStall::Fail | OnStall::Restart => Effect::End(Outcome::Stalled(Stalled {
+                text,
+                cause: stall_cause(&self.training, now.wall),
+            })),
+            OnStall::Warn => Effect::ShowStall(self.training.clone(), text),
         })
     }
 }
@@ -249,16 +260,40 @@ fn done(seen: &RunSeen, until: WaitFor) -> Option<Done> {
     }
 }
 
-/// `no progress since 21:03:12 UTC (--stall-after 30m)`.
-pub fn stalled_text(training: &Training, after: Duration) -> String {
+/// `no progress from worker-0 since 21:03:12 UTC (--stall-after 30m)`, the deciding
+/// task named when known; the bound says where it comes from (`StallBound::source`).
+pub fn stalled_text(task: Option<&str>, training: &Training, bound: StallBound) -> String {
     let since = training.last_at.map_or_else(
         || "its start".to_string(),
         |ms| crate::duration::clock(ms / 1000),
     );
+    let from = task.map(|t| format!(" from {t}")).unwrap_or_default();
     format!(
-        "no progress since {since} (--stall-after {})",
-        humantime::format_duration(after)
+        "no progress{from} since {since} ({})",
+        bound.source(training)
     )
+}
+
+/// What a restart for a stall records: `stalled at epoch 7, step 1200, for 45m`
+/// (`wall`: now, in seconds).
+pub(super) fn stall_cause(training: &Training, wall: i64) -> String {
+    let mut at: Vec<String> = Vec::new();
+    if let Some(k) = training.epoch {
+        at.push(format!("epoch {k}"));
+    }
+    if let Some(s) = training.step {
+        at.push(format!("step {s}"));
+    }
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {},", at.join(", "))
+    };
+    let quiet = training
+        .last_at
+        .map_or(0, |ms| wall.saturating_sub(ms / 1000).max(0));
+    let quiet = Duration::from_secs(quiet as u64);
+    format!("stalled{at} for {}", humantime::format_duration(quiet))
 }
 
 #[cfg(test)]

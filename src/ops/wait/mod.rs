@@ -34,7 +34,9 @@ use crate::verdict::{Tracker, Verdict};
 use fold::{Done, Outcome};
 
 pub use fold::stalled_text;
-pub use options::{OnStall, Stall, Wait, WaitFor};
+pub use options::{
+    DEFAULT_STALL_FACTOR, DEFAULT_STALL_FLOOR, OnStall, Stall, StallBound, Wait, WaitFor,
+};
 use report::humantime_secs;
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
@@ -57,9 +59,18 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
         let mut metrics =
             super::compare::run_metrics(&tracker, &training, earlier.as_ref(), wait.all_workers);
-        if let Outcome::Done(Done::Final(verdict)) = &outcome
-            && restarter.after(cluster, &bounds, &tracker, verdict).await?
-        {
+        let restarted = match &outcome {
+            Outcome::Done(Done::Final(verdict)) => {
+                restarter.after(cluster, &bounds, &tracker, verdict).await?
+            }
+            Outcome::Stalled(stalled) if wait.stall.is_some_and(|s| s.on == OnStall::Restart) => {
+                restarter
+                    .after_stall(cluster, &bounds, &tracker, &stalled.cause)
+                    .await?
+            }
+            _ => false,
+        };
+        if restarted {
             super::compare::record_restart(cluster, &wait.tag, metrics.as_mut()).await;
             earlier = metrics;
             continue;

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::trainlog::Training;
+
 /// `wait --for`: what to wait for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WaitFor {
@@ -20,13 +22,69 @@ pub enum OnStall {
     Warn,
     /// Fail the run: exit 3, the unfinished pods stopped as after any verdict
     Fail,
+    /// Restart the run as for a preemption, counted against --restarts (fail once
+    /// none is left)
+    Restart,
 }
 
-/// `--stall-after` and `--on-stall`: no progress line from the deciding task for
-/// `after` (once it has printed one) is a stall.
+/// The derived stall bound's defaults: ten times the longest gap between two progress
+/// lines seen so far, never under 30 minutes (`stall_factor`, `stall_floor`).
+pub const DEFAULT_STALL_FACTOR: u32 = 10;
+pub const DEFAULT_STALL_FLOOR: Duration = Duration::from_secs(30 * 60);
+
+/// How long the deciding task may print no progress line before it is stalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallBound {
+    /// `--stall-after`: the user's bound.
+    After(Duration),
+    /// Derived from what the run has shown: `factor` × the longest gap between two
+    /// progress lines so far, at least `floor`. A factor of 0: no stall is named.
+    Derived { factor: u32, floor: Duration },
+}
+
+impl StallBound {
+    /// The bound for the training so far; `None` while it printed no progress (a
+    /// script that prints none is never stalled) or with a factor of 0.
+    pub fn of(self, training: &Training) -> Option<Duration> {
+        if training.is_empty() {
+            return None;
+        }
+        match self {
+            StallBound::After(d) => Some(d),
+            StallBound::Derived { factor: 0, .. } => None,
+            StallBound::Derived { factor, floor } => {
+                let gap = u64::try_from(training.longest_gap.unwrap_or(0)).unwrap_or(0);
+                let derived = Duration::from_millis(gap).saturating_mul(factor);
+                Some(derived.max(floor))
+            }
+        }
+    }
+
+    /// Where the bound comes from, for the stall's line: `--stall-after 30m`, or
+    /// `30m: at least 10 × its longest gap between progress lines, 40s`.
+    pub fn source(self, training: &Training) -> String {
+        let shown = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
+        match self {
+            StallBound::After(d) => format!("--stall-after {}", humantime::format_duration(d)),
+            StallBound::Derived { factor, floor } => {
+                let bound = self.of(training).unwrap_or(floor);
+                let gap = training.longest_gap.unwrap_or(0).max(0) as u64 / 1000;
+                format!(
+                    "{}: {factor} × its longest gap between progress lines, {}, at least {}",
+                    shown(bound),
+                    shown(Duration::from_secs(gap)),
+                    shown(floor)
+                )
+            }
+        }
+    }
+}
+
+/// The stall bound and what a stall does (`--stall-after` or the derived bound, and
+/// `--on-stall`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stall {
-    pub after: Duration,
+    pub bound: StallBound,
     pub on: OnStall,
 }
 
@@ -50,11 +108,72 @@ pub struct Wait {
     pub max_in_flight: usize,
     /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart.rs`).
     pub restarts: crate::ops::restart::Restarts,
-    /// `--stall-after` and `--on-stall`, if a bound is set.
+    /// The stall bound and `--on-stall` (`None`: no stall is ever named).
     pub stall: Option<Stall>,
     /// A view of several runs (a sweep's) that shows this run: its state and training
     /// go there instead of this wait's own progress lines.
     pub observer: Option<crate::progress::Observer>,
     /// `--notify`: where the verdict is told (`ops/notify.rs`).
     pub notify: Option<crate::metrics::notice::Target>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(times: &[i64]) -> Training {
+        let mut t = Training::default();
+        for (k, at) in times.iter().enumerate() {
+            t.read(*at, &format!("Epoch {}/9", k + 1), true);
+        }
+        t
+    }
+
+    const DERIVED: StallBound = StallBound::Derived {
+        factor: DEFAULT_STALL_FACTOR,
+        floor: DEFAULT_STALL_FLOOR,
+    };
+
+    #[test]
+    fn no_progress_is_never_stalled() {
+        let t = Training::default();
+        assert_eq!(DERIVED.of(&t), None);
+        assert_eq!(StallBound::After(Duration::from_secs(5)).of(&t), None);
+    }
+
+    #[test]
+    fn the_derived_bound_is_a_multiple_of_the_longest_gap_never_under_the_floor() {
+        let min = |m: u64| Duration::from_secs(60 * m);
+        // One line, or short gaps: the floor.
+        assert_eq!(DERIVED.of(&printed(&[0])), Some(min(30)));
+        assert_eq!(DERIVED.of(&printed(&[0, 60_000, 90_000])), Some(min(30)));
+        // An epoch line every 12 minutes: 120 minutes.
+        let slow = printed(&[0, 5 * 60_000, 17 * 60_000]);
+        assert_eq!(DERIVED.of(&slow), Some(min(120)));
+        let three = StallBound::Derived {
+            factor: 3,
+            floor: min(1),
+        };
+        assert_eq!(three.of(&slow), Some(min(36)));
+        let off = StallBound::Derived {
+            factor: 0,
+            floor: min(1),
+        };
+        assert_eq!(off.of(&slow), None);
+        // The explicit bound replaces the derived one.
+        assert_eq!(StallBound::After(min(5)).of(&slow), Some(min(5)));
+    }
+
+    #[test]
+    fn the_bound_says_where_it_comes_from() {
+        let slow = printed(&[0, 12 * 60_000]);
+        assert_eq!(
+            DERIVED.source(&slow),
+            "2h: 10 × its longest gap between progress lines, 12m, at least 30m"
+        );
+        assert_eq!(
+            StallBound::After(Duration::from_secs(90)).source(&slow),
+            "--stall-after 1m 30s"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 
 use super::after::{after_the_end, after_the_verdict};
-use super::fold::{Done, Outcome, stalled_text};
+use super::fold::{Done, Outcome};
 use super::options::{Wait, WaitFor};
 use crate::cluster::Cluster;
 use crate::errors::{
@@ -60,10 +60,14 @@ pub(super) async fn report(
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
         Outcome::NotStarted(d) => not_started(cluster, wait, (tracker, metrics), d).await,
-        Outcome::Stalled(d) => {
+        Outcome::Stalled(stalled) => {
+            let on = match wait.stall.map(|s| s.on) {
+                Some(super::options::OnStall::Restart) => "--on-stall restart, no restart made",
+                _ => "--on-stall fail",
+            };
             let message = format!(
-                "run '{tag}' made no progress: {} (--on-stall fail); the last: {}",
-                stalled_text(training, d),
+                "run '{tag}' made no progress: {} ({on}); the last: {}",
+                stalled.text,
                 show::live(training)
             );
             let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {message}")).await;

@@ -177,10 +177,10 @@ fn the_start_timeout_counts_from_the_runs_creation_and_stops_once_it_started() {
 #[test]
 fn a_stall_is_named_once_per_silence_and_only_after_progress() {
     let t0 = Instant::now();
-    let after = Duration::from_secs(600);
+    let bound = StallBound::After(Duration::from_secs(600));
     let mut fold = Fold::new(Rules {
         stall: Some(Stall {
-            after,
+            bound,
             on: OnStall::Warn,
         }),
         ..rules()
@@ -195,7 +195,7 @@ fn a_stall_is_named_once_per_silence_and_only_after_progress() {
     let named = fold.step(Event::Tick, at(t0, 605));
     assert_eq!(
         named,
-        vec![Effect::ShowStall(t.clone(), stalled_text(&t, after))]
+        vec![Effect::ShowStall(t.clone(), stalled_text(None, &t, bound))]
     );
     // Named once: the next only after new progress.
     assert_eq!(fold.next_wake(), None);
@@ -204,21 +204,58 @@ fn a_stall_is_named_once_per_silence_and_only_after_progress() {
 }
 
 #[test]
-fn a_stall_fails_the_run_with_on_stall_fail() {
+fn the_derived_bound_follows_the_longest_gap_the_training_showed() {
     let t0 = Instant::now();
-    let after = Duration::from_secs(60);
     let mut fold = Fold::new(Rules {
         stall: Some(Stall {
-            after,
-            on: OnStall::Fail,
+            bound: StallBound::Derived {
+                factor: 10,
+                floor: Duration::from_secs(60),
+            },
+            on: OnStall::Warn,
         }),
         ..rules()
     });
-    fold.step(training_event(progress(1)), at(t0, 0));
-    assert_eq!(
-        ends(&fold.step(Event::Tick, at(t0, 60))),
-        Some(&Outcome::Stalled(after))
+    // One line: the floor.
+    let mut t = Training::default();
+    t.read(0, "Epoch 1/10", true);
+    fold.step(training_event(t.clone()), at(t0, 0));
+    assert_eq!(fold.next_wake(), Some(t0 + Duration::from_secs(60)));
+    // A 20 s gap between two lines: 200 s from the last.
+    t.read(20_000, "Epoch 2/10", true);
+    fold.step(training_event(t.clone()), at(t0, 20));
+    assert_eq!(fold.next_wake(), Some(t0 + Duration::from_secs(220)));
+    assert_eq!(fold.step(Event::Tick, at(t0, 219)), vec![]);
+    let named = fold.step(Event::Tick, at(t0, 220));
+    assert!(
+        matches!(&named[..], [Effect::ShowStall(_, text)] if text.contains("(3m 20s: 10 × its longest gap between progress lines, 20s, at least 1m)")),
+        "{named:?}"
     );
+}
+
+#[test]
+fn a_stall_fails_or_restarts_the_run_with_its_cause() {
+    for on in [OnStall::Fail, OnStall::Restart] {
+        let t0 = Instant::now();
+        let bound = StallBound::After(Duration::from_secs(60));
+        let mut fold = Fold::new(Rules {
+            stall: Some(Stall { bound, on }),
+            ..rules()
+        });
+        let mut t = Training::default();
+        // Printed at the wall clock's 1_000_000 s (`at`'s second 0).
+        t.read(1_000_000_000, "Epoch 7/10", true);
+        t.read(1_000_000_000, "1200/5000 - loss: 0.5", true);
+        fold.step(training_event(t.clone()), at(t0, 0));
+        let end = fold.step(Event::Tick, at(t0, 2700));
+        assert_eq!(
+            ends(&end),
+            Some(&Outcome::Stalled(Stalled {
+                text: stalled_text(None, &t, bound),
+                cause: "stalled at epoch 7, step 1200, for 45m".to_string(),
+            }))
+        );
+    }
 }
 
 #[test]
