@@ -277,3 +277,71 @@ async fn the_deadline_counts_once_across_a_restart_and_the_first_attempts_log_is
         "attempt 0 ended: pod {t}-worker-1 (worker-1) failed: exit code 143"
     ));
 }
+
+/// Attempt 0 prints one progress line and then nothing (a hang); attempt 1 trains to
+/// its end.
+const HANGS_THEN_TRAINS: &str = "\
+import os, time
+attempt = os.environ.get('TF_SPAWNER_ATTEMPT')
+print('attempt', attempt, flush=True)
+if attempt == '0':
+    print('tf-spawner: epoch=1/2 step=5/10 loss=0.9', flush=True)
+    time.sleep(600)
+for epoch in (1, 2):
+    print(f'tf-spawner: epoch={epoch}/2 step=10/10 loss=0.5', flush=True)
+";
+
+/// `--on-stall restart` (issue 48 item 2) with the derived bound at a small floor: a
+/// script that stops printing is restarted, counted against `--restarts`, its cause
+/// recorded and its log kept, and the next attempt succeeds.
+#[tokio::test]
+async fn a_run_that_stops_printing_is_restarted_on_stall_and_succeeds() {
+    let Some(c) = Cluster::new("restart-stall").await else {
+        return;
+    };
+    let t = tag("hang");
+    let script = c.write("hang.py", HANGS_THEN_TRAINS);
+    c.spawn(&t, &script, &["-w", "2"]).await;
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            &t,
+            "--stall-floor",
+            "5s",
+            "--on-stall",
+            "restart",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "1s",
+            "--timeout",
+            RUN_TIMEOUT,
+        ])
+        .await;
+    assert_eq!(out.code, 0, "{out:#?}");
+    let restarts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{out:#?}");
+    assert!(
+        restarts[0].starts_with(&format!(
+            "run {t}: restart 1/1 in 1s: stalled at epoch 1, step 5, for "
+        )),
+        "{out:#?}"
+    );
+    let status = c.run(&["status", "-t", &t, "-o", "json"]).await;
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).expect("JSON");
+    let why = json["restarted_for"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("stalled at epoch 1, step 5, for "),
+        "{json:#}"
+    );
+    let old = c
+        .run(&["logs", "-t", &t, "--attempt", "0", "--task", "worker-0"])
+        .await;
+    assert!(old.stdout.contains("attempt 0"), "{old:#?}");
+    assert!(log_of(&c, &t, "worker-0").await.contains("attempt 1"));
+}
