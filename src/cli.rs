@@ -67,6 +67,7 @@ pub enum Command {
     List(ListArgs),
     /// Copy a file or directory out of the run's volume (--volume) to this machine,
     /// through a short-lived helper pod
+    #[command(override_usage = "tf-spawner cp [OPTIONS] [TAG] REMOTE LOCAL")]
     Cp(CpArgs),
     /// Serve the run's TensorBoard summaries (its volume) from a pod of the run, forwarded
     /// to a local port, until Ctrl-C
@@ -312,7 +313,7 @@ pub struct CpArgs {
     /// logs and status); what to copy, a path in the run's volume, relative to it or
     /// absolute under its mount path (e.g. model, /output/model); where to put it, a new
     /// path or an existing directory to copy into
-    #[arg(num_args = 2..=3, required = true, value_name = "[TAG] REMOTE LOCAL")]
+    #[arg(num_args = 2..=3, required = true, value_name = "PATH")]
     pub paths: Vec<String>,
 
     /// REMOTE, from `paths` (`commands/verbs.rs::settle_tag`).
@@ -390,8 +391,13 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// An experiment's name (its runs), or the tags of the runs to compare
-    #[arg(required = true, value_name = "NAME")]
+    #[arg(required_unless_present = "tag", value_name = "NAME")]
     pub names: Vec<String>,
+
+    /// A run to compare, as -t TAG (the rule of every verb that takes a run); repeatable,
+    /// and with NAMEs
+    #[arg(short, long, value_name = "TAG")]
+    pub tag: Vec<Tag>,
 
     /// The metric to sort by, on each run's best value: lowest first for a loss-like name
     /// (loss, val_loss, mae, mse, error…), else highest first; -NAME highest first,
@@ -509,6 +515,11 @@ pub struct SpawnArgs {
     /// after listing them (TFJob's ttlSecondsAfterFinished, on request)
     #[arg(long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
     pub finished: bool,
+
+    /// With -d: a run (or --experiment) with nothing left to delete is no error (exit 0,
+    /// as kubectl's flag); without it, nothing matched is exit 1
+    #[arg(long, requires = "delete")]
+    pub ignore_not_found: bool,
 
     /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
     #[arg(long, requires = "finished", value_parser = parse::parse_duration, value_name = "DURATION")]

@@ -63,6 +63,14 @@ pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Usage
         Some(Command::Wait(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Status(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Logs(a)) => (&mut a.tag, a.run.take()),
+        Some(Command::Tensorboard(a)) => (&mut a.tag, None),
+        Some(Command::Compare(a)) => {
+            // `compare -t A -t B NAME`: the tags first, then the names, one list.
+            let tags = before.into_iter().chain(a.tag.drain(..));
+            let names: Vec<String> = tags.map(|t| t.to_string()).collect();
+            a.names.splice(0..0, names);
+            return Ok(());
+        }
         Some(Command::Cp(a)) => {
             // `cp [TAG] REMOTE LOCAL`: clap takes two or three words.
             let local = a.paths.pop().unwrap_or_default();

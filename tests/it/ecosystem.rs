@@ -247,7 +247,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
     assert_eq!(keys(&deleted), ["deleted", "namespace", "tag"]);
     assert_eq!(objects(&deleted["deleted"]), names);
     assert!(env.names("default").is_empty());
-    let nothing = json(&env.run(&["-d", "-t", "js", "-o", "json"]));
+    let nothing = json(&env.run(&["-d", "-t", "js", "-o", "json", "--ignore-not-found"]));
     assert_eq!(nothing["deleted"], serde_json::json!([]));
 
     // YAML: the same shape.

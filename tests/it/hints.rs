@@ -56,3 +56,30 @@ fn script_arguments_without_the_double_dash_get_a_hint_to_add_it() {
     }
     assert!(env.server.requests().is_empty(), "no API call");
 }
+
+#[test]
+fn a_mistyped_verb_with_a_run_suggests_the_verb_not_a_double_dash() {
+    let env = Env::new();
+    let out = env.run(&["staus", "exp1"]);
+    out.failure(2).stderr_has(
+        "error: unexpected argument 'exp1' found; 'staus' is no verb: did you mean `tf-spawner status exp1`?; see tf-spawner --help",
+    );
+    assert!(!out.stderr.contains("go after `--`"), "{out:#?}");
+    // Far from every verb: no guess, and no `--` hint for a script that is not there.
+    let out = env.run(&["zzzz", "exp1"]);
+    out.failure(2);
+    assert!(
+        !out.stderr.contains("did you mean") && !out.stderr.contains("`--`"),
+        "{out:#?}"
+    );
+    assert!(env.server.requests().is_empty(), "no API call");
+}
+
+#[test]
+fn cp_usage_reads_as_the_command_is_typed() {
+    let env = Env::new();
+    let out = env.run(&["cp", "--help"]);
+    out.success()
+        .stdout_has("Usage: tf-spawner cp [OPTIONS] [TAG] REMOTE LOCAL\n");
+    assert!(!out.stdout.contains("<[TAG]"), "{out:#?}");
+}

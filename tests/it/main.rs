@@ -28,6 +28,7 @@ mod queues;
 mod resources;
 mod restart;
 mod roles;
+mod rule;
 mod security;
 mod shared;
 mod spawn;

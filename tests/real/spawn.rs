@@ -535,7 +535,10 @@ async fn a_missing_namespace_is_a_clear_error() {
     // namespace without complaint (200, empty) and answers 405 for services; the tool
     // reports nothing to delete, naming the namespace.
     let out = real
-        .run(Cred::Admin, &["-n", &ns, "-d", "-t", "lost"])
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "-d", "-t", "lost", "--ignore-not-found"],
+        )
         .await;
     out.success().stdout_has(&format!(
         "nothing labelled training_attempt=lost in namespace {ns}"

@@ -40,7 +40,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
     };
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let text = match args.output {
-        ReportFormat::Json => {
+        ReportFormat::Json | ReportFormat::Yaml => {
             let json = json::to_json(
                 &tracker,
                 (record, &helpers),
@@ -49,7 +49,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
                 now,
                 args.all_workers,
             );
-            output::json(&json)?
+            output::document(&json, args.output)?
         }
         ReportFormat::Table => {
             let mut text = table::render(
