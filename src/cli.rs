@@ -490,6 +490,13 @@ pub struct SpawnArgs {
     #[arg(short, long)]
     pub randomize_tag: bool,
 
+    /// Make the tag from any text (a CI variable: a branch name, a short commit SHA):
+    /// lowercased, every run of other characters than a-z and 0-9 one '-', `run-` before
+    /// it unless it starts with a letter, cut to 40 characters; with -r, the random
+    /// tag's prefix instead of `tf` (feature/x: feature-x-1a2b3c4d)
+    #[arg(long, value_name = "TEXT", conflicts_with = "tag", value_parser = crate::tag::from_text)]
+    pub tag_from: Option<String>,
+
     /// File of KEY=VALUE lines; the values go into a Secret referenced by every pod
     #[arg(short, long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,

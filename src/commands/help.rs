@@ -39,6 +39,8 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("finished", None),
     ("older_than", None),
     ("randomize_tag", None),
+    ("tag_from", None),
+    ("ignore_not_found", None),
     ("strategy", Some(ROLES)),
     ("ps_cpu", Some(RESOURCES)),
     ("ps_memory", Some(RESOURCES)),

@@ -78,13 +78,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 /// stays created.
 fn report(plan: &Plan, format: Option<OutputFormat>, waiting: bool) -> Result<()> {
     let (tag, ns) = (&plan.tag, &plan.namespace);
-    if output::is_quiet() {
-        output::data(&format!("{tag}\n"))?;
-        return Ok(());
-    }
     if let Some(format) = format {
         let created = summary::created(tag, ns, &summary::plan_objects(plan));
-        output::print(&summary::render(&created, format)?)?;
+        // What a script asked for, with -q too (`-q -o json`: the summary, not the tag).
+        output::data(&summary::render(&created, format)?)?;
+        return Ok(());
+    }
+    if output::is_quiet() {
+        output::data(&format!("{tag}\n"))?;
         return Ok(());
     }
     let mut parts = vec![format!("configmap/{}", labels::config_map_name(tag))];

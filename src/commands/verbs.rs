@@ -54,6 +54,15 @@ pub fn without_spawn_verb(mut argv: Vec<OsString>) -> Vec<OsString> {
 /// the verb (`-t exp42 status`), moved into the verb's own `--tag`; two different tags
 /// are a usage error.
 pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), UsageError> {
+    // `--tag-from TEXT` without -r is the tag (made valid when clap parsed it).
+    if let Some(text) = cli
+        .spawn
+        .tag_from
+        .as_ref()
+        .filter(|_| !cli.spawn.randomize_tag)
+    {
+        cli.spawn.tag = text.parse()?;
+    }
     let Some((verb, sub)) = matches.subcommand() else {
         return Ok(());
     };

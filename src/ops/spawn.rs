@@ -34,7 +34,8 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
             .await
             .ok()
             .flatten();
-        anyhow::bail!("{}", in_use(plan, &existing, record.as_ref()));
+        let taken = in_use(plan, &existing, record.as_ref());
+        return Err(crate::errors::ExitError::new(crate::errors::EXIT_TAG_TAKEN, taken).into());
     }
 
     room?;

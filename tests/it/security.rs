@@ -259,7 +259,7 @@ fn env_file_values_never_appear_in_any_output() {
         no_leak(out);
     }
     assert_eq!(outputs[0].code, 0);
-    assert_eq!(outputs[3].code, 1);
+    assert_eq!(outputs[3].code, 7);
     assert_eq!(outputs[5].code, 1);
     for pod in env.list("pods", "default") {
         assert!(!pod.to_string().contains(PLANTED));

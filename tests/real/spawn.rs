@@ -450,7 +450,7 @@ async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
             ],
         )
         .await;
-    out.failure(1)
+    out.failure(7)
         .stderr_has("already exists")
         .stderr_has("tf-spawner -d -t once");
     assert_eq!(real.snapshot(&ns, "once").await, before, "nothing changed");
