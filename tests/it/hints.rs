@@ -83,3 +83,41 @@ fn cp_usage_reads_as_the_command_is_typed() {
         .stdout_has("Usage: tf-spawner cp [OPTIONS] [TAG] REMOTE LOCAL\n");
     assert!(!out.stdout.contains("<[TAG]"), "{out:#?}");
 }
+
+#[test]
+fn a_known_failure_ends_with_the_line_that_names_its_fix() {
+    use crate::follow::{exited, running, spawn_run};
+    let env = Env::new();
+    let cases = [
+        (
+            "k3",
+            "ValueError: Attempt to convert a value (PerReplica:{\n  0: <tf.Tensor ...>\n}) with an unsupported type to a Tensor.\n",
+            "hint: Keras 3's Model.fit does not work under MultiWorkerMirroredStrategy: use Keras 2 from tf-keras",
+        ),
+        (
+            "pd",
+            "PermissionError: [Errno 13] Permission denied: '/output/pd/model'\n",
+            "see docs/hardened.md",
+        ),
+    ];
+    for (tag, log, hint) in cases {
+        spawn_run(&env, tag, &["-w", "1"]);
+        let pod = format!("{tag}-worker-0");
+        running(&env, &pod);
+        env.server.append_log("default", &pod, log);
+        exited(&env, &pod, 1);
+        env.run(&["status", tag]).success().stdout_has(hint);
+        let out = env.run(&["wait", tag]);
+        assert_eq!(out.code, 3, "{out:#?}");
+        out.stderr_has(hint);
+    }
+    // An unknown failure gets no hint.
+    spawn_run(&env, "plain", &["-w", "1"]);
+    running(&env, "plain-worker-0");
+    env.server
+        .append_log("default", "plain-worker-0", "ValueError: bad shape\n");
+    exited(&env, "plain-worker-0", 1);
+    let out = env.run(&["wait", "plain"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    assert!(!out.stderr.contains("hint:"), "{out:#?}");
+}
