@@ -673,7 +673,7 @@ fn a_bad_defaults_file_is_a_usage_error_naming_the_file_and_the_key() {
             "image: [a, b]\n",
             "key 'image': expected one value, got [\"a\",\"b\"]",
         ),
-        ("imgae: x\n", "unknown key 'imgae'"),
+        ("imgae: x\n", "unknown key 'imgae'; did you mean 'image'?"),
         ("image: [\n", "not valid YAML"),
         ("- just\n- a list\n", "expected keys"),
     ] {

@@ -121,3 +121,63 @@ fn a_known_failure_ends_with_the_line_that_names_its_fix() {
     assert_eq!(out.code, 3, "{out:#?}");
     assert!(!out.stderr.contains("hint:"), "{out:#?}");
 }
+
+#[test]
+fn run_as_user_with_a_host_path_claim_is_warned_at_the_spawn() {
+    use serde_json::json;
+    let env = Env::new();
+    for (pv, source) in [
+        ("pv-host", json!({"hostPath": {"path": "/data/results"}})),
+        (
+            "pv-nfs",
+            json!({"nfs": {"server": "nfs.lab", "path": "/results"}}),
+        ),
+    ] {
+        let mut spec = json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"]});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(source.as_object().unwrap().clone());
+        env.server.insert(
+            "persistentvolumes",
+            "",
+            json!({"metadata": {"name": pv}, "spec": spec}),
+        );
+        env.server.insert(
+            "persistentvolumeclaims",
+            "default",
+            json!({
+                "metadata": {"name": format!("claim-{pv}")},
+                "spec": {"accessModes": ["ReadWriteMany"], "volumeName": pv,
+                         "resources": {"requests": {"storage": "1Gi"}}},
+                "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"]}
+            }),
+        );
+    }
+    let warned = "warning: persistentvolumeclaim 'claim-pv-host' is bound to a hostPath volume (pv-host: /data/results), which ignores fsGroup: user 1000 (--run-as-user)";
+    let out = env.spawn(&[
+        "-t",
+        "hp",
+        "--volume",
+        "claim-pv-host",
+        "--run-as-user",
+        "1000",
+    ]);
+    out.success().stderr_has(warned);
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    // The image's own user, or a volume that honours fsGroup: nothing to say.
+    for args in [
+        &["-t", "hq", "--volume", "claim-pv-host"][..],
+        &[
+            "-t",
+            "nf",
+            "--volume",
+            "claim-pv-nfs",
+            "--run-as-user",
+            "1000",
+        ],
+    ] {
+        let out = env.spawn(args);
+        out.success();
+        assert!(!out.stderr.contains("hostPath"), "{out:#?}");
+    }
+}

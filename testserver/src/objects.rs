@@ -21,6 +21,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("resourcequotas", "ResourceQuota", true),
     ("namespaces", "Namespace", false),
     ("nodes", "Node", false),
+    ("persistentvolumes", "PersistentVolume", false),
     (crate::VOLCANO_PODGROUPS, "PodGroup", true),
     (crate::COSCHEDULING_PODGROUPS, "PodGroup", true),
     (crate::KUEUE_LOCALQUEUES, "LocalQueue", true),
