@@ -149,6 +149,13 @@ pub fn print_raw(text: &str) -> io::Result<bool> {
     pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
+/// [`print_raw`] for what the user's own program wrote (a `--local` task's lines): the
+/// work's output, printed with `--quiet` too, as [`data`] is.
+pub fn data_raw(text: &str) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
 /// Streams output that is written piece by piece (`--dry-run` of a large run) through
 /// a buffer on stdout. `Ok(false)` when the pipe was closed: what `write` still had
 /// to say is dropped.
