@@ -584,6 +584,11 @@ pub struct SpawnArgs {
     #[arg(long, requires = "wait")]
     pub keep_running: bool,
 
+    /// With --wait --restarts (which waits for the verdict): the run succeeds only when
+    /// every worker has exited 0, as wait --all-workers
+    #[arg(long, requires = "wait")]
+    pub all_workers: bool,
+
     #[command(flatten)]
     pub restart: RestartArgs,
 

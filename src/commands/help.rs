@@ -30,6 +30,7 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("port", None),
     ("python", None),
     ("keep_running", None),
+    ("all_workers", None),
     ("start_timeout", None),
     ("restart_on", None),
     ("restart_backoff", None),

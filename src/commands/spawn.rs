@@ -31,6 +31,12 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         ))
         .into());
     }
+    if args.all_workers && restarts.max == 0 {
+        return Err(crate::errors::UsageError::new(
+            "--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N (else until every pod runs); follow the run with: tf-spawner wait TAG --all-workers",
+        )
+        .into());
+    }
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -48,13 +54,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         } else {
             WaitFor::Start
         };
+
         let wait = Wait {
             tag: plan.tag.clone(),
             until,
             timeout: args.timeout,
             start_timeout: settings.start_timeout.value,
             started,
-            all_workers: false,
+            all_workers: args.all_workers,
             save_logs: None,
             cleanup: false,
             keep_running: settings.keep_running.value,

@@ -27,7 +27,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, tag_from: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, ignore_not_found: _, dry_run: _, output: _, max_in_flight: _,
-        wait: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
+        wait: _, all_workers: _, timeout: _, start_timeout: _, keep_running: _, restart: _, local: _,
         python: _,
     } = args;
     #[rustfmt::skip]

@@ -72,3 +72,27 @@ fn a_pod_without_a_service_account_token_says_so() {
     );
     assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
 }
+
+#[test]
+fn spawn_wait_takes_all_workers_where_it_waits_for_a_verdict() {
+    let env = Env::new();
+    // Without --restarts, spawn --wait waits until every pod runs: no verdict to decide.
+    env.spawn(&["-t", "aw", "--wait", "--all-workers"])
+        .failure(2)
+        .stderr_has("--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N");
+    assert_eq!(env.server.object_count(), 0);
+    // Without --wait: clap names the flag it needs.
+    env.spawn(&["-t", "aw", "--all-workers"]).failure(2);
+    // With --restarts it is the wait's: it reaches the verdict (here: --timeout).
+    let out = env.spawn(&[
+        "-t",
+        "aw",
+        "--wait",
+        "--restarts",
+        "1",
+        "--all-workers",
+        "--timeout",
+        "1s",
+    ]);
+    assert_eq!(out.code, 4, "{out:#?}");
+}
