@@ -25,18 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
-        return Err(crate::errors::UsageError::new(format!(
-            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
-        ))
-        .into());
-    }
-    if args.all_workers && restarts.max == 0 {
-        return Err(crate::errors::UsageError::new(
-            "--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N (else until every pod runs); follow the run with: tf-spawner wait TAG --all-workers",
-        )
-        .into());
-    }
+    follow_flags(args, restarts.max)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -75,6 +64,22 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             observer: None,
         };
         ops::wait::run(&cluster, &wait).await?;
+    }
+    Ok(())
+}
+
+/// The flags of the follow (`--wait`): a restart flag needs `--wait`, `--all-workers`
+/// a wait for the verdict (`--restarts N`).
+fn follow_flags(args: &SpawnArgs, restarts: u32) -> Result<(), crate::errors::UsageError> {
+    if let Some(flag) = spawn::restart_flag(args).filter(|_| !args.wait) {
+        return Err(crate::errors::UsageError::new(format!(
+            "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
+        )));
+    }
+    if args.all_workers && restarts == 0 {
+        return Err(crate::errors::UsageError::new(
+            "--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N (else until every pod runs); follow the run with: tf-spawner wait TAG --all-workers",
+        ));
     }
     Ok(())
 }
