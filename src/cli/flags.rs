@@ -252,7 +252,7 @@ macro_rules! flag_list {
     /// stopped (spawn: with --wait) [default: the config file's start_timeout, else none]
     start_timeout: Option<Duration> = None, parse::start_timeout, "(none)"
         => [Spawn, Wait], value: "DURATION", requires: "wait",
-            brief: "Fail the run (exit 5) unless every task started this long after its creation";
+            brief: "Fail (exit 5) unless every task started this long after its creation";
     /// How long a task's image may fail to pull (ErrImagePull, ImagePullBackOff) before
     /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
     /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
