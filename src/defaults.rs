@@ -107,8 +107,15 @@ pub fn parse_as(
         }
     };
     if let Some(key) = values.keys().find(|k| !keys.contains(&k.as_str())) {
+        // The nearest key, a slip or a flag's spelling (`pod-file`, `run_as_user` as `user`).
+        let nearest = (keys.iter())
+            .map(|k| (strsim::damerau_levenshtein(&key.replace('-', "_"), k), *k))
+            .filter(|(d, _)| *d <= 2)
+            .min()
+            .map(|(_, k)| format!("; did you mean '{k}'?"))
+            .unwrap_or_default();
         return Err(UsageError::new(format!(
-            "{what} {file}: unknown key '{key}' (the keys are: {})",
+            "{what} {file}: unknown key '{key}'{nearest} (the keys are: {})",
             keys.join(", ")
         )));
     }
@@ -150,7 +157,11 @@ mod tests {
         };
         assert_eq!(
             err("imag: x\n"),
-            "config file /c.yaml: unknown key 'imag' (the keys are: image, port)"
+            "config file /c.yaml: unknown key 'imag'; did you mean 'image'? (the keys are: image, port)"
+        );
+        assert_eq!(
+            err("colour: x\n"),
+            "config file /c.yaml: unknown key 'colour' (the keys are: image, port)"
         );
         assert!(err("image: [a\n").starts_with("config file /c.yaml: not valid YAML"));
         assert!(!err("image: [a\n").contains('\n'));

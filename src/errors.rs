@@ -10,6 +10,8 @@ pub const EXIT_TRAINING_FAILED: u8 = 3;
 pub const EXIT_TIMEOUT: u8 = 4;
 /// The run did not start in time (`--start-timeout`): a task still not running.
 pub const EXIT_START_TIMEOUT: u8 = 5;
+/// The tag is taken: a run of that tag is in the namespace (a spawn creates nothing).
+pub const EXIT_TAG_TAKEN: u8 = 7;
 pub const EXIT_INTERRUPTED: u8 = 130;
 pub const EXIT_TERMINATED: u8 = 143;
 

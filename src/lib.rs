@@ -165,11 +165,23 @@ fn script_args_hint(
             .is_some_and(|a| a == refused || a.starts_with(&format!("{refused}=")))
     })?;
     let before = command.try_get_matches_from(&argv[..at]).ok()?;
-    before.try_get_one::<std::path::PathBuf>("script").ok()??;
+    let script = before.try_get_one::<std::path::PathBuf>("script").ok()??;
     let words: Vec<String> = argv[1..]
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // `staus exp1`: no script but a mistyped verb, whose run clap refused.
+    let word = script.to_string_lossy();
+    if !word.contains(['.', '/']) && !script.exists() {
+        let verb = nearest_verb(&word)?;
+        let rest: Vec<&str> = (words.iter())
+            .map(|w| if *w == word { verb.as_str() } else { w })
+            .collect();
+        return Some(format!(
+            "'{word}' is no verb: did you mean `{name} {}`?",
+            rest.join(" ")
+        ));
+    }
     let (flags, script_args) = words.split_at(at - 1);
     Some(format!(
         "the training script's arguments go after `--`: {name} {} -- {}",
@@ -252,12 +264,7 @@ fn unknown_verb(word: &str) -> String {
         .map(|c| c.get_name().to_string())
         .filter(|v| v != "help")
         .collect();
-    let nearest = verbs
-        .iter()
-        .map(|v| (strsim::damerau_levenshtein(word, v), v))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map(|(_, v)| format!("; did you mean `{v}`?"));
+    let nearest = nearest_verb(word).map(|v| format!("; did you mean `{v}`?"));
     let hint = match word {
         "delete" | "del" | "rm" | "remove" | "stop" | "kill" => {
             Some("; to delete a run: tf-spawner -d -t TAG".to_string())
@@ -271,6 +278,18 @@ fn unknown_verb(word: &str) -> String {
     )
 }
 
+/// The verb `word` is a slip of (at most two edits away), if any.
+fn nearest_verb(word: &str) -> Option<String> {
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|v| v != "help")
+        .map(|v| (strsim::damerau_levenshtein(word, &v), v))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, v)| v)
+}
+
 /// Global flags (`-n`, `-v`…) may come before a verb, as with kubectl; a spawn flag
 /// there would be silently ignored, so it is refused.
 fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::UsageError> {
@@ -279,7 +298,7 @@ fn spawn_flags_only_for_spawn(matches: &clap::ArgMatches) -> Result<(), errors::
     };
     let spawn_args = <cli::SpawnArgs as clap::Args>::augment_args(clap::Command::new("spawn"));
     // `-t TAG` before a verb acting on a run names that run (`commands::verbs::settle_tag`).
-    let tag_names_the_run = matches!(verb, "wait" | "status" | "logs");
+    let tag_names_the_run = matches!(verb, "wait" | "status" | "logs" | "cp" | "tensorboard");
     for arg in spawn_args.get_arguments() {
         let id = arg.get_id().as_str();
         if id == "tag" && tag_names_the_run {

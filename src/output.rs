@@ -82,11 +82,13 @@ pub fn fancy_stderr() -> bool {
     io::stderr().is_terminal() && colour_allowed()
 }
 
-/// `-o` of the reports (`status`, `list`, `config`).
+/// `-o` of the reports (`status`, `list`, `config`): the table, or the same document
+/// as JSON or YAML (the rule of every `-o`: docs/reference.md, "One rule for every verb").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
     Table,
     Json,
+    Yaml,
 }
 
 /// Columns separated by three spaces, each as wide as its widest cell; no trailing space.
@@ -169,6 +171,13 @@ pub fn print_raw(text: &str) -> io::Result<bool> {
         let mut out = io::stdout().lock();
         pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
     })
+}
+
+/// [`print_raw`] for what the user's own program wrote (a `--local` task's lines): the
+/// work's output, printed with `--quiet` too, as [`data`] is.
+pub fn data_raw(text: &str) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
 /// Streams output that is written piece by piece (`--dry-run` of a large run) through
@@ -270,6 +279,35 @@ pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(escaped(&text, |c| c == '\n' || c == '\t').into_owned())
 }
 
+/// A report's document as `-o json` or `-o yaml` asked ([`json`], [`yaml`]); `Table`
+/// is each report's own rendering, never this.
+pub fn document(value: &impl serde::Serialize, format: ReportFormat) -> anyhow::Result<String> {
+    match format {
+        ReportFormat::Yaml => yaml(value),
+        ReportFormat::Json | ReportFormat::Table => Ok(json(value)?),
+    }
+}
+
+/// `value` as YAML, the same document as [`json`]'s (its keys in the same order); a string that could drive the terminal is written
+/// double-quoted with YAML's escapes, so the text stays YAML and inert.
+pub fn yaml(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    let text =
+        serde_saphyr::to_string(value).map_err(|e| anyhow::anyhow!("cannot write YAML: {e}"))?;
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        if drives_terminal(c) && c != '\n' {
+            // Only reached inside a quoted scalar if the emitter left it raw.
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// `value` as pretty JSON ending with a newline, safe for a terminal and still JSON:
 /// what serde leaves raw and [`drives_terminal`] (a C1 control such as U+009B, DEL, a
 /// bidirectional override) is written as a JSON escape (`\u009b`), so [`print`] finds
@@ -315,6 +353,16 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back["m"], "a\x1b]0;t\x07 \u{9b}31m \u{202e}x \x7f\nb");
         assert_eq!(terminal_text(&text), text, "nothing left to escape: {text}");
+    }
+
+    #[test]
+    fn yaml_is_the_json_document_with_nothing_for_the_terminal() {
+        let value = serde_json::json!({"tag": "t", "n": 3, "pods": [{"m": "a\x1b]0;t\x07 \u{9b}31m \u{202e}x \x7f\nb"}], "none": null});
+        let text = yaml(&value).unwrap();
+        let back: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, value, "{text}");
+        assert_eq!(terminal_text(&text), text, "nothing left to escape: {text}");
+        assert!(text.contains("\ntag: t\n"), "{text}");
     }
 
     #[test]

@@ -198,6 +198,34 @@ pub fn show(name: &str, nanos: i128) -> String {
     format(nanos, is_bytes(name)).0
 }
 
+/// A value of resource `name` for a reader: bytes in the largest binary unit it holds
+/// one of, to a tenth when not whole (a node's `24629308Ki` is `23.5Gi`), else as
+/// [`show`] writes it.
+pub fn human(name: &str, nanos: i128) -> String {
+    let bytes = nanos / NANO;
+    if !is_bytes(name) || bytes <= 0 {
+        return show(name, nanos);
+    }
+    for (unit, shift) in [
+        ("Ei", 60),
+        ("Pi", 50),
+        ("Ti", 40),
+        ("Gi", 30),
+        ("Mi", 20),
+        ("Ki", 10),
+    ] {
+        let one = 1i128 << shift;
+        if bytes >= one {
+            let tenths = (bytes.saturating_mul(10).saturating_add(one / 2)) / one;
+            return match tenths % 10 {
+                0 => format!("{}{unit}", tenths / 10),
+                t => format!("{}.{t}{unit}", tenths / 10),
+            };
+        }
+    }
+    show(name, nanos)
+}
+
 /// One whole unit, in nano-units.
 pub const ONE: i128 = NANO;
 
@@ -220,6 +248,16 @@ mod tests {
         assert_eq!(parse("1Xi"), None);
         assert_eq!(parse(""), None);
         assert_eq!(parse("."), None);
+    }
+
+    #[test]
+    fn a_reader_gets_bytes_in_a_unit_that_reads() {
+        let q = |text: &str| parse(text).unwrap();
+        assert_eq!(human("memory", q("24629308Ki")), "23.5Gi");
+        assert_eq!(human("memory", q("4Gi")), "4Gi");
+        assert_eq!(human("memory", q("1536Mi")), "1.5Gi");
+        assert_eq!(human("ephemeral-storage", q("100")), "100");
+        assert_eq!(human("cpu", q("3500m")), "3500m");
     }
 
     #[test]

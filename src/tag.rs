@@ -23,6 +23,18 @@ impl Tag {
         Tag(random())
     }
 
+    /// A random tag after `prefix` (`--tag-from TEXT -r`: made by [`from_text`]), else
+    /// after `tf`.
+    pub fn random_after(prefix: Option<&str>) -> Tag {
+        match prefix {
+            Some(prefix) => {
+                let n: u32 = rand::rng().random();
+                Tag(format!("{prefix}-{n:08x}"))
+            }
+            None => Tag::random(),
+        }
+    }
+
     /// Checks that every object name, up to `TAG` + `longest_suffix`, stays valid.
     pub fn fits(&self, longest_suffix: &str) -> Result<(), UsageError> {
         validate(&self.0, longest_suffix)
@@ -77,6 +89,39 @@ fn validate(tag: &str, longest_suffix: &str) -> Result<(), UsageError> {
     }
 }
 
+/// The longest tag `--tag-from` makes (before `-r`'s 9 characters), leaving room for
+/// the object names' suffixes (`-worker-99`, `-script`).
+pub const FROM_TEXT_LEN: usize = 40;
+
+/// `--tag-from TEXT`: a valid tag made from any text (a branch name, a commit SHA that
+/// starts with a digit): lowercased, every run of characters other than `a-z0-9` one
+/// `-`, `run-` before it unless it starts with a letter, cut to [`FROM_TEXT_LEN`]; text
+/// with no letter or digit is refused.
+pub fn from_text(text: &str) -> Result<String, UsageError> {
+    let mut out = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        return Err(UsageError::new(format!(
+            "--tag-from {:?} has no letter or digit to make a tag of",
+            crate::output::escape_controls(text)
+        )));
+    }
+    let out = if out.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out.to_string()
+    } else {
+        format!("run-{out}")
+    };
+    let cut: String = out.chars().take(FROM_TEXT_LEN).collect();
+    Ok(cut.trim_end_matches('-').to_string())
+}
+
 /// A random tag that is always a valid DNS-1035 label: `tf-` and 8 hex digits.
 fn random() -> String {
     let n: u32 = rand::rng().random();
@@ -86,6 +131,29 @@ fn random() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_text_makes_a_valid_tag() {
+        for (text, tag) in [
+            ("1a2b3c4", "run-1a2b3c4"),
+            ("feature/New_Thing", "feature-new-thing"),
+            ("--Release 2.0--", "release-2-0"),
+            ("9", "run-9"),
+            ("ÄÖ-x", "x"),
+        ] {
+            assert_eq!(from_text(text).unwrap(), tag, "{text}");
+            assert!(validate(tag, "-worker-99").is_ok(), "{tag}");
+        }
+        let long = from_text(&"ab-".repeat(30)).unwrap();
+        assert!(
+            long.len() <= FROM_TEXT_LEN && validate(&long, "").is_ok(),
+            "{long}"
+        );
+        let random = Tag::random_after(Some(&from_text("0abc").unwrap()));
+        assert!(random.as_str().starts_with("run-0abc-"), "{random}");
+        assert!(validate(random.as_str(), "-worker-99").is_ok(), "{random}");
+        assert!(from_text("/_/").is_err());
+    }
 
     #[test]
     fn accepts_dns_labels() {

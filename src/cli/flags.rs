@@ -40,6 +40,8 @@ pub(crate) enum Place {
     Wait,
     /// `tensorboard`'s.
     Tensorboard,
+    /// `logs`'.
+    Logs,
     /// Every command's, before or after the verb (clap's `global`).
     Global,
 }
@@ -129,7 +131,7 @@ impl FlagDef {
                 Some(other) => arg.requires(other),
                 None => arg,
             },
-            Place::Wait | Place::Tensorboard => arg,
+            Place::Wait | Place::Tensorboard | Place::Logs => arg,
         }
     }
 }
@@ -245,11 +247,6 @@ macro_rules! flag_list {
     give_up_after: Duration = GIVE_UP, parse::duration, "", short_help
         => [Global], value: "DURATION", heading: Global,
             brief: "Give up reconnecting after [default: 10m]";
-    /// How long a watch or a followed log (wait, logs -f, spawn --wait, -d --wait) may
-    /// say nothing before it is opened again from where it was (a frozen connection);
-    /// at least 2s [default: the config file's idle_timeout, else 5m]
-    idle_timeout: Duration = IDLE, parse::idle_timeout, ""
-        => [Global], value: "DURATION", heading: Global;
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
     /// after its creation, naming the tasks still pending and why; the started pods are
     /// stopped (spawn: with --wait) [default: the config file's start_timeout, else none]
@@ -334,6 +331,11 @@ macro_rules! flag_list {
     /// run's image, as cp uses]
     tensorboard_image: Option<String> = None, parse::image, "(the run's image)"
         => [Tensorboard], long: "image", value: "IMAGE";
+    /// With -f: a log silent this long is opened again from its last line (a frozen
+    /// connection); also the bound of every watch (wait, spawn --wait, -d --wait), from the
+    /// config file; at least 2s [default: the config file's idle_timeout, else 5m]
+    idle_timeout: Duration = IDLE, parse::idle_timeout, ""
+        => [Logs], value: "DURATION";
     /// With --local: the Python interpreter that runs the training script [default: the
     /// config files' python, else python3]
     python: String = DEFAULT_PYTHON.to_string(), parse::program, "", program
@@ -483,6 +485,10 @@ place_flags! {
 place_flags! {
     /// The list's `tensorboard` flags (`--image`).
     TensorboardFlags = Tensorboard
+}
+place_flags! {
+    /// The list's `logs` flags (`--idle-timeout`).
+    LogsFlags = Logs
 }
 place_flags! {
     /// The list's global flags (`-n`, `--give-up-after`).

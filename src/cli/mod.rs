@@ -28,7 +28,7 @@ pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
 
 pub use flags::{
-    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, SpawnFlags, TensorboardFlags, WaitFlags,
+    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, LogsFlags, SpawnFlags, TensorboardFlags, WaitFlags,
 };
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
@@ -76,6 +76,7 @@ pub enum Command {
     List(ListArgs),
     /// Copy a file or directory out of the run's volume (--volume) to this machine,
     /// through a short-lived helper pod
+    #[command(override_usage = "tf-spawner cp [OPTIONS] [TAG] REMOTE LOCAL")]
     Cp(CpArgs),
     /// Serve the run's TensorBoard summaries (its volume) from a pod of the run, forwarded
     /// to a local port, until Ctrl-C
@@ -256,6 +257,9 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct LogsArgs {
+    #[command(flatten)]
+    pub table: LogsFlags,
+
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
@@ -316,7 +320,7 @@ pub struct CpArgs {
     /// logs and status); what to copy, a path in the run's volume, relative to it or
     /// absolute under its mount path (e.g. model, /output/model); where to put it, a new
     /// path or an existing directory to copy into
-    #[arg(num_args = 2..=3, required = true, value_name = "[TAG] REMOTE LOCAL")]
+    #[arg(num_args = 2..=3, required = true, value_name = "PATH")]
     pub paths: Vec<String>,
 
     /// REMOTE, from `paths` (`commands/verbs.rs::settle_tag`).
@@ -392,8 +396,13 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// An experiment's name (its runs), or the tags of the runs to compare
-    #[arg(required = true, value_name = "NAME")]
+    #[arg(required_unless_present = "tag", value_name = "NAME")]
     pub names: Vec<String>,
+
+    /// A run to compare, as -t TAG (the rule of every verb that takes a run); repeatable,
+    /// and with NAMEs
+    #[arg(short, long, value_name = "TAG")]
+    pub tag: Vec<Tag>,
 
     /// The metric to sort by, on each run's best value: lowest first for a loss-like name
     /// (loss, val_loss, mae, mse, error…), else highest first; -NAME highest first,
@@ -470,6 +479,13 @@ pub struct SpawnArgs {
     #[arg(short, long)]
     pub randomize_tag: bool,
 
+    /// Make the tag from any text (a CI variable: a branch name, a short commit SHA):
+    /// lowercased, every run of other characters than a-z and 0-9 one '-', `run-` before
+    /// it unless it starts with a letter, cut to 40 characters; with -r, the random
+    /// tag's prefix instead of `tf` (feature/x: feature-x-1a2b3c4d)
+    #[arg(long, value_name = "TEXT", conflicts_with = "tag", value_parser = crate::tag::from_text)]
+    pub tag_from: Option<String>,
+
     /// File of KEY=VALUE lines; the values go into a Secret referenced by every pod
     #[arg(short, long, value_name = "FILE")]
     pub env_file: Option<PathBuf>,
@@ -491,6 +507,11 @@ pub struct SpawnArgs {
     /// after listing them (TFJob's ttlSecondsAfterFinished, on request)
     #[arg(long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
     pub finished: bool,
+
+    /// With -d: a run (or --experiment) with nothing left to delete is no error (exit 0,
+    /// as kubectl's flag); without it, nothing matched is exit 1
+    #[arg(long, requires = "delete")]
+    pub ignore_not_found: bool,
 
     /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
     #[arg(long, requires = "finished", value_parser = Flag(parse::duration), value_name = "DURATION")]
@@ -523,6 +544,11 @@ pub struct SpawnArgs {
     /// run's verdict, instead of creating pods; no cluster needed
     #[arg(long, conflicts_with_all = ["delete", "dry_run"])]
     pub local: bool,
+
+    /// With --wait --restarts (which waits for the verdict): the run succeeds only when
+    /// every worker has exited 0, as wait --all-workers
+    #[arg(long, requires = "wait")]
+    pub all_workers: bool,
 
     #[command(flatten)]
     pub restart: RestartArgs,

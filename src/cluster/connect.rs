@@ -111,9 +111,20 @@ fn no_proxy_warning(err: &KubeconfigError) {
     ));
 }
 
+/// Where a pod's service account token is mounted (kube's in-cluster config reads it).
+const TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
 /// No kubeconfig file: the in-cluster service account, if there is one.
 fn in_cluster(target: &Target, file_err: &str) -> Found {
-    let in_cluster = kube::Config::incluster().ok();
+    let in_cluster = kube::Config::incluster();
+    let in_a_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some_and(|h| !h.is_empty());
+    let pod_err = match &in_cluster {
+        Err(_) if in_a_pod => Some(format!(
+            "this is a pod (KUBERNETES_SERVICE_HOST is set) without a service account token at {TOKEN_FILE} (automountServiceAccountToken: false, or a pod without a service account): mount one, or give a kubeconfig with --kubeconfig or KUBECONFIG ({file_err})"
+        )),
+        _ => None,
+    };
+    let in_cluster = in_cluster.ok();
     let namespace = in_cluster
         .as_ref()
         .map(|c| (c.default_namespace.clone(), ConfigNamespace::InCluster));
@@ -123,9 +134,9 @@ fn in_cluster(target: &Target, file_err: &str) -> Found {
         ))
     } else {
         in_cluster.ok_or_else(|| {
-            format!(
+            pod_err.unwrap_or_else(|| format!(
                 "no Kubernetes configuration found: {file_err} (set --kubeconfig or KUBECONFIG, or run inside a pod)"
-            )
+            ))
         })
     };
     Found { config, namespace }

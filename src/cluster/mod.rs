@@ -223,6 +223,17 @@ impl Cluster {
         Ok(answer.metadata.uid)
     }
 
+    /// Whether the namespace is known not to exist (a GET of it answered 404); `false`
+    /// when it exists or this cannot be told (no right to read namespaces, an error):
+    /// for "no runs there" versus "no such namespace" (`list -n typo`).
+    pub async fn namespace_missing(&self) -> bool {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        matches!(
+            retry(&self.policy, || api.get_opt(&self.namespace), Plain).await,
+            Ok(None)
+        )
+    }
+
     /// Lists objects of one kind matching a label selector, with retries.
     pub async fn list<K: RunObject>(&self, selector: &str) -> Result<Vec<K>, CallError> {
         let api = self.api::<K>();

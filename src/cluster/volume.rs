@@ -46,6 +46,18 @@ impl Cluster {
         got.map_err(|e| self.explain(&format!("looking up persistentvolumeclaim/{name}"), &e))
     }
 
+    /// The host path behind the persistent volume `name` (a `hostPath` volume), if it is
+    /// one; `None` when it is another kind, or cannot be read (persistent volumes are
+    /// cluster-scoped: a namespace's credentials seldom may).
+    pub async fn host_path_of(&self, name: &str) -> Option<String> {
+        let api: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(self.client.clone());
+        let name = super::checked(name).ok()?;
+        let found = retry(&self.policy, || api.get_opt(name), Plain)
+            .await
+            .ok()??;
+        found.spec?.host_path.map(|h| h.path)
+    }
+
     /// The volume run `tag` was spawned with (its ConfigMap's [`VOLUME_ANNOTATION`]):
     /// `Ok(None)` for a run without one; an error when there is no such run.
     pub async fn run_volume(&self, tag: &str) -> Result<Option<OutputVolume>> {

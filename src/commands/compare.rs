@@ -36,6 +36,12 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
             let json = table::to_json(&runs, experiment, sort.as_ref(), best.as_deref());
             serde_json::to_string_pretty(&json)? + "\n"
         }
+        CompareFormat::Yaml => crate::output::yaml(&table::to_json(
+            &runs,
+            experiment,
+            sort.as_ref(),
+            best.as_deref(),
+        ))?,
         CompareFormat::Csv => table::to_csv(&runs, best.as_deref()),
         CompareFormat::Table => {
             let mut text = table::render(&runs, sort.as_ref(), best.as_deref());

@@ -29,7 +29,7 @@ pub fn exec(settings: &Settings, args: &ConfigArgs) -> Result<()> {
         return trust(settings.project.as_ref());
     }
     let text = match args.output {
-        ReportFormat::Json => json(settings)?,
+        ReportFormat::Json | ReportFormat::Yaml => json(settings, args.output)?,
         ReportFormat::Table => table(settings),
     };
     output::print(&text)?;
@@ -40,8 +40,8 @@ fn shown(path: Option<&std::path::Path>) -> Option<String> {
     path.map(|p| p.display().to_string())
 }
 
-/// `config -o json` ([`ConfigJson`]).
-fn json(settings: &Settings) -> Result<String> {
+/// `config -o json|yaml` ([`ConfigJson`]).
+fn json(settings: &Settings, format: ReportFormat) -> Result<String> {
     let mut map = serde_json::Map::new();
     for r in settings.rows() {
         map.insert(
@@ -60,7 +60,7 @@ fn json(settings: &Settings) -> Result<String> {
             .unwrap_or_default(),
         settings: map,
     };
-    Ok(output::json(&json)?)
+    output::document(&json, format)
 }
 
 /// `config`'s table: the files, then each setting's value and source.

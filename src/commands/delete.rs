@@ -35,8 +35,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if !args.yes && std::io::stdin().is_terminal() {
         let found = delete::existing(&cluster, tag, &Gang::ALL, true).await?;
         if found.is_empty() {
-            report(tag, &ns, &[], args.output)?;
-            return other_runs(&cluster, tag, &ns).await;
+            return not_found(&cluster, tag, &ns, args).await;
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         output::eprint(&format!("{}\n", shown.join("\n")));
@@ -51,16 +50,19 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
 
     let deleted = delete::delete(&cluster, tag, args.max_in_flight).await;
+    let nothing = deleted.removed.is_empty() && deleted.failed.is_empty();
     // What was deleted is printed even when some of it failed (the error follows on stderr).
-    report(tag, &ns, &deleted.removed, args.output)?;
+    if !nothing {
+        report(tag, &ns, &deleted.removed, args.output)?;
+    }
     for note in &deleted.notes {
         output::note(note);
     }
     if let Some(err) = delete::failure(&deleted, tag, &ns) {
         return Err(err);
     }
-    if deleted.removed.is_empty() {
-        return other_runs(&cluster, tag, &ns).await;
+    if nothing {
+        return not_found(&cluster, tag, &ns, args).await;
     }
     if args.wait {
         if args.output.is_some() {
@@ -89,11 +91,7 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
         let found =
             delete::existing_selected(&cluster, &which.selector(), &Gang::ALL, true).await?;
         if found.is_empty() {
-            output::print(&format!(
-                "nothing labelled {} in namespace {ns}\n",
-                which.selector()
-            ))?;
-            return Ok(());
+            return no_experiment(name, &which, &ns, args.ignore_not_found);
         }
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         output::eprint(&format!("{}\n", shown.join("\n")));
@@ -106,12 +104,8 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
         }
     }
     let deleted = delete::delete_experiment(&cluster, name, args.max_in_flight).await;
-    if deleted.removed.is_empty() && deleted.failed.is_empty() {
-        output::print(&format!(
-            "nothing labelled {} in namespace {ns}\n",
-            which.selector()
-        ))?;
-    } else {
+    let nothing = deleted.removed.is_empty() && deleted.failed.is_empty();
+    if !nothing {
         report(name, &ns, &deleted.removed, args.output)?;
     }
     for note in &deleted.notes {
@@ -119,8 +113,25 @@ async fn experiment(settings: &Settings, args: &SpawnArgs, name: &str) -> Result
     }
     match delete::failure_of(&deleted, which, &ns) {
         Some(err) => Err(err),
+        None if nothing => no_experiment(name, &which, &ns, args.ignore_not_found),
         None => Ok(()),
     }
+}
+
+/// `-d --experiment NAME` found nothing: exit 1 in one line, or with
+/// `--ignore-not-found` the "nothing labelled" line and exit 0.
+fn no_experiment(name: &str, which: &delete::Selected, ns: &str, ignore: bool) -> Result<()> {
+    if ignore {
+        output::print(&format!(
+            "nothing labelled {} in namespace {ns}\n",
+            which.selector()
+        ))?;
+        return Ok(());
+    }
+    bail!(
+        "nothing labelled {} in namespace {ns}: no experiment '{name}' there (tf-spawner list -n {ns}; --ignore-not-found makes this exit 0)",
+        which.selector()
+    )
 }
 
 /// `-d --finished --older-than AGE`: every run whose verdict is final (Succeeded or
@@ -198,19 +209,29 @@ fn report(tag: &str, ns: &str, removed: &[ObjectRef], format: Option<OutputForma
     Ok(())
 }
 
-/// Nothing had the tag: fine when the namespace has no run (deleting twice is not an
-/// error), else probably a mistyped tag: an error naming the runs there.
-async fn other_runs(cluster: &crate::cluster::Cluster, tag: &str, ns: &str) -> Result<()> {
-    let Ok(runs) = crate::ops::list::list(cluster, false).await else {
-        return Ok(());
-    };
-    if runs.is_empty() {
-        return Ok(());
+/// Nothing had the tag: exit 1 in one line naming the runs there (a mistyped tag), as
+/// every verb's "nothing matched"; with `--ignore-not-found` (deleting twice in a
+/// pipeline) the "nothing labelled" line and exit 0.
+async fn not_found(
+    cluster: &crate::cluster::Cluster,
+    tag: &str,
+    ns: &str,
+    args: &SpawnArgs,
+) -> Result<()> {
+    if args.ignore_not_found {
+        return report(tag, ns, &[], args.output);
     }
-    let tags: Vec<&str> = runs.iter().map(|r| r.tag.as_str()).collect();
+    let runs = crate::ops::list::list(cluster, false)
+        .await
+        .unwrap_or_default();
+    let there = if runs.is_empty() {
+        "no run is there".to_string()
+    } else {
+        let tags: Vec<&str> = runs.iter().map(|r| r.tag.as_str()).collect();
+        format!("the runs there: {}", tags.join(", "))
+    };
     bail!(
-        "no run tagged '{tag}' in namespace {ns}; the runs there: {} (tf-spawner list -n {ns})",
-        tags.join(", ")
+        "no run tagged '{tag}' in namespace {ns}; {there} (tf-spawner list -n {ns}; --ignore-not-found makes this exit 0)"
     )
 }
 

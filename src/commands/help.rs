@@ -27,6 +27,7 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("ps_pod_file", Some(ROLES)),
     ("evaluator_pod_file", Some(ROLES)),
     ("max_in_flight", None),
+    ("all_workers", None),
     ("restart_backoff", None),
     ("node_grace", None),
     ("yes", None),
@@ -34,6 +35,8 @@ const LONG_ONLY: &[(&str, Option<&str>)] = &[
     ("finished", None),
     ("older_than", None),
     ("randomize_tag", None),
+    ("tag_from", None),
+    ("ignore_not_found", None),
     ("strategy", Some(ROLES)),
 ];
 

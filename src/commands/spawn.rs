@@ -25,7 +25,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
     let restarts = spawn::restarts(settings, &args.restart);
-    followed_only(settings, args)?;
+    followed_only(settings, args, restarts.max)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -44,13 +44,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         } else {
             WaitFor::Start
         };
+
         let wait = Wait {
             tag: plan.tag.clone(),
             until,
             timeout: args.timeout,
             start_timeout: settings.start_timeout.value,
             started,
-            all_workers: false,
+            all_workers: args.all_workers,
             save_logs: None,
             cleanup: false,
             keep_running: settings.keep_running.value,
@@ -67,8 +68,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     Ok(())
 }
 
-/// The flags that act while a run is followed, refused without `--wait`.
-fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
+/// The flags that act while a run is followed, refused without `--wait`; `--all-workers`
+/// needs a wait for the verdict (`--restarts N` or `--notify`).
+fn followed_only(settings: &Settings, args: &SpawnArgs, restarts: u32) -> Result<()> {
     if let Some(flag) = spawn::restart_flag(settings, args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
@@ -81,6 +83,12 @@ fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         )
         .into());
     }
+    if args.all_workers && restarts == 0 && settings.notify.value.is_none() {
+        return Err(crate::errors::UsageError::new(
+            "--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N (else until every pod runs); follow the run with: tf-spawner wait TAG --all-workers",
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -90,13 +98,14 @@ fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
 /// stays created.
 fn report(plan: &Plan, format: Option<OutputFormat>, waiting: bool) -> Result<()> {
     let (tag, ns) = (&plan.tag, &plan.namespace);
-    if output::is_quiet() {
-        output::data(&format!("{tag}\n"))?;
-        return Ok(());
-    }
     if let Some(format) = format {
         let created = summary::created(tag, ns, &summary::plan_objects(plan));
-        output::print(&summary::render(&created, format)?)?;
+        // What a script asked for, with -q too (`-q -o json`: the summary, not the tag).
+        output::data(&summary::render(&created, format)?)?;
+        return Ok(());
+    }
+    if output::is_quiet() {
+        output::data(&format!("{tag}\n"))?;
         return Ok(());
     }
     let mut parts = vec![format!("configmap/{}", labels::config_map_name(tag))];

@@ -54,6 +54,15 @@ pub fn without_spawn_verb(mut argv: Vec<OsString>) -> Vec<OsString> {
 /// the verb (`-t exp42 status`), moved into the verb's own `--tag`; two different tags
 /// are a usage error.
 pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), UsageError> {
+    // `--tag-from TEXT` without -r is the tag (made valid when clap parsed it).
+    if let Some(text) = cli
+        .spawn
+        .tag_from
+        .as_ref()
+        .filter(|_| !cli.spawn.randomize_tag)
+    {
+        cli.spawn.tag = text.parse()?;
+    }
     let Some((verb, sub)) = matches.subcommand() else {
         return Ok(());
     };
@@ -63,6 +72,14 @@ pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Usage
         Some(Command::Wait(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Status(a)) => (&mut a.tag, a.run.take()),
         Some(Command::Logs(a)) => (&mut a.tag, a.run.take()),
+        Some(Command::Tensorboard(a)) => (&mut a.tag, None),
+        Some(Command::Compare(a)) => {
+            // `compare -t A -t B NAME`: the tags first, then the names, one list.
+            let tags = before.into_iter().chain(a.tag.drain(..));
+            let names: Vec<String> = tags.map(|t| t.to_string()).collect();
+            a.names.splice(0..0, names);
+            return Ok(());
+        }
         Some(Command::Cp(a)) => {
             // `cp [TAG] REMOTE LOCAL`: clap takes two or three words.
             let local = a.paths.pop().unwrap_or_default();

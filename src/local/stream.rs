@@ -186,8 +186,10 @@ impl Printer {
         }
     }
 
+    /// tf-spawner's own line (none with `-q`; the tasks' lines are printed all the same:
+    /// they are the training's log, which CI keeps).
     pub fn note(&mut self, text: &str) {
-        if !text.is_empty() {
+        if !text.is_empty() && !output::is_quiet() {
             let text = format!("{}{text}\n", self.note_prefix);
             self.print_above(&text);
         }
@@ -211,7 +213,7 @@ impl Printer {
             // As it is: the prefixes' colours and the redraws are ours, and the text is
             // the user's own script's, run on the user's own machine, as a terminal
             // would show it.
-            self.closed = !matches!(output::print_raw(text), Ok(true));
+            self.closed = !matches!(output::data_raw(text), Ok(true));
         }
     }
 

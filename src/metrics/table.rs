@@ -16,6 +16,8 @@ pub enum CompareFormat {
     Table,
     /// Every run's parameters, metrics and curve
     Json,
+    /// The same document as YAML
+    Yaml,
     /// A row per run: parameters, final and best metrics
     Csv,
 }

@@ -56,7 +56,33 @@ pub(crate) async fn read_failed(
     out
 }
 
-/// `last log lines of pod P:` and `text`'s lines, each under the task's label.
+/// Failures the tool knows the cause of, by what the task's last lines say (every
+/// needle), and the line that names the fix.
+const KNOWN: &[(&[&str], &str)] = &[
+    (
+        &["PerReplica", "to a Tensor"],
+        "Keras 3's Model.fit does not work under MultiWorkerMirroredStrategy: use Keras 2 from tf-keras (TF_USE_LEGACY_KERAS=1 before TensorFlow is imported; tf-spawner init writes it), see docs/tensorflow.md",
+    ),
+    (
+        &["Permission denied"],
+        "a path the task's user may not write: with --run-as-user, a volume whose plugin ignores fsGroup (hostPath, NFS without group write) stays the image's owner's, see docs/hardened.md (\"Restricted namespaces\")",
+    ),
+    (
+        &["ModuleNotFoundError"],
+        "a module the image lacks: ship your project's own with --dir ., or use an image that has the package (docs/tensorflow.md)",
+    ),
+];
+
+/// The fix for a failure [`KNOWN`] recognises in a task's last lines.
+pub(crate) fn known_cause(text: &str) -> Option<&'static str> {
+    KNOWN
+        .iter()
+        .find(|(needles, _)| needles.iter().all(|n| text.contains(n)))
+        .map(|(_, fix)| *fix)
+}
+
+/// `last log lines of pod P:` and `text`'s lines, each under the task's label; then a
+/// `hint:` line when the cause is a [`KNOWN`] one.
 pub(crate) fn shown(v: &PodView, text: &str) -> String {
     let label = v.label();
     let mut block = format!("last log lines of pod {}:\n", v.name);
@@ -64,6 +90,9 @@ pub(crate) fn shown(v: &PodView, text: &str) -> String {
         block.push_str(&crate::output::prefix(&label, label.len(), None));
         block.push_str(line);
         block.push('\n');
+    }
+    if let Some(fix) = known_cause(text) {
+        block.push_str(&format!("hint: {fix}\n"));
     }
     block
 }

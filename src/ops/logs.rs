@@ -52,6 +52,7 @@ pub(crate) async fn print(
     pick: &Pick,
 ) -> Result<()> {
     let tracker = super::status::snapshot(cluster, tag, false).await?;
+    pick.check(&tracker, tag)?;
     let mut prefixes = Prefixes::new(&tracker, output::fancy_stdout());
     if let Some(n) = pick.attempt.filter(|n| *n != tracker.attempt()) {
         return attempt(
@@ -85,6 +86,25 @@ pub struct Pick {
 }
 
 impl Pick {
+    /// A `--task` the run does not have is "nothing matched": exit 1 naming its tasks,
+    /// never an empty log and exit 0.
+    fn check(&self, tracker: &Tracker, tag: &str) -> Result<()> {
+        let known = tracker.tasks();
+        let missing: Vec<String> = (self.tasks.iter())
+            .filter(|t| !known.contains(t))
+            .map(|t| t.id())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = known.iter().map(|t| t.id()).collect();
+        anyhow::bail!(
+            "run '{tag}' has no task {} (its tasks: {})",
+            missing.join(", "),
+            ids.join(", ")
+        )
+    }
+
     fn wants(&self, pod: &PodView) -> bool {
         self.tasks.is_empty() || pod.task.is_some_and(|t| self.tasks.contains(&t))
     }

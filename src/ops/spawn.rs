@@ -19,7 +19,7 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     }
     check_queues(cluster, plan).await?;
     if let Some(volume) = &plan.volume {
-        check_claim(cluster, volume, plan.pods.len()).await?;
+        check_claim(cluster, volume, plan).await?;
     }
     let gangs: Vec<_> = gang.into_iter().collect();
     let policy = plan.network_policy.is_some();
@@ -34,7 +34,8 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
             .await
             .ok()
             .flatten();
-        anyhow::bail!("{}", in_use(plan, &existing, record.as_ref()));
+        let taken = in_use(plan, &existing, record.as_ref());
+        return Err(crate::errors::ExitError::new(crate::errors::EXIT_TAG_TAKEN, taken).into());
     }
 
     room?;
@@ -80,8 +81,8 @@ async fn check_queues(cluster: &Cluster, plan: &Plan) -> Result<()> {
 /// `--volume`'s claim must exist. A claim only one node can mount (ReadWriteOnce) is
 /// shared by the run's pods only when they land on one node: said once, as a note. A
 /// ReadWriteOncePod claim cannot be shared by two pods at all.
-async fn check_claim(cluster: &Cluster, volume: &OutputVolume, pods: usize) -> Result<()> {
-    let (claim, ns) = (&volume.claim, cluster.namespace());
+async fn check_claim(cluster: &Cluster, volume: &OutputVolume, plan: &Plan) -> Result<()> {
+    let (claim, ns, pods) = (&volume.claim, cluster.namespace(), plan.pods.len());
     let Some(found) = cluster.claim(claim).await? else {
         anyhow::bail!(
             "--volume: persistentvolumeclaim '{claim}' does not exist in namespace '{ns}'; create it first, or name an existing claim"
@@ -100,7 +101,31 @@ async fn check_claim(cluster: &Cluster, volume: &OutputVolume, pods: usize) -> R
             modes.join(",")
         ));
     }
+    host_path_as_another_user(cluster, claim, spec.volume_name.as_deref(), plan).await;
     Ok(())
+}
+
+/// `--run-as-user` and a claim bound to a `hostPath` volume: its plugin ignores
+/// `fsGroup`, so the directory keeps its owner and the tasks' writes fail with
+/// `Permission denied` (docs/hardened.md); a warning line at the spawn, not in the pod.
+async fn host_path_as_another_user(
+    cluster: &Cluster,
+    claim: &str,
+    bound: Option<&str>,
+    plan: &Plan,
+) {
+    let user = plan.pods.iter().next().and_then(|p| {
+        let spec = p.spec.as_ref()?;
+        spec.security_context.as_ref()?.run_as_user
+    });
+    let (Some(user), Some(pv)) = (user, bound) else {
+        return;
+    };
+    if let Some(path) = cluster.host_path_of(pv).await {
+        output::warning(&format!(
+            "persistentvolumeclaim '{claim}' is bound to a hostPath volume ({pv}: {path}), which ignores fsGroup: user {user} (--run-as-user) can write it only if the directory on the node is writable by that user (chown or chmod it), else the tasks fail with Permission denied (docs/hardened.md)"
+        ));
+    }
 }
 
 /// The namespace's quotas must leave room for the whole run (else one line and nothing

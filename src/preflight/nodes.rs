@@ -75,14 +75,10 @@ fn rooms(nodes: &[Node]) -> Vec<(String, Room)> {
 /// `no node can hold one of the worker pods (each asks for cpu 8); the largest, n1,
 /// has cpu 4 allocatable: …`.
 fn warning(pods: &RolePods, asks: &Room, name: &str, room: &Room) -> String {
-    let show = |from: &Room| {
+    // What the pod asks for as written; what a node has as a reader reads it (23.5Gi).
+    let show = |from: &Room, how: fn(&str, i128) -> String| {
         asks.keys()
-            .map(|k| {
-                format!(
-                    "{k} {}",
-                    quantity::show(k, from.get(k).copied().unwrap_or(0))
-                )
-            })
+            .map(|k| format!("{k} {}", how(k, from.get(k).copied().unwrap_or(0))))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -97,8 +93,8 @@ fn warning(pods: &RolePods, asks: &Room, name: &str, room: &Room) -> String {
     };
     format!(
         "no node can hold {which} ({each} for {}); the largest, {name}, has {} allocatable: {stays} Pending until a node that large joins the cluster",
-        show(asks),
-        show(room)
+        show(asks, quantity::show),
+        show(room, quantity::human)
     )
 }
 

@@ -27,8 +27,8 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         table: _,
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
-        tag: _, randomize_tag: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, dry_run: _, output: _, max_in_flight: _,
-        wait: _, timeout: _, restart: _, local: _,
+        tag: _, randomize_tag: _, tag_from: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, ignore_not_found: _, dry_run: _, output: _, max_in_flight: _,
+        wait: _, all_workers: _, timeout: _, restart: _, local: _,
     } = args;
     #[rustfmt::skip]
     let RoleArgs {
@@ -116,10 +116,11 @@ fn scheduling(settings: &Settings) -> Scheduling {
     }
 }
 
-/// The tag a spawn uses: `-r` makes a random one, else `-t`.
+/// The tag a spawn uses: `-r` makes a random one (after `--tag-from`'s prefix), else
+/// `-t` (which `--tag-from` alone has set: `commands::verbs::settle_tag`).
 pub(crate) fn tag(args: &SpawnArgs) -> Tag {
     if args.randomize_tag {
-        Tag::random()
+        Tag::random_after(args.tag_from.as_deref())
     } else {
         args.tag.clone()
     }

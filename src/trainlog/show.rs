@@ -80,6 +80,15 @@ pub fn short(t: &Training) -> String {
 /// `epoch 7/20, step 120/500, loss 0.31, accuracy 0.9, 8.3 steps/s, about 40 min left`;
 /// `metrics`: how many to show (all with `None`).
 pub fn line(t: &Training, metrics: Option<usize>) -> String {
+    line_with(t, metrics, true)
+}
+
+/// [`line`] of a run whose verdict is in (a failed run has no time left to guess).
+pub fn line_ended(t: &Training, metrics: Option<usize>) -> String {
+    line_with(t, metrics, false)
+}
+
+fn line_with(t: &Training, metrics: Option<usize>, estimate: bool) -> String {
     let mut parts = vec![short(t)];
     if t.epoch.is_some()
         && let Some(s) = t.step
@@ -101,7 +110,7 @@ pub fn line(t: &Training, metrics: Option<usize>) -> String {
     }
     if t.finished() {
         parts.push("done".into());
-    } else if let Some(left) = t.secs_left() {
+    } else if let Some(left) = t.secs_left().filter(|_| estimate) {
         parts.push(format!("about {} left", left_text(left)));
     }
     parts.join(", ")

@@ -634,9 +634,14 @@ fn delete_matching_nothing_names_the_runs_there() {
     env.spawn(&["-t", "real-one"]).success();
     let out = env.run(&["-d", "-t", "real-on"]);
     out.failure(1).stderr_has(
-        "no run tagged 'real-on' in namespace default; the runs there: real-one (tf-spawner list -n default)",
+        "no run tagged 'real-on' in namespace default; the runs there: real-one (tf-spawner list -n default;",
     );
-    out.stdout_has("nothing labelled training_attempt=real-on in namespace default");
+    out.stderr_has("--ignore-not-found makes this exit 0");
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.lines().count()),
+        ("", 1),
+        "{out:#?}"
+    );
     assert_eq!(env.list("pods", "default").len(), 2);
 }
 

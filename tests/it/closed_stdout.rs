@@ -49,7 +49,10 @@ fn delete_removes_the_whole_run() {
     // -o json and nothing to delete print through the same pipe.
     spawn_run(&env, "js", &["-w", "2"]);
     quietly_done(&closed(&env, &["-d", "-y", "-t", "js", "-o", "json"]));
-    quietly_done(&closed(&env, &["-d", "-y", "-t", "js"]));
+    quietly_done(&closed(
+        &env,
+        &["-d", "-y", "-t", "js", "--ignore-not-found"],
+    ));
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
 }
 

@@ -208,6 +208,9 @@ fn delete_an_experiment_deletes_its_runs_and_nothing_else() {
     assert_eq!(cm_deletes, 1);
 
     env.run(&["-d", "--experiment", "lrs"])
+        .failure(1)
+        .stderr_has("nothing labelled tf-spawner/experiment=lrs in namespace default: no experiment 'lrs' there");
+    env.run(&["-d", "--experiment", "lrs", "--ignore-not-found"])
         .success()
         .stdout_has("nothing labelled tf-spawner/experiment=lrs in namespace default");
     env.run(&["-d", "--experiment", "a,b=c"])

@@ -105,9 +105,20 @@ fn delete_falls_back_when_services_refuse_collection_delete() {
 }
 
 #[test]
-fn delete_needs_no_template_or_script_and_nothing_to_delete_is_fine() {
+fn delete_needs_no_template_or_script_and_nothing_to_delete_is_exit_1_unless_ignored() {
     let env = Env::new();
+    // Nothing matched is exit 1 in one line, an empty namespace included (docs/reference.md,
+    // "One rule for every verb"); --ignore-not-found makes it exit 0, as kubectl's.
     let out = env.run(&["-d", "-t", "ghost"]);
+    out.failure(1).stderr_has(
+        "error: no run tagged 'ghost' in namespace default; no run is there (tf-spawner list -n default; --ignore-not-found makes this exit 0)",
+    );
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.lines().count()),
+        ("", 1),
+        "{out:#?}"
+    );
+    let out = env.run(&["-d", "-t", "ghost", "--ignore-not-found"]);
     out.success()
         .stdout_has("nothing labelled training_attempt=ghost in namespace default");
     // The default tag, -y accepted.

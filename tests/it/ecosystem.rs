@@ -223,8 +223,8 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
         keys(&status),
         [
             "attempt",
-            "cost",
             "attempts",
+            "cost",
             "created_at",
             "duration_seconds",
             "failure",
@@ -249,7 +249,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
     assert_eq!(keys(&deleted), ["deleted", "namespace", "tag"]);
     assert_eq!(objects(&deleted["deleted"]), names);
     assert!(env.names("default").is_empty());
-    let nothing = json(&env.run(&["-d", "-t", "js", "-o", "json"]));
+    let nothing = json(&env.run(&["-d", "-t", "js", "-o", "json", "--ignore-not-found"]));
     assert_eq!(nothing["deleted"], serde_json::json!([]));
 
     // YAML: the same shape.
@@ -675,7 +675,7 @@ fn a_bad_defaults_file_is_a_usage_error_naming_the_file_and_the_key() {
             "image: [a, b]\n",
             "key 'image': expected one value, got [\"a\",\"b\"]",
         ),
-        ("imgae: x\n", "unknown key 'imgae'"),
+        ("imgae: x\n", "unknown key 'imgae'; did you mean 'image'?"),
         ("image: [\n", "not valid YAML"),
         ("- just\n- a list\n", "expected keys"),
     ] {

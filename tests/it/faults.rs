@@ -343,7 +343,7 @@ fn delete_matrix(shape: Shape, options: Options, kinds: &[Kind]) {
                 env.server.clear_faults();
                 // A fault on a kind the run lacks (its PodGroups, deleted by label
                 // whatever the record says) may have left nothing to delete again.
-                let again = env.run(&["-d", "-t", &tag]);
+                let again = env.run(&["-d", "-t", &tag, "--ignore-not-found"]);
                 assert!(
                     again.code == 0 || again.stdout.contains("nothing labelled"),
                     "{again:#?}"

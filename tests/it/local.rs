@@ -626,3 +626,25 @@ fn dir_makes_the_scripts_modules_importable() {
         code.display()
     ));
 }
+
+/// `--local -q`: tf-spawner's own lines go, the training's stay (CI keeps them as the
+/// training log).
+#[test]
+fn quiet_keeps_the_tasks_own_output() {
+    let env = Env::new();
+    let script = env.write(
+        "hello.py",
+        "print('epoch 1/1 from the script', flush=True)\n",
+    );
+    let out = env.run(&["--local", "-q", "-w", "1", script.to_str().unwrap()]);
+    out.success();
+    assert_eq!(
+        out.stdout, "worker-0 | epoch 1/1 from the script\n",
+        "{out:#?}"
+    );
+    assert!(
+        !out.stdout.contains("local run") && !out.stdout.contains("Succeeded"),
+        "{out:#?}"
+    );
+    assert_eq!(out.stderr, "", "{out:#?}");
+}

@@ -5,6 +5,7 @@ mod terminal;
 
 mod after;
 mod bad_input;
+mod ci;
 mod closed_stdout;
 mod compare;
 mod delete;
@@ -30,6 +31,7 @@ mod queues;
 mod resources;
 mod restart;
 mod roles;
+mod rule;
 mod security;
 mod shared;
 mod spawn;

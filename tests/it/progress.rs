@@ -282,3 +282,22 @@ fn a_bad_stall_bound_is_one_line() {
     );
     out.failure(2).stderr_has("key 'stall_after': ");
 }
+
+/// A failed run has no time left to guess: status's progress line drops the estimate it
+/// shows while the run trains.
+#[test]
+fn a_failed_run_shows_no_time_left() {
+    let env = Env::new();
+    spawn_run(&env, "fl", &["-w", "1"]);
+    running(&env, "fl-worker-0");
+    env.server
+        .append_log(NS, "fl-worker-0", &keras_epochs(1, 3, 20));
+    env.run(&["status", "fl"])
+        .success()
+        .stdout_has("progress: epoch 3/20")
+        .stdout_has(" left (last progress ");
+    exited(&env, "fl-worker-0", 1);
+    let out = env.run(&["status", "fl"]);
+    out.success().stdout_has("progress: epoch 3/20");
+    assert!(!out.stdout.contains(" left"), "{out:#?}");
+}

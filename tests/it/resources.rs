@@ -148,7 +148,8 @@ fn a_pod_no_node_could_hold_is_a_warning_naming_the_largest_node() {
     node(
         &env,
         "gpu-1",
-        json!({ "cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "1", "pods": "110" }),
+        // As a kubelet reports it: in Ki, shown as a reader reads it (23.5Gi).
+        json!({ "cpu": "8", "memory": "24629308Ki", "nvidia.com/gpu": "1", "pods": "110" }),
     );
     let template = env.write(
         "big.yaml",
@@ -164,7 +165,7 @@ fn a_pod_no_node_could_hold_is_a_warning_naming_the_largest_node() {
     ]);
     out.success();
     assert!(
-        out.stderr.contains("warning: no node can hold one of the worker pods (each asks for cpu 16, memory 4Gi, nvidia.com/gpu 1); the largest, gpu-1, has cpu 8, memory 32Gi, nvidia.com/gpu 1 allocatable"),
+        out.stderr.contains("warning: no node can hold one of the worker pods (each asks for cpu 16, memory 4Gi, nvidia.com/gpu 1); the largest, gpu-1, has cpu 8, memory 23.5Gi, nvidia.com/gpu 1 allocatable"),
         "{out:#?}"
     );
     // One that fits: no warning.

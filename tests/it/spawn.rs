@@ -390,7 +390,8 @@ fn a_second_run_with_the_same_tag_is_refused_and_nothing_changes() {
     let before: Vec<Value> = env.list("pods", "default");
     env.server.clear_requests();
     let out = env.spawn(&["-t", "dup", "-w", "4"]);
-    out.failure(1)
+    // Exit 7: a pipeline tells a taken tag from an API error (1).
+    out.failure(7)
         .stderr_has("run 'dup' already exists in namespace 'default'")
         .stderr_has("tf-spawner -d -t dup -n default");
     assert_eq!(env.list("pods", "default"), before);

@@ -205,7 +205,7 @@ fn the_project_file_sits_between_the_flags_and_the_users_file() {
     run_in(&env, &below, &["config"])
         .failure(2)
         .stderr_has(&format!(
-            "project file {}: unknown key 'wokers'",
+            "project file {}: unknown key 'wokers'; did you mean 'workers'?",
             dir.join("tf-spawner.yaml").display()
         ));
     std::fs::write(dir.join("tf-spawner.yaml"), "workers: 0\n").unwrap();

@@ -117,9 +117,17 @@ async fn delete_removes_every_kind_and_nothing_else() {
             .is_some()
     );
 
-    // Again: nothing to delete is not an error.
+    // Again: nothing to delete is exit 1 in one line, 0 with --ignore-not-found.
     let out = real
         .run(Cred::Admin, &["-n", &ns, "-d", "-t", "gone"])
+        .await;
+    assert_eq!(out.code, 1, "{out:#?}");
+    out.stderr_has("no run tagged 'gone' in namespace");
+    let out = real
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "-d", "-t", "gone", "--ignore-not-found"],
+        )
         .await;
     out.success()
         .stdout_has("nothing labelled training_attempt=gone");

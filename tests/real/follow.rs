@@ -304,6 +304,15 @@ async fn a_namespace_limited_credential_can_follow_its_runs() {
         .failure(1)
         .stderr_has("forbidden");
     real.run(Cred::TeamA, &["-d", "-t", &tag]).await.success();
+    // Nothing matched: a missing namespace is exit 1 in one line, for whoever may read
+    // namespaces (404) and for a credential that may not even list pods there (403).
+    for cred in [Cred::Admin, Cred::TeamA] {
+        let out = real
+            .run(cred, &["list", "-n", "tf-spawner-no-such-ns"])
+            .await;
+        out.failure(1).stderr_has("tf-spawner-no-such-ns");
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    }
 }
 
 /// A run larger than one page (500 pods): status, list and wait read every pod, in

@@ -450,7 +450,7 @@ async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
             ],
         )
         .await;
-    out.failure(1)
+    out.failure(7)
         .stderr_has("already exists")
         .stderr_has("tf-spawner -d -t once");
     assert_eq!(real.snapshot(&ns, "once").await, before, "nothing changed");
@@ -535,7 +535,10 @@ async fn a_missing_namespace_is_a_clear_error() {
     // namespace without complaint (200, empty) and answers 405 for services; the tool
     // reports nothing to delete, naming the namespace.
     let out = real
-        .run(Cred::Admin, &["-n", &ns, "-d", "-t", "lost"])
+        .run(
+            Cred::Admin,
+            &["-n", &ns, "-d", "-t", "lost", "--ignore-not-found"],
+        )
         .await;
     out.success().stdout_has(&format!(
         "nothing labelled training_attempt=lost in namespace {ns}"

@@ -21,6 +21,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
     ("resourcequotas", "ResourceQuota", true),
     ("namespaces", "Namespace", false),
     ("nodes", "Node", false),
+    ("persistentvolumes", "PersistentVolume", false),
     (crate::options::VOLCANO_PODGROUPS, "PodGroup", true),
     (crate::options::COSCHEDULING_PODGROUPS, "PodGroup", true),
     (crate::options::KUEUE_LOCALQUEUES, "LocalQueue", true),

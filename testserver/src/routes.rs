@@ -52,6 +52,7 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
                 ["namespaces", ns, r, n] => target(r, Some(ns), Some(n), None),
                 ["namespaces", ns, r, n, s] => target(r, Some(ns), Some(n), Some(s)),
                 [r] => target(r, None, None, None),
+                [r, n] if !objects::is_namespaced(r) => target(r, None, Some(n), None),
                 _ => return Err(ApiError::no_such_path()),
             };
             if !objects::is_core(t.resource) {

@@ -49,9 +49,9 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         all_workers: args.all_workers,
     };
     let text = match args.output {
-        ReportFormat::Json => {
+        ReportFormat::Json | ReportFormat::Yaml => {
             let json = json::to_json(&report, (args.tag.as_str(), cluster.namespace()));
-            output::json(&json)?
+            output::document(&json, args.output)?
         }
         ReportFormat::Table => {
             let mut text = table::render(&report);

@@ -381,16 +381,24 @@ fn progress_section(
     if training.is_empty() {
         return String::new();
     }
-    let mut line = progress_line(training, now);
+    let ended = matches!(
+        tracker.verdict(),
+        crate::verdict::Verdict::Succeeded | crate::verdict::Verdict::Failed(_)
+    );
+    let mut line = progress_line(training, now, ended);
     if let Some(since) = stalled(tracker, training, stall, now) {
         line.push_str(&format!("; {since}"));
     }
     format!("progress: {line}\n")
 }
 
-/// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`.
-fn progress_line(training: &Training, now: i64) -> String {
-    let mut text = show::line(training, None);
+/// `epoch 7/20, loss 0.31, …, about 40 min left (last progress 12s ago)`; no estimate
+/// once the verdict is in (`ended`).
+fn progress_line(training: &Training, now: i64, ended: bool) -> String {
+    let mut text = match ended {
+        true => show::line_ended(training, None),
+        false => show::line(training, None),
+    };
     if let Some(last) = training.last_at {
         let ago = u64::try_from(now.saturating_sub(last / 1000)).unwrap_or(0);
         text.push_str(&format!(" (last progress {} ago)", age(ago)));
