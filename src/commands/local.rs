@@ -42,6 +42,9 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     let plan = local::plan(&request, &settings.python.value)?;
 
     let _ = output::print(&header(&plan, args.randomize_tag));
+    if let Some(note) = plan.gpus.note() {
+        output::note(&note);
+    }
 
     let options = RunOptions {
         timeout: args.timeout,

@@ -34,6 +34,7 @@ use crate::signals;
 use crate::trainlog::Training;
 use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
 
+mod gpus;
 mod reaper;
 mod setup;
 mod stream;

@@ -13,6 +13,8 @@ use crate::errors::UsageError;
 use crate::plan::{ENTRYPOINT_KEY, SCRIPT_KEY, SpawnRequest};
 use crate::roles::{ClusterSpec, Task};
 
+use super::gpus;
+
 /// The variable that tells a task where its script and entrypoint are.
 pub const SCRIPT_DIR_VAR: &str = "TF_SPAWNER_SCRIPT_DIR";
 
@@ -36,6 +38,8 @@ pub struct LocalPlan {
     pub tasks: Vec<LocalTask>,
     /// `--dir`: the tasks' working directory (the unpacked directory).
     pub cwd: Option<PathBuf>,
+    /// How this machine's GPUs were shared out among the tasks.
+    pub gpus: gpus::Share,
     /// Removed when the plan is dropped.
     pub dir: TempDir,
 }
@@ -146,14 +150,32 @@ pub fn plan(req: &SpawnRequest, python: &str) -> Result<LocalPlan> {
     if let Some(work) = &cwd {
         add_work_dir(&mut tasks, work);
     }
+    let gpus = share_gpus(&mut tasks, &gpus::visible_here());
     Ok(LocalPlan {
         tag: req.tag.clone(),
         program,
         args,
         tasks,
         cwd,
+        gpus,
         dir,
     })
+}
+
+/// This machine's GPUs shared out among the tasks (see `gpus`): a variable the env file
+/// set, or tf-spawner's own environment sets for memory growth, is left as it is.
+fn share_gpus(tasks: &mut [LocalTask], visible: &[String]) -> gpus::Share {
+    let ids: Vec<Task> = tasks.iter().map(|t| t.task).collect();
+    let (extra, share) = gpus::share(&ids, visible);
+    for (task, extra) in tasks.iter_mut().zip(extra) {
+        for (name, value) in extra {
+            let inherited = name == gpus::GROWTH_VAR && std::env::var_os(&name).is_some();
+            if !inherited && !task.env.iter().any(|(k, _)| *k == name) {
+                task.env.push((name, value));
+            }
+        }
+    }
+    share
 }
 
 /// `--dir`: unpacked from the archive a pod gets, into `DIR/work`, where the script then

@@ -648,3 +648,72 @@ fn quiet_keeps_the_tasks_own_output() {
     );
     assert_eq!(out.stderr, "", "{out:#?}");
 }
+
+/// Each task prints the GPU variables it got, marks itself done, and the deciding task
+/// waits for every mark, so each line is there before the verdict.
+const GPUS: &str = r#"
+import json, os, time
+cfg = json.loads(os.environ["TF_CONFIG"])
+me = "%s-%s" % (cfg["task"]["type"], cfg["task"]["index"])
+print("%s %s" % (os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
+                 os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "unset")), flush=True)
+open(os.path.join(os.environ["MARKS"], me), "w").close()
+if me == ("chief-0" if "chief" in cfg["cluster"] else "worker-0"):
+    end = time.time() + 60
+    while len(os.listdir(os.environ["MARKS"])) < int(os.environ["TASKS"]) and time.time() < end:
+        time.sleep(0.05)
+"#;
+
+/// What each task saw of `CUDA_VISIBLE_DEVICES` and `TF_FORCE_GPU_ALLOW_GROWTH`, with
+/// tf-spawner's own `CUDA_VISIBLE_DEVICES` set to `visible`, and the run's stderr.
+fn gpus_seen(visible: &str, flags: &[&str], tasks: usize) -> (BTreeMap<String, String>, String) {
+    let env = Env::new();
+    let script = env.write("gpus.py", GPUS);
+    let marks = tempfile::tempdir().unwrap();
+    let mut args = vec!["--local", "-t", "gpus"];
+    args.extend(flags);
+    args.push(script.to_str().unwrap());
+    let out = run(env
+        .cmd()
+        .env("KUBECONFIG", env.path("no-such-kubeconfig"))
+        .env("CUDA_VISIBLE_DEVICES", visible)
+        .env_remove("TF_FORCE_GPU_ALLOW_GROWTH")
+        .env("MARKS", marks.path())
+        .env("TASKS", tasks.to_string())
+        .args(&args));
+    out.success();
+    let seen = lines_by_task(&out.stdout)
+        .into_iter()
+        .map(|(id, lines)| (id, lines.join("\n")))
+        .collect();
+    (seen, out.stderr)
+}
+
+#[test]
+fn the_machines_gpus_are_shared_out_among_the_tasks() {
+    // Three GPUs (by the ids tf-spawner itself may use), a chief, two workers and a
+    // parameter server: a GPU each, none for the parameter server, no growth needed.
+    let (seen, stderr) = gpus_seen("3,5,7", &["--chief", "-w", "2", "--ps", "1"], 4);
+    let expected: BTreeMap<String, String> = [
+        ("chief-0", "3 unset"),
+        ("ps-0", " unset"),
+        ("worker-0", "5 unset"),
+        ("worker-1", "7 unset"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into();
+    assert_eq!(seen, expected, "{stderr}");
+    assert!(
+        stderr.contains("note: 3 GPUs here: 1 for each of the 3 training tasks"),
+        "{stderr}"
+    );
+    // One GPU, two workers: both see it and grow their memory as they need it.
+    let (seen, stderr) = gpus_seen("0", &["-w", "2"], 2);
+    assert_eq!(seen["worker-0"], "0 true", "{stderr}");
+    assert_eq!(seen["worker-1"], "0 true", "{stderr}");
+    assert!(stderr.contains("they share it"), "{stderr}");
+    // No GPU: nothing set, nothing said.
+    let (seen, stderr) = gpus_seen("", &["-w", "2"], 2);
+    assert_eq!(seen["worker-1"], " unset", "{stderr}");
+    assert!(!stderr.contains("GPU"), "{stderr}");
+}
