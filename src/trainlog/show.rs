@@ -130,6 +130,7 @@ pub fn report(t: &Training) -> Option<String> {
     match (t.epochs_done, t.epochs) {
         (0, _) => parts.push(format!("last seen at {}", short(t))),
         (done, Some(n)) => parts.push(format!("{done} of {n} epochs seen to end")),
+        (1, None) => parts.push("1 epoch seen to end".to_string()),
         (done, None) => parts.push(format!("{done} epochs seen to end")),
     }
     if let Some(per) = t.secs_per_epoch().filter(|_| t.epochs_done > 0) {
@@ -258,6 +259,23 @@ mod tests {
         assert_eq!(
             report(&t).unwrap(),
             "training: 1 of 2 epochs seen to end, 0.8s per epoch; final loss 0.7071, accuracy 0.5063"
+        );
+    }
+
+    #[test]
+    fn a_single_epoch_of_unknown_count_is_one_epoch() {
+        // Keras 3 prints no `Epoch 1/1` when fit() runs one epoch (seen on an H200 with
+        // `--local`: the report said "1 epochs seen to end").
+        let t = training(&[(
+            0,
+            "235/235 - 43s - 183ms/step - accuracy: 0.2277 - loss: 2.1479",
+        )]);
+        assert!(
+            report(&t)
+                .unwrap()
+                .starts_with("training: 1 epoch seen to end"),
+            "{:?}",
+            report(&t)
         );
     }
 
