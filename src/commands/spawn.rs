@@ -31,12 +31,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     let cluster = settings.connect()?;
     ops::spawn::create(&cluster, &plan, args.max_in_flight).await?;
-    report(&plan, args.output, args.wait)?;
+    if args.wait && args.output.is_some() {
+        // One document on stdout, the verdict's (it names the run), after the wait;
+        // the wait's progress on stderr.
+        output::progress_to_stderr();
+    } else {
+        report(&plan, args.output, args.wait)?;
+    }
     if args.wait {
-        if args.output.is_some() {
-            // The summary stays parseable: the wait's progress is not added to it.
-            output::silence();
-        }
         // Restarts happen only while the run is followed: then to its end.
         // So does the notice of the verdict (--notify).
         let until = if restarts.max > 0 || settings.notify.value.is_some() {
@@ -62,6 +64,12 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
             observer: None,
             notify: settings.notify.value.clone(),
+            on_cancel: settings.on_cancel.value,
+            output: match args.output {
+                Some(OutputFormat::Json) => output::ReportFormat::Json,
+                Some(OutputFormat::Yaml) => output::ReportFormat::Yaml,
+                None => output::ReportFormat::Table,
+            },
         };
         ops::wait::run(&cluster, &wait).await?;
     }
