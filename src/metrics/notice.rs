@@ -301,6 +301,7 @@ mod tests {
             namespace: Some("team-a".into()),
             verdict: "Failed",
             exit_code: 3,
+            failure: Some("exited"),
             reason: Some("run 'exp' failed: worker-1 exited 1".into()),
             duration_seconds: Some(75),
             metrics: Some(metrics),
@@ -317,6 +318,7 @@ mod tests {
         assert_eq!(json["restarts"], 1);
         assert_eq!(json["metrics"]["loss"], 0.25);
         assert_eq!(json["local"], false);
+        assert_eq!(json["failure"], "exited");
         let env = n.env();
         assert!(env.contains(&("TF_SPAWNER_VERDICT", "Failed".into())));
         assert!(env.contains(&("TF_SPAWNER_EXIT_CODE", "3".into())));

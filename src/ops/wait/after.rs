@@ -114,30 +114,7 @@ pub(super) async fn cancelled(
     let work = async {
         let mut problems = Vec::new();
         save_logs_step(cluster, wait, &mut problems).await;
-        let done = match action {
-            OnCancel::Leave => format!(
-                "run '{tag}' was left as it is, still running (see: {status}; stop it: {delete})"
-            ),
-            OnCancel::Stop => {
-                let unfinished = tracker.live().any(PodView::still_running);
-                let stopped = if unfinished {
-                    stop_step(cluster, (wait, AT_CANCEL), tracker, &mut problems).await
-                } else {
-                    Stopped::default()
-                };
-                let verdict = format!(
-                    "Cancelled: its wait was cancelled ({by}), its unfinished pods stopped"
-                );
-                record_step(cluster, wait, (tracker, &verdict, None), &stopped).await;
-                format!(
-                    "run '{tag}' was stopped: its unfinished pods ended, kept with the finished ones and the logs (see: {status}; delete it: {delete})"
-                )
-            }
-            OnCancel::Delete => {
-                delete_step(cluster, wait, &mut problems).await;
-                format!("run '{tag}' was deleted")
-            }
-        };
+        let done = on_cancel(cluster, wait, tracker, (action, by), &mut problems).await;
         (done, problems)
     };
     let message = match tokio::time::timeout(CANCEL_BOUND, work).await {
@@ -156,6 +133,42 @@ pub(super) async fn cancelled(
         ),
     };
     crate::errors::ExitError::new(code, message).into()
+}
+
+/// What `--on-cancel` (or `--cleanup`: `Delete`) does, and what was done, in words.
+async fn on_cancel(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    (action, by): (OnCancel, &str),
+    problems: &mut Vec<String>,
+) -> String {
+    let (tag, ns) = (wait.tag.as_str(), cluster.namespace());
+    let status = format!("tf-spawner status -t {tag} -n {ns}");
+    let delete = format!("tf-spawner -d -t {tag} -n {ns}");
+    match action {
+        OnCancel::Leave => {
+            format!("run '{tag}' was left as it is (see: {status}; stop it: {delete})")
+        }
+        OnCancel::Stop => {
+            let unfinished = tracker.live().any(PodView::still_running);
+            let stopped = if unfinished {
+                stop_step(cluster, (wait, AT_CANCEL), tracker, problems).await
+            } else {
+                Stopped::default()
+            };
+            let verdict =
+                format!("Cancelled: its wait was cancelled ({by}), its unfinished pods stopped");
+            record_step(cluster, wait, (tracker, &verdict, None), &stopped).await;
+            format!(
+                "run '{tag}' was stopped: its unfinished pods ended, kept with the finished ones and the logs (see: {status}; delete it: {delete})"
+            )
+        }
+        OnCancel::Delete => {
+            delete_step(cluster, wait, problems).await;
+            format!("run '{tag}' was deleted")
+        }
+    }
 }
 
 fn joined(problems: Vec<String>) -> Result<()> {

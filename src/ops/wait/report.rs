@@ -46,17 +46,7 @@ pub(super) async fn report(
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
-            show_failed_log(cluster, tracker, &failure).await;
-            time_and_training(tracker, false, training, metrics)?;
-            let after = after_the_verdict(
-                cluster,
-                wait,
-                (tracker, metrics),
-                &format!("Failed: {failure}"),
-            )
-            .await;
-            let message = format!("run '{tag}' failed: {failure}");
-            Err(ExitError::new(failed_code(&failure), also(message, after)).into())
+            failed(cluster, wait, (tracker, training, metrics), &failure).await
         }
         Outcome::Done(Done::Final(other)) => {
             // `is_final` admits only the two above.
@@ -73,13 +63,8 @@ pub(super) async fn report(
                 stalled.text,
                 show::live(training)
             );
-            let after = after_the_verdict(
-                cluster,
-                wait,
-                (tracker, metrics),
-                &format!("Failed: {message}"),
-            )
-            .await;
+            let record = format!("Failed: {message}");
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Timeout(d) => {
@@ -91,6 +76,22 @@ pub(super) async fn report(
             .into())
         }
     }
+}
+
+/// A failed verdict: the failed task's last lines, the run's time and training, the
+/// steps after the verdict; exit 6 or 3 ([`failed_code`]).
+async fn failed(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    failure: &Failure,
+) -> Result<()> {
+    show_failed_log(cluster, tracker, failure).await;
+    time_and_training(tracker, false, training, metrics)?;
+    let record = format!("Failed: {failure}");
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    let message = format!("run '{}' failed: {failure}", wait.tag);
+    Err(ExitError::new(failed_code(failure), also(message, after)).into())
 }
 
 /// A failed run's exit code: 6 when it could not start (its set-up failed: an image,
