@@ -20,7 +20,7 @@
 #     there, never pulled, and small requests), as a researcher's config.yaml names their
 #     cluster's image and template.
 # Then it checks what the README promises: step 2's train.py trained and saved its model, exp42 succeeded and was deleted, the CI run saved
-# its 4 logs and left nothing behind. Prints each block's time and the total.
+# its 4 logs and its verdict document, and left nothing behind. Prints each block's time and the total.
 #
 # Environment: TF_SPAWNER_TENSORFLOW (the TensorFlow cache, default ~/.cache/tf-spawner-tensorflow),
 # README_PIP_INDEX=1 (pip from PyPI), README_KEEP=1 (keep the scratch directory).
@@ -138,6 +138,7 @@ grep -Eq "^exp42-worker-3 +worker-3 +Succeeded" block-3.log || die "block 3: sta
 [ "$(grep -c "train.py: 3 epochs, with the project's helpers.py" block-3.log)" -eq 4 ] ||
   die "block 3: not every task's train.py imported helpers.py and got --epochs 3"
 [ "$(ls logs/*.log | wc -l)" -eq 4 ] || die "From CI: expected 4 logs in logs/, found: $(ls logs)"
+grep -q '"verdict": "Succeeded"' verdict.json || die "From CI: verdict.json says no success: $(cat verdict.json)"
 # --cleanup deleted the run; its pods may still be in their grace period.
 env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" wait --for=delete \
   pods -l training_attempt --timeout=120s >/dev/null 2>&1 || true

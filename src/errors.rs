@@ -10,6 +10,11 @@ pub const EXIT_TRAINING_FAILED: u8 = 3;
 pub const EXIT_TIMEOUT: u8 = 4;
 /// The run did not start in time (`--start-timeout`): a task still not running.
 pub const EXIT_START_TIMEOUT: u8 = 5;
+/// The run could not start: a task's image cannot be pulled (past `--pull-grace`), its
+/// configuration names what is not there (CreateContainerConfigError: an unknown
+/// ConfigMap, Secret or key), its container cannot be created: the run's set-up, not
+/// the training, failed (a pipeline retries or fixes its image, not its script).
+pub const EXIT_CANNOT_START: u8 = 6;
 /// The tag is taken: a run of that tag is in the namespace (a spawn creates nothing).
 pub const EXIT_TAG_TAKEN: u8 = 7;
 pub const EXIT_INTERRUPTED: u8 = 130;

@@ -54,6 +54,15 @@ fn around_live<R>(write: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Set by [`progress_to_stderr`].
+static TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// What [`print`] writes goes to stderr from now on, leaving stdout to [`data`] alone
+/// (`wait -o json`: the verdict document is the only thing on stdout).
+pub fn progress_to_stderr() {
+    TO_STDERR.store(true, Ordering::Relaxed);
+}
+
 /// Nothing on stdout from now on but [`data`].
 pub fn silence() {
     QUIET.store(true, Ordering::Relaxed);
@@ -74,7 +83,10 @@ fn colour_allowed() -> bool {
 /// Whether stdout is a terminal that may get escape codes (colours, redrawn progress
 /// bars); never while silenced.
 pub fn fancy_stdout() -> bool {
-    !is_quiet() && io::stdout().is_terminal() && colour_allowed()
+    !is_quiet()
+        && !TO_STDERR.load(Ordering::Relaxed)
+        && io::stdout().is_terminal()
+        && colour_allowed()
 }
 
 /// Whether stderr is a terminal that may get escape codes (`-v` logs).
@@ -166,6 +178,14 @@ pub fn print(text: &str) -> io::Result<bool> {
 pub fn print_raw(text: &str) -> io::Result<bool> {
     if is_quiet() {
         return Ok(true);
+    }
+    if TO_STDERR.load(Ordering::Relaxed) {
+        let text = text.to_string();
+        return around_live(|| {
+            let mut err = io::stderr().lock();
+            let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+            Ok(true)
+        });
     }
     around_live(|| {
         let mut out = io::stdout().lock();

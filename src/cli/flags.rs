@@ -26,6 +26,7 @@ use clap::ArgMatches;
 use super::parse::{self, Parse};
 use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::metrics::notice::Target;
+use crate::ops::wait::OnCancel;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
 use crate::verdict::DEFAULT_PULL_GRACE;
@@ -229,6 +230,14 @@ macro_rules! flag_list {
     keep_running: bool = false, parse::boolean, ""
         => [Spawn, Wait], requires: "wait",
             brief: "Leave a failed run's unfinished tasks running";
+    /// What a cancelled wait (SIGINT or SIGTERM: Ctrl-C, a CI job cancelled) does to the
+    /// run, without --cleanup (with it the run is deleted): leave it as it is (only the
+    /// watching stops), stop its unfinished pods (kept with their logs until -d) or
+    /// delete it; --save-logs is written first, within 7s; exit 130/143 [default: the
+    /// config file's on_cancel, else leave]
+    on_cancel: OnCancel = OnCancel::Leave, parse::value_enum::<OnCancel>, ""
+        => [Spawn, Wait], value: "WHAT", choices: OnCancel, requires: "wait",
+            brief: "On SIGINT/SIGTERM: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
     /// Only while tf-spawner follows the run (spawn --wait then waits for the end)

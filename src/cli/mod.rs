@@ -232,6 +232,11 @@ pub struct WaitArgs {
     #[arg(long)]
     pub cleanup: bool,
 
+    /// The verdict as one document on stdout (json or yaml: verdict, failure, task,
+    /// reason, exit code, duration, restarts, metrics, cost), the progress on stderr
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT", hide_short_help = true)]
+    pub output: ReportFormat,
+
     #[command(flatten)]
     pub restart: RestartArgs,
 }
@@ -530,7 +535,7 @@ pub struct SpawnArgs {
     #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse::at_least_one, value_name = "N")]
     pub max_in_flight: usize,
 
-    /// After creating the run, wait until every pod is running (exit 3 if one cannot
+    /// After creating the run, wait until every pod is running (exit 6 if one cannot
     /// start); with -d, wait until the run's pods are gone
     #[arg(long)]
     pub wait: bool,

@@ -90,6 +90,10 @@ const VALUES_IN_TEXT: &[&str] = &["output"];
 /// docs/reference.md and `config` show them).
 const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor"];
 
+/// Flags of the list a verb's `-h` leaves out and its `--help` shows (`wait -h` is a
+/// screen already).
+const VERB_LONG_ONLY: &[&str] = &["on_cancel"];
+
 /// A verb's flags whose full text is more than a screen wants.
 const VERB_SHORT: &[(&str, &str, &str)] = &[
     ("compare", "names", "An experiment's name, or runs' tags"),
@@ -328,6 +332,9 @@ fn verb_by_the_list(verb: Command) -> Command {
         if VERB_UNSHOWN.contains(&id.as_str()) {
             verb = verb.mut_arg(id.as_str(), |a| a.hide(true));
             continue;
+        }
+        if VERB_LONG_ONLY.contains(&id.as_str()) {
+            verb = verb.mut_arg(id.as_str(), |a| a.hide_short_help(true));
         }
         if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
             verb = verb.mut_arg(id.as_str(), |a| {

@@ -31,12 +31,14 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     }
     let cluster = settings.connect()?;
     ops::spawn::create(&cluster, &plan, args.max_in_flight).await?;
-    report(&plan, args.output, args.wait)?;
+    if args.wait && args.output.is_some() {
+        // One document on stdout, the verdict's (it names the run), after the wait;
+        // the wait's progress on stderr.
+        output::progress_to_stderr();
+    } else {
+        report(&plan, args.output, args.wait)?;
+    }
     if args.wait {
-        if args.output.is_some() {
-            // The summary stays parseable: the wait's progress is not added to it.
-            output::silence();
-        }
         // Restarts happen only while the run is followed: then to its end.
         // So does the notice of the verdict (--notify).
         let until = if restarts.max > 0 || settings.notify.value.is_some() {
@@ -45,27 +47,43 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             WaitFor::Start
         };
 
-        let wait = Wait {
-            tag: plan.tag.clone(),
-            until,
-            timeout: args.timeout,
-            start_timeout: settings.start_timeout.value,
-            started,
-            all_workers: args.all_workers,
-            save_logs: None,
-            cleanup: false,
-            keep_running: settings.keep_running.value,
-            max_in_flight: args.max_in_flight,
-            restarts,
-            // The stall bound named (the defaults file's, else derived); --on-stall is
-            // wait's, `stall` in --restart-on restarts.
-            stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
-            observer: None,
-            notify: settings.notify.value.clone(),
-        };
+        let wait = followed(settings, args, (&plan.tag, started), (until, restarts));
         ops::wait::run(&cluster, &wait).await?;
     }
     Ok(())
+}
+
+/// `spawn --wait`'s wait of the run `tag` it created, `until` what, with `restarts`.
+fn followed(
+    settings: &Settings,
+    args: &SpawnArgs,
+    (tag, started): (&str, std::time::Instant),
+    (until, restarts): (WaitFor, crate::ops::restart::Restarts),
+) -> Wait {
+    Wait {
+        tag: tag.to_string(),
+        until,
+        timeout: args.timeout,
+        start_timeout: settings.start_timeout.value,
+        started,
+        all_workers: args.all_workers,
+        save_logs: None,
+        cleanup: false,
+        keep_running: settings.keep_running.value,
+        max_in_flight: args.max_in_flight,
+        restarts,
+        // The stall bound named (the defaults file's, else derived); --on-stall is
+        // wait's, `stall` in --restart-on restarts.
+        stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
+        observer: None,
+        notify: settings.notify.value.clone(),
+        on_cancel: settings.on_cancel.value,
+        output: match args.output {
+            Some(OutputFormat::Json) => output::ReportFormat::Json,
+            Some(OutputFormat::Yaml) => output::ReportFormat::Yaml,
+            None => output::ReportFormat::Table,
+        },
+    }
 }
 
 /// The flags that act while a run is followed, refused without `--wait`; `--all-workers`

@@ -200,6 +200,9 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
         stall: Some(spawn::stall(settings, crate::ops::wait::OnStall::Warn)),
         observer: None,
         notify: settings.notify.value.clone(),
+        // A sweep's Ctrl-C is the sweep's (`ops/sweep`); its runs print no document.
+        on_cancel: crate::ops::wait::OnCancel::Leave,
+        output: crate::output::ReportFormat::Table,
     }
 }
 

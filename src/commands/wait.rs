@@ -1,8 +1,8 @@
 //! `tf-spawner wait -t TAG`: see `ops/wait.rs`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::cli::{DEFAULT_MAX_IN_FLIGHT, WaitArgs};
+use crate::cli::{DEFAULT_MAX_IN_FLIGHT, ReportFormat, WaitArgs};
 use crate::errors::UsageError;
 use crate::ops::wait::{self, Wait, WaitFor};
 use crate::settings::{Settings, spawn};
@@ -16,9 +16,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         .into());
     }
     if let Some(dir) = &args.save_logs {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!("cannot create the --save-logs directory {}", dir.display())
-        })?;
+        writable_dir(dir)?;
     }
     if args.on_stall == wait::OnStall::Restart && settings.restarts.value == 0 {
         return Err(UsageError::new(
@@ -42,6 +40,29 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         stall: Some(spawn::stall(settings, args.on_stall)),
         observer: None,
         notify: settings.notify.value.clone(),
+        on_cancel: settings.on_cancel.value,
+        output: args.output,
     };
+    if args.output != ReportFormat::Table {
+        // stdout is the verdict document's alone.
+        crate::output::progress_to_stderr();
+    }
     wait::run(&cluster, &wait).await
+}
+
+/// `--save-logs DIR` made, and a file written in it and removed, before anything else:
+/// a directory the logs cannot go to is a usage error (exit 2) found at once, not
+/// after hours of training.
+pub fn writable_dir(dir: &std::path::Path) -> Result<()> {
+    let shown = crate::output::shown_path(dir);
+    let refused = |e: std::io::Error| {
+        UsageError::new(format!(
+            "--save-logs: cannot write in the directory {shown}: {e}; name a directory you can write"
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(refused)?;
+    let probe = dir.join(format!(".tf-spawner-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(refused)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }

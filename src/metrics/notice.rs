@@ -77,6 +77,9 @@ pub struct Ending {
     /// (the wait could not go on).
     pub verdict: &'static str,
     pub exit_code: u8,
+    /// The kind of failure (`exited`, `removed`, `stalled`, `cannot_start`,
+    /// `not_started`, `error`); `None` for a success, a time-out, a cancel.
+    pub failure: Option<&'static str>,
     /// The error line the command ends with; `None` for a success.
     pub reason: Option<String>,
     /// Seconds from the first task's start to the deciding task's end, if known.
@@ -99,6 +102,9 @@ pub struct Notice {
     pub local: bool,
     pub verdict: String,
     pub exit_code: u8,
+    /// The kind of failure: `exited`, `removed`, `stalled`, `cannot_start`,
+    /// `not_started`, `error` (`Ending::failure`).
+    pub failure: Option<&'static str>,
     pub reason: Option<String>,
     pub duration_seconds: Option<u64>,
     pub restarts: u32,
@@ -137,6 +143,7 @@ impl Notice {
             namespace: end.namespace,
             verdict: end.verdict.to_string(),
             exit_code: end.exit_code,
+            failure: end.failure,
             reason: end.reason.as_deref().map(|r| cut(r, REASON_CHARS)),
             duration_seconds: end.duration_seconds,
             restarts: m.map_or(0, |m| m.restarts),
@@ -177,6 +184,7 @@ impl Notice {
             local: namespace.is_none(),
             verdict: verdict.to_string(),
             exit_code,
+            failure: None,
             reason: reason.as_deref().map(|r| cut(r, REASON_CHARS)),
             duration_seconds: None,
             restarts: 0,
@@ -293,6 +301,7 @@ mod tests {
             namespace: Some("team-a".into()),
             verdict: "Failed",
             exit_code: 3,
+            failure: Some("exited"),
             reason: Some("run 'exp' failed: worker-1 exited 1".into()),
             duration_seconds: Some(75),
             metrics: Some(metrics),
@@ -309,6 +318,7 @@ mod tests {
         assert_eq!(json["restarts"], 1);
         assert_eq!(json["metrics"]["loss"], 0.25);
         assert_eq!(json["local"], false);
+        assert_eq!(json["failure"], "exited");
         let env = n.env();
         assert!(env.contains(&("TF_SPAWNER_VERDICT", "Failed".into())));
         assert!(env.contains(&("TF_SPAWNER_EXIT_CODE", "3".into())));

@@ -12,7 +12,10 @@ use http_body_util::{BodyExt, Full};
 use tokio::io::AsyncWriteExt;
 
 use crate::cluster::Cluster;
-use crate::errors::{EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_TIMEOUT, exit_code, one_line};
+use crate::errors::{
+    EXIT_CANNOT_START, EXIT_INTERRUPTED, EXIT_START_TIMEOUT, EXIT_TERMINATED, EXIT_TIMEOUT,
+    EXIT_TRAINING_FAILED, EXIT_USAGE, exit_code, one_line,
+};
 use crate::metrics::RunMetrics;
 use crate::metrics::notice::{Ending, Notice, Target};
 use crate::output;
@@ -33,6 +36,7 @@ pub fn verdict_of(result: &Result<()>, succeeded: bool) -> Option<(&'static str,
             EXIT_INTERRUPTED | EXIT_TERMINATED => None,
             EXIT_TIMEOUT => Some(("TimedOut", EXIT_TIMEOUT)),
             1 => Some(("Error", 1)),
+            EXIT_USAGE => Some(("Error", EXIT_USAGE)),
             code => Some(("Failed", code)),
         },
     }
@@ -43,16 +47,35 @@ pub fn verdict_of(result: &Result<()>, succeeded: bool) -> Option<(&'static str,
 pub async fn after_wait(
     cluster: &Cluster,
     (target, tag): (Option<&Target>, &str),
-    (tracker, _training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    seen: (&Tracker, &Training, Option<&RunMetrics>),
     result: &Result<()>,
 ) {
     let Some(target) = target else { return };
-    let verdict = tracker.verdict();
-    let Some((word, code)) = verdict_of(result, matches!(verdict, Verdict::Succeeded)) else {
+    let succeeded = matches!(seen.0.verdict(), Verdict::Succeeded);
+    if verdict_of(result, succeeded).is_none() {
         return;
-    };
+    }
+    let ending = ending(cluster, tag, seen, result).await;
+    send(target, &Notice::of_run(ending)).await;
+}
+
+/// How a wait ended, as a notice and `wait -o json` tell it: the verdict word
+/// ([`verdict_of`]; `Cancelled` for an interruption, `Started` for a `--for start`
+/// that saw every pod start), the kind of failure, the failed task and its last lines.
+pub async fn ending(
+    cluster: &Cluster,
+    tag: &str,
+    (tracker, _training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    result: &Result<()>,
+) -> Ending {
+    let verdict = tracker.verdict();
+    let (word, code) =
+        verdict_of(result, matches!(verdict, Verdict::Succeeded)).unwrap_or(match result {
+            Ok(()) => ("Started", 0),
+            Err(e) => ("Cancelled", exit_code(e)),
+        });
     let (failed_task, last_lines) = match &verdict {
-        Verdict::Failed(f) if matches!(f.kind, FailureKind::Exited { .. }) => {
+        Verdict::Failed(f) if code != 0 && matches!(f.kind, FailureKind::Exited { .. }) => {
             match tracker.live().find(|p| p.name == f.pod) {
                 Some(pod) => (
                     Some(pod.label()),
@@ -61,24 +84,46 @@ pub async fn after_wait(
                 None => (None, String::new()),
             }
         }
-        Verdict::Failed(f) => (
+        Verdict::Failed(f) if code != 0 => (
             Some(f.task.map_or_else(|| f.pod.clone(), |t| t.id())),
             String::new(),
         ),
         _ => (None, String::new()),
     };
-    let ending = Ending {
+    Ending {
         tag: tag.to_string(),
         namespace: Some(cluster.namespace().to_string()),
         verdict: word,
         exit_code: code,
+        failure: failure_of(&verdict, code),
         reason: result.as_ref().err().map(one_line),
         duration_seconds: crate::timing::of_run(tracker, false).map(|t| t.seconds()),
         metrics: metrics.cloned(),
         failed_task,
         last_lines,
-    };
-    send(target, &Notice::of_run(ending)).await;
+    }
+}
+
+/// The kind of failure a pipeline branches on, by the exit code (and the verdict for
+/// a failed training): `exited` (a task exited non-zero), `removed` (a pod taken away:
+/// evicted, preempted, deleted, lost with its node), `stalled`, `cannot_start` (exit
+/// 6), `not_started` (`--start-timeout`, exit 5), `error` (the wait could not go on);
+/// `None` for a success, a time-out or a cancel.
+fn failure_of(verdict: &Verdict, code: u8) -> Option<&'static str> {
+    match code {
+        0 | EXIT_TIMEOUT | EXIT_INTERRUPTED | EXIT_TERMINATED => None,
+        EXIT_START_TIMEOUT => Some("not_started"),
+        EXIT_CANNOT_START => Some("cannot_start"),
+        EXIT_TRAINING_FAILED => Some(match verdict {
+            Verdict::Failed(f) => match f.kind {
+                FailureKind::Exited { .. } => "exited",
+                FailureKind::CannotStart(_) => "cannot_start",
+                FailureKind::Gone | FailureKind::Removed(_) | FailureKind::Stopped => "removed",
+            },
+            _ => "stalled",
+        }),
+        _ => Some("error"),
+    }
 }
 
 /// Sends `notice` to `target`; a failure is a warning.
@@ -195,6 +240,7 @@ pub async fn after_local(target: Option<&Target>, tag: &str, result: &Result<()>
         namespace: None,
         verdict: word,
         exit_code: code,
+        failure: None,
         reason: result.as_ref().err().map(one_line),
         duration_seconds: metrics.as_ref().and_then(|m| m.secs),
         metrics,

@@ -21,6 +21,7 @@ use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::metrics::notice::Target;
+use crate::ops::wait::OnCancel;
 use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
 use crate::verdict::DEFAULT_PULL_GRACE;
@@ -418,6 +419,12 @@ impl Shown for Duration {
 impl Shown for Gang {
     fn shown(&self) -> Option<Value> {
         Some(self.as_str().into())
+    }
+}
+
+impl Shown for OnCancel {
+    fn shown(&self) -> Option<Value> {
+        Some(self.name().into())
     }
 }
 

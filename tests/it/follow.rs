@@ -249,7 +249,7 @@ fn an_image_that_cannot_be_pulled_fails_fast() {
         "Back-off pulling image \"nope:1\"",
     );
     let out = env.run(&["wait", "-t", "pull"]);
-    out.failure(3).stderr_has(
+    out.failure(6).stderr_has(
         "run 'pull' failed: pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\" (its image cannot be pulled: check --image; a slow registry: --pull-grace)",
     );
 
@@ -266,7 +266,7 @@ fn an_image_that_cannot_be_pulled_fails_fast() {
         "pull access denied, again",
     );
     let out = finish(child);
-    out.failure(3)
+    out.failure(6)
         .stderr_has("cannot start: ErrImagePull: pull access denied, again");
 }
 
@@ -310,7 +310,7 @@ fn a_pull_error_within_the_grace_is_no_verdict() {
         "Back-off pulling image \"nope:1\"",
     );
     env.run(&["wait", "-t", "now"])
-        .failure(3)
+        .failure(6)
         .stderr_has("cannot start: ImagePullBackOff: Back-off pulling image \"nope:1\" (its image cannot be pulled: check --image;");
 }
 
@@ -330,7 +330,7 @@ fn a_missing_secret_fails_spawn_wait() {
         "secret \"creds\" not found",
     );
     let out = finish(child);
-    out.failure(3)
+    out.failure(6)
         .stderr_has("cannot start: CreateContainerConfigError: secret \"creds\" not found");
 }
 

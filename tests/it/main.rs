@@ -5,6 +5,7 @@ mod terminal;
 
 mod after;
 mod bad_input;
+mod cancel;
 mod ci;
 mod closed_stdout;
 mod compare;

@@ -79,7 +79,7 @@ async fn an_image_that_does_not_exist_fails_fast_with_the_pull_error() {
 
     let started = std::time::Instant::now();
     let out = c.run(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]).await;
-    assert_eq!(out.code, 3, "{out:#?}");
+    assert_eq!(out.code, 6, "{out:#?}");
     let error = out
         .stderr
         .lines()

@@ -161,7 +161,7 @@ async fn wait_for_start_fails_fast_on_an_image_that_cannot_be_pulled() {
             }))]}),
         )),
     );
-    out.failure(3).stderr_has("ImagePullBackOff");
+    out.failure(6).stderr_has("ImagePullBackOff");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use futures::{StreamExt, stream};
 
-use super::options::Wait;
+use super::options::{CANCEL_BOUND, OnCancel, Wait};
 use crate::cluster::stop::Stopped;
 use crate::cluster::{Cluster, pod_logs};
 use crate::metrics::RunMetrics;
@@ -35,7 +35,7 @@ pub(super) async fn after_the_verdict(
     let unfinished = tracker.live().any(PodView::still_running);
     let mut stopped = Stopped::default();
     if unfinished && !wait.keep_running && (!wait.cleanup || wait.save_logs.is_some()) {
-        stopped = stop_step(cluster, wait, tracker, &mut problems).await;
+        stopped = stop_step(cluster, (wait, AFTER_VERDICT), tracker, &mut problems).await;
     }
     if !wait.cleanup {
         record_step(cluster, wait, (tracker, verdict, metrics), &stopped).await;
@@ -93,6 +93,84 @@ pub(super) async fn after_the_end(cluster: &Cluster, wait: &Wait) -> Result<()> 
     joined(problems)
 }
 
+/// A cancelled wait (SIGINT, SIGTERM): `--save-logs`, then what `--cleanup` (the run
+/// deleted) or else `--on-cancel` asks, within [`CANCEL_BOUND`]. The error: the signal's
+/// exit code and one line saying what was done and how to undo or finish it.
+pub(super) async fn cancelled(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    code: u8,
+) -> anyhow::Error {
+    let (tag, ns) = (wait.tag.as_str(), cluster.namespace());
+    let by = crate::signals::asked_by(code);
+    let action = if wait.cleanup {
+        OnCancel::Delete
+    } else {
+        wait.on_cancel
+    };
+    let status = format!("tf-spawner status -t {tag} -n {ns}");
+    let delete = format!("tf-spawner -d -t {tag} -n {ns}");
+    let work = async {
+        let mut problems = Vec::new();
+        save_logs_step(cluster, wait, &mut problems).await;
+        let done = on_cancel(cluster, wait, tracker, (action, by), &mut problems).await;
+        (done, problems)
+    };
+    let message = match tokio::time::timeout(CANCEL_BOUND, work).await {
+        Ok((done, problems)) => match joined(problems) {
+            Ok(()) => format!("{by}: {done}"),
+            Err(e) => format!("{by}: {done}; but {e} (finish it: {delete})"),
+        },
+        Err(_) => format!(
+            "{by}: run '{tag}' was to be {} but that took more than {}s; it may be left in part (see: {status}; finish it: {delete})",
+            match action {
+                OnCancel::Leave => "left as it is",
+                OnCancel::Stop => "stopped",
+                OnCancel::Delete => "deleted",
+            },
+            CANCEL_BOUND.as_secs()
+        ),
+    };
+    crate::errors::ExitError::new(code, message).into()
+}
+
+/// What `--on-cancel` (or `--cleanup`: `Delete`) does, and what was done, in words.
+async fn on_cancel(
+    cluster: &Cluster,
+    wait: &Wait,
+    tracker: &Tracker,
+    (action, by): (OnCancel, &str),
+    problems: &mut Vec<String>,
+) -> String {
+    let (tag, ns) = (wait.tag.as_str(), cluster.namespace());
+    let status = format!("tf-spawner status -t {tag} -n {ns}");
+    let delete = format!("tf-spawner -d -t {tag} -n {ns}");
+    match action {
+        OnCancel::Leave => {
+            format!("run '{tag}' was left as it is (see: {status}; stop it: {delete})")
+        }
+        OnCancel::Stop => {
+            let unfinished = tracker.live().any(PodView::still_running);
+            let stopped = if unfinished {
+                stop_step(cluster, (wait, AT_CANCEL), tracker, problems).await
+            } else {
+                Stopped::default()
+            };
+            let verdict =
+                format!("Cancelled: its wait was cancelled ({by}), its unfinished pods stopped");
+            record_step(cluster, wait, (tracker, &verdict, None), &stopped).await;
+            format!(
+                "run '{tag}' was stopped: its unfinished pods ended, kept with the finished ones and the logs (see: {status}; delete it: {delete})"
+            )
+        }
+        OnCancel::Delete => {
+            delete_step(cluster, wait, problems).await;
+            format!("run '{tag}' was deleted")
+        }
+    }
+}
+
 fn joined(problems: Vec<String>) -> Result<()> {
     if problems.is_empty() {
         Ok(())
@@ -126,7 +204,7 @@ async fn save_logs_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<Strin
 /// The run's pods that have not finished are stopped (`cluster::stop`).
 async fn stop_step(
     cluster: &Cluster,
-    wait: &Wait,
+    (wait, when): (&Wait, &str),
     tracker: &Tracker,
     problems: &mut Vec<String>,
 ) -> Stopped {
@@ -149,8 +227,8 @@ async fn stop_step(
                     "stopped {} (kept with {} logs until -d; --keep-running leaves them running)\n",
                     counted(
                         &ran,
-                        "pod still running after the verdict",
-                        "pods still running after the verdict"
+                        &format!("pod still running {when}"),
+                        &format!("pods still running {when}")
                     ),
                     if ran.len() == 1 { "its" } else { "their" },
                 ));
@@ -183,6 +261,10 @@ async fn stop_step(
     }
 }
 
+/// When [`stop_step`] stops pods, in its line (`pods still running after the verdict`).
+const AFTER_VERDICT: &str = "after the verdict";
+const AT_CANCEL: &str = "when the wait was cancelled";
+
 /// `2 pods still running after the verdict: a, b` (the first few names).
 fn counted(names: &[String], one: &str, many: &str) -> String {
     const SHOWN: usize = 8;
@@ -195,9 +277,13 @@ fn counted(names: &[String], one: &str, many: &str) -> String {
 }
 
 async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
-    if !wait.cleanup {
-        return;
+    if wait.cleanup {
+        delete_step(cluster, wait, problems).await;
     }
+}
+
+/// The run deleted (`--cleanup`, `--on-cancel delete`).
+async fn delete_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
     let deleted = crate::ops::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
     let _ = output::print(&format!(
         "deleted {} objects of run {}\n",

@@ -28,21 +28,58 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cluster::Cluster;
-use crate::output;
+use crate::metrics::RunMetrics;
+use crate::metrics::notice::Notice;
+use crate::output::{self, ReportFormat};
 use crate::signals;
+use crate::trainlog::Training;
 use crate::verdict::{Tracker, Verdict};
 use fold::{Done, Outcome};
 
 pub use fold::stalled_text;
 pub use options::{
-    DEFAULT_STALL_FACTOR, DEFAULT_STALL_FLOOR, OnStall, Stall, StallBound, Wait, WaitFor,
+    DEFAULT_STALL_FACTOR, DEFAULT_STALL_FLOOR, OnCancel, OnStall, Stall, StallBound, Wait, WaitFor,
 };
 use report::humantime_secs;
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
 /// With `--restarts`, a retryable failure's verdict goes to the restart state machine
-/// (`ops/restart.rs`) first: a restarted run is followed again, afresh.
+/// (`ops/restart.rs`) first: a restarted run is followed again, afresh. The notice
+/// (`--notify`) and the verdict document (`-o json|yaml`) follow every end, an error
+/// before the report (the API server gone past `--give-up-after`) included.
 pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
+    let mut last = Last {
+        tracker: Tracker::new(&wait.tag, wait.all_workers),
+        training: Training::default(),
+        metrics: None,
+    };
+    let result = match follow(cluster, wait, &mut last).await {
+        Ok(outcome) => {
+            let seen = (&last.tracker, &last.training, last.metrics.as_ref());
+            report::report(cluster, wait, seen, outcome).await
+        }
+        Err(e) => Err(e),
+    };
+    let seen = (&last.tracker, &last.training, last.metrics.as_ref());
+    super::notify::after_wait(cluster, (wait.notify.as_ref(), &wait.tag), seen, &result).await;
+    if wait.output != ReportFormat::Table {
+        let ending = super::notify::ending(cluster, &wait.tag, seen, &result).await;
+        let document = Notice::of_run(ending);
+        output::data(&output::document(&document, wait.output)?)?;
+    }
+    result
+}
+
+/// What the last follow saw: its tracker, its training, its metrics (those of the
+/// attempts before a restart included).
+struct Last {
+    tracker: Tracker,
+    training: Training,
+    metrics: Option<RunMetrics>,
+}
+
+/// Follows the run, through its restarts, to the outcome the report says.
+async fn follow(cluster: &Cluster, wait: &Wait, last: &mut Last) -> Result<Outcome> {
     let mut restarter =
         super::restart::Restarter::begin(cluster, &wait.tag, &wait.restarts).await?;
     let bounds = super::restart::Bounds {
@@ -52,33 +89,31 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     };
     restarter.resume(cluster, &bounds).await?;
     // The metrics of the attempts before a restart, kept in the run's record.
-    let mut earlier = None;
+    let mut earlier: Option<RunMetrics> = None;
     loop {
-        let mut tracker = Tracker::new(&wait.tag, wait.all_workers);
-        let (outcome, training) = stream::follow(cluster, wait, &mut tracker).await?;
-        let outcome = settle(cluster, wait, &mut tracker, outcome).await?;
-        let mut metrics =
-            super::compare::run_metrics(&tracker, &training, earlier.as_ref(), wait.all_workers);
+        last.tracker = Tracker::new(&wait.tag, wait.all_workers);
+        let (outcome, training) = stream::follow(cluster, wait, &mut last.tracker).await?;
+        last.training = training;
+        let outcome = settle(cluster, wait, &mut last.tracker, outcome).await?;
+        let (tracker, training) = (&last.tracker, &last.training);
+        last.metrics =
+            super::compare::run_metrics(tracker, training, earlier.as_ref(), wait.all_workers);
         let restarted = match &outcome {
             Outcome::Done(Done::Final(verdict)) => {
-                restarter.after(cluster, &bounds, &tracker, verdict).await?
+                restarter.after(cluster, &bounds, tracker, verdict).await?
             }
             Outcome::Stalled(stalled) if wait.stall.is_some_and(|s| s.on == OnStall::Restart) => {
                 restarter
-                    .after_stall(cluster, &bounds, &tracker, &stalled.cause)
+                    .after_stall(cluster, &bounds, tracker, &stalled.cause)
                     .await?
             }
             _ => false,
         };
-        if restarted {
-            super::compare::record_restart(cluster, &wait.tag, metrics.as_mut()).await;
-            earlier = metrics;
-            continue;
+        if !restarted {
+            return Ok(outcome);
         }
-        let seen = (&tracker, &training, metrics.as_ref());
-        let result = report::report(cluster, wait, seen, outcome).await;
-        super::notify::after_wait(cluster, (wait.notify.as_ref(), &wait.tag), seen, &result).await;
-        return result;
+        super::compare::record_restart(cluster, &wait.tag, last.metrics.as_mut()).await;
+        earlier = last.metrics.clone();
     }
 }
 

@@ -27,6 +27,38 @@ pub enum OnStall {
     Restart,
 }
 
+/// `--on-cancel`: what a cancelled wait (SIGINT, SIGTERM: a CI job cancelled, Ctrl-C)
+/// does to the run it follows, without `--cleanup` (with it, the run is deleted, its
+/// logs saved first, as at the end). Whatever it does, `--save-logs` is written first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnCancel {
+    /// Leave the run as it is: only the watching stops (a person at a terminal)
+    #[default]
+    Leave,
+    /// Stop the run's unfinished pods, keeping the finished ones, the logs and the
+    /// record until -d (as after a verdict)
+    Stop,
+    /// Delete the run (as --cleanup does at the end)
+    Delete,
+}
+
+impl OnCancel {
+    /// The flag's and the defaults file's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnCancel::Leave => "leave",
+            OnCancel::Stop => "stop",
+            OnCancel::Delete => "delete",
+        }
+    }
+}
+
+/// How long a cancelled wait may take to do what `--on-cancel` or `--cleanup` asks
+/// (logs saved, pods stopped, the run deleted) before it exits anyway: GitHub Actions
+/// sends SIGTERM 7.5 s after its SIGINT and SIGKILL 2.5 s later; GitLab's runner, a
+/// `docker stop` and Kubernetes give 10 s or more.
+pub const CANCEL_BOUND: Duration = Duration::from_secs(7);
+
 /// The derived stall bound's defaults: ten times the longest gap between two progress
 /// lines seen so far, never under 30 minutes (`stall_factor`, `stall_floor`).
 pub const DEFAULT_STALL_FACTOR: u32 = 10;
@@ -115,6 +147,10 @@ pub struct Wait {
     pub observer: Option<crate::progress::Observer>,
     /// `--notify`: where the verdict is told (`ops/notify.rs`).
     pub notify: Option<crate::metrics::notice::Target>,
+    /// `--on-cancel`: what a SIGINT or SIGTERM does to the run (without `--cleanup`).
+    pub on_cancel: OnCancel,
+    /// `-o json|yaml`: the verdict document on stdout (`Table`: none, the lines alone).
+    pub output: crate::output::ReportFormat,
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use super::fold::{Done, Outcome};
 use super::options::{Wait, WaitFor};
 use crate::cluster::Cluster;
 use crate::errors::{
-    EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError,
+    EXIT_CANNOT_START, EXIT_RUNTIME, EXIT_START_TIMEOUT, EXIT_TIMEOUT, EXIT_TRAINING_FAILED,
+    ExitError,
 };
 use crate::metrics::RunMetrics;
 use crate::output;
@@ -28,11 +29,7 @@ pub(super) async fn report(
     let tag = wait.tag.as_str();
     let ns = cluster.namespace();
     match outcome {
-        Outcome::Signal(code) => Err(ExitError::new(
-            code,
-            format!("interrupted; run '{tag}' was left as it is (see: tf-spawner status -t {tag} -n {ns})"),
-        )
-        .into()),
+        Outcome::Signal(code) => Err(super::after::cancelled(cluster, wait, tracker, code).await),
         Outcome::Done(Done::Empty) => bail!(
             "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
             crate::labels::whole_run_selector(tag)
@@ -49,11 +46,7 @@ pub(super) async fn report(
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
-            show_failed_log(cluster, tracker, &failure).await;
-            time_and_training(tracker, false, training, metrics)?;
-            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {failure}")).await;
-            let message = format!("run '{tag}' failed: {failure}");
-            Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
+            failed(cluster, wait, (tracker, training, metrics), &failure).await
         }
         Outcome::Done(Done::Final(other)) => {
             // `is_final` admits only the two above.
@@ -70,13 +63,43 @@ pub(super) async fn report(
                 stalled.text,
                 show::live(training)
             );
-            let after = after_the_verdict(cluster, wait, (tracker, metrics), &format!("Failed: {message}")).await;
+            let record = format!("Failed: {message}");
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait).await;
-            Err(ExitError::new(EXIT_TIMEOUT, also(timed_out(&wait.tag, wait.until, tracker, d), after)).into())
+            Err(ExitError::new(
+                EXIT_TIMEOUT,
+                also(timed_out(&wait.tag, wait.until, tracker, d), after),
+            )
+            .into())
         }
+    }
+}
+
+/// A failed verdict: the failed task's last lines, the run's time and training, the
+/// steps after the verdict; exit 6 or 3 ([`failed_code`]).
+async fn failed(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    failure: &Failure,
+) -> Result<()> {
+    show_failed_log(cluster, tracker, failure).await;
+    time_and_training(tracker, false, training, metrics)?;
+    let record = format!("Failed: {failure}");
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    let message = format!("run '{}' failed: {failure}", wait.tag);
+    Err(ExitError::new(failed_code(failure), also(message, after)).into())
+}
+
+/// A failed run's exit code: 6 when it could not start (its set-up failed: an image,
+/// a ConfigMap or Secret it names), 3 when its training failed.
+fn failed_code(failure: &Failure) -> u8 {
+    match failure.kind {
+        FailureKind::CannotStart(_) => EXIT_CANNOT_START,
+        _ => EXIT_TRAINING_FAILED,
     }
 }
 
