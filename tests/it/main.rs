@@ -8,6 +8,7 @@ mod bad_input;
 mod ci;
 mod closed_stdout;
 mod compare;
+mod completion;
 mod delete;
 mod ecosystem;
 mod faults;
