@@ -51,8 +51,25 @@ fn plain_tcp() -> HttpConnector {
     tcp
 }
 
+/// The error's causes in our words: the client's own wrapper left out, a proxy's refusal
+/// of the tunnel said as such (hyper-util's `TunnelError` is not exported: its text).
 fn failed(e: impl std::error::Error + Send + Sync + 'static) -> String {
-    crate::errors::causes(&e).join(": ")
+    let said: Vec<String> = crate::errors::causes(&e)
+        .into_iter()
+        .filter(|c| !c.starts_with("client error ("))
+        .map(|c| match c.as_str() {
+            "tunnel error: unsuccessful" => "the proxy refused the tunnel (CONNECT)".to_string(),
+            "tunnel error: proxy authorization required" => {
+                "the proxy asks for credentials (407): give them in its URL, http://USER:PASSWORD@HOST:PORT"
+                    .to_string()
+            }
+            "tunnel error: failed to create underlying connection" => {
+                "cannot reach the proxy".to_string()
+            }
+            _ => c,
+        })
+        .collect();
+    said.join(": ")
 }
 
 /// Sends `request`: directly, tunnelled through `proxy` (an https URL), or to `proxy`
