@@ -69,6 +69,8 @@ pub fn display_name(argv0: Option<&std::ffi::OsStr>) -> String {
 
 /// Parses the command line, runs the command, and maps errors to exit codes.
 pub fn main() -> ExitCode {
+    // A shell's Tab (`TF_SPAWNER_COMPLETE=bash tf-spawner -- …`): answered, then exit.
+    commands::complete::answer_if_asked();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let name = display_name(argv.first().map(|a| a.as_os_str()));
     output::set_name(&name);

@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by `-q`, or by [`silence`].
 static QUIET: AtomicBool = AtomicBool::new(false);
+/// Nothing on stderr either: a shell completion's answer (its words are the output).
+static MUTE: AtomicBool = AtomicBool::new(false);
 
 /// How the user runs us (`tf-spawner`, or `kubectl tf-spawner` as a kubectl plugin),
 /// set once by `lib.rs::main`: the commands we suggest start with it.
@@ -66,6 +68,11 @@ pub fn progress_to_stderr() {
 /// Nothing on stdout from now on but [`data`].
 pub fn silence() {
     QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Nothing on stderr from now on: a completion must not write over the prompt.
+pub fn mute() {
+    MUTE.store(true, Ordering::Relaxed);
 }
 
 /// Whether stdout is silenced (`-q`).
@@ -234,6 +241,9 @@ pub fn data(text: &str) -> io::Result<()> {
 /// Writes `text` to stderr ([`terminal_text`]). A closed stderr is ignored: there is nowhere
 /// left to complain to, and the command's work and exit code must not depend on it.
 pub fn eprint(text: &str) {
+    if MUTE.load(Ordering::Relaxed) {
+        return;
+    }
     let text = terminal_text(text);
     around_live(|| {
         let mut err = io::stderr().lock();

@@ -90,7 +90,9 @@ pub enum Command {
     /// priority class, deadline, gang, scheduler name) and where each comes from: a flag, the project
     /// file (tf-spawner.yaml), the config file, the kubeconfig or the built-in default
     Config(ConfigArgs),
-    /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell)
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish or powershell):
+    /// at each Tab it asks tf-spawner, which completes the verbs, the flags and the run
+    /// tags of the namespace (2 s at most; nothing without a cluster)
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout
     Man,

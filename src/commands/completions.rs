@@ -6,11 +6,10 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs};
 
-/// The script for `shell` on stdout, for the binary's name (`tf-spawner`).
+/// The script for `shell` on stdout, for the binary's name (`tf-spawner`): it asks the
+/// binary at each Tab (`commands/complete.rs`), so flags, verbs and run tags complete.
 pub fn completions(args: &CompletionsArgs) -> Result<()> {
-    let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "tf-spawner", &mut out);
-    write(&out)
+    write(&super::complete::registration(args.shell)?)
 }
 
 /// The man page (section 1, roff) on stdout.

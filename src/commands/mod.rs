@@ -5,6 +5,7 @@
 //! [`Settings`]: crate::settings::Settings
 
 pub mod compare;
+pub mod complete;
 pub mod completions;
 pub mod config;
 pub mod cp;

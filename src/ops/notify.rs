@@ -22,6 +22,8 @@ use crate::output;
 use crate::trainlog::Training;
 use crate::verdict::{FailureKind, Tracker, Verdict};
 
+mod proxy;
+
 /// How long a notice may take: the command's run, or the POST's answer.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -180,16 +182,9 @@ async fn command(line: &str, notice: &Notice, body: &[u8]) -> Result<(), String>
     })
 }
 
-/// POSTs `body` (JSON) to `url`: a 2xx answer is success.
+/// POSTs `body` (JSON) to `url`, through the proxy the environment names for it
+/// (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, as curl reads them): a 2xx answer is success.
 async fn post(url: &str, body: Vec<u8>) -> Result<(), String> {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| format!("no CA certificates on this machine: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build::<_, Full<bytes::Bytes>>(https);
     let request = http::Request::post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(
@@ -198,10 +193,13 @@ async fn post(url: &str, body: Vec<u8>) -> Result<(), String> {
         )
         .body(Full::new(bytes::Bytes::from(body)))
         .map_err(|e| format!("not a URL to send to: {e}"))?;
-    let answer = client
-        .request(request)
+    let proxy = proxy::proxy_for(request.uri());
+    let answer = proxy::send(request, proxy.as_ref())
         .await
-        .map_err(|e| format!("cannot send it: {}", crate::errors::causes(&e).join(": ")))?;
+        .map_err(|e| match &proxy {
+            Some(p) => format!("cannot send it through the proxy {}: {e}", proxy::shown(p)),
+            None => format!("cannot send it: {e}"),
+        })?;
     let status = answer.status();
     if status.is_success() {
         return Ok(());

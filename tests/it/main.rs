@@ -9,6 +9,7 @@ mod cancel;
 mod ci;
 mod closed_stdout;
 mod compare;
+mod completion;
 mod delete;
 mod ecosystem;
 mod faults;

@@ -383,3 +383,81 @@ fn a_local_sweep_tells_each_run_and_its_end() {
     );
     assert!(env.server.requests().is_empty(), "no cluster");
 }
+
+/// `--notify URL` through the proxy the environment names, as curl: HTTP_PROXY gets an
+/// http URL's POST whole, HTTPS_PROXY a CONNECT to an https URL's host, NO_PROXY's
+/// hosts are reached directly (issue 48 item 3).
+#[test]
+fn a_url_notice_goes_through_the_proxy_the_environment_names() {
+    let env = Env::new();
+    spawn_run(&env, "np", &["-w", "1"]);
+    exited(&env, "np-worker-0", 0);
+    let wait = |url: &str, vars: &[(&str, &str)]| {
+        let mut cmd = env.cmd();
+        cmd.envs(vars.iter().copied())
+            .args(["wait", "-t", "np", "--notify", url]);
+        crate::support::run(&mut cmd)
+    };
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = closed.local_addr().unwrap();
+    drop(closed);
+    // The proxy (a one-request server that answers itself) gets the POST, its URL whole;
+    // nobody listens at the URL's own address.
+    let (proxy, seen) = one_request_server("200 OK");
+    let proxy = proxy.trim_end_matches("/hooks/secret-part").to_string();
+    let hook = format!("http://{nobody}/hook");
+    let out = wait(&hook, &[("HTTP_PROXY", &proxy)]);
+    out.success();
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    let (head, body) = seen
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    assert!(
+        head.starts_with(&format!("POST {hook} HTTP/1.1\r\n")),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains(&format!("host: {nobody}")),
+        "{head}"
+    );
+    let notice: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(notice["verdict"], "Succeeded");
+    // NO_PROXY names the server's host: straight there, the (dead) proxy unused.
+    let dead_proxy = format!("http://{nobody}");
+    let (url, got) = one_request_server("200 OK");
+    let out = wait(
+        &url,
+        &[("http_proxy", &dead_proxy), ("NO_PROXY", "127.0.0.1")],
+    );
+    out.success();
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    let (head, _) = got
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    assert!(
+        head.starts_with("POST /hooks/secret-part HTTP/1.1\r\n"),
+        "{head}"
+    );
+    // Without NO_PROXY the dead proxy is tried, and the warning names it.
+    let out = wait(&url, &[("HTTP_PROXY", &dead_proxy)]);
+    out.success()
+        .stderr_has(&format!("cannot send it through the proxy {dead_proxy}: "));
+    // An https URL: a CONNECT to its host, asked of HTTPS_PROXY (which says no here).
+    let (proxy, seen) = one_request_server("403 Forbidden");
+    let proxy = proxy.trim_end_matches("/hooks/secret-part").to_string();
+    let out = wait(
+        "https://hooks.example.invalid/services/x",
+        &[("HTTPS_PROXY", &proxy), ("HTTP_PROXY", &dead_proxy)],
+    );
+    out.success().stderr_has(&format!(
+        "cannot send it through the proxy {proxy}: the proxy refused the tunnel (CONNECT) (the run's outcome stands)"
+    ));
+    let (head, _) = seen
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    assert!(
+        head.starts_with("CONNECT hooks.example.invalid:443 HTTP/1.1\r\n"),
+        "{head}"
+    );
+}

@@ -276,12 +276,13 @@ async fn parameter_server_strategy_trains_on_four_pods() {
     let Some(template) = tensorflow_template(&c, "tf_parameter_server").await else {
         return;
     };
-    let env = c.write(
-        "ps.env",
-        "MODEL_DIR=/data/model\nEPOCHS=3\nSTEPS_PER_EPOCH=10\n",
-    );
+    // The model lands in the run's output folder, the volume (no MODEL_DIR), as mnist.py's.
+    let claim = crate::after::Claim::new(&c).await;
+    let env = c.write("ps.env", "EPOCHS=3\nSTEPS_PER_EPOCH=10\n");
     let t = tag("ps");
     let flags = [
+        "--volume",
+        "out",
         "--strategy",
         "parameter-server",
         "--ps",
@@ -307,8 +308,14 @@ async fn parameter_server_strategy_trains_on_four_pods() {
         chief.contains("chief: trained 3 epochs of 10 steps with 1 ps; loss "),
         "{chief}"
     );
-    assert!(lines.contains(&"chief: model saved to /data/model/parameter_server.keras"));
-    let saved = c.dir.path().join("model/parameter_server.keras");
+    // The run's folder on the volume: /output/TAG ($TF_SPAWNER_OUTPUT_DIR).
+    let said = format!("chief: model saved to /output/{t}/model/parameter_server.keras");
+    assert!(lines.contains(&said.as_str()), "{chief}");
+    let saved = claim
+        .dir
+        .path()
+        .join(&t)
+        .join("model/parameter_server.keras");
     assert!(
         is_keras_file(&saved),
         "{} is a .keras model",

@@ -5,6 +5,7 @@
 
 mod after;
 mod compare;
+mod complete;
 mod credentials;
 mod delete;
 mod dry_run;

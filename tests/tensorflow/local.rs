@@ -124,21 +124,15 @@ fn mnist_trains_on_two_workers_and_the_chief_saves_the_model() {
 /// parameter_server.py: the chief coordinates 2 workers and 1 parameter server, which
 /// holds the variables; it trains, saves the model and exits 0, which decides the run;
 /// the workers and the parameter server, which serve until stopped, exit on the SIGTERM
-/// tf-spawner then sends.
+/// tf-spawner then sends. Without MODEL_DIR the model lands in the run's output folder
+/// (`$TF_SPAWNER_OUTPUT_DIR/model`), as mnist.py's does.
 #[test]
 fn parameter_server_strategy_trains_with_a_chief_a_ps_and_two_workers() {
     let Some(tf) = Tf::new("parameter_server") else {
         return;
     };
-    let model_dir = tf.path("model");
-    let env = tf.env_file(
-        "ps.env",
-        &[
-            ("MODEL_DIR", model_dir.to_str().unwrap()),
-            ("EPOCHS", "3"),
-            ("STEPS_PER_EPOCH", "10"),
-        ],
-    );
+    let model_dir = tf.path("tf-spawner-output/ps/model");
+    let env = tf.env_file("ps.env", &[("EPOCHS", "3"), ("STEPS_PER_EPOCH", "10")]);
     let out = tf.local(&[
         "-t",
         "ps",

@@ -1,0 +1,241 @@
+//! Dynamic shell completion: the scripts `tf-spawner completions SHELL` prints call the
+//! binary back (`TF_SPAWNER_COMPLETE=SHELL tf-spawner -- WORDS…`, clap_complete's
+//! `CompleteEnv`) at each Tab, and it answers with the flags and verbs (from the clap
+//! definitions) and, where a verb takes a run, the run tags (and experiment names) of
+//! the namespace the words name, as kubectl completes resource names. Asking the
+//! cluster is bounded by [`BOUND`]; without a cluster, credentials or an answer in
+//! time, nothing is offered and nothing is printed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use clap::{CommandFactory, FromArgMatches};
+use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
+
+use crate::cli::Cli;
+use crate::settings::Settings;
+
+/// The variable that makes the binary answer a completion instead of running.
+pub const VAR: &str = "TF_SPAWNER_COMPLETE";
+
+/// How long a Tab may wait for the cluster's runs.
+const BOUND: Duration = Duration::from_secs(2);
+
+/// The flags of the words that pick the cluster and namespace (taken by every verb).
+const CLUSTER_FLAGS: [&str; 4] = ["-n", "--namespace", "--context", "--kubeconfig"];
+
+/// What a completed value is: the verbs' arguments that name one, by verb ("" the
+/// main command) and clap id.
+#[derive(Clone, Copy)]
+enum Names {
+    /// A run's tag.
+    Runs,
+    /// An experiment's name (`sweep --resume`).
+    Experiments,
+    /// Either (`compare NAME…`).
+    Both,
+    /// A run's tag, when the words delete one (`-d -t TAG`): a new run's tag is new.
+    RunsToDelete,
+}
+
+const COMPLETED: &[(&str, &str, Names)] = &[
+    ("", "tag", Names::RunsToDelete),
+    ("wait", "tag", Names::Runs),
+    ("wait", "run", Names::Runs),
+    ("status", "tag", Names::Runs),
+    ("status", "run", Names::Runs),
+    ("logs", "tag", Names::Runs),
+    ("logs", "run", Names::Runs),
+    ("cp", "tag", Names::Runs),
+    ("tensorboard", "tag", Names::Runs),
+    ("compare", "tag", Names::Runs),
+    ("compare", "names", Names::Both),
+    ("sweep", "resume", Names::Experiments),
+];
+
+/// Answers a completion request and exits, if the variable asks for one; else returns.
+pub fn answer_if_asked() {
+    clap_complete::CompleteEnv::with_factory(command)
+        .var(VAR)
+        .bin("tf-spawner")
+        .completer("tf-spawner")
+        .complete();
+}
+
+/// The command line as completion sees it: clap's, with the run arguments' candidates.
+pub fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    for &(verb, id, names) in COMPLETED {
+        let add = |arg: clap::Arg| arg.add(ArgValueCandidates::new(move || candidates(names)));
+        cmd = match verb {
+            "" => cmd.mut_arg(id, add),
+            verb => cmd.mut_subcommand(verb, |sub| sub.mut_arg(id, add)),
+        };
+    }
+    cmd
+}
+
+/// The script `tf-spawner completions SHELL` prints: it registers the call back.
+pub fn registration(shell: clap_complete::Shell) -> std::io::Result<Vec<u8>> {
+    use clap_complete::Shell;
+    use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Zsh};
+    let completer: &dyn EnvCompleter = match shell {
+        Shell::Bash => &Bash,
+        Shell::Zsh => &Zsh,
+        Shell::Fish => &Fish,
+        Shell::Elvish => &Elvish,
+        Shell::PowerShell => &Powershell,
+        _ => &Bash,
+    };
+    let mut out = Vec::new();
+    completer.write_registration(VAR, "tf-spawner", "tf-spawner", "tf-spawner", &mut out)?;
+    Ok(out)
+}
+
+/// The words being completed (after the `--` the script passes), the binary's name
+/// first.
+fn words() -> Vec<String> {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match args.iter().position(|a| a == "--") {
+        Some(at) => args[at + 1..].to_vec(),
+        None => Vec::new(),
+    }
+}
+
+/// The candidates for `names`, from the namespace the words name; none when the
+/// cluster cannot tell within [`BOUND`].
+fn candidates(names: Names) -> Vec<CompletionCandidate> {
+    let words = words();
+    if matches!(names, Names::RunsToDelete) && !deletes(&words) {
+        return Vec::new();
+    }
+    crate::output::mute();
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return Vec::new();
+    };
+    let runs = runtime.block_on(async {
+        tokio::time::timeout(BOUND, runs(&words))
+            .await
+            .ok()
+            .flatten()
+    });
+    // A request still on its way (a DNS lookup in a thread) is not waited for.
+    runtime.shutdown_background();
+    runs.map(|runs| offered(&runs, names)).unwrap_or_default()
+}
+
+/// `-d`/`--delete` among the words (alone or in a cluster of short switches, `-dy`).
+fn deletes(words: &[String]) -> bool {
+    words.iter().skip(1).take_while(|w| *w != "--").any(|w| {
+        w == "--delete"
+            || w.strip_prefix('-').is_some_and(|s| {
+                !s.starts_with('-') && s.contains('d') && s.chars().all(|c| c.is_ascii_alphabetic())
+            })
+    })
+}
+
+/// The words' cluster flags (`-n NS`, `--context=C`…) before the verb `list`.
+fn list_argv(words: &[String]) -> Vec<String> {
+    let mut argv = vec!["tf-spawner".to_string()];
+    let mut rest = words.iter().skip(1);
+    while let Some(word) = rest.next() {
+        if CLUSTER_FLAGS.contains(&word.as_str()) {
+            if let Some(value) = rest.next() {
+                argv.extend([word.clone(), value.clone()]);
+            }
+        } else if CLUSTER_FLAGS.iter().any(|f| {
+            word.strip_prefix(f)
+                .is_some_and(|v| v.starts_with('=') || (*f == "-n" && !v.is_empty()))
+        }) {
+            argv.push(word.clone());
+        }
+    }
+    argv.extend(["--retries", "0", "list"].map(String::from));
+    argv
+}
+
+/// The runs (tag, verdict, experiment) of the namespace, as `list` finds them.
+async fn runs(words: &[String]) -> Option<Vec<(String, &'static str, Option<String>)>> {
+    let matches = Cli::command().try_get_matches_from(list_argv(words)).ok()?;
+    let cli = Cli::from_arg_matches(&matches).ok()?;
+    let settings = Settings::load(&cli, &matches).await.ok()?;
+    let cluster = settings.connect().ok()?;
+    let runs = crate::ops::list::list(&cluster, false).await.ok()?;
+    Some(
+        runs.into_iter()
+            .map(|r| (r.tag, r.verdict, r.experiment))
+            .collect(),
+    )
+}
+
+/// The values offered: tags with their verdict, experiments with their runs' count.
+fn offered(
+    runs: &[(String, &'static str, Option<String>)],
+    names: Names,
+) -> Vec<CompletionCandidate> {
+    let mut out = Vec::new();
+    if matches!(names, Names::Experiments | Names::Both) {
+        let mut experiments: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, _, experiment) in runs {
+            if let Some(name) = experiment {
+                *experiments.entry(name).or_default() += 1;
+            }
+        }
+        out.extend(experiments.into_iter().map(|(name, n)| {
+            CompletionCandidate::new(name).help(Some(format!("experiment, {n} runs").into()))
+        }));
+    }
+    if !matches!(names, Names::Experiments) {
+        out.extend(
+            runs.iter().map(|(tag, verdict, _)| {
+                CompletionCandidate::new(tag).help(Some((*verdict).into()))
+            }),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn the_cluster_flags_of_the_words_pick_the_namespace() {
+        assert_eq!(
+            list_argv(&words("tf-spawner wait -n team --context=c2 -t ")),
+            words("tf-spawner -n team --context=c2 --retries 0 list")
+        );
+        assert_eq!(
+            list_argv(&words("tf-spawner logs -nteam --kubeconfig k -f")),
+            words("tf-spawner -nteam --kubeconfig k --retries 0 list")
+        );
+        assert_eq!(
+            list_argv(&words("tf-spawner --notify x -n")),
+            words("tf-spawner --retries 0 list")
+        );
+    }
+
+    #[test]
+    fn only_a_delete_completes_the_main_commands_tag() {
+        assert!(deletes(&words("tf-spawner -d -t ")));
+        assert!(deletes(&words("tf-spawner -dy -t ")));
+        assert!(deletes(&words("tf-spawner --delete -t ")));
+        assert!(!deletes(&words("tf-spawner -t ")));
+        assert!(!deletes(&words("tf-spawner -t x train.py -- -d")));
+        assert!(!deletes(&words("tf-spawner --dry-run -t ")));
+    }
+
+    #[test]
+    fn every_run_argument_named_is_one_of_the_command_line() {
+        command().debug_assert();
+    }
+}
