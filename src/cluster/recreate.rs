@@ -531,6 +531,94 @@ mod tests {
         with_time(template(stored()), DEADLINE_AT_ANNOTATION, None)
     }
 
+    fn annotated(name: &str, pairs: &[(&str, &str)], started: Option<&str>) -> Pod {
+        let mut pod = stored();
+        pod.metadata.name = Some(name.into());
+        let a = pod.metadata.annotations.as_mut().unwrap();
+        for (k, v) in pairs {
+            a.insert(k.to_string(), v.to_string());
+        }
+        pod.status = started.map(|t| serde_json::from_value(json!({"startTime": t})).unwrap());
+        pod
+    }
+
+    fn book(created: &str, deadline: Option<i64>) -> Book {
+        let mut spawned = stored();
+        spawned.spec.as_mut().unwrap().active_deadline_seconds = deadline;
+        Book {
+            created: Some(created.parse().unwrap()),
+            spawned: Some(Ok([("t-worker-1".to_string(), spawned)].into())),
+            restart: None,
+        }
+    }
+
+    #[test]
+    fn the_record_bounds_the_deadline_and_a_start_in_the_future_is_ignored() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let now = t("2026-01-01T05:00:00Z");
+        let pods = [
+            // Planted: a start after now and a deadline a day past the record's.
+            annotated(
+                "t-worker-0",
+                &[
+                    (RUN_STARTED_ANNOTATION, "2026-01-02T00:00:00Z"),
+                    (DEADLINE_AT_ANNOTATION, "2026-01-02T00:00:00Z"),
+                ],
+                Some("2026-01-01T00:10:00Z"),
+            ),
+            // The run's first start, carried by a re-created pod.
+            annotated(
+                "t-worker-1",
+                &[(RUN_STARTED_ANNOTATION, "2026-01-01T00:05:00Z")],
+                None,
+            ),
+            // Before the run was made: not ours.
+            annotated(
+                "t-worker-2",
+                &[(RUN_STARTED_ANNOTATION, "2025-12-31T00:00:00Z")],
+                None,
+            ),
+        ];
+        let (times, warnings) = run_times(&pods, &book("2026-01-01T00:00:00Z", Some(3600)), now);
+        assert_eq!(times.started, Some(t("2026-01-01T00:05:00Z")));
+        assert_eq!(times.deadline, Some(t("2026-01-01T01:05:00Z")));
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(
+            warnings[0].contains("t-worker-0's tf-spawner/run-started"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[0].ends_with("is in the future: ignored"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].ends_with("is before the run was made: ignored"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[2].contains("is later than the run's record allows (2026-01-01T01:05:00Z"),
+            "{warnings:?}"
+        );
+        // Every pod gone: from the run's making.
+        let (times, warnings) = run_times(&[], &book("2026-01-01T00:00:00Z", Some(60)), now);
+        assert_eq!(times.deadline, Some(t("2026-01-01T00:01:00Z")));
+        assert!(warnings.is_empty());
+        // A record without a deadline: a planted one is refused, none is set.
+        let (times, warnings) = run_times(&pods[..1], &book("2026-01-01T00:00:00Z", None), now);
+        assert_eq!(times.deadline, None);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        // No record of pods (an earlier version): the pods' own deadline, the future
+        // start still ignored.
+        let old = Book {
+            spawned: None,
+            ..book("2026-01-01T00:00:00Z", None)
+        };
+        let (times, warnings) = run_times(&pods[..1], &old, now);
+        assert_eq!(times.started, Some(t("2026-01-01T00:10:00Z")));
+        assert_eq!(times.deadline, Some(t("2026-01-02T00:00:00Z")));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
     #[test]
     fn a_node_the_template_named_is_kept() {
         let mut pod = stored();
