@@ -509,9 +509,17 @@ async fn read_templates(
         output::warning(&format!("run {tag}: {warning}"));
     }
     let none_left = found.live.is_empty();
+    let spawned = found.spawned.and_then(|pods| {
+        match vetting::vet(&pods, tag, cluster.namespace(), &found.live) {
+            Ok(()) => Ok(pods),
+            Err(why) => Err(format!(
+                "the pods recorded at its spawn are refused: {why} (a record is trusted no further than the run's pods on the server: docs/hardened.md)"
+            )),
+        }
+    });
     let (mut templates, mut pending) =
         unfinished(cluster, tag, options, found.live, book.restart).await?;
-    let unknown = match found.spawned {
+    let unknown = match spawned {
         Ok(spawned) => {
             for (name, pod) in spawned {
                 templates.entry(name).or_insert(pod);

@@ -51,21 +51,15 @@ fn config_map_bytes(plan: &Plan) -> usize {
     data.chain(binary).sum()
 }
 
-/// `plan` whose ConfigMap records its pods; `Err` (the plan unchanged) with why not,
-/// in words, when the record does not fit beside the script.
-pub fn with_pods_record(plan: &Plan) -> Result<Plan, (Plan, String)> {
-    let bytes = match pods_record(plan) {
-        Ok(b) => b,
-        Err(e) => return Err((plan.clone(), format!("its pods could not be written ({e})"))),
-    };
+/// `plan` whose ConfigMap records its pods; `Err` with why not, in words, when the
+/// record does not fit beside the script.
+pub fn with_pods_record(plan: &Plan) -> Result<Plan, String> {
+    let bytes = pods_record(plan).map_err(|e| format!("its pods could not be written ({e})"))?;
     let used = config_map_bytes(plan);
     if used + bytes.len() + ROOM_KEPT > MAX_CONFIG_MAP_BYTES {
-        return Err((
-            plan.clone(),
-            format!(
-                "its pods ({} bytes compressed) do not fit beside its script ({used} bytes) in its configmap",
-                bytes.len()
-            ),
+        return Err(format!(
+            "its pods ({} bytes compressed) do not fit beside its script ({used} bytes) in its configmap",
+            bytes.len()
         ));
     }
     let mut out = plan.clone();
@@ -109,8 +103,7 @@ mod tests {
         let mut req = request(Roles::workers(1).unwrap());
         req.script = vec![b'#'; MAX_CONFIG_MAP_BYTES - ROOM_KEPT / 2];
         let plan = crate::plan::build(&req).unwrap();
-        let (unchanged, why) = with_pods_record(&plan).unwrap_err();
-        assert_eq!(unchanged, plan);
+        let why = with_pods_record(&plan).unwrap_err();
         assert!(why.contains("do not fit beside its script"), "{why}");
     }
 }
