@@ -6,7 +6,9 @@
 //! Where the specs come from: the pods themselves, read whole from the API server when
 //! the follow starts (`wait` is often another process than the spawn, with no plan).
 //! What the servers wrote into them is taken out again ([`template`]). A pod already
-//! gone when the follow started has no template: its task cannot be restarted.
+//! gone when the follow started is re-created from the pods the spawn recorded in the
+//! run's ConfigMap (`plan/record.rs`), once they pass `vetting.rs`; a run of an earlier
+//! version recorded none: its task cannot be restarted.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,41 +28,140 @@ use crate::labels::{
 /// The run's task pods as the next attempt re-creates them, by name.
 pub type Templates = BTreeMap<String, Pod>;
 
-/// Reads the run's pods whole, once, as [`template`]s.
-pub async fn templates(cluster: &Cluster, tag: &str) -> Result<Templates> {
+/// What the run's ConfigMap holds for a restart (one GET, [`recorded`]).
+#[derive(Debug, Clone, Default)]
+pub struct Book {
+    /// When the run was made (the ConfigMap's creation).
+    pub created: Option<Timestamp>,
+    /// The pods the spawn recorded (`plan/record.rs`), unvetted; `None` for a run of an
+    /// earlier version (or one whose pods did not fit), `Some(Err)` when unreadable.
+    pub spawned: Option<Result<Templates, String>>,
+    /// A restart under way ([`Record`]).
+    pub restart: Option<Record>,
+}
+
+/// Why a gone pod cannot be re-created from a run whose spawn recorded no pods.
+pub const NOT_RECORDED: &str = "the run's configmap holds no record of its pods (made by an earlier tf-spawner, or too large to record)";
+
+/// The run's templates as a restart reads them when the follow starts.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The run's pods on the server, as [`template`]s.
+    pub live: Templates,
+    /// The pods the spawn recorded, as templates (not vetted yet: `vetting.rs`); else
+    /// why there are none, in words.
+    pub spawned: Result<Templates, String>,
+    /// What was read and not believed (a start in the future…), one line each.
+    pub warnings: Vec<String>,
+}
+
+/// Reads the run's pods whole, once, as [`template`]s, beside the pods its spawn
+/// recorded in `book`, each carrying the run's vetted deadline
+/// and first start ([`run_times`]).
+pub async fn templates(cluster: &Cluster, tag: &str, book: &Book) -> Result<Found> {
     let pods = cluster
         .list::<Pod>(&run_selector(tag))
         .await
         .map_err(|e| cluster.explain("reading the run's pods (for --restarts)", &e))?;
-    let at = run_deadline(&pods);
-    let started = run_started(&pods);
-    Ok(pods
+    let (times, warnings) = run_times(&pods, book, Timestamp::now());
+    let timed = |p: Pod| {
+        let t = with_time(template(p), DEADLINE_AT_ANNOTATION, times.deadline);
+        with_time(t, RUN_STARTED_ANNOTATION, times.started)
+    };
+    let live: Templates = pods
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| {
-            let t = with_time(
-                with_time(template(p), DEADLINE_AT_ANNOTATION, at),
-                RUN_STARTED_ANNOTATION,
-                started,
-            );
-            Some((t.metadata.name.clone()?, t))
-        })
-        .collect())
+        .filter_map(|p| Some((p.metadata.name.clone()?, timed(p))))
+        .collect();
+    let spawned = match &book.spawned {
+        None => Err(NOT_RECORDED.to_string()),
+        Some(Err(why)) => Err(why.clone()),
+        Some(Ok(pods)) => Ok(pods
+            .iter()
+            .map(|(n, p)| (n.clone(), timed(p.clone())))
+            .collect()),
+    };
+    Ok(Found {
+        live,
+        spawned,
+        warnings,
+    })
 }
 
-/// When the run's first attempt started: what a re-created pod carries
-/// ([`RUN_STARTED_ANNOTATION`]), else the earliest start of a pod.
-fn run_started(pods: &[Pod]) -> Option<Timestamp> {
-    pods.iter()
-        .filter_map(|p| {
-            let carried = p.metadata.annotations.as_ref()?.get(RUN_STARTED_ANNOTATION);
-            carried.and_then(|t| t.parse().ok())
-        })
-        .chain(
-            pods.iter()
-                .filter_map(|p| Some(p.status.as_ref()?.start_time.as_ref()?.0)),
-        )
-        .min()
+/// The run's deadline and first start, as the next attempts carry them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Times {
+    pub deadline: Option<Timestamp>,
+    pub started: Option<Timestamp>,
+}
+
+/// The run's [`Times`] at `now`, and what was not believed. The first start: the
+/// earliest a re-created pod carries ([`RUN_STARTED_ANNOTATION`], ignored when in the
+/// future or before the run was made) or a pod's start; with a record of the spawn's
+/// pods and none started, the run's making. The deadline: with that record (the source
+/// of truth), the first start plus the recorded `activeDeadlineSeconds`, a pod's
+/// [`DEADLINE_AT_ANNOTATION`] later than that refused; without one (a run of an earlier
+/// version), from the pods ([`run_deadline`]).
+pub fn run_times(pods: &[Pod], book: &Book, now: Timestamp) -> (Times, Vec<String>) {
+    let mut warnings = Vec::new();
+    let carried = pods.iter().filter_map(|p| {
+        let t = time_of(p, RUN_STARTED_ANNOTATION)?;
+        let name = p.metadata.name.as_deref().unwrap_or("?");
+        let why = if t > now {
+            "is in the future"
+        } else if book.created.is_some_and(|c| t < c) {
+            "is before the run was made"
+        } else {
+            return Some(t);
+        };
+        warnings.push(format!(
+            "pod {name}'s {RUN_STARTED_ANNOTATION} ({t}) {why}: ignored"
+        ));
+        None
+    });
+    let pod_starts = pods
+        .iter()
+        .filter_map(|p| Some(p.status.as_ref()?.start_time.as_ref()?.0));
+    let recorded = match &book.spawned {
+        Some(Ok(spawned)) => Some(
+            spawned
+                .values()
+                .filter_map(|p| p.spec.as_ref()?.active_deadline_seconds)
+                .min(),
+        ),
+        _ => None,
+    };
+    let started = carried.chain(pod_starts).min();
+    let Some(seconds) = recorded else {
+        return (
+            Times {
+                deadline: run_deadline(pods),
+                started,
+            },
+            warnings,
+        );
+    };
+    let started = started.or(book.created);
+    let deadline = seconds
+        .zip(started)
+        .and_then(|(s, from)| from.checked_add(SignedDuration::from_secs(s)).ok());
+    for p in pods {
+        if let Some(t) = time_of(p, DEADLINE_AT_ANNOTATION)
+            && deadline.is_none_or(|d| t > d)
+        {
+            let name = p.metadata.name.as_deref().unwrap_or("?");
+            let allowed = deadline.map_or("none".to_string(), |d| d.to_string());
+            warnings.push(format!(
+                "pod {name}'s {DEADLINE_AT_ANNOTATION} ({t}) is later than the run's record allows ({allowed}, from its start and --deadline): the record's is used"
+            ));
+        }
+    }
+    (Times { deadline, started }, warnings)
+}
+
+/// The time in pod `p`'s annotation `key`, if it parses.
+fn time_of(p: &Pod, key: &str) -> Option<Timestamp> {
+    p.metadata.annotations.as_ref()?.get(key)?.parse().ok()
 }
 
 /// When the run's `--deadline` passes, from its pods: the time a re-created pod carries
@@ -230,20 +331,36 @@ pub async fn save(cluster: &Cluster, tag: &str, record: &Record) -> Result<bool>
     }
 }
 
-/// The restart recorded in the run's ConfigMap, if any (one GET).
-pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Option<Record>> {
-    use std::io::Read;
+/// What the run's ConfigMap holds for a restart (one GET): nothing without one.
+pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Book> {
     let Some(cm) = cluster.config_map(&config_map_name(tag)).await? else {
-        return Ok(None);
+        return Ok(Book::default());
     };
-    let Some(bytes) = cm.binary_data.as_ref().and_then(|d| d.get(RESTART_KEY)) else {
-        return Ok(None);
-    };
+    let data = cm.binary_data.as_ref();
+    let spawned = data
+        .and_then(|d| d.get(crate::plan::record::PODS_KEY))
+        .map(|b| {
+            gunzip_json(&b.0)
+                .ok_or_else(|| "the pods recorded at its spawn cannot be read".to_string())
+        });
+    Ok(Book {
+        created: cm.metadata.creation_timestamp.map(|t| t.0),
+        spawned,
+        restart: data
+            .and_then(|d| d.get(RESTART_KEY))
+            .and_then(|b| gunzip_json(&b.0)),
+    })
+}
+
+/// The JSON value gzip'd in `bytes` (at most 64 MiB of it), if it is one.
+fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    use std::io::Read;
     let mut json = Vec::new();
-    let read = flate2::read::GzDecoder::new(&bytes.0[..])
+    flate2::read::GzDecoder::new(bytes)
         .take(64 << 20)
-        .read_to_end(&mut json);
-    Ok(read.ok().and_then(|_| serde_json::from_slice(&json).ok()))
+        .read_to_end(&mut json)
+        .ok()?;
+    serde_json::from_slice(&json).ok()
 }
 
 /// Removes the record (once the restart's pods are created).
@@ -413,6 +530,94 @@ mod tests {
 
     fn template_of_plain() -> Pod {
         with_time(template(stored()), DEADLINE_AT_ANNOTATION, None)
+    }
+
+    fn annotated(name: &str, pairs: &[(&str, &str)], started: Option<&str>) -> Pod {
+        let mut pod = stored();
+        pod.metadata.name = Some(name.into());
+        let a = pod.metadata.annotations.as_mut().unwrap();
+        for (k, v) in pairs {
+            a.insert(k.to_string(), v.to_string());
+        }
+        pod.status = started.map(|t| serde_json::from_value(json!({"startTime": t})).unwrap());
+        pod
+    }
+
+    fn book(created: &str, deadline: Option<i64>) -> Book {
+        let mut spawned = stored();
+        spawned.spec.as_mut().unwrap().active_deadline_seconds = deadline;
+        Book {
+            created: Some(created.parse().unwrap()),
+            spawned: Some(Ok([("t-worker-1".to_string(), spawned)].into())),
+            restart: None,
+        }
+    }
+
+    #[test]
+    fn the_record_bounds_the_deadline_and_a_start_in_the_future_is_ignored() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let now = t("2026-01-01T05:00:00Z");
+        let pods = [
+            // Planted: a start after now and a deadline a day past the record's.
+            annotated(
+                "t-worker-0",
+                &[
+                    (RUN_STARTED_ANNOTATION, "2026-01-02T00:00:00Z"),
+                    (DEADLINE_AT_ANNOTATION, "2026-01-02T00:00:00Z"),
+                ],
+                Some("2026-01-01T00:10:00Z"),
+            ),
+            // The run's first start, carried by a re-created pod.
+            annotated(
+                "t-worker-1",
+                &[(RUN_STARTED_ANNOTATION, "2026-01-01T00:05:00Z")],
+                None,
+            ),
+            // Before the run was made: not ours.
+            annotated(
+                "t-worker-2",
+                &[(RUN_STARTED_ANNOTATION, "2025-12-31T00:00:00Z")],
+                None,
+            ),
+        ];
+        let (times, warnings) = run_times(&pods, &book("2026-01-01T00:00:00Z", Some(3600)), now);
+        assert_eq!(times.started, Some(t("2026-01-01T00:05:00Z")));
+        assert_eq!(times.deadline, Some(t("2026-01-01T01:05:00Z")));
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(
+            warnings[0].contains("t-worker-0's tf-spawner/run-started"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[0].ends_with("is in the future: ignored"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].ends_with("is before the run was made: ignored"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[2].contains("is later than the run's record allows (2026-01-01T01:05:00Z"),
+            "{warnings:?}"
+        );
+        // Every pod gone: from the run's making.
+        let (times, warnings) = run_times(&[], &book("2026-01-01T00:00:00Z", Some(60)), now);
+        assert_eq!(times.deadline, Some(t("2026-01-01T00:01:00Z")));
+        assert!(warnings.is_empty());
+        // A record without a deadline: a planted one is refused, none is set.
+        let (times, warnings) = run_times(&pods[..1], &book("2026-01-01T00:00:00Z", None), now);
+        assert_eq!(times.deadline, None);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        // No record of pods (an earlier version): the pods' own deadline, the future
+        // start still ignored.
+        let old = Book {
+            spawned: None,
+            ..book("2026-01-01T00:00:00Z", None)
+        };
+        let (times, warnings) = run_times(&pods[..1], &old, now);
+        assert_eq!(times.started, Some(t("2026-01-01T00:10:00Z")));
+        assert_eq!(times.deadline, Some(t("2026-01-02T00:00:00Z")));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
     }
 
     #[test]

@@ -18,16 +18,24 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext};
 
-use super::recreate::{Record, Templates};
+#[cfg(doc)]
+use super::recreate::Record;
+use super::recreate::Templates;
 use crate::labels::{HELPER_LABEL, INDEX_LABEL, ROLE_LABEL, RUN_LABEL};
 use crate::roles::{Role, Task};
 
-/// `Ok` when every pod of `record` is one tf-spawner would make for run `tag` in
+/// `Ok` when every pod of `recorded` (a restart's [`Record`], or the pods the spawn
+/// recorded, `plan/record.rs`) is one tf-spawner would make for run `tag` in
 /// `namespace`, asking for no privilege the run's pods read from the server (`live`)
 /// do not have; else what disagrees.
-pub fn vet(record: &Record, tag: &str, namespace: &str, live: &Templates) -> Result<(), String> {
+pub fn vet(
+    recorded: &Templates,
+    tag: &str,
+    namespace: &str,
+    live: &Templates,
+) -> Result<(), String> {
     let allowed: BTreeSet<String> = live.values().flat_map(privileges).collect();
-    for (name, pod) in &record.templates {
+    for (name, pod) in recorded {
         vet_identity(name, pod, tag, namespace)?;
         if let Some(extra) = privileges(pod).into_iter().find(|p| !allowed.contains(p)) {
             return Err(format!(
@@ -191,8 +199,8 @@ mod tests {
         }
     }
 
-    fn record(pods: Vec<Pod>) -> Record {
-        Record {
+    fn record(pods: Vec<Pod>) -> crate::cluster::recreate::Record {
+        crate::cluster::recreate::Record {
             attempt: 1,
             cause: None,
             templates: pods
@@ -205,7 +213,7 @@ mod tests {
     #[test]
     fn the_runs_own_pod_passes() {
         let r = record(vec![pod("t-worker-1", json!({}))]);
-        assert_eq!(vet(&r, "t", "ns", &Templates::new()), Ok(()));
+        assert_eq!(vet(&r.templates, "t", "ns", &Templates::new()), Ok(()));
     }
 
     #[test]
@@ -259,7 +267,7 @@ mod tests {
             ),
         ] {
             let r = record(vec![pod(name, extra.clone())]);
-            let e = vet(&r, "t", "ns", &Templates::new()).unwrap_err();
+            let e = vet(&r.templates, "t", "ns", &Templates::new()).unwrap_err();
             assert!(e.contains(why), "{extra}: {e}");
         }
     }
@@ -273,6 +281,6 @@ mod tests {
         )]
         .into();
         let r = record(vec![pod("t-worker-1", privileged)]);
-        assert_eq!(vet(&r, "t", "ns", &live), Ok(()));
+        assert_eq!(vet(&r.templates, "t", "ns", &live), Ok(()));
     }
 }

@@ -129,6 +129,9 @@ pub(crate) struct Restarter {
     /// begun. Not only the pods there now: a re-created pod may be gone again.
     attempt: u32,
     state: State,
+    /// Why a pod gone before the follow began has no template, when the pods its spawn
+    /// recorded cannot be used (`cluster/recreate.rs::Found`).
+    unknown: Option<String>,
     /// A restart recorded in the run's ConfigMap that was stopped before its pods were
     /// created again: [`Restarter::resume`] takes it up.
     pending: Option<Restart>,
@@ -144,12 +147,10 @@ pub(crate) struct Bounds {
 impl Restarter {
     /// Reads the run's pods as templates when restarts are asked for (one list).
     pub async fn begin(cluster: &Cluster, tag: &str, options: &Restarts) -> Result<Restarter> {
-        let (templates, pending) = if options.max > 0 {
-            let templates = recreate::templates(cluster, tag).await?;
-            let record = recreate::recorded(cluster, tag).await?;
-            unfinished(cluster, tag, options, templates, record).await?
+        let (templates, pending, unknown) = if options.max > 0 {
+            read_templates(cluster, tag, options).await?
         } else {
-            (Templates::new(), None)
+            (Templates::new(), None, None)
         };
         if let Some(queue) = templates.values().find_map(|p| {
             p.metadata
@@ -162,7 +163,7 @@ impl Restarter {
             ))
             .into());
         }
-        Ok(Restarter {
+        let mut restarter = Restarter {
             options: options.clone(),
             attempt: templates
                 .values()
@@ -170,9 +171,16 @@ impl Restarter {
                 .max()
                 .unwrap_or(0),
             templates,
+            unknown,
             state: State::Following,
             pending,
-        })
+        };
+        if let Some(r) = restarter.pending.take()
+            && !restarter.deadline_passed(tag, &r.names, r.attempt)
+        {
+            restarter.pending = Some(r);
+        }
+        Ok(restarter)
     }
 
     /// Takes up a restart that was stopped before its pods were created again (recorded
@@ -300,8 +308,9 @@ impl Restarter {
         };
         let names: BTreeSet<String> = chosen.iter().map(|t| t.name(tag)).collect();
         if let Some(missing) = names.iter().find(|n| !self.templates.contains_key(*n)) {
+            let why = self.unknown.as_deref().unwrap_or(recreate::NOT_RECORDED);
             output::note(&format!(
-                "run {tag}: not restarted: pod {missing} was already gone when this wait began, so its spec is unknown"
+                "run {tag}: not restarted: pod {missing} was already gone when this wait began, and {why}"
             ));
             return None;
         }
@@ -486,6 +495,93 @@ const NOT_CREATED: &str = "its pods were deleted and none has been created again
 /// be written: the next `wait --restarts` takes it up).
 const NOT_DELETED: &str = "it had deleted none of its pods yet; they are as the failure left them";
 
+/// The templates to restart from (the run's pods, a restart under way, the pods its
+/// spawn recorded, in this order), the restart to take up, and why the spawn's record
+/// could not be used; what was read and not believed said as warnings.
+async fn read_templates(
+    cluster: &Cluster,
+    tag: &str,
+    options: &Restarts,
+) -> Result<(Templates, Option<Restart>, Option<String>)> {
+    let book = recreate::recorded(cluster, tag).await?;
+    let found = recreate::templates(cluster, tag, &book).await?;
+    for warning in &found.warnings {
+        output::warning(&format!("run {tag}: {warning}"));
+    }
+    let none_left = found.live.is_empty();
+    let spawned = found.spawned.and_then(|pods| {
+        match vetting::vet(&pods, tag, cluster.namespace(), &found.live) {
+            Ok(()) => Ok(pods),
+            Err(why) => Err(format!(
+                "the pods recorded at its spawn are refused: {why} (a record is trusted no further than the run's pods on the server: docs/hardened.md)"
+            )),
+        }
+    });
+    let (mut templates, mut pending) =
+        unfinished(cluster, tag, options, found.live, book.restart).await?;
+    let unknown = match spawned {
+        Ok(spawned) => {
+            for (name, pod) in spawned {
+                templates.entry(name).or_insert(pod);
+            }
+            None
+        }
+        Err(why) => Some(why),
+    };
+    if none_left && pending.is_none() {
+        pending = vanished(cluster, tag, options, &templates, unknown.as_deref()).await?;
+    }
+    Ok((templates, pending, unknown))
+}
+
+/// Every pod of the run gone before the follow began, and no verdict recorded (it
+/// vanished while nobody followed it): the whole run restarted at once from the pods
+/// its spawn recorded, counted against `--restarts` after the attempts whose logs were
+/// kept; an error in one line when those pods cannot be used (`unknown`: why). A run
+/// with a verdict is left as it ended.
+async fn vanished(
+    cluster: &Cluster,
+    tag: &str,
+    options: &Restarts,
+    templates: &Templates,
+    unknown: Option<&str>,
+) -> Result<Option<Restart>> {
+    let Some(record) = crate::cluster::record::read(cluster, tag).await? else {
+        return Ok(None);
+    };
+    if record.verdict.is_some() {
+        return Ok(None);
+    }
+    let cause = "every pod of the run was gone when this wait began";
+    if let Some(why) = unknown {
+        anyhow::bail!("run '{tag}' cannot be restarted: {cause}, and {why}");
+    }
+    if templates.is_empty() {
+        return Ok(None);
+    }
+    let replaced = record.attempts.iter().map(|(a, _)| a + 1).max();
+    let attempt = replaced.unwrap_or(0) + 1;
+    if attempt > options.max {
+        output::note(&format!(
+            "run {tag}: not restarted: {cause}; its {} restart(s) (--restarts) are used",
+            options.max
+        ));
+        return Ok(None);
+    }
+    let names: BTreeSet<String> = templates.keys().cloned().collect();
+    Ok(Some(Restart {
+        attempt,
+        why: format!(
+            "{cause}; re-creating its {} pods from its record",
+            names.len()
+        ),
+        names,
+        cause: cause.to_string(),
+        lost: BTreeSet::new(),
+        backoff: Duration::ZERO,
+    }))
+}
+
 /// The templates to restart from and the restart to take up, from the run's pods and
 /// the restart recorded in its ConfigMap: a recorded restart whose pods are not all
 /// there with its attempt was stopped before it was done; one that is done is cleared.
@@ -501,7 +597,7 @@ async fn unfinished(
     let Some(record) = record else {
         return Ok((templates, None));
     };
-    if let Err(why) = vetting::vet(&record, tag, cluster.namespace(), &templates) {
+    if let Err(why) = vetting::vet(&record.templates, tag, cluster.namespace(), &templates) {
         output::warning(&format!(
             "run {tag}: the restart recorded in its configmap is not taken up: {why} (tf-spawner records only the run's own pods; the record was edited)"
         ));

@@ -40,6 +40,16 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
 
     room?;
 
+    // Its pods recorded in its ConfigMap, for a restart after they vanish (plan/record.rs).
+    let recorded = crate::plan::record::with_pods_record(plan)
+        .map_err(|why| {
+            output::note(&format!(
+                "run {}: {why}; wait --restarts cannot re-create a pod that vanishes before a wait reads it",
+                plan.tag
+            ));
+        })
+        .ok();
+    let plan = recorded.as_ref().unwrap_or(plan);
     let ledger = Ledger::new(plan);
     let outcome = tokio::select! {
         result = apply::create(cluster, plan, &ledger, max_in_flight) => result.map_err(Stop::Failed),

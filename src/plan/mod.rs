@@ -970,6 +970,7 @@ pub fn kubelet_literal(word: &str) -> String {
 }
 
 pub mod network;
+pub mod record;
 pub mod security;
 pub mod sweep;
 

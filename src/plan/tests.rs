@@ -8,7 +8,7 @@ use crate::render::render;
 use crate::roles::Strategy;
 use crate::template;
 
-fn request(roles: Roles) -> SpawnRequest {
+pub(super) fn request(roles: Roles) -> SpawnRequest {
     SpawnRequest {
         tag: "demo".into(),
         namespace: "physics".into(),

@@ -210,7 +210,7 @@ impl PodView {
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
             stopped_at: time_annotation(meta, STOPPED_ANNOTATION),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
-            run_started: time_annotation(meta, RUN_STARTED_ANNOTATION),
+            run_started: run_started(meta),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
             pull_grace: annotation(meta, PULL_GRACE_ANNOTATION).and_then(|s| s.parse().ok()),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
@@ -331,6 +331,15 @@ fn time_annotation(meta: &ObjectMeta, key: &str) -> Option<i64> {
             .ok()?
             .as_second(),
     )
+}
+
+/// The run's first start a re-created pod carries ([`RUN_STARTED_ANNOTATION`]): the
+/// run started before the pod was made, so a later time is not tf-spawner's and is
+/// ignored.
+fn run_started(meta: &ObjectMeta) -> Option<i64> {
+    let at = time_annotation(meta, RUN_STARTED_ANNOTATION)?;
+    let made = meta.creation_timestamp.as_ref().map(|c| c.0.as_second());
+    made.is_none_or(|m| at <= m).then_some(at)
 }
 
 /// The pod's annotation `key`.

@@ -155,3 +155,56 @@ fn a_heartbeat_from_the_future_keeps_no_tensorboard_pod() {
         .success()
         .stdout_has("no tensorboard session uses it now");
 }
+
+/// The pods a spawn records in the run's ConfigMap (`pods.json.gz`), edited to mount
+/// the host's `/`: once the run's pods are gone, `wait --restarts` refuses the record in
+/// one line and creates nothing; a record with no pods at all (a run of an earlier
+/// version) says so the same way.
+#[test]
+fn a_forged_record_of_the_spawns_pods_creates_nothing() {
+    use base64::Engine;
+    use std::io::Read;
+    let env = Env::new();
+    env.spawn(&["-t", "fp", "-w", "1"]).success();
+    let cm = env.server.get("configmaps", NS, "fp-script").unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let gz = b64
+        .decode(cm["binaryData"]["pods.json.gz"].as_str().unwrap())
+        .unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut pods: Value = serde_json::from_str(&text).unwrap();
+    let pod = &mut pods["fp-worker-0"];
+    pod["spec"]["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "host", "hostPath": {"path": "/"}}));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(pods.to_string().as_bytes()).unwrap();
+    let forged = b64.encode(gz.finish().unwrap());
+    edit_config_map(&env, "fp", |cm| {
+        cm["binaryData"]["pods.json.gz"] = json!(forged);
+    });
+    env.server.delete_pod(NS, "fp-worker-0");
+    let out = env.run(&["wait", "fp", "--restarts", "1", "--restart-backoff", "0s"]);
+    out.failure(1);
+    assert_eq!(
+        out.stderr,
+        "error: run 'fp' cannot be restarted: every pod of the run was gone when this wait began, and the pods recorded at its spawn are refused: pod fp-worker-0 asks for hostPath /, which no pod of the run has (a record is trusted no further than the run's pods on the server: docs/hardened.md)\n",
+        "{out:#?}"
+    );
+    assert!(env.server.get("pods", NS, "fp-worker-0").is_none());
+
+    edit_config_map(&env, "fp", |cm| {
+        cm["binaryData"]
+            .as_object_mut()
+            .unwrap()
+            .remove("pods.json.gz");
+    });
+    env.run(&["wait", "fp", "--restarts", "1"])
+        .failure(1)
+        .stderr_has("every pod of the run was gone when this wait began, and the run's configmap holds no record of its pods");
+    assert!(env.server.get("pods", NS, "fp-worker-0").is_none());
+}

@@ -813,3 +813,74 @@ fn logs_follow_goes_on_across_a_restart() {
         .stdout_has("worker-1 | second attempt line")
         .stderr_has("run lf: attempt 1 begins");
 }
+
+/// Issue 50 item 4: a run whose pods all vanished before any `wait` followed it is
+/// restarted from the pods its spawn recorded in its ConfigMap: the same pods (same
+/// `TF_CONFIG`, same containers) as attempt 1, and the run then succeeds.
+#[test]
+fn pods_gone_before_any_wait_are_recreated_from_the_record() {
+    let env = Env::new();
+    env.spawn(&["-t", "rv", "-w", "2"]).success();
+    let names = ["rv-worker-0", "rv-worker-1"];
+    let first = env.server.get("pods", NS, "rv-worker-1").unwrap();
+    for n in names {
+        env.server.delete_pod(NS, n);
+    }
+    assert!(pods(&env, "rv").is_empty());
+    let mut child = start(
+        &env,
+        &["wait", "rv", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    await_attempt(&env, "rv", &names, "1", &mut child);
+    let pod = env.server.get("pods", NS, "rv-worker-1").unwrap();
+    assert_eq!(env_var(&pod, "TF_SPAWNER_ATTEMPT").as_deref(), Some("1"));
+    assert_eq!(env_var(&pod, "TF_CONFIG"), env_var(&first, "TF_CONFIG"));
+    assert_eq!(pod["spec"]["volumes"], first["spec"]["volumes"]);
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        first["spec"]["containers"][0]["image"]
+    );
+    run_all(&env, &names);
+    exited(&env, "rv-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run rv: Succeeded");
+    assert_eq!(
+        restart_lines(&out),
+        [
+            "run rv: restart 1/1 in 0s: every pod of the run was gone when this wait began; re-creating its 2 pods from its record (attempt 1)"
+        ],
+        "{out:#?}"
+    );
+    let status = json(&env.run(&["status", "rv", "-o", "json"]));
+    assert_eq!(status["attempt"], 1, "{status}");
+    assert_eq!(
+        status["restarted_for"],
+        "every pod of the run was gone when this wait began"
+    );
+}
+
+/// A run with one of its two pods gone before the follow began: the verdict names it
+/// gone, and the restart re-creates it from the record beside the other one's own pod.
+#[test]
+fn a_pod_gone_before_the_wait_is_recreated_beside_the_live_one() {
+    let env = Env::new();
+    env.spawn(&["-t", "rw", "-w", "2"]).success();
+    let names = ["rw-worker-0", "rw-worker-1"];
+    env.server.delete_pod(NS, "rw-worker-1");
+    running(&env, "rw-worker-0");
+    let mut child = start(
+        &env,
+        &["wait", "rw", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    await_attempt(&env, "rw", &names, "1", &mut child);
+    run_all(&env, &names);
+    exited(&env, "rw-worker-0", 0);
+    let out = finish(child);
+    out.success().stdout_has("run rw: Succeeded");
+    let lines = restart_lines(&out);
+    assert_eq!(lines.len(), 1, "{out:#?}");
+    assert!(
+        lines[0].ends_with("re-creating its 2 pods (attempt 1)"),
+        "{out:#?}"
+    );
+}

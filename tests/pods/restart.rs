@@ -348,3 +348,66 @@ async fn a_run_that_stops_printing_is_restarted_on_stall_and_succeeds() {
     assert!(old.stdout.contains("attempt 0"), "{old:#?}");
     assert!(log_of(&c, &t, "worker-0").await.contains("attempt 1"));
 }
+
+/// Attempt 0 sleeps (its pods are deleted under it); attempt 1 prints and ends.
+const SLEEPS_THEN_ENDS: &str = "\
+import os, time
+attempt = os.environ.get('TF_SPAWNER_ATTEMPT')
+print('attempt', attempt, flush=True)
+if attempt == '0':
+    time.sleep(600)
+";
+
+/// A restart taken up after the pods vanished (issue 50 items 4 and 7): a two-worker
+/// run's pods force-deleted (`kubectl delete pod --force --grace-period=0`) before any
+/// `wait` read them; `wait --restarts 1` re-creates both from the pods the spawn
+/// recorded in the run's ConfigMap, and the run succeeds.
+#[tokio::test]
+async fn a_run_whose_pods_vanished_before_any_wait_is_restarted_from_its_record() {
+    let Some(c) = Cluster::new("restart-vanished").await else {
+        return;
+    };
+    let t = tag("gone");
+    let script = c.write("sleeps.py", SLEEPS_THEN_ENDS);
+    c.spawn(&t, &script, &["-w", "2"]).await;
+    c.pods_in_phase(&t, "Running", Duration::from_secs(120))
+        .await;
+    let api = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    for i in 0..2 {
+        api.delete(&format!("{t}-worker-{i}"), &force)
+            .await
+            .expect("force delete");
+    }
+    c.eventually("the pods gone", Duration::from_secs(60), || async {
+        c.pods(&t).await.is_empty().then_some(())
+    })
+    .await;
+    let out = c
+        .run(&[
+            "wait",
+            "-t",
+            &t,
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "1s",
+            "--timeout",
+            RUN_TIMEOUT,
+        ])
+        .await;
+    assert_eq!(out.code, 0, "{out:#?}");
+    out.stdout_has(&format!(
+        "run {t}: restart 1/1 in 0s: every pod of the run was gone when this wait began; re-creating its 2 pods from its record (attempt 1)"
+    ))
+    .stdout_has(&format!("run {t}: Succeeded"));
+    for pod in c.pods(&t).await {
+        let labels = pod.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["tf-spawner/attempt"], "1", "{:?}", pod.metadata.name);
+    }
+    let log = log_of(&c, &t, "worker-1").await;
+    assert!(log.contains("attempt 1"), "{log}");
+}
