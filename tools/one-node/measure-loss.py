@@ -136,8 +136,9 @@ def lost_work(d, killed, new_log):
             step_ms = int(m.group(3)) * (1 if m.group(4) == "ms" else 1000)
     resumed = next((text for _, text in new_log if "resuming from epoch" in text), "?")
     backups = (d / "backup-files").read_text().splitlines()
-    last = max((float(b.split(" ", 1)[0]) for b in backups if "backup/chief/" in b),
-               default=None)
+    # The chief's backup is in backup/gen-0/chief/ (examples/mnist.py: a folder per start).
+    last = max((float(b.split(" ", 1)[0]) for b in backups
+                if re.search(r"backup/(gen-\d+/)?chief/", b)), default=None)
     if step_ms is None or last is None:
         print("\nwork lost: not enough in the logs to say")
         return
