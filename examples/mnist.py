@@ -34,7 +34,8 @@ Environment:
   BACKUP_DIR            where Keras' BackupAndRestore keeps the training state (default
                         $TF_SPAWNER_OUTPUT_DIR/backup; with neither, no backup: a new run
                         starts over). Every task must see the same directory, so on pods it
-                        is on the run's volume (see Resuming below)
+                        is on the run's volume (see Resuming below); each start of the
+                        training backs up in a folder of its own there, gen-K
   BACKUP_EVERY_STEPS    about how many steps apart the backups are (default 100): every K
                         steps, K the largest divisor of the steps per epoch up to it (so every
                         epoch ends on a backup), or it exactly when no divisor is at least half
@@ -52,8 +53,19 @@ again) restores the model and the optimizer and continues from the step after th
 backup: it prints "worker-0: resuming from epoch K of N (backup in DIR)" (with ", after
 step S of M" when the backup was made inside epoch K) and Keras' lines start at "Epoch
 K/N". What a loss costs is the steps since the last backup: at most BACKUP_EVERY_STEPS.
-When training completes, Keras deletes the backup, so the next run starts over. To start over after a failure, delete BACKUP_DIR (tf-spawner cannot: the
-volume is yours) or point BACKUP_DIR elsewhere.
+When training completes, the backups are deleted, so the next run starts over. To start
+over after a failure, delete BACKUP_DIR (tf-spawner cannot: the volume is yours) or point
+BACKUP_DIR elsewhere.
+
+A folder per start: each start of the training (a run, a restarted attempt, the same
+command again) backs up in BACKUP_DIR/gen-K, K one above the highest there, seeded with a
+copy of the newest earlier folder's last complete backup ("worker-0: backup gen-1 seeded
+from gen-0's last complete backup (ckpt-41)"). Every task stops, writing nothing more, once
+a newer folder appears (checked before each backup, before the end and before saving the
+model). So tasks cut off from the cluster (their node partitioned, its containers alive)
+that train on while a restarted attempt runs elsewhere cannot change or delete the backup
+it restores from, nor save the model over its (see docs/preemption.md, "A partitioned
+node").
 
 SIGTERM: a deleted, preempted or evicted pod gets SIGTERM, then SIGKILL after its grace
 period (30 s by default). MultiWorkerMirroredStrategy installs a SIGTERM handler of its own
@@ -311,23 +323,176 @@ def backup_every(steps_per_epoch):
     return divisor if 2 * divisor >= min(target, steps_per_epoch) else target
 
 
-def backup_callbacks(name, epochs, steps_per_epoch, output_dir):
-    """BackupAndRestore in BACKUP_DIR (default OUTPUT_DIR/backup), and its resume note.
+GENERATION = "gen-"
 
-    Every task passes the same directory: the chief writes the backup in its chief/, the
-    others a temporary copy they remove, and all of them restore from the chief's.
+
+def generations(root):
+    """The generation numbers of the backup folders in root (gen-0, gen-1, ...), ascending."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(int(n[len(GENERATION):]) for n in names
+                  if n.startswith(GENERATION) and n[len(GENERATION):].isdigit())
+
+
+def complete_backup(folder):
+    """The checkpoint prefix (a name in folder/chief) of the last complete backup there, or None.
+
+    TensorFlow writes a checkpoint's files under new names and only then names them in the
+    `checkpoint` state file, so the files the state file names are complete (until the next
+    backup deletes them).
     """
-    backup_dir = (os.environ.get("BACKUP_DIR", "").strip()
-                  or (os.path.join(output_dir, "backup") if output_dir else ""))
-    if not backup_dir:
+    chief = os.path.join(folder, "chief")
+    try:
+        with open(os.path.join(chief, "checkpoint")) as state:
+            lines = state.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "model_checkpoint_path":
+            prefix = os.path.basename(value.strip().strip('"'))
+            return prefix if os.path.isfile(os.path.join(chief, prefix + ".index")) else None
+    return None
+
+
+def copy_backup(source, target):
+    """Copies the last complete backup of folder source into target/chief; its epoch name or None.
+
+    Copied into a temporary folder renamed at the end, so target/chief is a whole backup or
+    none; a file the source's writer deleted meanwhile (it wrote a newer backup) means reading
+    the state file again.
+    """
+    for _ in range(5):
+        prefix = complete_backup(source)
+        if prefix is None:
+            return None
+        partial = os.path.join(target, "chief.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        os.makedirs(partial)
+        chief = os.path.join(source, "chief")
+        try:
+            for name in os.listdir(chief):
+                if name.startswith(prefix + "."):
+                    shutil.copy2(os.path.join(chief, name), partial)
+            if not os.path.isfile(os.path.join(partial, prefix + ".index")):
+                continue
+        except FileNotFoundError:
+            continue
+        with open(os.path.join(partial, "checkpoint"), "w") as state:
+            state.write('model_checkpoint_path: "%s"\nall_model_checkpoint_paths: "%s"\n'
+                        % (prefix, prefix))
+        os.rename(partial, os.path.join(target, "chief"))
+        return prefix
+    return None
+
+
+def sum_over_workers(value):
+    """The sum of value over every worker: an all-reduce, so also a barrier."""
+    per_replica = strategy.run(lambda: tf.constant(float(value)))
+    return int(strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None).numpy())
+
+
+def begin_generation(name, chief, root):
+    """This start's generation: the chief makes root/gen-K (K one above the highest there) and
+    seeds it with a copy of the newest earlier generation's last complete backup; the other
+    workers learn K from it (and wait until the copy is made) through an all-reduce."""
+    generation = 0
+    if chief:
+        os.makedirs(root, exist_ok=True)
+        generation = (generations(root) or [-1])[-1] + 1
+        while True:
+            try:
+                os.mkdir(os.path.join(root, GENERATION + str(generation)))
+                break
+            except FileExistsError:
+                generation += 1
+        folder = os.path.join(root, GENERATION + str(generation))
+        for earlier in reversed(generations(root)):
+            if earlier < generation:
+                prefix = copy_backup(os.path.join(root, GENERATION + str(earlier)), folder)
+                if prefix:
+                    print("%s: backup %s%d seeded from %s%d's last complete backup (%s)"
+                          % (name, GENERATION, generation, GENERATION, earlier, prefix),
+                          flush=True)
+                    break
+    return sum_over_workers(generation if chief else 0)
+
+
+class Superseded(RuntimeError):
+    """A newer start of this training has begun on the same backup folder."""
+
+
+class Fence(tf.keras.callbacks.Callback):
+    """Stops this start of the training once a newer one has begun (a folder gen-J, J above
+    its own K, in the backup root): before each backup, before Keras deletes the backup at
+    the end, and (see save_model) before the model is saved. A start whose tasks were cut
+    off from the cluster, still running while the restarted run trains, then writes nothing
+    more: not a backup, not the model. Listed before BackupAndRestore, whose backup then
+    does not happen. At the end, the chief removes the earlier generations' folders (the
+    training they hold is complete now), so the next run starts over."""
+
+    def __init__(self, name, chief, root, generation):
+        super().__init__()
+        self.name, self.chief, self.root, self.generation = name, chief, root, generation
+
+    def check(self, when):
+        newer = [g for g in generations(self.root) if g > self.generation]
+        if newer:
+            raise Superseded("%s: a newer start of this training (%s%d in %s) has begun: this "
+                             "one (%s%d) stops %s, writing nothing more"
+                             % (self.name, GENERATION, newer[-1], self.root, GENERATION,
+                                self.generation, when))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.check("before its next backup")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.check("before its next backup")
+
+    def on_train_end(self, logs=None):
+        self.check("before the end of its training")
+        if self.chief:
+            for earlier in generations(self.root):
+                if earlier < self.generation:
+                    shutil.rmtree(os.path.join(self.root, GENERATION + str(earlier)),
+                                  ignore_errors=True)
+
+
+def backup_callbacks(name, chief, epochs, steps_per_epoch, output_dir):
+    """The fence, BackupAndRestore in a generation of BACKUP_DIR (default OUTPUT_DIR/backup),
+    and its resume note; the fence, or None without a backup folder.
+
+    Each start of the training (a run, a restarted attempt, the same command again) backs
+    up into a folder of its own, ROOT/gen-K, seeded from the newest earlier one (see
+    begin_generation), so a start cut off from the cluster that trains on cannot touch the
+    backup the new start restores from. Every task passes the same directory: the chief
+    writes the backup in its chief/, the others a temporary copy they remove, and all of
+    them restore from the chief's.
+    """
+    root = (os.environ.get("BACKUP_DIR", "").strip()
+            or (os.path.join(output_dir, "backup") if output_dir else ""))
+    if not root:
         print("%s: no TF_SPAWNER_OUTPUT_DIR or BACKUP_DIR, so no backup: a new run starts over"
               % name, flush=True)
-        return []
+        return None, []
+    generation = begin_generation(name, chief, root)
+    fence = Fence(name, chief, root, generation)
+    backup_dir = os.path.join(root, GENERATION + str(generation))
     # Saved every few steps (every task at the same step: they train in lockstep), so a
     # resumed run repeats at most those steps; Keras resumes inside the epoch if need be.
-    return [tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir,
-                                                save_freq=backup_every(steps_per_epoch)),
-            ResumeNote(name, epochs, steps_per_epoch, backup_dir)]
+    return fence, [fence,
+                   tf.keras.callbacks.BackupAndRestore(backup_dir=backup_dir,
+                                                       save_freq=backup_every(steps_per_epoch)),
+                   ResumeNote(name, epochs, steps_per_epoch, root)]
+
+
+def remove_generation(fence):
+    """After the training: the chief removes its own (now empty) generation's folder."""
+    if fence is not None and fence.chief:
+        shutil.rmtree(os.path.join(fence.root, GENERATION + str(fence.generation)),
+                      ignore_errors=True)
 
 
 def main():
@@ -363,7 +528,8 @@ def main():
 
     with strategy.scope():
         model = build_model()
-    callbacks += backup_callbacks(name, epochs, steps_per_epoch, output_dir)
+    fence, backups = backup_callbacks(name, chief, epochs, steps_per_epoch, output_dir)
+    callbacks += backups
     model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=2,
               callbacks=callbacks + fail_on_request(name))
     if scratch_logs:
@@ -374,6 +540,8 @@ def main():
     # Every worker saves; only the chief's copy is kept.
     model_dir = (os.environ.get("MODEL_DIR", "").strip()
                  or (os.path.join(output_dir, "model") if output_dir else "/tmp/model"))
+    if fence is not None:
+        fence.check("before saving the model")
     target = model_dir if chief else tempfile.mkdtemp(prefix="mnist-%s-" % name)
     os.makedirs(target, exist_ok=True)
     # The .keras file format works with Keras 3 and with Keras 2 from TF 2.12 on.
@@ -383,6 +551,7 @@ def main():
         print("%s: model saved to %s" % (name, path), flush=True)
     else:
         shutil.rmtree(target, ignore_errors=True)
+    remove_generation(fence)
     return 0
 
 
@@ -392,6 +561,9 @@ if __name__ == "__main__":
     except RequestedFailure as e:
         traceback.print_exc()
         sys.exit(e.code)
+    except Superseded as e:
+        print(e, flush=True)
+        sys.exit(1)
     except Exception:  # noqa: BLE001 - any failure must make the pod fail
         traceback.print_exc()
         sys.exit(1)

@@ -604,3 +604,160 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
         took.as_secs_f64()
     );
 }
+
+/// The number of the last complete backup (`ckpt-N`) in generation folder `generation` of
+/// the backup root `root` (examples/mnist.py's layout: `ROOT/gen-K/chief/checkpoint`).
+fn last_backup(root: &std::path::Path, generation: u32) -> Option<u32> {
+    let state = root.join(format!("gen-{generation}/chief/checkpoint"));
+    let text = std::fs::read_to_string(state).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("model_checkpoint_path: \"ckpt-"))
+        .and_then(|rest| rest.trim_end_matches('"').parse().ok())
+}
+
+/// The names in `dir` (none when it is absent).
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 48 (item 6): the partitioned node, every task on it. Both workers run on the
+/// second node, which is cut off (its kubelet gone, its containers alive): nothing the
+/// cluster does reaches them, so the old attempt trains on, writing its backups, while
+/// the restart brings a new attempt up on the first node. Each start of examples/mnist.py
+/// backs up into a folder of its own (`backup/gen-K`), the new one seeded with a copy of
+/// the old one's last complete backup, and an old start stops before its next backup once
+/// a newer folder is there. Asserted on the volume (a hostPath the test reads): the old
+/// attempt went on backing up after the cut (the partition is real), the new attempt
+/// resumed from the copy of its last backup (not from epoch 1), the old attempt's folder
+/// stopped changing once the new one had begun, and when the run succeeded no folder of
+/// either was left (the old attempt wrote nothing after the new one's end).
+#[tokio::test]
+async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
+    let test = "a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from";
+    let Some(c) = Cluster::new("node-fence").await else {
+        return;
+    };
+    let Some(node) = second_node(&c, test).await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return;
+    }
+    let claim = Claim::new(&c).await;
+    let t = tag("fence");
+    let root = claim.dir.path().join(&t).join("backup");
+    let script = crate::support::repo_file("examples/mnist.py");
+    // Long enough that neither attempt ends before the other has begun.
+    let entry = c.write(
+        "entrypoint.sh",
+        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=200"),
+    );
+    let pod_file = template(&c, TF_IMAGE);
+    let args = ["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
+    let mut args = args.to_vec();
+    args.extend(["--node-lost-after", "5s"]);
+    spawn(&c, &t, &script, &pod_file, &args).await;
+    let child = c.start(&[
+        "wait",
+        "-t",
+        &t,
+        "--restarts",
+        "1",
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        "900s",
+    ]);
+    let before = c
+        .eventually(
+            "the first attempt's 3rd backup",
+            Duration::from_secs(300),
+            || async { last_backup(&root, 0).filter(|n| *n >= 3) },
+        )
+        .await;
+    let placed = nodes_of(&c.pods(&t).await);
+    assert!(placed.iter().all(|(_, n)| n == &node), "{placed:?}");
+    let cut = Killed::cut();
+    // The new attempt seeds its folder from the old one's last complete backup.
+    let seeded = c
+        .eventually(
+            "the new attempt's seeded backup",
+            Duration::from_secs(300),
+            || async {
+                let log = c
+                    .run(&["logs", "-t", &t, "--task", "worker-0"])
+                    .await
+                    .stdout;
+                let line = log
+                    .lines()
+                    .find(|l| l.contains("worker-0: backup gen-1 seeded from gen-0"))?;
+                line.rsplit_once("(ckpt-")?
+                    .1
+                    .trim_end_matches(')')
+                    .parse::<u32>()
+                    .ok()
+            },
+        )
+        .await;
+    assert!(
+        seeded > before,
+        "the cut-off attempt trained on after the cut: backup {before} at the cut, {seeded} copied"
+    );
+    // The old attempt stops before its next backup: its folder no longer changes (one
+    // epoch is well under a second; the new attempt trains on meanwhile).
+    let fenced = last_backup(&root, 0);
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let later = last_backup(&root, 0);
+    let out = child.wait_with_output().await.expect("wait ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c
+        .run(&["logs", "-t", &t, "--task", "worker-0"])
+        .await
+        .stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    assert_eq!(fenced, later, "the old attempt went on backing up:\n{log}");
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(restart.contains(&node), "{stdout}");
+    let moved = nodes_of(&c.pods(&t).await);
+    assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
+    assert!(log.contains("attempt 1\n"), "{log}");
+    let epoch: u32 = log
+        .lines()
+        .find_map(|l| l.split_once("worker-0: resuming from epoch "))
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
+    assert!(
+        epoch >= seeded,
+        "resumed from epoch {epoch}, backup {seeded}: {log}"
+    );
+    assert!(log.contains("Epoch 200/200"), "{log}");
+    assert!(log.contains("worker-0: model saved to "), "{log}");
+    // Nothing of either attempt's backups is left, a while after the end: the old one,
+    // still alive on the cut node until it is started again, wrote no backup since.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let left = names_in(&root);
+    assert!(left.is_empty(), "left in the backup folder: {left:?}");
+    drop(cut);
+    eprintln!(
+        "nodes: both tasks on the cut node, backup {before} at the cut; the new attempt copied backup {seeded}, resumed from epoch {epoch} and succeeded; the old one stopped at backup {fenced:?}"
+    );
+}

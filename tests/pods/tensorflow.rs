@@ -334,7 +334,8 @@ async fn parameter_server_strategy_trains_on_four_pods() {
 /// (the template's hostPath, BACKUP_DIR=/data/backup: what `--volume` gives at
 /// $TF_SPAWNER_OUTPUT_DIR/backup); after `-d`, the same run spawned again, without the
 /// failure, on new pods restores it: both workers say they resume from epoch 3, Keras
-/// trains epochs 3 and 4 only, the chief saves the model, and the backup is deleted.
+/// trains epochs 3 and 4 only, the chief saves the model, and the backups (a folder per
+/// start: `gen-0`, then `gen-1` seeded from it) are deleted.
 #[tokio::test]
 async fn mnist_resumes_on_new_pods_from_the_backup_on_the_volume() {
     let Some(c) = Cluster::new("tf-resume").await else {
@@ -372,8 +373,8 @@ async fn mnist_resumes_on_new_pods_from_the_backup_on_the_volume() {
     );
     let backup = c.dir.path().join("backup");
     assert!(
-        backup.join("chief").join("checkpoint").is_file(),
-        "the chief's backup is on the volume"
+        backup.join("gen-0/chief/checkpoint").is_file(),
+        "the chief's backup is on the volume, in the first start's folder"
     );
     delete_leaves_nothing(&c, &t).await;
 
@@ -398,9 +399,12 @@ async fn mnist_resumes_on_new_pods_from_the_backup_on_the_volume() {
         assert_eq!(starts, ["Epoch 3/4", "Epoch 4/4"], "{text}");
     }
     assert!(is_keras_file(&c.dir.path().join("model/mnist.keras")));
+    let left: Vec<_> = std::fs::read_dir(&backup)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
     assert!(
-        !backup.join("chief").exists(),
-        "Keras deleted the backup when training completed"
+        left.is_empty(),
+        "the backups were deleted when training completed: {left:?}"
     );
     delete_leaves_nothing(&c, &t).await;
 }

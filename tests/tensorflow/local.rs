@@ -247,7 +247,8 @@ fn epoch_starts<'a>(out: &'a Output, task: &str) -> Vec<&'a str> {
 /// the chief's backup on the run's directory; the same command again (same tag, so the same
 /// output directory, without the failure) restores it and trains epochs 3 and 4 only, from
 /// the trained weights (its first loss is below the first run's first), saves the model,
-/// and Keras deletes the backup.
+/// and the backups are deleted. Each start backs up into a folder of its own (`gen-0`, then
+/// `gen-1` seeded from it: see docs/preemption.md, "A partitioned node").
 #[test]
 fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
     let Some(tf) = Tf::new("resume") else {
@@ -289,8 +290,8 @@ fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
     let output = tf.path("tf-spawner-output/resume");
     let backup = output.join("backup");
     assert!(
-        backup.join("chief").join("checkpoint").is_file(),
-        "the chief's backup is on the run's directory: {first:#?}"
+        backup.join("gen-0/chief/checkpoint").is_file(),
+        "the chief's backup is on the run's directory, in the first start's folder: {first:#?}"
     );
     let first_loss = series(
         &epochs(&task_lines(&first.stdout, "worker-0")),
@@ -301,6 +302,8 @@ fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
     let env = tf.env_file("resume.env", &[data, ("EPOCHS", "4")]);
     let second = run(&env);
     second.success().stdout_has("run resume (local): Succeeded");
+    // The second start backs up into a folder of its own, seeded from the first's.
+    second.stdout_has("worker-0 | worker-0: backup gen-1 seeded from gen-0's last complete backup");
     for worker in ["worker-0", "worker-1"] {
         second.stdout_has(&format!(
             "{worker} | {worker}: resuming from epoch 3 of 4 (backup in {})",
@@ -320,9 +323,12 @@ fn mnist_resumes_from_its_last_epoch_after_a_failed_run() {
         "the resumed model is the trained one, not a new one: {resumed_loss:?} vs {first_loss:?}"
     );
     assert!(is_keras_file(&output.join("model").join("mnist.keras")));
+    let left: Vec<_> = std::fs::read_dir(&backup)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
     assert!(
-        !backup.join("chief").exists(),
-        "Keras deleted the backup when training completed"
+        left.is_empty(),
+        "the backups were deleted when training completed: {left:?}"
     );
 }
 

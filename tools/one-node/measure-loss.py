@@ -37,6 +37,26 @@ def watched(path):
         pods[pod["metadata"]["uid"]] = pod
 
 
+def evicted(path):
+    """When each pod (by uid) was first deleted, from the first version in the watch with a
+    deletionTimestamp: that time less its grace period (the API server sets the timestamp to
+    the deletion plus the grace). For v1.20, whose taint manager sets no DisruptionTarget."""
+    text, times, decoder, at = path.read_text(), {}, json.JSONDecoder(), 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        try:
+            event, at = decoder.raw_decode(text, at) if at < len(text) else (None, at)
+        except json.JSONDecodeError:
+            event = None
+        if event is None:
+            return times
+        meta = event.get("object", event)["metadata"]
+        if meta.get("deletionTimestamp") and meta["uid"] not in times:
+            times[meta["uid"]] = (when(meta["deletionTimestamp"])
+                                  - meta.get("deletionGracePeriodSeconds", 0))
+
+
 def condition(pod, kind, status=None):
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c["type"] == kind and (status is None or c["status"] == status):
@@ -67,6 +87,7 @@ def main(d):
     stamped = [(float(t), text) for t, _, text in
                (line.partition(" ") for line in (d / "wait.txt").read_text().splitlines())]
     new_logs = [lines(d / f"new-loss-worker-{w}.log", cri=False) for w in (0, 1)]
+    evictions = evicted(d / "watch.json")
 
     def latest(values):
         values = [v for v in values if v is not None]
@@ -89,8 +110,9 @@ def main(d):
         ("(seen)", "wait's line names the lost node",
          first(stamped, "lost node"), "wait's line"),
         ("eviction", "the taint manager evicts them (--node-lost-after 5s)",
-         earliest(condition(p, "DisruptionTarget", "True") for p in old),
-         "pods' DisruptionTarget"),
+         earliest(condition(p, "DisruptionTarget", "True") for p in old)
+         or earliest(evictions.get(p["metadata"]["uid"]) for p in old),
+         "pods' DisruptionTarget (v1.20: their first deletionTimestamp less the grace)"),
         ("deletion", "the restart force-deletes them", first(stamped, "force-deleting"),
          "wait's line"),
         ("creation", "the new attempt's pods exist",
@@ -136,8 +158,9 @@ def lost_work(d, killed, new_log):
             step_ms = int(m.group(3)) * (1 if m.group(4) == "ms" else 1000)
     resumed = next((text for _, text in new_log if "resuming from epoch" in text), "?")
     backups = (d / "backup-files").read_text().splitlines()
-    last = max((float(b.split(" ", 1)[0]) for b in backups if "backup/chief/" in b),
-               default=None)
+    # The chief's backup is in backup/gen-0/chief/ (examples/mnist.py: a folder per start).
+    last = max((float(b.split(" ", 1)[0]) for b in backups
+                if re.search(r"backup/(gen-\d+/)?chief/", b)), default=None)
     if step_ms is None or last is None:
         print("\nwork lost: not enough in the logs to say")
         return

@@ -83,6 +83,33 @@ kill_kubelet() {
   echo "$pid"
 }
 
+# The second node's own /var/log/pods (and /var/log/containers). A v1.20 kubelet has no
+# podLogsDir: it writes its pods' logs under /var/log/pods, and its garbage collector removes
+# there every pod log directory of a pod it does not run, so two v1.20 kubelets on one machine
+# delete each other's logs (seen: `logs` of both workers of a run spread over the two nodes
+# failed with "lstat /var/log/pods/...: no such file or directory"). On v1.20 the second node's
+# containerd and kubelet therefore run in a mount namespace of their own (mounts of the host
+# propagate into it, none out of it) where those two directories are its own, under
+# $KUBELET_ROOT as a v1.36 node's podLogsDir. The namespace is kept in a file ($MNTNS) until stop.
+MNTNS_DIR=$NODE2_RUN/ns
+MNTNS=$MNTNS_DIR/mnt
+IN_NS=()
+if [ "$ONE_NODE_VERSION" = 1.20 ]; then IN_NS=(nsenter "--mount=$MNTNS" --); fi
+own_log_dirs() {
+  [ "$ONE_NODE_VERSION" = 1.20 ] || return 0
+  nsenter --mount="$MNTNS" true 2>/dev/null && return 0
+  mkdir -p "$KUBELET_ROOT/pod-logs" "$KUBELET_ROOT/container-logs" "$MNTNS_DIR" /var/log/pods /var/log/containers
+  # The file a namespace is kept in must be on a private mount.
+  if ! mountpoint -q "$MNTNS_DIR"; then
+    mount --bind "$MNTNS_DIR" "$MNTNS_DIR" && mount --make-private "$MNTNS_DIR"
+  fi
+  touch "$MNTNS"
+  unshare --mount="$MNTNS" --propagation slave sh -c \
+    "mount --bind '$KUBELET_ROOT/pod-logs' /var/log/pods && mount --bind '$KUBELET_ROOT/container-logs' /var/log/containers" \
+    || die "could not make the second node's mount namespace"
+  log "v1.20: its containerd and kubelet run in a mount namespace ($MNTNS) with their own /var/log/pods"
+}
+
 start() {
   freeze THAWED
   PIDS=$RUN/pids pid_of kubelet "$CP/bin/kubelet " >/dev/null \
@@ -95,12 +122,13 @@ start() {
   grep -qxF "$NODE2_IP $NODE2 $HOSTS_MARK" /etc/hosts || echo "$NODE2_IP $NODE2 $HOSTS_MARK" >>/etc/hosts
   write_cni_conf "$CNI_CONF" "$NODE2_POD_RANGE_START" "$NODE2_POD_RANGE_END" "$IPAM_DIR"
 
+  own_log_dirs
   write_containerd_conf "$NODE2_RUN/containerd.toml" "$CONTAINERD_ROOT" "$CONTAINERD_STATE" "$CONTAINERD_SOCK" "$CNI_CONF"
   if pid_of containerd "$CONTAINERD_PAT" >/dev/null; then
     log "containerd already running"
   else
     log "starting containerd (log: $LOGS/containerd.log)"
-    start_daemon containerd "$(command -v containerd)" --config "$NODE2_RUN/containerd.toml" --log-level info
+    start_daemon containerd "${IN_NS[@]}" "$(command -v containerd)" --config "$NODE2_RUN/containerd.toml" --log-level info
   fi
   wait_for "containerd" 30 containerd ctr_k8s version
   import_images
@@ -112,7 +140,7 @@ start() {
     log "kubelet already running"
   else
     log "starting kubelet $NODE2 (log: $LOGS/kubelet.log)"
-    start_daemon kubelet "$CP/bin/kubelet" --config="$NODE2_RUN/kubelet-config.yaml" \
+    start_daemon kubelet "${IN_NS[@]}" "$CP/bin/kubelet" --config="$NODE2_RUN/kubelet-config.yaml" \
       --kubeconfig="$NODE2_RUN/kubeconfig-node" --root-dir="$KUBELET_ROOT" --cert-dir="$KUBELET_ROOT/pki" \
       --hostname-override="$NODE2" --node-ip="$NODE2_IP" --node-labels="$NODE2_LABEL" "${KUBELET_FLAGS[@]}" --v=1
   fi
@@ -132,6 +160,9 @@ stop() {
   remove_containers >/dev/null
   for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null); do kill_tree "$pid" KILL; done
   stop_daemon containerd "$CONTAINERD_PAT" TERM
+  # v1.20: the mount namespace (its mounts go with it once nothing runs in it).
+  mountpoint -q "$MNTNS" 2>/dev/null && umount "$MNTNS"
+  mountpoint -q "$MNTNS_DIR" 2>/dev/null && umount "$MNTNS_DIR"
   # Mounts, then the network namespaces holding an address of this node's range, their veths.
   for m in $(awk '{print $5}' /proc/self/mountinfo | grep -E "^($NODE2_RUN|$CONTAINERD_ROOT)/" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
