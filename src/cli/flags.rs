@@ -46,13 +46,16 @@ pub(crate) enum Place {
     Global,
 }
 
-/// The headings of `--help` (`commands/help.rs` places the other flags under them too).
+/// The headings of `--help`; the flags outside the list name theirs in `mod.rs`
+/// (`help_heading = Heading::Roles.title()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Heading {
     /// A shared cluster's scheduling or policy; `--local` refuses these.
     Shared,
     /// What each task asks of its node (docs/resources.md); `--local` refuses these.
     Resources,
+    /// The roles besides the workers (`--chief`, `--ps`…: fields of `mod.rs`).
+    Roles,
     /// The options of every command.
     Global,
 }
@@ -62,6 +65,7 @@ impl Heading {
         match self {
             Heading::Shared => "Shared clusters",
             Heading::Resources => "Resources (docs/resources.md)",
+            Heading::Roles => "Roles",
             Heading::Global => "Global options (any command, before or after it)",
         }
     }
@@ -86,6 +90,9 @@ pub(crate) struct FlagDef {
     /// `spawn -h` (the first screen) shows it; without the mark, `spawn --help` only,
     /// so that a new flag cannot push the first screen past its 50 lines.
     pub short_help: bool,
+    /// No help shows it, neither a verb's `-h` nor its `--help` (the man page, `config`
+    /// and docs/reference.md do): a tuning knob another flag's text names.
+    pub unshown: bool,
     /// The default the help shows (`[default: 2]`).
     shown: Option<String>,
     /// The doc comment's lines: the full help.
@@ -153,7 +160,8 @@ impl FlagDef {
 /// shell's), `kubeconfig` (without a flag or a file,
 /// the kubeconfig context's value before the default), `short_help` (`spawn -h`, the
 /// first screen, shows the flag; without it only `spawn --help` does), `show_default`
-/// (the help shows the default).
+/// (the help shows the default), `unshown` (no help shows it: a verb's `-h` and
+/// `--help` leave it to the man page, `config` and docs/reference.md).
 ///
 /// ```text
 /// ```
@@ -272,12 +280,12 @@ macro_rules! flag_list {
     /// Without --stall-after, a stall is this many times the longest gap between two
     /// progress lines the run has printed so far (never under --stall-floor); 0: no
     /// stall is named [default: the config file's stall_factor, else 10]
-    stall_factor: u32 = crate::ops::wait::DEFAULT_STALL_FACTOR, parse::stall_factor, ""
+    stall_factor: u32 = crate::ops::wait::DEFAULT_STALL_FACTOR, parse::stall_factor, "", unshown
         => [Wait], value: "N",
             brief: "Else a stall: N × the longest progress gap [default: 10]";
     /// The least derived stall bound (see --stall-factor) [default: the config file's
     /// stall_floor, else 30m]
-    stall_floor: Duration = crate::ops::wait::DEFAULT_STALL_FLOOR, parse::stall_after, ""
+    stall_floor: Duration = crate::ops::wait::DEFAULT_STALL_FLOOR, parse::stall_after, "", unshown
         => [Wait], value: "DURATION",
             brief: "The least derived stall bound [default: 30m]";
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
@@ -377,7 +385,8 @@ macro_rules! flag_defs {
             // Named here, outside the flag clause: macro_rules cannot repeat an entry's
             // doc lines or marks inside its optional flag clause.
             let doc: &'static [&'static str] = &[$($doc),*];
-            let short_help = flag_defs!(@short_help $($mark)*);
+            let short_help = flag_defs!(@has short_help; $($mark)*);
+            let unshown = flag_defs!(@has unshown; $($mark)*);
             let shown: Option<String> = flag_defs!(@show_default $default; $($mark)*);
             $( defs.push(FlagDef {
                 key: stringify!($key),
@@ -389,11 +398,12 @@ macro_rules! flag_defs {
                 requires: flag_defs!(@opt $($requires)?),
                 brief: flag_defs!(@opt $($brief)?),
                 short_help,
+                unshown,
                 shown: shown.clone(),
                 doc,
                 parser: flag_defs!(@parser $ty, $parse, [$($choices)?]),
             }); )?
-            let _ = (doc, short_help, shown); // used only by an entry with a flag
+            let _ = (doc, short_help, unshown, shown); // used only by an entry with a flag
             } )*
             defs
         }
@@ -407,9 +417,10 @@ macro_rules! flag_defs {
     (@show_default $default:expr; $other:ident $($rest:ident)*) => {
         flag_defs!(@show_default $default; $($rest)*)
     };
-    (@short_help) => { false };
-    (@short_help short_help $($rest:ident)*) => { true };
-    (@short_help $other:ident $($rest:ident)*) => { flag_defs!(@short_help $($rest)*) };
+    (@has $mark:ident;) => { false };
+    (@has short_help; short_help $($rest:ident)*) => { true };
+    (@has unshown; unshown $($rest:ident)*) => { true };
+    (@has $mark:ident; $other:ident $($rest:ident)*) => { flag_defs!(@has $mark; $($rest)*) };
     (@parser $ty:ty, $parse:expr, []) => {
         || clap::builder::ValueParser::new(parse::Flag($parse as Parse<_>))
     };

@@ -1,15 +1,18 @@
 //! `tf-spawner completions SHELL` and `tf-spawner man`: generated from the clap
 //! definitions, so they always match the flags.
 
+use crate::cli::CompletionsArgs;
 use anyhow::Result;
-use clap::CommandFactory;
-
-use crate::cli::{Cli, CompletionsArgs};
 
 /// The script for `shell` on stdout, for the binary's name (`tf-spawner`).
 pub fn completions(args: &CompletionsArgs) -> Result<()> {
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "tf-spawner", &mut out);
+    clap_complete::generate(
+        args.shell,
+        &mut crate::cli::unshaped(),
+        "tf-spawner",
+        &mut out,
+    );
     write(&out)
 }
 
@@ -22,7 +25,7 @@ pub fn man() -> Result<()> {
 /// verb's synopsis and flags (clap_mangen's own SUBCOMMANDS section would refer to
 /// pages `tf-spawner-wait(1)`… that are not installed).
 fn page() -> Result<String> {
-    let cli = Cli::command();
+    let cli = crate::cli::unshaped();
     let man = clap_mangen::Man::new(cli.clone());
     let mut out = Vec::new();
     man.render_title(&mut out)?;

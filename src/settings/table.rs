@@ -118,6 +118,7 @@ macro_rules! settings {
     (@mark kubeconfig) => { () };
     (@mark short_help) => { () };
     (@mark show_default) => { () };
+    (@mark unshown) => { () };
     (@default $given:ident, $default:expr;) => { built_in($default) };
     (@default $given:ident, $default:expr; kubeconfig $($rest:ident)*) => {
         $given.kubeconfig_namespace()
