@@ -24,12 +24,6 @@ use std::time::Duration;
 use clap::ArgMatches;
 
 use super::parse::{self, Parse};
-use crate::cluster::retry::{GIVE_UP, IDLE};
-use crate::metrics::notice::Target;
-use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
-use crate::podgroup::Gang;
-use crate::verdict::DEFAULT_PULL_GRACE;
-use crate::verdict::retryable::RestartOn;
 
 /// Where a flag is on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,9 +177,9 @@ macro_rules! flag_list {
     pod_file: Option<PathBuf> = None, parse::path, "(the built-in templates/pod.yaml)", anchored, short_help
         => [Spawn], value: "FILE", brief: "Pod template (YAML) [default: built in]";
     /// gRPC port used in TF_CONFIG, on the containers and on the services
-    port: u16 = DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
+    port: u16 = crate::cli::flags::DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
     /// Number of worker pods (and services)
-    workers: u32 = DEFAULT_WORKERS, parse::workers, "", show_default, short_help
+    workers: u32 = crate::cli::flags::DEFAULT_WORKERS, parse::workers, "", show_default, short_help
         => [Spawn], short: 'w', value: "N", brief: "Number of worker pods";
     /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
     /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
@@ -202,6 +196,12 @@ macro_rules! flag_list {
     /// The PriorityClass of every pod (priorityClassName)
     priority_class: Option<String> = None, parse::name, "(none)"
         => [Spawn], value: "NAME", heading: Shared;
+    /// The ServiceAccount every pod runs as (serviceAccountName), e.g. one bound to a
+    /// cloud identity that may read the data bucket; it must exist in the namespace
+    /// [default: the config file's service_account, else the pod template's, else the
+    /// namespace's default]
+    service_account: Option<String> = None, parse::name, "(the pod template's, else default)"
+        => [Spawn], value: "NAME", heading: Shared;
     /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
     /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
     /// exist, and Kueue must hold the pods
@@ -210,8 +210,8 @@ macro_rules! flag_list {
     /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
     /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
     /// on its own
-    gang: Option<Gang> = None, parse::value_enum::<Gang>, "(none)"
-        => [Spawn], value: "SCHEDULER", choices: Gang, heading: Shared;
+    gang: Option<crate::podgroup::Gang> = None, parse::value_enum::<crate::podgroup::Gang>, "(none)"
+        => [Spawn], value: "SCHEDULER", choices: crate::podgroup::Gang, heading: Shared;
     /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
     /// exist and be open
     volcano_queue: Option<String> = None, parse::name, "(none)"
@@ -246,13 +246,13 @@ macro_rules! flag_list {
             brief: "Restart a retryable failure up to N times";
     /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
     /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
-    restart_on: RestartOn = RestartOn::default(), parse::restart_on, ""
+    restart_on: crate::verdict::retryable::RestartOn = Default::default(), parse::restart_on, ""
         => [Spawn, Wait], value: "LIST",
             brief: "What is retryable [default: removed,exit:42,exit:137,exit:143]";
     /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
     /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
     /// defaults file's give_up_after]
-    give_up_after: Duration = GIVE_UP, parse::duration, "", short_help
+    give_up_after: Duration = crate::cluster::retry::GIVE_UP, parse::duration, "", short_help
         => [Global], value: "DURATION", heading: Global,
             brief: "Give up reconnecting after [default: 10m]";
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
@@ -265,7 +265,7 @@ macro_rules! flag_list {
     /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
     /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
     /// [default: the config file's pull_grace, else 5m]
-    pull_grace: Duration = DEFAULT_PULL_GRACE, parse::duration, ""
+    pull_grace: Duration = crate::verdict::DEFAULT_PULL_GRACE, parse::duration, ""
         => [Spawn], value: "DURATION";
     /// A stall: the deciding task (chief, else worker 0) has printed no progress line
     /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
@@ -329,11 +329,11 @@ macro_rules! flag_list {
     /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
     /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
     /// nvidia.com/gpu]
-    gpu_resource: String = DEFAULT_GPU_RESOURCE.to_string(), parse::gpu_resource, ""
+    gpu_resource: String = crate::plan::DEFAULT_GPU_RESOURCE.to_string(), parse::gpu_resource, ""
         => [Spawn], value: "NAME", heading: Resources;
     /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
     /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
-    shm_size: String = DEFAULT_SHM_SIZE.to_string(), parse::shm_size, ""
+    shm_size: String = crate::plan::DEFAULT_SHM_SIZE.to_string(), parse::shm_size, ""
         => [Spawn], value: "SIZE", heading: Resources;
     /// TensorBoard's image [default: the config file's tensorboard_image, else the
     /// run's image, as cp uses]
@@ -342,17 +342,17 @@ macro_rules! flag_list {
     /// With -f: a log silent this long is opened again from its last line (a frozen
     /// connection); also the bound of every watch (wait, spawn --wait, -d --wait), from the
     /// config file; at least 2s [default: the config file's idle_timeout, else 5m]
-    idle_timeout: Duration = IDLE, parse::idle_timeout, ""
+    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, ""
         => [Logs], value: "DURATION";
     /// With --local: the Python interpreter that runs the training script [default: the
     /// config files' python, else python3]
-    python: String = DEFAULT_PYTHON.to_string(), parse::program, "", program
+    python: String = crate::cli::flags::DEFAULT_PYTHON.to_string(), parse::program, "", program
         => [Spawn], value: "PROGRAM", requires: "local";
     /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
     /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
     /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
     /// the config file's notify, else none]
-    notify: Option<Target> = None, parse::notify, "(none)", command
+    notify: Option<crate::metrics::notice::Target> = None, parse::notify, "(none)", command
         => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary";
     } };
 }

@@ -12,18 +12,13 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::cli::flags::{
-    DEFAULT_PORT, DEFAULT_PYTHON, DEFAULT_WORKERS, Heading, flag_list, flag_name, heading,
-};
+use crate::cli::flags::{Heading, flag_list, flag_name, heading};
 use crate::cli::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
-use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::metrics::notice::Target;
-use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
-use crate::verdict::DEFAULT_PULL_GRACE;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a setting came from.
@@ -622,7 +617,7 @@ mod tests {
         let t = load(&["tensorboard", "-t", "x", "--port", "0"], "").unwrap();
         assert_eq!(
             (t.port.value, t.port.source),
-            (DEFAULT_PORT, Source::Default)
+            (crate::cli::flags::DEFAULT_PORT, Source::Default)
         );
     }
 
