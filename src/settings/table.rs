@@ -525,7 +525,7 @@ mod tests {
             .filter(|d| matches!(d.heading, Some(Heading::Shared | Heading::Resources)))
             .map(|d| d.key.to_string())
             .collect();
-        assert_eq!(declared.len(), 17);
+        assert_eq!(declared.len(), 18);
         assert!(declared.iter().all(|id| KEYS.contains(&id.as_str())));
         // The flag and the file go through the one parser, each named its way.
         // (`lib.rs::clap_error` prints the flag's problem, clap's error's source, alone.)
