@@ -9,7 +9,7 @@ use crate::verdict::{PodView, Tracker, Verdict};
 
 /// How long one task ran, in seconds, if it has ended.
 pub fn duration(view: &PodView) -> Option<u64> {
-    Some((view.finished_at? - view.started_at?).max(0) as u64)
+    Some((view.times.finished_at? - view.times.started_at?).max(0) as u64)
 }
 
 /// How long a finished run took.
@@ -57,11 +57,11 @@ pub fn run_time(
     all_workers: bool,
 ) -> Option<RunTime> {
     let tasks = views.iter().copied().filter(|v| v.task.is_some());
-    let this = tasks.clone().filter_map(|v| v.started_at).min()?;
+    let this = tasks.clone().filter_map(|v| v.times.started_at).min()?;
     // A restarted run's pods carry its first attempt's start.
-    let first = tasks.clone().filter_map(|v| v.run_started).min();
+    let first = tasks.clone().filter_map(|v| v.times.run_started).min();
     let started = first.map_or(this, |f| f.min(this));
-    let end_of = |v: &PodView| v.finished_at.map(|t| (t, v.label()));
+    let end_of = |v: &PodView| v.times.finished_at.map(|t| (t, v.label()));
     let (ended, decided_by) = match failed_pod {
         Some(pod) => tasks.clone().find(|v| v.name == pod).and_then(end_of)?,
         None => {
@@ -163,7 +163,7 @@ mod tests {
         );
         let t = run_time(&[&v], None, false).unwrap();
         assert!(!t.over_attempts && t.line().contains("from the first task's start"));
-        v.run_started = Some(1767261600); // 10:00:00, attempt 0's start
+        v.times.run_started = Some(1767261600); // 10:00:00, attempt 0's start
         let t = run_time(&[&v], None, false).unwrap();
         assert_eq!(t.seconds(), 70 * 60);
         assert!(
@@ -184,7 +184,7 @@ mod tests {
             "1970-01-01T00:00:00Z",
             Some("2026-01-01T10:00:05Z"),
         );
-        assert_eq!((v.started_at, duration(&v)), (None, None));
+        assert_eq!((v.times.started_at, duration(&v)), (None, None));
     }
 
     #[test]
@@ -192,6 +192,6 @@ mod tests {
         let views = [pod("t-worker-0", "worker", 0, "2026-01-01T10:00:05Z", None)];
         assert_eq!(run_time(&[&views[0]], None, false), None);
         assert_eq!(duration(&views[0]), None);
-        assert_eq!(views[0].started_at, Some(1767261605));
+        assert_eq!(views[0].times.started_at, Some(1767261605));
     }
 }

@@ -24,13 +24,6 @@ use std::time::Duration;
 use clap::ArgMatches;
 
 use super::parse::{self, Parse};
-use crate::cluster::retry::{GIVE_UP, IDLE};
-use crate::metrics::notice::Target;
-use crate::ops::wait::OnCancel;
-use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
-use crate::podgroup::Gang;
-use crate::verdict::DEFAULT_PULL_GRACE;
-use crate::verdict::retryable::RestartOn;
 
 /// Where a flag is on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +40,16 @@ pub(crate) enum Place {
     Global,
 }
 
-/// The headings of `--help` (`commands/help.rs` places the other flags under them too).
+/// The headings of `--help`; the flags outside the list name theirs in `mod.rs`
+/// (`help_heading = Heading::Roles.title()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Heading {
     /// A shared cluster's scheduling or policy; `--local` refuses these.
     Shared,
     /// What each task asks of its node (docs/resources.md); `--local` refuses these.
     Resources,
+    /// The roles besides the workers (`--chief`, `--ps`…: fields of `mod.rs`).
+    Roles,
     /// The options of every command.
     Global,
 }
@@ -63,6 +59,7 @@ impl Heading {
         match self {
             Heading::Shared => "Shared clusters",
             Heading::Resources => "Resources (docs/resources.md)",
+            Heading::Roles => "Roles",
             Heading::Global => "Global options (any command, before or after it)",
         }
     }
@@ -87,6 +84,11 @@ pub(crate) struct FlagDef {
     /// `spawn -h` (the first screen) shows it; without the mark, `spawn --help` only,
     /// so that a new flag cannot push the first screen past its 50 lines.
     pub short_help: bool,
+    /// No help shows it, neither a verb's `-h` nor its `--help` (the man page, `config`
+    /// and docs/reference.md do): a tuning knob another flag's text names.
+    pub unshown: bool,
+    /// A verb's `-h` leaves it out and its `--help` shows it (`wait -h` is a screen).
+    pub long_only: bool,
     /// The default the help shows (`[default: 2]`).
     shown: Option<String>,
     /// The doc comment's lines: the full help.
@@ -154,7 +156,9 @@ impl FlagDef {
 /// shell's), `kubeconfig` (without a flag or a file,
 /// the kubeconfig context's value before the default), `short_help` (`spawn -h`, the
 /// first screen, shows the flag; without it only `spawn --help` does), `show_default`
-/// (the help shows the default).
+/// (the help shows the default), `unshown` (no help shows it: a verb's `-h` and
+/// `--help` leave it to the man page, `config` and docs/reference.md), `long_only` (a
+/// verb's `-h` leaves it out, its `--help` shows it).
 ///
 /// ```text
 /// ```
@@ -176,9 +180,9 @@ macro_rules! flag_list {
     pod_file: Option<PathBuf> = None, parse::path, "(the built-in templates/pod.yaml)", anchored, short_help
         => [Spawn], value: "FILE", brief: "Pod template (YAML) [default: built in]";
     /// gRPC port used in TF_CONFIG, on the containers and on the services
-    port: u16 = DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
+    port: u16 = crate::cli::flags::DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
     /// Number of worker pods (and services)
-    workers: u32 = DEFAULT_WORKERS, parse::workers, "", show_default, short_help
+    workers: u32 = crate::cli::flags::DEFAULT_WORKERS, parse::workers, "", show_default, short_help
         => [Spawn], short: 'w', value: "N", brief: "Number of worker pods";
     /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
     /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
@@ -195,6 +199,12 @@ macro_rules! flag_list {
     /// The PriorityClass of every pod (priorityClassName)
     priority_class: Option<String> = None, parse::name, "(none)"
         => [Spawn], value: "NAME", heading: Shared;
+    /// The ServiceAccount every pod runs as (serviceAccountName), e.g. one bound to a
+    /// cloud identity that may read the data bucket; it must exist in the namespace
+    /// [default: the config file's service_account, else the pod template's, else the
+    /// namespace's default]
+    service_account: Option<String> = None, parse::name, "(the pod template's, else default)"
+        => [Spawn], value: "NAME", heading: Shared;
     /// Submit the run to this Kueue LocalQueue, as one pod group admitted whole (labels
     /// kueue.x-k8s.io/queue-name and pod-group-name on every pod); the LocalQueue must
     /// exist, and Kueue must hold the pods
@@ -203,8 +213,8 @@ macro_rules! flag_list {
     /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
     /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
     /// on its own
-    gang: Option<Gang> = None, parse::value_enum::<Gang>, "(none)"
-        => [Spawn], value: "SCHEDULER", choices: Gang, heading: Shared;
+    gang: Option<crate::podgroup::Gang> = None, parse::value_enum::<crate::podgroup::Gang>, "(none)"
+        => [Spawn], value: "SCHEDULER", choices: crate::podgroup::Gang, heading: Shared;
     /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
     /// exist and be open
     volcano_queue: Option<String> = None, parse::name, "(none)"
@@ -235,8 +245,9 @@ macro_rules! flag_list {
     /// watching stops), stop its unfinished pods (kept with their logs until -d) or
     /// delete it; --save-logs is written first, within 7s; exit 130/143 [default: the
     /// config file's on_cancel, else leave]
-    on_cancel: OnCancel = OnCancel::Leave, parse::value_enum::<OnCancel>, ""
-        => [Spawn, Wait], value: "WHAT", choices: OnCancel, requires: "wait",
+    on_cancel: crate::ops::wait::OnCancel = crate::ops::wait::OnCancel::Leave,
+        parse::value_enum::<crate::ops::wait::OnCancel>, "", long_only
+        => [Spawn, Wait], value: "WHAT", choices: crate::ops::wait::OnCancel, requires: "wait",
             brief: "On SIGINT/SIGTERM: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
@@ -247,13 +258,13 @@ macro_rules! flag_list {
             brief: "Restart a retryable failure up to N times";
     /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
     /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
-    restart_on: RestartOn = RestartOn::default(), parse::restart_on, ""
+    restart_on: crate::verdict::retryable::RestartOn = Default::default(), parse::restart_on, ""
         => [Spawn, Wait], value: "LIST",
             brief: "What is retryable [default: removed,exit:42,exit:137,exit:143]";
     /// How long wait, logs -f, spawn --wait and -d --wait keep reconnecting to an API
     /// server that cannot be reached before they give up (exit 1) [default: 10m, or the
     /// defaults file's give_up_after]
-    give_up_after: Duration = GIVE_UP, parse::duration, "", short_help
+    give_up_after: Duration = crate::cluster::retry::GIVE_UP, parse::duration, "", short_help
         => [Global], value: "DURATION", heading: Global,
             brief: "Give up reconnecting after [default: 10m]";
     /// Fail the run (exit 5) unless every task runs or has finished this long (e.g. 10m)
@@ -266,7 +277,7 @@ macro_rules! flag_list {
     /// the run fails, counted from its pod's creation (e.g. 10m; 0s: at once): a
     /// registry's hiccup or a slow mirror passes within it, a wrong --image does not
     /// [default: the config file's pull_grace, else 5m]
-    pull_grace: Duration = DEFAULT_PULL_GRACE, parse::duration, ""
+    pull_grace: Duration = crate::verdict::DEFAULT_PULL_GRACE, parse::duration, ""
         => [Spawn], value: "DURATION";
     /// A stall: the deciding task (chief, else worker 0) has printed no progress line
     /// (Keras' epoch and step lines, or tf-spawner's own: docs/progress.md) for this long
@@ -281,12 +292,12 @@ macro_rules! flag_list {
     /// Without --stall-after, a stall is this many times the longest gap between two
     /// progress lines the run has printed so far (never under --stall-floor); 0: no
     /// stall is named [default: the config file's stall_factor, else 10]
-    stall_factor: u32 = crate::ops::wait::DEFAULT_STALL_FACTOR, parse::stall_factor, ""
+    stall_factor: u32 = crate::ops::wait::DEFAULT_STALL_FACTOR, parse::stall_factor, "", unshown
         => [Wait], value: "N",
             brief: "Else a stall: N × the longest progress gap [default: 10]";
     /// The least derived stall bound (see --stall-factor) [default: the config file's
     /// stall_floor, else 30m]
-    stall_floor: Duration = crate::ops::wait::DEFAULT_STALL_FLOOR, parse::stall_after, ""
+    stall_floor: Duration = crate::ops::wait::DEFAULT_STALL_FLOOR, parse::stall_after, "", unshown
         => [Wait], value: "DURATION",
             brief: "The least derived stall bound [default: 30m]";
     /// Mount the existing PersistentVolumeClaim CLAIM into every task at PATH (default
@@ -330,11 +341,11 @@ macro_rules! flag_list {
     /// The extended resource --gpus counts: amd.com/gpu, a MIG profile such as
     /// nvidia.com/mig-1g.10gb [default: the config file's gpu_resource, else
     /// nvidia.com/gpu]
-    gpu_resource: String = DEFAULT_GPU_RESOURCE.to_string(), parse::gpu_resource, ""
+    gpu_resource: String = crate::plan::DEFAULT_GPU_RESOURCE.to_string(), parse::gpu_resource, ""
         => [Spawn], value: "NAME", heading: Resources;
     /// Size of the memory-backed /dev/shm of each task with GPUs (NCCL needs more than a
     /// container's 64Mi); 0 for none [default: the config file's shm_size, else 2Gi]
-    shm_size: String = DEFAULT_SHM_SIZE.to_string(), parse::shm_size, ""
+    shm_size: String = crate::plan::DEFAULT_SHM_SIZE.to_string(), parse::shm_size, ""
         => [Spawn], value: "SIZE", heading: Resources;
     /// TensorBoard's image [default: the config file's tensorboard_image, else the
     /// run's image, as cp uses]
@@ -343,17 +354,17 @@ macro_rules! flag_list {
     /// With -f: a log silent this long is opened again from its last line (a frozen
     /// connection); also the bound of every watch (wait, spawn --wait, -d --wait), from the
     /// config file; at least 2s [default: the config file's idle_timeout, else 5m]
-    idle_timeout: Duration = IDLE, parse::idle_timeout, ""
+    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, ""
         => [Logs], value: "DURATION";
     /// With --local: the Python interpreter that runs the training script [default: the
     /// config files' python, else python3]
-    python: String = DEFAULT_PYTHON.to_string(), parse::program, "", program
+    python: String = crate::cli::flags::DEFAULT_PYTHON.to_string(), parse::program, "", program
         => [Spawn], value: "PROGRAM", requires: "local";
     /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
     /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
     /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
     /// the config file's notify, else none]
-    notify: Option<Target> = None, parse::notify, "(none)", command
+    notify: Option<crate::metrics::notice::Target> = None, parse::notify, "(none)", command
         => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary";
     } };
 }
@@ -386,7 +397,9 @@ macro_rules! flag_defs {
             // Named here, outside the flag clause: macro_rules cannot repeat an entry's
             // doc lines or marks inside its optional flag clause.
             let doc: &'static [&'static str] = &[$($doc),*];
-            let short_help = flag_defs!(@short_help $($mark)*);
+            let short_help = flag_defs!(@has short_help; $($mark)*);
+            let unshown = flag_defs!(@has unshown; $($mark)*);
+            let long_only = flag_defs!(@has long_only; $($mark)*);
             let shown: Option<String> = flag_defs!(@show_default $default; $($mark)*);
             $( defs.push(FlagDef {
                 key: stringify!($key),
@@ -398,11 +411,13 @@ macro_rules! flag_defs {
                 requires: flag_defs!(@opt $($requires)?),
                 brief: flag_defs!(@opt $($brief)?),
                 short_help,
+                unshown,
+                long_only,
                 shown: shown.clone(),
                 doc,
                 parser: flag_defs!(@parser $ty, $parse, [$($choices)?]),
             }); )?
-            let _ = (doc, short_help, shown); // used only by an entry with a flag
+            let _ = (doc, short_help, unshown, long_only, shown); // used only by an entry with a flag
             } )*
             defs
         }
@@ -416,9 +431,11 @@ macro_rules! flag_defs {
     (@show_default $default:expr; $other:ident $($rest:ident)*) => {
         flag_defs!(@show_default $default; $($rest)*)
     };
-    (@short_help) => { false };
-    (@short_help short_help $($rest:ident)*) => { true };
-    (@short_help $other:ident $($rest:ident)*) => { flag_defs!(@short_help $($rest)*) };
+    (@has $mark:ident;) => { false };
+    (@has short_help; short_help $($rest:ident)*) => { true };
+    (@has unshown; unshown $($rest:ident)*) => { true };
+    (@has long_only; long_only $($rest:ident)*) => { true };
+    (@has $mark:ident; $other:ident $($rest:ident)*) => { flag_defs!(@has $mark; $($rest)*) };
     (@parser $ty:ty, $parse:expr, []) => {
         || clap::builder::ValueParser::new(parse::Flag($parse as Parse<_>))
     };

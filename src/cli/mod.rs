@@ -3,6 +3,12 @@
 //! where they are ([`SpawnFlags`], [`WaitFlags`]…); the other flags are fields below.
 //! Turning these into a spawn request (reading files, checking values) is `inputs.rs`,
 //! after `settings/` lowered the list's values.
+//!
+//! A field's help is declared on it, by clap's attributes: its doc comment is the full
+//! text (`--help`, the man page, completions); a longer one has `help = "…"`, its one
+//! line for `-h` and a verb's help, beside `long_help` (which keeps the doc comment for
+//! the rest); `help_heading` its heading in `--help`; `hide_short_help` leaves it to
+//! `spawn --help`. `commands/help.rs` applies the rules every flag follows.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -14,6 +20,7 @@ use clap::{Args, Parser, Subcommand};
 pub(crate) mod flags;
 pub(crate) mod parse;
 
+use flags::Heading;
 use parse::Flag;
 
 pub use crate::tag::Tag;
@@ -30,6 +37,25 @@ pub use crate::verdict::retryable::RestartOn;
 pub use flags::{
     DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, LogsFlags, SpawnFlags, TensorboardFlags, WaitFlags,
 };
+
+/// The command line without the help's shaping: every flag's full text (its doc
+/// comment) as its one text, no heading, nothing left to `--help` alone. The man page
+/// and completions read this; `commands/help.rs` shapes [`Cli::command`] instead.
+pub fn unshaped() -> clap::Command {
+    fn plain(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            let full = a.get_long_help().cloned();
+            match full {
+                Some(full) => a.help(full).long_help(None),
+                None => a,
+            }
+            .help_heading(None)
+            .hide_short_help(false)
+        })
+        .mut_subcommands(plain)
+    }
+    plain(<Cli as clap::CommandFactory>::command())
+}
 
 pub const DEFAULT_TAG: &str = "tf-spawner";
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 32;
@@ -148,12 +174,12 @@ pub struct SweepArgs {
 pub struct GlobalArgs {
     /// Log to stderr: -v one line per API call (method, path, status, duration, attempt),
     /// -vv also retries and the client's internals [RUST_LOG works too]
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Log each API call to stderr (-vv: more)", short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
     /// Print nothing on stdout, only errors on stderr; a new run still prints its tag,
     /// so RUN=$(tf-spawner -q -r train.py) works
-    #[arg(short, long, global = true)]
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Print only errors (and a new run's tag)", short, long, global = true)]
     pub quiet: bool,
 }
 
@@ -205,33 +231,42 @@ pub struct WaitArgs {
     pub run: Option<Tag>,
 
     /// What to wait for: the verdict (end), or every pod running or finished (start)
-    #[arg(long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
+    #[arg(long_help, help = "end (the verdict) or start (every pod running)", long = "for", value_enum, default_value_t = WaitFor::End, value_name = "WHAT")]
     pub until: WaitFor,
 
     /// Give up this long (e.g. 90s, 10m, 1h) after the command started, with exit code 4
-    #[arg(long, value_parser = parse::parse_duration, value_name = "DURATION")]
+    #[arg(long_help, help = "Give up this long after the start (exit 4)", long, value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// What a stall (no progress for --stall-after, else the derived bound) does: warn
     /// (name it, wait on), fail (exit 3, the unfinished pods stopped as after any
     /// verdict, so a run stuck on a dead peer frees its GPUs) or restart (as for a
     /// preemption, counted against --restarts)
-    #[arg(long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
+    #[arg(long_help, help = "warn, fail (exit 3) or restart on a stall", long, value_enum, default_value_t = OnStall::Warn, value_name = "WHAT")]
     pub on_stall: OnStall,
 
     #[command(flatten)]
     pub table: WaitFlags,
 
     /// The run succeeds only when every worker has exited 0 (not just the chief or worker 0)
-    #[arg(long)]
+    #[arg(long_help, help = "Succeed only when every worker exits 0", long)]
     pub all_workers: bool,
 
     /// After the verdict (or a timeout), write every pod's full log to DIR/POD.log
-    #[arg(long, value_name = "DIR")]
+    #[arg(
+        long_help,
+        help = "After the verdict, write each pod's log to DIR/POD.log",
+        long,
+        value_name = "DIR"
+    )]
     pub save_logs: Option<PathBuf>,
 
     /// After the verdict (or a timeout), delete the run's objects (logs are saved first)
-    #[arg(long)]
+    #[arg(
+        long_help,
+        help = "After the verdict, delete the run (logs saved first)",
+        long
+    )]
     pub cleanup: bool,
 
     /// The verdict as one document on stdout (json or yaml: verdict, failure, task,
@@ -343,7 +378,7 @@ pub struct CpArgs {
     pub timeout: Duration,
 
     /// A relative REMOTE is in the whole claim, not in the run's own folder (TAG/)
-    #[arg(long)]
+    #[arg(long_help, help = "A relative REMOTE is in the whole claim", long)]
     pub whole_volume: bool,
 }
 
@@ -376,12 +411,17 @@ pub struct TensorboardArgs {
     pub local: bool,
 
     /// Serve the whole claim, not the run's own folder (TAG/) on it
-    #[arg(long, conflicts_with = "local")]
+    #[arg(
+        long_help,
+        help = "Serve the whole claim, not the run's folder",
+        long,
+        conflicts_with = "local"
+    )]
     pub whole_volume: bool,
 
     /// An experiment's name, or runs' tags: one TensorBoard over all their runs (on one
     /// claim), each under its tag
-    #[arg(value_name = "NAME", conflicts_with_all = ["tag", "local", "whole_volume"])]
+    #[arg(long_help, help = "An experiment's name, or runs' tags: one TensorBoard over them", value_name = "NAME", conflicts_with_all = ["tag", "local", "whole_volume"])]
     pub names: Vec<String>,
 
     /// Give up when the TensorBoard pod does not serve after this long
@@ -403,7 +443,12 @@ pub struct ListArgs {
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
     /// An experiment's name (its runs), or the tags of the runs to compare
-    #[arg(required_unless_present = "tag", value_name = "NAME")]
+    #[arg(
+        long_help,
+        help = "An experiment's name, or runs' tags",
+        required_unless_present = "tag",
+        value_name = "NAME"
+    )]
     pub names: Vec<String>,
 
     /// A run to compare, as -t TAG (the rule of every verb that takes a run); repeatable,
@@ -414,11 +459,23 @@ pub struct CompareArgs {
     /// The metric to sort by, on each run's best value: lowest first for a loss-like name
     /// (loss, val_loss, mae, mse, error…), else highest first; -NAME highest first,
     /// +NAME lowest first [default: val_loss, else loss, else the first metric]
-    #[arg(long, allow_hyphen_values = true, value_name = "METRIC")]
+    #[arg(
+        long_help,
+        help = "Sort by this metric's best: loss-like lowest first; -M highest, +M lowest",
+        long,
+        allow_hyphen_values = true,
+        value_name = "METRIC"
+    )]
     pub sort: Option<String>,
 
     /// The metric the chart draws per epoch [default: the sort's]
-    #[arg(long, value_name = "METRIC", conflicts_with = "no_chart")]
+    #[arg(
+        long_help,
+        help = "The metric the chart draws [default: the sort's]",
+        long,
+        value_name = "METRIC",
+        conflicts_with = "no_chart"
+    )]
     pub chart: Option<String>,
 
     /// No chart under the table
@@ -426,12 +483,12 @@ pub struct CompareArgs {
     pub no_chart: bool,
 
     /// Output format: a table and a chart, or json or csv for notebooks
-    #[arg(short, long, value_enum, default_value_t = CompareFormat::Table, value_name = "FORMAT")]
+    #[arg(long_help, help = "table (and a chart), json or csv", short, long, value_enum, default_value_t = CompareFormat::Table, value_name = "FORMAT")]
     pub output: CompareFormat,
 
     /// Compare --local runs: their folders under ./tf-spawner-output (an experiment NAME:
     /// the folders NAME-1, NAME-2…)
-    #[arg(long)]
+    #[arg(long_help, help = "Compare --local runs (./tf-spawner-output)", long)]
     pub local: bool,
 }
 
@@ -442,19 +499,19 @@ pub struct ClusterArgs {
     pub table: GlobalFlags,
 
     /// Path to the kubeconfig file [default: $KUBECONFIG, else ~/.kube/config, else in-cluster]
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Kubeconfig file [default: $KUBECONFIG]", long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use [default: the current context]
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Kubeconfig context [default: current]", long, global = true, value_name = "NAME")]
     pub context: Option<String>,
 
     /// Time limit of each API request (e.g. 30s, 2m); a request that takes longer is retried
-    #[arg(long, global = true, default_value = "30s", value_parser = parse::parse_duration, value_name = "DURATION")]
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Time limit per request", long, global = true, default_value = "30s", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub request_timeout: Duration,
 
     /// Retries of a request that failed with 429, 5xx, a timeout or a dropped connection
-    #[arg(
+    #[arg(help_heading = Heading::Global.title(), long_help, help = "Retries of a failed request", 
         long,
         global = true,
         default_value_t = 4,
@@ -468,93 +525,122 @@ pub struct ClusterArgs {
 #[command(group = clap::ArgGroup::new("waits").args(["wait", "local"]).multiple(true))]
 pub struct SpawnArgs {
     /// The TensorFlow script to run; mounted in every pod at /script/training-script.py
-    #[arg(value_name = "TRAINING_SCRIPT")]
+    #[arg(
+        long_help,
+        help = "The TensorFlow script to run",
+        value_name = "TRAINING_SCRIPT"
+    )]
     pub script: Option<PathBuf>,
 
     #[command(flatten)]
     pub table: SpawnFlags,
 
     /// Entrypoint script file run with bash instead of `python /script/training-script.py`
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(
+        long_help,
+        help = "Run this bash entrypoint instead",
+        short,
+        long,
+        value_name = "FILE"
+    )]
     pub command: Option<PathBuf>,
 
     /// Value of the training_attempt label, and prefix of every object name
-    #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
+    #[arg(long_help, help = "The run's tag", short, long, default_value = DEFAULT_TAG, value_name = "TAG")]
     pub tag: Tag,
 
     /// Use a random tag (printed), overriding -t
-    #[arg(short, long)]
+    #[arg(hide_short_help = true, short, long)]
     pub randomize_tag: bool,
 
     /// Make the tag from any text (a CI variable: a branch name, a short commit SHA):
     /// lowercased, every run of other characters than a-z and 0-9 one '-', `run-` before
     /// it unless it starts with a letter, cut to 40 characters; with -r, the random
     /// tag's prefix instead of `tf` (feature/x: feature-x-1a2b3c4d)
-    #[arg(long, value_name = "TEXT", conflicts_with = "tag", value_parser = crate::tag::from_text)]
+    #[arg(hide_short_help = true, long, value_name = "TEXT", conflicts_with = "tag", value_parser = crate::tag::from_text)]
     pub tag_from: Option<String>,
 
     /// File of KEY=VALUE lines; the values go into a Secret referenced by every pod
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(
+        long_help,
+        help = "KEY=VALUE lines for every pod (a Secret)",
+        short,
+        long,
+        value_name = "FILE"
+    )]
     pub env_file: Option<PathBuf>,
 
     /// Delete every object labelled training_attempt=TAG in the namespace
-    #[arg(short, long)]
+    #[arg(long_help, help = "Delete the run tagged -t TAG", short, long)]
     pub delete: bool,
 
     /// Do not ask for confirmation before deleting
-    #[arg(short = 'y', long)]
+    #[arg(hide_short_help = true, short = 'y', long)]
     pub yes: bool,
 
     /// With -d: delete every run of experiment NAME (tf-spawner sweep), all their objects
     /// in one pass per kind, after listing them
-    #[arg(long, requires = "delete", conflicts_with = "tag", value_name = "NAME")]
+    #[arg(
+        hide_short_help = true,
+        long,
+        requires = "delete",
+        conflicts_with = "tag",
+        value_name = "NAME"
+    )]
     pub experiment: Option<String>,
 
     /// With -d: delete every finished run (Succeeded or Failed) older than --older-than,
     /// after listing them (TFJob's ttlSecondsAfterFinished, on request)
-    #[arg(long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
+    #[arg(hide_short_help = true, long, requires_all = ["delete", "older_than"], conflicts_with_all = ["tag", "experiment"])]
     pub finished: bool,
 
     /// With -d: a run (or --experiment) with nothing left to delete is no error (exit 0,
     /// as kubectl's flag); without it, nothing matched is exit 1
-    #[arg(long, requires = "delete")]
+    #[arg(hide_short_help = true, long, requires = "delete")]
     pub ignore_not_found: bool,
 
     /// With -d --finished: how old (since its creation) a finished run must be (7d, 12h)
-    #[arg(long, requires = "finished", value_parser = Flag(parse::duration), value_name = "DURATION")]
+    #[arg(hide_short_help = true, long, requires = "finished", value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub older_than: Option<Duration>,
 
     /// Print the objects that would be created instead of creating them
-    #[arg(long)]
+    #[arg(long_help, help = "Print the objects instead of creating them", long)]
     pub dry_run: bool,
 
     /// Output format: of --dry-run's objects [default: yaml]; of a spawn's or a delete's
     /// summary [default: text] (json: {"tag","namespace","created"|"deleted":[{"kind","name"}]})
-    #[arg(short, long, value_enum, value_name = "FORMAT")]
+    #[arg(
+        long_help,
+        help = "yaml or json: --dry-run's objects or the summary",
+        short,
+        long,
+        value_enum,
+        value_name = "FORMAT"
+    )]
     pub output: Option<OutputFormat>,
 
     /// Most API requests in flight at once while creating or deleting
-    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse::at_least_one, value_name = "N")]
+    #[arg(hide_short_help = true, long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_negative_numbers = true, value_parser = parse::at_least_one, value_name = "N")]
     pub max_in_flight: usize,
 
     /// After creating the run, wait until every pod is running (exit 6 if one cannot
     /// start); with -d, wait until the run's pods are gone
-    #[arg(long)]
+    #[arg(long_help, help = "Wait until every pod runs (-d: until gone)", long)]
     pub wait: bool,
 
     /// With --wait or --local: give up this long (e.g. 90s, 10m) after the command started
     /// (creates or deletes included), with exit code 4
-    #[arg(long, requires = "waits", value_parser = parse::parse_duration, value_name = "DURATION")]
+    #[arg(long_help, help = "With --wait/--local: give up after it (exit 4)", long, requires = "waits", value_parser = parse::parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
 
     /// Run the tasks as processes on this machine (127.0.0.1, free ports) until the
     /// run's verdict, instead of creating pods; no cluster needed
-    #[arg(long, conflicts_with_all = ["delete", "dry_run"])]
+    #[arg(long_help, help = "Run the tasks as processes here (no cluster)", long, conflicts_with_all = ["delete", "dry_run"])]
     pub local: bool,
 
     /// With --wait --restarts (which waits for the verdict): the run succeeds only when
     /// every worker has exited 0, as wait --all-workers
-    #[arg(long, requires = "wait")]
+    #[arg(hide_short_help = true, long, requires = "wait")]
     pub all_workers: bool,
 
     #[command(flatten)]
@@ -565,7 +651,13 @@ pub struct SpawnArgs {
 
     /// Arguments after `--`, passed to the training script unchanged (to the
     /// entrypoint as "$@" with -c): tf-spawner -w 2 train.py -- --epochs 3
-    #[arg(last = true, value_name = "SCRIPT_ARGS", allow_hyphen_values = true)]
+    #[arg(
+        long_help,
+        help = "Arguments after --, passed to the script unchanged",
+        last = true,
+        value_name = "SCRIPT_ARGS",
+        allow_hyphen_values = true
+    )]
     pub script_args: Vec<String>,
 }
 
@@ -574,13 +666,13 @@ pub struct SpawnArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct RestartArgs {
     /// The pause before the first restart, doubled for each next one (at most 5m)
-    #[arg(long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
+    #[arg(hide_short_help = true, long_help, help = "Pause before a restart, doubled each time [default: 10s, at most 5m]", long, value_parser = Flag(parse::restart_backoff), value_name = "DURATION")]
     pub restart_backoff: Option<Duration>,
 
     /// How long the cluster takes to name a node lost (its node-monitor-grace-period
     /// and a margin): a task that failed because of a peer waits this long beyond
     /// --node-lost-after for the peer's fate before its failure decides
-    #[arg(long, value_parser = Flag(parse::duration), value_name = "DURATION")]
+    #[arg(hide_short_help = true, long_help, help = "How long the cluster takes to name a node lost [default: 60s]", long, value_parser = Flag(parse::duration), value_name = "DURATION")]
     pub node_grace: Option<Duration>,
 }
 
@@ -588,15 +680,15 @@ pub struct RestartArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct RoleArgs {
     /// Strategy preset: checks the roles (and adds a chief for parameter-server)
-    #[arg(long, value_enum, value_name = "STRATEGY")]
+    #[arg(help_heading = Heading::Roles.title(), hide_short_help = true, long, value_enum, value_name = "STRATEGY")]
     pub strategy: Option<Strategy>,
 
     /// Add a chief task (T-chief-0): the coordinator, whose exit decides the run
-    #[arg(long)]
+    #[arg(help_heading = Heading::Roles.title(), long_help, help = "Add a chief task, whose exit decides the run", long)]
     pub chief: bool,
 
     /// Number of parameter-server tasks (T-ps-0 …)
-    #[arg(
+    #[arg(help_heading = Heading::Roles.title(), long_help, help = "Parameter-server tasks", 
         long,
         default_value_t = 0,
         allow_negative_numbers = true,
@@ -605,18 +697,18 @@ pub struct RoleArgs {
     pub ps: u32,
 
     /// Add an evaluator task (T-evaluator-0), outside the training cluster
-    #[arg(long)]
+    #[arg(help_heading = Heading::Roles.title(), long_help, help = "Add an evaluator task", long)]
     pub evaluator: bool,
 
     /// Pod template for the chief [default: the worker template]
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = Heading::Roles.title(), hide_short_help = true, long, value_name = "FILE")]
     pub chief_pod_file: Option<PathBuf>,
 
     /// Pod template for the parameter servers [default: the worker template]
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = Heading::Roles.title(), hide_short_help = true, long, value_name = "FILE")]
     pub ps_pod_file: Option<PathBuf>,
 
     /// Pod template for the evaluator [default: the worker template]
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = Heading::Roles.title(), hide_short_help = true, long, value_name = "FILE")]
     pub evaluator_pod_file: Option<PathBuf>,
 }

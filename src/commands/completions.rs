@@ -1,10 +1,8 @@
 //! `tf-spawner completions SHELL` and `tf-spawner man`: generated from the clap
 //! definitions, so they always match the flags.
 
+use crate::cli::CompletionsArgs;
 use anyhow::Result;
-use clap::CommandFactory;
-
-use crate::cli::{Cli, CompletionsArgs};
 
 /// The script for `shell` on stdout, for the binary's name (`tf-spawner`): it asks the
 /// binary at each Tab (`commands/complete.rs`), so flags, verbs and run tags complete.
@@ -21,7 +19,7 @@ pub fn man() -> Result<()> {
 /// verb's synopsis and flags (clap_mangen's own SUBCOMMANDS section would refer to
 /// pages `tf-spawner-wait(1)`… that are not installed).
 fn page() -> Result<String> {
-    let cli = Cli::command();
+    let cli = crate::cli::unshaped();
     let man = clap_mangen::Man::new(cli.clone());
     let mut out = Vec::new();
     man.render_title(&mut out)?;

@@ -13,162 +13,7 @@ use std::ffi::OsString;
 
 use clap::{Arg, Command};
 
-use crate::cli::flags::{self, Heading};
-
-/// Headings of `--help`.
-const ROLES: &str = "Roles";
-const GLOBAL: &str = Heading::Global.title();
-
-/// Spawn flags only `spawn --help` shows (by clap id), with their heading (`None`:
-/// the spawn options). The flags of `cli/flags.rs`'s list are not here: each entry says
-/// its heading, its one-line text and whether `spawn -h` shows it ([`by_the_list`]).
-const LONG_ONLY: &[(&str, Option<&str>)] = &[
-    ("chief_pod_file", Some(ROLES)),
-    ("ps_pod_file", Some(ROLES)),
-    ("evaluator_pod_file", Some(ROLES)),
-    ("max_in_flight", None),
-    ("all_workers", None),
-    ("restart_backoff", None),
-    ("node_grace", None),
-    ("yes", None),
-    ("experiment", None),
-    ("finished", None),
-    ("older_than", None),
-    ("randomize_tag", None),
-    ("tag_from", None),
-    ("ignore_not_found", None),
-    ("strategy", Some(ROLES)),
-];
-
-/// Headings of flags `-h` shows too.
-const HEADED: &[(&str, &str)] = &[
-    ("kubeconfig", GLOBAL),
-    ("context", GLOBAL),
-    ("request_timeout", GLOBAL),
-    ("retries", GLOBAL),
-    ("verbose", GLOBAL),
-    ("quiet", GLOBAL),
-    ("chief", ROLES),
-    ("ps", ROLES),
-    ("evaluator", ROLES),
-];
-
-/// The one-line summary `-h` shows of a flag whose full text is longer (the full text
-/// stays for `spawn --help`; a global flag has only this one, so that a verb's help
-/// stays compact). Each fits beside its flag on 80 columns.
-const SHORT: &[(&str, &str)] = &[
-    ("script", "The TensorFlow script to run"),
-    (
-        "script_args",
-        "Arguments after --, passed to the script unchanged",
-    ),
-    ("kubeconfig", "Kubeconfig file [default: $KUBECONFIG]"),
-    ("context", "Kubeconfig context [default: current]"),
-    ("request_timeout", "Time limit per request"),
-    ("retries", "Retries of a failed request"),
-    ("verbose", "Log each API call to stderr (-vv: more)"),
-    ("quiet", "Print only errors (and a new run's tag)"),
-    ("command", "Run this bash entrypoint instead"),
-    ("tag", "The run's tag"),
-    ("env_file", "KEY=VALUE lines for every pod (a Secret)"),
-    ("delete", "Delete the run tagged -t TAG"),
-    ("dry_run", "Print the objects instead of creating them"),
-    ("output", "yaml or json: --dry-run's objects or the summary"),
-    ("wait", "Wait until every pod runs (-d: until gone)"),
-    ("timeout", "With --wait/--local: give up after it (exit 4)"),
-    ("local", "Run the tasks as processes here (no cluster)"),
-    ("chief", "Add a chief task, whose exit decides the run"),
-    ("ps", "Parameter-server tasks"),
-    ("evaluator", "Add an evaluator task"),
-];
-
-/// Flags whose values their summary names.
-const VALUES_IN_TEXT: &[&str] = &["output"];
-
-/// Flags of the list a verb's help leaves out, to stay within a screen: the derived
-/// stall bound's two settings (`wait --stall-after`'s text names them;
-/// docs/reference.md and `config` show them).
-const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor"];
-
-/// Flags of the list a verb's `-h` leaves out and its `--help` shows (`wait -h` is a
-/// screen already).
-const VERB_LONG_ONLY: &[&str] = &["on_cancel"];
-
-/// A verb's flags whose full text is more than a screen wants.
-const VERB_SHORT: &[(&str, &str, &str)] = &[
-    ("compare", "names", "An experiment's name, or runs' tags"),
-    (
-        "compare",
-        "sort",
-        "Sort by this metric's best: loss-like lowest first; -M highest, +M lowest",
-    ),
-    (
-        "compare",
-        "chart",
-        "The metric the chart draws [default: the sort's]",
-    ),
-    ("compare", "output", "table (and a chart), json or csv"),
-    (
-        "compare",
-        "local",
-        "Compare --local runs (./tf-spawner-output)",
-    ),
-    (
-        "tensorboard",
-        "names",
-        "An experiment's name, or runs' tags: one TensorBoard over them",
-    ),
-    (
-        "tensorboard",
-        "whole_volume",
-        "Serve the whole claim, not the run's folder",
-    ),
-    (
-        "cp",
-        "whole_volume",
-        "A relative REMOTE is in the whole claim",
-    ),
-    (
-        "wait",
-        "until",
-        "end (the verdict) or start (every pod running)",
-    ),
-    (
-        "wait",
-        "timeout",
-        "Give up this long after the start (exit 4)",
-    ),
-    (
-        "wait",
-        "on_stall",
-        "warn, fail (exit 3) or restart on a stall",
-    ),
-    (
-        "wait",
-        "all_workers",
-        "Succeed only when every worker exits 0",
-    ),
-    (
-        "wait",
-        "save_logs",
-        "After the verdict, write each pod's log to DIR/POD.log",
-    ),
-    (
-        "wait",
-        "cleanup",
-        "After the verdict, delete the run (logs saved first)",
-    ),
-    (
-        "wait",
-        "restart_backoff",
-        "Pause before a restart, doubled each time [default: 10s, at most 5m]",
-    ),
-    (
-        "wait",
-        "node_grace",
-        "How long the cluster takes to name a node lost [default: 60s]",
-    ),
-];
+use crate::cli::flags;
 
 /// The command line's definition with help shaped as above; `name` is what usage
 /// shows. Without the explicit `spawn` verb, the top level's help is the overview.
@@ -194,15 +39,7 @@ pub fn command(base: Command, name: &str, spawn_verb: bool) -> Command {
         .filter(|v| v != "sweep")
         .collect();
     for verb in verbs {
-        cmd = cmd.mut_subcommand(verb, verb_by_the_list);
-    }
-    for (verb, id, short) in VERB_SHORT {
-        cmd = cmd.mut_subcommand(verb, |v| {
-            v.mut_arg(id, |a| {
-                let values = a.get_action().takes_values();
-                a.hide_possible_values(values).help(*short)
-            })
-        });
+        cmd = cmd.mut_subcommand(verb, compact);
     }
     if spawn_verb {
         // The spawn help: its flags, not the verbs.
@@ -267,50 +104,36 @@ const ABOUTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// A flag at the top level, as its declaration says: a field of `cli/mod.rs` by its
+/// clap attributes (a one-line `help` beside the doc comment's `long_help` names its
+/// values in its text), a flag of the list by its entry ([`by_the_list`]). A global
+/// flag keeps only its one line: every verb's help stays compact.
 fn shape(arg: Arg, id: &str) -> Arg {
-    if let Some(def) = flags::def(id) {
-        return by_the_list(arg, &def);
-    }
-    let mut arg = arg;
-    if let Some((_, short)) = SHORT.iter().find(|(i, _)| *i == id) {
-        let full = arg.get_help().map(ToString::to_string);
-        arg = arg.help(*short);
-        if VALUES_IN_TEXT.contains(&id) {
-            arg = arg.hide_possible_values(true);
+    let arg = match flags::def(id) {
+        Some(def) => by_the_list(arg, &def),
+        None => {
+            let brief = arg.get_long_help().is_some();
+            let values = arg.get_action().takes_values();
+            arg.hide_possible_values(brief && values)
         }
-        // Global flags keep one text: a long one would make every verb's --help long.
-        if !arg.is_global_set()
-            && let Some(full) = full
-        {
-            arg = arg.long_help(full);
-        }
+    };
+    if arg.is_global_set() {
+        arg.long_help(None)
+    } else {
+        arg
     }
-    if let Some((_, heading)) = LONG_ONLY.iter().find(|(i, _)| *i == id) {
-        arg = arg.hide_short_help(true);
-        if let Some(heading) = heading {
-            arg = arg.help_heading(*heading);
-        }
-    }
-    if let Some((_, heading)) = HEADED.iter().find(|(i, _)| *i == id) {
-        arg = arg.help_heading(*heading);
-    }
-    arg
 }
 
 /// A flag of `cli/flags.rs`'s list at the top level, as its entry says: its one-line
-/// text for `-h` (the full one kept for `--help`, but for a global flag: every verb's
-/// help stays compact), left to `spawn --help` unless marked `short_help`, under its
-/// heading.
+/// text for `-h` (the full one kept for `--help`), left to `spawn --help` unless marked
+/// `short_help`, under its heading.
 fn by_the_list(arg: Arg, def: &flags::FlagDef) -> Arg {
     let mut arg = arg;
     if let Some(brief) = def.brief {
-        let full = arg.get_help().map(ToString::to_string);
-        arg = arg.help(brief);
-        if !arg.is_global_set()
-            && let Some(full) = full
-        {
+        if let Some(full) = arg.get_help().cloned() {
             arg = arg.long_help(full);
         }
+        arg = arg.help(brief);
     }
     if !def.short_help {
         arg = arg.hide_short_help(true);
@@ -321,29 +144,26 @@ fn by_the_list(arg: Arg, def: &flags::FlagDef) -> Arg {
     arg
 }
 
-/// A verb's flags of the list: their one-line text, in `-h` and `--help` alike.
-fn verb_by_the_list(verb: Command) -> Command {
-    let ids: Vec<String> = verb
-        .get_arguments()
-        .map(|a| a.get_id().to_string())
-        .collect();
-    let mut verb = verb;
-    for id in ids {
-        if VERB_UNSHOWN.contains(&id.as_str()) {
-            verb = verb.mut_arg(id.as_str(), |a| a.hide(true));
-            continue;
+/// A verb's flags: one line each, in `-h` and `--help` alike (a field's `help`, a list
+/// entry's `brief`, the value names in it), none left to `--help` alone, no heading.
+fn compact(verb: Command) -> Command {
+    verb.mut_args(|a| {
+        let def = flags::def(a.get_id().as_str());
+        let brief = def.as_ref().and_then(|d| d.brief);
+        let shortened = brief.is_some() || a.get_long_help().is_some();
+        let values = shortened && a.get_action().takes_values();
+        let long_only = def.as_ref().is_some_and(|d| d.long_only);
+        let hidden = a.is_hide_set() || def.is_some_and(|d| d.unshown);
+        match brief {
+            Some(brief) => a.help(brief),
+            None => a,
         }
-        if VERB_LONG_ONLY.contains(&id.as_str()) {
-            verb = verb.mut_arg(id.as_str(), |a| a.hide_short_help(true));
-        }
-        if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
-            verb = verb.mut_arg(id.as_str(), |a| {
-                let values = a.get_action().takes_values();
-                a.hide_possible_values(values).help(brief)
-            });
-        }
-    }
-    verb
+        .long_help(None)
+        .hide_possible_values(values)
+        .hide_short_help(long_only)
+        .help_heading(None)
+        .hide(hidden)
+    })
 }
 
 /// `sweep`'s help: its own flags and the spawn's most used, a line each; the other
@@ -383,7 +203,11 @@ fn sweep(verb: Command) -> Command {
             match SWEEP_SHOWN.iter().find(|(i, _)| *i == id) {
                 Some((_, text)) => {
                     let values = a.get_action().takes_values();
-                    a.help(*text).long_help(None).hide_possible_values(values)
+                    a.help(*text)
+                        .long_help(None)
+                        .hide_possible_values(values)
+                        .hide_short_help(false)
+                        .help_heading(None)
                 }
                 None => a.hide(true).long_help(None),
             }

@@ -32,7 +32,7 @@ use crate::errors::UsageError;
 use crate::roles::{Role, Task};
 use crate::signals;
 use crate::trainlog::Training;
-use crate::verdict::{Exit, Failure, FailureKind, Phase, PodView, Tracker, Verdict};
+use crate::verdict::{Exit, Failure, FailureKind, Phase, PodSetup, PodView, Tracker, Verdict};
 
 mod gpus;
 mod reaper;
@@ -129,35 +129,14 @@ fn view(tag: &str, task: Task, ended: Option<Ended>) -> PodView {
         task: Some(task),
         phase,
         ready: (u32::from(ended.is_none()), 1),
-        restarts: 0,
-        node: None,
-        created: None,
         last_exit: terminated.clone(),
         terminated,
-        pod_reason: None,
-        removal: None,
-        waiting: None,
-        restart_never: true,
-        cluster: Default::default(),
-        container: None,
         started: true,
-        queued: false,
-        queue: None,
-        started_at: None,
-        finished_at: None,
-        terminating: false,
-        removed_at: None,
-        lost_after: None,
-        attempt: 0,
-        node_lost: None,
-        stopped_at: None,
-        stopped_after_task: false,
-        restarted_for: None,
-        run_started: None,
-        sidecar_running: false,
-        held_from: None,
-        gpus: 0,
-        pull_grace: None,
+        setup: PodSetup {
+            restart_never: true,
+            ..PodSetup::default()
+        },
+        ..PodView::default()
     }
 }
 

@@ -66,13 +66,18 @@ impl Span {
     /// no kubelet took.
     pub fn of(v: &PodView, now: i64) -> Option<Span> {
         v.task?;
-        let from = v.held_from.or(v.started_at)?;
-        let to = v.finished_at.or(v.removed_at).unwrap_or(now).max(from);
+        let from = v.times.held_from.or(v.times.started_at)?;
+        let to = v
+            .times
+            .finished_at
+            .or(v.times.removed_at)
+            .unwrap_or(now)
+            .max(from);
         Some(Span {
             from,
-            up: v.started_at,
+            up: v.times.started_at,
             to,
-            gpus: v.gpus,
+            gpus: v.setup.gpus,
         })
     }
 }

@@ -32,7 +32,7 @@ pub(crate) async fn read_failed(
         .filter_map(|f| tracker.get(&f.pod).cloned())
         .filter(|v| v.started)
         .collect();
-    failed.sort_by_key(|v| (v.finished_at.unwrap_or(i64::MAX), v.name.clone()));
+    failed.sort_by_key(|v| (v.times.finished_at.unwrap_or(i64::MAX), v.name.clone()));
     failed.truncate(MOST_READ);
     let read: Vec<(String, Option<String>, String)> = stream::iter(failed)
         .map(|v| async move {
@@ -104,7 +104,7 @@ pub(crate) async fn last_lines(cluster: &Cluster, v: &PodView) -> String {
         tail: Some(FAILED_LOG_LINES),
         ..pod_logs::LogOptions::default()
     };
-    let params = options.params(v.container.as_deref());
+    let params = options.params(v.setup.container.as_deref());
     match pod_logs::fetch(cluster, &v.name, &params).await {
         Ok(text) => text
             .lines()

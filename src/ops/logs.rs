@@ -228,7 +228,7 @@ async fn once(
     }
     let mut fetched = stream::iter(pods)
         .map(|pod| async move {
-            let params = options.params(pod.container.as_deref());
+            let params = options.params(pod.setup.container.as_deref());
             let result = pod_logs::fetch(cluster, &pod.name, &params).await;
             (pod, result)
         })
@@ -646,7 +646,7 @@ async fn follow_pod(
     tx: mpsc::Sender<String>,
     mut state: watch::Receiver<Option<PodView>>,
 ) {
-    let mut params = options.params(pod.container.as_deref());
+    let mut params = options.params(pod.setup.container.as_deref());
     params.follow = true;
     // Timestamps always, to resume where a broken stream stopped (see `Cursor`).
     params.timestamps = true;

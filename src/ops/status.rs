@@ -117,7 +117,7 @@ pub(crate) async fn pending_events(
     let pending: BTreeMap<String, Option<i64>> = tracker
         .live()
         .filter(|v| v.phase == Phase::Pending || never_started(v, record).is_some())
-        .map(|v| (v.name.clone(), v.created))
+        .map(|v| (v.name.clone(), v.times.created))
         .collect();
     match events::of_pods(cluster, &pending).await {
         Ok(found) => found,
@@ -133,7 +133,7 @@ pub(crate) async fn pending_events(
 /// did: what the run's record says (the kubelet's end of the pod hides it), else its
 /// waiting reason while it has not ended.
 pub(crate) fn never_started(v: &PodView, record: Option<&Record>) -> Option<String> {
-    v.stopped_at?;
+    v.times.stopped_at?;
     if let Some(why) = record.and_then(|r| r.why_not_started(&v.label())) {
         return Some(why.to_string());
     }
@@ -162,7 +162,7 @@ pub(crate) fn verdict_of(
         None => true,
         Some(Verdict::Failed(f)) => f.kind.is_after_the_fact(),
         Some(_) => false,
-    } || tracker.live().any(|v| v.stopped_at.is_some());
+    } || tracker.live().any(|v| v.times.stopped_at.is_some());
     if lost
         && let Some(recorded) = record.and_then(|r| r.verdict.as_deref())
         && !(recorded == "Succeeded" && tracker.contradicts_success())

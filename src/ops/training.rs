@@ -43,7 +43,7 @@ pub(crate) async fn tail(cluster: &Cluster, tracker: &Tracker) -> Training {
         timestamps: true,
         ..LogOptions::default()
     };
-    let params = options.params(pod.container.as_deref());
+    let params = options.params(pod.setup.container.as_deref());
     match logs::open(cluster, &pod.name, &params).await {
         Ok(mut reader) => {
             let mut feed = Feed::new(true);
@@ -64,7 +64,7 @@ pub(crate) async fn whole(cluster: &Cluster, tracker: &Tracker) -> Option<Traini
         timestamps: true,
         ..LogOptions::default()
     };
-    let params = options.params(pod.container.as_deref());
+    let params = options.params(pod.setup.container.as_deref());
     match logs::open(cluster, &pod.name, &params).await {
         Ok(mut reader) => {
             let mut training = Training::default();
@@ -126,7 +126,7 @@ pub(crate) async fn follow(
         let Some(view) = wait_for_start(&mut pod).await else {
             return false;
         };
-        let mut params = LogOptions::default().params(view.container.as_deref());
+        let mut params = LogOptions::default().params(view.setup.container.as_deref());
         params.follow = true;
         params.timestamps = true;
         cursor.resume(&mut params);

@@ -183,6 +183,8 @@ pub struct Scheduling {
     pub node_lost_after_seconds: Option<i64>,
     /// `--priority-class`: every pod's `priorityClassName`.
     pub priority_class: Option<String>,
+    /// `--service-account`: every pod's `serviceAccountName`.
+    pub service_account: Option<String>,
     /// `--queue`: the Kueue LocalQueue; the run's pods are one Kueue pod group.
     pub queue: Option<String>,
     /// `--volcano-queue` (with `--gang volcano`): the Volcano queue, the PodGroup's
@@ -737,6 +739,12 @@ fn set_scheduling(scheduling: &Scheduling, spec: &mut PodSpec) {
         // The admission plugin fills in the class's value; a template's own value would
         // be refused when it differs.
         spec.priority = None;
+    }
+    if let Some(account) = &scheduling.service_account {
+        spec.service_account_name = Some(account.clone());
+        // The deprecated alias, which the API server would otherwise take for an unset
+        // name's.
+        spec.service_account = None;
     }
 }
 

@@ -251,6 +251,32 @@ fn deadline_and_priority_class_match_the_fixture() {
 }
 
 #[test]
+fn a_service_account_replaces_the_templates_in_every_role_and_none_keeps_it() {
+    let mut req = request(Roles::new(None, true, 1, 2, true).unwrap());
+    let spec = req
+        .templates
+        .worker
+        .spec
+        .get_or_insert_with(Default::default);
+    spec.service_account_name = Some("legacy".into());
+    // The deprecated alias too: left, the API server would read it for the name.
+    spec.service_account = Some("legacy".into());
+    let kept = build(&req).unwrap();
+    for pod in kept.pods.iter() {
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.service_account_name.as_deref(), Some("legacy"));
+    }
+    req.scheduling.service_account = Some("data-reader".into());
+    let plan = build(&req).unwrap();
+    assert_eq!(plan.pods.iter().count(), 5);
+    for pod in plan.pods.iter() {
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.service_account_name.as_deref(), Some("data-reader"));
+        assert_eq!(spec.service_account, None, "{:?}", pod.metadata.name);
+    }
+}
+
+#[test]
 fn node_lost_after_replaces_the_templates_evicting_tolerations_of_a_lost_node() {
     let mut req = request(Roles::workers(1).unwrap());
     let spec = req

@@ -106,6 +106,7 @@ fn scheduling(settings: &Settings) -> Scheduling {
             .value
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         priority_class: settings.priority_class.value.clone(),
+        service_account: settings.service_account.value.clone(),
         queue: settings.queue.value.clone(),
         gang: settings.gang.value,
         scheduler_name: settings.scheduler_name.value.clone(),

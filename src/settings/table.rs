@@ -12,19 +12,13 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::cli::flags::{
-    DEFAULT_PORT, DEFAULT_PYTHON, DEFAULT_WORKERS, Heading, flag_list, flag_name, heading,
-};
+use crate::cli::flags::{Heading, flag_list, flag_name, heading};
 use crate::cli::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
-use crate::cluster::retry::{GIVE_UP, IDLE};
 use crate::defaults::Defaults;
 use crate::errors::UsageError;
 use crate::metrics::notice::Target;
-use crate::ops::wait::OnCancel;
-use crate::plan::{DEFAULT_GPU_RESOURCE, DEFAULT_SHM_SIZE};
 use crate::podgroup::Gang;
-use crate::verdict::DEFAULT_PULL_GRACE;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a setting came from.
@@ -119,6 +113,8 @@ macro_rules! settings {
     (@mark kubeconfig) => { () };
     (@mark short_help) => { () };
     (@mark show_default) => { () };
+    (@mark unshown) => { () };
+    (@mark long_only) => { () };
     (@default $given:ident, $default:expr;) => { built_in($default) };
     (@default $given:ident, $default:expr; kubeconfig $($rest:ident)*) => {
         $given.kubeconfig_namespace()
@@ -422,7 +418,7 @@ impl Shown for Gang {
     }
 }
 
-impl Shown for OnCancel {
+impl Shown for crate::ops::wait::OnCancel {
     fn shown(&self) -> Option<Value> {
         Some(self.name().into())
     }
@@ -536,7 +532,7 @@ mod tests {
             .filter(|d| matches!(d.heading, Some(Heading::Shared | Heading::Resources)))
             .map(|d| d.key.to_string())
             .collect();
-        assert_eq!(declared.len(), 17);
+        assert_eq!(declared.len(), 18);
         assert!(declared.iter().all(|id| KEYS.contains(&id.as_str())));
         // The flag and the file go through the one parser, each named its way.
         // (`lib.rs::clap_error` prints the flag's problem, clap's error's source, alone.)
@@ -628,7 +624,7 @@ mod tests {
         let t = load(&["tensorboard", "-t", "x", "--port", "0"], "").unwrap();
         assert_eq!(
             (t.port.value, t.port.source),
-            (DEFAULT_PORT, Source::Default)
+            (crate::cli::flags::DEFAULT_PORT, Source::Default)
         );
     }
 

@@ -21,7 +21,7 @@ pub mod retryable;
 pub mod start;
 
 pub use peer::PeerAbort;
-pub use pod::{Exit, NODE_LOST, Phase, PodView, Reason, State, one_line};
+pub use pod::{Exit, NODE_LOST, Phase, PodSetup, PodView, Reason, State, one_line};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";
@@ -301,7 +301,7 @@ impl Tracker {
                     .insert(view.name.clone(), message.clone());
             }
         }
-        self.sizes.merge(&view.cluster);
+        self.sizes.merge(&view.setup.cluster);
         if let Some(listing) = &mut self.listing {
             listing.insert(view.name.clone());
         }
@@ -528,11 +528,11 @@ impl Tracker {
     /// Whether pod `v` is younger than its pull grace (`--pull-grace`, from its
     /// creation), by the clock [`Tracker::at`] was told.
     fn pull_in_grace(&self, v: &PodView) -> bool {
-        let (Some(now), Some(created)) = (self.now, v.created) else {
+        let (Some(now), Some(created)) = (self.now, v.times.created) else {
             return false;
         };
         let built_in = i64::try_from(DEFAULT_PULL_GRACE.as_secs()).unwrap_or(i64::MAX);
-        now.saturating_sub(created) < v.pull_grace.unwrap_or(built_in)
+        now.saturating_sub(created) < v.setup.pull_grace.unwrap_or(built_in)
     }
 
     /// The run's verdict (see the module docs). Once the deciding task has succeeded,
@@ -605,8 +605,8 @@ impl Tracker {
     fn failed_at(&self, f: &Failure) -> Option<i64> {
         let v = self.pods.get(&f.pod)?.view();
         match f.kind {
-            FailureKind::Exited { .. } => v.finished_at.or(v.removed_at),
-            _ => v.removed_at.or(v.finished_at),
+            FailureKind::Exited { .. } => v.times.finished_at.or(v.times.removed_at),
+            _ => v.times.removed_at.or(v.times.finished_at),
         }
     }
 
@@ -648,7 +648,7 @@ impl Tracker {
     /// How long a task may stay on a lost node before the taint manager evicts it (the
     /// pods' toleration, `--node-lost-after`): the longest of the run's pods, if any says.
     pub fn node_lost_after(&self) -> Option<i64> {
-        self.live().filter_map(|v| v.lost_after).max()
+        self.live().filter_map(|v| v.setup.lost_after).max()
     }
 
     /// The pods say the run has not succeeded, whatever a record says: the deciding
@@ -661,7 +661,7 @@ impl Tracker {
             .iter()
             .any(|s| s.0.is_some_and(|t| t.role == Role::Chief));
         let deciding = Task::deciding(has_chief);
-        let unstopped = |pod: &str| self.get(pod).is_some_and(|v| v.stopped_at.is_none());
+        let unstopped = |pod: &str| self.get(pod).is_some_and(|v| v.times.stopped_at.is_none());
         let failed_by_itself = states.iter().any(|s| {
             s.3.as_ref()
                 .is_some_and(|f| !f.kind.is_after_the_fact() && unstopped(&f.pod))

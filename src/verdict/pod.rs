@@ -20,8 +20,10 @@ use crate::roles::{Role, RoleSizes, Task};
 pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 
 /// A pod's phase as the API reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
 pub enum Phase {
+    /// Also a pod without a phase yet.
+    #[default]
     Pending,
     Running,
     Succeeded,
@@ -75,19 +77,20 @@ impl fmt::Display for Reason {
     }
 }
 
-/// What tf-spawner needs to know about one pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What tf-spawner needs to know about one pod: which task and attempt it is, its state
+/// (the fields here), its [`PodTimes`] and its [`PodSetup`] (what it was made with).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodView {
     pub name: String,
     /// From the replica labels; `None` for a pod labelled with the tag by someone else.
     pub task: Option<Task>,
+    /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
+    pub attempt: u32,
     pub phase: Phase,
     /// Ready containers, containers.
     pub ready: (u32, u32),
     pub restarts: u32,
     pub node: Option<String>,
-    /// Creation time, seconds since the epoch.
-    pub created: Option<i64>,
     /// The TF container's current terminated state.
     pub terminated: Option<Exit>,
     /// The TF container's terminated state, else its last one (after a restart).
@@ -100,12 +103,6 @@ pub struct PodView {
     pub removal: Option<Reason>,
     /// Why the pod is not running: Unschedulable, or a container's waiting reason.
     pub waiting: Option<Reason>,
-    /// `restartPolicy: Never` (the default of tf-spawner's pods).
-    pub restart_never: bool,
-    /// The training cluster the pod describes: its tasks per role.
-    pub cluster: RoleSizes,
-    /// The container whose logs are the task's: `tensorflow`, else the first.
-    pub container: Option<String>,
     /// That container has started: it runs or has ended, now or before a restart.
     /// Without a status for it, a Running pod counts as started.
     pub started: bool,
@@ -116,47 +113,99 @@ pub struct PodView {
     pub queued: bool,
     /// The queue the pod waits in: its Kueue LocalQueue, else its Volcano queue.
     pub queue: Option<String>,
-    /// When the TF container started and ended (seconds since the epoch), from its
-    /// state (its current run, else its last one): the run report (`timing.rs`).
-    pub started_at: Option<i64>,
-    pub finished_at: Option<i64>,
     /// Being deleted (`deletionTimestamp` set): kubectl's `Terminating`.
     pub terminating: bool,
-    /// When the pod was taken away (seconds since the epoch): its `DisruptionTarget`
-    /// condition's time, else when its deletion was asked (`deletionTimestamp` less the
-    /// grace period). The kubelet's order of failures (`Tracker::decisive`).
-    pub removed_at: Option<i64>,
-    /// How long the pod tolerates a node that stopped reporting (its `unreachable`
-    /// NoExecute toleration's seconds: `--node-lost-after`).
-    pub lost_after: Option<i64>,
-    /// The run's attempt the pod belongs to ([`ATTEMPT_LABEL`]; 0 without one).
-    pub attempt: u32,
     /// Its node stopped reporting: the node-lifecycle controller marked the pod not ready
     /// (see [`node_lost_since`]); `Some(when)`, seconds since the epoch (0 if unsaid).
     pub node_lost: Option<i64>,
-    /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`],
-    /// seconds since the epoch): it ends by its deadline, [`State::Stopped`].
-    pub stopped_at: Option<i64>,
     /// Stopped for a container beside the task, whose own end stands
     /// ([`STOPPED_AFTER_TASK_ANNOTATION`]).
     pub stopped_after_task: bool,
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`]).
     pub restarted_for: Option<String>,
-    /// On a pod of a restarted attempt: when the run's first attempt started
-    /// ([`RUN_STARTED_ANNOTATION`], seconds since the epoch).
-    pub run_started: Option<i64>,
     /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
     /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
     pub sidecar_running: bool,
-    /// When the kubelet took the pod (`status.startTime`, seconds since the epoch): from
-    /// then on it holds its node's resources (what a run cost, `metrics/cost.rs`).
+    pub times: PodTimes,
+    pub setup: PodSetup,
+}
+
+/// When things happened to a pod, each in seconds since the epoch.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodTimes {
+    /// Its creation.
+    pub created: Option<i64>,
+    /// When the kubelet took the pod (`status.startTime`): from then on it holds its
+    /// node's resources (what a run cost, `metrics/cost.rs`).
     pub held_from: Option<i64>,
+    /// When the TF container started and ended, from its state (its current run, else
+    /// its last one): the run report (`timing.rs`).
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    /// When the pod was taken away: its `DisruptionTarget` condition's time, else when
+    /// its deletion was asked (`deletionTimestamp` less the grace period). The
+    /// kubelet's order of failures (`Tracker::decisive`).
+    pub removed_at: Option<i64>,
+    /// When tf-spawner stopped the pod after the run's verdict ([`STOPPED_ANNOTATION`]):
+    /// it ends by its deadline, [`State::Stopped`].
+    pub stopped_at: Option<i64>,
+    /// On a pod of a restarted attempt: when the run's first attempt started
+    /// ([`RUN_STARTED_ANNOTATION`]).
+    pub run_started: Option<i64>,
+}
+
+impl PodTimes {
+    /// `pod`'s times; `tf`, the status of its TF container.
+    fn of(pod: &Pod, tf: Option<&ContainerStatus>) -> PodTimes {
+        let meta = &pod.metadata;
+        let (started_at, finished_at) = container_times(tf);
+        PodTimes {
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            held_from: start_time(pod.status.as_ref()),
+            started_at,
+            finished_at,
+            removed_at: removed_at(pod),
+            stopped_at: time_annotation(meta, STOPPED_ANNOTATION),
+            run_started: run_started(meta),
+        }
+    }
+}
+
+/// What a pod was made with: its spec and tf-spawner's marks on it, fixed for its life.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodSetup {
+    /// `restartPolicy: Never` (the default of tf-spawner's pods).
+    pub restart_never: bool,
+    /// The training cluster the pod describes: its tasks per role.
+    pub cluster: RoleSizes,
+    /// The container whose logs are the task's: `tensorflow`, else the first.
+    pub container: Option<String>,
     /// The GPUs its containers ask for (any `…/gpu` or `…/mig-…` extended resource).
     pub gpus: u32,
+    /// How long the pod tolerates a node that stopped reporting (its `unreachable`
+    /// NoExecute toleration's seconds: `--node-lost-after`).
+    pub lost_after: Option<i64>,
     /// How long (seconds, from its creation) a pull error of its image is not final
     /// yet: [`PULL_GRACE_ANNOTATION`] (`--pull-grace`); `None`: the built-in one.
     pub pull_grace: Option<i64>,
+}
+
+impl PodSetup {
+    /// `pod`'s setup; `tf`, its TF container.
+    fn of(pod: &Pod, tf: Option<&Container>) -> PodSetup {
+        let meta = &pod.metadata;
+        let spec = pod.spec.as_ref();
+        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+        PodSetup {
+            restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
+            cluster: cluster_of_pod(meta, tf),
+            container: tf.map(|c| c.name.clone()),
+            gpus: containers.iter().map(gpus_of).sum(),
+            lost_after: spec.and_then(lost_after),
+            pull_grace: annotation(meta, PULL_GRACE_ANNOTATION).and_then(|s| s.parse().ok()),
+        }
+    }
 }
 
 impl PodView {
@@ -165,21 +214,22 @@ impl PodView {
         let spec = pod.spec.as_ref();
         let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
         let tf = crate::labels::tf_container(containers);
-        let container = tf.map(|c| c.name.clone());
+        let setup = PodSetup::of(pod, tf);
+        let container = setup.container.as_ref();
         let status = pod.status.as_ref();
         let statuses: &[ContainerStatus] = status
             .and_then(|s| s.container_statuses.as_deref())
             .unwrap_or_default();
         let tf_status = statuses
             .iter()
-            .find(|s| Some(&s.name) == container.as_ref())
+            .find(|s| Some(&s.name) == container)
             .or_else(|| statuses.first());
         let phase = Phase::parse(status.and_then(|s| s.phase.as_deref()));
         let (terminated, last_exit) = exits(tf_status);
-        let (started_at, finished_at) = container_times(tf_status);
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             task: task_of(pod),
+            attempt: attempt_of(meta),
             phase,
             ready: (
                 statuses.iter().filter(|s| s.ready).count() as u32,
@@ -187,37 +237,25 @@ impl PodView {
             ),
             restarts: statuses.iter().map(|s| s.restart_count.max(0) as u32).sum(),
             node: spec.and_then(|s| s.node_name.clone()),
-            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
             terminated,
             last_exit,
             pod_reason: status.and_then(|s| reason(s.reason.as_ref(), s.message.as_ref())),
             removal: removal(pod),
             waiting: waiting(status, tf_status),
-            restart_never: spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never"),
-            cluster: cluster_of_pod(meta, tf),
             started: match tf_status {
                 Some(s) => ran(s),
                 None => phase == Phase::Running,
             },
             queued: phase == Phase::Pending && spec.is_some_and(|s| held(s, meta)),
             queue: queue_of(meta),
-            started_at,
-            finished_at,
             terminating: meta.deletion_timestamp.is_some(),
-            removed_at: removed_at(pod),
-            lost_after: spec.and_then(lost_after),
-            attempt: attempt_of(meta),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
-            stopped_at: time_annotation(meta, STOPPED_ANNOTATION),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
-            run_started: run_started(meta),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
-            pull_grace: annotation(meta, PULL_GRACE_ANNOTATION).and_then(|s| s.parse().ok()),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
-                && sidecar_running(statuses, container.as_ref()),
-            container,
-            held_from: start_time(status),
-            gpus: containers.iter().map(gpus_of).sum(),
+                && sidecar_running(statuses, container),
+            times: PodTimes::of(pod, tf_status),
+            setup,
         }
     }
 
@@ -232,9 +270,9 @@ impl PodView {
         // Ended after tf-spawner stopped it, whatever its exit (a SIGTERM handler may exit
         // 0); not before, nor when only a sidecar was stopped: then its own end stands.
         let stopped = !self.stopped_after_task
-            && self
-                .stopped_at
-                .is_some_and(|at| own.finished() && self.finished_at.is_none_or(|end| end >= at));
+            && self.times.stopped_at.is_some_and(|at| {
+                own.finished() && self.times.finished_at.is_none_or(|end| end >= at)
+            });
         if stopped { State::Stopped } else { own }
     }
 
@@ -246,7 +284,7 @@ impl PodView {
 
     /// Being stopped by tf-spawner: stopped, and not ended yet.
     pub fn stopping(&self) -> bool {
-        self.stopped_at.is_some() && !self.state().finished()
+        self.times.stopped_at.is_some() && !self.state().finished()
     }
 
     fn own_state(&self) -> State {
@@ -254,7 +292,7 @@ impl PodView {
             // The TF container has ended and will not restart: its exit code decides,
             // even if a sidecar keeps the pod Running, or made it Failed (a sidecar
             // stopped after the verdict, by its deadline).
-            _ if self.restart_never && self.terminated.is_some() => {
+            _ if self.setup.restart_never && self.terminated.is_some() => {
                 if self.terminated.as_ref().is_some_and(|t| t.code == 0) {
                     State::Succeeded
                 } else {
@@ -287,12 +325,12 @@ impl PodView {
         // A stop by tf-spawner ends a pod the same way: that is its own state.
         self.pod_reason
             .as_ref()
-            .filter(|r| r.reason == DEADLINE_EXCEEDED && self.stopped_at.is_none())
+            .filter(|r| r.reason == DEADLINE_EXCEEDED && self.times.stopped_at.is_none())
     }
 
     /// Seconds since the pod was created.
     pub fn age(&self, now: i64) -> Option<u64> {
-        self.created.map(|c| (now - c).max(0) as u64)
+        self.times.created.map(|c| (now - c).max(0) as u64)
     }
 }
 

@@ -25,7 +25,10 @@ impl Tracker {
     /// When the run was created: its earliest pod's `creationTimestamp` (seconds since
     /// the epoch), deleted pods included; `None` before any pod is seen.
     pub fn created(&self) -> Option<i64> {
-        self.pods.values().filter_map(|e| e.view().created).min()
+        self.pods
+            .values()
+            .filter_map(|e| e.view().times.created)
+            .min()
     }
 
     /// Why the run has not started: the tasks still pending, grouped by reason, reasons

@@ -71,7 +71,7 @@ fn reads_a_pod() {
     assert_eq!(v.node.as_deref(), Some("node-a"));
     assert_eq!(v.terminated.as_ref().unwrap().code, 137);
     assert_eq!(v.ready, (0, 1));
-    assert_eq!(v.container.as_deref(), Some("tensorflow"));
+    assert_eq!(v.setup.container.as_deref(), Some("tensorflow"));
     assert_eq!(v.age(1704067200 + 90), Some(90));
     assert_eq!(v.label(), "worker-1");
 }

@@ -475,15 +475,6 @@ fn verbose_logs_each_api_call_without_secrets() {
     assert_eq!(quiet.stderr, "");
 }
 
-/// The defaults file at its default place under the test's HOME.
-fn write_config(env: &Env, text: &str) -> PathBuf {
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("config.yaml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// The pods of a `--dry-run -o json`.
 fn dry_pods(out: &Output) -> Vec<Value> {
     json(out)["items"]
@@ -499,9 +490,7 @@ fn dry_pods(out: &Output) -> Vec<Value> {
 fn the_defaults_file_beats_built_in_defaults_and_flags_beat_it() {
     let env = Env::new();
     env.write("gpu.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    from: file-template\nspec:\n  containers:\n  - name: tensorflow\n    image: ignored:1\n");
-    let path = write_config(
-        &env,
-        "namespace: team-a\nimage: registry.example.org/tf:9\npod_file: ../../gpu.yaml\nport: 2222\nworkers: 3\n",
+    let path = env.defaults_file("namespace: team-a\nimage: registry.example.org/tf:9\npod_file: ../../gpu.yaml\nport: 2222\nworkers: 3\n",
     );
     let script = env.script();
     let s = script.to_str().unwrap();
@@ -581,7 +570,7 @@ fn the_defaults_file_beats_built_in_defaults_and_flags_beat_it() {
 
     // A real spawn honours the file's namespace.
     env.server.create_namespace("other");
-    write_config(&env, "namespace: other\nworkers: 1\n");
+    env.defaults_file("namespace: other\nworkers: 1\n");
     env.spawn(&["-t", "ns"])
         .success()
         .stdout_has("created in namespace other");
@@ -658,7 +647,7 @@ fn the_defaults_file_refuses_what_the_flags_refuse_naming_its_key() {
             "key 'volume': \"out:relative\": the mount path \"relative\" must be an absolute directory".to_string(),
         ),
     ] {
-        let path = write_config(&env, &text);
+        let path = env.defaults_file(&text);
         let prefix = format!("config file {}: ", path.display());
         for args in [vec!["config"], vec!["--dry-run", s], vec!["tensorboard"]] {
             let out = env.run(&args);
@@ -666,7 +655,7 @@ fn the_defaults_file_refuses_what_the_flags_refuse_naming_its_key() {
             assert!(!out.stderr.contains("--"), "a flag is blamed: {out:#?}");
         }
     }
-    write_config(&env, "");
+    env.defaults_file("");
     for (args, value) in [
         (vec!["wait", "--restart-backoff", "99y"], "99y"),
         (
@@ -702,7 +691,7 @@ fn a_bad_defaults_file_is_a_usage_error_naming_the_file_and_the_key() {
         ("image: [\n", "not valid YAML"),
         ("- just\n- a list\n", "expected keys"),
     ] {
-        let path = write_config(&env, text);
+        let path = env.defaults_file(text);
         let prefix = format!("config file {}: ", path.display());
         for args in [vec!["--dry-run", s], vec!["config"], vec!["status"]] {
             env.run(&args)

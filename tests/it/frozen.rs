@@ -6,49 +6,45 @@
 //! verdict comes, `--give-up-after` holds, and the report's metrics are the log's. A
 //! log the kubelet could not serve is said, not saved.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use kube_testserver::Fault;
+use kube_testserver::{Fault, RecordedRequest};
 
 use crate::follow::{exited, finish, running, spawn_run, start};
 use crate::support::Env;
 
 const NS: &str = "default";
 
-/// The idle bound of 2 s, in the defaults file (`idle_timeout` has no flag).
-fn idle_bound(env: &Env) {
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), "idle_timeout: 2s\n").unwrap();
+/// A run `tag` of one worker, running, under an idle bound of 2 s (the defaults file's
+/// `idle_timeout`, which has no flag on `wait`).
+fn frozen_env(tag: &str) -> Env {
+    let env = Env::new();
+    env.defaults_file("idle_timeout: 2s\n");
+    spawn_run(&env, tag, &["-w", "1"]);
+    running(&env, &format!("{tag}-worker-0"));
+    env
 }
 
 fn pod_requests(env: &Env, watch: bool) -> usize {
-    env.server
-        .requests()
-        .iter()
-        .filter(|r| {
-            r.path.ends_with("/pods")
-                && r.method == "GET"
-                && (r.param("watch").as_deref() == Some("true")) == watch
-        })
-        .count()
+    env.count_requests(|r| is_pod_list(r, watch))
 }
 
-/// Blocks until the binary has asked for `n` pod watches (60 s at most: a hang fails).
-fn await_watch_requests(env: &Env, n: usize) {
-    let start = Instant::now();
-    while pod_requests(env, true) < n {
-        assert!(start.elapsed() < Duration::from_secs(60), "no pod watch");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn is_pod_list(r: &RecordedRequest, watch: bool) -> bool {
+    r.path.ends_with("/pods")
+        && r.method == "GET"
+        && (r.param("watch").as_deref() == Some("true")) == watch
+}
+
+/// Blocks until the binary has asked for the log of `pod` twice: the frozen first read,
+/// and the one that opened it again.
+fn await_second_log_request(env: &Env, pod: &str) {
+    let path = format!("/pods/{pod}/log");
+    env.await_requests(2, "second log request", |r| r.path.ends_with(&path));
 }
 
 #[test]
 fn a_watch_that_never_answers_is_dropped_and_the_verdict_still_comes() {
-    let env = Env::new();
-    idle_bound(&env);
-    spawn_run(&env, "fz", &["-w", "1"]);
-    running(&env, "fz-worker-0");
+    let env = frozen_env("fz");
     // Every watch is accepted and then says nothing, bookmarks included.
     env.server
         .add_fault(Fault::on("GET", "watch=true").silent().always());
@@ -58,7 +54,7 @@ fn a_watch_that_never_answers_is_dropped_and_the_verdict_still_comes() {
         // --timeout: without the idle bound the wait would hang; with it, exit 4.
         &["wait", "-t", "fz", "--keep-running", "--timeout", "60s"],
     );
-    await_watch_requests(&env, 1);
+    env.await_requests(1, "pod watch", |r| is_pod_list(r, true));
     // The run ends while the only watch is frozen.
     exited(&env, "fz-worker-0", 0);
     let out = finish(child);
@@ -82,10 +78,7 @@ fn a_watch_that_never_answers_is_dropped_and_the_verdict_still_comes() {
 
 #[test]
 fn a_frozen_watch_then_a_server_that_answers_nothing_gives_up_at_the_bound() {
-    let env = Env::new();
-    idle_bound(&env);
-    spawn_run(&env, "gz", &["-w", "1"]);
-    running(&env, "gz-worker-0");
+    let env = frozen_env("gz");
     env.server
         .add_fault(Fault::on("GET", "watch=true").silent().always());
     // The first list answers; every later one (the relist after the frozen watch) hangs.
@@ -123,10 +116,7 @@ fn a_frozen_watch_then_a_server_that_answers_nothing_gives_up_at_the_bound() {
 
 #[test]
 fn a_progress_log_that_froze_is_opened_again_and_the_report_has_the_final_metrics() {
-    let env = Env::new();
-    idle_bound(&env);
-    spawn_run(&env, "lz", &["-w", "1"]);
-    running(&env, "lz-worker-0");
+    let env = frozen_env("lz");
     env.server.append_log(
         NS,
         "lz-worker-0",
@@ -137,21 +127,7 @@ fn a_progress_log_that_froze_is_opened_again_and_the_report_has_the_final_metric
     env.server.add_fault(Fault::on("GET", "/log").silent());
     env.server.clear_requests();
     let child = start(&env, &["wait", "-t", "lz", "--timeout", "60s"]);
-    let start_at = Instant::now();
-    while env
-        .server
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/pods/lz-worker-0/log"))
-        .count()
-        < 2
-    {
-        assert!(
-            start_at.elapsed() < Duration::from_secs(60),
-            "no second log request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_second_log_request(&env, "lz-worker-0");
     exited(&env, "lz-worker-0", 0);
     env.server.close_log(NS, "lz-worker-0");
     let out = finish(child);
@@ -164,31 +140,14 @@ fn a_progress_log_that_froze_is_opened_again_and_the_report_has_the_final_metric
 
 #[test]
 fn logs_follow_opens_a_frozen_log_again_and_prints_every_line_once() {
-    let env = Env::new();
-    idle_bound(&env);
-    spawn_run(&env, "lf", &["-w", "1"]);
-    running(&env, "lf-worker-0");
+    let env = frozen_env("lf");
     env.server.append_log(NS, "lf-worker-0", "line 1\nline 2\n");
     // `logs --idle-timeout`, the flag of the defaults file's key (3s over its 2s).
     env.server
         .add_fault(Fault::on("GET", "/pods/lf-worker-0/log").silent());
     env.server.clear_requests();
     let child = start(&env, &["logs", "-f", "-t", "lf", "--idle-timeout", "3s"]);
-    let start_at = Instant::now();
-    while env
-        .server
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/pods/lf-worker-0/log"))
-        .count()
-        < 2
-    {
-        assert!(
-            start_at.elapsed() < Duration::from_secs(60),
-            "no second log request"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_second_log_request(&env, "lf-worker-0");
     env.server.append_log(NS, "lf-worker-0", "line 3\n");
     exited(&env, "lf-worker-0", 0);
     env.server.close_log(NS, "lf-worker-0");
@@ -201,7 +160,7 @@ fn logs_follow_opens_a_frozen_log_again_and_prints_every_line_once() {
 #[test]
 fn a_log_the_kubelet_could_not_serve_is_said_and_not_saved() {
     let env = Env::new();
-    idle_bound(&env);
+    env.defaults_file("idle_timeout: 2s\n");
     spawn_run(&env, "kz", &["-w", "2"]);
     running(&env, "kz-worker-0");
     running(&env, "kz-worker-1");

@@ -4,12 +4,10 @@
 //! force-deleted by the restart. The test server plays the node-lifecycle controller and
 //! the taint manager as v1.36 does (what `tests/pods/nodes.rs` saw).
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
 use crate::follow::{NODE, await_watches, container, exited, finish, running, spawn_run, start};
-use crate::support::Env;
+use crate::support::{Env, await_attempt};
 
 const NS: &str = "default";
 
@@ -70,9 +68,7 @@ fn node_lost_after_reaches_every_pod_from_the_flag_or_the_defaults_file() {
     for pod in &pods {
         assert_eq!(tolerations(pod), want, "{pod:#}");
     }
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), "node_lost_after: 2m\n").unwrap();
+    env.defaults_file("node_lost_after: 2m\n");
     spawn_run(&env, "nf", &["-w", "1"]);
     let pod = env.server.get("pods", NS, "nf-worker-0").unwrap();
     assert_eq!(tolerations(&pod)[0].1, 120, "{pod:#}");
@@ -164,24 +160,7 @@ fn a_restart_force_deletes_the_pods_of_a_lost_node_and_runs_again() {
     );
     await_watches(&env, 1);
     lost(&env, "lr-worker-1", true);
-    let began = Instant::now();
-    loop {
-        let fresh = env.server.get("pods", NS, "lr-worker-1").is_some_and(|p| {
-            p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
-                && p["metadata"].get("deletionTimestamp").is_none()
-        });
-        if fresh {
-            break;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("wait ended ({status}) before attempt 1");
-        }
-        assert!(
-            began.elapsed() < Duration::from_secs(60),
-            "no attempt 1 after 60s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_attempt(&env, "lr", &["lr-worker-1"], "1", &mut child);
     let deletes: Vec<String> = env
         .server
         .requests()
@@ -255,17 +234,7 @@ fn a_survivors_collective_abort_beside_a_lost_peer_restarts_the_run() {
         "wait decided on the survivor's abort"
     );
     lost(&env, "sv-worker-1", false);
-    let began = Instant::now();
-    while !env.server.get("pods", NS, "sv-worker-1").is_some_and(|p| {
-        p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
-            && p["metadata"].get("deletionTimestamp").is_none()
-    }) {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("wait ended ({status}) before attempt 1");
-        }
-        assert!(began.elapsed() < Duration::from_secs(60), "no attempt 1");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_attempt(&env, "sv", &["sv-worker-1"], "1", &mut child);
     running(&env, "sv-worker-0");
     running(&env, "sv-worker-1");
     exited(&env, "sv-worker-0", 0);
@@ -354,19 +323,7 @@ fn a_restart_of_a_run_wholly_on_lost_nodes_warns_of_a_partition() {
     await_watches(&env, 1);
     lost(&env, "wl-worker-0", false);
     lost(&env, "wl-worker-1", true);
-    let began = Instant::now();
-    while !["wl-worker-0", "wl-worker-1"].iter().all(|name| {
-        env.server.get("pods", NS, name).is_some_and(|p| {
-            p["metadata"]["labels"]["tf-spawner/attempt"] == "1"
-                && p["metadata"].get("deletionTimestamp").is_none()
-        })
-    }) {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("wait ended ({status}) before attempt 1");
-        }
-        assert!(began.elapsed() < Duration::from_secs(60), "no attempt 1");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_attempt(&env, "wl", &["wl-worker-0", "wl-worker-1"], "1", &mut child);
     running(&env, "wl-worker-0");
     running(&env, "wl-worker-1");
     exited(&env, "wl-worker-0", 0);

@@ -155,13 +155,7 @@ fn the_kueue_and_volcano_queues_are_two_settings() {
         "",
         json!({ "metadata": { "name": "gpu" }, "spec": { "weight": 1 } }),
     );
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.yaml"),
-        "gang: volcano\nvolcano_queue: gpu\n",
-    )
-    .unwrap();
+    env.defaults_file("gang: volcano\nvolcano_queue: gpu\n");
     env.spawn(&["-t", "f", "-w", "2"]).success();
     let group = &env.list(kube_testserver::VOLCANO_PODGROUPS, NS)[0];
     assert_eq!(group["spec"]["queue"], json!("gpu"), "{group:#}");

@@ -3,66 +3,15 @@
 //! workers alone, through the ledger. The test drives pod states on the test server
 //! while the binary waits, and checks what the server stores and what the user saw.
 
-use std::collections::BTreeMap;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use kube_testserver::Fault;
 use serde_json::Value;
 
 use crate::follow::{exited, finish, running, start};
-use crate::support::{Env, Output, env_var, name};
+use crate::support::{Env, Output, await_attempt, env_var, name, run_pods};
 
 const NS: &str = "default";
-
-/// The run's pods by name: (uid, attempt label, being deleted).
-fn pods(env: &Env, tag: &str) -> BTreeMap<String, (String, String, bool)> {
-    env.list("pods", NS)
-        .iter()
-        .filter(|p| p["metadata"]["labels"]["training_attempt"] == tag)
-        .map(|p: &Value| {
-            (
-                name(p).to_string(),
-                (
-                    p["metadata"]["uid"].as_str().unwrap_or("").to_string(),
-                    p["metadata"]["labels"]["tf-spawner/attempt"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string(),
-                    p["metadata"].get("deletionTimestamp").is_some(),
-                ),
-            )
-        })
-        .collect()
-}
-
-/// Blocks until `names` are there, not being deleted, with attempt `attempt`.
-pub(crate) fn await_attempt(
-    env: &Env,
-    tag: &str,
-    names: &[&str],
-    attempt: &str,
-    child: &mut Child,
-) {
-    let start = Instant::now();
-    loop {
-        let now = pods(env, tag);
-        if names
-            .iter()
-            .all(|n| now.get(*n).is_some_and(|p| p.1 == attempt && !p.2))
-        {
-            return;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("tf-spawner ended ({status}) before attempt {attempt}: {now:?}");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no attempt {attempt} after 60s: {now:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn run_all(env: &Env, names: &[&str]) {
     for n in names {
@@ -88,7 +37,7 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
     env.spawn(&["-t", "rs", "-w", "2"]).success();
     let names = ["rs-worker-0", "rs-worker-1"];
     run_all(&env, &names);
-    let before = pods(&env, "rs");
+    let before = run_pods(&env, "rs");
     let first_config = env.server.get("pods", NS, "rs-worker-1").unwrap();
     let mut child = start(
         &env,
@@ -100,7 +49,7 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
 
     // Same names, new pods, the attempt in the label and the variable, and the same
     // TF_CONFIG; nothing the servers wrote in the old ones.
-    let after = pods(&env, "rs");
+    let after = run_pods(&env, "rs");
     for n in names {
         assert_ne!(before[n].0, after[n].0, "{n} was re-created");
     }
@@ -224,7 +173,7 @@ fn a_run_that_keeps_failing_retryably_exits_3_after_its_restarts() {
         "{out:#?}"
     );
     // The last attempt's pods: the failed one kept, the running one stopped (kept).
-    let left = pods(&env, "kf");
+    let left = run_pods(&env, "kf");
     assert_eq!(left["kf-worker-1"].1, "2");
     let worker_0 = env.server.get("pods", NS, "kf-worker-0").unwrap();
     assert!(
@@ -243,13 +192,13 @@ fn a_failure_not_worth_retrying_ends_the_run_at_once() {
     env.spawn(&["-t", "nr", "-w", "2"]).success();
     run_all(&env, &["nr-worker-0", "nr-worker-1"]);
     exited(&env, "nr-worker-1", 1);
-    let before = pods(&env, "nr");
+    let before = run_pods(&env, "nr");
     let out = env.run(&["wait", "nr", "--restarts", "3"]);
     crate::follow::failed_with_logs(&out, 3);
     assert!(restart_lines(&out).is_empty(), "{out:#?}");
     // Which rule, and what would change it, in one line.
     out.stderr_has("run nr: not restarted: exit 1 is not in --restart-on (removed,exit:42,exit:137,exit:143; add exit:1 to retry it)");
-    assert_eq!(pods(&env, "nr")["nr-worker-1"], before["nr-worker-1"]);
+    assert_eq!(run_pods(&env, "nr")["nr-worker-1"], before["nr-worker-1"]);
     // No pod was created again: one POST per pod, both by the spawn.
     let posts = env
         .server
@@ -276,7 +225,7 @@ fn a_parameter_server_runs_lost_worker_comes_back_alone() {
     .success();
     let names = ["ps-chief-0", "ps-ps-0", "ps-worker-0", "ps-worker-1"];
     run_all(&env, &names);
-    let before = pods(&env, "ps");
+    let before = run_pods(&env, "ps");
     let mut child = start(
         &env,
         &["wait", "ps", "--restarts", "1", "--restart-backoff", "0s"],
@@ -284,7 +233,7 @@ fn a_parameter_server_runs_lost_worker_comes_back_alone() {
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "ps-worker-1");
     await_attempt(&env, "ps", &["ps-worker-1"], "1", &mut child);
-    let after = pods(&env, "ps");
+    let after = run_pods(&env, "ps");
     for n in ["ps-chief-0", "ps-ps-0", "ps-worker-0"] {
         assert_eq!(after[n], before[n], "{n} was left as it was");
     }
@@ -357,11 +306,11 @@ fn a_restart_whose_creates_fail_deletes_what_it_created() {
         .stderr_has("error: run 'cf' failed: pod cf-worker-1 (worker-1) was deleted while it ran");
     // One create landed (the first), and was deleted again; the others never did.
     let start = Instant::now();
-    while !pods(&env, "cf").is_empty() {
+    while !run_pods(&env, "cf").is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "{:?}",
-            pods(&env, "cf")
+            run_pods(&env, "cf")
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -401,7 +350,7 @@ fn a_lost_answer_during_the_restart_creates_is_recovered() {
     exited(&env, "la-worker-0", 0);
     let out = finish(child);
     out.success().stdout_has("run la: Succeeded");
-    assert_eq!(pods(&env, "la").len(), 2);
+    assert_eq!(run_pods(&env, "la").len(), 2);
 }
 
 /// Ctrl-C while a restart waits out its backoff: the run's pods are gone, none is
@@ -418,7 +367,7 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "cc-worker-1");
     let start = Instant::now();
-    while !pods(&env, "cc").is_empty() {
+    while !run_pods(&env, "cc").is_empty() {
         assert!(start.elapsed() < Duration::from_secs(30), "not deleted");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -431,7 +380,7 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     assert_eq!(out.code, 130, "{out:#?}");
     out.stderr_has("error: interrupted while restarting run 'cc' (attempt 1): its pods were deleted and none has been created again")
         .stderr_has("take the restart up again: tf-spawner wait -t cc --restarts 1");
-    assert!(pods(&env, "cc").is_empty());
+    assert!(run_pods(&env, "cc").is_empty());
 
     // The restart was recorded in the run's ConfigMap before the deletes: the next
     // `wait --restarts` takes it up (no pod of the run is left to read it from), creates
@@ -509,7 +458,7 @@ fn ctrl_c_before_a_restart_deletes_says_nothing_was_deleted() {
     out.stdout_has("run cn: restart 1/1 in ").stderr_has(
         "interrupted while restarting run 'cn' (attempt 1): it had deleted none of its pods yet",
     );
-    let left = pods(&env, "cn");
+    let left = run_pods(&env, "cn");
     assert!(left.get("cn-worker-0").is_some_and(|p| !p.2), "{left:?}");
 }
 
@@ -527,7 +476,7 @@ fn an_interrupted_restart_is_removed_whole_by_delete() {
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "cd-worker-1");
     let start = Instant::now();
-    while !pods(&env, "cd").is_empty() {
+    while !run_pods(&env, "cd").is_empty() {
         assert!(start.elapsed() < Duration::from_secs(30), "not deleted");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -538,7 +487,7 @@ fn an_interrupted_restart_is_removed_whole_by_delete() {
     assert_eq!(finish(child).code, 130);
     env.run(&["wait", "cd", "--timeout", "2s"]).failure(1);
     assert!(
-        pods(&env, "cd").is_empty(),
+        run_pods(&env, "cd").is_empty(),
         "not taken up without --restarts"
     );
     env.run(&["-d", "-t", "cd", "-y"]).success();
@@ -572,9 +521,7 @@ fn restart_flags_are_checked_and_shown_by_config() {
         assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
     }
     assert!(env.list("configmaps", NS).is_empty());
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), "restarts: 3\nrestart_on: exit:7\n").unwrap();
+    let file = env.defaults_file("restarts: 3\nrestart_on: exit:7\n");
     let out = json(&env.run(&["config", "-o", "json"]));
     assert_eq!(out["settings"]["restarts"]["value"], 3, "{out}");
     assert_eq!(out["settings"]["restarts"]["source"], "file");
@@ -582,7 +529,7 @@ fn restart_flags_are_checked_and_shown_by_config() {
         out["settings"]["restart_on"]["value"],
         "removed,exit:7,exit:42,exit:137,exit:143"
     );
-    std::fs::write(dir.join("config.yaml"), "restart_on: exit:0\n").unwrap();
+    std::fs::write(&file, "restart_on: exit:0\n").unwrap();
     let out = env.run(&["config"]);
     assert_eq!(out.code, 2, "{out:#?}");
     out.stderr_has("key 'restart_on'");

@@ -372,8 +372,7 @@ fn a_bad_namespace_from_the_kubeconfig_or_the_config_file_is_refused_naming_it()
             "the namespace of kubeconfig context 'test' \"x#\" is not a valid namespace name",
         );
     }
-    std::fs::create_dir_all(env.path(".config/tf-spawner")).unwrap();
-    env.write(".config/tf-spawner/config.yaml", "namespace: 'x?'\n");
+    env.defaults_file("namespace: 'x?'\n");
     env.run(&["-d", "-y", "-t", "demo"])
         .failure(2)
         .stderr_has("key 'namespace': \"x?\" is not a valid namespace name");

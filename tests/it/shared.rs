@@ -67,6 +67,46 @@ fn bad_deadlines_and_priority_classes_are_usage_errors() {
     }
 }
 
+/// `--service-account` (a defaultable flag: issue 46's proof of the one-entry path):
+/// the config file's key on every pod of every role, the flag over it, `config`'s row;
+/// a bad name and `--local` refused with nothing created.
+#[test]
+fn a_service_account_from_the_defaults_file_reaches_every_pod_and_a_flag_wins() {
+    let env = Env::new();
+    env.defaults_file("service_account: data-reader\n");
+    for (args, bad) in [
+        (
+            &["--service-account", "Data_Reader"][..],
+            "--service-account \"Data_Reader\" is not a valid name",
+        ),
+        (
+            &["--local", "--service-account", "x"][..],
+            "--service-account applies to pods on a cluster",
+        ),
+    ] {
+        env.spawn(args).failure(2).stderr_has(bad);
+        assert!(env.names(NS).is_empty(), "nothing created for {args:?}");
+    }
+    spawn_run(&env, "sa", &["-w", "2", "--chief", "--ps", "1"]);
+    spawn_run(&env, "sb", &["-w", "1", "--service-account", "other"]);
+    let pods = env.list("pods", NS);
+    assert_eq!(pods.len(), 5);
+    for pod in &pods {
+        let want = if pod["metadata"]["name"].as_str().unwrap().starts_with("sa-") {
+            "data-reader"
+        } else {
+            "other"
+        };
+        assert_eq!(pod["spec"]["serviceAccountName"], json!(want), "{pod:#}");
+    }
+    let out = env.run(&["config", "-o", "json"]);
+    let config: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        config["settings"]["service_account"],
+        json!({"value": "data-reader", "source": "file"})
+    );
+}
+
 /// What a kubelet writes when a pod outlives its `activeDeadlineSeconds`.
 fn deadline_exceeded(env: &Env, pod: &str) {
     env.server.bind_pod(NS, pod, crate::follow::NODE);
@@ -278,14 +318,7 @@ fn a_1_20_server_drops_the_gates() {
 #[test]
 fn the_defaults_file_sets_queue_priority_class_and_deadline_and_a_flag_wins() {
     let env = kueue(Options::default());
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("config.yaml");
-    std::fs::write(
-        &path,
-        "queue: team-gpu\npriority_class: team-low\ndeadline: 12h\n",
-    )
-    .unwrap();
+    let path = env.defaults_file("queue: team-gpu\npriority_class: team-low\ndeadline: 12h\n");
     spawn_run(&env, "df", &["-w", "1", "--priority-class", "team-high"]);
     let pod = &env.list("pods", NS)[0];
     assert_eq!(pod["metadata"]["labels"][QUEUE_LABEL], json!("team-gpu"));

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::follow::{exited, failed_with_logs, finish, running, start};
 use crate::progress::{keras_epochs, stuck_run};
-use crate::restart::await_attempt;
+use crate::support::await_attempt;
 use crate::support::{Env, Output};
 
 const NS: &str = "default";

@@ -319,9 +319,7 @@ fn a_timeout_stops_nothing() {
 #[test]
 fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
     let env = Env::new();
-    let dir = env.path(".config/tf-spawner");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), "keep_running: true\n").unwrap();
+    let file = env.defaults_file("keep_running: true\n");
     env.spawn(&["-t", "dk", "-w", "2"]).success();
     running(&env, "dk-worker-1");
     exited(&env, "dk-worker-0", 0);
@@ -333,7 +331,7 @@ fn the_defaults_file_keeps_them_and_the_flag_needs_a_wait() {
         .success()
         .stdout_has("keep_running")
         .stdout_has("config file");
-    std::fs::remove_file(dir.join("config.yaml")).unwrap();
+    std::fs::remove_file(&file).unwrap();
     env.run(&["wait", "-t", "dk"])
         .success()
         .stdout_has("stopped 1 pod still running after the verdict: dk-worker-1");

@@ -2,10 +2,12 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
-use kube_testserver::{Options, TestServer};
+use kube_testserver::{Options, RecordedRequest, TestServer};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -209,4 +211,99 @@ impl Env {
 
 pub fn name(obj: &Value) -> &str {
     obj["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+impl Env {
+    /// Writes the user's defaults file (`$HOME/.config/tf-spawner/config.yaml`, HOME
+    /// being the temp dir) and returns its path.
+    pub fn defaults_file(&self, yaml: &str) -> PathBuf {
+        let dir = self.path(".config/tf-spawner");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, yaml).expect("write the defaults file");
+        path
+    }
+
+    /// How many of the requests the server recorded `matching` selects.
+    pub fn count_requests(&self, matching: impl Fn(&RecordedRequest) -> bool) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| matching(r))
+            .count()
+    }
+
+    /// Blocks until the server has recorded `n` requests `matching` selects (60 s at
+    /// most: a hang fails, naming `what`).
+    pub fn await_requests(
+        &self,
+        n: usize,
+        what: &str,
+        matching: impl Fn(&RecordedRequest) -> bool,
+    ) {
+        let start = Instant::now();
+        while self.count_requests(&matching) < n {
+            assert!(start.elapsed() < Duration::from_secs(60), "no {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Blocks until `check` says `Ok` (polled every 20 ms, 60 s at most), failing at once
+/// when `child` (tf-spawner) ended first; `what` names what is awaited, `check`'s `Err`
+/// what there is instead (both for the failure).
+pub fn await_while_running(
+    child: &mut Child,
+    what: &str,
+    mut check: impl FnMut() -> Result<(), String>,
+) {
+    let start = Instant::now();
+    loop {
+        let Err(state) = check() else { return };
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            panic!("tf-spawner ended ({status}) before {what}: {state}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {what} after 60s: {state}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run `tag`'s pods in namespace `default` by name: (uid, attempt label, being deleted).
+pub fn run_pods(env: &Env, tag: &str) -> BTreeMap<String, (String, String, bool)> {
+    env.list("pods", "default")
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["training_attempt"] == tag)
+        .map(|p: &Value| {
+            (
+                name(p).to_string(),
+                (
+                    p["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+                    p["metadata"]["labels"]["tf-spawner/attempt"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    p["metadata"].get("deletionTimestamp").is_some(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Blocks until `names` are there, not being deleted, with attempt `attempt` (a restart
+/// by `wait --restarts`, which `child` runs).
+pub fn await_attempt(env: &Env, tag: &str, names: &[&str], attempt: &str, child: &mut Child) {
+    await_while_running(child, &format!("attempt {attempt}"), || {
+        let now = run_pods(env, tag);
+        let there = names
+            .iter()
+            .all(|n| now.get(*n).is_some_and(|p| p.1 == attempt && !p.2));
+        if there {
+            Ok(())
+        } else {
+            Err(format!("{now:?}"))
+        }
+    });
 }

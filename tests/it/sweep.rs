@@ -9,23 +9,18 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::follow::{exited, finish, start};
-use crate::support::{Env, Output, env_var};
+use crate::support::{Env, Output, await_while_running, env_var};
 
 const NS: &str = "default";
 
 /// Blocks until `pod` exists (60 s at most), feeding nothing.
 fn await_pod(env: &Env, pod: &str, child: &mut Child) {
-    let start = Instant::now();
-    while env.server.get("pods", NS, pod).is_none() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("tf-spawner ended ({status}) before {pod} was created");
+    await_while_running(child, &format!("{pod} was created"), || {
+        match env.server.get("pods", NS, pod) {
+            Some(_) => Ok(()),
+            None => Err("not yet".into()),
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{pod} never created"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    });
 }
 
 fn pods_of(env: &Env, tag: &str) -> Vec<Value> {

@@ -2,7 +2,7 @@
 //! its last verdict, with its restart and what each attempt held (item 4), counted from
 //! the pods' own times as the kubelet wrote them.
 
-use crate::support::{Cluster, RUN_TIMEOUT, tag};
+use crate::support::{Cluster, restarting, tag};
 
 /// Exits 42 (retryable) on the first attempt, then succeeds.
 const ONCE_42: &str = "\
@@ -25,18 +25,11 @@ async fn a_restarted_run_is_told_once_with_what_it_held() {
             &t,
             &script,
             &[
-                "-w",
-                "1",
-                "--wait",
-                "--restarts",
-                "1",
-                "--restart-backoff",
-                "1s",
-                "--timeout",
-                RUN_TIMEOUT,
-                "--notify",
-                "cat >> notices.jsonl && echo >> notices.jsonl",
-            ],
+                &["-w", "1", "--wait"][..],
+                &restarting("1"),
+                &["--notify", "cat >> notices.jsonl && echo >> notices.jsonl"],
+            ]
+            .concat(),
         )
         .await;
     out.stdout_has(&format!("run {t}: Succeeded"))

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, RUN_TIMEOUT, tag};
+use crate::support::{Cluster, restart_lines, tag};
 
 /// Synthetic MNIST in the pod, then the example: enough epochs that a worker can be
 /// deleted in the middle, each one backed up in the run's volume. Enough that the
@@ -163,25 +163,9 @@ async fn a_task_that_keeps_exiting_143_ends_with_exit_3_after_its_restarts() {
     let t = tag("again");
     let script = c.write("exit143.py", EXIT_143);
     c.spawn(&t, &script, &["-w", "2"]).await;
-    let out = c
-        .run(&[
-            "wait",
-            "-t",
-            &t,
-            "--restarts",
-            "2",
-            "--restart-backoff",
-            "1s",
-            "--timeout",
-            RUN_TIMEOUT,
-        ])
-        .await;
+    let out = c.wait_restarting(&t, "2", &[]).await;
     assert_eq!(out.code, 3, "{out:#?}");
-    let restarts: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter(|l| l.contains(": restart "))
-        .collect();
+    let restarts = restart_lines(&out);
     assert_eq!(restarts.len(), 2, "{out:#?}");
     assert!(
         restarts[1].contains("exit code 143") && restarts[1].ends_with("(attempt 2)"),
@@ -229,25 +213,9 @@ async fn the_deadline_counts_once_across_a_restart_and_the_first_attempts_log_is
     let script = c.write("dies.py", DIES_THEN_SLEEPS);
     c.spawn(&t, &script, &["-w", "2", "--deadline", "40s"])
         .await;
-    let out = c
-        .run(&[
-            "wait",
-            "-t",
-            &t,
-            "--restarts",
-            "3",
-            "--restart-backoff",
-            "1s",
-            "--timeout",
-            RUN_TIMEOUT,
-        ])
-        .await;
+    let out = c.wait_restarting(&t, "3", &[]).await;
     assert_eq!(out.code, 3, "{out:#?}");
-    let restarts: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter(|l| l.contains(": restart "))
-        .collect();
+    let restarts = restart_lines(&out);
     assert_eq!(restarts.len(), 1, "{out:#?}");
     out.stderr_has("reason DeadlineExceeded")
         .stderr_has("the run's --deadline ended it")
@@ -306,28 +274,10 @@ async fn a_run_that_stops_printing_is_restarted_on_stall_and_succeeds() {
     let script = c.write("hang.py", HANGS_THEN_TRAINS);
     c.spawn(&t, &script, &["-w", "2"]).await;
     let out = c
-        .run(&[
-            "wait",
-            "-t",
-            &t,
-            "--stall-floor",
-            "5s",
-            "--on-stall",
-            "restart",
-            "--restarts",
-            "1",
-            "--restart-backoff",
-            "1s",
-            "--timeout",
-            RUN_TIMEOUT,
-        ])
+        .wait_restarting(&t, "1", &["--stall-floor", "5s", "--on-stall", "restart"])
         .await;
     assert_eq!(out.code, 0, "{out:#?}");
-    let restarts: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter(|l| l.contains(": restart "))
-        .collect();
+    let restarts = restart_lines(&out);
     assert_eq!(restarts.len(), 1, "{out:#?}");
     assert!(
         restarts[0].starts_with(&format!(

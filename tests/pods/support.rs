@@ -148,6 +148,15 @@ impl Cluster {
             .expect("start tf-spawner")
     }
 
+    /// `wait -t TAG` with restarts: `restarts` of them, a second's pause before each,
+    /// under [`RUN_TIMEOUT`], and `extra` flags; what the user saw.
+    pub async fn wait_restarting(&self, tag: &str, restarts: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["wait", "-t", tag];
+        args.extend_from_slice(&restarting(restarts));
+        args.extend_from_slice(extra);
+        self.run(&args).await
+    }
+
     /// Spawns run `tag` of `script` with this suite's template and `extra` flags, and
     /// asserts that the spawn itself worked.
     pub async fn spawn(&self, tag: &str, script: &Path, extra: &[&str]) -> Output {
@@ -251,4 +260,25 @@ pub fn phase(pod: &Pod) -> String {
         .as_ref()
         .and_then(|s| s.phase.clone())
         .unwrap_or_default()
+}
+
+/// The flags of a follow (`wait`, `spawn --wait`) that restarts `n` times, a second's
+/// pause before each, under [`RUN_TIMEOUT`].
+pub fn restarting(n: &str) -> [&str; 6] {
+    [
+        "--restarts",
+        n,
+        "--restart-backoff",
+        "1s",
+        "--timeout",
+        RUN_TIMEOUT,
+    ]
+}
+
+/// The restart lines a follow printed (`run T: restart 1/2 in 1s: …`).
+pub fn restart_lines(out: &Output) -> Vec<&str> {
+    out.stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect()
 }

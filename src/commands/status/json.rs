@@ -208,8 +208,8 @@ fn pod_json(v: &PodView, record: Option<&Record>, events: &Events, now: i64) -> 
         message,
         queued: v.queued,
         queue: v.queue.clone(),
-        started_at: v.started_at.and_then(duration::rfc3339),
-        finished_at: v.finished_at.and_then(duration::rfc3339),
+        started_at: v.times.started_at.and_then(duration::rfc3339),
+        finished_at: v.times.finished_at.and_then(duration::rfc3339),
         duration_seconds: timing::duration(v),
         terminating: v.terminating,
         events: events
@@ -217,7 +217,7 @@ fn pod_json(v: &PodView, record: Option<&Record>, events: &Events, now: i64) -> 
             .map_or_else(Vec::new, |e| e.iter().map(event_json).collect()),
         attempt: v.attempt,
         node_lost_since: v.node_lost.and_then(crate::duration::rfc3339),
-        stopped: v.stopped_at.is_some(),
+        stopped: v.times.stopped_at.is_some(),
         never_started: never,
     }
 }

@@ -149,8 +149,8 @@ fn pod_row(v: &PodView, record: Option<&Record>, now: i64) -> Vec<String> {
         or_dash(v.node.clone()),
         or_dash(v.age(now).map(age)),
         exit_cell(v, never.is_some()),
-        or_dash(v.started_at.map(duration::clock)),
-        or_dash(v.finished_at.map(duration::clock)),
+        or_dash(v.times.started_at.map(duration::clock)),
+        or_dash(v.times.finished_at.map(duration::clock)),
         or_dash(timing::duration(v).map(age)),
     ]
 }
@@ -218,7 +218,7 @@ fn stuck_lines(pods: &[&PodView], record: Option<&Record>) -> String {
 /// why it never started.
 fn stopped_lines(pods: &[&PodView], record: Option<&Record>) -> String {
     pods.iter()
-        .filter(|v| v.stopped_at.is_some())
+        .filter(|v| v.times.stopped_at.is_some())
         .map(|v| match never_started(v, record) {
             Some(why) => format!(
                 "{}: never started ({}); stopped by tf-spawner after the verdict (no log)\n",

@@ -9,8 +9,8 @@ use crate::helper::Found;
 use crate::ops::wait::StallBound;
 use crate::roles::RoleSizes;
 use crate::trainlog::Training;
-use crate::verdict::Tracker;
 use crate::verdict::tests::{every_kind_of_run, pod, view};
+use crate::verdict::{PodView, Tracker};
 
 /// No stall is named (a derived bound with a factor of 0).
 const NO_STALL: StallBound = StallBound::Derived {
@@ -107,6 +107,30 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
     (record, helpers, events, training)
 }
 
+/// A tracker of run `t` holding `pods`.
+fn tracker_of(pods: Vec<PodView>) -> Tracker {
+    let mut t = Tracker::new("t", false);
+    t.replace(pods);
+    t
+}
+
+/// `status`'s table and `-o json` of `tracker` alone at `now`: no record, helper pod
+/// or progress; `events`, the pending pods' events.
+fn shown(tracker: &Tracker, events: &Events, now: i64) -> (String, serde_json::Value) {
+    let report = Report {
+        tracker,
+        record: None,
+        helpers: &[],
+        events,
+        training: &Training::default(),
+        stall: NO_STALL,
+        now,
+        all_workers: false,
+    };
+    let json = serde_json::to_value(to_json(&report, ("t", "ns"))).expect("JSON");
+    (render(&report), json)
+}
+
 #[test]
 fn every_kind_of_run_shows_as_pinned() {
     let t = every_kind_of_run();
@@ -192,25 +216,11 @@ fn a_run_without_pods_shows_as_pinned() {
 
 #[test]
 fn json_has_the_documented_keys() {
-    let mut t = Tracker::new("t", false);
-    t.replace(vec![
+    let t = tracker_of(vec![
         view(pod("worker-1", "Running")),
         view(pod("worker-0", "Succeeded")),
     ]);
-    let json = serde_json::to_value(to_json(
-        &Report {
-            tracker: &t,
-            record: None,
-            helpers: &[],
-            events: &Events::new(),
-            training: &Training::default(),
-            stall: NO_STALL,
-            now: 1704067260,
-            all_workers: false,
-        },
-        ("t", "ns"),
-    ))
-    .unwrap();
+    let (_, json) = shown(&t, &Events::new(), 1704067260);
     assert_eq!(json["verdict"], "Succeeded");
     assert_eq!(json["failure"], serde_json::Value::Null);
     let first = &json["pods"][0];
@@ -257,18 +267,8 @@ fn json_has_the_documented_keys() {
 
 #[test]
 fn table_ends_with_the_verdict() {
-    let mut t = Tracker::new("t", false);
-    t.replace(vec![view(pod("worker-0", "Running"))]);
-    let text = render(&Report {
-        tracker: &t,
-        record: None,
-        helpers: &[],
-        events: &Events::new(),
-        training: &Training::default(),
-        stall: NO_STALL,
-        now: 1704067200 + 5,
-        all_workers: false,
-    });
+    let t = tracker_of(vec![view(pod("worker-0", "Running"))]);
+    let (text, _) = shown(&t, &Events::new(), 1704067200 + 5);
     assert!(text.starts_with("NAME "), "{text}");
     assert!(
         text.contains("t-worker-0   worker-0   Running   0/1"),
@@ -279,11 +279,11 @@ fn table_ends_with_the_verdict() {
 
 #[test]
 fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
-    let mut t = Tracker::new("t", false);
-    let pods: Vec<_> = (0..7)
-        .map(|i| view(pod(&format!("worker-{i}"), "Pending")))
-        .collect();
-    t.replace(pods);
+    let t = tracker_of(
+        (0..7)
+            .map(|i| view(pod(&format!("worker-{i}"), "Pending")))
+            .collect(),
+    );
     let now = 1704067200 + 100;
     let event = |reason: &str, count, ago: i64| PodEvent {
         kind: "Warning".into(),
@@ -304,16 +304,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
             vec![event("FailedScheduling", 3, 5), event("Failed", 1, 200)],
         )])
         .collect();
-    let text = render(&Report {
-        tracker: &t,
-        record: None,
-        helpers: &[],
-        events: &events,
-        training: &Training::default(),
-        stall: NO_STALL,
-        now,
-        all_workers: false,
-    });
+    let (text, json) = shown(&t, &events, now);
     assert!(
         text.contains("events of the pods that have not started (newest first):\nTASK       AGE     TYPE      REASON                  MESSAGE\nworker-0   5s      Warning   FailedScheduling (x3)   0/1 nodes are available\nworker-0   3m20s   Warning   Failed"),
         "{text}"
@@ -325,20 +316,6 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
         ),
         "{text}"
     );
-    let json = serde_json::to_value(to_json(
-        &Report {
-            tracker: &t,
-            record: None,
-            helpers: &[],
-            events: &events,
-            training: &Training::default(),
-            stall: NO_STALL,
-            now,
-            all_workers: false,
-        },
-        ("t", "ns"),
-    ))
-    .unwrap();
     assert_eq!(json["pods"][6]["events"][0]["count"], 3);
     assert_eq!(
         json["pods"][0]["events"][1]["last_seen"],
@@ -351,7 +328,7 @@ fn pending_pods_events_come_before_the_verdict_for_the_first_few_pods() {
 }
 
 /// Worker `index` failed with exit 1 at 14:31:`second` (its container's `finishedAt`).
-fn failed_at(index: u32, second: u32) -> crate::verdict::PodView {
+fn failed_at(index: u32, second: u32) -> PodView {
     let mut p = pod(&format!("worker-{index}"), "Failed");
     p["status"]["containerStatuses"] = serde_json::json!([{
         "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
@@ -371,20 +348,10 @@ fn the_task_that_failed_first_is_blamed_in_both_orders() {
     let victim = include_str!("../../verdict/tests/logs/victim-socket-closed.log");
     let raised = include_str!("../../verdict/tests/logs/raised.log");
     for (name, victim_at, raised_at) in [("raised_first", 43, 33), ("victim_first", 32, 33)] {
-        let mut t = Tracker::new("t", false);
-        t.replace(vec![failed_at(0, victim_at), failed_at(1, raised_at)]);
+        let mut t = tracker_of(vec![failed_at(0, victim_at), failed_at(1, raised_at)]);
         t.note_log("t-worker-0", victim);
         t.note_log("t-worker-1", raised);
-        let text = render(&Report {
-            tracker: &t,
-            record: None,
-            helpers: &[],
-            events: &Events::new(),
-            training: &Training::default(),
-            stall: NO_STALL,
-            now: 1795703520,
-            all_workers: false,
-        });
+        let (text, _) = shown(&t, &Events::new(), 1795703520);
         assert!(
             text.contains(
                 "verdict: Failed — pod t-worker-1 (worker-1) failed: exit code 1, reason Error\n"

@@ -325,7 +325,7 @@ async fn save_one(cluster: &Cluster, pod: PodView, dir: &Path) -> Result<bool> {
         output::note(&crate::ops::logs::no_log(&pod));
         return Ok(false);
     }
-    let params = pod_logs::LogOptions::default().params(pod.container.as_deref());
+    let params = pod_logs::LogOptions::default().params(pod.setup.container.as_deref());
     match pod_logs::fetch(cluster, &pod.name, &params).await {
         Ok(text) => {
             if let Some(why) = pod_logs::unserved(&text) {
