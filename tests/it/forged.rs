@@ -208,3 +208,43 @@ fn a_forged_record_of_the_spawns_pods_creates_nothing() {
         .stderr_has("every pod of the run was gone when this wait began, and the run's configmap holds no record of its pods");
     assert!(env.server.get("pods", NS, "fp-worker-0").is_none());
 }
+
+/// A `tf-spawner/deadline-at` planted on a pod, a day past the run's `--deadline`: the
+/// restart says it is refused and gives the new pods what the record allows (issue 50).
+#[test]
+fn a_planted_deadline_past_the_records_is_refused() {
+    let env = Env::new();
+    env.spawn(&["-t", "fd", "-w", "2", "--deadline", "1h"])
+        .success();
+    let mut pod = env.server.get("pods", NS, "fd-worker-0").unwrap();
+    pod["metadata"]["annotations"]["tf-spawner/deadline-at"] = json!("2100-01-01T00:00:00Z");
+    env.server.insert("pods", NS, pod);
+    env.server.delete_pod(NS, "fd-worker-1");
+    let mut child = start(
+        &env,
+        &["wait", "fd", "--restarts", "1", "--restart-backoff", "0s"],
+    );
+    let names = ["fd-worker-0", "fd-worker-1"];
+    crate::restart::await_attempt(&env, "fd", &names, "1", &mut child);
+    for name in names {
+        running(&env, name);
+    }
+    exited(&env, "fd-worker-0", 0);
+    let out = finish(child);
+    out.success();
+    out.stderr_has("warning: run fd: pod fd-worker-0's tf-spawner/deadline-at (2100-01-01T00:00:00Z) is later than the run's record allows (")
+        .stderr_has("the record's is used");
+    for name in ["fd-worker-0", "fd-worker-1"] {
+        let pod = env.server.get("pods", NS, name).unwrap();
+        assert_eq!(
+            pod["metadata"]["labels"]["tf-spawner/attempt"], "1",
+            "{pod}"
+        );
+        let left = pod["spec"]["activeDeadlineSeconds"].as_i64().unwrap();
+        assert!(left <= 3600, "{name}: {left}");
+        let at = pod["metadata"]["annotations"]["tf-spawner/deadline-at"]
+            .as_str()
+            .unwrap();
+        assert!(!at.starts_with("2100"), "{name}: {at}");
+    }
+}
