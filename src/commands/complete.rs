@@ -9,8 +9,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use clap::{CommandFactory, FromArgMatches};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
+use clap_complete::env::{self, EnvCompleter};
 
 use crate::cli::Cli;
 use crate::settings::Settings;
@@ -53,10 +57,72 @@ const COMPLETED: &[(&str, &str, Names)] = &[
     ("sweep", "resume", Names::Experiments),
 ];
 
+/// Run tags were offered for the word being completed (see [`RunsFirst`]).
+static OFFERED: AtomicBool = AtomicBool::new(false);
+
+/// The shells whose answers [`RunsFirst`] trims; the others as clap_complete has them.
+const SHELLS: &[&dyn EnvCompleter] = &[
+    &RunsFirst(&env::Bash),
+    &RunsFirst(&env::Zsh),
+    &RunsFirst(&env::Fish),
+    &env::Elvish,
+    &env::Powershell,
+];
+
+/// A shell's completer that, where run tags match the word being completed, offers only
+/// them, as kubectl offers only names after `get pods`: `status <Tab>` lists the runs,
+/// `status -<Tab>` the flags.
+struct RunsFirst(&'static dyn EnvCompleter);
+
+impl EnvCompleter for RunsFirst {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.0.is(name)
+    }
+
+    fn write_registration(
+        &self,
+        var: &str,
+        name: &str,
+        bin: &str,
+        completer: &str,
+        buf: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        self.0.write_registration(var, name, bin, completer, buf)
+    }
+
+    fn write_complete(
+        &self,
+        cmd: &mut clap::Command,
+        args: Vec<std::ffi::OsString>,
+        current_dir: Option<&std::path::Path>,
+        buf: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        let mut all = Vec::new();
+        self.0.write_complete(cmd, args, current_dir, &mut all)?;
+        if !OFFERED.load(Ordering::Relaxed) {
+            return buf.write_all(&all);
+        }
+        // One candidate per separator (the script's _CLAP_IFS), each `VALUE[help]`.
+        let separator = std::env::var("_CLAP_IFS").unwrap_or_else(|_| "\n".to_string());
+        let text = String::from_utf8_lossy(&all);
+        let (flags, names): (Vec<&str>, Vec<&str>) = text
+            .split(separator.as_str())
+            .filter(|c| !c.is_empty())
+            .partition(|c| c.starts_with('-'));
+        let kept = if names.is_empty() { flags } else { names };
+        buf.write_all(kept.join(&separator).as_bytes())
+    }
+}
+
 /// Answers a completion request and exits, if the variable asks for one; else returns.
 pub fn answer_if_asked() {
     clap_complete::CompleteEnv::with_factory(command)
         .var(VAR)
+        .shells(clap_complete::env::Shells(SHELLS))
         .bin("tf-spawner")
         .completer("tf-spawner")
         .complete();
@@ -78,14 +144,12 @@ pub fn command() -> clap::Command {
 /// The script `tf-spawner completions SHELL` prints: it registers the call back.
 pub fn registration(shell: clap_complete::Shell) -> std::io::Result<Vec<u8>> {
     use clap_complete::Shell;
-    use clap_complete::env::{Bash, Elvish, EnvCompleter, Fish, Powershell, Zsh};
     let completer: &dyn EnvCompleter = match shell {
-        Shell::Bash => &Bash,
-        Shell::Zsh => &Zsh,
-        Shell::Fish => &Fish,
-        Shell::Elvish => &Elvish,
-        Shell::PowerShell => &Powershell,
-        _ => &Bash,
+        Shell::Zsh => &env::Zsh,
+        Shell::Fish => &env::Fish,
+        Shell::Elvish => &env::Elvish,
+        Shell::PowerShell => &env::Powershell,
+        _ => &env::Bash,
     };
     let mut out = Vec::new();
     completer.write_registration(VAR, "tf-spawner", "tf-spawner", "tf-spawner", &mut out)?;
@@ -126,7 +190,9 @@ fn candidates(names: Names) -> Vec<CompletionCandidate> {
     });
     // A request still on its way (a DNS lookup in a thread) is not waited for.
     runtime.shutdown_background();
-    runs.map(|runs| offered(&runs, names)).unwrap_or_default()
+    let offered = runs.map(|runs| offered(&runs, names)).unwrap_or_default();
+    OFFERED.store(!offered.is_empty(), Ordering::Relaxed);
+    offered
 }
 
 /// `-d`/`--delete` among the words (alone or in a cluster of short switches, `-dy`).

@@ -74,6 +74,11 @@ fn every_verb_that_takes_a_run_completes_the_namespaces_tags() {
             assert!(got.iter().any(|g| g == tag), "{words:?}: {got:?}");
         }
     }
+    // Where tags match, only they are offered (as kubectl offers only names); a `-`
+    // asks for the flags, and without runs the flags come as before.
+    assert_eq!(tab(&env, &["status", ""]), tags);
+    assert!(tab(&env, &["status", "--"]).contains(&"--tag".to_string()));
+    assert!(tab(&env, &["status", "zz"]).is_empty());
     // What is typed narrows them; the experiment's name where a verb takes one.
     assert_eq!(tab(&env, &["logs", "-t", "al"]), ["alpha"]);
     let compared = tab(&env, &["compare", ""]);
