@@ -87,8 +87,6 @@ pub(crate) struct FlagDef {
     /// No help shows it, neither a verb's `-h` nor its `--help` (the man page, `config`
     /// and docs/reference.md do): a tuning knob another flag's text names.
     pub unshown: bool,
-    /// A verb's `-h` leaves it out and its `--help` shows it (`wait -h` is a screen).
-    pub long_only: bool,
     /// The default the help shows (`[default: 2]`).
     shown: Option<String>,
     /// The doc comment's lines: the full help.
@@ -157,8 +155,7 @@ impl FlagDef {
 /// the kubeconfig context's value before the default), `short_help` (`spawn -h`, the
 /// first screen, shows the flag; without it only `spawn --help` does), `show_default`
 /// (the help shows the default), `unshown` (no help shows it: a verb's `-h` and
-/// `--help` leave it to the man page, `config` and docs/reference.md), `long_only` (a
-/// verb's `-h` leaves it out, its `--help` shows it).
+/// `--help` leave it to the man page, `config` and docs/reference.md).
 ///
 /// ```text
 /// ```
@@ -246,7 +243,7 @@ macro_rules! flag_list {
     /// delete it; --save-logs is written first, within 7s; exit 130/143 [default: the
     /// config file's on_cancel, else leave]
     on_cancel: crate::ops::wait::OnCancel = crate::ops::wait::OnCancel::Leave,
-        parse::value_enum::<crate::ops::wait::OnCancel>, "", long_only
+        parse::value_enum::<crate::ops::wait::OnCancel>, "", unshown
         => [Spawn, Wait], value: "WHAT", choices: crate::ops::wait::OnCancel, requires: "wait",
             brief: "On SIGINT/SIGTERM: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
@@ -399,7 +396,6 @@ macro_rules! flag_defs {
             let doc: &'static [&'static str] = &[$($doc),*];
             let short_help = flag_defs!(@has short_help; $($mark)*);
             let unshown = flag_defs!(@has unshown; $($mark)*);
-            let long_only = flag_defs!(@has long_only; $($mark)*);
             let shown: Option<String> = flag_defs!(@show_default $default; $($mark)*);
             $( defs.push(FlagDef {
                 key: stringify!($key),
@@ -412,12 +408,11 @@ macro_rules! flag_defs {
                 brief: flag_defs!(@opt $($brief)?),
                 short_help,
                 unshown,
-                long_only,
                 shown: shown.clone(),
                 doc,
                 parser: flag_defs!(@parser $ty, $parse, [$($choices)?]),
             }); )?
-            let _ = (doc, short_help, unshown, long_only, shown); // used only by an entry with a flag
+            let _ = (doc, short_help, unshown, shown); // used only by an entry with a flag
             } )*
             defs
         }
@@ -434,7 +429,6 @@ macro_rules! flag_defs {
     (@has $mark:ident;) => { false };
     (@has short_help; short_help $($rest:ident)*) => { true };
     (@has unshown; unshown $($rest:ident)*) => { true };
-    (@has long_only; long_only $($rest:ident)*) => { true };
     (@has $mark:ident; $other:ident $($rest:ident)*) => { flag_defs!(@has $mark; $($rest)*) };
     (@parser $ty:ty, $parse:expr, []) => {
         || clap::builder::ValueParser::new(parse::Flag($parse as Parse<_>))

@@ -152,7 +152,6 @@ fn compact(verb: Command) -> Command {
         let brief = def.as_ref().and_then(|d| d.brief);
         let shortened = brief.is_some() || a.get_long_help().is_some();
         let values = shortened && a.get_action().takes_values();
-        let long_only = def.as_ref().is_some_and(|d| d.long_only);
         let hidden = a.is_hide_set() || def.is_some_and(|d| d.unshown);
         match brief {
             Some(brief) => a.help(brief),
@@ -160,7 +159,7 @@ fn compact(verb: Command) -> Command {
         }
         .long_help(None)
         .hide_possible_values(values)
-        .hide_short_help(long_only)
+        .hide_short_help(false)
         .help_heading(None)
         .hide(hidden)
     })

@@ -114,7 +114,6 @@ macro_rules! settings {
     (@mark short_help) => { () };
     (@mark show_default) => { () };
     (@mark unshown) => { () };
-    (@mark long_only) => { () };
     (@default $given:ident, $default:expr;) => { built_in($default) };
     (@default $given:ident, $default:expr; kubeconfig $($rest:ident)*) => {
         $given.kubeconfig_namespace()

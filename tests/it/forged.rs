@@ -225,7 +225,7 @@ fn a_planted_deadline_past_the_records_is_refused() {
         &["wait", "fd", "--restarts", "1", "--restart-backoff", "0s"],
     );
     let names = ["fd-worker-0", "fd-worker-1"];
-    crate::restart::await_attempt(&env, "fd", &names, "1", &mut child);
+    crate::support::await_attempt(&env, "fd", &names, "1", &mut child);
     for name in names {
         running(&env, name);
     }

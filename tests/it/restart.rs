@@ -773,7 +773,7 @@ fn pods_gone_before_any_wait_are_recreated_from_the_record() {
     for n in names {
         env.server.delete_pod(NS, n);
     }
-    assert!(pods(&env, "rv").is_empty());
+    assert!(run_pods(&env, "rv").is_empty());
     let mut child = start(
         &env,
         &["wait", "rv", "--restarts", "1", "--restart-backoff", "0s"],
