@@ -658,10 +658,12 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
     let t = tag("fence");
     let root = claim.dir.path().join(&t).join("backup");
     let script = crate::support::repo_file("examples/mnist.py");
-    // Long enough that neither attempt ends before the other has begun.
+    // Long enough that the old attempt, training on alone, does not end before the new one
+    // has begun (with 200 epochs it once did on v1.20, whose detection is quicker: it had
+    // deleted its backup and the new attempt started over; 85 were done at the restart).
     let entry = c.write(
         "entrypoint.sh",
-        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=200"),
+        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=400"),
     );
     let pod_file = template(&c, TF_IMAGE);
     let args = ["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
@@ -749,7 +751,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         epoch >= seeded,
         "resumed from epoch {epoch}, backup {seeded}: {log}"
     );
-    assert!(log.contains("Epoch 200/200"), "{log}");
+    assert!(log.contains("Epoch 400/400"), "{log}");
     assert!(log.contains("worker-0: model saved to "), "{log}");
     // Nothing of either attempt's backups is left, a while after the end: the old one,
     // still alive on the cut node until it is started again, wrote no backup since.
