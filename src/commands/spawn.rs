@@ -62,6 +62,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
             stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
             observer: None,
             notify: settings.notify.value.clone(),
+            heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
         };
         ops::wait::run(&cluster, &wait).await?;
     }

@@ -200,6 +200,7 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
         stall: Some(spawn::stall(settings, crate::ops::wait::OnStall::Warn)),
         observer: None,
         notify: settings.notify.value.clone(),
+        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     }
 }
 

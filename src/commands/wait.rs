@@ -42,6 +42,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         stall: Some(spawn::stall(settings, args.on_stall)),
         observer: None,
         notify: settings.notify.value.clone(),
+        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     };
     wait::run(&cluster, &wait).await
 }

@@ -40,3 +40,4 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod waiting;

@@ -115,6 +115,8 @@ pub struct Wait {
     pub observer: Option<crate::progress::Observer>,
     /// `--notify`: where the verdict is told (`ops/notify.rs`).
     pub notify: Option<crate::metrics::notice::Target>,
+    /// `--heartbeat`: in a pipe, a line after this long without one (`None`: never).
+    pub heartbeat: Option<std::time::Duration>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,111 @@
+//! Why a follow waits (issue 51 item 4) and the heartbeat in a pipe (item 5): `wait`
+//! and `logs -f` say the pending reasons `status` knows (the pod's own, or the newest
+//! Event of a pod whose reason is routine) at once and when they change, never twice
+//! while unchanged; `logs -f` on stderr, never among the tasks' lines. In a pipe, a
+//! line after `--heartbeat` without one.
+
+use std::time::{Duration, Instant};
+
+use kube_testserver::Reporter;
+
+use crate::follow::{
+    await_watches, exited, finish, running, spawn_run, start, unschedulable, waiting,
+};
+use crate::support::Env;
+
+const NS: &str = "default";
+
+/// Blocks until the binary has listed the namespace's Events `n` times in all.
+fn await_event_lists(env: &Env, n: usize) {
+    let start = Instant::now();
+    loop {
+        let count = (env.server.requests().iter())
+            .filter(|r| r.method == "GET" && r.path.ends_with("/events"))
+            .count();
+        if count >= n {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no events list after 60s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn wait_says_why_it_waits_at_once_and_when_the_reason_changes() {
+    let env = Env::new();
+    spawn_run(&env, "why", &["-w", "1"]);
+    waiting(&env, "why-worker-0", "ContainerCreating", "");
+    let mount = "MountVolume.SetUp failed for volume \"data\" : configmap \"data\" not found";
+    assert!(env.server.record_pod_event(
+        NS,
+        "why-worker-0",
+        Reporter::Kubelet,
+        ("Warning", "FailedMount", mount),
+        2
+    ));
+    let child = start(&env, &["wait", "-t", "why", "--timeout", "5s"]);
+    await_watches(&env, 1);
+    await_event_lists(&env, 1);
+    let message = "0/1 nodes are available: 1 Insufficient cpu.";
+    unschedulable(&env, "why-worker-0", message);
+    let out = finish(child);
+    assert_eq!(out.code, 4, "{out:#?}");
+    let first = format!("waiting   worker-0: FailedMount: {mount}\n");
+    let second = format!("waiting   worker-0: Unschedulable: {message}\n");
+    assert_eq!(out.stdout.matches(&first).count(), 1, "{out:#?}");
+    assert_eq!(out.stdout.matches(&second).count(), 1, "{out:#?}");
+    assert!(
+        out.stdout.find(&first) < out.stdout.find(&second),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn logs_follow_says_why_on_stderr_and_beats_in_a_pipe() {
+    let env = Env::new();
+    spawn_run(&env, "lw", &["-w", "1"]);
+    let message = "0/1 nodes are available: 1 Insufficient memory.";
+    unschedulable(&env, "lw-worker-0", message);
+    let child = start(&env, &["logs", "-f", "-t", "lw", "--heartbeat", "1s"]);
+    await_watches(&env, 1);
+    // Long enough for a heartbeat or two (the pod stays unchanged meanwhile).
+    std::thread::sleep(Duration::from_millis(2500));
+    running(&env, "lw-worker-0");
+    env.server.append_log(NS, "lw-worker-0", "epoch 1\n");
+    exited(&env, "lw-worker-0", 0);
+    env.server.close_log(NS, "lw-worker-0");
+    let out = finish(child);
+    out.success();
+    let said = format!("note: not started yet: worker-0: Unschedulable: {message}\n");
+    assert_eq!(out.stderr.matches(&said).count(), 1, "{out:#?}");
+    assert!(
+        out.stderr.contains(&format!(
+            "note: still not started, nothing new for 1s: worker-0: Unschedulable: {message}\n"
+        )),
+        "{out:#?}"
+    );
+    // The task's own output is its lines alone.
+    assert_eq!(out.stdout, "worker-0 | epoch 1\n", "{out:#?}");
+}
+
+#[test]
+fn wait_beats_in_a_pipe_while_nothing_changes_and_not_with_0s() {
+    let env = Env::new();
+    spawn_run(&env, "hb", &["-w", "1"]);
+    let message = "0/1 nodes are available: 1 Insufficient cpu.";
+    unschedulable(&env, "hb-worker-0", message);
+    let out = env.run(&["wait", "-t", "hb", "--timeout", "3s", "--heartbeat", "1s"]);
+    assert_eq!(out.code, 4, "{out:#?}");
+    let beat =
+        format!("still     Pending (worker-0: Unschedulable: {message}); nothing new for 1s\n");
+    assert!(out.stdout.contains(&beat), "{out:#?}");
+    // The reason itself was said once.
+    let said = format!("waiting   worker-0: Unschedulable: {message}\n");
+    assert_eq!(out.stdout.matches(&said).count(), 1, "{out:#?}");
+    let out = env.run(&["wait", "-t", "hb", "--timeout", "2s", "--heartbeat", "0s"]);
+    assert_eq!(out.code, 4, "{out:#?}");
+    assert!(!out.stdout.contains("still "), "{out:#?}");
+}
