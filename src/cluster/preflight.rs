@@ -1,9 +1,9 @@
 //! The reads of a spawn's pre-flight checks (`preflight/`): the namespace's
-//! ResourceQuotas and the nodes. Credentials that may not read them (403, as for most
+//! ResourceQuotas, the nodes and the pods on them. Credentials that may not read them (403, as for most
 //! teams' nodes) get `None`: the check is skipped, said under `-v`.
 
 use anyhow::Result;
-use k8s_openapi::api::core::v1::{Node, ResourceQuota};
+use k8s_openapi::api::core::v1::{Node, Pod, ResourceQuota};
 use kube::api::{Api, ListParams};
 
 use super::Cluster;
@@ -25,6 +25,30 @@ impl Cluster {
                 Ok(None)
             }
             Err(e) => Err(self.explain("listing resourcequotas", &e)),
+        }
+    }
+
+    /// The pods of every namespace that have not ended (what holds a node's room), in
+    /// pages; `None` when they cannot be read (403 for most teams, or any other
+    /// failure: they only ever make a warning).
+    pub async fn live_pods(&self) -> Option<Vec<Pod>> {
+        let mut pods = Vec::new();
+        let fields = "status.phase!=Succeeded,status.phase!=Failed";
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let params = ListParams::default().fields(fields);
+        let listed = super::pager::list_pages_with(&self.policy, &api, &params, |page, first| {
+            if first {
+                pods.clear();
+            }
+            pods.extend(page);
+        })
+        .await;
+        match listed {
+            Ok(()) => Some(pods),
+            Err(e) => {
+                tracing::info!(error = %e, "cannot list the pods of every namespace: no warning for a node full now");
+                None
+            }
         }
     }
 

@@ -109,3 +109,52 @@ fn wait_beats_in_a_pipe_while_nothing_changes_and_not_with_0s() {
     assert_eq!(out.code, 4, "{out:#?}");
     assert!(!out.stdout.contains("still "), "{out:#?}");
 }
+
+/// A node with `cpu` and `memory` allocatable, and a pod of another namespace on it that
+/// asks for `used` CPUs.
+fn busy_node(env: &Env, cpu: &str, memory: &str, used: &str) {
+    let room = serde_json::json!({ "cpu": cpu, "memory": memory, "pods": "110" });
+    env.server.insert(
+        "nodes",
+        "",
+        serde_json::json!({ "metadata": { "name": "busy" }, "status": { "capacity": room, "allocatable": room } }),
+    );
+    env.server.create_namespace("other");
+    env.server.insert(
+        "pods",
+        "other",
+        serde_json::json!({
+            "metadata": { "name": "hog" },
+            "spec": { "nodeName": "busy", "containers": [{ "name": "c", "image": "x",
+                "resources": { "requests": { "cpu": used, "memory": "1Gi" } } }] },
+            "status": { "phase": "Running" },
+        }),
+    );
+}
+
+#[test]
+fn spawn_warns_when_no_node_has_room_now_and_says_nothing_when_it_may_not_look() {
+    let env = Env::with(kube_testserver::Options {
+        users: vec![kube_testserver::User::namespaced("team", NS)],
+        ..kube_testserver::Options::default()
+    });
+    // The built-in template asks 1 CPU and 1Gi; 1500m of the node's 2 CPUs are taken.
+    busy_node(&env, "2", "8Gi", "1500m");
+    let out = env.spawn(&["-t", "full", "-w", "2"]);
+    out.success().stderr_has(
+        "warning: no node has room for one of the worker pods now (too little cpu left by what already runs; each asks for cpu 1, memory 1Gi); the most is on busy, cpu 500m, memory 7Gi free: they stay Pending until pods there end; ask for less (--cpu, --memory) or wait for room",
+    );
+    // Half a CPU fits: no warning.
+    let out = env.spawn(&["-t", "half", "-w", "1", "--cpu", "500m"]);
+    assert!(!out.success().stderr.contains("warning"), "{out:#?}");
+    // Credentials that may not list nodes nor every namespace's pods: nothing said.
+    let kubeconfig = env
+        .server
+        .write_kubeconfig(env.dir.path(), "team", Some(NS));
+    let script = env.script();
+    let out = env.run_as(
+        &kubeconfig,
+        &["-t", "team", "-w", "1", script.to_str().unwrap()],
+    );
+    assert_eq!(out.success().stderr, "", "{out:#?}");
+}
