@@ -7,11 +7,12 @@
 //! What already runs is [`check_now`]'s: on a small cluster (at most [`NOW_NODES`]
 //! schedulable nodes, so that one list of its pods is small), a pod that some node
 //! could hold but none can now, the requests of the pods already on each node leaving
-//! too little, is a warning too: it stays Pending (Unschedulable) until pods there end.
+//! too little, or its taints not tolerated, is a warning too: it stays Pending
+//! (Unschedulable) until pods there end.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use super::{RolePods, RunObjects};
 use crate::quantity;
@@ -92,28 +93,74 @@ pub fn check_now(nodes: &[Node], pods: &[Pod], run: &RunObjects) -> Option<Strin
             asks.iter()
                 .all(|(k, v)| room.get(k).copied().unwrap_or(0) >= *v)
         };
-        if asks.is_empty()
-            || !rooms.iter().any(|(_, r)| fits(r))
-            || free.iter().any(|(_, r)| fits(r))
-        {
+        // The nodes that could hold it empty and whose taints it tolerates.
+        let tolerations = pods.spec.tolerations.as_deref().unwrap_or_default();
+        let candidates: Vec<&(String, Room)> = free
+            .iter()
+            .filter(|(name, _)| rooms.iter().any(|(n, r)| n == name && fits(r)))
+            .filter(|(name, _)| admits(nodes, name, tolerations))
+            .collect();
+        if asks.is_empty() || candidates.iter().any(|(_, r)| fits(r)) {
             continue;
         }
-        // The most room: the node that lacks the least of what the pod asks for.
+        // The most room: the one that lacks the least of what the pod asks for.
         let short = |room: &Room| -> Vec<i128> {
             asks.iter()
                 .map(|(k, v)| (*v - room.get(k).copied().unwrap_or(0)).max(0))
                 .collect()
         };
-        let (name, room) = free
-            .iter()
-            .filter(|(name, _)| rooms.iter().any(|(n, r)| n == name && fits(r)))
-            .min_by_key(|(_, room)| {
-                let s = short(room);
-                (s.iter().filter(|v| **v > 0).count(), s)
-            })?;
+        let Some((name, room)) = candidates.into_iter().min_by_key(|(_, room)| {
+            let s = short(room);
+            (s.iter().filter(|v| **v > 0).count(), s)
+        }) else {
+            continue;
+        };
         return Some(warning_now(pods, &asks, name, room));
     }
     None
+}
+
+/// Whether a pod with `tolerations` may be placed on node `name`: each of its
+/// NoSchedule and NoExecute taints tolerated (the scheduler's TaintToleration filter).
+fn admits(nodes: &[Node], name: &str, tolerations: &[Toleration]) -> bool {
+    let Some(node) = nodes
+        .iter()
+        .find(|n| n.metadata.name.as_deref() == Some(name))
+    else {
+        return false;
+    };
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_ref());
+    taints
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
+        .all(|t| tolerations.iter().any(|tol| tolerates(tol, t)))
+}
+
+/// k8s.io/api core/v1 `Toleration.ToleratesTaint`: the effect and the key when the
+/// toleration names them, then the value unless the operator is `Exists`.
+fn tolerates(tol: &Toleration, taint: &Taint) -> bool {
+    if tol
+        .effect
+        .as_deref()
+        .is_some_and(|e| !e.is_empty() && e != taint.effect)
+    {
+        return false;
+    }
+    if tol
+        .key
+        .as_deref()
+        .is_some_and(|k| !k.is_empty() && k != taint.key)
+    {
+        return false;
+    }
+    match tol.operator.as_deref().unwrap_or_default() {
+        "" | "Equal" => {
+            tol.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
+        }
+        "Exists" => true,
+        _ => false,
+    }
 }
 
 /// Whether `pod` is on node `name` and holds its requests there (not ended).
@@ -281,6 +328,22 @@ mod tests {
                 "no node has room for one of the worker pods now (too little cpu left by what already runs; each asks for cpu 1, memory 1Gi); the most is on n1, cpu 500m, memory 7Gi free: they stay Pending until pods there end; ask for less (--cpu, --memory) or wait for room"
             )
         );
+        // An empty node the pod does not tolerate has no room for it.
+        let mut tainted = node("n3", &[("cpu", "4"), ("memory", "8Gi")]);
+        tainted.spec = Some(
+            serde_json::from_value(serde_json::json!({"taints": [
+                {"key": "second-node", "value": "true", "effect": "NoSchedule"}]}))
+            .unwrap(),
+        );
+        let with = [nodes[0].clone(), nodes[1].clone(), tainted];
+        assert!(check_now(&with, &busy, &run).is_some());
+        let mut tolerant = run.clone();
+        tolerant.pods[0].spec.tolerations = Some(vec![Toleration {
+            key: Some("second-node".into()),
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(check_now(&with, &busy, &tolerant), None);
         // Room on one node: no warning; nor for a pod no node could ever hold (check's).
         assert_eq!(check_now(&nodes, &busy[..1], &run), None);
         assert_eq!(check_now(&nodes, &busy, &workers(&[("cpu", "8")])), None);
