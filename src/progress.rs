@@ -307,27 +307,12 @@ impl Progress {
         }
     }
 
-    /// Why the run waits (`ops/waiting.rs`; `None`: it no longer does), below the
-    /// roles: on a terminal a line of its own while it waits; in plain lines each new
-    /// reason once.
+    /// Why the run waits (`ops/waiting.rs`; `None`: it no longer does): in plain lines
+    /// each new reason once, below the roles. On a terminal the role lines, redrawn in
+    /// place, carry the first stuck task's reason.
     pub fn show_waiting(&mut self, why: Option<&str>) {
-        match (self, why) {
-            (Progress::Observed { .. }, _) => {}
-            (Progress::Bars { multi, bars }, Some(why)) => {
-                let width = terminal_width().saturating_sub(1).max(1);
-                let line = cut(&format!("{WAITING:<9} {why}"), width);
-                bar(multi, bars, WAITING).set_message(output::escape_controls(&line));
-            }
-            (Progress::Bars { multi, bars }, None) => {
-                if let Some(bar) = bars.remove(WAITING) {
-                    bar.finish_and_clear();
-                    multi.remove(&bar);
-                }
-            }
-            (Progress::Plain { quiet, .. }, Some(why)) => {
-                quiet.print(&format!("{WAITING:<9} {why}\n"), true);
-            }
-            (Progress::Plain { .. }, None) => {}
+        if let (Progress::Plain { quiet, .. }, Some(why)) = (self, why) {
+            quiet.print(&format!("{WAITING:<9} {why}\n"), true);
         }
     }
 

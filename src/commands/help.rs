@@ -88,10 +88,7 @@ const VALUES_IN_TEXT: &[&str] = &["output"];
 /// Flags of the list a verb's help leaves out, to stay within a screen: the derived
 /// stall bound's two settings (`wait --stall-after`'s text names them;
 /// docs/reference.md and `config` show them).
-const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor"];
-
-/// A verb's flags of the list left to its `--help` (`wait -h` is at its 50 lines).
-const VERB_LONG_ONLY: &[&str] = &["heartbeat"];
+const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor", "heartbeat"];
 
 /// A verb's flags whose full text is more than a screen wants.
 const VERB_SHORT: &[(&str, &str, &str)] = &[
@@ -333,12 +330,9 @@ fn verb_by_the_list(verb: Command) -> Command {
             continue;
         }
         if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
-            let long_only = VERB_LONG_ONLY.contains(&id.as_str());
             verb = verb.mut_arg(id.as_str(), |a| {
                 let values = a.get_action().takes_values();
-                a.hide_possible_values(values)
-                    .help(brief)
-                    .hide_short_help(long_only)
+                a.hide_possible_values(values).help(brief)
             });
         }
     }

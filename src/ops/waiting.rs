@@ -1,13 +1,13 @@
 //! Why a follow waits (`wait`, `spawn --wait`, `logs -f`): the tasks that have not
 //! started and what holds each back, read as `status` reads them (the pod's own reason,
-//! `verdict/start.rs`; for a routine one, ContainerCreating or a pod not placed yet,
-//! the pod's newest Event, `cluster/events.rs`: pulling an image, a ConfigMap or a
+//! `verdict/start.rs`; for a routine one of a pod a node took, ContainerCreating or no
+//! container started yet, the pod's newest Event, `cluster/events.rs`: pulling an image, a ConfigMap or a
 //! claim that cannot be mounted). Said when the follow starts waiting and again when
 //! the reason changes, never again while it is the same.
 //!
-//! The Events are read at most once per [`EVENTS_EVERY`] while a task's reason is
-//! routine (they change without the pod: `Pulling`, then `Pulled`), one list each
-//! time; credentials that may not read them stop the reads (said under `-v`).
+//! The Events are read once a task's reason has been routine for [`EVENTS_AFTER`], then
+//! at most once per [`EVENTS_EVERY`] while it is (they change without the pod:
+//! `Pulling`, then `Pulled`), one list each time; credentials that may not read them stop the reads (said under `-v`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -23,6 +23,9 @@ pub(crate) const HEARTBEAT: Duration = Duration::from_secs(5 * 60);
 
 /// How often the Events of tasks with a routine reason are read again.
 pub(crate) const EVENTS_EVERY: Duration = Duration::from_secs(10);
+/// How long a routine reason lasts before the Events are read: a pod whose image is
+/// there starts sooner, and costs no list.
+pub(crate) const EVENTS_AFTER: Duration = Duration::from_secs(3);
 
 /// One task that has not started: its label, its pod, when the pod was created, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +33,8 @@ pub(crate) struct Unstarted {
     pub label: String,
     pub pod: String,
     pub created: Option<i64>,
+    /// A node took the pod (its kubelet's Events say what it is doing).
+    pub placed: bool,
     pub reason: Reason,
 }
 
@@ -40,6 +45,7 @@ pub(crate) fn unstarted(tracker: &Tracker) -> Vec<Unstarted> {
         .into_iter()
         .map(|(label, pod, reason)| Unstarted {
             created: tracker.get(&pod).and_then(|v| v.created),
+            placed: tracker.get(&pod).is_some_and(|v| v.node.is_some()),
             label,
             pod,
             reason,
@@ -47,12 +53,15 @@ pub(crate) fn unstarted(tracker: &Tracker) -> Vec<Unstarted> {
         .collect()
 }
 
-/// A reason that says only that the pod is on its way: its Events say more.
-fn routine(reason: &Reason) -> bool {
-    matches!(
-        reason.reason.as_str(),
-        "ContainerCreating" | "PodInitializing" | "Pending"
-    )
+/// A reason that says only that the pod is on its way, on a node whose kubelet's Events
+/// say more (pulling an image, a volume that cannot be mounted). A pod no node took has
+/// no such Events: the scheduler's reason is its own.
+fn routine(task: &Unstarted) -> bool {
+    task.placed
+        && matches!(
+            task.reason.reason.as_str(),
+            "ContainerCreating" | "PodInitializing" | "Pending"
+        )
 }
 
 /// `worker-0, worker-1: Unschedulable: 0/1 nodes are available: …; chief-0:
@@ -69,7 +78,7 @@ pub(crate) fn text(
     for task in pending {
         let newest = events.get(&task.pod).and_then(|e| e.first());
         let reason = match newest {
-            Some(e) if routine(&task.reason) && !e.reason.is_empty() => Reason {
+            Some(e) if routine(task) && !e.reason.is_empty() => Reason {
                 reason: e.reason.clone(),
                 message: Some(e.message.clone()),
             },
@@ -93,6 +102,8 @@ pub(crate) struct Why {
     events: BTreeMap<String, Vec<PodEvent>>,
     /// When the Events were last read; `None`: not yet (or not since the pods changed).
     read_at: Option<Instant>,
+    /// When the tasks not started last changed.
+    changed_at: Instant,
     /// The Events cannot be read (RBAC): not asked again.
     denied: bool,
     /// Nothing is said (a view of several runs shows the run).
@@ -108,6 +119,7 @@ impl Why {
             pending: Vec::new(),
             events: BTreeMap::new(),
             read_at: None,
+            changed_at: Instant::now(),
             denied: !said,
             quiet: !said,
             said: None,
@@ -119,6 +131,7 @@ impl Why {
         if pending != self.pending {
             self.pending = pending;
             self.read_at = None;
+            self.changed_at = Instant::now();
         }
     }
 
@@ -130,12 +143,12 @@ impl Why {
     /// When the Events are to be read again; `None`: only a change of the pods can
     /// change what is said.
     pub(crate) fn due(&self) -> Option<Instant> {
-        if self.denied || !self.pending.iter().any(|t| routine(&t.reason)) {
+        if self.denied || !self.pending.iter().any(routine) {
             return None;
         }
         Some(
             self.read_at
-                .map_or_else(Instant::now, |at| at + EVENTS_EVERY),
+                .map_or(self.changed_at + EVENTS_AFTER, |at| at + EVENTS_EVERY),
         )
     }
 
@@ -166,7 +179,7 @@ impl Why {
         let pods: BTreeMap<String, Option<i64>> = self
             .pending
             .iter()
-            .filter(|t| routine(&t.reason))
+            .filter(|t| routine(t))
             .map(|t| (t.pod.clone(), t.created))
             .collect();
         match events::of_pods(&self.cluster, &pods).await {
@@ -262,6 +275,7 @@ mod tests {
             label: label.into(),
             pod: format!("t-{label}"),
             created: Some(1),
+            placed: true,
             reason: Reason {
                 reason: reason.into(),
                 message: message.map(Into::into),

@@ -61,6 +61,26 @@ impl RunObjects {
             tf_container: crate::labels::TF_CONTAINER.to_string(),
         }
     }
+
+    /// Whether some pod asks for more than the built-in template's 1 CPU and 1Gi, or for
+    /// anything else of a node (GPUs…): only then can it be too large for every node, and
+    /// only then are all the nodes read (a list of a large cluster's nodes is megabytes;
+    /// else one small page, for [`nodes::check_now`] on a small cluster).
+    pub fn asks_more_than_the_default(&self) -> bool {
+        let small = [
+            ("cpu", crate::quantity::ONE),
+            ("memory", 1024 * 1024 * 1024 * crate::quantity::ONE),
+        ];
+        self.pods.iter().any(|p| {
+            crate::quantity::pod_requests(&p.spec).iter().any(|(k, v)| {
+                let at_most = small
+                    .iter()
+                    .find(|(name, _)| name == k)
+                    .map_or(0, |(_, m)| *m);
+                *v > at_most
+            })
+        })
+    }
 }
 
 /// `role`'s pods in a message: `worker pods`, `the chief's pod`.

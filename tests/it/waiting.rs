@@ -46,15 +46,22 @@ fn wait_says_why_it_waits_at_once_and_when_the_reason_changes() {
         ("Warning", "FailedMount", mount),
         2
     ));
-    let child = start(&env, &["wait", "-t", "why", "--timeout", "5s"]);
+    let child = start(&env, &["wait", "-t", "why", "--timeout", "10s"]);
     await_watches(&env, 1);
     await_event_lists(&env, 1);
     let message = "0/1 nodes are available: 1 Insufficient cpu.";
     unschedulable(&env, "why-worker-0", message);
     let out = finish(child);
     assert_eq!(out.code, 4, "{out:#?}");
+    // At once the pod's own reason, then (its Events read) the kubelet's.
+    let routine = "waiting   worker-0: ContainerCreating\n";
     let first = format!("waiting   worker-0: FailedMount: {mount}\n");
     let second = format!("waiting   worker-0: Unschedulable: {message}\n");
+    assert_eq!(out.stdout.matches(routine).count(), 1, "{out:#?}");
+    assert!(
+        out.stdout.find(routine) < out.stdout.find(&first),
+        "{out:#?}"
+    );
     assert_eq!(out.stdout.matches(&first).count(), 1, "{out:#?}");
     assert_eq!(out.stdout.matches(&second).count(), 1, "{out:#?}");
     assert!(
