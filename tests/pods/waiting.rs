@@ -19,40 +19,51 @@ fn millis(q: &str) -> i64 {
     }
 }
 
-/// The one node that takes the suite's pods (no taint), and its free millicores now:
-/// allocatable less the CPU requests of the pods on it that have not ended. `None`
-/// when not exactly one node is untainted.
-async fn free_cpu(c: &Cluster) -> Option<(String, i64)> {
+/// The nodes that take the suite's pods (Ready, schedulable, no taint), each with its
+/// free millicores now: allocatable less the CPU requests of the pods on it that have
+/// not ended.
+async fn open_nodes(c: &Cluster) -> Vec<(String, i64)> {
     let nodes = Api::<Node>::all(c.client.clone())
         .list(&ListParams::default())
         .await
         .expect("list nodes")
         .items;
-    let open: Vec<&Node> = (nodes.iter())
-        .filter(|n| {
-            let spec = n.spec.as_ref();
-            spec.and_then(|s| s.taints.as_ref())
-                .is_none_or(Vec::is_empty)
-                && spec.and_then(|s| s.unschedulable) != Some(true)
-        })
-        .collect();
-    let [node] = open.as_slice() else {
-        return None;
-    };
-    let name = node.metadata.name.clone()?;
-    let allocatable = node.status.as_ref()?.allocatable.as_ref()?.get("cpu")?;
-    let fields = format!("spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed");
-    let pods = Api::<Pod>::all(c.client.clone())
-        .list(&ListParams::default().fields(&fields))
-        .await
-        .expect("list pods")
-        .items;
-    let used: i64 = (pods.iter())
-        .flat_map(|p| p.spec.iter().flat_map(|s| s.containers.iter()))
-        .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu"))
-        .map(|q| millis(&q.0))
-        .sum();
-    Some((name, millis(&allocatable.0) - used))
+    let mut open = Vec::new();
+    for node in &nodes {
+        let spec = node.spec.as_ref();
+        let ready = (node.status.iter())
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if !ready
+            || spec
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| !t.is_empty())
+            || spec.and_then(|s| s.unschedulable) == Some(true)
+        {
+            continue;
+        }
+        let (Some(name), Some(cpu)) = (
+            node.metadata.name.clone(),
+            (node.status.as_ref())
+                .and_then(|s| s.allocatable.as_ref())
+                .and_then(|a| a.get("cpu")),
+        ) else {
+            continue;
+        };
+        let fields = format!("spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed");
+        let pods = Api::<Pod>::all(c.client.clone())
+            .list(&ListParams::default().fields(&fields))
+            .await
+            .expect("list pods")
+            .items;
+        let used: i64 = (pods.iter())
+            .flat_map(|p| p.spec.iter().flat_map(|s| s.containers.iter()))
+            .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu"))
+            .map(|q| millis(&q.0))
+            .sum();
+        open.push((name, millis(&cpu.0) - used));
+    }
+    open
 }
 
 /// Interrupts `child` (as Ctrl-C) and returns what it printed.
@@ -74,22 +85,38 @@ async fn a_full_node_is_warned_at_the_spawn_and_said_while_wait_and_logs_wait() 
     let Some(c) = Cluster::new("full").await else {
         return;
     };
-    let Some((node, free)) = free_cpu(&c).await else {
-        eprintln!("SKIPPED: not exactly one untainted node");
-        return;
-    };
-    // The hog leaves 300m; the second run asks for 1 CPU, which the empty node holds.
-    let hog = tag("hog");
+    // On each node that takes pods, a hog bound to it leaves 300m; the second run asks
+    // for 1 CPU, which an empty node holds.
     let sleep = c.write("sleep.py", "import time\ntime.sleep(600)\n");
-    let hog_cpu = format!("{}m", free - 300);
-    c.spawn(&hog, &sleep, &["-w", "1", "--cpu", &hog_cpu, "--wait"])
-        .await;
+    let template = std::fs::read_to_string(c.template()).expect("template");
+    let nodes = open_nodes(&c).await;
+    assert!(!nodes.is_empty(), "no node takes pods");
+    for (node, free) in &nodes {
+        let pinned = template.replace("spec:\n", &format!("spec:\n  nodeName: {node}\n"));
+        let file = c.write(&format!("hog-{node}.yaml"), &pinned);
+        let hog_cpu = format!("{}m", free - 300);
+        let out = c
+            .run(&[
+                "-t",
+                &tag("hog"),
+                "-w",
+                "1",
+                "--cpu",
+                &hog_cpu,
+                "--wait",
+                "--pod-file",
+                file.to_str().unwrap(),
+                sleep.to_str().unwrap(),
+            ])
+            .await;
+        out.success();
+    }
     let t = tag("full");
     let out = c.spawn(&t, &sleep, &["-w", "1", "--cpu", "1"]).await;
     assert!(
-        out.stderr.contains(&format!(
+        out.stderr.contains(
             "warning: no node has room for the worker's pod now (too little cpu left by what already runs; it asks for cpu 1, memory "
-        )) && out.stderr.contains(&format!("the most is on {node}, cpu ")),
+        ) && out.stderr.contains("; ask for less (--cpu, --memory) or wait for room\n"),
         "{out:#?}"
     );
     let out = c
