@@ -4,6 +4,8 @@
 //! plain lines, printed whole and only when a role's line changes, without escape codes.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -150,18 +152,60 @@ pub type Observer = tokio::sync::mpsc::UnboundedSender<Seen>;
 /// Where progress goes.
 pub enum Progress {
     /// To a view of several runs.
-    Observed {
-        tag: String,
-        to: Observer,
-    },
+    Observed { tag: String, to: Observer },
     Bars {
         multi: MultiProgress,
         bars: BTreeMap<String, ProgressBar>,
     },
     Plain {
         last: BTreeMap<String, String>,
+        /// When lines were printed ([`Quiet`]).
+        quiet: Quiet,
     },
 }
+
+/// When a plain line was last printed, and the last one that was news (not a
+/// heartbeat): what the heartbeat counts from.
+#[derive(Debug, Clone, Copy)]
+pub struct Quiet {
+    pub printed: Instant,
+    pub news: Instant,
+}
+
+impl Quiet {
+    pub fn new() -> Quiet {
+        let now = Instant::now();
+        Quiet {
+            printed: now,
+            news: now,
+        }
+    }
+
+    /// Prints `text` (news, or a heartbeat) on stdout, noting when.
+    fn print(&mut self, text: &str, news: bool) {
+        self.printed = Instant::now();
+        if news {
+            self.news = self.printed;
+        }
+        // A closed stdout must not stop the wait: ignore write errors.
+        let _ = output::print(text);
+    }
+
+    /// When a heartbeat is due, `every` after the last line; never on a terminal.
+    pub fn due(&self, every: Option<Duration>) -> Option<Instant> {
+        let every = every.filter(|d| !d.is_zero() && !std::io::stdout().is_terminal())?;
+        Some(self.printed + every)
+    }
+}
+
+impl Default for Quiet {
+    fn default() -> Self {
+        Quiet::new()
+    }
+}
+
+/// The key of the line that says why the run waits (no role has this name).
+const WAITING: &str = "waiting";
 
 impl Progress {
     /// Bars on a terminal, plain lines otherwise.
@@ -174,6 +218,7 @@ impl Progress {
         } else {
             Progress::Plain {
                 last: BTreeMap::new(),
+                quiet: Quiet::new(),
             }
         }
     }
@@ -196,7 +241,7 @@ impl Progress {
                     bar.set_message(output::escape_controls(&fitted_line(role, width)));
                 }
             }
-            Progress::Plain { last } => {
+            Progress::Plain { last, quiet } => {
                 let mut text = String::new();
                 for role in &summary {
                     let line = role_line(role);
@@ -207,9 +252,8 @@ impl Progress {
                         last.insert(key, line);
                     }
                 }
-                // A closed stdout must not stop the wait: ignore write errors.
                 if !text.is_empty() {
-                    let _ = output::print(&text);
+                    quiet.print(&text, true);
                 }
             }
         }
@@ -235,11 +279,11 @@ impl Progress {
                 let line = cut(&training_line(training), width.saturating_sub(1).max(1));
                 bar.set_message(output::escape_controls(&line));
             }
-            Progress::Plain { last } => {
+            Progress::Plain { last, quiet } => {
                 let key = format!("{} {}", show::short(training), training.epochs_done);
                 if last.get(TRAINING) != Some(&key) {
                     last.insert(TRAINING.to_string(), key);
-                    let _ = output::print(&format!("{}\n", training_line(training)));
+                    quiet.print(&format!("{}\n", training_line(training)), true);
                 }
             }
         }
@@ -256,10 +300,37 @@ impl Progress {
                 let line = cut(&line, width.saturating_sub(1).max(1));
                 bar.set_message(output::escape_controls(&line));
             }
-            Progress::Plain { last } => {
+            Progress::Plain { last, quiet } => {
                 last.insert(TRAINING.to_string(), String::new());
-                let _ = output::print(&format!("{line}\n"));
+                quiet.print(&format!("{line}\n"), true);
             }
+        }
+    }
+
+    /// Why the run waits (`ops/waiting.rs`; `None`: it no longer does): in plain lines
+    /// each new reason once, below the roles. On a terminal the role lines, redrawn in
+    /// place, carry the first stuck task's reason.
+    pub fn show_waiting(&mut self, why: Option<&str>) {
+        if let (Progress::Plain { quiet, .. }, Some(why)) = (self, why) {
+            quiet.print(&format!("{WAITING:<9} {why}\n"), true);
+        }
+    }
+
+    /// When the heartbeat is due (plain lines on a stdout that is not a terminal, every
+    /// `every` without a line); `None`: never.
+    pub fn heartbeat_due(&self, every: Option<Duration>) -> Option<Instant> {
+        match self {
+            Progress::Plain { quiet, .. } => quiet.due(every),
+            _ => None,
+        }
+    }
+
+    /// The heartbeat: `still     Running at epoch 3/10, step 120/500; nothing new for 5m`
+    /// (`state`: the run's; `why`: why it waits, if it does).
+    pub fn heartbeat(&mut self, state: &str, training: &Training, why: Option<&str>) {
+        if let Progress::Plain { quiet, .. } = self {
+            let line = heartbeat_line(state, training, why, quiet.news.elapsed());
+            quiet.print(&format!("{line}\n"), false);
         }
     }
 
@@ -289,6 +360,39 @@ fn bar<'a>(
         bar.set_style(ProgressStyle::with_template("{msg}").expect("valid template"));
         bar
     })
+}
+
+/// `still     Pending (worker-0: Unschedulable: …); nothing new for 5m`, `still
+/// Running at epoch 3/10, step 120; nothing new for 10m`.
+pub fn heartbeat_line(
+    state: &str,
+    training: &Training,
+    why: Option<&str>,
+    quiet: Duration,
+) -> String {
+    let mut at: Vec<String> = Vec::new();
+    if let Some(k) = training.epoch {
+        at.push(
+            training
+                .epochs
+                .map_or_else(|| format!("epoch {k}"), |n| format!("epoch {k}/{n}")),
+        );
+    }
+    if let Some(s) = training.step {
+        at.push(
+            training
+                .steps
+                .map_or_else(|| format!("step {s}"), |n| format!("step {s}/{n}")),
+        );
+    }
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", at.join(", "))
+    };
+    let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+    let quiet = humantime::format_duration(Duration::from_secs(quiet.as_secs()));
+    format!("{:<9} {state}{at}{why}; nothing new for {quiet}", "still")
 }
 
 impl Default for Progress {

@@ -353,6 +353,15 @@ macro_rules! flag_list {
     /// config file; at least 2s [default: the config file's idle_timeout, else 5m]
     idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, ""
         => [Logs], value: "DURATION";
+    /// In a pipe (not a terminal), when nothing was printed this long: wait and spawn
+    /// --wait print one line (the state, the epoch and step if known, how long since the
+    /// last news), logs -f one note on stderr while a task has not started, so that a CI
+    /// job's no-output watchdog (CircleCI's 10 minutes) does not end it; never on a
+    /// terminal (the live lines are there); 0s: never [default: the config file's
+    /// heartbeat, else 5m]
+    heartbeat: Duration = crate::ops::waiting::HEARTBEAT, parse::duration, "", unshown
+        => [Wait, Logs], value: "DURATION",
+            brief: "In a pipe, a line after this long without one [default: 5m]";
     /// With --local: the Python interpreter that runs the training script [default: the
     /// config files' python, else python3]
     python: String = crate::cli::flags::DEFAULT_PYTHON.to_string(), parse::program, "", program

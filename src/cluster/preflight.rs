@@ -1,9 +1,9 @@
 //! The reads of a spawn's pre-flight checks (`preflight/`): the namespace's
-//! ResourceQuotas and the nodes. Credentials that may not read them (403, as for most
+//! ResourceQuotas, the nodes and the pods on them. Credentials that may not read them (403, as for most
 //! teams' nodes) get `None`: the check is skipped, said under `-v`.
 
 use anyhow::Result;
-use k8s_openapi::api::core::v1::{Node, ResourceQuota};
+use k8s_openapi::api::core::v1::{Node, Pod, ResourceQuota};
 use kube::api::{Api, ListParams};
 
 use super::Cluster;
@@ -28,14 +28,39 @@ impl Cluster {
         }
     }
 
-    /// The cluster's nodes, in pages; `None` when they cannot be read (403, or any other
+    /// The pods of every namespace that have not ended (what holds a node's room), in
+    /// pages; `None` when they cannot be read (403 for most teams, or any other
     /// failure: they only ever make a warning).
-    pub async fn nodes(&self) -> Option<Vec<Node>> {
+    pub async fn live_pods(&self) -> Option<Vec<Pod>> {
+        let mut pods = Vec::new();
+        let fields = "status.phase!=Succeeded,status.phase!=Failed";
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let params = ListParams::default().fields(fields);
+        let listed = super::pager::list_pages_with(&self.policy, &api, &params, |page, first| {
+            if first {
+                pods.clear();
+            }
+            pods.extend(page);
+        })
+        .await;
+        match listed {
+            Ok(()) => Some(pods),
+            Err(e) => {
+                tracing::info!(error = %e, "cannot list the pods of every namespace: no warning for a node full now");
+                None
+            }
+        }
+    }
+
+    /// The cluster's nodes, in pages; `None` when they cannot be read (403, or any other
+    /// failure: they only ever make a warning). With `at_most`, one page of that many,
+    /// and `None` for a cluster of more nodes.
+    pub async fn nodes(&self, at_most: Option<u32>) -> Option<Vec<Node>> {
         let api: Api<Node> = Api::all(self.client.clone());
         let mut nodes = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let mut params = ListParams::default().limit(PAGE);
+            let mut params = ListParams::default().limit(at_most.unwrap_or(PAGE));
             if let Some(t) = &token {
                 params = params.continue_token(t);
             }
@@ -51,6 +76,10 @@ impl Cluster {
             }
             if token.is_none() {
                 return Some(nodes);
+            }
+            if at_most.is_some() {
+                tracing::info!("more than {} nodes: the node check is skipped", nodes.len());
+                return None;
             }
         }
     }

@@ -10,7 +10,8 @@ use crate::roles::{Role, Task};
 use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &LogsArgs) -> Result<()> {
-    let pick = pick(args)?;
+    let mut pick = pick(args)?;
+    pick.heartbeat = Some(settings.heartbeat.value).filter(|d| !d.is_zero());
     let cluster = settings.connect()?;
     let options = LogOptions {
         follow: args.follow,
@@ -47,6 +48,7 @@ fn pick(args: &LogsArgs) -> Result<Pick, UsageError> {
         tasks,
         max_streams: args.max_log_requests,
         attempt: args.attempt,
+        heartbeat: None,
     })
 }
 

@@ -83,6 +83,7 @@ fn followed(
             Some(OutputFormat::Yaml) => output::ReportFormat::Yaml,
             None => output::ReportFormat::Table,
         },
+        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     }
 }
 

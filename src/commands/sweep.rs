@@ -203,6 +203,7 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
         // A sweep's Ctrl-C is the sweep's (`ops/sweep`); its runs print no document.
         on_cancel: crate::ops::wait::OnCancel::Leave,
         output: crate::output::ReportFormat::Table,
+        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     }
 }
 

@@ -42,6 +42,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         notify: settings.notify.value.clone(),
         on_cancel: settings.on_cancel.value,
         output: args.output,
+        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     };
     if args.output != ReportFormat::Table {
         // stdout is the verdict document's alone.

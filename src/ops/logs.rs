@@ -83,6 +83,8 @@ pub struct Pick {
     pub max_streams: usize,
     /// `--attempt N`: an attempt's log (`None`: the current attempt's).
     pub attempt: Option<u32>,
+    /// `--heartbeat` (`ops/waiting.rs`'s [`Notes`](super::waiting::Notes)).
+    pub heartbeat: Option<Duration>,
 }
 
 impl Pick {
@@ -482,26 +484,8 @@ async fn follow(
         left_out: 0,
     };
 
-    // Until the run is over: start a follower per new pod, tell each its pod's state.
-    {
-        let watched = super::follow_run(cluster, tag, &mut tracker, |t| {
-            followers.sync(t);
-            over(t).then_some(())
-        });
-        let mut watched = std::pin::pin!(watched);
-        loop {
-            tokio::select! {
-                result = &mut watched => {
-                    result?;
-                    break;
-                }
-                Some(text) = rx.recv() => {
-                    if !write_batch(text, &mut rx)? {
-                        return Ok(None);
-                    }
-                }
-            }
-        }
+    if !until_over(&mut followers, &mut tracker, &mut rx).await? {
+        return Ok(None);
     }
 
     // The run is over: pods that will not end are cut off; the others deliver their
@@ -521,6 +505,44 @@ async fn follow(
     drop(by_pod);
     // A closed pipe while draining ends `logs` too.
     Ok(result?.then(|| tracker.verdict()))
+}
+
+/// Until the run is over: starts a follower per new pod, tells each its pod's state,
+/// prints what they send, and says why the run waits meanwhile (on stderr:
+/// [`Notes`](super::waiting::Notes)). `Ok(false)`: the pipe was closed.
+async fn until_over(
+    followers: &mut Followers<'_>,
+    tracker: &mut Tracker,
+    rx: &mut mpsc::Receiver<String>,
+) -> Result<bool> {
+    let mut notes = super::waiting::Notes::new(followers.cluster, followers.pick.heartbeat);
+    let (pending_tx, mut pending) = watch::channel(Vec::new());
+    let (cluster, tag) = (followers.cluster, followers.tag);
+    let watched = super::follow_run(cluster, tag, tracker, |t| {
+        followers.sync(t);
+        pending_tx.send_replace(super::waiting::unstarted(t));
+        over(t).then_some(())
+    });
+    let mut watched = std::pin::pin!(watched);
+    loop {
+        tokio::select! {
+            result = &mut watched => {
+                result?;
+                return Ok(true);
+            }
+            Some(text) = rx.recv() => {
+                notes.printed();
+                if !write_batch(text, rx)? {
+                    return Ok(false);
+                }
+            }
+            Ok(()) = pending.changed() => {
+                notes.seen(pending.borrow_and_update().clone());
+                notes.wake().await;
+            }
+            () = super::waiting::until(notes.next()) => notes.wake().await,
+        }
+    }
 }
 
 /// The followers of a run's pods.

@@ -19,6 +19,7 @@ pub(crate) mod sweep;
 pub(crate) mod tensorboard;
 pub(crate) mod training;
 pub(crate) mod wait;
+pub(crate) mod waiting;
 
 use anyhow::Result;
 

@@ -138,24 +138,36 @@ async fn host_path_as_another_user(
     }
 }
 
+/// The page of nodes read for a run of the built-in size: more nodes are no small
+/// cluster ([`preflight::nodes::NOW_NODES`]).
+const SMALL_PAGE: u32 = 64;
+
 /// The namespace's quotas must leave room for the whole run (else one line and nothing
-/// is created); a pod no node could ever hold is a warning (`preflight/`). The quotas are
-/// read once, the nodes only when a pod asks for more than the built-in template.
+/// is created); a pod no node could ever hold, or (on a small cluster) none can hold now
+/// for what already runs, is a warning (`preflight/`). The quotas and the nodes are read
+/// once each (a page of [`SMALL_PAGE`] for a run of the built-in size), the pods of
+/// every namespace once on a small cluster.
 async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
     let run = preflight::RunObjects::of(plan);
-    let nodes = async {
-        if run.asks_more_than_the_default() {
-            cluster.nodes().await
-        } else {
-            None
-        }
-    };
-    let (quotas, nodes) = tokio::join!(cluster.resource_quotas(), nodes);
+    // A pod of the built-in size fits any node: only a small cluster is worth a look.
+    let at_most = (!run.asks_more_than_the_default()).then_some(SMALL_PAGE);
+    let (quotas, nodes) = tokio::join!(cluster.resource_quotas(), cluster.nodes(at_most));
     if let Some(quotas) = quotas? {
         preflight::quota::check(&quotas, &run, cluster.namespace())
             .map_err(|line| anyhow::Error::new(QuotaShort(line)))?;
     }
-    if let Some(warning) = nodes.and_then(|n| preflight::nodes::check(&n, &run)) {
+    let Some(nodes) = nodes else {
+        return Ok(());
+    };
+    let warning = match preflight::nodes::check(&nodes, &run) {
+        Some(never) => Some(never),
+        None if preflight::nodes::small(&nodes) => cluster
+            .live_pods()
+            .await
+            .and_then(|pods| preflight::nodes::check_now(&nodes, &pods, &run)),
+        None => None,
+    };
+    if let Some(warning) = warning {
         output::warning(&warning);
     }
     Ok(())

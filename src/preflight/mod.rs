@@ -3,8 +3,9 @@
 //!
 //! - `quota.rs`: the namespace's ResourceQuotas must leave room for the whole run, and
 //!   the run's pods must set what a quota demands of them: else the spawn is refused.
-//! - `nodes.rs`: some node must be large enough for each of its pods: else a warning
-//!   (a cluster may grow; the spawn goes on).
+//! - `nodes.rs`: some node must be large enough for each of its pods, and on a small
+//!   cluster some node must have room for it now: else a warning (a cluster may grow,
+//!   pods end; the spawn goes on).
 
 pub mod nodes;
 pub mod quota;
@@ -63,7 +64,8 @@ impl RunObjects {
 
     /// Whether some pod asks for more than the built-in template's 1 CPU and 1Gi, or for
     /// anything else of a node (GPUs…): only then can it be too large for every node, and
-    /// only then are the nodes read (a list of a large cluster's nodes is megabytes).
+    /// only then are all the nodes read (a list of a large cluster's nodes is megabytes;
+    /// else one small page, for [`nodes::check_now`] on a small cluster).
     pub fn asks_more_than_the_default(&self) -> bool {
         let small = [
             ("cpu", crate::quantity::ONE),

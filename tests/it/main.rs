@@ -42,3 +42,4 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod waiting;

@@ -21,12 +21,12 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
         env.server.clear_requests();
         env.spawn(&["-t", tag, "-w", &workers.to_string()])
             .success();
-        // The quotas (docs/resources.md), four lists (is the tag free?), then the config
-        // map, the services, the pods, and one GET: is the ConfigMap still there (a `-d`
-        // at the same time)?
-        assert_eq!(count(&env, "GET"), 6, "{tag}");
+        // The quotas and the nodes (docs/resources.md; no node here, so no list of pods),
+        // four lists (is the tag free?), then the config map, the services, the pods, and
+        // one GET: is the ConfigMap still there (a `-d` at the same time)?
+        assert_eq!(count(&env, "GET"), 7, "{tag}");
         assert_eq!(count(&env, "POST"), 1 + 2 * workers, "{tag}");
-        assert_eq!(env.server.requests().len(), 6 + 1 + 2 * workers, "{tag}");
+        assert_eq!(env.server.requests().len(), 7 + 1 + 2 * workers, "{tag}");
 
         env.server.clear_requests();
         env.run(&["-d", "-y", "-t", tag])

@@ -23,3 +23,4 @@ mod streams;
 mod support;
 mod sweep;
 mod tensorflow;
+mod waiting;

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, restart_lines, tag};
+use crate::support::{Cluster, RUN_TIMEOUT, restart_lines, tag};
 
 /// Synthetic MNIST in the pod, then the example: enough epochs that a worker can be
 /// deleted in the middle, each one backed up in the run's volume. Enough that the

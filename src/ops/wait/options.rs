@@ -151,6 +151,8 @@ pub struct Wait {
     pub on_cancel: OnCancel,
     /// `-o json|yaml`: the verdict document on stdout (`Table`: none, the lines alone).
     pub output: crate::output::ReportFormat,
+    /// `--heartbeat`: in a pipe, a line after this long without one (`None`: never).
+    pub heartbeat: Option<std::time::Duration>,
 }
 
 #[cfg(test)]

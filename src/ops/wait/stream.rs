@@ -4,7 +4,7 @@
 //! signal. Each event goes to the fold (`fold.rs`); this file only carries out what it
 //! says (show, hand the reader its pod) until it says the follow is over.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use tokio::sync::watch;
@@ -13,6 +13,7 @@ use super::fold::{Done, Effect, Event, Fold, Now, Outcome, Rules, RunSeen};
 use super::options::Wait;
 use crate::cluster::Cluster;
 use crate::labels::run_selector;
+use crate::ops::waiting::{self, Why, until};
 use crate::progress::Progress;
 use crate::signals;
 use crate::trainlog::Training;
@@ -47,6 +48,8 @@ pub(super) async fn follow(
         run: crate::cluster::watch::events(cluster, &run_selector(&wait.tag)),
         training,
         training_open: true,
+        why: Why::new(cluster, wait.observer.is_none()),
+        heartbeat: wait.heartbeat,
     };
     let mut fold = Fold::new(rules(wait));
     let outcome = drive(&mut sources, &mut fold, tracker, &mut progress, &deciding).await;
@@ -98,6 +101,25 @@ struct Sources {
     training: watch::Receiver<Training>,
     /// The progress reader still runs.
     training_open: bool,
+    /// Why the run waits, said as it changes (`ops/waiting.rs`).
+    why: Why,
+    /// `--heartbeat`.
+    heartbeat: Option<Duration>,
+}
+
+impl Sources {
+    /// Says why the run waits, if that changed (the Events read first when due).
+    async fn say_why(&mut self, progress: &mut Progress) {
+        if let Some(why) = self.why.news().await {
+            progress.show_waiting(why.as_deref());
+        }
+    }
+
+    /// The heartbeat line: the run's state, the training, why it waits.
+    fn heartbeat(&self, tracker: &Tracker, progress: &mut Progress) {
+        let training = self.training.borrow();
+        progress.heartbeat(tracker.verdict().name(), &training, self.why.said());
+    }
 }
 
 /// Feeds the fold the next event, and carries out what it says, until it ends the
@@ -119,6 +141,8 @@ async fn drive(
                         continue;
                     }
                     progress.show(tracker);
+                    sources.why.seen(waiting::unstarted(tracker));
+                    sources.say_why(progress).await;
                     Event::Run(Box::new(RunSeen::of(tracker)))
                 }
                 Some(Err(e)) => return Err(e),
@@ -132,6 +156,14 @@ async fn drive(
                 Event::Training(Box::new(sources.training.borrow_and_update().clone()))
             }
             () = until(fold.next_wake()) => Event::Tick,
+            () = until(sources.why.due()) => {
+                sources.say_why(progress).await;
+                continue;
+            }
+            () = until(progress.heartbeat_due(sources.heartbeat)) => {
+                sources.heartbeat(tracker, progress);
+                continue;
+            }
             code = &mut stop => Event::Signal(code),
         };
         for effect in fold.step(event, Now::current()) {
@@ -144,13 +176,5 @@ async fn drive(
                 Effect::End(outcome) => return Ok(outcome),
             }
         }
-    }
-}
-
-/// Resolves at `at`; never without one.
-async fn until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }

@@ -1,0 +1,152 @@
+//! A node full now (issue 51, "Waiting in silence"), on a real scheduler and kubelet:
+//! a run that holds most of the node's CPUs, then one that would fit the empty node but
+//! not what is left. The spawn warns (what already runs leaves too little), and `wait`
+//! and `logs -f` say the scheduler's own `Unschedulable` reason while they wait, `logs
+//! -f` on stderr, with a heartbeat in the pipe.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams};
+
+use crate::support::{Cluster, Output, tag};
+
+/// Millicores of a CPU quantity (`2`, `1500m`, `0.5`).
+fn millis(q: &str) -> i64 {
+    match q.strip_suffix('m') {
+        Some(m) => m.parse().unwrap_or(0),
+        None => (q.parse::<f64>().unwrap_or(0.0) * 1000.0) as i64,
+    }
+}
+
+/// The nodes that take the suite's pods (Ready, schedulable, no taint), each with its
+/// free millicores now: allocatable less the CPU requests of the pods on it that have
+/// not ended.
+async fn open_nodes(c: &Cluster) -> Vec<(String, i64)> {
+    let nodes = Api::<Node>::all(c.client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("list nodes")
+        .items;
+    let mut open = Vec::new();
+    for node in &nodes {
+        let spec = node.spec.as_ref();
+        let ready = (node.status.iter())
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if !ready
+            || spec
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| !t.is_empty())
+            || spec.and_then(|s| s.unschedulable) == Some(true)
+        {
+            continue;
+        }
+        let (Some(name), Some(cpu)) = (
+            node.metadata.name.clone(),
+            (node.status.as_ref())
+                .and_then(|s| s.allocatable.as_ref())
+                .and_then(|a| a.get("cpu")),
+        ) else {
+            continue;
+        };
+        let fields = format!("spec.nodeName={name},status.phase!=Succeeded,status.phase!=Failed");
+        let pods = Api::<Pod>::all(c.client.clone())
+            .list(&ListParams::default().fields(&fields))
+            .await
+            .expect("list pods")
+            .items;
+        let used: i64 = (pods.iter())
+            .flat_map(|p| p.spec.iter().flat_map(|s| s.containers.iter()))
+            .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu"))
+            .map(|q| millis(&q.0))
+            .sum();
+        open.push((name, millis(&cpu.0) - used));
+    }
+    open
+}
+
+/// Interrupts `child` (as Ctrl-C) and returns what it printed.
+async fn interrupt(child: tokio::process::Child) -> Output {
+    let pid = child.id().expect("running").to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    let out = child.wait_with_output().await.expect("tf-spawner ends");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test]
+async fn a_full_node_is_warned_at_the_spawn_and_said_while_wait_and_logs_wait() {
+    let Some(c) = Cluster::new("full").await else {
+        return;
+    };
+    // On each node that takes pods, a hog bound to it leaves 300m; the second run asks
+    // for 1 CPU, which an empty node holds.
+    let sleep = c.write("sleep.py", "import time\ntime.sleep(600)\n");
+    let template = std::fs::read_to_string(c.template()).expect("template");
+    let nodes = open_nodes(&c).await;
+    assert!(!nodes.is_empty(), "no node takes pods");
+    for (node, free) in &nodes {
+        let pinned = template.replace("spec:\n", &format!("spec:\n  nodeName: {node}\n"));
+        let file = c.write(&format!("hog-{node}.yaml"), &pinned);
+        let hog_cpu = format!("{}m", free - 300);
+        let out = c
+            .run(&[
+                "-t",
+                &tag("hog"),
+                "-w",
+                "1",
+                "--cpu",
+                &hog_cpu,
+                "--wait",
+                "--pod-file",
+                file.to_str().unwrap(),
+                sleep.to_str().unwrap(),
+            ])
+            .await;
+        out.success();
+    }
+    let t = tag("full");
+    let out = c.spawn(&t, &sleep, &["-w", "1", "--cpu", "1"]).await;
+    assert!(
+        out.stderr.contains(
+            "warning: no node has room for the worker's pod now (too little cpu left by what already runs; it asks for cpu 1, memory "
+        ) && out.stderr.contains("; ask for less (--cpu, --memory) or wait for room\n"),
+        "{out:#?}"
+    );
+    let out = c
+        .run(&["wait", "-t", &t, "--timeout", "20s", "--heartbeat", "5s"])
+        .await;
+    assert_eq!(out.code, 4, "{out:#?}");
+    // The scheduler's words, once on the waiting line; then the heartbeat repeats them.
+    let said: Vec<&str> = (out.stdout.lines())
+        .filter(|l| l.starts_with("waiting   worker-0: Unschedulable: 0/"))
+        .collect();
+    assert_eq!(said.len(), 1, "{out:#?}");
+    assert!(said[0].contains("Insufficient cpu"), "{out:#?}");
+    assert!(
+        out.stdout
+            .contains("still     Pending (worker-0: Unschedulable: 0/"),
+        "{out:#?}"
+    );
+    let child = c.start(&["logs", "-f", "-t", &t, "--heartbeat", "2s"]);
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let out = interrupt(child).await;
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.stdout, "", "{out:#?}");
+    let said = out
+        .stderr
+        .matches("note: not started yet: worker-0: Unschedulable: 0/")
+        .count();
+    assert_eq!(said, 1, "{out:#?}");
+    assert!(
+        out.stderr
+            .contains("note: still not started, nothing new for "),
+        "{out:#?}"
+    );
+}
