@@ -237,7 +237,7 @@ macro_rules! flag_list {
     /// config file's on_cancel, else leave]
     on_cancel: OnCancel = OnCancel::Leave, parse::value_enum::<OnCancel>, ""
         => [Spawn, Wait], value: "WHAT", choices: OnCancel, requires: "wait",
-            brief: "On SIGINT/SIGTERM: leave, stop or delete the run";
+            brief: "On a cancel: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
     /// Only while tf-spawner follows the run (spawn --wait then waits for the end)

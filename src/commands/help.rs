@@ -87,12 +87,9 @@ const VALUES_IN_TEXT: &[&str] = &["output"];
 
 /// Flags of the list a verb's help leaves out, to stay within a screen: the derived
 /// stall bound's two settings (`wait --stall-after`'s text names them;
-/// docs/reference.md and `config` show them).
-const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor"];
-
-/// Flags of the list a verb's `-h` leaves out and its `--help` shows (`wait -h` is a
-/// screen already).
-const VERB_LONG_ONLY: &[&str] = &["on_cancel"];
+/// docs/reference.md and `config` show them), `--on-cancel` (docs/reference.md,
+/// `config`, `spawn --help`).
+const VERB_UNSHOWN: &[&str] = &["stall_factor", "stall_floor", "on_cancel"];
 
 /// A verb's flags whose full text is more than a screen wants.
 const VERB_SHORT: &[(&str, &str, &str)] = &[
@@ -332,9 +329,6 @@ fn verb_by_the_list(verb: Command) -> Command {
         if VERB_UNSHOWN.contains(&id.as_str()) {
             verb = verb.mut_arg(id.as_str(), |a| a.hide(true));
             continue;
-        }
-        if VERB_LONG_ONLY.contains(&id.as_str()) {
-            verb = verb.mut_arg(id.as_str(), |a| a.hide_short_help(true));
         }
         if let Some(brief) = flags::def(&id).and_then(|d| d.brief) {
             verb = verb.mut_arg(id.as_str(), |a| {

@@ -186,7 +186,7 @@ fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict()
     let back_off = "Back-off pulling image \"x:1\": ErrImagePull: failed to pull: no such host";
     waiting(&env, "pull-worker-1", "ImagePullBackOff", back_off);
     let out = env.run(&["wait", "-t", "pull"]);
-    assert_eq!(out.code, 3, "{out:#?}");
+    assert_eq!(out.code, 6, "{out:#?}");
     out.stdout_has("stopped 1 pod still running after the verdict: pull-worker-0 (kept with its log")
         .stdout_has("stopped 1 pod that never started: pull-worker-1 (no log; kept until -d: tf-spawner status -t pull says why)");
     let verdict = format!(
