@@ -245,7 +245,7 @@ macro_rules! flag_list {
     on_cancel: crate::ops::wait::OnCancel = crate::ops::wait::OnCancel::Leave,
         parse::value_enum::<crate::ops::wait::OnCancel>, "", unshown
         => [Spawn, Wait], value: "WHAT", choices: crate::ops::wait::OnCancel, requires: "wait",
-            brief: "On SIGINT/SIGTERM: leave, stop or delete the run";
+            brief: "On a cancel: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
     /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
     /// Only while tf-spawner follows the run (spawn --wait then waits for the end)

@@ -269,19 +269,10 @@ pub struct WaitArgs {
     )]
     pub cleanup: bool,
 
-    /// The verdict as one document on stdout (json or yaml: verdict, failure, task,
-    /// reason, exit code, duration, restarts, metrics, cost), the progress on stderr
-    #[arg(
-        short,
-        long,
-        value_enum,
-        default_value_t = ReportFormat::Table,
-        value_name = "FORMAT",
-        // Left out of `wait -h` and `--help` (a screen on 80 columns); docs/reference.md
-        // ("One rule for every verb", "Exit codes") has it.
-        hide = true
-    )]
-    pub output: ReportFormat,
+    /// The verdict as a json or yaml document on stdout (the progress on stderr); left out
+    /// of `wait`'s help, a screen already (docs/reference.md, "Following a run")
+    #[arg(short, long, value_enum, value_name = "FORMAT", hide = true)]
+    pub output: Option<ReportFormat>,
 
     #[command(flatten)]
     pub restart: RestartArgs,

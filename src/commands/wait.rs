@@ -41,10 +41,10 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         observer: None,
         notify: settings.notify.value.clone(),
         on_cancel: settings.on_cancel.value,
-        output: args.output,
+        output: args.output.unwrap_or(ReportFormat::Table),
         heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
     };
-    if args.output != ReportFormat::Table {
+    if wait.output != ReportFormat::Table {
         // stdout is the verdict document's alone.
         crate::output::progress_to_stderr();
     }
