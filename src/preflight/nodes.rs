@@ -192,7 +192,19 @@ fn warning_now(pods: &RolePods, asks: &Room, name: &str, free: &Room) -> String 
         .filter(|(k, v)| free.get(*k).copied().unwrap_or(0) < **v)
         .map(|(k, _)| k.as_str())
         .collect();
-    let (which, each, stays) = if pods.count == 1 {
+    let (which, each, stays) = wording(pods);
+    format!(
+        "no node has room for {which} now (too little {} left by what already runs; {each} for {}); the most is on {name}, {} free: {stays} Pending until pods there end; ask for less (--cpu, --memory) or wait for room",
+        short.join(", "),
+        show(asks, quantity::show),
+        show(free, quantity::human)
+    )
+}
+
+/// How a warning names the pods: `the chief's pod` / `one of the worker pods`, then
+/// `it asks` / `each asks` and `it stays` / `they stay`.
+fn wording(pods: &RolePods) -> (String, &'static str, &'static str) {
+    if pods.count == 1 {
         (format!("the {}'s pod", pods.role), "it asks", "it stays")
     } else {
         (
@@ -200,13 +212,7 @@ fn warning_now(pods: &RolePods, asks: &Room, name: &str, free: &Room) -> String 
             "each asks",
             "they stay",
         )
-    };
-    format!(
-        "no node has room for {which} now (too little {} left by what already runs; {each} for {}); the most is on {name}, {} free: {stays} Pending until pods there end; ask for less (--cpu, --memory) or wait for room",
-        short.join(", "),
-        show(asks, quantity::show),
-        show(free, quantity::human)
-    )
+    }
 }
 
 /// The schedulable nodes, each with its allocatable resources.
@@ -236,15 +242,7 @@ fn warning(pods: &RolePods, asks: &Room, name: &str, room: &Room) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (which, each, stays) = if pods.count == 1 {
-        (format!("the {}'s pod", pods.role), "it asks", "it stays")
-    } else {
-        (
-            format!("one of the {} pods", pods.role),
-            "each asks",
-            "they stay",
-        )
-    };
+    let (which, each, stays) = wording(pods);
     format!(
         "no node can hold {which} ({each} for {}); the largest, {name}, has {} allocatable: {stays} Pending until a node that large joins the cluster",
         show(asks, quantity::show),

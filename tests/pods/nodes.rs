@@ -78,6 +78,22 @@ async fn second_node(c: &Cluster, test: &str) -> Option<String> {
     Some(name)
 }
 
+/// The cluster and its second node's name, with the TensorFlow image on the node; `None`
+/// (with a notice) when a TensorFlow test on two nodes cannot run.
+async fn tensorflow_on_two_nodes(name: &str, test: &str) -> Option<(Cluster, String)> {
+    let c = Cluster::new(name).await?;
+    let node = second_node(&c, test).await?;
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE}"
+        );
+        return None;
+    }
+    Some((c, node))
+}
+
 fn control(action: &str) {
     let command = std::env::var(CONTROL).expect("checked");
     let status = std::process::Command::new("bash")
@@ -230,20 +246,9 @@ exec python /script/training-script.py
 #[tokio::test]
 async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     let test = "a_run_whose_node_dies_restarts_on_the_other_node_and_resumes";
-    let Some(c) = Cluster::new("node-restart").await else {
+    let Some((c, node)) = tensorflow_on_two_nodes("node-restart", test).await else {
         return;
     };
-    let Some(node) = second_node(&c, test).await else {
-        return;
-    };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: the node has no {TF_IMAGE}"
-        );
-        return;
-    }
     let _claim = Claim::new(&c).await;
     let t = tag("moved");
     let script = crate::support::repo_file("examples/mnist.py");
@@ -378,20 +383,9 @@ spec:
 #[tokio::test]
 async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     let test = "a_run_spread_over_two_nodes_survives_the_loss_of_one";
-    let Some(c) = Cluster::new("node-spread").await else {
+    let Some((c, node)) = tensorflow_on_two_nodes("node-spread", test).await else {
         return;
     };
-    let Some(node) = second_node(&c, test).await else {
-        return;
-    };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: the node has no {TF_IMAGE}"
-        );
-        return;
-    }
     let _claim = Claim::new(&c).await;
     let t = tag("spread");
     let script = crate::support::repo_file("examples/mnist.py");
@@ -502,20 +496,9 @@ fn second_node_preference(operator: &str) -> String {
 #[tokio::test]
 async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
     let test = "a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup";
-    let Some(c) = Cluster::new("node-cut").await else {
+    let Some((c, node)) = tensorflow_on_two_nodes("node-cut", test).await else {
         return;
     };
-    let Some(node) = second_node(&c, test).await else {
-        return;
-    };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: the node has no {TF_IMAGE}"
-        );
-        return;
-    }
     let _claim = Claim::new(&c).await;
     let t = tag("cut");
     let script = crate::support::repo_file("examples/mnist.py");
@@ -640,20 +623,9 @@ fn names_in(dir: &std::path::Path) -> Vec<String> {
 #[tokio::test]
 async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
     let test = "a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from";
-    let Some(c) = Cluster::new("node-fence").await else {
+    let Some((c, node)) = tensorflow_on_two_nodes("node-fence", test).await else {
         return;
     };
-    let Some(node) = second_node(&c, test).await else {
-        return;
-    };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: the node has no {TF_IMAGE}"
-        );
-        return;
-    }
     let claim = Claim::new(&c).await;
     let t = tag("fence");
     let root = claim.dir.path().join(&t).join("backup");
