@@ -271,17 +271,7 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
         ],
     )
     .await;
-    let child = c.start(&[
-        "wait",
-        "-t",
-        &t,
-        "--restarts",
-        "1",
-        "--restart-backoff",
-        "1s",
-        "--timeout",
-        "600s",
-    ]);
+    let child = c.start_restarting_once(&t, "600s");
     c.eventually(
         "epoch 3 of the first attempt",
         Duration::from_secs(300),
@@ -394,17 +384,7 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
     args.extend(["--node-lost-after", "10s"]);
     spawn(&c, &t, &script, &pod_file, &args).await;
-    let child = c.start(&[
-        "wait",
-        "-t",
-        &t,
-        "--restarts",
-        "1",
-        "--restart-backoff",
-        "1s",
-        "--timeout",
-        "600s",
-    ]);
+    let child = c.start_restarting_once(&t, "600s");
     c.eventually(
         "epoch 3 of the first attempt",
         Duration::from_secs(300),
@@ -520,17 +500,7 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
     args.extend(["--volume", "out", "-c", entry.to_str().unwrap()]);
     args.extend(["--node-lost-after", "5s"]);
     spawn(&c, &t, &script, &worker, &args).await;
-    let child = c.start(&[
-        "wait",
-        "-t",
-        &t,
-        "--restarts",
-        "1",
-        "--restart-backoff",
-        "1s",
-        "--timeout",
-        "600s",
-    ]);
+    let child = c.start_restarting_once(&t, "600s");
     c.eventually(
         "epoch 3 of the first attempt",
         Duration::from_secs(300),
@@ -642,17 +612,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
     let mut args = args.to_vec();
     args.extend(["--node-lost-after", "5s"]);
     spawn(&c, &t, &script, &pod_file, &args).await;
-    let child = c.start(&[
-        "wait",
-        "-t",
-        &t,
-        "--restarts",
-        "1",
-        "--restart-backoff",
-        "1s",
-        "--timeout",
-        "900s",
-    ]);
+    let child = c.start_restarting_once(&t, "900s");
     let before = c
         .eventually(
             "the first attempt's 3rd backup",

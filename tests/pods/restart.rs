@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, RUN_TIMEOUT, restart_lines, tag};
+use crate::support::{Cluster, restart_lines, tag};
 
 /// Synthetic MNIST in the pod, then the example: enough epochs that a worker can be
 /// deleted in the middle, each one backed up in the run's volume. Enough that the
@@ -75,17 +75,7 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
         entry.to_str().unwrap(),
     ];
     c.spawn(&t, &script, &extra).await;
-    let child = c.start(&[
-        "wait",
-        "-t",
-        &t,
-        "--restarts",
-        "1",
-        "--restart-backoff",
-        "1s",
-        "--timeout",
-        "600s",
-    ]);
+    let child = c.start_restarting_once(&t, "600s");
     // Two epochs done (and backed up): Keras has begun the third.
     c.eventually(
         "epoch 3 of the first attempt",
@@ -336,19 +326,7 @@ async fn a_run_whose_pods_vanished_before_any_wait_is_restarted_from_its_record(
         c.pods(&t).await.is_empty().then_some(())
     })
     .await;
-    let out = c
-        .run(&[
-            "wait",
-            "-t",
-            &t,
-            "--restarts",
-            "1",
-            "--restart-backoff",
-            "1s",
-            "--timeout",
-            RUN_TIMEOUT,
-        ])
-        .await;
+    let out = c.wait_restarting(&t, "1", &[]).await;
     assert_eq!(out.code, 0, "{out:#?}");
     out.stdout_has(&format!(
         "run {t}: restart 1/1 in 0s: every pod of the run was gone when this wait began; re-creating its 2 pods from its record (attempt 1)"

@@ -157,6 +157,23 @@ impl Cluster {
         self.run(&args).await
     }
 
+    /// `wait -t TAG` started, with one restart after a second's pause, giving up after
+    /// `timeout`: the running follow.
+    pub fn start_restarting_once(&self, tag: &str, timeout: &str) -> tokio::process::Child {
+        let [restarts, n, backoff, pause, ..] = restarting("1");
+        self.start(&[
+            "wait",
+            "-t",
+            tag,
+            restarts,
+            n,
+            backoff,
+            pause,
+            "--timeout",
+            timeout,
+        ])
+    }
+
     /// Spawns run `tag` of `script` with this suite's template and `extra` flags, and
     /// asserts that the spawn itself worked.
     pub async fn spawn(&self, tag: &str, script: &Path, extra: &[&str]) -> Output {
