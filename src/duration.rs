@@ -13,20 +13,27 @@ pub fn age(secs: u64) -> String {
     }
 }
 
-/// `HH:MM:SS UTC`, or the date too when it is not today's (UTC).
-pub fn clock(secs: i64) -> String {
+/// `HH:MM:SS UTC`, or the date too when it is not the day (UTC) of `now` (seconds since
+/// the epoch: the caller's now, so that what is printed follows from what was read).
+pub fn clock(secs: i64, now: i64) -> String {
+    let day_of = |t: i64| {
+        k8s_openapi::jiff::Timestamp::from_second(t)
+            .ok()
+            .map(|t| t.strftime("%Y-%m-%d").to_string())
+    };
     let Ok(at) = k8s_openapi::jiff::Timestamp::from_second(secs) else {
         return secs.to_string();
     };
-    let today = k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%d")
-        .to_string();
-    let day = at.strftime("%Y-%m-%d").to_string();
-    if day == today {
+    if day_of(secs) == day_of(now) {
         at.strftime("%H:%M:%S UTC").to_string()
     } else {
         at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
     }
+}
+
+/// Seconds since the epoch, now.
+pub fn now() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
 }
 
 /// RFC 3339, for JSON.
@@ -47,5 +54,14 @@ mod tests {
         assert_eq!(age(2520), "42m");
         assert_eq!(age(5 * 3600), "5h");
         assert_eq!(age(3 * 86_400), "3d");
+    }
+
+    /// Whether the date is shown follows from the `now` given, never from the clock of
+    /// the machine running it (a test pinned one day failed the next).
+    #[test]
+    fn a_clock_time_has_its_date_when_it_is_not_on_nows_day() {
+        let at = 1_795_703_493; // 2026-11-26 14:31:33 UTC
+        assert_eq!(clock(at, at + 60), "14:31:33 UTC");
+        assert_eq!(clock(at, at + 86_400), "2026-11-26 14:31:33 UTC");
     }
 }

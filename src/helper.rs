@@ -305,8 +305,9 @@ impl Found {
         })
     }
 
-    /// How it ends, for run `tag`: `deleted when …`, `stays …`.
-    pub fn ends(&self, tag: &str) -> String {
+    /// How it ends, for run `tag`: `deleted when …`, `stays …` (a time's date shown when
+    /// it is not on `now`'s day).
+    pub fn ends(&self, tag: &str, now: i64) -> String {
         let by_hand = format!("tf-spawner -d -t {tag} deletes it");
         match (self.phase.as_str(), self.kind.as_str()) {
             ("Terminating", _) => "being deleted".to_string(),
@@ -324,7 +325,7 @@ impl Found {
             (_, "cp") => match self.deadline {
                 Some(at) => format!(
                     "the cp that made it deletes it when its copy ends; if that cp was killed, its deadline ends it by {} ({by_hand} sooner)",
-                    crate::duration::clock(at)
+                    crate::duration::clock(at, now)
                 ),
                 None => format!(
                     "the cp that made it deletes it when its copy ends; if that cp was killed, {by_hand} (its deadline counts from its start)"
@@ -522,12 +523,12 @@ mod tests {
             sessions: 0,
             deadline,
         };
-        let started = found(Some(1_700_000_000)).ends("t");
+        let started = found(Some(1_700_000_000)).ends("t", 1_700_000_000);
         assert!(
             started.contains("if that cp was killed, its deadline ends it by "),
             "{started}"
         );
-        let pending = found(None).ends("t");
+        let pending = found(None).ends("t", 1_700_000_000);
         assert!(
             pending.ends_with("if that cp was killed, tf-spawner -d -t t deletes it (its deadline counts from its start)"),
             "{pending}"

@@ -31,8 +31,9 @@ impl RunTime {
         (self.ended - self.started).max(0) as u64
     }
 
-    /// `took 1m 12s: from the first task's start (09:35:01 UTC) to worker-0's end (09:36:13 UTC)`.
-    pub fn line(&self) -> String {
+    /// `took 1m 12s: from the first task's start (09:35:01 UTC) to worker-0's end (09:36:13 UTC)`,
+    /// dates shown for times not on `now`'s day.
+    pub fn line(&self, now: i64) -> String {
         format!(
             "took {}: from the {} ({}) to {}'s end ({})",
             humantime::format_duration(std::time::Duration::from_secs(self.seconds())),
@@ -41,9 +42,9 @@ impl RunTime {
             } else {
                 "first task's start"
             },
-            crate::duration::clock(self.started),
+            crate::duration::clock(self.started, now),
             self.decided_by,
-            crate::duration::clock(self.ended)
+            crate::duration::clock(self.ended, now)
         )
     }
 }
@@ -162,16 +163,20 @@ mod tests {
             Some("2026-01-01T11:10:00Z"),
         );
         let t = run_time(&[&v], None, false).unwrap();
-        assert!(!t.over_attempts && t.line().contains("from the first task's start"));
+        assert!(
+            !t.over_attempts
+                && t.line(1_767_312_000)
+                    .contains("from the first task's start")
+        );
         v.times.run_started = Some(1767261600); // 10:00:00, attempt 0's start
         let t = run_time(&[&v], None, false).unwrap();
         assert_eq!(t.seconds(), 70 * 60);
         assert!(
-            t.line().starts_with(
+            t.line(1_767_312_000).starts_with(
                 "took 1h 10m: from the run's first start, every attempt included (2026-01-01 10:00:00 UTC)"
             ),
             "{}",
-            t.line()
+            t.line(1_767_312_000)
         );
     }
 

@@ -34,14 +34,14 @@ pub fn run_metrics(
     };
     metrics.restarts = tracker.attempt();
     let before = earlier.and_then(|e| e.cost);
-    let cost = cost::of_views(before.as_ref(), tracker.live(), now_secs(), false);
+    let cost = cost::of_views(
+        before.as_ref(),
+        tracker.live(),
+        crate::duration::now(),
+        false,
+    );
     metrics.cost = (cost.total != cost::Held::default() || before.is_some()).then_some(cost);
     (metrics != RunMetrics::default()).then_some(metrics)
-}
-
-/// Seconds since the epoch, now.
-fn now_secs() -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second()
 }
 
 /// At a restart: the metrics so far in the run's record (a problem is a note), their
@@ -49,7 +49,7 @@ fn now_secs() -> i64 {
 pub async fn record_restart(cluster: &Cluster, tag: &str, metrics: Option<&mut RunMetrics>) {
     let Some(metrics) = metrics else { return };
     if let Some(cost) = &mut metrics.cost {
-        cost.until = Some(now_secs());
+        cost.until = Some(crate::duration::now());
     }
     if let Err(e) = record::write_metrics(cluster, tag, metrics).await {
         output::note(&format!(

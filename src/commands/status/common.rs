@@ -36,11 +36,11 @@ pub struct Report<'a> {
 
 /// `NodeLost: node N not ready since T (it stopped reporting)` for a pod whose node
 /// stopped reporting and that has not ended (as far as the API knows).
-pub(super) fn lost(v: &PodView) -> Option<Reason> {
+pub(super) fn lost(v: &PodView, now: i64) -> Option<Reason> {
     let since = v.node_lost?;
     let when = match since {
         0 => String::new(),
-        t => format!(" since {}", crate::duration::clock(t)),
+        t => format!(" since {}", crate::duration::clock(t, now)),
     };
     Some(Reason {
         reason: NODE_LOST.into(),
@@ -76,7 +76,7 @@ pub(super) fn stalled(
     let quiet = u64::try_from(now.saturating_sub(last)).unwrap_or(0);
     let task = deciding.task.map(|t| t.id());
     (running && !training.finished() && quiet > bound.as_secs())
-        .then(|| crate::ops::wait::stalled_text(task.as_deref(), training, stall))
+        .then(|| crate::ops::wait::stalled_text(task.as_deref(), training, stall, now))
 }
 
 /// The attempt of a restart recorded and not carried out, if any.

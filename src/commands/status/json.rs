@@ -188,7 +188,7 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
 
 /// One pod of `status -o json` (see [`PodJson`]).
 fn pod_json(v: &PodView, record: Option<&Record>, events: &Events, now: i64) -> PodJson {
-    let (reason, message) = reason_of(v);
+    let (reason, message) = reason_of(v, now);
     let never = never_started(v, record);
     PodJson {
         name: v.name.clone(),
@@ -223,8 +223,8 @@ fn pod_json(v: &PodView, record: Option<&Record>, events: &Events, now: i64) -> 
 }
 
 /// What `reason` and `message` say for one pod (see [`PodJson`]).
-fn reason_of(v: &PodView) -> (Option<String>, Option<String>) {
-    if let Some(r) = lost(v) {
+fn reason_of(v: &PodView, now: i64) -> (Option<String>, Option<String>) {
+    if let Some(r) = lost(v, now) {
         (Some(r.reason), r.message)
     } else if let Some(r) = v.decisive_reason() {
         (Some(r.reason.clone()), r.message.clone())
@@ -266,7 +266,7 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
         phase: h.phase.clone(),
         age_seconds: h.created.map(|c| u64::try_from(now - c).unwrap_or(0)),
         keep: h.keep,
-        ends: h.ends(tag),
+        ends: h.ends(tag, now),
     }
 }
 

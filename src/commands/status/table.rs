@@ -43,7 +43,7 @@ pub fn render(report: &Report) -> String {
     }
     let sections = [
         pods_table(tracker, &pods, record, training, now),
-        stuck_lines(&pods, record),
+        stuck_lines(&pods, record, now),
         stopped_lines(&pods, record),
         deleted_lines(record),
         pending_restart_line(tracker, record),
@@ -54,7 +54,7 @@ pub fn render(report: &Report) -> String {
         progress_section(tracker, training, stall, now),
         victim_lines(tracker),
         verdict_line(tracker, record),
-        timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line() + "\n"),
+        timing::of_run(tracker, all_workers).map_or_else(String::new, |t| t.line(now) + "\n"),
         super::common::cost(tracker, record, now).map_or_else(String::new, |c| c.line() + "\n"),
     ];
     sections.concat()
@@ -149,8 +149,8 @@ fn pod_row(v: &PodView, record: Option<&Record>, now: i64) -> Vec<String> {
         or_dash(v.node.clone()),
         or_dash(v.age(now).map(age)),
         exit_cell(v, never.is_some()),
-        or_dash(v.times.started_at.map(duration::clock)),
-        or_dash(v.times.finished_at.map(duration::clock)),
+        or_dash(v.times.started_at.map(|t| duration::clock(t, now))),
+        or_dash(v.times.finished_at.map(|t| duration::clock(t, now))),
         or_dash(timing::duration(v).map(age)),
     ]
 }
@@ -196,10 +196,10 @@ fn exit_cell(v: &PodView, never_started: bool) -> String {
 /// `worker-1: NodeLost: …` for a pod on a lost node, `worker-2: Unschedulable: …` for
 /// one waiting with a message (a queue's gate says nothing new; a gang scheduler's
 /// reason does).
-fn stuck_lines(pods: &[&PodView], record: Option<&Record>) -> String {
+fn stuck_lines(pods: &[&PodView], record: Option<&Record>, now: i64) -> String {
     let mut out = String::new();
     for v in pods {
-        if let Some(r) = lost(v) {
+        if let Some(r) = lost(v, now) {
             out.push_str(&format!("{}: {}\n", v.label(), one_line(&r.to_string())));
         }
         if v.terminated.is_none()
@@ -328,7 +328,7 @@ fn helper_lines(helpers: &[Found], tag: &str, now: i64) -> String {
                 h.name,
                 h.kind,
                 h.phase,
-                h.ends(tag)
+                h.ends(tag, now)
             )
         })
         .collect()

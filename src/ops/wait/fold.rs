@@ -235,7 +235,7 @@ impl Fold {
             return None;
         }
         let task = self.deciding.as_ref().and_then(|p| p.task).map(|t| t.id());
-        let text = stalled_text(task.as_deref(), &self.training, stall.bound);
+        let text = stalled_text(task.as_deref(), &self.training, stall.bound, now.wall);
         Some(match stall.on {
             OnStall::Fail | OnStall::Restart => Effect::End(Outcome::Stalled(Stalled {
                 text,
@@ -262,10 +262,15 @@ fn done(seen: &RunSeen, until: WaitFor) -> Option<Done> {
 
 /// `no progress from worker-0 since 21:03:12 UTC (--stall-after 30m)`, the deciding
 /// task named when known; the bound says where it comes from (`StallBound::source`).
-pub fn stalled_text(task: Option<&str>, training: &Training, bound: StallBound) -> String {
+pub fn stalled_text(
+    task: Option<&str>,
+    training: &Training,
+    bound: StallBound,
+    now: i64,
+) -> String {
     let since = training.last_at.map_or_else(
         || "its start".to_string(),
-        |ms| crate::duration::clock(ms / 1000),
+        |ms| crate::duration::clock(ms / 1000, now),
     );
     let from = task.map(|t| format!(" from {t}")).unwrap_or_default();
     format!(

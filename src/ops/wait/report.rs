@@ -112,7 +112,7 @@ fn time_and_training(
     metrics: Option<&RunMetrics>,
 ) -> Result<()> {
     if let Some(time) = crate::timing::of_run(tracker, all_workers) {
-        output::print(&format!("{}\n", time.line()))?;
+        output::print(&format!("{}\n", time.line(crate::duration::now())))?;
     }
     if let Some(cost) = metrics.and_then(|m| m.cost) {
         output::print(&format!("{}\n", cost.line()))?;

@@ -195,7 +195,10 @@ fn a_stall_is_named_once_per_silence_and_only_after_progress() {
     let named = fold.step(Event::Tick, at(t0, 605));
     assert_eq!(
         named,
-        vec![Effect::ShowStall(t.clone(), stalled_text(None, &t, bound))]
+        vec![Effect::ShowStall(
+            t.clone(),
+            stalled_text(None, &t, bound, 1_000_605)
+        )]
     );
     // Named once: the next only after new progress.
     assert_eq!(fold.next_wake(), None);
@@ -251,7 +254,7 @@ fn a_stall_fails_or_restarts_the_run_with_its_cause() {
         assert_eq!(
             ends(&end),
             Some(&Outcome::Stalled(Stalled {
-                text: stalled_text(None, &t, bound),
+                text: stalled_text(None, &t, bound, 1_002_700),
                 cause: "stalled at epoch 7, step 1200, for 45m".to_string(),
             }))
         );
