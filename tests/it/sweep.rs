@@ -204,7 +204,7 @@ fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
     assert!(status.success());
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
-    out.stderr_has("take it up with: tf-spawner sweep --resume rx -n default");
+    out.stderr_has("experiment 'rx' was left as it is (0 succeeded, 0 failed, 1 left running, 2 not started); take it up with: tf-spawner sweep --resume rx -n default");
     assert!(pods_of(&env, "rx-2").is_empty());
     let first = env.server.get("pods", NS, "rx-1-worker-0").unwrap();
 
@@ -479,6 +479,46 @@ fn a_pipe_gets_a_line_per_change_of_a_run() {
     assert!(!out.stdout.contains('\x1b'), "{}", out.stdout);
 }
 
+/// Ctrl-C while a run waits for quota: that run was never created and is counted as not
+/// started, beside the one left running.
+#[test]
+fn ctrl_c_while_a_run_waits_for_quota_counts_it_as_not_started() {
+    let env = Env::new();
+    env.server.insert(
+        "resourcequotas",
+        NS,
+        json!({ "metadata": { "name": "q" }, "spec": { "hard": { "pods": "1" } } }),
+    );
+    let script = env.script();
+    let args = ["sweep", "-t", "qw", "-w", "1", "--param", "lr=1,2,3"];
+    let mut args = args.to_vec();
+    args.extend(["--parallel", "2", script.to_str().unwrap()]);
+    let mut child = start(&env, &args);
+    await_pod(&env, "qw-1-worker-0", &mut child);
+    // qw-2 refused for want of quota, then tried again: the quota read a third time.
+    let quota_reads = || {
+        let requests = env.server.requests();
+        let reads = requests
+            .iter()
+            .filter(|r| r.path.ends_with("/resourcequotas"));
+        reads.count()
+    };
+    let start_at = Instant::now();
+    while quota_reads() < 3 {
+        assert!(start_at.elapsed() < Duration::from_secs(60), "no retry");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child);
+    assert_eq!(out.code, 130, "{out:#?}");
+    out.stderr_has("(0 succeeded, 0 failed, 1 left running, 2 not started)");
+    assert!(pods_of(&env, "qw-2").is_empty());
+}
+
 /// `--resume` under a quota: the runs that ended hold no share of it, only those still
 /// running count toward the runs at a time.
 #[test]
@@ -515,27 +555,20 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     assert_eq!(out.code, 130, "{out:#?}");
     out.stdout_has(
         "experiment qx: 4 runs, 2 at a time: the quota 'q' leaves 2 pods, a run needs 1\n",
-    );
+    )
+    .stderr_has("(1 succeeded, 0 failed, 2 left running, 1 not started)");
 
     // qx-1 ended, qx-2 and qx-3 run: 2 at a time, not 3.
-    let quota_reads = || {
-        let requests = env.server.requests();
-        requests
-            .iter()
-            .filter(|r| r.path.ends_with("/resourcequotas"))
-            .count()
-    };
-    let before = quota_reads();
+    let before = env
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true"))
+        .count();
     let mut child = start(&env, &["sweep", "--resume", "qx"]);
-    // Once it has read the quota.
-    let start = Instant::now();
-    while quota_reads() == before {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no read of the quota"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Once it follows qx-2 and qx-3: it has counted them and read the quota (a pod that
+    // ends while the quota is read would change what the quota leaves).
+    crate::follow::await_watches(&env, before + 2);
     exited(&env, "qx-2-worker-0", 0);
     await_pod(&env, "qx-4-worker-0", &mut child);
     exited(&env, "qx-3-worker-0", 0);

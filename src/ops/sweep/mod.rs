@@ -209,7 +209,10 @@ async fn at_a_time(
 enum Ended {
     Succeeded,
     Failed(String),
+    /// Left running at a signal (its exit code).
     Interrupted(u8),
+    /// Not created: a signal came while it waited for quota.
+    NotCreated(u8),
     /// Not started: the experiment's record was deleted (`-d --experiment` elsewhere).
     Deleted,
 }
@@ -277,7 +280,7 @@ async fn follow_all(
         tokio::select! {
             Some((i, end)) = active.next() => {
                 match end {
-                    Ended::Interrupted(code) => { stopping.get_or_insert(Halt::Signal(code)); }
+                    Ended::Interrupted(code) | Ended::NotCreated(code) => { stopping.get_or_insert(Halt::Signal(code)); }
                     Ended::Deleted => { stopping.get_or_insert(Halt::Deleted); }
                     _ => {}
                 }
@@ -317,6 +320,7 @@ fn end_state(end: &Ended) -> &'static str {
         Ended::Succeeded => "Succeeded",
         Ended::Failed(_) => "Failed",
         Ended::Interrupted(_) => "interrupted",
+        Ended::NotCreated(_) => "not started",
         Ended::Deleted => "not started",
     }
 }
@@ -326,6 +330,7 @@ fn end_text(end: &Ended) -> String {
         Ended::Succeeded => "Succeeded".into(),
         Ended::Failed(why) => format!("Failed: {why}"),
         Ended::Interrupted(_) => "left as it is (interrupted)".into(),
+        Ended::NotCreated(_) => "not started (interrupted)".into(),
         Ended::Deleted => "not started: the experiment was deleted".into(),
     }
 }
@@ -344,7 +349,10 @@ async fn one_run(
         let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
         let created = create(cluster, sweep, (tag, point)).await;
         if let Err(e) = created {
-            return (index, ended_by(&e));
+            return match ended_by(&e) {
+                Ended::Interrupted(code) => (index, Ended::NotCreated(code)),
+                other => (index, other),
+            };
         }
     }
     match super::wait::run(cluster, &wait).await {
@@ -422,11 +430,18 @@ fn verdict(
         ));
     }
     if let Some(Halt::Signal(code)) = stopping {
+        // The runs under way when the signal came end as interrupted (left running); the
+        // rest were never taken from the queue.
+        let running = ended
+            .iter()
+            .filter(|(_, e)| matches!(e, Ended::Interrupted(_)))
+            .count();
         return Err(ExitError::new(
             code,
             format!(
-                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {left} running or not started); take it up with: tf-spawner sweep --resume {name} -n {ns}",
-                failed.len()
+                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {running} left running, {} not started); take it up with: tf-spawner sweep --resume {name} -n {ns}",
+                failed.len(),
+                left.saturating_sub(running)
             ),
         )
         .into());
