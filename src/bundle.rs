@@ -124,9 +124,14 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     })
 }
 
+/// Left out of every project and never worth a word: git's own directory and the files
+/// that say what is left out.
+const UNSAID: [&str; 3] = [".git", ".gitignore", IGNORE_FILE];
+
 /// What the walk left out of DIR: each entry not shipped, in name order; a directory
 /// none of whose files was shipped once, as `dir/` (never walked into: an ignored
-/// `data/` or `.venv/` may hold millions). Empty directories are not counted.
+/// `data/` or `.venv/` may hold millions). Empty directories and [`UNSAID`] are not
+/// counted.
 fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
     let files: std::collections::HashSet<&Path> = shipped.iter().map(PathBuf::as_path).collect();
     let dirs: std::collections::HashSet<&Path> =
@@ -142,6 +147,9 @@ fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
         for entry in entries.into_iter().rev() {
             let rel = dir.join(entry.file_name());
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if UNSAID.iter().any(|n| entry.file_name() == *n) {
+                continue;
+            }
             if is_dir && dirs.contains(rel.as_path()) {
                 todo.push(rel);
             } else if is_dir {
@@ -396,17 +404,7 @@ mod tests {
             std::fs::read(out.path().join("pkg/mod.py")).unwrap(),
             b"Y = 2\n"
         );
-        assert_eq!(
-            b.left_out,
-            [
-                ".env",
-                ".gitignore",
-                ".tfspawnerignore",
-                "ckpt/",
-                "data/",
-                "tf-spawner-output/"
-            ]
-        );
+        assert_eq!(b.left_out, [".env", "ckpt/", "data/", "tf-spawner-output/"]);
     }
 
     /// Shipping a repository's subdirectory: git's rules from the repository's root

@@ -150,8 +150,11 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
     }
     let shown = crate::output::shown_path(dir);
     crate::output::note(&format!(
-        "--dir {shown}: {} files or directories left out (ignored by git or {}, hidden, or --local output){}",
-        left_out.len(),
+        "--dir {shown}: {} left out (ignored by git or {}, hidden, or --local output){}",
+        match left_out.len() {
+            1 => "1 file or directory".to_string(),
+            n => format!("{n} files or directories"),
+        },
         crate::bundle::IGNORE_FILE,
         if tracing::enabled!(tracing::Level::INFO) {
             ""

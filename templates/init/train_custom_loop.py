@@ -2,17 +2,30 @@
 
     tf-spawner --local -w 2 train.py    # two workers on this machine
     tf-spawner -w 4 train.py            # four pods on the cluster (tf-spawner.yaml)
+    tf-spawner -w 4 train.py -- --epochs 10 --lr 0.01   # its own arguments after --
 
 On SIGTERM (a deleted or preempted pod) every worker saves a checkpoint at the same step
 and exits 42, which `--restarts` retries; the new run goes on from that step.
-Environment: DATA (an .npz with arrays x and y; without it, synthetic data), EPOCHS,
-STEPS_PER_EPOCH, TF_SPAWNER_OUTPUT_DIR (the run's volume; set by tf-spawner).
+Arguments: --epochs, --steps-per-epoch (default: the environment's EPOCHS and
+STEPS_PER_EPOCH, else 3 and 20), --lr (Adam's learning rate, 0.001; a sweep fills it in).
+Environment: DATA (an .npz with arrays x and y; without it, synthetic data),
+TF_SPAWNER_OUTPUT_DIR (the run's volume; set by tf-spawner).
 """
+import argparse
 import importlib.util
 import os
 import shutil
 import sys
 import tempfile
+
+# The script's own arguments, read before TensorFlow is imported: a typo ends every task at
+# once (exit 2, argparse's usage line) instead of after the workers have met.
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--epochs", type=int, default=int(os.environ.get("EPOCHS", "3")))
+parser.add_argument("--steps-per-epoch", type=int,
+                    default=int(os.environ.get("STEPS_PER_EPOCH", "20")))
+parser.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate")
+ARGS = parser.parse_args()
 
 # Keras 2 (tf-keras) where installed, set before TensorFlow is imported (Keras 3 works too).
 if importlib.util.find_spec("tf_keras"):
@@ -23,8 +36,7 @@ import tensorflow as tf  # noqa: E402
 # First of all: the strategy starts this task's server at its TF_CONFIG address.
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 
-EPOCHS = int(os.environ.get("EPOCHS", "3"))
-STEPS_PER_EPOCH = int(os.environ.get("STEPS_PER_EPOCH", "20"))
+EPOCHS, STEPS_PER_EPOCH, LEARNING_RATE = ARGS.epochs, ARGS.steps_per_epoch, ARGS.lr
 GLOBAL_BATCH = 32 * strategy.num_replicas_in_sync  # split between the workers
 OUTPUT = os.environ.get("TF_SPAWNER_OUTPUT_DIR") or os.path.join(tempfile.gettempdir(), "train")
 CHIEF = strategy.extended.should_checkpoint  # the chief (else worker 0) keeps files
@@ -47,7 +59,7 @@ with strategy.scope():  # the model's and the optimizer's variables, mirrored
     model = tf.keras.Sequential([tf.keras.layers.Input(shape=(20,)),
                                  tf.keras.layers.Dense(64, activation="relu"),
                                  tf.keras.layers.Dense(2)])
-    optimizer = tf.keras.optimizers.Adam()
+    optimizer = tf.keras.optimizers.Adam(LEARNING_RATE)
 
 # The handler restores the last checkpoint, and on SIGTERM every worker saves one at the
 # same step (the chief in OUTPUT/checkpoint/chief, the others a temporary copy) and exits 42

@@ -51,6 +51,15 @@ impl Output {
     }
 
     #[track_caller]
+    pub fn stderr_lacks(&self, needle: &str) -> &Self {
+        assert!(
+            !self.stderr.contains(needle),
+            "stderr has {needle:?}: {self:#?}"
+        );
+        self
+    }
+
+    #[track_caller]
     pub fn stdout_lacks(&self, needle: &str) -> &Self {
         assert!(
             !self.stdout.contains(needle),

@@ -609,11 +609,12 @@ fn dir_makes_the_scripts_modules_importable() {
         ["hello from helpers conf False"],
         "{out:#?}"
     );
-    // One line says what stayed home (`.gitignore` and the ignored `ckpt/`).
+    // One line says what stayed home (the ignored `ckpt/`; `.gitignore` goes without a
+    // word).
     assert_eq!(
         out.stderr,
         format!(
-            "note: --dir {}: 2 files or directories left out (ignored by git or .tfspawnerignore, hidden, or --local output); -v lists them\n",
+            "note: --dir {}: 1 file or directory left out (ignored by git or .tfspawnerignore, hidden, or --local output); -v lists them\n",
             code.display()
         ),
         "{out:#?}"

@@ -79,6 +79,28 @@ fn init_writes_the_project_and_names_the_next_commands() {
     assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
     assert!(env.path("quiet/train.py").is_file());
 
+    // A run of the new project ships it (`dir: .`) without a note: its own
+    // `.tfspawnerignore` is not news.
+    let spawned = run_in(&env, &exp, &["-t", "fresh", "train.py"]);
+    spawned.success().stdout_has("run fresh created");
+    spawned.stderr_lacks("left out");
+    let script = env.server.get("configmaps", "default", "fresh-script");
+    assert!(script.unwrap()["binaryData"]["dir.tar.gz"].is_string());
+
+    // Its script reads its own arguments before TensorFlow is imported (none is here): a
+    // mistyped one ends every task at once with argparse's line.
+    let typo = run_in(
+        &env,
+        &exp,
+        &["--local", "-t", "typo", "train.py", "--", "--epcohs", "2"],
+    );
+    assert_eq!(typo.code, 3, "{typo:#?}");
+    for task in ["worker-0", "worker-1"] {
+        typo.stdout_has(&format!(
+            "{task} | train.py: error: unrecognized arguments: --epcohs 2"
+        ));
+    }
+
     // The project's settings are what `config` reads there.
     let settings = config_in(&env, &exp, &[]);
     assert_eq!(settings["project_file"], json!(exp.join("tf-spawner.yaml")));
