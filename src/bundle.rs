@@ -124,9 +124,14 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     })
 }
 
-/// Left out of every project and never worth a word: git's own directory and the files
-/// that say what is left out.
-const UNSAID: [&str; 3] = [".git", ".gitignore", IGNORE_FILE];
+/// Left out of every project and never worth a word: git's own directory, the files that
+/// say what is left out, and what `--local` runs wrote.
+const UNSAID: [&str; 4] = [
+    ".git",
+    ".gitignore",
+    IGNORE_FILE,
+    crate::labels::LOCAL_OUTPUT_ROOT,
+];
 
 /// What the walk left out of DIR: each entry not shipped, in name order; a directory
 /// none of whose files was shipped once, as `dir/` (never walked into: an ignored
@@ -404,7 +409,7 @@ mod tests {
             std::fs::read(out.path().join("pkg/mod.py")).unwrap(),
             b"Y = 2\n"
         );
-        assert_eq!(b.left_out, [".env", "ckpt/", "data/", "tf-spawner-output/"]);
+        assert_eq!(b.left_out, [".env", "ckpt/", "data/"]);
     }
 
     /// Shipping a repository's subdirectory: git's rules from the repository's root

@@ -92,8 +92,10 @@ mod tests {
     #[test]
     fn the_scripts_are_short_and_set_up_tensorflow_in_order() {
         for script in [TRAIN, TRAIN_CUSTOM_LOOP] {
-            assert!(script.lines().count() < 100, "{script}");
+            // A page or two: the custom loop is 106 lines with its arguments read.
+            assert!(script.lines().count() <= 110, "{script}");
             let at = |what: &str| script.find(what).unwrap_or_else(|| panic!("{what}"));
+            assert!(at("parse_args()") < at("import tensorflow"));
             assert!(at("TF_USE_LEGACY_KERAS") < at("import tensorflow"));
             assert!(at("import tensorflow") < at("MultiWorkerMirroredStrategy()"));
             assert!(at("MultiWorkerMirroredStrategy()") < at("def dataset"));

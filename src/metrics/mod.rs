@@ -32,6 +32,9 @@ pub const METRICS_FILE: &str = "metrics.json";
 /// The file of a `--local` sweep's run's parameters, in its output folder (the sweep
 /// writes it: the same JSON as `labels::PARAMS_ANNOTATION`).
 pub const PARAMS_FILE: &str = "params.json";
+/// The file of a `--local` sweep's record, in the experiment's own output folder (which
+/// is not a run's).
+pub const SWEEP_RECORD_FILE: &str = "experiment.json";
 
 /// Parameters as the sweep records them: a JSON object of name to value as text (a
 /// value that is not text is kept as its JSON); nothing when it is not one.

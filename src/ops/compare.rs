@@ -12,7 +12,7 @@ use crate::cluster::record::{self, Ending, Record};
 use crate::labels::LOCAL_OUTPUT_ROOT;
 use crate::metrics::cost;
 use crate::metrics::table::Compared;
-use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, params};
+use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, SWEEP_RECORD_FILE, params};
 use crate::output;
 use crate::trainlog::Training;
 use crate::verdict::{Tracker, Verdict};
@@ -156,12 +156,17 @@ pub fn local_runs(root: &Path, names: &[String]) -> Result<Vec<Compared>> {
             .and_then(|rest| rest.strip_prefix('-'))
             .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
     };
+    // A local sweep's own folder holds its record, not a run.
+    let is_run = |tag: &str| {
+        let at = dir.join(tag);
+        !at.join(SWEEP_RECORD_FILE).is_file() || at.join(METRICS_FILE).is_file()
+    };
     let mut out = Vec::new();
     let mut missing = Vec::new();
     for n in names {
         let found: Vec<&String> = tags
             .iter()
-            .filter(|t| *t == n || of_experiment(t, n))
+            .filter(|t| (*t == n && is_run(t)) || of_experiment(t, n))
             .collect();
         if found.is_empty() {
             missing.push(format!("'{}'", output::escape_controls(n)));

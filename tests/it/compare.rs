@@ -311,3 +311,44 @@ fn local_runs_keep_their_metrics_and_compare_local_reads_them() {
         .failure(1)
         .stderr_has("no local run or experiment named 'nope'");
 }
+
+/// A `sweep --local` keeps each run's metrics as a `--local` run does, says each run's
+/// training under its verdict, and `compare --local NAME` shows its runs, not the
+/// experiment's own folder (its record) as one more.
+#[test]
+fn a_local_sweeps_runs_keep_their_metrics_for_compare_local() {
+    let env = Env::new();
+    let script = env.write(
+        "keras.py",
+        KERAS_LINES.replace(
+            r#"os.environ["SCALE"]"#,
+            r#"os.environ["TF_SPAWNER_PARAM_SCALE"]"#,
+        ),
+    );
+    let out = env.run(&[
+        "sweep",
+        "--local",
+        "-t",
+        "ls",
+        "-w",
+        "1",
+        "--param",
+        "scale=0.9,0.3",
+        script.to_str().unwrap(),
+    ]);
+    out.success()
+        .stdout_has("run ls-1 (local): Succeeded\ntraining: 3 of 3 epochs seen to end")
+        .stdout_has("run ls-2 (local): Succeeded\ntraining: 3 of 3 epochs seen to end");
+    let out = env.run(&["compare", "--local", "ls", "--no-chart"]);
+    out.success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[1].starts_with("*   ls-2   0.3     Succeeded"),
+        "{out:#?}"
+    );
+    assert!(
+        lines[2].starts_with("    ls-1   0.9     Succeeded"),
+        "{out:#?}"
+    );
+    assert_eq!(lines.len(), 4, "two runs and the best: {out:#?}");
+}

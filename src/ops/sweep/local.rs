@@ -13,15 +13,11 @@ use futures::stream::FuturesUnordered;
 use crate::errors::{EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
 use crate::local::{self, Outcome, RunOptions};
+use crate::metrics::{PARAMS_FILE, SWEEP_RECORD_FILE};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{Point, Record, params_json, point_text};
 use crate::signals;
-
-/// The experiment's record in its folder.
-pub(crate) const RECORD_FILE: &str = "experiment.json";
-/// A run's parameters in its folder.
-pub(crate) const PARAMS_FILE: &str = "params.json";
 
 /// A `--local` sweep.
 pub(crate) struct LocalSweep {
@@ -40,7 +36,7 @@ pub(crate) struct LocalSweep {
 pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     let name = &sweep.record.name;
     let runs = super::points(&sweep.record);
-    let record = local_output_dir(name).join(RECORD_FILE);
+    let record = local_output_dir(name).join(SWEEP_RECORD_FILE);
     if record.exists() {
         return Err(UsageError::new(format!(
             "a local experiment '{name}' exists already ({}): pick another name with -t, or remove that folder",
@@ -126,14 +122,21 @@ async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, 
             let Some(run) = queue.next() else { break };
             active.push(one(sweep, run));
         }
-        let Some((tag, outcome)) = active.next().await else {
+        let Some((tag, ended)) = active.next().await else {
             break;
+        };
+        let (outcome, trained) = match ended {
+            Ok((outcome, trained)) => (Ok(outcome), trained),
+            Err(e) => (Err(e), None),
         };
         let told = told(&tag, &outcome);
         crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
         match outcome {
             Ok(Outcome::Succeeded { .. }) => {
                 let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
+                if let Some(line) = trained {
+                    let _ = output::print(&format!("{line}\n"));
+                }
             }
             Ok(Outcome::Interrupted(code)) => {
                 interrupted.get_or_insert(code);
@@ -167,8 +170,13 @@ fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
     Err(ExitError::new(code, format!("local run '{tag}' failed: {why}")).into())
 }
 
-/// One local run, its parameters written in its folder first.
-async fn one(sweep: &LocalSweep, (tag, point): &(String, Point)) -> (String, Result<Outcome>) {
+/// One local run, its parameters written in its folder first and what it printed of the
+/// training kept there at its end (`metrics.json`, which `compare --local` reads), as a
+/// `--local` run of its own keeps it; the training's line said under the run's verdict.
+async fn one(
+    sweep: &LocalSweep,
+    (tag, point): &(String, Point),
+) -> (String, Result<(Outcome, Option<String>)>) {
     let outcome = async {
         let mut request = super::request(&sweep.base, &sweep.args, (tag, point));
         let dir = std::path::absolute(local_output_dir(tag))?;
@@ -188,8 +196,10 @@ async fn one(sweep: &LocalSweep, (tag, point): &(String, Point)) -> (String, Res
             dir.display()
         ));
         let mut stop = Box::pin(signals::stop_requested());
-        let (outcome, _training) = local::run(&plan, &sweep.options, &mut stop).await?;
-        Ok(outcome)
+        let began = std::time::Instant::now();
+        let (outcome, training) = local::run(&plan, &sweep.options, &mut stop).await?;
+        local::keep_metrics(&dir, &outcome, &training, began.elapsed());
+        Ok((outcome, crate::trainlog::show::report(&training)))
     };
     (tag.clone(), outcome.await)
 }

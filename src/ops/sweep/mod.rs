@@ -412,10 +412,8 @@ fn verdict(
 ) -> Result<()> {
     let name = &sweep.record.name;
     let ns = &sweep.base.namespace;
-    let succeeded = ended
-        .iter()
-        .filter(|(_, e)| matches!(e, Ended::Succeeded))
-        .count();
+    let count = |of: fn(&Ended) -> bool| ended.iter().filter(|(_, e)| of(e)).count();
+    let succeeded = count(|e| matches!(e, Ended::Succeeded));
     let failed: Vec<&str> = ended
         .iter()
         .filter(|(_, e)| matches!(e, Ended::Failed(_)))
@@ -432,10 +430,7 @@ fn verdict(
     if let Some(Halt::Signal(code)) = stopping {
         // The runs under way when the signal came end as interrupted (left running); the
         // rest were never taken from the queue.
-        let running = ended
-            .iter()
-            .filter(|(_, e)| matches!(e, Ended::Interrupted(_)))
-            .count();
+        let running = count(|e| matches!(e, Ended::Interrupted(_)));
         return Err(ExitError::new(
             code,
             format!(
