@@ -138,14 +138,17 @@ pub struct Ending<'a> {
 /// unstarted had not started and the training's metrics on run `tag`'s ConfigMap (one
 /// request).
 pub async fn write(cluster: &Cluster, tag: &str, end: Ending<'_>) -> Result<()> {
-    let never = (!end.never_started.is_empty()).then(|| end.never_started.join(","));
-    let why = (!end.not_started.is_empty())
-        .then(|| serde_json::to_string(end.not_started).unwrap_or_default());
-    let mut annotations = serde_json::json!({
-        VERDICT_ANNOTATION: end.verdict,
-        NEVER_STARTED_ANNOTATION: never,
-        NOT_STARTED_ANNOTATION: why,
-    });
+    // Tasks this end stopped or deleted unstarted are added; none leaves what an earlier
+    // end recorded (a later wait on the ended run stops nothing; a restart clears them).
+    let mut annotations = serde_json::json!({ VERDICT_ANNOTATION: end.verdict });
+    if !end.never_started.is_empty() {
+        annotations[NEVER_STARTED_ANNOTATION] = end.never_started.join(",").into();
+    }
+    if !end.not_started.is_empty() {
+        annotations[NOT_STARTED_ANNOTATION] = serde_json::to_string(end.not_started)
+            .unwrap_or_default()
+            .into();
+    }
     if let Some(m) = end.metrics {
         annotations[METRICS_ANNOTATION] = m.to_text().into();
     }

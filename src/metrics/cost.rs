@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::PodView;
+use crate::verdict::{Phase, PodView};
 
 /// Task-seconds and GPU-seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,14 +63,17 @@ pub struct Span {
 
 impl Span {
     /// A task's pod as its view says, `now` for one that has not ended; `None` for a pod
-    /// no kubelet took.
+    /// no kubelet took. A pod tf-spawner stopped before its container started has no
+    /// end of its container: once it has ended, it held its node until the stop.
     pub fn of(v: &PodView, now: i64) -> Option<Span> {
         v.task?;
         let from = v.times.held_from.or(v.times.started_at)?;
+        let ended = matches!(v.phase, Phase::Succeeded | Phase::Failed);
         let to = v
             .times
             .finished_at
             .or(v.times.removed_at)
+            .or(v.times.stopped_at.filter(|_| ended))
             .unwrap_or(now)
             .max(from);
         Some(Span {
@@ -190,6 +193,27 @@ mod tests {
         assert_eq!(c.training.task_seconds, 6000);
         assert_eq!(c.restarts, Held::default());
         assert_eq!(c.until, None);
+    }
+
+    /// A pod stopped before its container started (an image never pulled) held its node
+    /// until the stop once it has ended, however late it is looked at; not ended, until
+    /// now.
+    #[test]
+    fn a_pod_stopped_before_it_started_held_its_node_until_the_stop() {
+        let mut v = PodView {
+            task: Some(crate::roles::Task {
+                role: crate::roles::Role::Worker,
+                index: 0,
+            }),
+            phase: Phase::Failed,
+            ..PodView::default()
+        };
+        v.times.held_from = Some(100);
+        v.times.stopped_at = Some(400);
+        let later = Span::of(&v, 100_000).unwrap();
+        assert_eq!((later.from, later.up, later.to), (100, None, 400));
+        v.phase = Phase::Pending;
+        assert_eq!(Span::of(&v, 1_000).unwrap().to, 1_000);
     }
 
     #[test]

@@ -167,9 +167,9 @@ impl fmt::Display for Failure {
                 Ok(())
             }
             FailureKind::CannotStart(reason) if is_pull(reason) => {
-                write!(f, "{who} cannot start: {reason}{PULL_HINT}")
+                write!(f, "{who} {CANNOT_START_TEXT}: {reason}{PULL_HINT}")
             }
-            FailureKind::CannotStart(reason) => write!(f, "{who} cannot start: {reason}"),
+            FailureKind::CannotStart(reason) => write!(f, "{who} {CANNOT_START_TEXT}: {reason}"),
             FailureKind::Gone => write!(f, "{who} was deleted before the run finished"),
             FailureKind::Stopped => write!(f, "{who} {STOPPED_TEXT}"),
             FailureKind::Removed(r) => {
@@ -187,6 +187,10 @@ impl fmt::Display for Failure {
         }
     }
 }
+
+/// How a task that cannot start is named (`pod P (worker-0) cannot start: WHY`), which a
+/// later `wait` reads back from the run's record (`ops/wait/recorded.rs`).
+pub const CANNOT_START_TEXT: &str = "cannot start";
 
 /// How every command names a task tf-spawner stopped after the run's verdict.
 pub const STOPPED_TEXT: &str = "was stopped by tf-spawner after the verdict";

@@ -240,6 +240,38 @@ fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict()
         json["why_not_started"],
         json!({"worker-1": format!("ImagePullBackOff: {back_off}")})
     );
+
+    // The kubelet ends the stopped worker-0 too; a later `wait` tells the run's end as
+    // the first did (exit 6, the pull), not "stopped by tf-spawner after the verdict"
+    // (exit 3), and leaves the record as it was.
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let ended = (Timestamp::now() + SignedDuration::from_secs(1)).to_string();
+    env.server.set_pod_status(
+        NS,
+        "pull-worker-0",
+        json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
+                "image": "x:1", "imageID": "", "started": false,
+                "state": {"terminated": {"exitCode": 137, "reason": "Error",
+                    "startedAt": "2026-01-01T00:00:00Z", "finishedAt": ended}}}]}),
+    );
+    let record = |env: &Env| env.server.get("configmaps", NS, "pull-script").unwrap();
+    let before = record(&env)["metadata"]["annotations"].clone();
+    let again = env.run(&["wait", "-t", "pull"]);
+    assert_eq!(again.code, 6, "{again:#?}");
+    again.stderr_has(&format!(
+        "run 'pull' failed: pod pull-worker-1 (worker-1) cannot start: ImagePullBackOff: {back_off}"
+    ));
+    assert!(
+        !again.stderr.contains("stopped by tf-spawner"),
+        "{again:#?}"
+    );
+    let after = record(&env)["metadata"]["annotations"].clone();
+    for key in ["tf-spawner/verdict", "tf-spawner/not-started"] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
+    env.run(&["status", "pull"]).success().stdout_has(&verdict);
 }
 
 /// Parameter-server strategy: the chief succeeds, the parameter servers and workers

@@ -20,6 +20,7 @@
 mod after;
 mod fold;
 mod options;
+mod recorded;
 mod report;
 mod stream;
 

@@ -86,12 +86,38 @@ async fn failed(
     (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
     failure: &Failure,
 ) -> Result<()> {
+    if let Some(end) = super::recorded::instead(cluster, tracker, failure).await {
+        return recorded(cluster, wait, (tracker, training, metrics), end).await;
+    }
     show_failed_log(cluster, tracker, failure).await;
     time_and_training(tracker, false, training, metrics)?;
     let record = format!("Failed: {failure}");
     let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
     let message = format!("run '{}' failed: {failure}", wait.tag);
     Err(ExitError::new(failed_code(failure), also(message, after)).into())
+}
+
+/// A run that ended before this wait, whose pods now tell only of what tf-spawner did
+/// after its verdict: the verdict recorded then, with its exit code, the record kept.
+async fn recorded(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    end: super::recorded::Recorded,
+) -> Result<()> {
+    time_and_training(tracker, false, training, metrics)?;
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &end.text).await;
+    let tag = &wait.tag;
+    match end.why {
+        None => {
+            output::print(&format!("run {tag}: Succeeded\n"))?;
+            after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
+        }
+        Some(why) => {
+            let message = format!("run '{tag}' failed: {why}");
+            Err(ExitError::new(end.code, also(message, after)).into())
+        }
+    }
 }
 
 /// A failed run's exit code: 6 when it could not start (its set-up failed: an image,
@@ -138,7 +164,8 @@ async fn not_started(
         crate::verdict::start::describe_holdups(&tracker.holdups())
     );
     let record = format!(
-        "Failed: did not start (--start-timeout {})",
+        "Failed: {} {})",
+        super::recorded::DID_NOT_START,
         humantime_secs(d)
     );
     let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
