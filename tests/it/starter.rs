@@ -94,12 +94,10 @@ fn init_writes_the_project_and_names_the_next_commands() {
         &exp,
         &["--local", "-t", "typo", "train.py", "--", "--epcohs", "2"],
     );
+    // The first task to end decides; the other may be stopped before it prints.
     assert_eq!(typo.code, 3, "{typo:#?}");
-    for task in ["worker-0", "worker-1"] {
-        typo.stdout_has(&format!(
-            "{task} | train.py: error: unrecognized arguments: --epcohs 2"
-        ));
-    }
+    typo.stdout_has(" | train.py: error: unrecognized arguments: --epcohs 2")
+        .stderr_has("exited with code 2");
 
     // The project's settings are what `config` reads there.
     let settings = config_in(&env, &exp, &[]);

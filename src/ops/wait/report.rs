@@ -114,7 +114,12 @@ async fn recorded(
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Some(why) => {
-            let message = format!("run '{tag}' failed: {why}");
+            // A stall's record names the run already (`run 'T' made no progress: …`).
+            let message = if why.starts_with(&format!("run '{tag}' ")) {
+                why
+            } else {
+                format!("run '{tag}' failed: {why}")
+            };
             Err(ExitError::new(end.code, also(message, after)).into())
         }
     }
