@@ -417,11 +417,7 @@ fn interrupt_spawn(signal: &str, code: i32) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let status = std::process::Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::follow::send(&child, signal);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "{stderr}");

@@ -40,6 +40,38 @@ pub fn running(env: &Env, pod: &str) {
     );
 }
 
+/// Sends `signal` (`-INT`, `-TERM`) to `child`, as a terminal's Ctrl-C or a CI job's
+/// cancel does.
+pub fn send(child: &Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Ends a pod tf-spawner stopped as the kubelet does at its lowered deadline: Failed,
+/// `DeadlineExceeded`, its TF container `terminated` (a container status's `state`).
+pub fn deadline_ended(env: &Env, pod: &str, terminated: Value) {
+    env.server.set_pod_status(
+        NS,
+        pod,
+        json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
+                "image": "x:1", "imageID": "", "started": false,
+                "state": {"terminated": terminated}}]}),
+    );
+}
+
+/// A container's end just after tf-spawner's stop (exit 137): the stop, not the task,
+/// ended it.
+pub fn killed_after_the_stop() -> Value {
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    let ended = (Timestamp::now() + SignedDuration::from_secs(1)).to_string();
+    json!({"exitCode": 137, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": ended})
+}
+
 pub fn exited(env: &Env, pod: &str, code: i32) {
     let (phase, reason) = if code == 0 {
         ("Succeeded", "Completed")

@@ -242,11 +242,7 @@ fn ctrl_c_ends_a_follow_with_exit_0() {
     env.server.append_log(NS, "int-worker-0", "hello\n");
     let child = start(&env, &["logs", "-f", "-t", "int"]);
     await_watches(&env, 1);
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stderr, "", "{out:#?}");

@@ -1,7 +1,7 @@
 //! The training's progress, read from the deciding task's log as the test server serves
 //! it: `wait`'s live line and report, `status`'s column and `progress` object.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::follow::{await_watches, exited, finish, running, spawn_run, start};
 use crate::support::Env;
@@ -210,18 +210,9 @@ fn a_stall_fails_the_run_when_asked_and_its_pods_are_stopped() {
 
     // Both end as the kubelet ends a stopped pod; a later `wait` tells the stall, as the
     // first did, not "stopped by tf-spawner after the verdict".
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
-    let ended = (Timestamp::now() + SignedDuration::from_secs(1)).to_string();
     for i in 0..2 {
-        env.server.set_pod_status(
-            NS,
-            &format!("hang-worker-{i}"),
-            json!({"phase": "Failed", "reason": "DeadlineExceeded",
-                "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
-                    "image": "tf", "imageID": "", "started": false,
-                    "state": {"terminated": {"exitCode": 137, "reason": "Error",
-                        "startedAt": "2026-01-01T00:00:00Z", "finishedAt": ended}}}]}),
-        );
+        let pod = format!("hang-worker-{i}");
+        crate::follow::deadline_ended(&env, &pod, crate::follow::killed_after_the_stop());
     }
     let again = env.run(&["wait", "-t", "hang"]);
     assert_eq!(again.code, 3, "{again:#?}");

@@ -371,11 +371,7 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
         assert!(start.elapsed() < Duration::from_secs(30), "not deleted");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
     out.stderr_has("error: interrupted while restarting run 'cc' (attempt 1): its pods were deleted and none has been created again")

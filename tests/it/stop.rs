@@ -204,15 +204,11 @@ fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict()
     );
     for kubelet_ended_it in [false, true] {
         if kubelet_ended_it {
-            env.server.set_pod_status(
-                NS,
+            crate::follow::deadline_ended(
+                &env,
                 "pull-worker-1",
-                json!({"phase": "Failed", "reason": "DeadlineExceeded",
-                    "message": "Pod was active on the node longer than the specified deadline",
-                    "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
-                        "image": "x:1", "imageID": "", "started": false,
-                        "state": {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
-                            "message": "The container could not be located when the pod was terminated"}}}]}),
+                json!({"exitCode": 137, "reason": "ContainerStatusUnknown",
+                    "message": "The container could not be located when the pod was terminated"}),
             );
         }
         let status = env.run(&["status", "pull"]);
@@ -244,17 +240,10 @@ fn a_pod_that_never_started_is_stopped_and_status_keeps_why_and_wait_s_verdict()
     // The kubelet ends the stopped worker-0 too; a later `wait` tells the run's end as
     // the first did (exit 6, the pull), not "stopped by tf-spawner after the verdict"
     // (exit 3), and leaves the record as it was.
-    use k8s_openapi::jiff::{SignedDuration, Timestamp};
-    let ended = (Timestamp::now() + SignedDuration::from_secs(1)).to_string();
-    env.server.set_pod_status(
-        NS,
+    crate::follow::deadline_ended(
+        &env,
         "pull-worker-0",
-        json!({"phase": "Failed", "reason": "DeadlineExceeded",
-            "message": "Pod was active on the node longer than the specified deadline",
-            "containerStatuses": [{"name": "tensorflow", "ready": false, "restartCount": 0,
-                "image": "x:1", "imageID": "", "started": false,
-                "state": {"terminated": {"exitCode": 137, "reason": "Error",
-                    "startedAt": "2026-01-01T00:00:00Z", "finishedAt": ended}}}]}),
+        crate::follow::killed_after_the_stop(),
     );
     let record = |env: &Env| env.server.get("configmaps", NS, "pull-script").unwrap();
     let before = record(&env)["metadata"]["annotations"].clone();

@@ -197,11 +197,7 @@ fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
     );
     await_pod(&env, "rx-1-worker-0", &mut child);
     crate::follow::await_watches(&env, 1);
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
     out.stderr_has("experiment 'rx' was left as it is (0 succeeded, 0 failed, 1 left running, 2 not started); take it up with: tf-spawner sweep --resume rx -n default");
@@ -496,23 +492,10 @@ fn ctrl_c_while_a_run_waits_for_quota_counts_it_as_not_started() {
     let mut child = start(&env, &args);
     await_pod(&env, "qw-1-worker-0", &mut child);
     // qw-2 refused for want of quota, then tried again: the quota read a third time.
-    let quota_reads = || {
-        let requests = env.server.requests();
-        let reads = requests
-            .iter()
-            .filter(|r| r.path.ends_with("/resourcequotas"));
-        reads.count()
-    };
-    let start_at = Instant::now();
-    while quota_reads() < 3 {
-        assert!(start_at.elapsed() < Duration::from_secs(60), "no retry");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    env.await_requests(3, "retry for want of quota", |r| {
+        r.path.ends_with("/resourcequotas")
+    });
+    crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
     out.stderr_has("(0 succeeded, 0 failed, 1 left running, 2 not started)");
@@ -546,11 +529,7 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     await_pod(&env, "qx-3-worker-0", &mut child);
     // qx-3 made whole and followed (a Ctrl-C during its create would take it back).
     crate::follow::await_watches(&env, 3);
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
     out.stdout_has(
@@ -559,12 +538,9 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     .stderr_has("(1 succeeded, 0 failed, 2 left running, 1 not started)");
 
     // qx-1 ended, qx-2 and qx-3 run: 2 at a time, not 3.
-    let before = env
-        .server
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true"))
-        .count();
+    let before = env.count_requests(|r| {
+        r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true")
+    });
     let mut child = start(&env, &["sweep", "--resume", "qx"]);
     // Once it follows qx-2 and qx-3: it has counted them and read the quota (a pod that
     // ends while the quota is read would change what the quota leaves).
