@@ -16,15 +16,12 @@ pub fn age(secs: u64) -> String {
 /// `HH:MM:SS UTC`, or the date too when it is not the day (UTC) of `now` (seconds since
 /// the epoch: the caller's now, so that what is printed follows from what was read).
 pub fn clock(secs: i64, now: i64) -> String {
-    let day_of = |t: i64| {
-        k8s_openapi::jiff::Timestamp::from_second(t)
-            .ok()
-            .map(|t| t.strftime("%Y-%m-%d").to_string())
-    };
-    let Ok(at) = k8s_openapi::jiff::Timestamp::from_second(secs) else {
+    use k8s_openapi::jiff::Timestamp;
+    let Ok(at) = Timestamp::from_second(secs) else {
         return secs.to_string();
     };
-    if day_of(secs) == day_of(now) {
+    let day = |t: Timestamp| t.strftime("%Y-%m-%d").to_string();
+    if Timestamp::from_second(now).is_ok_and(|n| day(n) == day(at)) {
         at.strftime("%H:%M:%S UTC").to_string()
     } else {
         at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()

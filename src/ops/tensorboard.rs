@@ -157,9 +157,7 @@ pub(crate) async fn run(cluster: &Cluster, board: &Board) -> Result<()> {
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    u64::try_from(crate::duration::now()).unwrap_or(0)
 }
 
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
