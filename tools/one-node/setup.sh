@@ -61,7 +61,13 @@ if [ "$ONE_NODE_VERSION" = 1.20 ]; then
 else
   [ -f "$TOOLS/install.sh" ] || die "$TOOLS/install.sh not found: set TF_SPAWNER_KUBE_136_TOOLS to the shared kube-1.36 tools"
   log "kube binaries v1.36: $TOOLS/install.sh"
-  K8S_PREFIX=$(bash "$TOOLS/install.sh" | tail -1)
+  # Once more if it fails: on a new machine its get-etcd.sh ends with `etcd --version | head -1`
+  # under pipefail, which exits 141 when head closes the pipe before etcd has written all its
+  # lines (seen on a new machine, 2026-12-04); the second run finds everything installed.
+  K8S_PREFIX=$(bash "$TOOLS/install.sh" | tail -1) || {
+    log "install.sh failed (exit $?); running it once more (it is idempotent)"
+    K8S_PREFIX=$(bash "$TOOLS/install.sh" | tail -1)
+  }
 fi
 for b in kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet; do
   [ -x "$K8S_PREFIX/bin/$b" ] || die "$K8S_PREFIX/bin/$b missing after setting up v$ONE_NODE_VERSION"
