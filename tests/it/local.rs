@@ -489,6 +489,30 @@ fn memory_stays_bounded_whatever_a_task_writes() {
     assert!(peak < 100 * 1024, "peak {peak} kB for 200 MiB of output");
 }
 
+/// Blocks until process `pid` reads its input (its `read-input` thread waits on the FIFO)
+/// and catches SIGINT and SIGTERM (`SigCgt` in /proc/PID/status): from then on, a
+/// signal is its to answer, not the default's to kill it.
+fn await_reading_and_catching(pid: u32) {
+    let catching = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+        let mask = u64::from_str_radix(mask.trim(), 16).ok()?;
+        let bit = |signal: i32| 1u64 << (signal - 1);
+        Some(mask & bit(libc::SIGINT) != 0 && mask & bit(libc::SIGTERM) != 0)
+    };
+    let reading = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let names = tasks.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok());
+        Some(names.into_iter().any(|n| n.trim() == "read-input"))
+    };
+    crate::support::eventually("the FIFO read, signals caught", || {
+        match (reading(), catching()) {
+            (Some(true), Some(true)) => Ok(()),
+            state => Err(state),
+        }
+    });
+}
+
 #[test]
 fn sigint_while_reading_a_fifo_script_exits_130() {
     let env = Env::new();
@@ -520,7 +544,7 @@ fn sigint_while_reading_a_fifo_script_exits_130() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        await_reading_and_catching(child.id());
         // SAFETY: signals our own child.
         unsafe {
             libc::kill(child.id() as i32, signal);

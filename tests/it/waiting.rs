@@ -76,15 +76,15 @@ fn logs_follow_says_why_on_stderr_and_beats_in_a_pipe() {
     spawn_run(&env, "lw", &["-w", "1"]);
     let message = "0/1 nodes are available: 1 Insufficient memory.";
     unschedulable(&env, "lw-worker-0", message);
-    let child = start(&env, &["logs", "-f", "-t", "lw", "--heartbeat", "1s"]);
-    await_watches(&env, 1);
-    // Long enough for a heartbeat or two (the pod stays unchanged meanwhile).
-    std::thread::sleep(Duration::from_millis(2500));
+    let mut child =
+        crate::watched::Watched::start(&env, &["logs", "-f", "-t", "lw", "--heartbeat", "1s"]);
+    // A heartbeat while the pod stays unchanged.
+    child.await_stderr("note: still not started, nothing new for 1s");
     running(&env, "lw-worker-0");
     env.server.append_log(NS, "lw-worker-0", "epoch 1\n");
     exited(&env, "lw-worker-0", 0);
     env.server.close_log(NS, "lw-worker-0");
-    let out = finish(child);
+    let out = child.finish();
     out.success();
     let said = format!("note: not started yet: worker-0: Unschedulable: {message}\n");
     assert_eq!(out.stderr.matches(&said).count(), 1, "{out:#?}");
