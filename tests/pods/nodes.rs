@@ -648,10 +648,20 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         seeded > before,
         "the cut-off attempt trained on after the cut: backup {before} at the cut, {seeded} copied"
     );
-    // The old attempt stops before its next backup: its folder no longer changes (one
-    // epoch is well under a second; the new attempt trains on meanwhile).
+    // The old attempt stops before its next backup: its folder no longer changes while
+    // the new attempt, training at the same pace, backs up three more times (or ends,
+    // its folder deleted with the run's end).
     let fenced = last_backup(&root, 0);
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    let new_at_fence = last_backup(&root, 1).unwrap_or(0);
+    c.eventually(
+        "the new attempt's next three backups",
+        Duration::from_secs(300),
+        || async {
+            let gone = !root.join("gen-1").exists();
+            (gone || last_backup(&root, 1).is_some_and(|n| n >= new_at_fence + 3)).then_some(())
+        },
+    )
+    .await;
     let later = last_backup(&root, 0);
     let out = child.wait_with_output().await.expect("wait ends");
     let stdout = String::from_utf8_lossy(&out.stdout);
