@@ -1,21 +1,66 @@
-//! The binary in the background against the real server, its stdout read as it comes: a
-//! test drives the pods once the binary has said it follows them (its first line),
-//! instead of sleeping until it probably does.
+//! The binary in the background against the real server, its output read as it comes: a
+//! test acts once the binary has said a line (it follows the run: its first line), instead
+//! of sleeping until it probably has.
 
 use std::ffi::{OsStr, OsString};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, Lines};
+use tokio::process::Child;
 
 use crate::support::{BIN, Cred, Output, Real};
 
-/// The binary started as [`Real::run`] runs it, its stdout read line by line.
+/// One of its streams, read line by line: what was read so far.
+struct Stream {
+    lines: Lines<BufReader<Box<dyn AsyncRead + Unpin + Send>>>,
+    text: String,
+}
+
+impl Stream {
+    fn new(from: impl AsyncRead + Unpin + Send + 'static) -> Stream {
+        let from: Box<dyn AsyncRead + Unpin + Send> = Box::new(from);
+        Stream {
+            lines: BufReader::new(from).lines(),
+            text: String::new(),
+        }
+    }
+
+    /// Reads until a line that has `text` (60 s at most).
+    async fn line(&mut self, name: &str, text: &str) {
+        let read = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = self.lines.next_line().await {
+                self.text.push_str(&line);
+                self.text.push('\n');
+                if line.contains(text) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert_eq!(
+            read,
+            Ok(true),
+            "no line with {text:?} on {name}:\n{}",
+            self.text
+        );
+    }
+
+    /// The rest, to its end.
+    async fn rest(&mut self) {
+        while let Ok(Some(line)) = self.lines.next_line().await {
+            self.text.push_str(&line);
+            self.text.push('\n');
+        }
+    }
+}
+
+/// The binary started as [`Real::run`] runs it, its stdout and stderr read line by line.
 pub struct Started {
     child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    stdout: String,
+    out: Stream,
+    err: Stream,
 }
 
 impl Started {
@@ -39,56 +84,34 @@ impl Started {
             .kill_on_drop(true)
             .spawn()
             .expect("start tf-spawner");
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Started {
-            child,
-            lines,
-            stdout: String::new(),
-        }
+        let out = Stream::new(child.stdout.take().unwrap());
+        let err = Stream::new(child.stderr.take().unwrap());
+        Started { child, out, err }
     }
 
-    /// Reads stdout until a line that starts with `prefix` (60 s at most).
-    pub async fn line(&mut self, prefix: &str) {
-        let read = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Ok(Some(line)) = self.lines.next_line().await {
-                self.stdout.push_str(&line);
-                self.stdout.push('\n');
-                if line.starts_with(prefix) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        assert_eq!(
-            read,
-            Ok(true),
-            "no line {prefix:?}; stdout:\n{}",
-            self.stdout
-        );
+    /// Reads stdout until a line that has `text` (60 s at most).
+    pub async fn line(&mut self, text: &str) {
+        self.out.line("stdout", text).await;
+    }
+
+    /// Reads stderr until a line that has `text` (60 s at most).
+    pub async fn err_line(&mut self, text: &str) {
+        self.err.line("stderr", text).await;
     }
 
     /// What it printed on stdout up to the last line read.
     pub fn stdout(&self) -> &str {
-        &self.stdout
+        &self.out.text
     }
 
     /// Waits for its end: what it printed, all of it.
     pub async fn finish(mut self) -> Output {
-        let mut err = self.child.stderr.take().expect("stderr");
-        let mut stderr = String::new();
-        let rest = async {
-            while let Ok(Some(line)) = self.lines.next_line().await {
-                self.stdout.push_str(&line);
-                self.stdout.push('\n');
-            }
-        };
-        let (_, _) = tokio::join!(rest, err.read_to_string(&mut stderr));
+        tokio::join!(self.out.rest(), self.err.rest());
         let status = self.child.wait().await.expect("tf-spawner ends");
         Output {
             code: status.code().unwrap_or(-1),
-            stdout: self.stdout,
-            stderr,
+            stdout: self.out.text,
+            stderr: self.err.text,
         }
     }
 }
