@@ -8,7 +8,6 @@
 //! `TF_SPAWNER_TEST_APISERVER_START` (a shell command that starts it again, e.g. the
 //! same `start.sh` with the same environment). Skipped, with a notice, without them.
 
-
 use crate::started::Started;
 use crate::support::*;
 
