@@ -34,9 +34,12 @@ fn keep(mut from: impl Read + Send + 'static, into: Arc<Mutex<String>>) -> JoinH
 
 impl Watched {
     pub fn start(env: &Env, args: &[&str]) -> Watched {
-        let mut child = env
-            .cmd()
-            .args(args)
+        Watched::start_with(env.cmd().args(args))
+    }
+
+    /// `cmd` (made by `Env::cmd`) started so.
+    pub fn start_with(cmd: &mut std::process::Command) -> Watched {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
