@@ -151,7 +151,8 @@ pub fn asked_by(code: u8) -> &'static str {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use std::time::Duration;
 
