@@ -200,24 +200,79 @@ async fn stop_one(cluster: &Cluster, now: &str, pod: Unfinished) -> Result<Optio
 
 /// Waits (one list a second, at most `limit`) until no pod of run `tag` that tf-spawner
 /// stopped is still running: their last lines are then in their logs.
+///
+/// A v1.20 kubelet says a stopped pod `Failed` at once, while its containers still run
+/// their SIGTERM handlers, and leaves their state `running` after they end: the API
+/// cannot tell when they do. Their logs can: the kubelet ends a followed log when its
+/// container ends (it asks the runtime, not the API). Such containers' logs are
+/// followed, from their end (no line read twice), until then.
 pub async fn until_ended(cluster: &Cluster, tag: &str, limit: std::time::Duration) {
     let give_up = tokio::time::Instant::now() + limit;
-    loop {
+    let pods = loop {
         let Ok(pods) = cluster.list::<Pod>(&run_selector(tag)).await else {
             return;
         };
-        let stopping = pods.iter().any(|p| {
-            let annotated = p
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key(STOPPED_ANNOTATION));
-            annotated && !finished(p)
-        });
-        if !stopping || tokio::time::Instant::now() >= give_up {
+        let stopping = pods.iter().any(|p| stopped(p) && !finished(p));
+        if !stopping {
+            break pods;
+        }
+        if tokio::time::Instant::now() >= give_up {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    };
+    let follows = said_running(&pods)
+        .into_iter()
+        .map(|(pod, container)| until_log_ends(cluster, pod, container));
+    let _ = tokio::time::timeout_at(give_up, futures::future::join_all(follows)).await;
+}
+
+/// Whether tf-spawner stopped the pod (its [`STOPPED_ANNOTATION`]).
+fn stopped(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(STOPPED_ANNOTATION))
+}
+
+/// The (pod, container)s of the stopped pods whose container the API still says
+/// `running` (a v1.20 kubelet's `Failed` pod).
+fn said_running(pods: &[Pod]) -> Vec<(&str, &str)> {
+    pods.iter()
+        .filter(|p| stopped(p))
+        .flat_map(|p| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            let statuses = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_deref());
+            statuses
+                .unwrap_or_default()
+                .iter()
+                .filter(|c| c.state.as_ref().is_some_and(|st| st.running.is_some()))
+                .map(move |c| (name, c.name.as_str()))
+        })
+        .collect()
+}
+
+/// Follows `container`'s log from its end until the kubelet ends it (the container
+/// has ended), opening it again after a quiet spell (`idle_timeout`); an error (the
+/// pod gone, the log unreadable) ends the wait.
+async fn until_log_ends(cluster: &Cluster, pod: &str, container: &str) {
+    let params = kube::api::LogParams {
+        container: Some(container.to_string()),
+        follow: true,
+        tail_lines: Some(0),
+        ..kube::api::LogParams::default()
+    };
+    loop {
+        let Ok(mut log) = super::pod_logs::open(cluster, pod, &params).await else {
+            return;
+        };
+        match futures::io::copy(&mut log, &mut futures::io::sink()).await {
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+            _ => return,
+        }
     }
 }
 

@@ -402,19 +402,23 @@ fn processes_a_task_detached_are_stopped_too() {
     let env = Env::new();
     let dir = tempfile::tempdir().unwrap();
     let script = env.write("detach.py", DETACH);
-    let started = Instant::now();
-    let out = run(env.cmd().env("PIDS", dir.path()).args([
+    let mut child = crate::watched::Watched::start_with(env.cmd().env("PIDS", dir.path()).args([
         "--local",
         "-w",
         "1",
         script.to_str().unwrap(),
     ]));
-    out.success().stdout_has("worker-0 | detached ");
+    // The task's last line, then its end: from there, killed at once, not after the 5 s
+    // the run gives a held output to end (the slowness of a loaded machine is before).
+    child.await_stdout("worker-0 | detached ");
+    let ended = Instant::now();
+    let out = child.finish();
+    let took = ended.elapsed();
+    out.success();
     let pids = read_pids(dir.path());
     assert_eq!(pids.len(), 2, "{out:#?}");
     assert_all_gone(&pids);
-    // Killed as soon as the task ended: not after the 5 s wait for its output to end.
-    assert!(started.elapsed() < Duration::from_secs(5), "{out:#?}");
+    assert!(took < Duration::from_secs(5), "{took:?} {out:#?}");
 }
 
 #[test]
@@ -489,6 +493,30 @@ fn memory_stays_bounded_whatever_a_task_writes() {
     assert!(peak < 100 * 1024, "peak {peak} kB for 200 MiB of output");
 }
 
+/// Blocks until process `pid` reads its input (its `read-input` thread waits on the FIFO)
+/// and catches SIGINT and SIGTERM (`SigCgt` in /proc/PID/status): from then on, a
+/// signal is its to answer, not the default's to kill it.
+fn await_reading_and_catching(pid: u32) {
+    let catching = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+        let mask = u64::from_str_radix(mask.trim(), 16).ok()?;
+        let bit = |signal: i32| 1u64 << (signal - 1);
+        Some(mask & bit(libc::SIGINT) != 0 && mask & bit(libc::SIGTERM) != 0)
+    };
+    let reading = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let names = tasks.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok());
+        Some(names.into_iter().any(|n| n.trim() == "read-input"))
+    };
+    crate::support::eventually("the FIFO read, signals caught", || {
+        match (reading(), catching()) {
+            (Some(true), Some(true)) => Ok(()),
+            state => Err(state),
+        }
+    });
+}
+
 #[test]
 fn sigint_while_reading_a_fifo_script_exits_130() {
     let env = Env::new();
@@ -520,7 +548,7 @@ fn sigint_while_reading_a_fifo_script_exits_130() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        await_reading_and_catching(child.id());
         // SAFETY: signals our own child.
         unsafe {
             libc::kill(child.id() as i32, signal);

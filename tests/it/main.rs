@@ -43,3 +43,4 @@ mod starter;
 mod stop;
 mod sweep;
 mod waiting;
+mod watched;

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use crate::follow::{await_watches, exited, finish, running, spawn_run, start};
 use crate::support::Env;
-
-/// How long the server stays down: longer than the first reconnect backoff.
-const OUTAGE: Duration = Duration::from_secs(3);
+use crate::watched::Watched;
 
 fn pod_lists(env: &Env) -> usize {
     env.server
@@ -29,7 +27,7 @@ fn wait_goes_on_through_an_outage_and_resumes_its_watch() {
     env.server.clear_requests();
     // No retries of a request: the first refused connection is the outage.
     // --keep-running: the stop after the verdict would list once more.
-    let child = start(
+    let mut child = Watched::start(
         &env,
         &["wait", "-t", "o", "--retries", "0", "--keep-running"],
     );
@@ -37,9 +35,10 @@ fn wait_goes_on_through_an_outage_and_resumes_its_watch() {
     env.server.stop();
     // The run ends while nobody can watch it.
     exited(&env, "o-worker-0", 0);
-    std::thread::sleep(OUTAGE);
+    // Down until it has seen the server gone.
+    child.await_stderr("note: lost the Kubernetes API server");
     env.server.resume();
-    let out = finish(child);
+    let out = child.finish();
     out.success()
         .stdout_has("run o: Succeeded")
         .stderr_has("note: lost the Kubernetes API server (watching pods: ")
@@ -56,7 +55,7 @@ fn a_watch_whose_version_was_compacted_meanwhile_lists_again() {
     running(&env, "c-worker-1");
     env.server.clear_requests();
     // --keep-running: the stop after the verdict would list once more.
-    let child = start(
+    let mut child = Watched::start(
         &env,
         &["wait", "-t", "c", "--retries", "0", "--keep-running"],
     );
@@ -64,9 +63,10 @@ fn a_watch_whose_version_was_compacted_meanwhile_lists_again() {
     env.server.stop();
     exited(&env, "c-worker-1", 3);
     env.server.compact();
-    std::thread::sleep(OUTAGE);
+    // Down until it has seen the server gone.
+    child.await_stderr("note: lost the Kubernetes API server");
     env.server.resume();
-    let out = finish(child);
+    let out = child.finish();
     assert_eq!(out.code, 3, "{out:#?}");
     out.stderr_has("pod c-worker-1 (worker-1) failed: exit code 3");
     assert_eq!(pod_lists(&env), 2, "{:#?}", env.server.requests());
@@ -192,12 +192,13 @@ fn logs_follow_resumes_a_broken_stream_without_losing_or_repeating_a_line() {
     running(&env, "lf-worker-0");
     env.server
         .append_log("default", "lf-worker-0", "line 1\nline 2\n");
-    let child = start(&env, &["logs", "-f", "-t", "lf", "--retries", "0"]);
+    let mut child = Watched::start(&env, &["logs", "-f", "-t", "lf", "--retries", "0"]);
     await_watches(&env, 1);
     await_log_requests(&env, "lf-worker-0", 1);
     env.server.stop();
     env.server.append_log("default", "lf-worker-0", "line 3\n");
-    std::thread::sleep(OUTAGE);
+    // Down until it has seen the server gone.
+    child.await_stderr("note: lost the Kubernetes API server");
     env.server.resume();
     env.server.append_log("default", "lf-worker-0", "line 4\n");
     // Ended only once the stream was opened again.
@@ -205,7 +206,7 @@ fn logs_follow_resumes_a_broken_stream_without_losing_or_repeating_a_line() {
     env.server.append_log("default", "lf-worker-0", "line 5\n");
     env.server.close_log("default", "lf-worker-0");
     exited(&env, "lf-worker-0", 0);
-    let out = finish(child);
+    let out = child.finish();
     out.success()
         .stderr_has("note: lost the Kubernetes API server")
         .stderr_has("note: the Kubernetes API server answers again");

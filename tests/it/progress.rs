@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::follow::{await_watches, exited, finish, running, spawn_run, start};
 use crate::support::Env;
+use crate::watched::Watched;
 
 const NS: &str = "default";
 
@@ -227,12 +228,11 @@ fn a_stall_fails_the_run_when_asked_and_its_pods_are_stopped() {
 fn a_stall_is_named_and_the_wait_goes_on() {
     let env = Env::new();
     stuck_run(&env, "slow");
-    let child = start(&env, &["wait", "-t", "slow", "--stall-after", "1s"]);
-    await_log_request(&env, "slow-worker-0");
-    // The bound is a time: past it (with room for a loaded machine), the run goes on.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let mut child = Watched::start(&env, &["wait", "-t", "slow", "--stall-after", "1s"]);
+    // Past the bound the stall is named, and the run goes on.
+    child.await_stdout(" — no progress from worker-0 since ");
     exited(&env, "slow-worker-0", 0);
-    let out = finish(child);
+    let out = child.finish();
     out.success()
         .stdout_has("training  epoch 2/3, loss 0.5, accuracy 0.91, 8.33 steps/s, about ")
         .stdout_has(" — no progress from worker-0 since ")
@@ -252,14 +252,19 @@ fn status_names_a_stall_by_the_defaults_files_bound() {
                 .args(["status", "-t", "st", "-o", "json"]),
         )
     };
-    let out = status();
+    // The built-in bound (30m): no stall, however slow the machine.
+    let out = env.run(&["status", "-t", "st", "-o", "json"]);
     out.success();
     let json: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(json["progress"]["stalled"], false, "{json:#}");
-    std::thread::sleep(std::time::Duration::from_millis(2100));
-    let out = status();
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(json["progress"]["stalled"], true, "{json:#}");
+    // The defaults file's, 1 s: stalled once a second has passed since the last line.
+    crate::support::eventually("status to name the stall", || {
+        let out = status();
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        (json["progress"]["stalled"] == true)
+            .then_some(())
+            .ok_or(json)
+    });
     let table = crate::support::run(
         env.cmd()
             .env("TF_SPAWNER_CONFIG", &config)

@@ -732,7 +732,7 @@ fn logs_follow_goes_on_across_a_restart() {
     run_all(&env, &names);
     env.server
         .append_log(NS, "lf-worker-1", "first attempt line\n");
-    let logs = start(&env, &["logs", "-f", "lf"]);
+    let mut logs = crate::watched::Watched::start(&env, &["logs", "-f", "lf"]);
     crate::follow::await_watches(&env, 1);
     let mut child = start(
         &env,
@@ -744,13 +744,14 @@ fn logs_follow_goes_on_across_a_restart() {
     run_all(&env, &names);
     env.server
         .append_log(NS, "lf-worker-1", "second attempt line\n");
-    std::thread::sleep(Duration::from_millis(500));
+    // `logs -f` follows the new attempt's pods while they run.
+    logs.await_stdout("worker-1 | second attempt line");
     exited(&env, "lf-worker-1", 0);
     exited(&env, "lf-worker-0", 0);
     env.server.close_log(NS, "lf-worker-0");
     env.server.close_log(NS, "lf-worker-1");
     finish(child).success().stdout_has("run lf: Succeeded");
-    let out = finish(logs);
+    let out = logs.finish();
     out.success()
         .stdout_has("worker-1 | first attempt line")
         .stdout_has("worker-1 | second attempt line")

@@ -76,14 +76,18 @@ fn status_names_a_stall_by_the_derived_bound() {
     let env = Env::new();
     stuck_run(&env, "sd");
     let config = env.write("config.yaml", "stall_floor: 1s\nstall_factor: 5\n");
-    std::thread::sleep(Duration::from_millis(2100));
-    let out = crate::support::run(
-        env.cmd()
-            .env("TF_SPAWNER_CONFIG", &config)
-            .args(["status", "-t", "sd", "-o", "json"]),
-    );
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(json["progress"]["stalled"], true, "{json:#}");
+    // Stalled once the floor (1 s) has passed since the last line.
+    crate::support::eventually("status to name the stall", || {
+        let out = crate::support::run(
+            env.cmd()
+                .env("TF_SPAWNER_CONFIG", &config)
+                .args(["status", "-t", "sd", "-o", "json"]),
+        );
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        (json["progress"]["stalled"] == true)
+            .then_some(())
+            .ok_or(json)
+    });
     // The built-in floor (30m): no stall yet.
     let out = env.run(&["status", "-t", "sd", "-o", "json"]);
     let json: Value = serde_json::from_str(&out.stdout).unwrap();

@@ -4,9 +4,7 @@
 //! run that started in time is not affected. The clock is the run's creation (its
 //! earliest pod's creationTimestamp), so a later `wait` agrees with `spawn --wait`.
 
-use crate::follow::{
-    await_watches, exited, failed_with_logs, finish, running, spawn_run, start, unschedulable,
-};
+use crate::follow::{exited, failed_with_logs, running, spawn_run, unschedulable};
 use crate::support::{Env, name};
 
 const NS: &str = "default";
@@ -75,14 +73,27 @@ fn it_counts_from_the_runs_creation() {
 fn a_run_that_starts_in_time_is_unaffected() {
     let env = Env::new();
     spawn_run(&env, "ok", &["-w", "2"]);
-    let child = start(&env, &["wait", "-t", "ok", "--start-timeout", "2s"]);
-    await_watches(&env, 1);
+    let mut child = crate::watched::Watched::start(
+        &env,
+        &[
+            "wait",
+            "-t",
+            "ok",
+            "--start-timeout",
+            "2s",
+            "--heartbeat",
+            "2s",
+        ],
+    );
     running(&env, "ok-worker-0");
     running(&env, "ok-worker-1");
-    // Past the start timeout (counted from the creation, which is before now).
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // Seen started: the start timer is off for good.
+    child.await_stdout("worker    2/2 running\n");
+    // And the wait goes on past the start timeout (counted from the creation, before
+    // the pods ran): its heartbeat, 2 s after they ran.
+    child.await_stdout("still     Running; nothing new for 2s\n");
     exited(&env, "ok-worker-0", 0);
-    let out = finish(child);
+    let out = child.finish();
     out.success().stdout_has("run ok: Succeeded");
 }
 

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use crate::follow::{exited, running, waiting};
 use crate::shared::kueue;
-use crate::support::{Env, name};
+use crate::support::{Env, await_while_running, name};
+use kube_testserver::RecordedRequest;
 
 const NS: &str = "default";
 
@@ -147,6 +148,55 @@ fn a_failed_worker_stops_its_hung_peers_and_kueue_frees_the_quota() {
     assert_eq!(
         cm["metadata"]["annotations"]["tf-spawner/verdict"],
         "Failed: pod fw-worker-1 (worker-1) failed: exit code 1, reason Error"
+    );
+}
+
+/// `--save-logs` waits for a stopped pod's last lines, which its SIGTERM handler prints
+/// while it stops. A v1.20 kubelet says the pod `Failed` at once and its container
+/// `running` for ever (tests/pods saw it): only the log, which the kubelet ends when the
+/// container ends, says when. Before, the log was saved without the handler's line.
+#[test]
+fn save_logs_waits_for_a_stopped_pod_a_v1_20_kubelet_says_failed_until_its_log_ends() {
+    let env = Env::new();
+    env.spawn(&["-t", "old", "-w", "2"]).success();
+    running(&env, "old-worker-0");
+    running(&env, "old-worker-1");
+    env.server
+        .append_log(NS, "old-worker-0", "worker-0: waiting for my peer\n");
+    exited(&env, "old-worker-1", 1);
+    let mut wait = crate::follow::start(&env, &["wait", "-t", "old", "--save-logs", "out"]);
+    await_while_running(&mut wait, "worker 0 stopped", || {
+        let stopped = stopped(&env);
+        (stopped == ["old-worker-0"])
+            .then_some(())
+            .ok_or(format!("{stopped:?}"))
+    });
+    env.server.set_pod_status(
+        NS,
+        "old-worker-0",
+        json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "containerStatuses": crate::follow::container(false, json!({"running": {}}))}),
+    );
+    // From the log's end (`wait`'s progress follows the log from its tail already).
+    let follows = |r: &RecordedRequest| {
+        r.path.ends_with("/pods/old-worker-0/log")
+            && r.query.contains("follow=true")
+            && r.query.contains("tailLines=0")
+    };
+    await_while_running(&mut wait, "worker 0's log followed", || {
+        let n = env.count_requests(follows);
+        (n > 0).then_some(()).ok_or(format!("{n} follows"))
+    });
+    // The handler prints, the container ends.
+    env.server
+        .append_log(NS, "old-worker-0", "worker-0: SIGTERM, leaving\n");
+    env.server.close_log(NS, "old-worker-0");
+    let out = crate::follow::finish(wait);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stdout_has("saved 2 pod logs in out");
+    assert_eq!(
+        std::fs::read_to_string(env.path("out/old-worker-0.log")).unwrap(),
+        "worker-0: waiting for my peer\nworker-0: SIGTERM, leaving\n"
     );
 }
 

@@ -249,6 +249,20 @@ impl Env {
     }
 }
 
+/// Blocks until `check` says `Ok` (polled every 20 ms, 60 s at most: a hang fails,
+/// naming `what` and `check`'s last `Err`, what there is instead).
+pub fn eventually<E: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Result<(), E>) {
+    let start = Instant::now();
+    loop {
+        let Err(state) = check() else { return };
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {what} after 60s: {state:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Blocks until `check` says `Ok` (polled every 20 ms, 60 s at most), failing at once
 /// when `child` (tf-spawner) ended first; `what` names what is awaited, `check`'s `Err`
 /// what there is instead (both for the failure).

@@ -4,12 +4,12 @@
 //! line with nothing created; `--local` sweeps.
 
 use std::process::Child;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::follow::{exited, finish, start};
 use crate::support::{Env, Output, await_while_running, env_var};
+use crate::watched::Watched;
 
 const NS: &str = "default";
 
@@ -62,7 +62,7 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
         json!({ "metadata": { "name": "q" }, "spec": { "hard": { "pods": "4" } } }),
     );
     let script = env.script();
-    let mut child = start(
+    let mut child = Watched::start(
         &env,
         &[
             "sweep",
@@ -78,14 +78,21 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
             "{lr}",
         ],
     );
-    await_pod(&env, "ex-2-worker-1", &mut child);
-    std::thread::sleep(Duration::from_millis(300));
+    await_pod(&env, "ex-2-worker-1", child.child());
+    // The runs that fit start together ("starting" printed, then created): a line the
+    // follow of run 2 prints, after its creation, comes after a third run's "starting".
+    child.await_stdout("ex-2  ");
+    assert!(
+        !child.stdout().contains("run ex-3"),
+        "a third run does not fit: {}",
+        child.stdout()
+    );
     assert!(pods_of(&env, "ex-3").is_empty(), "a third run does not fit");
     succeed(&env, "ex-1");
-    await_pod(&env, "ex-3-worker-1", &mut child);
+    await_pod(&env, "ex-3-worker-1", child.child());
     succeed(&env, "ex-2");
     succeed(&env, "ex-3");
-    let out = finish(child);
+    let out = child.finish();
     out.success()
         .stdout_has(
             "experiment ex: 3 runs, 2 at a time: the quota 'q' leaves 4 pods, a run needs 2\n",
@@ -425,7 +432,7 @@ fn a_local_sweep_runs_one_after_another_and_keeps_each_runs_parameters() {
 fn a_pipe_gets_a_line_per_change_of_a_run() {
     let env = Env::new();
     let script = env.script();
-    let mut child = start(
+    let mut child = Watched::start(
         &env,
         &[
             "sweep",
@@ -438,7 +445,7 @@ fn a_pipe_gets_a_line_per_change_of_a_run() {
             script.to_str().unwrap(),
         ],
     );
-    await_pod(&env, "px-1-worker-0", &mut child);
+    await_pod(&env, "px-1-worker-0", child.child());
     crate::follow::running(&env, "px-1-worker-0");
     let mut log = String::from("Epoch 1/2\n");
     for step in 1..=3 {
@@ -449,19 +456,9 @@ fn a_pipe_gets_a_line_per_change_of_a_run() {
     }
     env.server.append_log(NS, "px-1-worker-0", &log);
     // The progress reader shows epoch 1's last step before the run ends.
-    let start = Instant::now();
-    while !env
-        .server
-        .requests()
-        .iter()
-        .any(|r| r.path.ends_with("/px-1-worker-0/log"))
-    {
-        assert!(start.elapsed() < Duration::from_secs(30), "no log read");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+    child.await_stdout("px-1  Running  epoch 1/2, loss 0.6, accuracy 0.8\n");
     exited(&env, "px-1-worker-0", 0);
-    let out = finish(child);
+    let out = child.finish();
     out.success()
         .stdout_has("px-1  Running\n")
         .stdout_has("px-1  Running  epoch 1/2, loss 0.6, accuracy 0.8\n")

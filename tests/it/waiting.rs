@@ -12,6 +12,7 @@ use crate::follow::{
     await_watches, exited, finish, running, spawn_run, start, unschedulable, waiting,
 };
 use crate::support::Env;
+use crate::watched::Watched;
 
 const NS: &str = "default";
 
@@ -76,15 +77,15 @@ fn logs_follow_says_why_on_stderr_and_beats_in_a_pipe() {
     spawn_run(&env, "lw", &["-w", "1"]);
     let message = "0/1 nodes are available: 1 Insufficient memory.";
     unschedulable(&env, "lw-worker-0", message);
-    let child = start(&env, &["logs", "-f", "-t", "lw", "--heartbeat", "1s"]);
-    await_watches(&env, 1);
-    // Long enough for a heartbeat or two (the pod stays unchanged meanwhile).
-    std::thread::sleep(Duration::from_millis(2500));
+    let mut child =
+        crate::watched::Watched::start(&env, &["logs", "-f", "-t", "lw", "--heartbeat", "1s"]);
+    // A heartbeat while the pod stays unchanged.
+    child.await_stderr("note: still not started, nothing new for 1s");
     running(&env, "lw-worker-0");
     env.server.append_log(NS, "lw-worker-0", "epoch 1\n");
     exited(&env, "lw-worker-0", 0);
     env.server.close_log(NS, "lw-worker-0");
-    let out = finish(child);
+    let out = child.finish();
     out.success();
     let said = format!("note: not started yet: worker-0: Unschedulable: {message}\n");
     assert_eq!(out.stderr.matches(&said).count(), 1, "{out:#?}");
@@ -104,17 +105,24 @@ fn wait_beats_in_a_pipe_while_nothing_changes_and_not_with_0s() {
     spawn_run(&env, "hb", &["-w", "1"]);
     let message = "0/1 nodes are available: 1 Insufficient cpu.";
     unschedulable(&env, "hb-worker-0", message);
-    let out = env.run(&["wait", "-t", "hb", "--timeout", "3s", "--heartbeat", "1s"]);
-    assert_eq!(out.code, 4, "{out:#?}");
+    // Without a beat first, then with one a second: once the second has beaten (the
+    // first has waited longer since its first look), both are interrupted.
+    let said = format!("waiting   worker-0: Unschedulable: {message}\n");
+    let mut silent = Watched::start(&env, &["wait", "-t", "hb", "--heartbeat", "0s"]);
+    silent.await_stdout(&said);
+    let mut beating = Watched::start(&env, &["wait", "-t", "hb", "--heartbeat", "1s"]);
     let beat =
         format!("still     Pending (worker-0: Unschedulable: {message}); nothing new for 1s\n");
-    assert!(out.stdout.contains(&beat), "{out:#?}");
+    beating.await_stdout(&beat);
+    let [beating, silent] = [beating, silent].map(|mut w| {
+        crate::follow::send(w.child(), "-INT");
+        w.finish()
+    });
+    assert_eq!(beating.code, 130, "{beating:#?}");
     // The reason itself was said once.
-    let said = format!("waiting   worker-0: Unschedulable: {message}\n");
-    assert_eq!(out.stdout.matches(&said).count(), 1, "{out:#?}");
-    let out = env.run(&["wait", "-t", "hb", "--timeout", "2s", "--heartbeat", "0s"]);
-    assert_eq!(out.code, 4, "{out:#?}");
-    assert!(!out.stdout.contains("still "), "{out:#?}");
+    assert_eq!(beating.stdout.matches(&said).count(), 1, "{beating:#?}");
+    assert_eq!(silent.code, 130, "{silent:#?}");
+    assert!(!silent.stdout.contains("still "), "{silent:#?}");
 }
 
 /// A node with `cpu` and `memory` allocatable, and a pod of another namespace on it that

@@ -15,6 +15,7 @@ mod lifecycle;
 mod nodes;
 mod notify;
 mod outage;
+mod reading;
 mod restart;
 mod run;
 mod sidecar;

@@ -272,35 +272,13 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     )
     .await;
     let child = c.start_restarting_once(&t, "600s");
-    c.eventually(
-        "epoch 3 of the first attempt",
-        Duration::from_secs(300),
-        || async {
-            let log = c
-                .run(&["logs", "-t", &t, "--task", "worker-0"])
-                .await
-                .stdout;
-            log.contains("Epoch 3/12").then_some(())
-        },
-    )
-    .await;
+    await_epoch_3(&c, &t).await;
     let placed = nodes_of(&c.pods(&t).await);
     assert!(placed.iter().all(|(_, n)| n == &node), "{placed:?}");
     let killed_at = Instant::now();
     let killed = Killed::node();
-    let out = child.wait_with_output().await.expect("wait ends");
+    let (stdout, log) = succeeded(&c, &t, child).await;
     let took = killed_at.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = c
-        .run(&["logs", "-t", &t, "--task", "worker-0"])
-        .await
-        .stdout;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{stderr}\nworker-0:\n{log}"
-    );
     let restart = stdout
         .lines()
         .find(|l| l.contains(": restart 1/1"))
@@ -318,7 +296,7 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
         .lines()
         .find_map(|l| l.split_once("worker-0: resuming from epoch "))
         .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
+        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}"));
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
     assert!(log.contains("Epoch 12/12"), "{log}");
     drop(killed);
@@ -385,18 +363,7 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     args.extend(["--node-lost-after", "10s"]);
     spawn(&c, &t, &script, &pod_file, &args).await;
     let child = c.start_restarting_once(&t, "600s");
-    c.eventually(
-        "epoch 3 of the first attempt",
-        Duration::from_secs(300),
-        || async {
-            let log = c
-                .run(&["logs", "-t", &t, "--task", "worker-0"])
-                .await
-                .stdout;
-            log.contains("Epoch 3/12").then_some(())
-        },
-    )
-    .await;
+    await_epoch_3(&c, &t).await;
     let placed = nodes_of(&c.pods(&t).await);
     assert!(
         placed.iter().filter(|(_, n)| n == &node).count() == 1,
@@ -405,19 +372,8 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     let killed_at = Instant::now();
     let killed_clock = k8s_openapi::jiff::Timestamp::now().as_second();
     let killed = Killed::node();
-    let out = child.wait_with_output().await.expect("wait ends");
+    let (stdout, log) = succeeded(&c, &t, child).await;
     let took = killed_at.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = c
-        .run(&["logs", "-t", &t, "--task", "worker-0"])
-        .await
-        .stdout;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{stderr}\nworker-0:\n{log}"
-    );
     // The survivor's abort was seen, held, and the lost peer restarted the run.
     let held = stdout
         .lines()
@@ -558,6 +514,33 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
     );
 }
 
+/// Until worker 0's log says epoch 3 of 12: the first attempt trains.
+async fn await_epoch_3(c: &Cluster, t: &str) {
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            let log = c.run(&["logs", "-t", t, "--task", "worker-0"]).await.stdout;
+            log.contains("Epoch 3/12").then_some(())
+        },
+    )
+    .await;
+}
+
+/// The restarting wait (`child`) ended with exit 0: its stdout and worker 0's log.
+async fn succeeded(c: &Cluster, t: &str, child: tokio::process::Child) -> (String, String) {
+    let out = child.wait_with_output().await.expect("wait ends");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = c.run(&["logs", "-t", t, "--task", "worker-0"]).await.stdout;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{log}"
+    );
+    (stdout, log)
+}
+
 /// The number of the last complete backup (`ckpt-N`) in generation folder `generation` of
 /// the backup root `root` (examples/mnist.py's layout: `ROOT/gen-K/chief/checkpoint`).
 fn last_backup(root: &std::path::Path, generation: u32) -> Option<u32> {
@@ -648,10 +631,20 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         seeded > before,
         "the cut-off attempt trained on after the cut: backup {before} at the cut, {seeded} copied"
     );
-    // The old attempt stops before its next backup: its folder no longer changes (one
-    // epoch is well under a second; the new attempt trains on meanwhile).
+    // The old attempt stops before its next backup: its folder no longer changes while
+    // the new attempt, training at the same pace, backs up three more times (or ends,
+    // its folder deleted with the run's end).
     let fenced = last_backup(&root, 0);
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    let new_at_fence = last_backup(&root, 1).unwrap_or(0);
+    c.eventually(
+        "the new attempt's next three backups",
+        Duration::from_secs(300),
+        || async {
+            let gone = !root.join("gen-1").exists();
+            (gone || last_backup(&root, 1).is_some_and(|n| n >= new_at_fence + 3)).then_some(())
+        },
+    )
+    .await;
     let later = last_backup(&root, 0);
     let out = child.wait_with_output().await.expect("wait ends");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
+use crate::reading::Reading;
 use crate::support::{Cluster, RUN_TIMEOUT, tag};
 
 /// The command that stops and starts the one-node cluster's kube-apiserver
@@ -48,23 +49,23 @@ async fn wait_and_logs_follow_go_on_through_an_api_server_restart() {
     c.run(&["wait", "-t", &t, "--for", "start", "--timeout", RUN_TIMEOUT])
         .await
         .success();
-    let wait = c.start(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]);
-    let follow = c.start(&["logs", "-f", "-t", &t]);
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    let wait = Reading::new(c.start(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]));
+    let follow = Reading::new(c.start(&["logs", "-f", "-t", &t]));
+    // Both follow the run (wait has counted its tasks, logs -f printed a line).
+    wait.stdout_has("worker ", Duration::from_secs(60)).await;
+    follow.stdout_has(" | line ", Duration::from_secs(60)).await;
     control("stop");
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    // Down until wait has seen it gone.
+    wait.stderr_has(
+        "note: lost the Kubernetes API server",
+        Duration::from_secs(120),
+    )
+    .await;
     control("start");
 
-    let finish = |child: tokio::process::Child| async move {
-        let out = tokio::time::timeout(Duration::from_secs(180), child.wait_with_output())
-            .await
-            .expect("ends after the run")
-            .expect("wait for the child");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+    let finish = |child: Reading| async move {
+        let out = child.finish(Duration::from_secs(180)).await;
+        (Some(out.code), out.stdout, out.stderr)
     };
     let (code, stdout, stderr) = finish(wait).await;
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
@@ -111,18 +112,16 @@ async fn a_pod_deleted_mid_run_is_named_as_deleted() {
     c.run(&["wait", "-t", &t, "--for", "start", "--timeout", RUN_TIMEOUT])
         .await
         .success();
-    let wait = c.start(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let wait = Reading::new(c.start(&["wait", "-t", &t, "--timeout", RUN_TIMEOUT]));
+    // Once it follows the run (it has counted the tasks).
+    wait.stdout_has("worker ", Duration::from_secs(60)).await;
     Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
         .delete(&format!("{t}-worker-1"), &DeleteParams::default())
         .await
         .expect("delete worker-1");
-    let out = tokio::time::timeout(Duration::from_secs(120), wait.wait_with_output())
-        .await
-        .expect("wait ends")
-        .expect("wait for wait");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let out = wait.finish(Duration::from_secs(120)).await;
+    let stderr = out.stderr;
+    assert_eq!(out.code, 3, "{stderr}");
     assert!(
         stderr.contains(&format!(
             "pod {t}-worker-1 (worker-1) was deleted while it ran"

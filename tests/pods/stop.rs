@@ -91,7 +91,7 @@ async fn a_failing_workers_peer_is_stopped_keeps_its_log_and_frees_its_cpu() {
     let ended = c
         .eventually(
             "worker 0 to end by its deadline",
-            Duration::from_secs(45),
+            Duration::from_secs(90),
             || async {
                 let pod = pods.get(&worker_0).await.ok()?;
                 (phase(&pod) == "Failed").then_some(pod)
@@ -104,14 +104,10 @@ async fn a_failing_workers_peer_is_stopped_keeps_its_log_and_frees_its_cpu() {
         Some("DeadlineExceeded"),
         "{status:?}"
     );
-    let stopped_at: k8s_openapi::jiff::Timestamp =
-        ended.metadata.annotations.as_ref().unwrap()["tf-spawner/stopped"]
-            .parse()
-            .unwrap();
     // Its SIGTERM handler ran, within the grace period.
     c.eventually(
         "worker 0's SIGTERM handler",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         || async {
             let out = c.run(&["logs", &t, "--task", "worker-0"]).await;
             out.stdout
@@ -120,17 +116,12 @@ async fn a_failing_workers_peer_is_stopped_keeps_its_log_and_frees_its_cpu() {
         },
     )
     .await;
-    // A v1.36 kubelet writes the container's end; a v1.20 one leaves its state `running`
-    // once the pod is Failed (seen with kubectl on both one-node clusters).
-    let finished = status.container_statuses.as_ref().unwrap()[0]
-        .state
-        .as_ref()
-        .and_then(|s| s.terminated.as_ref())
-        .and_then(|t| t.finished_at.as_ref())
-        .map(|t| t.0);
-    if let Some(finished) = finished {
-        let took = finished.as_second() - stopped_at.as_second();
-        assert!((0..=30).contains(&took), "ended {took} s after the stop");
+    // A v1.36 kubelet writes the container's end: the handler's exit 0, not the SIGKILL
+    // of a grace period run out (137). A v1.20 one leaves its state `running` once the
+    // pod is Failed (seen with kubectl on both one-node clusters).
+    let pod = pods.get(&worker_0).await.expect("worker 0");
+    if let Some(code) = crate::support::exit_code(&pod) {
+        assert_eq!(code, 0, "{:?}", pod.status);
     }
     // No longer counted against the quota.
     c.eventually(

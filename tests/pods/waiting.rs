@@ -9,7 +9,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 
-use crate::support::{Cluster, Output, tag};
+use crate::reading::Reading;
+use crate::support::{Cluster, tag};
 
 /// Millicores of a CPU quantity (`2`, `1500m`, `0.5`).
 fn millis(q: &str) -> i64 {
@@ -66,20 +67,6 @@ async fn open_nodes(c: &Cluster) -> Vec<(String, i64)> {
     open
 }
 
-/// Interrupts `child` (as Ctrl-C) and returns what it printed.
-async fn interrupt(child: tokio::process::Child) -> Output {
-    let pid = child.id().expect("running").to_string();
-    let _ = std::process::Command::new("kill")
-        .args(["-INT", &pid])
-        .status();
-    let out = child.wait_with_output().await.expect("tf-spawner ends");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 #[tokio::test]
 async fn a_full_node_is_warned_at_the_spawn_and_said_while_wait_and_logs_wait() {
     let Some(c) = Cluster::new("full").await else {
@@ -134,9 +121,16 @@ async fn a_full_node_is_warned_at_the_spawn_and_said_while_wait_and_logs_wait() 
             .contains("still     Pending (worker-0: Unschedulable: 0/"),
         "{out:#?}"
     );
-    let child = c.start(&["logs", "-f", "-t", &t, "--heartbeat", "2s"]);
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    let out = interrupt(child).await;
+    let follow = Reading::new(c.start(&["logs", "-f", "-t", &t, "--heartbeat", "2s"]));
+    // Its heartbeat, once nothing changed for 2 s; then Ctrl-C.
+    follow
+        .stderr_has(
+            "note: still not started, nothing new for ",
+            Duration::from_secs(60),
+        )
+        .await;
+    follow.interrupt();
+    let out = follow.finish(Duration::from_secs(60)).await;
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.stdout, "", "{out:#?}");
     let said = out

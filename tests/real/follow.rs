@@ -2,16 +2,23 @@
 //! patching `pods/status` (there is no kubelet). Pod logs here are always empty (204, no
 //! node has taken the pods).
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
+use crate::started::Started;
 use crate::support::*;
 
-async fn later<F: std::future::Future>(f: F) -> F::Output {
-    // Give the binary time to list and start its watch first.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    f.await
+/// Runs `args` as `cred` and, once the binary has listed the run (its first line, the
+/// tasks counted: `worker    0/2 running, 2 pending`) and follows it, drives its pods.
+async fn driven<F: std::future::Future>(
+    real: &Real,
+    cred: Cred,
+    args: &[&str],
+    drive: F,
+) -> (Output, F::Output) {
+    let mut started = Started::new(real, cred, args);
+    started.line("worker ").await;
+    let driven = drive.await;
+    (started.finish().await, driven)
 }
 
 #[tokio::test]
@@ -36,17 +43,15 @@ async fn wait_follows_phases_to_success_saves_logs_and_cleans_up() {
         &logs_arg,
         "--cleanup",
     ];
-    let (out, ()) = tokio::join!(
-        real.run(Cred::Admin, &args,),
-        later(async {
-            real.set_running(&ns, "ok-worker-0", "tensorflow").await;
-            real.set_running(&ns, "ok-worker-1", "tensorflow").await;
-            real.set_terminated(&ns, "ok-worker-1", "tensorflow", 0)
-                .await;
-            real.set_terminated(&ns, "ok-worker-0", "tensorflow", 0)
-                .await;
-        }),
-    );
+    let (out, ()) = driven(&real, Cred::Admin, &args, async {
+        real.set_running(&ns, "ok-worker-0", "tensorflow").await;
+        real.set_running(&ns, "ok-worker-1", "tensorflow").await;
+        real.set_terminated(&ns, "ok-worker-1", "tensorflow", 0)
+            .await;
+        real.set_terminated(&ns, "ok-worker-0", "tensorflow", 0)
+            .await;
+    })
+    .await;
     out.success();
     for pod in ["ok-worker-0", "ok-worker-1"] {
         assert!(logs.join(format!("{pod}.log")).is_file(), "{pod}: {out:#?}");
@@ -65,15 +70,13 @@ async fn wait_names_the_failed_pod_and_exits_3() {
     let ns = real.namespace("follow").await;
     real.spawn_run(&ns, "bad", 2).await;
     let args = ["-n", &ns, "wait", "-t", "bad", "--timeout", "60s"];
-    let (out, ()) = tokio::join!(
-        real.run(Cred::Admin, &args),
-        later(async {
-            real.bind(&ns, "bad-worker-0", "node-a").await;
-            real.set_running(&ns, "bad-worker-0", "tensorflow").await;
-            real.set_terminated(&ns, "bad-worker-1", "tensorflow", 1)
-                .await;
-        }),
-    );
+    let (out, ()) = driven(&real, Cred::Admin, &args, async {
+        real.bind(&ns, "bad-worker-0", "node-a").await;
+        real.set_running(&ns, "bad-worker-0", "tensorflow").await;
+        real.set_terminated(&ns, "bad-worker-1", "tensorflow", 1)
+            .await;
+    })
+    .await;
     assert_eq!(out.code, 3, "{out:#?}");
     let last = out
         .stderr
@@ -151,16 +154,13 @@ async fn wait_for_start_fails_fast_on_an_image_that_cannot_be_pulled() {
         "--timeout",
         "60s",
     ];
-    let (out, _) = tokio::join!(
-        real.run(Cred::Admin, &args),
-        later(real.patch_pod_status(
+    let (out, _) = driven(&real, Cred::Admin, &args, real.patch_pod_status(
             &ns,
             "pull-worker-0",
             json!({"phase": "Pending", "containerStatuses": [container_status("tensorflow", false, json!({
                 "waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"nope:1\""}
             }))]}),
-        )),
-    );
+        )).await;
     out.failure(6).stderr_has("ImagePullBackOff");
 }
 
@@ -286,10 +286,13 @@ async fn a_namespace_limited_credential_can_follow_its_runs() {
     .success();
     let pod = format!("{tag}-worker-0");
     let args = ["wait", "-t", &tag, "--timeout", "60s"];
-    let (out, _) = tokio::join!(
-        real.run(Cred::TeamA, &args),
-        later(real.set_terminated(&ns, &pod, "tensorflow", 0)),
-    );
+    let (out, _) = driven(
+        &real,
+        Cred::TeamA,
+        &args,
+        real.set_terminated(&ns, &pod, "tensorflow", 0),
+    )
+    .await;
     out.success();
     real.run(Cred::TeamA, &["status", "-t", &tag])
         .await

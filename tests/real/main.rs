@@ -20,5 +20,6 @@ mod resources;
 mod roles;
 mod shared;
 mod spawn;
+mod started;
 mod support;
 mod sweep;

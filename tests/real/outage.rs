@@ -8,14 +8,11 @@
 //! `TF_SPAWNER_TEST_APISERVER_START` (a shell command that starts it again, e.g. the
 //! same `start.sh` with the same environment). Skipped, with a notice, without them.
 
-use std::time::Duration;
-
+use crate::started::Started;
 use crate::support::*;
 
 const PID_FILE: &str = "TF_SPAWNER_TEST_APISERVER_PID_FILE";
 const START: &str = "TF_SPAWNER_TEST_APISERVER_START";
-/// How long the server stays down.
-const DOWN: Duration = Duration::from_secs(15);
 
 fn restart_settings(test: &str) -> Option<(String, String)> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
@@ -34,8 +31,9 @@ fn restart_settings(test: &str) -> Option<(String, String)> {
     }
 }
 
-/// Kills the server with SIGKILL, waits [`DOWN`], and starts it again.
-async fn restart(pid_file: &str, start: &str) {
+/// Kills the server with SIGKILL, waits until `noticed` (the followers said it is gone),
+/// and starts it again.
+async fn restart(pid_file: &str, start: &str, noticed: impl std::future::Future<Output = ()>) {
     let pid = std::fs::read_to_string(pid_file).expect("PID file");
     let killed = tokio::process::Command::new("kill")
         .args(["-9", pid.trim()])
@@ -43,7 +41,7 @@ async fn restart(pid_file: &str, start: &str) {
         .await
         .expect("kill");
     assert!(killed.success(), "kill -9 {pid}");
-    tokio::time::sleep(DOWN).await;
+    noticed.await;
     let started = tokio::process::Command::new("sh")
         .args(["-c", start])
         .stdout(std::process::Stdio::null())
@@ -67,20 +65,24 @@ async fn wait_and_logs_follow_survive_an_api_server_restart() {
     real.set_running(&ns, "rs-worker-0", "tensorflow").await;
     real.set_running(&ns, "rs-worker-1", "tensorflow").await;
     let wait = ["-n", &ns, "wait", "-t", "rs", "--timeout", "5m"];
-    let logs = ["-n", &ns, "logs", "-f", "-t", "rs"];
-    let (waited, followed, ()) = tokio::join!(
-        real.run(Cred::Admin, &wait),
-        real.run(Cred::Admin, &logs),
-        async {
-            // Both have listed and watch by then.
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            restart(&pid_file, &start).await;
-            real.set_terminated(&ns, "rs-worker-1", "tensorflow", 0)
-                .await;
-            real.set_terminated(&ns, "rs-worker-0", "tensorflow", 0)
-                .await;
-        },
-    );
+    // -v: its API calls on stderr, its watch among them (it prints nothing else here).
+    let logs = ["-v", "-n", &ns, "logs", "-f", "-t", "rs"];
+    let mut waiting = Started::new(&real, Cred::Admin, &wait);
+    let mut following = Started::new(&real, Cred::Admin, &logs);
+    // Both have listed and watch: wait has counted the tasks, logs -f opened its watch.
+    waiting.line("worker ").await;
+    following.err_line("watch=true").await;
+    let lost = "note: lost the Kubernetes API server";
+    restart(&pid_file, &start, async {
+        waiting.err_line(lost).await;
+        following.err_line(lost).await;
+    })
+    .await;
+    real.set_terminated(&ns, "rs-worker-1", "tensorflow", 0)
+        .await;
+    real.set_terminated(&ns, "rs-worker-0", "tensorflow", 0)
+        .await;
+    let (waited, followed) = (waiting.finish().await, following.finish().await);
     for out in [&waited, &followed] {
         out.success()
             .stderr_has("note: lost the Kubernetes API server")

@@ -66,16 +66,18 @@ async fn every_verb_works_under_the_shipped_role() {
 
     // A failing run: wait stops the peer (patch pods) and records the verdict (patch
     // configmaps).
-    let (out, ()) = tokio::join!(run(os(&["wait", "-t", tag, "--timeout", "60s"])), async {
-        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
-        // Bound to a node (the peer is then stopped, not deleted as a pod no node took).
-        for pod in ["sa-worker-0", "sa-worker-1"] {
-            real.bind(&ns, pod, "node-1").await;
-            real.set_running(&ns, pod, "tensorflow").await;
-        }
-        real.set_terminated(&ns, "sa-worker-0", "tensorflow", 1)
-            .await;
-    });
+    let wait_args = ["wait", "-t", tag, "--timeout", "60s"];
+    let mut wait = crate::started::Started::with_kubeconfig(&real, &kubeconfig, &wait_args);
+    // Once it has listed the run (its first line) and follows it.
+    wait.line("worker ").await;
+    // Bound to a node (the peer is then stopped, not deleted as a pod no node took).
+    for pod in ["sa-worker-0", "sa-worker-1"] {
+        real.bind(&ns, pod, "node-1").await;
+        real.set_running(&ns, pod, "tensorflow").await;
+    }
+    real.set_terminated(&ns, "sa-worker-0", "tensorflow", 1)
+        .await;
+    let out = wait.finish().await;
     assert_eq!(out.code, 3, "{out:#?}");
     no_missing_right(&out);
     assert!(!out.stderr.contains("not recorded"), "{out:#?}");

@@ -203,31 +203,32 @@ async fn five_workers() {
     assert_eq!(real.run_objects(&ns, "big").await.len(), 11);
 }
 
+/// `-n NS -t TAG -e ENV_FILE` and the training script, as admin: what the user saw.
+async fn spawn_with_env(real: &Real, ns: &str, tag: &str, env: &std::path::Path) -> Output {
+    let script = real.script();
+    let args = [
+        "-n",
+        ns,
+        "-t",
+        tag,
+        "-e",
+        env.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ];
+    real.run(Cred::Admin, &args).await
+}
+
 #[tokio::test]
 async fn env_file_becomes_a_secret_never_pod_env() {
     let Some(real) = Real::new("env_file_becomes_a_secret_never_pod_env").await else {
         return;
     };
     let ns = real.namespace("env").await;
-    let script = real.script();
     let env = real.write(
         "run.env",
         "# credentials\nexport API_KEY=\"s3cr3t-value-1\"\nDB_PASSWORD='p@ss w0rd-2'\n\nPLAIN=plain-value-3\n",
     );
-    let out = real
-        .run(
-            Cred::Admin,
-            &[
-                "-n",
-                &ns,
-                "-t",
-                "envy",
-                "-e",
-                env.to_str().unwrap(),
-                script.to_str().unwrap(),
-            ],
-        )
-        .await;
+    let out = spawn_with_env(&real, &ns, "envy", &env).await;
     out.success();
     let values = ["s3cr3t-value-1", "p@ss w0rd-2", "plain-value-3"];
     for v in values {
@@ -508,22 +509,8 @@ async fn a_missing_namespace_is_a_clear_error() {
         return;
     };
     let ns = unique("tfs-nowhere");
-    let script = real.script();
     let env = real.write("e.env", "K=v\n");
-    let out = real
-        .run(
-            Cred::Admin,
-            &[
-                "-n",
-                &ns,
-                "-t",
-                "lost",
-                "-e",
-                env.to_str().unwrap(),
-                script.to_str().unwrap(),
-            ],
-        )
-        .await;
+    let out = spawn_with_env(&real, &ns, "lost", &env).await;
     out.failure(1)
         .stderr_has(&format!("namespace '{ns}' does not exist"));
     assert!(

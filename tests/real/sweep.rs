@@ -90,21 +90,26 @@ async fn a_sweep_under_a_quota_for_two_runs_runs_two_at_a_time() {
         "--lr",
         "{lr}",
     ];
-    let sweep = real.run(Cred::Admin, &args);
-    let driver = async {
-        await_pods(&real, &ns, "sq-2", 2).await;
-        await_pods(&real, &ns, "sq-1", 2).await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(
-            real.pods(&ns, "sq-3").await.is_empty(),
-            "a third run does not fit"
-        );
-        succeed(&real, &ns, "sq-1").await;
-        await_pods(&real, &ns, "sq-3", 2).await;
-        succeed(&real, &ns, "sq-2").await;
-        succeed(&real, &ns, "sq-3").await;
-    };
-    let (out, ()) = tokio::join!(sweep, driver);
+    let mut sweep = crate::started::Started::new(&real, Cred::Admin, &args);
+    await_pods(&real, &ns, "sq-2", 2).await;
+    await_pods(&real, &ns, "sq-1", 2).await;
+    // The runs that fit start together ("starting" printed, then created): a line the
+    // follow of run 2 prints, after its creation, comes after a third run's "starting".
+    sweep.line("sq-2  ").await;
+    assert!(
+        !sweep.stdout().contains("run sq-3"),
+        "a third run does not fit: {}",
+        sweep.stdout()
+    );
+    assert!(
+        real.pods(&ns, "sq-3").await.is_empty(),
+        "a third run does not fit"
+    );
+    succeed(&real, &ns, "sq-1").await;
+    await_pods(&real, &ns, "sq-3", 2).await;
+    succeed(&real, &ns, "sq-2").await;
+    succeed(&real, &ns, "sq-3").await;
+    let out = sweep.finish().await;
     out.success()
         .stdout_has(
             "experiment sq: 3 runs, 2 at a time: the quota 'q' leaves 4 pods, a run needs 2\n",

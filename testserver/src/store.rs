@@ -286,10 +286,16 @@ impl Store {
 /// Whether a pod's phase is final, or all its containers have terminated.
 fn pod_finished(pod: &Value) -> bool {
     let status = &pod["status"];
+    let statuses = status["containerStatuses"].as_array();
     if matches!(status["phase"].as_str(), Some("Succeeded" | "Failed")) {
-        return true;
+        // A v1.20 kubelet says a pod it stops `Failed` at once, its containers still
+        // `running` (their SIGTERM handlers run): their logs end when a test says they
+        // ended (`close_log`).
+        let said_running =
+            statuses.is_some_and(|cs| cs.iter().any(|c| c["state"].get("running").is_some()));
+        return !said_running;
     }
-    status["containerStatuses"].as_array().is_some_and(|cs| {
+    statuses.is_some_and(|cs| {
         !cs.is_empty() && cs.iter().all(|c| c["state"].get("terminated").is_some())
     })
 }
