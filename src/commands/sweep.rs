@@ -110,14 +110,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     let base = base_request(settings, spawn, &record).await?;
     let runs = sweep::points(&record);
     if spawn.dry_run {
-        let plans = runs.iter().map(|(tag, point)| {
-            Ok(plan::build(&sweep::request(
-                &base,
-                &spawn.script_args,
-                (tag, point),
-            ))?)
-        });
-        return render::plans_to_stdout(plans, spawn.output.unwrap_or(OutputFormat::Yaml));
+        return dry_run(&base, &spawn.script_args, &runs, spawn.output);
     }
     // Every run's objects are valid before the first is made.
     for (tag, point) in &runs {
@@ -151,6 +144,33 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
         base,
     };
     sweep::run(&cluster, &sweep).await
+}
+
+/// `--dry-run`: every run's objects made (so a problem shows), then the plan as a
+/// table of the runs and their parameters, or (`-o yaml|json`) the objects.
+fn dry_run(
+    base: &SpawnRequest,
+    args: &[String],
+    runs: &[(String, params::Point)],
+    format: Option<OutputFormat>,
+) -> Result<()> {
+    let plans = runs
+        .iter()
+        .map(|(tag, point)| Ok(plan::build(&sweep::request(base, args, (tag, point)))?));
+    if let Some(format) = format {
+        return render::plans_to_stdout(plans, format);
+    }
+    for plan in plans {
+        plan?;
+    }
+    let name = base.experiment.as_ref().map_or("", |e| e.name.as_str());
+    output::print(&params::runs_table(runs, args))?;
+    output::print(&format!(
+        "experiment {name}: {} {} planned; nothing created (--dry-run; their objects: -o yaml or -o json)\n",
+        runs.len(),
+        if runs.len() == 1 { "run" } else { "runs" }
+    ))?;
+    Ok(())
 }
 
 /// The request every run is made from: the spawn's, for the tag of the last run (the

@@ -42,4 +42,5 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod sweep_plan;
 mod waiting;

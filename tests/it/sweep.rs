@@ -266,6 +266,8 @@ fn dry_run_prints_every_runs_objects_and_creates_nothing() {
     let yaml = env.run(&[
         "sweep",
         "--dry-run",
+        "-o",
+        "yaml",
         "-t",
         "dr",
         "--param",
