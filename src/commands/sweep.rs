@@ -41,7 +41,7 @@ pub async fn exec(settings: &Settings, args: &SweepArgs) -> Result<()> {
         name,
         params,
         method,
-        parallel: args.parallel,
+        parallel: settings.parallel.value,
         argv: recorded_argv(method),
         cwd: std::env::current_dir()?.display().to_string(),
     };
@@ -118,7 +118,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     }
     if spawn.local {
         let local = LocalSweep {
-            parallel: args.parallel.unwrap_or(1) as usize,
+            parallel: settings.parallel.value.unwrap_or(1) as usize,
             args: spawn.script_args.clone(),
             python: settings.python.value.clone(),
             notify: settings.notify.value.clone(),
@@ -135,7 +135,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     let cluster = settings.connect()?;
     let sweep = Sweep {
         args: spawn.script_args.clone(),
-        parallel: args.parallel,
+        parallel: parallel(settings),
         queued: settings.queue.value.is_some() || settings.gang.value.is_some(),
         wait: wait(settings, spawn),
         max_in_flight: spawn.max_in_flight,
@@ -201,6 +201,16 @@ async fn base_request(
         params: Vec::new(),
     });
     Ok(base)
+}
+
+/// `--parallel` (or a settings file's `parallel`), with where it came from.
+fn parallel(settings: &Settings) -> Option<(u32, &'static str)> {
+    let from = match settings.parallel.source {
+        crate::settings::Source::Flag => "--parallel",
+        crate::settings::Source::Project => "the project file's parallel",
+        _ => "the config file's parallel",
+    };
+    settings.parallel.value.map(|n| (n, from))
 }
 
 /// Each run's wait: to its end, `--restarts` and the defaults file's stall bound.

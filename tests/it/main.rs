@@ -1,5 +1,6 @@
 //! The fast suite: the real binary against the in-process API test server.
 
+mod pty;
 mod support;
 mod terminal;
 

@@ -14,7 +14,7 @@ use crate::support::{Env, Output, await_while_running, env_var};
 const NS: &str = "default";
 
 /// Blocks until `pod` exists (60 s at most), feeding nothing.
-fn await_pod(env: &Env, pod: &str, child: &mut Child) {
+pub fn await_pod(env: &Env, pod: &str, child: &mut Child) {
     await_while_running(child, &format!("{pod} was created"), || {
         match env.server.get("pods", NS, pod) {
             Some(_) => Ok(()),
