@@ -16,7 +16,7 @@ use futures::stream::FuturesUnordered;
 
 use crate::cluster::{Cluster, experiment};
 use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError, UsageError};
-use crate::metrics::winner::{Results, Winner};
+use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
@@ -310,13 +310,31 @@ async fn follow_all(
         }
     }
     drop(view);
+    conclude(cluster, sweep, runs, &ended, stopping).await
+}
+
+/// The sweep's verdict, the best run named (in the last line, or in a line before the
+/// error when runs failed) and the experiment's notice.
+async fn conclude(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    ended: &[(usize, Ended)],
+    stopping: Option<Halt>,
+) -> Result<()> {
     // Ctrl-C or the record deleted: no notice, no winner to name.
     let results = match stopping {
         Some(_) => Results::default(),
         None => results(cluster, &sweep.record.name).await,
     };
-    let result = verdict(sweep, runs, &ended, stopping, results.best.as_ref());
-    notify_end(sweep, runs, &ended, &result, results).await;
+    let best = results.best.as_ref();
+    let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
+    let result = verdict(sweep, runs, ended, stopping, &best_text);
+    if let (Err(_), None, Some(best)) = (&result, stopping, best) {
+        let name = &sweep.record.name;
+        let _ = output::print(&format!("experiment {name}: best {}\n", best.line()));
+    }
+    notify_end(sweep, runs, ended, &result, results).await;
     result
 }
 
@@ -438,18 +456,17 @@ async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result
     }
 }
 
-/// Exit 0 when every run succeeded; 3 naming the failed; on Ctrl-C its code and how to
-/// take the experiment up again.
+/// Exit 0 when every run succeeded (the last line naming the best, `best_text`); 3
+/// naming the failed; on Ctrl-C its code and how to take the experiment up again.
 fn verdict(
     sweep: &Sweep,
     runs: &[(String, Point)],
     ended: &[(usize, Ended)],
     stopping: Option<Halt>,
-    best: Option<&Winner>,
+    best_text: &str,
 ) -> Result<()> {
     let name = &sweep.record.name;
     let ns = &sweep.base.namespace;
-    let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
     let count = |of: fn(&Ended) -> bool| ended.iter().filter(|(_, e)| of(e)).count();
     let succeeded = count(|e| matches!(e, Ended::Succeeded));
     let failed: Vec<&str> = ended
@@ -488,9 +505,6 @@ fn verdict(
             "experiment {name}: {all} succeeded{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
         ));
         return Ok(());
-    }
-    if let Some(best) = best {
-        let _ = output::print(&format!("experiment {name}: best {}\n", best.line()));
     }
     Err(ExitError::new(
         EXIT_TRAINING_FAILED,
