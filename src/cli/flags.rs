@@ -36,6 +36,8 @@ pub(crate) enum Place {
     Tensorboard,
     /// `logs`'.
     Logs,
+    /// `sweep`'s.
+    Sweep,
     /// Every command's, before or after the verb (clap's `global`).
     Global,
 }
@@ -132,7 +134,7 @@ impl FlagDef {
                 Some(other) => arg.requires(other),
                 None => arg,
             },
-            Place::Wait | Place::Tensorboard | Place::Logs => arg,
+            Place::Wait | Place::Tensorboard | Place::Logs | Place::Sweep => arg,
         }
     }
 }
@@ -372,6 +374,12 @@ macro_rules! flag_list {
     /// the config file's notify, else none]
     notify: Option<crate::metrics::notice::Target> = None, parse::notify, "(none)", command
         => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary";
+    /// A sweep's runs at a time: with --queue or --gang every run (the queue decides);
+    /// else, without this, as many as the namespace's quotas hold, and 4 when no quota
+    /// bounds them (a shared cluster is not filled by one search); with --local 1
+    /// [default: the config file's parallel, else as said]
+    parallel: Option<u32> = None, parse::runs, "(as the quotas hold, else 4)"
+        => [Sweep], value: "N", brief: "Runs at a time [default: as the quotas hold, else 4]";
     } };
 }
 pub(crate) use flag_list;
@@ -518,6 +526,10 @@ place_flags! {
 place_flags! {
     /// The list's `logs` flags (`--idle-timeout`).
     LogsFlags = Logs
+}
+place_flags! {
+    /// The list's `sweep` flags (`--parallel`).
+    SweepFlags = Sweep
 }
 place_flags! {
     /// The list's global flags (`-n`, `--give-up-after`).

@@ -35,7 +35,8 @@ pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
 
 pub use flags::{
-    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, LogsFlags, SpawnFlags, TensorboardFlags, WaitFlags,
+    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, LogsFlags, SpawnFlags, SweepFlags,
+    TensorboardFlags, WaitFlags,
 };
 
 /// The command line without the help's shaping: every flag's full text (its doc
@@ -154,10 +155,8 @@ pub struct SweepArgs {
     #[arg(long, requires = "samples", value_parser = Flag(parse::seed), value_name = "N")]
     pub seed: Option<u64>,
 
-    /// Runs at a time [default: as many as the namespace's quotas hold; every run with
-    /// --queue or --gang; with --local one]
-    #[arg(long, value_parser = Flag(parse::runs), value_name = "N")]
-    pub parallel: Option<u32>,
+    #[command(flatten)]
+    pub table: SweepFlags,
 
     /// Take up experiment NAME where it stopped (Ctrl-C, a lost connection): its runs
     /// that exist are followed, the others started, none twice; its flags, script and

@@ -41,7 +41,7 @@ pub async fn exec(settings: &Settings, args: &SweepArgs) -> Result<()> {
         name,
         params,
         method,
-        parallel: args.parallel,
+        parallel: settings.parallel.value,
         argv: recorded_argv(method),
         cwd: std::env::current_dir()?.display().to_string(),
     };
@@ -110,14 +110,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     let base = base_request(settings, spawn, &record).await?;
     let runs = sweep::points(&record);
     if spawn.dry_run {
-        let plans = runs.iter().map(|(tag, point)| {
-            Ok(plan::build(&sweep::request(
-                &base,
-                &spawn.script_args,
-                (tag, point),
-            ))?)
-        });
-        return render::plans_to_stdout(plans, spawn.output.unwrap_or(OutputFormat::Yaml));
+        return dry_run(&base, &spawn.script_args, &runs, spawn.output);
     }
     // Every run's objects are valid before the first is made.
     for (tag, point) in &runs {
@@ -125,7 +118,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     }
     if spawn.local {
         let local = LocalSweep {
-            parallel: args.parallel.unwrap_or(1) as usize,
+            parallel: settings.parallel.value.unwrap_or(1) as usize,
             args: spawn.script_args.clone(),
             python: settings.python.value.clone(),
             notify: settings.notify.value.clone(),
@@ -142,7 +135,7 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
     let cluster = settings.connect()?;
     let sweep = Sweep {
         args: spawn.script_args.clone(),
-        parallel: args.parallel,
+        parallel: parallel(settings),
         queued: settings.queue.value.is_some() || settings.gang.value.is_some(),
         wait: wait(settings, spawn),
         max_in_flight: spawn.max_in_flight,
@@ -151,6 +144,33 @@ async fn start(settings: &Settings, args: &SweepArgs, record: Record, resume: bo
         base,
     };
     sweep::run(&cluster, &sweep).await
+}
+
+/// `--dry-run`: every run's objects made (so a problem shows), then the plan as a
+/// table of the runs and their parameters, or (`-o yaml|json`) the objects.
+fn dry_run(
+    base: &SpawnRequest,
+    args: &[String],
+    runs: &[(String, params::Point)],
+    format: Option<OutputFormat>,
+) -> Result<()> {
+    let plans = runs
+        .iter()
+        .map(|(tag, point)| Ok(plan::build(&sweep::request(base, args, (tag, point)))?));
+    if let Some(format) = format {
+        return render::plans_to_stdout(plans, format);
+    }
+    for plan in plans {
+        plan?;
+    }
+    let name = base.experiment.as_ref().map_or("", |e| e.name.as_str());
+    output::print(&params::runs_table(runs, args))?;
+    output::print(&format!(
+        "experiment {name}: {} {} planned; nothing created (--dry-run; their objects: -o yaml or -o json)\n",
+        runs.len(),
+        if runs.len() == 1 { "run" } else { "runs" }
+    ))?;
+    Ok(())
 }
 
 /// The request every run is made from: the spawn's, for the tag of the last run (the
@@ -181,6 +201,16 @@ async fn base_request(
         params: Vec::new(),
     });
     Ok(base)
+}
+
+/// `--parallel` (or a settings file's `parallel`), with where it came from.
+fn parallel(settings: &Settings) -> Option<(u32, &'static str)> {
+    let from = match settings.parallel.source {
+        crate::settings::Source::Flag => "--parallel",
+        crate::settings::Source::Project => "the project file's parallel",
+        _ => "the config file's parallel",
+    };
+    settings.parallel.value.map(|n| (n, from))
 }
 
 /// Each run's wait: to its end, `--restarts` and the defaults file's stall bound.

@@ -152,6 +152,26 @@ fn hours(seconds: u64) -> String {
 }
 
 impl Cost {
+    /// Two counts added up (an experiment's runs'): a final count.
+    pub fn plus(&self, other: &Cost) -> Cost {
+        Cost {
+            total: self.total.add(other.total),
+            waiting: self.waiting.add(other.waiting),
+            restarts: self.restarts.add(other.restarts),
+            training: self.training.add(other.training),
+            until: None,
+        }
+    }
+
+    /// `held 9.6 GPU-hours` (task-hours when the tasks had no GPU).
+    pub fn held(&self) -> String {
+        if self.total.gpu_seconds > 0 {
+            format!("held {} GPU-hours", hours(self.total.gpu_seconds))
+        } else {
+            format!("held {} task-hours", hours(self.total.task_seconds))
+        }
+    }
+
     /// `held 2.4 task-hours, 9.6 GPU-hours: 0.40 waiting for the last task to start,
     /// 1.2 in restarts, 8.0 training` (GPU-hours when the tasks had GPUs, else task-hours).
     pub fn line(&self) -> String {

@@ -15,6 +15,7 @@ pub(crate) mod chart;
 pub(crate) mod cost;
 pub(crate) mod notice;
 pub(crate) mod table;
+pub(crate) mod winner;
 
 use std::collections::BTreeMap;
 
@@ -203,11 +204,8 @@ impl RunMetrics {
 
     /// The metric `list` shows: `val_loss`, else `loss`, else the first.
     pub fn headline(&self) -> Option<(&str, f64)> {
-        ["val_loss", "loss"]
-            .iter()
-            .find_map(|n| self.last.get_key_value(*n))
-            .or_else(|| self.last.iter().next())
-            .map(|(n, v)| (n.as_str(), *v))
+        let name = objective(self.last.keys().map(String::as_str))?;
+        self.last.get_key_value(name).map(|(n, v)| (n.as_str(), *v))
     }
 }
 
@@ -243,6 +241,15 @@ impl Curve {
             .filter_map(|(e, v)| Some((*e, (*v)?)))
             .collect()
     }
+}
+
+/// The metric a run is judged by when nobody says (`compare`'s sort, `list`'s
+/// column, the sweep's view): `val_loss`, else `loss`, else the first of `names`.
+pub fn objective<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    ["val_loss", "loss"]
+        .into_iter()
+        .find(|n| names.clone().any(|m| m == *n))
+        .or_else(|| names.clone().next())
 }
 
 /// A number as tables show it: 4 significant digits, plain where that reads well.

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::RunMetrics;
 use super::cost::Cost;
+use super::winner::{Results, Winner};
 
 /// At most this many of the failed task's last lines go in a notice, each cut to
 /// [`LINE_CHARS`] characters; the reason is cut to [`REASON_CHARS`].
@@ -117,6 +118,9 @@ pub struct Notice {
     /// An experiment's runs by verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs: Option<BTreeMap<String, u32>>,
+    /// An experiment's best run (its `metrics` are the notice's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best: Option<Winner>,
 }
 
 fn cut(text: &str, chars: usize) -> String {
@@ -153,6 +157,7 @@ impl Notice {
             failed_task: end.failed_task,
             last_lines,
             runs: None,
+            best: None,
             tag: end.tag,
         };
         notice.text = notice.line();
@@ -160,12 +165,14 @@ impl Notice {
     }
 
     /// The notice of an experiment's end: its runs by verdict (`runs`), failed unless
-    /// every run succeeded.
+    /// every run succeeded; the sweep's time (`seconds`), what its runs held, and its
+    /// best run, whose final metrics and epochs are the notice's.
     pub fn of_experiment(
-        name: &str,
-        namespace: Option<&str>,
+        (name, namespace): (&str, Option<&str>),
         runs: &[(String, &str)],
         (exit_code, reason): (u8, Option<String>),
+        seconds: Option<u64>,
+        results: Results,
     ) -> Notice {
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         for (_, verdict) in runs {
@@ -186,14 +193,19 @@ impl Notice {
             exit_code,
             failure: None,
             reason: reason.as_deref().map(|r| cut(r, REASON_CHARS)),
-            duration_seconds: None,
+            duration_seconds: seconds,
             restarts: 0,
-            epochs_done: None,
-            metrics: BTreeMap::new(),
-            cost: None,
+            epochs_done: results.best.as_ref().map(|b| b.epochs_done),
+            metrics: results
+                .best
+                .as_ref()
+                .map(|b| b.metrics.clone())
+                .unwrap_or_default(),
+            cost: results.cost,
             failed_task: None,
             last_lines: Vec::new(),
             runs: Some(counts),
+            best: results.best,
         };
         notice.text = notice.line();
         notice
@@ -218,10 +230,12 @@ impl Notice {
             let counts: Vec<String> = runs.iter().map(|(v, n)| format!("{n} {v}")).collect();
             line.push_str(&format!("; runs: {}", counts.join(", ")));
         }
-        let headline = ["val_loss", "loss"]
-            .iter()
-            .find_map(|n| self.metrics.get_key_value(*n))
-            .or_else(|| self.metrics.iter().next());
+        let headline = super::objective(self.metrics.keys().map(String::as_str))
+            .and_then(|n| self.metrics.get_key_value(n))
+            .filter(|_| self.best.is_none());
+        if let Some(best) = &self.best {
+            line.push_str(&format!("; best {}", best.line()));
+        }
         if let Some((name, value)) = headline {
             line.push_str(&format!("; {name} {}", super::number(*value)));
             if let Some(e) = self.epochs_done {
@@ -233,7 +247,8 @@ impl Notice {
             line.push_str(&format!("; {} restart{s}", self.restarts));
         }
         if let Some(c) = &self.cost {
-            line.push_str(&format!("; {}", c.line()));
+            let whose = if self.runs.is_some() { "the runs " } else { "" };
+            line.push_str(&format!("; {whose}{}", c.line()));
         }
         line
     }
@@ -331,11 +346,63 @@ mod tests {
             ("e-2".to_string(), "Failed"),
             ("e-3".to_string(), "Succeeded"),
         ];
-        let n = Notice::of_experiment("e", None, &runs, (3, Some("1 of 3 runs failed".into())));
+        let n = Notice::of_experiment(
+            ("e", None),
+            &runs,
+            (3, Some("1 of 3 runs failed".into())),
+            None,
+            Results::default(),
+        );
         assert_eq!(
             n.text,
             "experiment e (local): Failed (exit 3): 1 of 3 runs failed; runs: 1 Failed, 2 Succeeded"
         );
         assert_eq!(n.runs.as_ref().unwrap()["Succeeded"], 2);
+    }
+
+    #[test]
+    fn an_experiments_notice_names_its_best_run_with_its_metrics_time_and_cost() {
+        let held = crate::metrics::cost::Held {
+            task_seconds: 3600,
+            gpu_seconds: 0,
+        };
+        let cost = Cost {
+            total: held,
+            training: held,
+            ..Cost::default()
+        };
+        let best = Winner {
+            tag: "e-2".into(),
+            params: BTreeMap::from([("lr".to_string(), "0.01".to_string())]),
+            metric: "val_loss".into(),
+            order: "ascending",
+            value: 0.25,
+            verdict: Some("Succeeded".into()),
+            duration_seconds: Some(60),
+            epochs_done: 2,
+            metrics: BTreeMap::from([("val_loss".to_string(), 0.3)]),
+            cost: Some(cost),
+        };
+        let runs = [
+            ("e-1".to_string(), "Succeeded"),
+            ("e-2".to_string(), "Succeeded"),
+        ];
+        let results = Results {
+            best: Some(best),
+            cost: Some(cost.plus(&cost)),
+        };
+        let n = Notice::of_experiment(("e", Some("ns")), &runs, (0, None), Some(150), results);
+        assert_eq!(
+            n.text,
+            "experiment e: Succeeded after 2m 30s; runs: 2 Succeeded; best e-2 (lr=0.01): val_loss 0.25, 1m, held 1.0 task-hours; the runs held 2.0 task-hours: 0.00 waiting for the last task to start, 2.0 training"
+        );
+        let json = serde_json::to_value(&n).unwrap();
+        assert_eq!(json["metrics"]["val_loss"], 0.3);
+        assert_eq!(json["duration_seconds"], 150);
+        assert_eq!(json["cost"]["total"]["task_seconds"], 7200);
+        assert_eq!(json["epochs_done"], 2);
+        assert_eq!(json["best"]["tag"], "e-2");
+        assert_eq!(json["best"]["metric"], "val_loss");
+        assert_eq!(json["best"]["value"], 0.25);
     }
 }

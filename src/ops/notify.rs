@@ -18,6 +18,7 @@ use crate::errors::{
 };
 use crate::metrics::RunMetrics;
 use crate::metrics::notice::{Ending, Notice, Target};
+use crate::metrics::winner::Results;
 use crate::output;
 use crate::trainlog::Training;
 use crate::verdict::{FailureKind, Tracker, Verdict};
@@ -249,21 +250,20 @@ pub async fn after_local(target: Option<&Target>, tag: &str, result: &Result<()>
 }
 
 /// At a sweep's end (after each run's own notice): the experiment's, its runs by
-/// verdict (`runs`: each run's tag and verdict word); `namespace` `None` for `--local`.
+/// verdict (`runs`: each run's tag and verdict word), the sweep's time, what the runs
+/// held and the best of them (`results`); `namespace` `None` for `--local`.
 pub async fn after_sweep(
     target: Option<&Target>,
-    (name, namespace): (&str, Option<&str>),
+    experiment: (&str, Option<&str>),
     runs: &[(String, &str)],
     result: &Result<()>,
+    (seconds, results): (Option<u64>, Results),
 ) {
     let Some(target) = target else { return };
     let Some((_, code)) = verdict_of(result, result.is_ok()) else {
         return;
     };
     let reason = result.as_ref().err().map(one_line);
-    send(
-        target,
-        &Notice::of_experiment(name, namespace, runs, (code, reason)),
-    )
-    .await;
+    let notice = Notice::of_experiment(experiment, runs, (code, reason), seconds, results);
+    send(target, &notice).await;
 }

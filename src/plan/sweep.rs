@@ -324,6 +324,32 @@ pub fn point_text(point: &Point) -> String {
         .join(" ")
 }
 
+/// `--dry-run`'s plan: a row per run, its tag, parameters and (when the script has
+/// any) the arguments it gets.
+pub fn runs_table(runs: &[(String, Point)], args: &[String]) -> String {
+    let names: Vec<&str> = runs
+        .first()
+        .map(|(_, p)| p.iter().map(|(k, _)| k.as_str()).collect())
+        .unwrap_or_default();
+    let mut headers = vec!["RUN"];
+    headers.extend(&names);
+    if !args.is_empty() {
+        headers.push("ARGS");
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|(tag, point)| {
+            let mut row = vec![tag.clone()];
+            row.extend(point.iter().map(|(_, v)| v.clone()));
+            if !args.is_empty() {
+                row.push(fill(args, point).join(" "));
+            }
+            row
+        })
+        .collect();
+    crate::output::table(&headers, &rows)
+}
+
 /// The experiment's record (its ConfigMap's `experiment.json`, or the `--local`
 /// sweep's `tf-spawner-output/NAME/experiment.json`): what `--resume` needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,6 +35,9 @@ pub struct Training {
     pub steps: Option<u64>,
     /// The last metrics printed (of a step, or of the epoch's end).
     pub metrics: Vec<(String, f64)>,
+    /// The epoch under way when `metrics` were printed: an earlier one than `epoch`
+    /// at a new epoch's start, until its first line with metrics.
+    metrics_epoch: Option<u32>,
     /// Seconds per step: Keras' own figure, else measured between our lines.
     pub secs_per_step: Option<f64>,
     /// When the last progress line was printed.
@@ -124,6 +127,7 @@ impl Training {
                     self.history.amend(epoch, &s.metrics);
                     self.epoch_metrics.clone_from(&s.metrics);
                     self.metrics = s.metrics;
+                    self.metrics_epoch = self.epoch;
                 }
             }
             return;
@@ -141,6 +145,7 @@ impl Training {
         }
         if !s.metrics.is_empty() {
             self.metrics = s.metrics;
+            self.metrics_epoch = self.epoch;
         }
         let last = match s.steps {
             Some(n) => s.step >= n,
@@ -173,6 +178,16 @@ impl Training {
         if let Some(began) = self.began.filter(|b| at > *b) {
             self.timed = self.timed.saturating_add(1);
             self.timed_ms = self.timed_ms.saturating_add(at - began);
+        }
+    }
+
+    /// The epoch `metrics` were printed in, when it is an earlier one than the epoch
+    /// under way (which printed none yet: Keras' `verbose=2` prints an epoch's metrics
+    /// at its end only).
+    pub fn metrics_from_before(&self) -> Option<u32> {
+        match (self.metrics_epoch, self.epoch) {
+            (Some(m), Some(k)) if m < k && !self.metrics.is_empty() => Some(m),
+            _ => None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The fast suite: the real binary against the in-process API test server.
 
+mod pty;
 mod support;
 mod terminal;
 
@@ -42,5 +43,6 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod sweep_plan;
 mod waiting;
 mod watched;

@@ -15,7 +15,7 @@ const NS: &str = "default";
 
 /// Pod `pod` taken by the kubelet at `held` (`status.startTime`), its container up from
 /// `up` and ended at `end` with `code` (RFC 3339 times).
-fn ran(env: &Env, pod: &str, (held, up, end): (&str, &str, &str), code: i32) {
+pub fn ran(env: &Env, pod: &str, (held, up, end): (&str, &str, &str), code: i32) {
     let phase = if code == 0 { "Succeeded" } else { "Failed" };
     env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(

@@ -14,7 +14,7 @@ use crate::watched::Watched;
 const NS: &str = "default";
 
 /// Blocks until `pod` exists (60 s at most), feeding nothing.
-fn await_pod(env: &Env, pod: &str, child: &mut Child) {
+pub fn await_pod(env: &Env, pod: &str, child: &mut Child) {
     await_while_running(child, &format!("{pod} was created"), || {
         match env.server.get("pods", NS, pod) {
             Some(_) => Ok(()),
@@ -273,6 +273,8 @@ fn dry_run_prints_every_runs_objects_and_creates_nothing() {
     let yaml = env.run(&[
         "sweep",
         "--dry-run",
+        "-o",
+        "yaml",
         "-t",
         "dr",
         "--param",

@@ -13,6 +13,7 @@ use futures::stream::FuturesUnordered;
 use crate::errors::{EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
 use crate::local::{self, Outcome, RunOptions};
+use crate::metrics::winner::{Results, Winner};
 use crate::metrics::{PARAMS_FILE, SWEEP_RECORD_FILE};
 use crate::output;
 use crate::plan::SpawnRequest;
@@ -58,8 +59,20 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         sweep.parallel,
         local_output_dir(name).display()
     ));
+    let began = std::time::Instant::now();
     let (failed, interrupted) = run_all(sweep, &runs).await;
-    let result = ended(sweep, runs.len(), &failed, interrupted);
+    let results = std::env::current_dir()
+        .ok()
+        .filter(|_| interrupted.is_none())
+        .and_then(|here| crate::ops::compare::local_runs(&here, std::slice::from_ref(name)).ok())
+        .map(Results::of)
+        .unwrap_or_default();
+    let result = ended(
+        sweep,
+        (runs.len(), &failed),
+        interrupted,
+        results.best.as_ref(),
+    );
     let told: Vec<(String, &str)> = runs
         .iter()
         .map(|(tag, _)| {
@@ -74,18 +87,20 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         })
         .collect();
     let notify = sweep.notify.as_ref();
-    crate::ops::notify::after_sweep(notify, (name, None), &told, &result).await;
+    let seconds = Some(began.elapsed().as_secs());
+    crate::ops::notify::after_sweep(notify, (name, None), &told, &result, (seconds, results)).await;
     result
 }
 
 /// Exit 0 when every run succeeded, 3 naming those that failed, or the interruption's.
 fn ended(
     sweep: &LocalSweep,
-    total: usize,
-    failed: &[String],
+    (total, failed): (usize, &[String]),
     interrupted: Option<u8>,
+    best: Option<&Winner>,
 ) -> Result<()> {
     let name = &sweep.record.name;
+    let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
     if let Some(code) = interrupted {
         return Err(ExitError::new(
             code,
@@ -95,9 +110,12 @@ fn ended(
     }
     if failed.is_empty() {
         let _ = output::print(&format!(
-            "local experiment {name}: all {total} runs succeeded\n"
+            "local experiment {name}: all {total} runs succeeded{best_text}\n"
         ));
         return Ok(());
+    }
+    if let Some(best) = best {
+        let _ = output::print(&format!("local experiment {name}: best {}\n", best.line()));
     }
     Err(ExitError::new(
         EXIT_TRAINING_FAILED,

@@ -16,6 +16,7 @@ use futures::stream::FuturesUnordered;
 
 use crate::cluster::{Cluster, experiment};
 use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError, UsageError};
+use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
@@ -31,8 +32,9 @@ pub(crate) struct Sweep {
     pub base: SpawnRequest,
     /// The script's arguments with their placeholders.
     pub args: Vec<String>,
-    /// `--parallel`, else (`None`) as many as the quota holds.
-    pub parallel: Option<u32>,
+    /// `--parallel` (and where it was given), else (`None`) as many as the quota
+    /// holds, [`DEFAULT_PARALLEL`] without a quota.
+    pub parallel: Option<(u32, &'static str)>,
     /// `--queue` or `--gang`: every run submitted, the queue decides.
     pub queued: bool,
     /// Each run's wait (its tag set per run).
@@ -41,6 +43,12 @@ pub(crate) struct Sweep {
     /// `--resume`: the record exists; runs that exist are followed, not created.
     pub resume: bool,
 }
+
+/// Runs at a time when neither `--parallel`, a queue nor a quota bounds them: Katib's
+/// default of 3 parallel trials, rounded up so that a 2×2 grid (two parameters of two
+/// values, the smallest grid of two) runs at once; a 100-sample search on a shared
+/// cluster holds at most 4 runs' pods, not 100.
+pub(crate) const DEFAULT_PARALLEL: u32 = 4;
 
 /// How long a run refused for want of quota is tried again (the quota controller counts
 /// a finished run's pods out a moment after they end).
@@ -169,8 +177,8 @@ async fn at_a_time(
 ) -> Result<usize> {
     let total = runs.len();
     let plural = |n: usize| if n == 1 { "run" } else { "runs" };
-    let (n, why) = if let Some(n) = sweep.parallel {
-        (n as usize, "--parallel".to_string())
+    let (n, why) = if let Some((n, from)) = sweep.parallel {
+        (n as usize, from.to_string())
     } else if sweep.queued {
         (total, "the queue decides which run".to_string())
     } else {
@@ -193,7 +201,12 @@ async fn at_a_time(
                 format!("{running} still running, and {why}"),
             ),
             Some((n, why)) => (n as usize, why),
-            None => (total, "no quota bounds the runs".to_string()),
+            None => (
+                DEFAULT_PARALLEL as usize,
+                format!(
+                    "no quota bounds the runs, so at most {DEFAULT_PARALLEL} (--parallel N for another bound)"
+                ),
+            ),
         }
     };
     let n = n.clamp(1, total.max(1));
@@ -279,6 +292,11 @@ async fn follow_all(
         }
         tokio::select! {
             Some((i, end)) = active.next() => {
+                // What the run's wait told before it ended (its last lines, read after
+                // the verdict) is shown before its end.
+                while let Ok(seen) = rx.try_recv() {
+                    view.seen(seen);
+                }
                 match end {
                     Ended::Interrupted(code) | Ended::NotCreated(code) => { stopping.get_or_insert(Halt::Signal(code)); }
                     Ended::Deleted => { stopping.get_or_insert(Halt::Deleted); }
@@ -292,17 +310,51 @@ async fn follow_all(
         }
     }
     drop(view);
-    let result = verdict(sweep, runs, &ended, stopping);
-    notify_end(sweep, runs, &ended, &result).await;
+    conclude(cluster, sweep, runs, &ended, stopping).await
+}
+
+/// The sweep's verdict, the best run named (in the last line, or in a line before the
+/// error when runs failed) and the experiment's notice.
+async fn conclude(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    ended: &[(usize, Ended)],
+    stopping: Option<Halt>,
+) -> Result<()> {
+    // Ctrl-C or the record deleted: no notice, no winner to name.
+    let results = match stopping {
+        Some(_) => Results::default(),
+        None => results(cluster, &sweep.record.name).await,
+    };
+    let best = results.best.as_ref();
+    let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
+    let result = verdict(sweep, runs, ended, stopping, &best_text);
+    if let (Err(_), None, Some(best)) = (&result, stopping, best) {
+        let name = &sweep.record.name;
+        let _ = output::print(&format!("experiment {name}: best {}\n", best.line()));
+    }
+    notify_end(sweep, runs, ended, &result, results).await;
     result
 }
 
-/// `--notify`'s notice at the experiment's end: each run's verdict in a word.
+/// The best run and what the runs held, from their records (one list); nothing when
+/// they cannot be read.
+async fn results(cluster: &Cluster, name: &str) -> Results {
+    match super::compare::runs(cluster, &[name.to_string()]).await {
+        Ok(runs) => Results::of(runs),
+        Err(_) => Results::default(),
+    }
+}
+
+/// `--notify`'s notice at the experiment's end: each run's verdict in a word, the
+/// sweep's time, the best run and what the runs held.
 async fn notify_end(
     sweep: &Sweep,
     runs: &[(String, Point)],
     ended: &[(usize, Ended)],
     result: &Result<()>,
+    results: Results,
 ) {
     let told: Vec<(String, &str)> = ended
         .iter()
@@ -312,7 +364,9 @@ async fn notify_end(
         sweep.record.name.as_str(),
         Some(sweep.base.namespace.as_str()),
     );
-    super::notify::after_sweep(sweep.wait.notify.as_ref(), experiment, &told, result).await;
+    let seconds = Some(sweep.wait.started.elapsed().as_secs());
+    let target = sweep.wait.notify.as_ref();
+    super::notify::after_sweep(target, experiment, &told, result, (seconds, results)).await;
 }
 
 fn end_state(end: &Ended) -> &'static str {
@@ -402,13 +456,14 @@ async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result
     }
 }
 
-/// Exit 0 when every run succeeded; 3 naming the failed; on Ctrl-C its code and how to
-/// take the experiment up again.
+/// Exit 0 when every run succeeded (the last line naming the best, `best_text`); 3
+/// naming the failed; on Ctrl-C its code and how to take the experiment up again.
 fn verdict(
     sweep: &Sweep,
     runs: &[(String, Point)],
     ended: &[(usize, Ended)],
     stopping: Option<Halt>,
+    best_text: &str,
 ) -> Result<()> {
     let name = &sweep.record.name;
     let ns = &sweep.base.namespace;
@@ -447,7 +502,7 @@ fn verdict(
             n => format!("all {n} runs"),
         };
         let _ = output::print(&format!(
-            "experiment {name}: {all} succeeded (compare them: tf-spawner compare {name} -n {ns})\n"
+            "experiment {name}: {all} succeeded{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
         ));
         return Ok(());
     }

@@ -3,7 +3,8 @@
 //! the runs change (an indicatif bar whose message is the table, shown through
 //! `output::live`, so every other line printed meanwhile goes above it). Elsewhere (a
 //! pipe, a file, `NO_COLOR`): a line per change of a run, `NAME-2  Running  epoch 3/10,
-//! loss 0.31, accuracy 0.9`, as before. Both print each run's end as its own line.
+//! val_loss 0.35, loss 0.31`, as before. The metrics shown are the last printed, the
+//! one the experiment is judged by first. Both print each run's end as its own line.
 //!
 //! [`Board`] is the pure part: what each run is at, the pipe's lines and the table.
 
@@ -230,14 +231,25 @@ fn epoch_text(t: &Training) -> String {
     }
 }
 
-/// `loss 0.31, accuracy 0.9`: the last metrics printed.
+/// `val_loss 0.35, loss 0.31`: the last metrics printed, the one the experiment is
+/// judged by first (`metrics::objective`); `(epoch 1)` after them when they are an
+/// earlier epoch's than the one under way (which printed none yet).
 fn metrics_text(t: &Training) -> String {
-    t.metrics
+    let first = crate::metrics::objective(t.metrics.iter().map(|(n, _)| n.as_str()));
+    let ordered = t
+        .metrics
         .iter()
+        .filter(|(n, _)| Some(n.as_str()) == first)
+        .chain(t.metrics.iter().filter(|(n, _)| Some(n.as_str()) != first));
+    let mut text = ordered
         .take(METRICS)
         .map(|(name, value)| format!("{name} {}", show::value(*value)))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if let Some(k) = t.metrics_from_before() {
+        text.push_str(&format!(" (epoch {k})"));
+    }
+    text
 }
 
 /// The board shown: redrawn on a terminal, lines on a pipe.

@@ -95,3 +95,47 @@ fn a_pipe_gets_a_line_per_change_of_state_or_epoch_not_per_step() {
     assert_eq!(b.seen(state("ex-1", "Running")), None);
     assert!(b.render(80, 24).contains("ex-1   1e-1   Failed"));
 }
+
+/// Keras' `verbose=2`: an epoch's metrics (val_loss among them) at its end only. The
+/// metric the experiment is judged by comes first; at the next epoch's start, the
+/// metrics shown say they are the last epoch's.
+#[test]
+fn the_objective_comes_first_and_an_earlier_epochs_metrics_say_so() {
+    let mut t = Training::default();
+    t.read(1000, "Epoch 1/2", true);
+    t.read(
+        1900,
+        "3/3 - 1s - loss: 0.5000 - accuracy: 0.7000 - val_loss: 0.6000 - val_accuracy: 0.6500",
+        true,
+    );
+    let mut b = Board::new("ex", &runs(1));
+    b.starting(0);
+    b.seen(state("ex-1", "Running"));
+    assert_eq!(
+        b.seen(training("ex-1", Box::new(t.clone()))).as_deref(),
+        Some("ex-1  Running  epoch 1/2, val_loss 0.6, loss 0.5\n")
+    );
+    t.read(2000, "Epoch 2/2", true);
+    assert_eq!(
+        b.seen(training("ex-1", Box::new(t.clone()))).as_deref(),
+        Some("ex-1  Running  epoch 2/2, val_loss 0.6, loss 0.5 (epoch 1)\n")
+    );
+    assert!(
+        b.render(100, 10)
+            .contains("Running   2/2     val_loss 0.6, loss 0.5 (epoch 1)"),
+        "{}",
+        b.render(100, 10)
+    );
+    t.read(
+        2900,
+        "3/3 - 1s - loss: 0.3000 - accuracy: 0.8000 - val_loss: 0.4000 - val_accuracy: 0.7500",
+        true,
+    );
+    b.seen(training("ex-1", Box::new(t)));
+    assert!(
+        b.render(100, 10)
+            .contains("Running   2/2     val_loss 0.4, loss 0.3\n"),
+        "{}",
+        b.render(100, 10)
+    );
+}
