@@ -158,42 +158,16 @@ async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duratio
         ))?;
         return Ok(());
     }
-    if !args.yes && std::io::stdin().is_terminal() {
-        let rows: Vec<String> = old
-            .iter()
-            .map(|r| {
-                let age = r
-                    .age_seconds
-                    .map_or_else(|| "-".into(), crate::duration::age);
-                format!("{}  {}  {age}", r.tag, r.verdict)
-            })
-            .chain(
-                records
-                    .iter()
-                    .map(|r| format!("{}  experiment's record", r.name)),
-            )
-            .collect();
-        output::eprint(&format!("{}\n", rows.join("\n")));
-        let question = format!(
-            "delete these {} finished runs older than {shown} in namespace {ns}{}? [y/N] ",
-            old.len(),
-            match records.len() {
-                0 => String::new(),
-                n => format!(", and {n} experiments' records"),
-            }
-        );
-        if !confirm(&question).await? {
-            bail!("aborted; nothing was deleted");
-        }
+    if !args.yes
+        && std::io::stdin().is_terminal()
+        && !confirm_old(&old, &records, &shown, &ns).await?
+    {
+        bail!("aborted; nothing was deleted");
     }
     let mut failed = Vec::new();
     for record in &records {
-        let object = ObjectRef {
-            kind: crate::cluster::Kind::ConfigMap,
-            name: crate::labels::experiment_record_name(&record.name),
-        };
-        match crate::cluster::experiment::remove(&cluster, &record.name, &record.uid).await {
-            Ok(()) => report(&record.name, &ns, &[object], args.output)?,
+        match delete::remove_record(&cluster, record).await {
+            Ok(object) => report(&record.name, &ns, &[object], args.output)?,
             Err(e) => failed.push(format!("{e:#}")),
         }
     }
@@ -211,6 +185,40 @@ async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duratio
         true => Ok(()),
         false => bail!("{}", failed.join("; ")),
     }
+}
+
+/// The runs and records `-d --finished --older-than` would delete, listed on stderr,
+/// and the question.
+async fn confirm_old(
+    old: &[crate::ops::list::RunJson],
+    records: &[crate::cluster::experiment::Listed],
+    shown: &str,
+    ns: &str,
+) -> Result<bool> {
+    let rows: Vec<String> = old
+        .iter()
+        .map(|r| {
+            let age = r
+                .age_seconds
+                .map_or_else(|| "-".into(), crate::duration::age);
+            format!("{}  {}  {age}", r.tag, r.verdict)
+        })
+        .chain(
+            records
+                .iter()
+                .map(|r| format!("{}  experiment's record", r.name)),
+        )
+        .collect();
+    output::eprint(&format!("{}\n", rows.join("\n")));
+    let question = format!(
+        "delete these {} finished runs older than {shown} in namespace {ns}{}? [y/N] ",
+        old.len(),
+        match records.len() {
+            0 => String::new(),
+            n => format!(", and {n} experiments' records"),
+        }
+    );
+    confirm(&question).await
 }
 
 /// `deleted pod/…` lines, or with `-o json|yaml` the summary

@@ -223,3 +223,15 @@ pub(crate) async fn old_runs(cluster: &Cluster, age: Duration) -> Result<OldRuns
         kept,
     })
 }
+
+/// Deletes an experiment's record as listed (if still that one): what was deleted.
+pub(crate) async fn remove_record(
+    cluster: &Cluster,
+    record: &crate::cluster::experiment::Listed,
+) -> Result<crate::cluster::ObjectRef> {
+    crate::cluster::experiment::remove(cluster, &record.name, &record.uid).await?;
+    Ok(crate::cluster::ObjectRef {
+        kind: crate::cluster::Kind::ConfigMap,
+        name: crate::labels::experiment_record_name(&record.name),
+    })
+}

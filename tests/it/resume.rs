@@ -163,7 +163,8 @@ fn a_record_whose_runs_are_not_the_sweeps_is_refused_and_nothing_starts() {
     let script = s.to_str().unwrap();
     interrupted_at_its_first_run(&env, "vx", script);
     let (cm, original) = record(&env, "vx");
-    let cases: [(&dyn Fn(&mut Value), &str); 3] = [
+    type Forge<'a> = &'a dyn Fn(&mut Value);
+    let cases: [(Forge, &str); 3] = [
         (
             &|p| p["runs"][2]["params"]["lr"] = json!("$(cat /etc/passwd)"),
             "error: experiment 'vx''s record (configmap vx-experiment) is not one this sweep makes: run vx-3's parameters (lr=$(cat /etc/passwd)) are not a point of the sweep's; nothing was started (remove it with tf-spawner -d --experiment vx, or pick another name with -t)\n",

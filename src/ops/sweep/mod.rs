@@ -132,7 +132,8 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
     {
         started.insert(first);
     }
-    follow_all(cluster, sweep, &runs, (&started, recorded), at_a_time).await
+    let begun = Begun { started, recorded };
+    follow_all(cluster, sweep, &runs, begun, at_a_time).await
 }
 
 /// A new experiment: its record, then its first run alone. A first run refused (Pod
@@ -275,28 +276,21 @@ impl std::fmt::Display for RecordGone {
 
 impl std::error::Error for RecordGone {}
 
-/// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
-/// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
-async fn follow_all(
-    cluster: &Cluster,
-    sweep: &Sweep,
+/// The runs of a sweep as it begins to follow them.
+struct Begun {
+    /// Those that exist, or whose verdict the record holds.
+    started: BTreeSet<String>,
+    /// Those whose verdict the record holds and whose objects are gone.
+    recorded: Vec<(usize, Ended)>,
+}
+
+/// The runs to follow or start, each with whether it exists: those that exist first
+/// (followed), then the others in order (created); none that ended.
+fn order(
     runs: &[(String, Point)],
-    (started, recorded): (&BTreeSet<String>, Vec<(usize, Ended)>),
-    at_a_time: usize,
-) -> Result<()> {
-    let mut stop = signals::Stop::listen();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut view = view::View::new(&sweep.record.name, runs);
-    let mut ended: Vec<(usize, Ended)> = Vec::new();
-    for (i, end) in recorded {
-        view.ended(
-            &runs[i].0,
-            end_state(&end),
-            &format!("{} (recorded; not started again)", end_text(&end)),
-        );
-        ended.push((i, end));
-    }
-    // Runs that exist first (followed), then the others in order (created).
+    started: &BTreeSet<String>,
+    ended: &[(usize, Ended)],
+) -> Vec<(usize, bool)> {
     let mut queue: Vec<(usize, bool)> = runs
         .iter()
         .enumerate()
@@ -304,7 +298,28 @@ async fn follow_all(
         .map(|(i, (tag, _))| (i, started.contains(tag)))
         .collect();
     queue.sort_by_key(|(i, exists)| (!exists, *i));
-    let mut queue = queue.into_iter();
+    queue
+}
+
+/// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
+/// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
+async fn follow_all(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: &[(String, Point)],
+    begun: Begun,
+    at_a_time: usize,
+) -> Result<()> {
+    let mut stop = signals::Stop::listen();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut view = view::View::new(&sweep.record.name, runs);
+    let mut ended: Vec<(usize, Ended)> = Vec::new();
+    for (i, end) in begun.recorded {
+        let text = format!("{} (recorded; not started again)", end_text(&end));
+        view.ended(&runs[i].0, end_state(&end), &text);
+        ended.push((i, end));
+    }
+    let mut queue = order(runs, &begun.started, &ended).into_iter();
     let mut active = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
     loop {
