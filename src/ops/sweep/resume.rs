@@ -63,13 +63,13 @@ pub(crate) struct Place {
 pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Result<Record> {
     let def = taking.definition;
     let name = &def.name;
-    if let Err(there) = same_definition(&stored, def) {
+    if let Err(there) = same_definition(&stored, def).map_err(|t| cut(&t)) {
         return Err(UsageError::new(format!(
             "experiment '{name}' was started with {there}: run the command it was started with, adding --resume {name} (or pick another name with -t for a new experiment); nothing was started"
         ))
         .into());
     }
-    if let Err(why) = vet_runs(&stored, def) {
+    if let Err(why) = vet_runs(&stored, def).map_err(|t| cut(&t)) {
         return Err(UsageError::new(format!(
             "experiment '{name}''s record ({}) is not one this sweep makes: {why}; nothing was started (remove it with {}, or pick another name with -t)",
             place.what, place.remove
@@ -246,6 +246,15 @@ fn check_digests(recorded: Option<&Digests>, taking: &Taking<'_>) -> Result<()> 
             "experiment '{name}': {what}, so its runs would not be comparable: put them back as they were, or add --allow-changed to take it up as they are now"
         ))
         .into()),
+    }
+}
+
+/// What a refusal quotes of a record, at most 300 characters.
+fn cut(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
