@@ -158,11 +158,16 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub table: SweepFlags,
 
-    /// Take up experiment NAME where it stopped (Ctrl-C, a lost connection): its runs
-    /// that exist are followed, the others started, none twice; its flags, script and
-    /// parameters are the ones it was started with
+    /// Take up experiment NAME where it stopped (Ctrl-C, a lost connection): give the
+    /// command it was started with, adding --resume NAME; its runs that exist are
+    /// followed, those that ended are not started again, the others are started
     #[arg(long, value_name = "NAME")]
     pub resume: Option<Tag>,
+
+    /// With --resume: take the experiment up although its script or --dir's files
+    /// changed since it began
+    #[arg(long, requires = "resume")]
+    pub allow_changed: bool,
 
     #[command(flatten)]
     pub spawn: SpawnArgs,

@@ -74,9 +74,63 @@ pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
     else {
         return Ok(None);
     };
-    serde_json::from_str(text)
-        .map(Some)
-        .map_err(|e| anyhow!("configmap {record_name} is not an experiment's record ({e})"))
+    let mut record: Record = serde_json::from_str(text)
+        .map_err(|e| anyhow!("configmap {record_name} is not an experiment's record ({e})"))?;
+    let data = found.as_ref().and_then(|cm| cm.data.as_ref());
+    for (key, verdict) in data.into_iter().flatten() {
+        if let Some(tag) = key.strip_prefix(ENDED_PREFIX) {
+            record.ended.insert(tag.to_string(), verdict.clone());
+        }
+    }
+    Ok(Some(record))
+}
+
+/// Before a run's tag, the record's key holding its verdict (`ended.lrs-2`).
+pub const ENDED_PREFIX: &str = "ended.";
+
+/// Writes run `tag`'s verdict in experiment `name`'s record (its own key, merged: the
+/// other runs' are kept); a record gone (deleted meanwhile) is not made again.
+pub async fn record_ended(cluster: &Cluster, name: &str, tag: &str, verdict: &str) -> Result<()> {
+    let patch = serde_json::json!({ "data": { format!("{ENDED_PREFIX}{tag}"): verdict } });
+    match cluster
+        .merge_patch::<ConfigMap>(&experiment_record_name(name), &patch)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.code() == Some(404) => Ok(()),
+        Err(e) => Err(cluster.explain("recording a run's verdict in the experiment's record", &e)),
+    }
+}
+
+/// An experiment's record as listed: its name, uid and age.
+pub struct Listed {
+    pub name: String,
+    pub uid: String,
+    pub age_seconds: Option<u64>,
+}
+
+/// Every experiment's record in the namespace (metadata only).
+pub async fn records(cluster: &Cluster) -> Result<Vec<Listed>> {
+    let selector = format!("{EXPERIMENT_LABEL},{MANAGED_BY_LABEL}={MANAGED_BY},!{RUN_LABEL}");
+    let found = cluster
+        .list_metadata::<ConfigMap>(&selector)
+        .await
+        .map_err(|e| cluster.explain("listing the experiments' records", &e))?;
+    let now = crate::duration::now();
+    Ok(found
+        .into_iter()
+        .filter_map(|m| {
+            let name = m.labels.as_ref()?.get(EXPERIMENT_LABEL)?.clone();
+            (m.name.as_deref() == Some(experiment_record_name(&name).as_str())).then(|| Listed {
+                age_seconds: m
+                    .creation_timestamp
+                    .as_ref()
+                    .map(|t| (now - t.0.as_second()).max(0) as u64),
+                uid: m.uid.unwrap_or_default(),
+                name,
+            })
+        })
+        .collect())
 }
 
 /// The tags of every run in the namespace (each has a ConfigMap): one list of metadata.

@@ -135,44 +135,42 @@ fn no_experiment(name: &str, which: &delete::Selected, ns: &str, ignore: bool) -
 }
 
 /// `-d --finished --older-than AGE`: every run whose verdict is final (Succeeded or
-/// Failed) and that was made at least AGE ago, after the list and the question; one run
-/// after the other, each as `-d -t TAG`.
+/// Failed) and that was made at least AGE ago, an experiment whole or not at all
+/// (`ops::delete::old_runs`), after the list and the question; the experiments' records
+/// first, then one run after the other, each as `-d -t TAG`.
 async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duration) -> Result<()> {
     let cluster = settings.connect()?;
     let ns = cluster.namespace().to_string();
-    let old: Vec<crate::ops::list::RunJson> = crate::ops::list::list(&cluster, false)
-        .await?
-        .into_iter()
-        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed"))
-        .filter(|r| r.age_seconds.is_some_and(|a| a >= age.as_secs()))
-        .collect();
+    let delete::OldRuns {
+        runs: old,
+        records,
+        kept,
+    } = delete::old_runs(&cluster, age).await?;
+    for (name, why) in &kept {
+        output::note(&format!(
+            "experiment {name} is kept whole: {why} (its runs and its record go together)"
+        ));
+    }
     let shown = crate::duration::age(age.as_secs());
-    if old.is_empty() {
+    if old.is_empty() && records.is_empty() {
         output::print(&format!(
             "no finished run older than {shown} in namespace {ns}\n"
         ))?;
         return Ok(());
     }
-    if !args.yes && std::io::stdin().is_terminal() {
-        let rows: Vec<String> = old
-            .iter()
-            .map(|r| {
-                let age = r
-                    .age_seconds
-                    .map_or_else(|| "-".into(), crate::duration::age);
-                format!("{}  {}  {age}", r.tag, r.verdict)
-            })
-            .collect();
-        output::eprint(&format!("{}\n", rows.join("\n")));
-        let question = format!(
-            "delete these {} finished runs older than {shown} in namespace {ns}? [y/N] ",
-            old.len()
-        );
-        if !confirm(&question).await? {
-            bail!("aborted; nothing was deleted");
-        }
+    if !args.yes
+        && std::io::stdin().is_terminal()
+        && !confirm_old(&old, &records, &shown, &ns).await?
+    {
+        bail!("aborted; nothing was deleted");
     }
     let mut failed = Vec::new();
+    for record in &records {
+        match delete::remove_record(&cluster, record).await {
+            Ok(object) => report(&record.name, &ns, &[object], args.output)?,
+            Err(e) => failed.push(format!("{e:#}")),
+        }
+    }
     for run in &old {
         let deleted = delete::delete(&cluster, &run.tag, args.max_in_flight).await;
         report(&run.tag, &ns, &deleted.removed, args.output)?;
@@ -187,6 +185,40 @@ async fn finished(settings: &Settings, args: &SpawnArgs, age: std::time::Duratio
         true => Ok(()),
         false => bail!("{}", failed.join("; ")),
     }
+}
+
+/// The runs and records `-d --finished --older-than` would delete, listed on stderr,
+/// and the question.
+async fn confirm_old(
+    old: &[crate::ops::list::RunJson],
+    records: &[crate::cluster::experiment::Listed],
+    shown: &str,
+    ns: &str,
+) -> Result<bool> {
+    let rows: Vec<String> = old
+        .iter()
+        .map(|r| {
+            let age = r
+                .age_seconds
+                .map_or_else(|| "-".into(), crate::duration::age);
+            format!("{}  {}  {age}", r.tag, r.verdict)
+        })
+        .chain(
+            records
+                .iter()
+                .map(|r| format!("{}  experiment's record", r.name)),
+        )
+        .collect();
+    output::eprint(&format!("{}\n", rows.join("\n")));
+    let question = format!(
+        "delete these {} finished runs older than {shown} in namespace {ns}{}? [y/N] ",
+        old.len(),
+        match records.len() {
+            0 => String::new(),
+            n => format!(", and {n} experiments' records"),
+        }
+    );
+    confirm(&question).await
 }
 
 /// `deleted pod/…` lines, or with `-o json|yaml` the summary

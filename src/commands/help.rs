@@ -178,6 +178,7 @@ const SWEEP_SHOWN: &[(&str, &str)] = &[
     ("seed", "The random search's seed [default: random]"),
     ("parallel", "Runs at a time [default: what the quota holds]"),
     ("resume", "Take up experiment NAME where it stopped"),
+    ("allow_changed", "With --resume: though the script changed"),
     ("tag", "The experiment's name: runs NAME-1 … NAME-K"),
     ("workers", "Worker pods of each run"),
     ("restarts", "Restart each run's retryable failure N times"),

@@ -104,9 +104,15 @@ fn compared(r: Record) -> Compared {
 /// The runs `names` name: with one name, the runs of that experiment if there are any;
 /// else each name an experiment's or a run's tag. One paged list of records.
 pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> {
-    let records = record::all(cluster, false)
+    let mut records = record::all(cluster, false)
         .await
         .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
+    for name in names {
+        if !records.iter().any(|r| &r.tag == name) {
+            let gone = deleted_runs(cluster, name, &records).await;
+            records.extend(gone);
+        }
+    }
     let chosen = choose(records, names);
     match chosen {
         Ok(runs) => Ok(runs.into_iter().map(compared).collect()),
@@ -117,6 +123,47 @@ pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> 
             cluster.namespace()
         ),
     }
+}
+
+/// The runs of experiment `name` that its record (if there is one) says ended, and
+/// whose own records are gone (deleted): each with its parameters and the verdict the
+/// experiment's record holds, said in a note.
+async fn deleted_runs(cluster: &Cluster, name: &str, records: &[Record]) -> Vec<Record> {
+    let experiment = match crate::cluster::experiment::read(cluster, name).await {
+        Ok(Some(experiment)) => experiment,
+        Ok(None) => return Vec::new(),
+        Err(e) => {
+            output::note(&format!("{e:#}"));
+            return Vec::new();
+        }
+    };
+    let gone: Vec<Record> = experiment
+        .runs
+        .into_iter()
+        .filter(|run| !records.iter().any(|r| r.tag == run.tag))
+        .filter_map(|run| {
+            let verdict = experiment.ended.get(&run.tag)?.clone();
+            Some(Record {
+                namespace: cluster.namespace().to_string(),
+                tag: run.tag,
+                verdict: Some(verdict),
+                experiment: Some(name.to_string()),
+                params: run.params,
+                ..Record::default()
+            })
+        })
+        .collect();
+    if !gone.is_empty() {
+        let tags: Vec<&str> = gone.iter().map(|r| r.tag.as_str()).collect();
+        output::note(&format!(
+            "experiment {name}: {} deleted; the verdicts are its record's, their metrics are gone",
+            match tags.as_slice() {
+                [one] => format!("run {one} was"),
+                many => format!("runs {} were", many.join(", ")),
+            }
+        ));
+    }
+    gone
 }
 
 /// The records `names` name (the runs of an experiment, or a run by its tag), in the

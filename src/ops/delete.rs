@@ -167,3 +167,71 @@ fn are(n: usize) -> String {
         format!("{n} pods are")
     }
 }
+
+/// What `-d --finished --older-than AGE` deletes: the runs whose verdict is final
+/// (Succeeded or Failed) and that were made at least AGE ago, each experiment whole or
+/// not at all — all its runs and its record, when every run of it is such a run and its
+/// record is as old (an experiment's record with no run left goes too), so that no
+/// `sweep --resume` finds a record whose runs are gone.
+pub(crate) struct OldRuns {
+    pub runs: Vec<crate::ops::list::RunJson>,
+    /// The experiments' records that go with them.
+    pub records: Vec<crate::cluster::experiment::Listed>,
+    /// Each experiment kept whole, and why: `run lrs-3 is Running`.
+    pub kept: Vec<(String, String)>,
+}
+
+pub(crate) async fn old_runs(cluster: &Cluster, age: Duration) -> Result<OldRuns> {
+    let all = crate::ops::list::list(cluster, false).await?;
+    let records = crate::cluster::experiment::records(cluster).await?;
+    let old = |secs: Option<u64>| secs.is_some_and(|a| a >= age.as_secs());
+    let shown = crate::duration::age(age.as_secs());
+    let mut kept: Vec<(String, String)> = Vec::new();
+    let mut keep = |name: &str, why: String| {
+        if !kept.iter().any(|(n, _)| n == name) {
+            kept.push((name.to_string(), why));
+        }
+    };
+    for run in &all {
+        let Some(name) = &run.experiment else {
+            continue;
+        };
+        if !matches!(run.verdict, "Succeeded" | "Failed") {
+            keep(name, format!("run {} is {}", run.tag, run.verdict));
+        } else if !old(run.age_seconds) {
+            keep(name, format!("run {} is younger than {shown}", run.tag));
+        }
+    }
+    for record in &records {
+        if !old(record.age_seconds) {
+            keep(&record.name, format!("it began less than {shown} ago"));
+        }
+    }
+    let is_kept = |name: Option<&String>| name.is_some_and(|n| kept.iter().any(|(k, _)| k == n));
+    let runs = all
+        .into_iter()
+        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed") && old(r.age_seconds))
+        .filter(|r| !is_kept(r.experiment.as_ref()))
+        .collect();
+    let records = records
+        .into_iter()
+        .filter(|r| !is_kept(Some(&r.name)))
+        .collect();
+    Ok(OldRuns {
+        runs,
+        records,
+        kept,
+    })
+}
+
+/// Deletes an experiment's record as listed (if still that one): what was deleted.
+pub(crate) async fn remove_record(
+    cluster: &Cluster,
+    record: &crate::cluster::experiment::Listed,
+) -> Result<crate::cluster::ObjectRef> {
+    crate::cluster::experiment::remove(cluster, &record.name, &record.uid).await?;
+    Ok(crate::cluster::ObjectRef {
+        kind: crate::cluster::Kind::ConfigMap,
+        name: crate::labels::experiment_record_name(&record.name),
+    })
+}

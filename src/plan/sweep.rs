@@ -359,12 +359,31 @@ pub struct Record {
     pub method: Method,
     /// Runs at a time (`None`: as many as the quota holds, or all with a queue).
     pub parallel: Option<u32>,
-    /// The words after `sweep` (without `--resume`), the seed added: `--resume` reads
-    /// them again, in `cwd`.
-    pub argv: Vec<String>,
-    pub cwd: String,
+    /// The script's arguments as given, placeholders unfilled: compared with those of
+    /// the `--resume` invocation, never run (the record is data: what runs on this
+    /// machine, and what it reads, is the invocation's; docs/hardened.md).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The script's and the shipped directory's digests at the sweep's start.
+    #[serde(default)]
+    pub digests: Option<Digests>,
     /// Every run: its tag and its parameters.
     pub runs: Vec<PlannedRun>,
+    /// The verdict of each run that ended (`Succeeded`, `Failed: …`), by tag: written
+    /// as each ends (on the cluster, the record's `ended.TAG` keys), so `--resume`
+    /// starts none of them again, even once the run is deleted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ended: BTreeMap<String, String>,
+}
+
+/// `sha256:HEX` digests of what a sweep's runs are made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digests {
+    /// The training script's bytes.
+    pub script: String,
+    /// `--dir`'s files (each path and content, not their times), if shipped.
+    #[serde(default)]
+    pub dir: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

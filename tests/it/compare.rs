@@ -52,7 +52,7 @@ fn trained_run(env: &Env, tag: &str, first: f64, code: i32) {
 }
 
 #[test]
-fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
+fn wait_records_the_metrics_and_compare_reads_them_in_one_list() {
     let env = Env::new();
     spawn_run(&env, "lrs-1", &["-w", "1"]);
     as_sweep_run(&env, "lrs-1", "lrs", json!({"lr": "0.1", "bs": "64"}));
@@ -105,7 +105,8 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
     out.stdout_has("best: lrs-2 (*)")
         .stdout_has("loss per epoch\n")
         .stdout_has("  * lrs-2 (lr=0.01)\n");
-    // The records alone: one list of ConfigMaps' metadata, no pod, no log.
+    // The records alone: one list of ConfigMaps' metadata and the experiment's record
+    // (for its runs deleted since), no pod, no log.
     let requests = env.server.requests();
     let api: Vec<&str> = requests
         .iter()
@@ -114,7 +115,10 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
         .collect();
     assert_eq!(
         api,
-        ["/api/v1/namespaces/default/configmaps"],
+        [
+            "/api/v1/namespaces/default/configmaps",
+            "/api/v1/namespaces/default/configmaps/lrs-experiment"
+        ],
         "{requests:#?}"
     );
 

@@ -33,6 +33,7 @@ mod proxy;
 mod queues;
 mod resources;
 mod restart;
+mod resume;
 mod roles;
 mod rule;
 mod security;

@@ -14,7 +14,7 @@ use crate::watched::Watched;
 const NS: &str = "default";
 
 /// Blocks until `pod` exists (60 s at most), feeding nothing.
-pub fn await_pod(env: &Env, pod: &str, child: &mut Child) {
+pub(crate) fn await_pod(env: &Env, pod: &str, child: &mut Child) {
     await_while_running(child, &format!("{pod} was created"), || {
         match env.server.get("pods", NS, pod) {
             Some(_) => Ok(()),
@@ -23,14 +23,14 @@ pub fn await_pod(env: &Env, pod: &str, child: &mut Child) {
     });
 }
 
-fn pods_of(env: &Env, tag: &str) -> Vec<Value> {
+pub(crate) fn pods_of(env: &Env, tag: &str) -> Vec<Value> {
     env.list("pods", NS)
         .into_iter()
         .filter(|p| p["metadata"]["labels"]["training_attempt"] == tag)
         .collect()
 }
 
-fn script_args(pod: &Value) -> Vec<String> {
+pub(crate) fn script_args(pod: &Value) -> Vec<String> {
     pod["spec"]["containers"][0]["args"]
         .as_array()
         .into_iter()
@@ -45,7 +45,7 @@ fn succeed(env: &Env, tag: &str) {
     exited(env, &format!("{tag}-worker-0"), 0);
 }
 
-fn posts_of(env: &Env, path_end: &str) -> usize {
+pub(crate) fn posts_of(env: &Env, path_end: &str) -> usize {
     env.server
         .requests()
         .iter()
@@ -207,12 +207,24 @@ fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
     crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
-    out.stderr_has("experiment 'rx' was left as it is (0 succeeded, 0 failed, 1 left running, 2 not started); take it up with: tf-spawner sweep --resume rx -n default");
+    out.stderr_has(&format!("experiment 'rx' was left as it is (0 succeeded, 0 failed, 1 left running, 2 not started); take it up with: tf-spawner sweep --resume rx -t rx -w 1 --param lr=0.1,0.2,0.3 --parallel 1 {} -- '--lr={{lr}}'\n", script.display()));
     assert!(pods_of(&env, "rx-2").is_empty());
     let first = env.server.get("pods", NS, "rx-1-worker-0").unwrap();
 
-    // From elsewhere: the record says where the files are.
-    let mut child = crate::follow::start(&env, &["sweep", "--resume", "rx"]);
+    // The same command, with --resume.
+    let resume = [
+        "sweep",
+        "--resume",
+        "rx",
+        "-w",
+        "1",
+        "--param",
+        "lr=0.1,0.2,0.3",
+        script.to_str().unwrap(),
+        "--",
+        "--lr={lr}",
+    ];
+    let mut child = crate::follow::start(&env, &resume);
     crate::follow::await_watches(&env, 2);
     exited(&env, "rx-1-worker-0", 0);
     await_pod(&env, "rx-2-worker-0", &mut child);
@@ -373,11 +385,12 @@ fn bad_input_is_one_line_exit_2_and_nothing_is_created() {
     assert!(env.server.requests().is_empty(), "no request for bad input");
 
     // A name in use: a run, then an experiment.
+    // A name in use exits 7, as a taken tag does.
     env.spawn(&["-t", "bx-2"]).success();
     let before = env.names(NS);
-    refused(
-        sweep(&["--param", "lr=1,2", script]),
-        "run 'bx-2' exists already in namespace 'default': the sweep's runs are bx-1 … bx-2; pick another name with -t, or delete it (tf-spawner -d -t bx-2 -n default); nothing was created",
+    let out = sweep(&["--param", "lr=1,2", script]);
+    out.failure(7).stderr_has(
+        "error: run 'bx-2' exists already in namespace 'default': the sweep's runs are bx-1 … bx-2; pick another name with -t, or delete it (tf-spawner -d -t bx-2 -n default); nothing was created\n",
     );
     env.server.insert(
         "configmaps",
@@ -385,10 +398,9 @@ fn bad_input_is_one_line_exit_2_and_nothing_is_created() {
         json!({ "metadata": { "name": "by-experiment", "labels": { "tf-spawner/experiment": "by" } }, "data": {} }),
     );
     let out = env.run(&["sweep", "-t", "by", "--param", "lr=1,2", script]);
-    refused(
-        out,
-        "experiment 'by' exists already in namespace 'default': take it up with tf-spawner sweep --resume by -n default, or pick another name with -t; nothing was created",
-    );
+    out.failure(7).stderr_has(&format!(
+        "error: experiment 'by' exists already in namespace 'default': take it up with tf-spawner sweep --resume by -t by --param lr=1,2 {script}, or pick another name with -t; nothing was created\n"
+    ));
     let mut after = env.names(NS);
     after.retain(|n| n != "configmap/by-experiment");
     assert_eq!(after, before, "nothing created");
@@ -540,7 +552,9 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     let before = env.count_requests(|r| {
         r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true")
     });
-    let mut child = start(&env, &["sweep", "--resume", "qx"]);
+    let mut again = vec!["sweep", "--resume", "qx"];
+    again.extend_from_slice(&args[1..]);
+    let mut child = start(&env, &again);
     // Once it follows qx-2 and qx-3: it has counted them and read the quota (a pod that
     // ends while the quota is read would change what the quota leaves).
     crate::follow::await_watches(&env, before + 2);

@@ -17,6 +17,7 @@ mod outage;
 mod queues;
 mod rbac;
 mod resources;
+mod resume;
 mod roles;
 mod shared;
 mod spawn;

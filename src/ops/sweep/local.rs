@@ -4,17 +4,19 @@
 //! parameters in its own folder, `tf-spawner-output/NAME-K/params.json` (the JSON of the
 //! `tf-spawner/params` annotation), beside what the run writes there.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
-use crate::errors::{EXIT_TRAINING_FAILED, ExitError, UsageError};
+use crate::errors::{EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
 use crate::local::{self, Outcome, RunOptions};
 use crate::metrics::winner::{Results, Winner};
-use crate::metrics::{PARAMS_FILE, SWEEP_RECORD_FILE};
+use crate::metrics::{METRICS_FILE, PARAMS_FILE, SWEEP_RECORD_FILE};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{Point, Record, params_json, point_text};
@@ -30,6 +32,51 @@ pub(crate) struct LocalSweep {
     pub options: RunOptions,
     /// `--notify`: each run's end and the experiment's.
     pub notify: Option<crate::metrics::notice::Target>,
+    /// `--resume`: the record exists (taken up, `read`); the runs that ended are not run
+    /// again, the others are (their processes ended with the sweep).
+    pub resume: bool,
+    /// The command that takes the experiment up (this one, with `--resume NAME`).
+    pub hint: String,
+}
+
+/// The largest local record read.
+const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
+
+/// `--resume NAME --local`: the record in `tf-spawner-output/NAME/`, taken up as the
+/// cluster's is (data only, vetted: `resume.rs`).
+pub(crate) fn read(taking: &super::resume::Taking<'_>) -> Result<Record> {
+    let name = &taking.definition.name;
+    let path = record_path(name);
+    let mut text = String::new();
+    match std::fs::File::open(&path) {
+        Ok(file) => file
+            .take(MAX_RECORD_BYTES)
+            .read_to_string(&mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(UsageError::new(format!(
+                "no local experiment '{name}' here (no {}): run it from the directory it was started in, or leave --resume out to start it",
+                path.display()
+            ))
+            .into());
+        }
+        Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+    };
+    let stored: Record = serde_json::from_str(&text).map_err(|e| {
+        UsageError::new(format!(
+            "{} is not a local experiment's record ({e})",
+            path.display()
+        ))
+    })?;
+    let place = super::resume::Place {
+        what: path.display().to_string(),
+        remove: format!("rm -r {}", local_output_dir(name).display()),
+    };
+    super::resume::take_up(stored, taking, &place)
+}
+
+fn record_path(name: &str) -> PathBuf {
+    local_output_dir(name).join(SWEEP_RECORD_FILE)
 }
 
 /// Writes the record (refusing an experiment or run folder of the name), runs every
@@ -37,22 +84,11 @@ pub(crate) struct LocalSweep {
 pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     let name = &sweep.record.name;
     let runs = super::points(&sweep.record);
-    let record = local_output_dir(name).join(SWEEP_RECORD_FILE);
-    if record.exists() {
-        return Err(UsageError::new(format!(
-            "a local experiment '{name}' exists already ({}): pick another name with -t, or remove that folder",
-            record.display()
-        ))
-        .into());
+    let record = record_path(name);
+    if !sweep.resume {
+        refuse_taken(sweep, &runs)?;
+        write(&record, &serde_json::to_string_pretty(&sweep.record)?)?;
     }
-    if let Some((tag, _)) = runs.iter().find(|(tag, _)| local_output_dir(tag).exists()) {
-        return Err(UsageError::new(format!(
-            "a local run '{tag}' exists already ({}): pick another name with -t, or remove that folder",
-            local_output_dir(tag).display()
-        ))
-        .into());
-    }
-    write(&record, &serde_json::to_string_pretty(&sweep.record)?)?;
     let _ = output::print(&format!(
         "local experiment {name}: {} runs, {} at a time, files in {}\n",
         runs.len(),
@@ -60,7 +96,8 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         local_output_dir(name).display()
     ));
     let began = std::time::Instant::now();
-    let (failed, interrupted) = run_all(sweep, &runs).await;
+    let mut before = ended_before(sweep, &runs);
+    let (failed, interrupted) = run_all(sweep, &runs, &mut before).await;
     let results = std::env::current_dir()
         .ok()
         .filter(|_| interrupted.is_none())
@@ -92,6 +129,56 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     result
 }
 
+/// A new local experiment: neither its folder nor a run's may exist (exit 7, a name
+/// taken).
+fn refuse_taken(sweep: &LocalSweep, runs: &[(String, Point)]) -> Result<()> {
+    let name = &sweep.record.name;
+    let record = record_path(name);
+    let taken = if record.exists() {
+        Some(format!(
+            "a local experiment '{name}' exists already ({}): take it up with {}, or pick another name with -t",
+            record.display(),
+            sweep.hint
+        ))
+    } else {
+        runs.iter()
+            .find(|(tag, _)| local_output_dir(tag).exists())
+            .map(|(tag, _)| {
+                format!(
+                    "a local run '{tag}' exists already ({}): pick another name with -t, or remove that folder",
+                    local_output_dir(tag).display()
+                )
+            })
+    };
+    match taken {
+        Some(line) => Err(ExitError::new(EXIT_TAG_TAKEN, line).into()),
+        None => Ok(()),
+    }
+}
+
+/// The verdicts of the runs that ended before (`--resume`): the record's, else the one
+/// kept in the run's folder (`metrics.json`); each said in a line.
+fn ended_before(sweep: &LocalSweep, runs: &[(String, Point)]) -> BTreeMap<String, String> {
+    let mut ended = BTreeMap::new();
+    if !sweep.resume {
+        return ended;
+    }
+    for (tag, _) in runs {
+        let kept = || {
+            let text = std::fs::read_to_string(local_output_dir(tag).join(METRICS_FILE)).ok()?;
+            crate::metrics::RunMetrics::parse(&text)?.verdict
+        };
+        let verdict = sweep.record.ended.get(tag).cloned().or_else(kept);
+        if let Some(verdict) = verdict.filter(|v| v == "Succeeded" || v.starts_with("Failed")) {
+            let _ = output::print(&format!(
+                "run {tag} (local): {verdict} (recorded; not run again)\n"
+            ));
+            ended.insert(tag.clone(), verdict);
+        }
+    }
+    ended
+}
+
 /// Exit 0 when every run succeeded, 3 naming those that failed, or the interruption's.
 fn ended(
     sweep: &LocalSweep,
@@ -104,7 +191,10 @@ fn ended(
     if let Some(code) = interrupted {
         return Err(ExitError::new(
             code,
-            format!("interrupted; local experiment '{name}' was stopped"),
+            format!(
+                "interrupted; local experiment '{name}' was stopped; take it up with: {}",
+                sweep.hint
+            ),
         )
         .into());
     }
@@ -131,24 +221,35 @@ fn ended(
 
 /// Every run, `parallel` at a time; after Ctrl-C, none more. The runs that failed, and
 /// the interruption's exit code.
-async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, Option<u8>) {
-    let mut queue = runs.iter();
+async fn run_all(
+    sweep: &LocalSweep,
+    runs: &[(String, Point)],
+    ended: &mut BTreeMap<String, String>,
+) -> (Vec<String>, Option<u8>) {
+    let mut failed: Vec<String> = ended
+        .iter()
+        .filter(|(_, v)| *v != "Succeeded")
+        .map(|(tag, _)| tag.clone())
+        .collect();
+    let before: Vec<String> = ended.keys().cloned().collect();
+    let mut queue = runs.iter().filter(|(tag, _)| !before.contains(tag));
     let mut active = FuturesUnordered::new();
-    let (mut failed, mut interrupted) = (Vec::new(), None);
+    let mut interrupted = None;
     loop {
         while interrupted.is_none() && active.len() < sweep.parallel {
             let Some(run) = queue.next() else { break };
             active.push(one(sweep, run));
         }
-        let Some((tag, ended)) = active.next().await else {
+        let Some((tag, result)) = active.next().await else {
             break;
         };
-        let (outcome, trained) = match ended {
+        let (outcome, trained) = match result {
             Ok((outcome, trained)) => (Ok(outcome), trained),
             Err(e) => (Err(e), None),
         };
         let told = told(&tag, &outcome);
         crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
+        keep_verdict(sweep, ended, &tag, &told);
         match outcome {
             Ok(Outcome::Succeeded { .. }) => {
                 let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
@@ -167,6 +268,35 @@ async fn run_all(sweep: &LocalSweep, runs: &[(String, Point)]) -> (Vec<String>, 
         }
     }
     (failed, interrupted)
+}
+
+/// A run's verdict kept in the experiment's record (`--resume` runs it no more); a
+/// problem is a note.
+fn keep_verdict(
+    sweep: &LocalSweep,
+    ended: &mut BTreeMap<String, String>,
+    tag: &str,
+    told: &Result<()>,
+) {
+    let verdict = match told {
+        Ok(()) => "Succeeded".to_string(),
+        Err(e)
+            if crate::errors::exit_code(e) == EXIT_TRAINING_FAILED
+                || crate::errors::exit_code(e) == crate::errors::EXIT_TIMEOUT =>
+        {
+            format!("Failed: {}", crate::errors::one_line(e))
+        }
+        Err(_) => return,
+    };
+    ended.insert(tag.to_string(), verdict);
+    let mut record = sweep.record.clone();
+    record.ended = ended.clone();
+    let written = serde_json::to_string_pretty(&record)
+        .map_err(anyhow::Error::from)
+        .and_then(|text| write(&record_path(&record.name), &text));
+    if let Err(e) = written {
+        output::note(&format!("run {tag}: its verdict is not kept: {e:#}"));
+    }
 }
 
 /// A run's outcome as `--notify` tells it: the error a `--local` run of its own ends with.

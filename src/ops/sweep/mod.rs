@@ -4,7 +4,9 @@
 //! (`cluster/experiment.rs`) is made before the first run; `--resume` follows the runs
 //! that exist and starts only the others. `local.rs`: the same on this machine.
 
+pub(crate) mod definition;
 pub(crate) mod local;
+pub(crate) mod resume;
 mod view;
 
 use std::collections::BTreeSet;
@@ -15,7 +17,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use crate::cluster::{Cluster, experiment};
-use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError, UsageError};
+use crate::errors::{self, EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError};
 use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
@@ -42,6 +44,8 @@ pub(crate) struct Sweep {
     pub max_in_flight: usize,
     /// `--resume`: the record exists; runs that exist are followed, not created.
     pub resume: bool,
+    /// The command that takes the experiment up (this one, with `--resume NAME`).
+    pub hint: String,
 }
 
 /// Runs at a time when neither `--parallel`, a queue nor a quota bounds them: Katib's
@@ -101,7 +105,7 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
     if !sweep.resume
         && let Some((tag, _)) = runs.iter().find(|(tag, _)| existing.contains(tag))
     {
-        return Err(UsageError::new(format!(
+        return Err(ExitError::new(EXIT_TAG_TAKEN, format!(
             "run '{tag}' exists already in namespace '{ns}': the sweep's runs are {name}-1 … {name}-{}; pick another name with -t, or delete it (tf-spawner -d -t {tag} -n {ns}); nothing was created",
             runs.len()
         ))
@@ -112,6 +116,14 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         .filter(|(tag, _)| existing.contains(tag))
         .map(|(tag, _)| tag.clone())
         .collect();
+    // Runs whose verdict the record holds and whose objects are gone: never again.
+    let recorded: Vec<(usize, Ended)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, (tag, _))| !started.contains(tag))
+        .filter_map(|(i, (tag, _))| Some((i, Ended::recorded(sweep.record.ended.get(tag)?))))
+        .collect();
+    started.extend(recorded.iter().map(|(i, _)| runs[*i].0.clone()));
     // On --resume, the runs still under way hold their share of the quota; those that
     // ended hold none.
     let running = if started.is_empty() {
@@ -128,7 +140,8 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
     {
         started.insert(first);
     }
-    follow_all(cluster, sweep, &runs, &started, at_a_time).await
+    let begun = Begun { started, recorded };
+    follow_all(cluster, sweep, &runs, begun, at_a_time).await
 }
 
 /// A new experiment: its record, then its first run alone. A first run refused (Pod
@@ -141,8 +154,9 @@ async fn begin(
 ) -> Result<Option<String>> {
     let (name, ns) = (&sweep.record.name, cluster.namespace());
     let Some(uid) = experiment::create(cluster, &sweep.record).await? else {
-        return Err(UsageError::new(format!(
-            "experiment '{name}' exists already in namespace '{ns}': take it up with tf-spawner sweep --resume {name} -n {ns}, or pick another name with -t; nothing was created"
+        return Err(ExitError::new(EXIT_TAG_TAKEN, format!(
+            "experiment '{name}' exists already in namespace '{ns}': take it up with {}, or pick another name with -t; nothing was created",
+            sweep.hint
         ))
         .into());
     };
@@ -230,6 +244,30 @@ enum Ended {
     Deleted,
 }
 
+impl Ended {
+    /// A verdict the record holds (`Succeeded`, `Failed: …`).
+    fn recorded(verdict: &str) -> Ended {
+        match verdict {
+            "Succeeded" => Ended::Succeeded,
+            failed => Ended::Failed(
+                failed
+                    .strip_prefix("Failed: ")
+                    .unwrap_or(failed)
+                    .to_string(),
+            ),
+        }
+    }
+
+    /// The verdict the record keeps, for a run that ended.
+    fn to_record(&self) -> Option<String> {
+        match self {
+            Ended::Succeeded => Some("Succeeded".to_string()),
+            Ended::Failed(why) => Some(format!("Failed: {why}")),
+            _ => None,
+        }
+    }
+}
+
 /// Why the sweep starts no more runs.
 #[derive(Clone, Copy)]
 enum Halt {
@@ -251,28 +289,51 @@ impl std::fmt::Display for RecordGone {
 
 impl std::error::Error for RecordGone {}
 
+/// The runs of a sweep as it begins to follow them.
+struct Begun {
+    /// Those that exist, or whose verdict the record holds.
+    started: BTreeSet<String>,
+    /// Those whose verdict the record holds and whose objects are gone.
+    recorded: Vec<(usize, Ended)>,
+}
+
+/// The runs to follow or start, each with whether it exists: those that exist first
+/// (followed), then the others in order (created); none that ended.
+fn order(
+    runs: &[(String, Point)],
+    started: &BTreeSet<String>,
+    ended: &[(usize, Ended)],
+) -> Vec<(usize, bool)> {
+    let mut queue: Vec<(usize, bool)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !ended.iter().any(|(e, _)| e == i))
+        .map(|(i, (tag, _))| (i, started.contains(tag)))
+        .collect();
+    queue.sort_by_key(|(i, exists)| (!exists, *i));
+    queue
+}
+
 /// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
 /// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
 async fn follow_all(
     cluster: &Cluster,
     sweep: &Sweep,
     runs: &[(String, Point)],
-    started: &BTreeSet<String>,
+    begun: Begun,
     at_a_time: usize,
 ) -> Result<()> {
     let mut stop = signals::Stop::listen();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut view = view::View::new(&sweep.record.name, runs);
-    // Runs that exist first (followed), then the others in order (created).
-    let mut queue: Vec<(usize, bool)> = runs
-        .iter()
-        .enumerate()
-        .map(|(i, (tag, _))| (i, started.contains(tag)))
-        .collect();
-    queue.sort_by_key(|(i, exists)| (!exists, *i));
-    let mut queue = queue.into_iter();
-    let mut active = FuturesUnordered::new();
     let mut ended: Vec<(usize, Ended)> = Vec::new();
+    for (i, end) in begun.recorded {
+        let text = format!("{} (recorded; not started again)", end_text(&end));
+        view.ended(&runs[i].0, end_state(&end), &text);
+        ended.push((i, end));
+    }
+    let mut queue = order(runs, &begun.started, &ended).into_iter();
+    let mut active = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
     loop {
         while stopping.is_none() && active.len() < at_a_time {
@@ -409,10 +470,16 @@ async fn one_run(
             };
         }
     }
-    match super::wait::run(cluster, &wait).await {
-        Ok(()) => (index, Ended::Succeeded),
-        Err(e) => (index, ended_by(&e)),
+    let end = match super::wait::run(cluster, &wait).await {
+        Ok(()) => Ended::Succeeded,
+        Err(e) => ended_by(&e),
+    };
+    if let Some(verdict) = end.to_record()
+        && let Err(e) = experiment::record_ended(cluster, &sweep.record.name, tag, &verdict).await
+    {
+        output::note(&format!("run {tag}: {}", errors::one_line(&e)));
     }
+    (index, end)
 }
 
 fn ended_by(e: &anyhow::Error) -> Ended {
@@ -489,9 +556,10 @@ fn verdict(
         return Err(ExitError::new(
             code,
             format!(
-                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {running} left running, {} not started); take it up with: tf-spawner sweep --resume {name} -n {ns}",
+                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {running} left running, {} not started); take it up with: {}",
                 failed.len(),
-                left.saturating_sub(running)
+                left.saturating_sub(running),
+                sweep.hint
             ),
         )
         .into());

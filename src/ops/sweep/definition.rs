@@ -1,0 +1,202 @@
+//! What a sweep is, from its invocation alone: the parameters read and checked, how
+//! their points are drawn, the script's arguments; the record a new sweep writes, with
+//! the digests of what its runs are made of (the script, `--dir`'s files), which
+//! `--resume` compares (`resume.rs`).
+
+use std::io::Read;
+
+use anyhow::Result;
+
+use crate::errors::UsageError;
+use crate::output;
+use crate::plan::SpawnRequest;
+use crate::plan::sweep::{
+    self as params, Digests, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param, Record,
+};
+
+/// The sweep's flags, as given.
+pub(crate) struct Asked<'a> {
+    /// `--resume NAME`, else `-t`'s.
+    pub name: &'a str,
+    pub params: &'a [String],
+    pub samples: Option<u32>,
+    pub seed: Option<u64>,
+    pub parallel: Option<u32>,
+    /// The script's arguments after `--`, with their placeholders.
+    pub args: &'a [String],
+    /// `--yes`: more than 1,000 runs.
+    pub yes: bool,
+}
+
+/// A sweep as its invocation defines it, checked.
+pub(crate) struct Definition {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// `--samples`: a random search; `None`: a grid.
+    pub samples: Option<u32>,
+    /// `--seed`, if given (a new random search draws one; `--resume` takes the record's).
+    pub seed: Option<u64>,
+    pub parallel: Option<u32>,
+    pub args: Vec<String>,
+    /// How many runs it makes.
+    pub runs: u64,
+}
+
+impl Definition {
+    /// The parameters and how they are combined, checked: names, counts, placeholders.
+    pub fn parse(asked: &Asked<'_>) -> Result<Definition> {
+        let params: Vec<Param> = asked
+            .params
+            .iter()
+            .map(|p| params::parse_param(p).map_err(|e| UsageError::new(format!("--param {e}"))))
+            .collect::<Result<_, _>>()?;
+        params::check_names(&params).map_err(UsageError::new)?;
+        let method = match asked.samples {
+            Some(samples) => Method::Random { samples, seed: 0 },
+            None => Method::Grid,
+        };
+        let total = params::count(&params, method).map_err(UsageError::new)?;
+        if total > MAX_RUNS {
+            return Err(UsageError::new(format!(
+                "the sweep makes {total} runs, more than the {MAX_RUNS} a sweep may have: give fewer values, or sample with --samples K"
+            ))
+            .into());
+        }
+        if total > MAX_RUNS_WITHOUT_YES && !asked.yes {
+            return Err(UsageError::new(format!(
+                "the sweep makes {total} runs: add --yes to start that many, or give fewer values (or --samples K)"
+            ))
+            .into());
+        }
+        params::check_placeholders(&params, asked.args).map_err(UsageError::new)?;
+        Ok(Definition {
+            name: asked.name.to_string(),
+            params,
+            samples: asked.samples,
+            seed: asked.seed,
+            parallel: asked.parallel,
+            args: asked.args.to_vec(),
+            runs: total,
+        })
+    }
+
+    /// The tag of the last run (the longest: every object name of every run is checked
+    /// to fit it).
+    pub fn last_tag(&self) -> String {
+        let last = usize::try_from(self.runs.saturating_sub(1)).unwrap_or(usize::MAX);
+        params::run_tag(&self.name, last)
+    }
+
+    /// The method, with `seed` for a random search.
+    pub fn method(&self, seed: u64) -> Method {
+        match self.samples {
+            Some(samples) => Method::Random { samples, seed },
+            None => Method::Grid,
+        }
+    }
+
+    /// A new experiment's record: its points drawn (a random search's seed said), the
+    /// digests of what its runs are made of.
+    pub fn record(&self, digests: Digests) -> Record {
+        let method = self.method(self.seed.unwrap_or_else(rand::random));
+        if let Method::Random { samples, seed } = method {
+            let _ = output::print(&format!(
+                "random search: {samples} samples, seed {seed} (--seed {seed} draws them again)\n"
+            ));
+        }
+        let points = params::expand(&self.params, method);
+        Record {
+            runs: Record::planned(&points, &self.name),
+            name: self.name.clone(),
+            params: self.params.clone(),
+            method,
+            parallel: self.parallel,
+            args: self.args.clone(),
+            digests: Some(digests),
+            ended: Default::default(),
+        }
+    }
+}
+
+/// The digests of the request's script and `--dir` files.
+pub(crate) fn digests(request: &SpawnRequest) -> Result<Digests> {
+    let dir = match &request.bundle {
+        Some(bundle) => Some(files_digest(&bundle.archive)?),
+        None => None,
+    };
+    Ok(Digests {
+        script: sha256(&[&request.script]),
+        dir,
+    })
+}
+
+/// `sha256:HEX` over each file of a gzip'd tar: its path and its bytes, in the
+/// archive's order (the packer's, sorted), not its times or modes: a file touched but
+/// not changed keeps the digest.
+fn files_digest(archive: &[u8]) -> Result<String> {
+    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        let path = entry.path_bytes().into_owned();
+        context.update(&(path.len() as u64).to_le_bytes());
+        context.update(&path);
+        context.update(&entry.header().size()?.to_le_bytes());
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            let n = entry.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            context.update(&buffer[..n]);
+        }
+    }
+    Ok(hex(context.finish().as_ref()))
+}
+
+fn sha256(parts: &[&[u8]]) -> String {
+    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+    for part in parts {
+        context.update(part);
+    }
+    hex(context.finish().as_ref())
+}
+
+fn hex(digest: &[u8]) -> String {
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn archive(files: &[(&str, &[u8], u64)]) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut tar = tar::Builder::new(gz);
+        for (path, bytes, mtime) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mtime(*mtime);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, path, *bytes).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn the_files_digest_follows_paths_and_bytes_not_times() {
+        let one = files_digest(&archive(&[("a.py", b"x = 1\n", 1)])).unwrap();
+        let touched = files_digest(&archive(&[("a.py", b"x = 1\n", 99)])).unwrap();
+        let edited = files_digest(&archive(&[("a.py", b"x = 2\n", 1)])).unwrap();
+        let renamed = files_digest(&archive(&[("b.py", b"x = 1\n", 1)])).unwrap();
+        // A byte moved between the path and the content is another digest.
+        let moved = files_digest(&archive(&[("a.pyx", b" = 1\n", 1)])).unwrap();
+        assert_eq!(one, touched);
+        for other in [&edited, &renamed, &moved] {
+            assert_ne!(&one, other);
+        }
+        assert!(one.starts_with("sha256:") && one.len() == 7 + 64, "{one}");
+    }
+}

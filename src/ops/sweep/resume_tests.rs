@@ -1,0 +1,112 @@
+use super::*;
+use crate::ops::sweep::definition::Asked;
+
+fn definition(params: &[&str], samples: Option<u32>, seed: Option<u64>) -> Definition {
+    let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+    Definition::parse(&Asked {
+        name: "ex",
+        params: &params,
+        samples,
+        seed,
+        parallel: None,
+        args: &[],
+        yes: false,
+    })
+    .unwrap()
+}
+
+fn digests(script: &str) -> Digests {
+    Digests {
+        script: script.to_string(),
+        dir: None,
+    }
+}
+
+fn place() -> Place {
+    Place {
+        what: "configmap ex-experiment".into(),
+        remove: "tf-spawner -d --experiment ex".into(),
+    }
+}
+
+fn take(stored: Record, def: &Definition, now: &Digests, allow: bool) -> Result<Record, String> {
+    let taking = Taking {
+        definition: def,
+        digests: now,
+        allow_changed: allow,
+        script: "train.py",
+        dir: None,
+    };
+    take_up(stored, &taking, &place()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_record_the_sweep_made_is_taken_up_with_its_seed_and_only_its_own_verdicts() {
+    let made = definition(&["lr=log:0.0001..0.1", "k=int:1..4"], Some(5), Some(7));
+    let mut stored = made.record(digests("sha256:a"));
+    stored.ended = [
+        ("ex-1", "Succeeded"),
+        ("ex-2", "Failed: worker-0 exit 1"),
+        ("ex-3", "Running"),
+        ("other", "Succeeded"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    // --resume without --seed: the record's.
+    let again = definition(&["lr=log:0.0001..0.1", "k=int:1..4"], Some(5), None);
+    let taken = take(stored.clone(), &again, &digests("sha256:a"), false).unwrap();
+    assert_eq!(
+        taken.method,
+        Method::Random {
+            samples: 5,
+            seed: 7
+        }
+    );
+    assert_eq!(taken.runs, stored.runs);
+    assert_eq!(
+        taken.ended.keys().collect::<Vec<_>>(),
+        ["ex-1", "ex-2"],
+        "a verdict of its own runs, Succeeded or Failed"
+    );
+}
+
+#[test]
+fn a_sampled_value_outside_the_range_or_another_seed_is_refused() {
+    let made = definition(&["lr=0.1..0.5"], Some(2), Some(1));
+    let mut stored = made.record(digests("sha256:a"));
+    stored.runs[1].params.insert("lr".into(), "0.9".into());
+    let err = take(stored.clone(), &made, &digests("sha256:a"), false).unwrap_err();
+    assert!(
+        err.contains("run ex-2's parameters (lr=0.9) are not a point of the sweep's"),
+        "{err}"
+    );
+    // The rounding of a sample to 4 digits is inside.
+    stored.runs[1]
+        .params
+        .insert("lr".into(), "0.5000001".into());
+    take(stored.clone(), &made, &digests("sha256:a"), false).unwrap();
+    let other_seed = definition(&["lr=0.1..0.5"], Some(2), Some(2));
+    let err = take(stored, &other_seed, &digests("sha256:a"), false).unwrap_err();
+    assert!(
+        err.contains("was started with --samples 2 --seed 1, not --samples 2 --seed 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_changed_or_missing_digest_is_refused_unless_allowed() {
+    let made = definition(&["lr=1,2"], None, None);
+    let stored = made.record(digests("sha256:a"));
+    let err = take(stored.clone(), &made, &digests("sha256:b"), false).unwrap_err();
+    assert!(
+        err.contains("the training script train.py changed since it began"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-changed"), "{err}");
+    take(stored.clone(), &made, &digests("sha256:b"), true).unwrap();
+    let mut old = stored;
+    old.digests = None;
+    let err = take(old, &made, &digests("sha256:a"), false).unwrap_err();
+    assert!(err.contains("holds no digest"), "{err}");
+}
