@@ -214,8 +214,10 @@ fn resume_refuses_an_edited_script_unless_allowed() {
     await_watches(&env, 2);
     exited(&env, "ex-1-worker-0", 0);
     await_pod(&env, "ex-2-worker-0", &mut child);
-    send(&child, "-INT");
-    assert_eq!(finish(child).code, 130);
+    exited(&env, "ex-2-worker-0", 0);
+    await_pod(&env, "ex-3-worker-0", &mut child);
+    exited(&env, "ex-3-worker-0", 0);
+    finish(child).success();
     let cm = env.server.get("configmaps", NS, "ex-2-script").unwrap();
     assert_eq!(cm["data"]["training-script.py"], "print('changed')\n");
 }
