@@ -249,7 +249,7 @@ fn the_chart_draws_every_run_with_its_mark() {
         false,
     )
     .unwrap();
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!(text.codes());
     let coloured = chart::draw(
         "loss",
         &series,
@@ -260,7 +260,7 @@ fn the_chart_draws_every_run_with_its_mark() {
         true,
     )
     .unwrap();
-    assert!(coloured.contains("\x1b[31m*\x1b[0m"));
+    assert!(coloured.codes().contains("\x1b[31m*\x1b[0m"));
 }
 
 #[test]
@@ -279,7 +279,7 @@ fn a_chart_of_one_point_or_no_point() {
         false,
     )
     .unwrap();
-    assert_eq!(text.matches('*').count(), 2, "{text}");
+    assert_eq!(text.codes().matches('*').count(), 2, "{text:?}");
     let none = [Series {
         label: "a".into(),
         points: vec![],

@@ -9,7 +9,7 @@ use crate::support::Env;
 const NS: &str = "default";
 
 /// Keras' lines (verbose=2) for `epochs` epochs whose loss is `first / k`.
-fn keras(epochs: u32, first: f64) -> String {
+pub fn keras(epochs: u32, first: f64) -> String {
     (1..=epochs)
         .map(|k| {
             let loss = first / f64::from(k);
@@ -19,7 +19,7 @@ fn keras(epochs: u32, first: f64) -> String {
 }
 
 /// Labels run `tag`'s ConfigMap as a sweep's run does (experiment, parameters).
-fn as_sweep_run(env: &Env, tag: &str, experiment: &str, params: Value) {
+pub fn as_sweep_run(env: &Env, tag: &str, experiment: &str, params: Value) {
     let name = format!("{tag}-script");
     let mut cm = env
         .server
@@ -42,7 +42,7 @@ fn recorded(env: &Env, tag: &str) -> Value {
 }
 
 /// Run `tag` (one worker) printing `keras(3, first)` and ending with exit `code`.
-fn trained_run(env: &Env, tag: &str, first: f64, code: i32) {
+pub fn trained_run(env: &Env, tag: &str, first: f64, code: i32) {
     spawn_run(env, tag, &["-w", "1"]);
     let pod = format!("{tag}-worker-0");
     running(env, &pod);

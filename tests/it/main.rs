@@ -1,5 +1,6 @@
 //! The fast suite: the real binary against the in-process API test server.
 
+mod pty;
 mod support;
 mod terminal;
 
@@ -8,6 +9,7 @@ mod bad_input;
 mod cancel;
 mod ci;
 mod closed_stdout;
+mod colour;
 mod compare;
 mod completion;
 mod delete;
