@@ -26,6 +26,10 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
         (runs, Some(cluster.namespace().to_string()))
     };
+    if let Some(by) = &sort {
+        by.check(&runs)
+            .map_err(|e| UsageError::new(format!("--sort {e}")))?;
+    }
     let sort = sort.or_else(|| SortBy::default_for(&runs));
     let best = table::sort(&mut runs, sort.as_ref());
     let experiment = (args.names.len() == 1)

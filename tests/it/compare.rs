@@ -131,7 +131,7 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
     let csv: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
         csv[0],
-        "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best"
+        "tag,param.bs,param.lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best"
     );
     assert!(csv[1].starts_with("lrs-3,64,0.001,Succeeded,"), "{out:#?}");
 
@@ -162,6 +162,58 @@ fn compare_says_what_it_cannot_find_or_read() {
     let out = env.run(&["compare", "a", "--chart", "val_loss"]);
     out.success()
         .stdout_has("no run recorded val_loss per epoch");
+}
+
+/// A misspelt `--sort` metric is a usage error naming the metrics recorded, not a
+/// column of `-`.
+#[test]
+fn an_unknown_sort_metric_is_a_usage_error_naming_the_metrics() {
+    let env = Env::new();
+    trained_run(&env, "s-1", 0.5, 0);
+    as_sweep_run(&env, "s-1", "s", json!({"lr": "0.1"}));
+    env.run(&["status", "-t", "s-1"]).success();
+    let out = env.run(&["compare", "s", "--sort", "acc"]);
+    out.failure(2);
+    assert_eq!(
+        out.stderr,
+        "error: --sort no run recorded a metric 'acc' (the metrics recorded: accuracy, loss)\n",
+        "{out:#?}"
+    );
+    assert!(out.stdout.is_empty(), "{out:#?}");
+    env.run(&["compare", "s", "--sort", "-accuracy", "--no-chart"])
+        .success()
+        .stdout_has("BEST accuracy");
+}
+
+/// `-o csv` keeps a parameter called `epochs` apart from the results' `epochs`
+/// (`param.epochs`), and a value a spreadsheet would run is neutralised (OWASP).
+#[test]
+fn csv_keeps_parameters_apart_and_neutralises_formulas() {
+    let env = Env::new();
+    trained_run(&env, "c-1", 0.5, 0);
+    let params = json!({"epochs": "3", "note": "=HYPERLINK(\"http://evil/\",\"x\")", "at": "@SUM(A1)"});
+    as_sweep_run(&env, "c-1", "c", params);
+    env.run(&["status", "-t", "c-1"]).success();
+    let out = env.run(&["compare", "c", "-o", "csv"]);
+    out.success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "tag,param.at,param.epochs,param.note,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best",
+        "{out:#?}"
+    );
+    assert!(
+        lines[1].starts_with("c-1,'@SUM(A1),3,\"'=HYPERLINK(\"\"http://evil/\"\",\"\"x\"\")\",Succeeded,"),
+        "{out:#?}"
+    );
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let unique: std::collections::BTreeSet<&&str> = header.iter().collect();
+    assert_eq!(unique.len(), header.len(), "a column twice: {header:?}");
+    // JSON: the parameters in `params`, the results in `final` and `best`.
+    let out = env.run(&["compare", "c", "-o", "json"]);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["runs"][0]["params"]["epochs"], "3");
+    assert_eq!(json["runs"][0]["epochs_done"], 3);
 }
 
 /// Labels every object of run `tag` with experiment `name`, as the sweep does.
