@@ -89,22 +89,19 @@ impl SortBy {
         SortBy::parse(metric).ok()
     }
 
-    /// `Err`: the line saying so, when no run recorded the metric sorted by (the
-    /// metrics there are named).
+    /// `Err`: the line saying so, when the runs recorded metrics and not the one sorted
+    /// by (those recorded are named). Runs with no metric yet (all just started) say
+    /// nothing of a name.
     pub fn check(&self, runs: &[Compared]) -> Result<(), String> {
         let names = metric_names(runs, None);
-        if names.contains(&self.metric) {
+        if names.is_empty() || names.contains(&self.metric) {
             return Ok(());
         }
-        let known = if names.is_empty() {
-            "no run has recorded a metric yet".to_string()
-        } else {
-            let names: Vec<String> = names.iter().map(|n| escape_controls(n)).collect();
-            format!("the metrics recorded: {}", names.join(", "))
-        };
+        let names: Vec<String> = names.iter().map(|n| escape_controls(n)).collect();
         Err(format!(
-            "no run recorded a metric '{}' ({known})",
-            escape_controls(&self.metric)
+            "no run recorded a metric '{}' (the metrics recorded: {})",
+            escape_controls(&self.metric),
+            names.join(", ")
         ))
     }
 

@@ -234,19 +234,34 @@ fn a_csv_field_with_a_comma_is_quoted() {
 #[test]
 fn a_csv_field_that_a_spreadsheet_would_run_is_neutralised() {
     let mut r = three().remove(0);
-    r.params.insert("link".into(), "=HYPERLINK(\"http://e/\",\"x\")".into());
+    r.params
+        .insert("link".into(), "=HYPERLINK(\"http://e/\",\"x\")".into());
     r.params.insert("cmd".into(), "=cmd|' /C calc'!A0".into());
-    for (name, value) in [("plus", "+1+1"), ("at", "@SUM(A1)"), ("tab", "\t=1"), ("neg", "-0.5")] {
+    for (name, value) in [
+        ("plus", "+1+1"),
+        ("at", "@SUM(A1)"),
+        ("tab", "\t=1"),
+        ("neg", "-0.5"),
+    ] {
         r.params.insert(name.into(), value.into());
     }
     let m = r.metrics.as_mut().unwrap();
     m.last.insert("-2+3".into(), 1.0);
     let csv = table::to_csv(&[r], None);
     let (header, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
-    assert!(header.contains(",final_-2+3,"), "a header field starts with f: {csv}");
-    assert!(row.contains(",\"'=HYPERLINK(\"\"http://e/\"\",\"\"x\"\")\","), "{csv}");
+    assert!(
+        header.contains(",final_-2+3,"),
+        "a header field starts with f: {csv}"
+    );
+    assert!(
+        row.contains(",\"'=HYPERLINK(\"\"http://e/\"\",\"\"x\"\")\","),
+        "{csv}"
+    );
     assert!(row.contains(",'=cmd|' /C calc'!A0,"), "{csv}");
-    assert!(row.contains(",'+1+1,") && row.contains(",'@SUM(A1),"), "{csv}");
+    assert!(
+        row.contains(",'+1+1,") && row.contains(",'@SUM(A1),"),
+        "{csv}"
+    );
     assert!(row.contains(",'\t=1,") && row.contains(",-0.5,"), "{csv}");
     assert_eq!(table::inert("-x"), "'-x");
     assert_eq!(table::inert("\r=1"), "'\r=1");

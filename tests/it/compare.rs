@@ -105,7 +105,8 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
     out.stdout_has("best: lrs-2 (*)")
         .stdout_has("loss per epoch\n")
         .stdout_has("  * lrs-2 (lr=0.01)\n");
-    // The records alone: one list of ConfigMaps' metadata, no pod, no log.
+    // The records alone: one list of ConfigMaps' metadata and the experiment's record,
+    // no pod, no log (every run has its verdict recorded).
     let requests = env.server.requests();
     let api: Vec<&str> = requests
         .iter()
@@ -114,7 +115,10 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_request() {
         .collect();
     assert_eq!(
         api,
-        ["/api/v1/namespaces/default/configmaps"],
+        [
+            "/api/v1/namespaces/default/configmaps",
+            "/api/v1/namespaces/default/configmaps/lrs-experiment"
+        ],
         "{requests:#?}"
     );
 
@@ -191,7 +195,8 @@ fn an_unknown_sort_metric_is_a_usage_error_naming_the_metrics() {
 fn csv_keeps_parameters_apart_and_neutralises_formulas() {
     let env = Env::new();
     trained_run(&env, "c-1", 0.5, 0);
-    let params = json!({"epochs": "3", "note": "=HYPERLINK(\"http://evil/\",\"x\")", "at": "@SUM(A1)"});
+    let params =
+        json!({"epochs": "3", "note": "=HYPERLINK(\"http://evil/\",\"x\")", "at": "@SUM(A1)"});
     as_sweep_run(&env, "c-1", "c", params);
     env.run(&["status", "-t", "c-1"]).success();
     let out = env.run(&["compare", "c", "-o", "csv"]);
@@ -203,7 +208,9 @@ fn csv_keeps_parameters_apart_and_neutralises_formulas() {
         "{out:#?}"
     );
     assert!(
-        lines[1].starts_with("c-1,'@SUM(A1),3,\"'=HYPERLINK(\"\"http://evil/\"\",\"\"x\"\")\",Succeeded,"),
+        lines[1].starts_with(
+            "c-1,'@SUM(A1),3,\"'=HYPERLINK(\"\"http://evil/\"\",\"\"x\"\")\",Succeeded,"
+        ),
         "{out:#?}"
     );
     let header: Vec<&str> = lines[0].split(',').collect();
@@ -217,7 +224,7 @@ fn csv_keeps_parameters_apart_and_neutralises_formulas() {
 }
 
 /// Labels every object of run `tag` with experiment `name`, as the sweep does.
-fn label_all(env: &Env, tag: &str, name: &str) {
+pub fn label_all(env: &Env, tag: &str, name: &str) {
     for kind in ["pods", "services", "configmaps"] {
         for mut obj in env.server.list(kind, NS) {
             if obj["metadata"]["labels"]["training_attempt"] == tag {

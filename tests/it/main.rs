@@ -14,6 +14,7 @@ mod compare;
 mod completion;
 mod delete;
 mod ecosystem;
+mod experiments;
 mod faults;
 mod firsthour;
 mod follow;
