@@ -2,7 +2,7 @@
 //! our colours reach the screen as colours (`compare`'s chart, the task prefixes of
 //! `logs` and `--local`), what came from a pod shows escaped, and no view shows one of
 //! our own codes as text (`\u{1b}[32m`): `compare`, `logs`, `wait`'s progress,
-//! `status`, a sweep's live table.
+//! `status`, a sweep's live table, a `--local` run's tasks.
 
 use serde_json::json;
 
@@ -158,4 +158,37 @@ fn a_sweeps_live_table_on_a_terminal_ends_as_lines_of_text() {
     for line in screen.lines() {
         assert!(line.chars().count() <= usize::from(pty::COLS), "{text}");
     }
+}
+
+/// A `--local` run's task prefixes in their colours, what the tasks print after them.
+#[test]
+fn a_local_runs_tasks_are_coloured_on_a_terminal() {
+    let env = Env::new();
+    // Worker 1 prints and leaves a mark; worker 0, which decides, prints once it is there.
+    let mark = env.path("w1.done");
+    let script = env.write(
+        "hello.py",
+        format!(
+            "import json, os, time\n\
+             k = json.loads(os.environ['TF_CONFIG'])['task']['index']\n\
+             if k == 0:\n    end = time.time() + 30\n    \
+             while not os.path.exists({mark:?}) and time.time() < end: time.sleep(0.01)\n\
+             print('hello from', k, flush=True)\n\
+             if k == 1: open({mark:?}, 'w').close()\n"
+        ),
+    );
+    let (code, screen) = pty::run(
+        &env,
+        &["--local", "-t", "lo", "-w", "2", script.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{}", screen.text());
+    screen.shows_no_escaped_code();
+    let w0 = screen
+        .colour_of("worker-0 | hello from 0")
+        .expect("worker 0's line");
+    assert_eq!(&w0[..8], &[CYAN; 8], "{w0:?}");
+    assert!(w0[8..].iter().all(Option::is_none), "{w0:?}");
+    let w1 = screen.colour_of("worker-1 | hello from 1");
+    let w1 = w1.unwrap_or_else(|| panic!("no worker-1 line:\n{}", screen.text()));
+    assert_eq!(&w1[..8], &[YELLOW; 8], "{w1:?}");
 }

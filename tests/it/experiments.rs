@@ -127,6 +127,15 @@ fn status_of_an_experiment_says_what_it_is_and_list_shows_it() {
         "error: 'g' is an experiment, not a run: 3 runs planned, 2 started (g-1, g-2) (its runs: tf-spawner list --experiment g; their metrics: tf-spawner compare g; one run: tf-spawner status g-1)\n",
         "{out:#?}"
     );
+    for verb in ["wait", "logs"] {
+        env.run(&[verb, "g"])
+            .failure(1)
+            .stderr_has("error: 'g' is an experiment, not a run: 3 runs planned, 2 started");
+    }
+    // A name that is neither: as before.
+    env.run(&["status", "zz"])
+        .failure(1)
+        .stderr_has("error: no pods labelled training_attempt=zz");
     // Its runs, and the one never started.
     let out = env.run(&["list", "--experiment", "g"]);
     out.success().stdout_has("never started: g-3\n");
