@@ -35,7 +35,7 @@ pub fn name() -> &'static str {
 }
 
 /// A block redrawn in place below everything else on the terminal (a sweep's table,
-/// `ops/sweep/view.rs`): while one is shown, what [`print_raw`], [`data`] and
+/// `ops/sweep/view.rs`): while one is shown, what [`print`], [`print_styled`], [`data`] and
 /// [`eprint`] write goes above it (indicatif clears it, the text is written, it is
 /// drawn again).
 static LIVE: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
@@ -151,11 +151,72 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 const PALETTE: [u8; 12] = [36, 33, 32, 35, 34, 31, 96, 93, 92, 95, 94, 91];
 
 /// `worker-1  | ` padded to `width`, coloured with colour number `colour` when asked.
-pub fn prefix(label: &str, width: usize, colour: Option<usize>) -> String {
+pub fn prefix(label: &str, width: usize, colour: Option<usize>) -> Styled {
     let padded = format!("{label:<width$}");
-    match colour {
-        Some(n) => format!("\x1b[{}m{padded}\x1b[0m | ", PALETTE[n % PALETTE.len()]),
-        None => format!("{padded} | "),
+    let mut out = match colour {
+        Some(n) => Styled::painted(&padded, PALETTE[n % PALETTE.len()]),
+        None => Styled::plain(&padded),
+    };
+    out.push_plain(" | ");
+    out
+}
+
+/// Text for a terminal: our own escape codes (a colour, a line erased) around text
+/// made safe. The one rule of what reaches a terminal: our escape codes only through
+/// a `Styled` ([`print_styled`], [`data_styled`]), text from outside never as it is:
+/// [`Styled::plain`] and [`Styled::painted`] escape it on the way in ([`terminal_text`]),
+/// and [`print`], [`data`] and [`eprint`] escape all they are given, so a colour passed
+/// there as a `String` would show as `\u{1b}[32m`: a `Styled` is not a `str`, and only
+/// these functions print one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Styled(String);
+
+impl Styled {
+    pub fn new() -> Styled {
+        Styled::default()
+    }
+
+    /// Text from anywhere, its control characters but newline and tab escaped.
+    pub fn plain(text: &str) -> Styled {
+        Styled(terminal_text(text).into_owned())
+    }
+
+    /// `text` (escaped, one line: [`escape_controls`]) in the SGR colour `sgr` (31: red…).
+    pub fn painted(text: &str, sgr: u8) -> Styled {
+        Styled(format!("\x1b[{sgr}m{}\x1b[0m", escape_controls(text)))
+    }
+
+    /// Text passed to the terminal as it is, for two uses only: what the user asked to
+    /// see unaltered (`logs --raw`; a `--local` task's own output, the user's program on
+    /// the user's machine, as a terminal shows it) and our own generated text (the
+    /// completion scripts).
+    pub fn unaltered(text: &str) -> Styled {
+        Styled(text.to_string())
+    }
+
+    /// Back to the start of the line, and erase it (a line redrawn in place).
+    pub fn erase_line() -> Styled {
+        Styled("\r\x1b[K".to_string())
+    }
+
+    pub fn push(&mut self, more: &Styled) {
+        self.0.push_str(&more.0);
+    }
+
+    /// [`Styled::push`] of [`Styled::plain`]`(text)`.
+    pub fn push_plain(&mut self, text: &str) {
+        self.0.push_str(&terminal_text(text));
+    }
+
+    /// Its length in bytes, escape codes counted.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The text with its escape codes, as the terminal gets it (tests).
+    #[cfg(test)]
+    pub fn codes(&self) -> &str {
+        &self.0
     }
 }
 
@@ -176,13 +237,16 @@ fn pipe_open(result: io::Result<()>) -> io::Result<bool> {
 /// Writes `text` ([`terminal_text`]) to stdout and flushes. `Ok(false)` when the pipe was closed: the
 /// caller stops printing and carries on (exit 0), the way `cat` does under `| head`.
 pub fn print(text: &str) -> io::Result<bool> {
-    print_raw(&terminal_text(text))
+    write_stdout(&terminal_text(text))
 }
 
-/// [`print`] without [`terminal_text`]: for text that carries our own escape codes
-/// (coloured task prefixes, a redrawn line) around text made safe by the caller, and
-/// for `logs --raw`, which passes a pod's bytes through as the user asked.
-pub fn print_raw(text: &str) -> io::Result<bool> {
+/// [`print`] of text with our own escape codes ([`Styled`]): coloured task prefixes,
+/// `compare`'s chart, a redrawn line.
+pub fn print_styled(text: &Styled) -> io::Result<bool> {
+    write_stdout(&text.0)
+}
+
+fn write_stdout(text: &str) -> io::Result<bool> {
     if is_quiet() {
         return Ok(true);
     }
@@ -200,11 +264,11 @@ pub fn print_raw(text: &str) -> io::Result<bool> {
     })
 }
 
-/// [`print_raw`] for what the user's own program wrote (a `--local` task's lines): the
-/// work's output, printed with `--quiet` too, as [`data`] is.
-pub fn data_raw(text: &str) -> io::Result<bool> {
+/// [`print_styled`] for what the user's own program wrote (a `--local` task's lines):
+/// the work's output, printed with `--quiet` too, as [`data`] is.
+pub fn data_styled(text: &Styled) -> io::Result<bool> {
     let mut out = io::stdout().lock();
-    pipe_open(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+    pipe_open(out.write_all(text.0.as_bytes()).and_then(|()| out.flush()))
 }
 
 /// Streams output that is written piece by piece (`--dry-run` of a large run) through
@@ -296,8 +360,8 @@ pub fn escape_controls(text: &str) -> String {
 /// could drive the terminal but newline and tab shown escaped (`\u{1b}]52;…`), the
 /// rule of [`escape_controls`]; a carriage return right before a newline is dropped.
 /// [`print`], [`data`] and [`eprint`] apply it to everything they write; what must
-/// reach the terminal as it is (`logs --raw`, the task prefixes' colours) goes through
-/// [`print_raw`].
+/// reach the terminal as it is (the task prefixes' colours, `logs --raw`) is a
+/// [`Styled`], printed by [`print_styled`].
 pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
     if !text
         .chars()
@@ -409,10 +473,19 @@ mod tests {
 
     #[test]
     fn prefixes_pad_and_colour_only_when_asked() {
-        assert_eq!(prefix("ps-0", 8, None), "ps-0     | ");
-        assert_eq!(prefix("worker-1", 8, None), "worker-1 | ");
-        assert_eq!(prefix("ps-0", 4, Some(1)), "\x1b[33mps-0\x1b[0m | ");
-        assert_eq!(prefix("ps-0", 4, Some(13)), "\x1b[33mps-0\x1b[0m | ");
+        assert_eq!(prefix("ps-0", 8, None).codes(), "ps-0     | ");
+        assert_eq!(prefix("worker-1", 8, None).codes(), "worker-1 | ");
+        assert_eq!(prefix("ps-0", 4, Some(1)).codes(), "\x1b[33mps-0\x1b[0m | ");
+        assert_eq!(
+            prefix("ps-0", 4, Some(13)).codes(),
+            "\x1b[33mps-0\x1b[0m | "
+        );
+        // Text from outside is escaped on the way into a `Styled`, colour or none.
+        assert_eq!(
+            Styled::painted("a\x1b]0;t\x07", 31).codes(),
+            "\x1b[31ma\\u{1b}]0;t\\u{7}\x1b[0m"
+        );
+        assert_eq!(Styled::plain("a\x1b[2J\nb").codes(), "a\\u{1b}[2J\nb");
     }
 
     #[test]

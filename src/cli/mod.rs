@@ -439,6 +439,16 @@ pub struct ListArgs {
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
 
+    /// List the runs of experiment NAME (tf-spawner sweep), and those it planned that
+    /// never started
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["experiments", "all_namespaces"])]
+    pub experiment: Option<String>,
+
+    /// List the experiments (tf-spawner sweep) instead of the runs: each one's runs
+    /// planned, succeeded, failed, unfinished and never started
+    #[arg(long)]
+    pub experiments: bool,
+
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ReportFormat::Table, value_name = "FORMAT")]
     pub output: ReportFormat,

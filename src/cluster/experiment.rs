@@ -6,7 +6,7 @@
 //! written: a run started is a run whose ConfigMap exists.
 
 use anyhow::{Result, anyhow};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -17,7 +17,7 @@ use super::retry::{Plain, retry};
 use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
 };
-use crate::plan::sweep::Record;
+use crate::plan::sweep::{PlannedRun, Record};
 
 /// The record's key in its ConfigMap.
 pub const RECORD_KEY: &str = "experiment.json";
@@ -161,4 +161,94 @@ pub async fn unfinished_runs(cluster: &Cluster, name: &str) -> Result<BTreeSet<S
         })
         .filter_map(|p| p.metadata.labels.and_then(|mut l| l.remove(RUN_LABEL)))
         .collect())
+}
+
+/// What `list --experiments`, `status` and `compare` take from an experiment's record:
+/// its runs' tags and parameters, read as far as the record holds them (a record of
+/// another version, or an editor's, is no error). Only shown (escaped), never run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Planned {
+    pub namespace: String,
+    pub name: String,
+    /// When the record was made (seconds since the epoch).
+    pub created: Option<i64>,
+    pub runs: Vec<PlannedRun>,
+    /// The verdicts the record keeps of the runs that ended (its `ended.TAG` keys, one
+    /// line each as shown), by tag: what is left of a run deleted since.
+    pub ended: BTreeMap<String, String>,
+}
+
+/// The part of [`Record`] read back for display.
+#[derive(Debug, Default, serde::Deserialize)]
+struct RunsOnly {
+    #[serde(default)]
+    runs: Vec<PlannedRun>,
+}
+
+/// Runs read from one record at most: a forged record is no longer list.
+const PLANNED_KEPT: usize = 10_000;
+
+impl Planned {
+    fn of(cm: &ConfigMap) -> Option<Planned> {
+        let meta = &cm.metadata;
+        let labels = meta.labels.as_ref()?;
+        let name = labels.get(EXPERIMENT_LABEL)?.clone();
+        if labels.contains_key(RUN_LABEL)
+            || meta.name.as_deref() != Some(&experiment_record_name(&name))
+        {
+            return None;
+        }
+        let text = cm.data.as_ref().and_then(|d| d.get(RECORD_KEY));
+        let mut runs = text
+            .and_then(|t| serde_json::from_str::<RunsOnly>(t).ok())
+            .unwrap_or_default()
+            .runs;
+        runs.truncate(PLANNED_KEPT);
+        let ended = cm
+            .data
+            .iter()
+            .flatten()
+            .filter_map(|(key, verdict)| {
+                let tag = key.strip_prefix(ENDED_PREFIX)?;
+                let line = verdict.lines().next().unwrap_or_default();
+                Some((tag.to_string(), line.chars().take(500).collect()))
+            })
+            .take(PLANNED_KEPT)
+            .collect();
+        Some(Planned {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name,
+            created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+            runs,
+            ended,
+        })
+    }
+}
+
+/// The experiments' records in the namespace (or in all of them): one paged list.
+pub async fn all_planned(
+    cluster: &Cluster,
+    all_namespaces: bool,
+) -> Result<Vec<Planned>, super::retry::CallError> {
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY},{EXPERIMENT_LABEL},!{RUN_LABEL}");
+    let mut found = Vec::new();
+    cluster
+        .list_pages::<ConfigMap>(&selector, all_namespaces, |page, first| {
+            if first {
+                found.clear();
+            }
+            found.extend(page.iter().filter_map(Planned::of));
+        })
+        .await?;
+    Ok(found)
+}
+
+/// Experiment `name`'s record as [`Planned`], if there is one.
+pub async fn planned(cluster: &Cluster, name: &str) -> Result<Option<Planned>> {
+    let api: Api<ConfigMap> = cluster.api();
+    let record_name = experiment_record_name(name);
+    let found = retry(&cluster.policy, || api.get_opt(&record_name), Plain)
+        .await
+        .map_err(|e| cluster.explain("reading the experiment's record", &e))?;
+    Ok(found.as_ref().and_then(Planned::of))
 }

@@ -203,6 +203,14 @@ pub async fn all(
     matching(cluster, all_namespaces, "").await
 }
 
+/// The records of experiment `name`'s runs in the namespace.
+pub async fn of_experiment(
+    cluster: &Cluster,
+    name: &str,
+) -> Result<Vec<Record>, super::retry::CallError> {
+    matching(cluster, false, &format!(",{EXPERIMENT_LABEL}={name}")).await
+}
+
 /// The records whose ConfigMaps also match `more` (`,LABEL=VALUE`…).
 async fn matching(
     cluster: &Cluster,

@@ -26,6 +26,10 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
         (runs, Some(cluster.namespace().to_string()))
     };
+    if let Some(by) = &sort {
+        by.check(&runs)
+            .map_err(|e| UsageError::new(format!("--sort {e}")))?;
+    }
     let sort = sort.or_else(|| SortBy::default_for(&runs));
     let best = table::sort(&mut runs, sort.as_ref());
     let experiment = (args.names.len() == 1)
@@ -34,41 +38,43 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let text = match args.output {
         CompareFormat::Json => {
             let json = table::to_json(&runs, experiment, sort.as_ref(), best.as_deref());
-            serde_json::to_string_pretty(&json)? + "\n"
+            output::Styled::plain(&output::json(&json)?)
         }
-        CompareFormat::Yaml => crate::output::yaml(&table::to_json(
+        CompareFormat::Yaml => output::Styled::plain(&output::yaml(&table::to_json(
             &runs,
             experiment,
             sort.as_ref(),
             best.as_deref(),
-        ))?,
-        CompareFormat::Csv => table::to_csv(&runs, best.as_deref()),
+        ))?),
+        CompareFormat::Csv => output::Styled::plain(&table::to_csv(&runs, best.as_deref())),
         CompareFormat::Table => {
             let mut text = table::render(&runs, sort.as_ref(), best.as_deref());
             if let Some(tag) = &best {
                 text.push_str(&format!("best: {tag} (*)\n"));
             }
+            let mut text = output::Styled::plain(&text);
             let metric = args.chart.clone().or(sort.map(|s| s.metric));
             if let Some(metric) = metric.filter(|_| !args.no_chart) {
-                text.push('\n');
-                text.push_str(&chart_of(&runs, &metric).unwrap_or_else(|| {
-                    format!(
+                text.push_plain("\n");
+                match chart_of(&runs, &metric) {
+                    Some(chart) => text.push(&chart),
+                    None => text.push_plain(&format!(
                         "no run recorded {} per epoch\n",
                         output::escape_controls(&metric)
-                    )
-                }));
+                    )),
+                }
             }
             let _ = namespace;
             text
         }
     };
-    output::print(&text)?;
+    output::print_styled(&text)?;
     Ok(())
 }
 
 /// The chart of `metric` for every run: its legend names the run and its parameters
 /// that differ.
-fn chart_of(runs: &[Compared], metric: &str) -> Option<String> {
+fn chart_of(runs: &[Compared], metric: &str) -> Option<output::Styled> {
     let params = table::differing(runs);
     let series: Vec<Series> = runs
         .iter()

@@ -34,9 +34,9 @@ const CLUSTER_FLAGS: [&str; 4] = ["-n", "--namespace", "--context", "--kubeconfi
 enum Names {
     /// A run's tag.
     Runs,
-    /// An experiment's name (`sweep --resume`).
+    /// An experiment's name (`sweep --resume`, `list --experiment`, `-d --experiment`).
     Experiments,
-    /// Either (`compare NAME…`).
+    /// Either (`compare NAME…`, `tensorboard NAME…`).
     Both,
     /// A run's tag, when the words delete one (`-d -t TAG`): a new run's tag is new.
     RunsToDelete,
@@ -44,6 +44,8 @@ enum Names {
 
 const COMPLETED: &[(&str, &str, Names)] = &[
     ("", "tag", Names::RunsToDelete),
+    ("", "experiment", Names::Experiments),
+    ("list", "experiment", Names::Experiments),
     ("wait", "tag", Names::Runs),
     ("wait", "run", Names::Runs),
     ("status", "tag", Names::Runs),
@@ -52,6 +54,7 @@ const COMPLETED: &[(&str, &str, Names)] = &[
     ("logs", "run", Names::Runs),
     ("cp", "tag", Names::Runs),
     ("tensorboard", "tag", Names::Runs),
+    ("tensorboard", "names", Names::Both),
     ("compare", "tag", Names::Runs),
     ("compare", "names", Names::Both),
     ("sweep", "resume", Names::Experiments),

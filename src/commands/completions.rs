@@ -61,6 +61,7 @@ fn page() -> Result<String> {
 /// A closed pipe (`| head`) is not an error.
 fn write(bytes: &[u8]) -> Result<()> {
     // The script is clap's, ours, as it is.
-    crate::output::print_raw(&String::from_utf8_lossy(bytes))?;
+    let script = crate::output::Styled::unaltered(&String::from_utf8_lossy(bytes));
+    crate::output::print_styled(&script)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::setup::LocalPlan;
-use crate::output;
+use crate::output::{self, Styled};
 
 /// What the runner hears from its tasks: their output (from the readers here) and
 /// their exits.
@@ -130,17 +130,14 @@ pub async fn read(at: usize, mut stream: impl AsyncRead + Unpin, tx: mpsc::Sende
 /// Prints task lines with their prefixes, and tf-spawner's own notes; after the reader
 /// closed the pipe, prints nothing (the run goes on to its verdict).
 pub struct Printer {
-    prefixes: Vec<String>,
+    prefixes: Vec<Styled>,
     note_prefix: String,
     closed: bool,
     /// Redraw `\r` lines in place (a terminal that takes escape codes).
     redraw: bool,
     /// The live line at the bottom of the terminal: its task and text.
-    live: Option<(usize, String)>,
+    live: Option<(usize, Styled)>,
 }
-
-/// Back to the start of the line, and erase it.
-const ERASE_LINE: &str = "\r\x1b[K";
 
 impl Printer {
     pub fn new(plan: &LocalPlan, colour: bool) -> Printer {
@@ -168,18 +165,23 @@ impl Printer {
     pub fn piece(&mut self, at: usize, piece: &Piece) {
         match piece {
             Piece::Line(line) => {
-                let text = format!("{}{}\n", self.prefixes[at], String::from_utf8_lossy(line));
+                let mut text = self.task_text(at, line);
+                text.push_plain("\n");
                 if self.live.as_ref().is_some_and(|(task, _)| *task == at) {
                     // The live line ends: its final state replaces it.
                     self.live = None;
-                    self.print(&format!("{ERASE_LINE}{text}"));
+                    let mut erased = Styled::erase_line();
+                    erased.push(&text);
+                    self.print(&erased);
                 } else {
                     self.print_above(&text);
                 }
             }
             Piece::Redraw(state) if self.redraw => {
-                let text = format!("{}{}", self.prefixes[at], String::from_utf8_lossy(state));
-                self.print(&format!("{ERASE_LINE}{text}"));
+                let text = self.task_text(at, state);
+                let mut erased = Styled::erase_line();
+                erased.push(&text);
+                self.print(&erased);
                 self.live = Some((at, text));
             }
             Piece::Redraw(_) => {}
@@ -190,37 +192,44 @@ impl Printer {
     /// they are the training's log, which CI keeps).
     pub fn note(&mut self, text: &str) {
         if !text.is_empty() && !output::is_quiet() {
-            let text = format!("{}{text}\n", self.note_prefix);
+            let text = Styled::plain(&format!("{}{text}\n", self.note_prefix));
             self.print_above(&text);
         }
     }
 
+    /// Task `at`'s prefix and what it wrote: as it is, the user's own script's output,
+    /// run on the user's own machine, as a terminal would show it.
+    fn task_text(&self, at: usize, bytes: &[u8]) -> Styled {
+        let mut text = self.prefixes[at].clone();
+        text.push(&Styled::unaltered(&String::from_utf8_lossy(bytes)));
+        text
+    }
+
     /// Prints whole lines above the live line, which is drawn again below them.
-    fn print_above(&mut self, text: &str) {
+    fn print_above(&mut self, text: &Styled) {
         match &self.live {
             Some((_, live)) => {
-                let text = format!("{ERASE_LINE}{text}{live}");
-                self.print(&text);
+                let mut all = Styled::erase_line();
+                all.push(text);
+                all.push(live);
+                self.print(&all);
             }
             None => self.print(text),
         }
     }
 
-    fn print(&mut self, text: &str) {
+    fn print(&mut self, text: &Styled) {
         if !self.closed {
             // A closed pipe ends the printing, not the run; other errors are as rare
             // and as harmless to the run.
-            // As it is: the prefixes' colours and the redraws are ours, and the text is
-            // the user's own script's, run on the user's own machine, as a terminal
-            // would show it.
-            self.closed = !matches!(output::data_raw(text), Ok(true));
+            self.closed = !matches!(output::data_styled(text), Ok(true));
         }
     }
 
     /// Ends the live line, if any, so what follows starts on a line of its own.
     pub fn end_live(&mut self) {
         if self.live.take().is_some() {
-            self.print("\n");
+            self.print(&Styled::plain("\n"));
         }
     }
 }

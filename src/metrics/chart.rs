@@ -4,7 +4,7 @@
 //! of a few points still reads as a line; a later run's mark covers an earlier one's.
 
 use super::number;
-use crate::output::escape_controls;
+use crate::output::{Styled, escape_controls};
 
 /// The marks of the runs, in order (then again, from the first).
 pub const MARKS: [char; 10] = ['*', 'o', '+', 'x', '#', '@', '%', '&', '=', '~'];
@@ -29,12 +29,12 @@ pub struct Series {
     pub points: Vec<(u32, f64)>,
 }
 
-fn mark(i: usize, colour: bool) -> String {
-    let m = MARKS[i % MARKS.len()];
+fn mark(i: usize, colour: bool) -> Styled {
+    let m = MARKS[i % MARKS.len()].to_string();
     if colour {
-        format!("\x1b[{}m{m}\x1b[0m", COLOURS[i % COLOURS.len()])
+        Styled::painted(&m, COLOURS[i % COLOURS.len()])
     } else {
-        m.to_string()
+        Styled::plain(&m)
     }
 }
 
@@ -92,14 +92,15 @@ fn plot(
     grid
 }
 
-/// The chart of `metric`, or `None` when no run has a point of it.
-pub fn draw(metric: &str, series: &[Series], size: Size, colour: bool) -> Option<String> {
+/// The chart of `metric`, or `None` when no run has a point of it; the marks coloured
+/// when `colour` (a [`Styled`]: our colours reach the terminal, the names escaped).
+pub fn draw(metric: &str, series: &[Series], size: Size, colour: bool) -> Option<Styled> {
     let ((x0, x1), (y0, y1)) = span(series)?;
     let (w, h) = (size.width.max(2), size.height.max(2));
     let grid = plot(series, ((x0, x1), (y0, y1)), w, h);
     let labels = [number(y1), number((y0 + y1) / 2.0), number(y0)];
     let lw = labels.iter().map(String::len).max().unwrap_or(0);
-    let mut out = format!("{} per epoch\n", escape_controls(metric));
+    let mut out = Styled::plain(&format!("{} per epoch\n", escape_controls(metric)));
     for (r, cells) in grid.iter().enumerate() {
         let label = match r {
             0 => &labels[0],
@@ -107,20 +108,25 @@ pub fn draw(metric: &str, series: &[Series], size: Size, colour: bool) -> Option
             r if r == h - 1 => &labels[2],
             _ => "",
         };
-        let line: String = cells
-            .iter()
-            .map(|c| c.map_or_else(|| " ".to_string(), |i| mark(i, colour)))
-            .collect();
-        out.push_str(format!("{label:>lw$} |{line}").trim_end());
-        out.push('\n');
+        out.push_plain(&format!("{label:>lw$} |"));
+        // No trailing spaces: the row ends at its last mark.
+        let end = cells.iter().rposition(Option::is_some).map_or(0, |e| e + 1);
+        for cell in &cells[..end] {
+            match cell {
+                Some(i) => out.push(&mark(*i, colour)),
+                None => out.push_plain(" "),
+            }
+        }
+        out.push_plain("\n");
     }
-    out.push_str(&format!("{:>lw$} +{}\n", "", "-".repeat(w)));
+    out.push_plain(&format!("{:>lw$} +{}\n", "", "-".repeat(w)));
     let (first, last) = (x0.to_string(), format!("{x1} (epoch)"));
     let gap = w.saturating_sub(first.len() + last.len()).max(1);
-    out.push_str(&format!("{:>lw$}  {first}{}{last}\n", "", " ".repeat(gap)));
+    out.push_plain(&format!("{:>lw$}  {first}{}{last}\n", "", " ".repeat(gap)));
     for (i, s) in series.iter().enumerate() {
-        let label = escape_controls(&s.label);
-        out.push_str(&format!("{:>lw$}  {} {label}\n", "", mark(i, colour)));
+        out.push_plain(&format!("{:>lw$}  ", ""));
+        out.push(&mark(i, colour));
+        out.push_plain(&format!(" {}\n", escape_controls(&s.label)));
     }
     Some(out)
 }

@@ -89,6 +89,22 @@ impl SortBy {
         SortBy::parse(metric).ok()
     }
 
+    /// `Err`: the line saying so, when the runs recorded metrics and not the one sorted
+    /// by (those recorded are named). Runs with no metric yet (all just started) say
+    /// nothing of a name.
+    pub fn check(&self, runs: &[Compared]) -> Result<(), String> {
+        let names = metric_names(runs, None);
+        if names.is_empty() || names.contains(&self.metric) {
+            return Ok(());
+        }
+        let names: Vec<String> = names.iter().map(|n| escape_controls(n)).collect();
+        Err(format!(
+            "no run recorded a metric '{}' (the metrics recorded: {})",
+            escape_controls(&self.metric),
+            names.join(", ")
+        ))
+    }
+
     pub fn order(&self) -> &'static str {
         if self.lower_first {
             "ascending"
@@ -305,15 +321,15 @@ pub fn to_json<'a>(
     }
 }
 
-/// `compare -o csv`: a header, then a row per run: tag, every parameter, verdict,
-/// seconds, restarts, epochs, `final_NAME` and `best_NAME` of every metric, the
-/// task-seconds and GPU-seconds the run held, `best`
-/// (`true` for the best run).
+/// `compare -o csv`: a header, then a row per run: tag, every parameter as
+/// `param.NAME` (apart from the results: a parameter `epochs` is `param.epochs`),
+/// verdict, seconds, restarts, epochs, `final_NAME` and `best_NAME` of every metric,
+/// the task-seconds and GPU-seconds the run held, `best` (`true` for the best run).
 pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
     let params: BTreeSet<&String> = runs.iter().flat_map(|r| r.params.keys()).collect();
     let metrics = metric_names(runs, None);
     let mut header = vec!["tag".to_string()];
-    header.extend(params.iter().map(|p| p.to_string()));
+    header.extend(params.iter().map(|p| format!("param.{p}")));
     header.extend(["verdict", "seconds", "restarts", "epochs"].map(String::from));
     header.extend(metrics.iter().map(|m| format!("final_{m}")));
     header.extend(metrics.iter().map(|m| format!("best_{m}")));
@@ -345,17 +361,32 @@ pub fn to_csv(runs: &[Compared], best: Option<&str>) -> String {
     out
 }
 
-/// One CSV record (RFC 4180: a field with a comma, quote or line end is quoted).
+/// One CSV record (RFC 4180: a field with a comma, quote or line end is quoted), each
+/// field [`inert`].
 fn csv_line(fields: &[String]) -> String {
     let quoted: Vec<String> = fields
         .iter()
+        .map(|f| inert(f))
         .map(|f| {
             if f.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", f.replace('"', "\"\""))
             } else {
-                f.clone()
+                f.into_owned()
             }
         })
         .collect();
     quoted.join(",") + "\n"
+}
+
+/// A field a spreadsheet would take for a formula (it starts with `=`, `+`, `-`, `@`, a
+/// tab or a carriage return: a parameter's value or a metric's name from the cluster,
+/// `=HYPERLINK(…)`) prefixed with `'`, as OWASP's CSV injection advice says; a number
+/// (`-0.5`) is left as it is: it is no formula.
+pub fn inert(field: &str) -> std::borrow::Cow<'_, str> {
+    let risky = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && field.parse::<f64>().is_err() {
+        std::borrow::Cow::Owned(format!("'{field}"))
+    } else {
+        std::borrow::Cow::Borrowed(field)
+    }
 }

@@ -229,6 +229,45 @@ fn a_csv_field_with_a_comma_is_quoted() {
     assert!(csv.lines().nth(1).unwrap().contains("\"64,32\""), "{csv}");
 }
 
+/// OWASP's CSV injection advice: a field a spreadsheet would run is prefixed with `'`,
+/// a parameter from the cluster and a metric's name alike; a negative number is kept.
+#[test]
+fn a_csv_field_that_a_spreadsheet_would_run_is_neutralised() {
+    let mut r = three().remove(0);
+    r.params
+        .insert("link".into(), "=HYPERLINK(\"http://e/\",\"x\")".into());
+    r.params.insert("cmd".into(), "=cmd|' /C calc'!A0".into());
+    for (name, value) in [
+        ("plus", "+1+1"),
+        ("at", "@SUM(A1)"),
+        ("tab", "\t=1"),
+        ("neg", "-0.5"),
+    ] {
+        r.params.insert(name.into(), value.into());
+    }
+    let m = r.metrics.as_mut().unwrap();
+    m.last.insert("-2+3".into(), 1.0);
+    let csv = table::to_csv(&[r], None);
+    let (header, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    assert!(
+        header.contains(",final_-2+3,"),
+        "a header field starts with f: {csv}"
+    );
+    assert!(
+        row.contains(",\"'=HYPERLINK(\"\"http://e/\"\",\"\"x\"\")\","),
+        "{csv}"
+    );
+    assert!(row.contains(",'=cmd|' /C calc'!A0,"), "{csv}");
+    assert!(
+        row.contains(",'+1+1,") && row.contains(",'@SUM(A1),"),
+        "{csv}"
+    );
+    assert!(row.contains(",'\t=1,") && row.contains(",-0.5,"), "{csv}");
+    assert_eq!(table::inert("-x"), "'-x");
+    assert_eq!(table::inert("\r=1"), "'\r=1");
+    assert_eq!(table::inert("lrs-1"), "lrs-1");
+}
+
 #[test]
 fn the_chart_draws_every_run_with_its_mark() {
     let runs = three();
@@ -249,7 +288,7 @@ fn the_chart_draws_every_run_with_its_mark() {
         false,
     )
     .unwrap();
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!(text.codes());
     let coloured = chart::draw(
         "loss",
         &series,
@@ -260,7 +299,7 @@ fn the_chart_draws_every_run_with_its_mark() {
         true,
     )
     .unwrap();
-    assert!(coloured.contains("\x1b[31m*\x1b[0m"));
+    assert!(coloured.codes().contains("\x1b[31m*\x1b[0m"));
 }
 
 #[test]
@@ -279,7 +318,7 @@ fn a_chart_of_one_point_or_no_point() {
         false,
     )
     .unwrap();
-    assert_eq!(text.matches('*').count(), 2, "{text}");
+    assert_eq!(text.codes().matches('*').count(), 2, "{text:?}");
     let none = [Series {
         label: "a".into(),
         points: vec![],

@@ -87,7 +87,7 @@ pub(crate) fn shown(v: &PodView, text: &str) -> String {
     let label = v.label();
     let mut block = format!("last log lines of pod {}:\n", v.name);
     for line in text.lines() {
-        block.push_str(&crate::output::prefix(&label, label.len(), None));
+        block.push_str(&format!("{label} | "));
         block.push_str(line);
         block.push('\n');
     }

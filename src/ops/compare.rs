@@ -3,19 +3,23 @@
 //! from the records alone (one paged list of the runs' ConfigMaps' metadata, whatever
 //! the number of runs), or from the output folders of `--local` runs.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Result, bail};
+use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::Cluster;
 use crate::cluster::record::{self, Ending, Record};
-use crate::labels::LOCAL_OUTPUT_ROOT;
+use crate::cluster::{Cluster, experiment};
+use crate::labels::{
+    EXPERIMENT_LABEL, HELPER_LABEL, LOCAL_OUTPUT_ROOT, RUN_LABEL, label_value_problem, run_selector,
+};
 use crate::metrics::cost;
 use crate::metrics::table::Compared;
 use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, SWEEP_RECORD_FILE, params};
 use crate::output;
 use crate::trainlog::Training;
-use crate::verdict::{Tracker, Verdict};
+use crate::verdict::{PodView, Tracker, Verdict};
 
 /// The metrics of the attempt `tracker` followed (`training`: what its deciding task
 /// printed), after those of the attempts before a restart (`earlier`), with what the run
@@ -101,54 +105,77 @@ fn compared(r: Record) -> Compared {
     }
 }
 
+/// What `compare` shows of a run its experiment planned and never started.
+pub const NOT_STARTED: &str = "NotStarted";
+
 /// The runs `names` name: with one name, the runs of that experiment if there are any;
-/// else each name an experiment's or a run's tag. One paged list of records.
+/// else each name an experiment's or a run's tag. One paged list of records; then, for
+/// the runs with no recorded verdict, one list of their pods ([`in_flight`]); with one
+/// experiment's name, its record, whose planned runs never started are listed as such.
 pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> {
     let mut records = record::all(cluster, false)
         .await
         .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
+    // A name that is no run's tag may be an experiment: its record (one read) names the
+    // runs deleted since, with the verdicts it keeps, and those never started.
+    let mut experiments = Vec::new();
     for name in names {
-        if !records.iter().any(|r| &r.tag == name) {
-            let gone = deleted_runs(cluster, name, &records).await;
+        if label_value_problem(name).is_some() || records.iter().any(|r| &r.tag == name) {
+            continue;
+        }
+        if let Some(planned) = experiment::planned(cluster, name).await.ok().flatten() {
+            let gone = deleted_runs(cluster, &planned, &records);
             records.extend(gone);
+            experiments.push(planned);
         }
     }
-    let chosen = choose(records, names);
-    match chosen {
-        Ok(runs) => Ok(runs.into_iter().map(compared).collect()),
+    let chosen = match choose(records, names) {
+        Ok(runs) => runs,
+        Err(_) if !experiments.is_empty() => Vec::new(),
         Err(missing) => bail!(
             "no run or experiment named {} in namespace '{}' (the runs there: tf-spawner list -n {})",
             missing.join(", "),
             cluster.namespace(),
             cluster.namespace()
         ),
+    };
+    let mut runs = in_flight(cluster, chosen, names).await;
+    for planned in experiments {
+        for run in planned.runs {
+            if !runs.iter().any(|r| r.tag == run.tag) {
+                runs.push(Compared {
+                    tag: run.tag,
+                    experiment: Some(planned.name.clone()),
+                    params: run.params,
+                    verdict: Some(NOT_STARTED.to_string()),
+                    metrics: None,
+                });
+            }
+        }
     }
+    Ok(runs)
 }
 
-/// The runs of experiment `name` that its record (if there is one) says ended, and
-/// whose own records are gone (deleted): each with its parameters and the verdict the
-/// experiment's record holds, said in a note.
-async fn deleted_runs(cluster: &Cluster, name: &str, records: &[Record]) -> Vec<Record> {
-    let experiment = match crate::cluster::experiment::read(cluster, name).await {
-        Ok(Some(experiment)) => experiment,
-        Ok(None) => return Vec::new(),
-        Err(e) => {
-            output::note(&format!("{e:#}"));
-            return Vec::new();
-        }
-    };
-    let gone: Vec<Record> = experiment
+/// The runs of an experiment that its record says ended and whose own records are gone
+/// (deleted): each with its parameters and the verdict the experiment's record keeps,
+/// said in a note.
+fn deleted_runs(
+    cluster: &Cluster,
+    planned: &experiment::Planned,
+    records: &[Record],
+) -> Vec<Record> {
+    let gone: Vec<Record> = planned
         .runs
-        .into_iter()
+        .iter()
         .filter(|run| !records.iter().any(|r| r.tag == run.tag))
         .filter_map(|run| {
-            let verdict = experiment.ended.get(&run.tag)?.clone();
+            let verdict = planned.ended.get(&run.tag)?.clone();
             Some(Record {
                 namespace: cluster.namespace().to_string(),
-                tag: run.tag,
+                tag: run.tag.clone(),
                 verdict: Some(verdict),
-                experiment: Some(name.to_string()),
-                params: run.params,
+                experiment: Some(planned.name.clone()),
+                params: run.params.clone(),
                 ..Record::default()
             })
         })
@@ -156,7 +183,8 @@ async fn deleted_runs(cluster: &Cluster, name: &str, records: &[Record]) -> Vec<
     if !gone.is_empty() {
         let tags: Vec<&str> = gone.iter().map(|r| r.tag.as_str()).collect();
         output::note(&format!(
-            "experiment {name}: {} deleted; the verdicts are its record's, their metrics are gone",
+            "experiment {}: {} deleted; the verdicts are its record's, their metrics are gone",
+            planned.name,
             match tags.as_slice() {
                 [one] => format!("run {one} was"),
                 many => format!("runs {} were", many.join(", ")),
@@ -164,6 +192,106 @@ async fn deleted_runs(cluster: &Cluster, name: &str, records: &[Record]) -> Vec<
         ));
     }
     gone
+}
+
+/// The records as compared: a run with a recorded verdict as its record says; the
+/// others by their pods (one list: the experiment's, or each run's): their verdict now
+/// (`Running`, or the end nobody recorded, which is then recorded with its metrics as
+/// `status` does) and the curve so far of a run in flight (its deciding task's log read
+/// to now).
+async fn in_flight(cluster: &Cluster, chosen: Vec<Record>, names: &[String]) -> Vec<Compared> {
+    let open: Vec<&str> = chosen
+        .iter()
+        .filter(|r| r.verdict.is_none())
+        .map(|r| r.tag.as_str())
+        .collect();
+    let mut trackers = match open.is_empty() {
+        true => BTreeMap::new(),
+        false => pods_of(cluster, &open, names).await,
+    };
+    let now = crate::duration::now();
+    let mut out = Vec::new();
+    for r in chosen {
+        let Some(mut tracker) = r
+            .verdict
+            .is_none()
+            .then(|| trackers.remove(&r.tag))
+            .flatten()
+        else {
+            out.push(compared(r));
+            continue;
+        };
+        tracker.at(now);
+        let (verdict, why) = super::status::verdict_of(&tracker, Some(&r));
+        let training = match verdict {
+            "Succeeded" | "Failed" => keep_metrics(cluster, &tracker, Some(&r)).await,
+            "Running" => super::training::whole(cluster, &tracker).await,
+            _ => None,
+        };
+        let earlier = r.metrics.as_ref();
+        let metrics = match &training {
+            Some(t) => run_metrics(&tracker, t, earlier, false).or_else(|| earlier.cloned()),
+            None => earlier.cloned(),
+        };
+        let verdict = match why {
+            Some(why) => format!("{verdict}: {why}"),
+            None => verdict.to_string(),
+        };
+        out.push(Compared {
+            verdict: Some(verdict),
+            metrics,
+            ..compared(r)
+        });
+    }
+    out
+}
+
+/// The pods of runs `tags`, by run: one list of the experiment's when `names` is one
+/// experiment, else one per run. A list that fails leaves those runs as recorded.
+async fn pods_of(cluster: &Cluster, tags: &[&str], names: &[String]) -> BTreeMap<String, Tracker> {
+    let one_experiment = match names {
+        [name] if !tags.contains(&name.as_str()) && label_value_problem(name).is_none() => {
+            Some(name)
+        }
+        _ => None,
+    };
+    let selectors: Vec<String> = match one_experiment {
+        Some(name) => vec![format!(
+            "{EXPERIMENT_LABEL}={name},{RUN_LABEL},!{HELPER_LABEL}"
+        )],
+        None => tags.iter().map(|t| run_selector(t)).collect(),
+    };
+    let mut trackers: BTreeMap<String, Tracker> = BTreeMap::new();
+    for selector in selectors {
+        let listed = cluster
+            .list_pages::<Pod>(&selector, false, |pods, _| {
+                for pod in &pods {
+                    let labels = pod.metadata.labels.as_ref();
+                    let Some(tag) = labels.and_then(|l| l.get(RUN_LABEL)) else {
+                        continue;
+                    };
+                    trackers
+                        .entry(tag.clone())
+                        .or_insert_with(|| Tracker::new(tag, false))
+                        .update(PodView::from_pod(pod));
+                }
+            })
+            .await;
+        if let Err(e) = listed {
+            output::note(&format!(
+                "the runs in flight are shown as recorded: {:#}",
+                cluster.explain("listing their pods", &e)
+            ));
+            return BTreeMap::new();
+        }
+    }
+    // A run whose pods are all gone is judged by its record alone.
+    for tag in tags {
+        trackers
+            .entry(tag.to_string())
+            .or_insert_with(|| Tracker::new(tag, false));
+    }
+    trackers
 }
 
 /// The records `names` name (the runs of an experiment, or a run by its tag), in the

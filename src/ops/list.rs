@@ -19,6 +19,9 @@ use crate::verdict::{PodView, RoleCounts, RoleSummary, Tracker};
 #[derive(Debug, Serialize)]
 pub struct ListJson {
     pub runs: Vec<RunJson>,
+    /// `list --experiment NAME`: the runs its record planned that never started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_started: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize)]

@@ -29,7 +29,7 @@ use crate::cluster::Cluster;
 use crate::cluster::attempt_logs;
 use crate::cluster::pod_logs::{self, LogOptions};
 use crate::errors::UsageError;
-use crate::output;
+use crate::output::{self, Styled};
 use crate::roles::{Role, Task};
 use crate::signals;
 use crate::verdict::retryable::RestartOn;
@@ -160,7 +160,7 @@ impl Prefixes {
         }
     }
 
-    pub fn prefix(&mut self, label: &str) -> String {
+    pub fn prefix(&mut self, label: &str) -> Styled {
         let next = self.index.len();
         let n = *self.index.entry(label.to_string()).or_insert(next);
         output::prefix(label, self.width, self.colour.then_some(n))
@@ -170,23 +170,23 @@ impl Prefixes {
 /// Prefixes every line of `text`; a last line without a newline gets one.
 /// `text`'s lines, each after `prefix`; unless `raw` (`logs --raw`), each made safe for
 /// the terminal ([`output::terminal_text`]): a pod's log may carry escape sequences.
-fn prefixed(prefix: &str, text: &str, raw: bool) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
+fn prefixed(prefix: &Styled, text: &str, raw: bool) -> Styled {
+    let mut out = Styled::new();
     // The kubelet's notice for a container it no longer has is no log line.
     for line in text.lines().filter(|l| !pod_logs::kubelet_notice(l)) {
-        out.push_str(prefix);
-        out.push_str(&shown(line, raw));
-        out.push('\n');
+        out.push(prefix);
+        out.push(&shown(line, raw));
+        out.push_plain("\n");
     }
     out
 }
 
 /// A log line as shown: as it is with `--raw`, else made safe for the terminal.
-fn shown(line: &str, raw: bool) -> std::borrow::Cow<'_, str> {
+fn shown(line: &str, raw: bool) -> Styled {
     if raw {
-        std::borrow::Cow::Borrowed(line)
+        Styled::unaltered(line)
     } else {
-        output::terminal_text(line)
+        Styled::plain(line)
     }
 }
 
@@ -239,7 +239,7 @@ async fn once(
         match result {
             Ok(text) => {
                 let prefix = prefixes.prefix(&pod.label());
-                if !output::print_raw(&prefixed(&prefix, &text, options.raw))? {
+                if !output::print_styled(&prefixed(&prefix, &text, options.raw))? {
                     return Ok(());
                 }
             }
@@ -306,7 +306,7 @@ async fn attempt(
             None => &k.text,
         };
         let prefix = prefixes.prefix(&label(&k.pod));
-        if !output::print_raw(&prefixed(&prefix, text, options.raw))? {
+        if !output::print_styled(&prefixed(&prefix, text, options.raw))? {
             return Ok(());
         }
     }
@@ -472,7 +472,7 @@ async fn follow(
     mut tracker: Tracker,
     prefixes: &mut Prefixes,
 ) -> Result<Option<Verdict>> {
-    let (tx, mut rx) = mpsc::channel::<String>(1024);
+    let (tx, mut rx) = mpsc::channel::<Styled>(1024);
     let mut followers = Followers {
         cluster,
         options,
@@ -513,7 +513,7 @@ async fn follow(
 async fn until_over(
     followers: &mut Followers<'_>,
     tracker: &mut Tracker,
-    rx: &mut mpsc::Receiver<String>,
+    rx: &mut mpsc::Receiver<Styled>,
 ) -> Result<bool> {
     let mut notes = super::waiting::Notes::new(followers.cluster, followers.pick.heartbeat);
     let (pending_tx, mut pending) = watch::channel(Vec::new());
@@ -551,7 +551,7 @@ struct Followers<'a> {
     options: &'a LogOptions,
     pick: &'a Pick,
     tag: &'a str,
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Styled>,
     prefixes: &'a mut Prefixes,
     by_pod: BTreeMap<String, Follower>,
     /// How many pods were last left out (`--max-log-requests`); a note says so when
@@ -627,7 +627,7 @@ fn left_out_note(tag: &str, max: usize, pods: &[PodView]) -> String {
 
 /// Prints what the followers still send, for at most [`DRAIN`].
 /// `Ok(false)`: the pipe was closed.
-async fn drain(mut rx: mpsc::Receiver<String>) -> Result<bool> {
+async fn drain(mut rx: mpsc::Receiver<Styled>) -> Result<bool> {
     let drain = tokio::time::sleep(DRAIN);
     tokio::pin!(drain);
     loop {
@@ -646,16 +646,15 @@ async fn drain(mut rx: mpsc::Receiver<String>) -> Result<bool> {
 }
 
 /// Writes `first` and whatever else is queued, then flushes. `Ok(false)`: pipe closed.
-fn write_batch(first: String, rx: &mut mpsc::Receiver<String>) -> Result<bool> {
+fn write_batch(first: Styled, rx: &mut mpsc::Receiver<Styled>) -> Result<bool> {
     let mut text = first;
     while let Ok(more) = rx.try_recv() {
-        text.push_str(&more);
+        text.push(&more);
         if text.len() > 64 * 1024 {
             break;
         }
     }
-    // The prefixes' colours are ours; the lines were made safe by `send_lines`.
-    Ok(output::print_raw(&text)?)
+    Ok(output::print_styled(&text)?)
 }
 
 /// Follows one pod's log until its container ends, the pod goes away, or the task is
@@ -664,8 +663,8 @@ async fn follow_pod(
     cluster: Cluster,
     pod: PodView,
     options: LogOptions,
-    prefix: String,
-    tx: mpsc::Sender<String>,
+    prefix: Styled,
+    tx: mpsc::Sender<Styled>,
     mut state: watch::Receiver<Option<PodView>>,
 ) {
     let mut params = options.params(pod.setup.container.as_deref());
@@ -679,7 +678,7 @@ async fn follow_pod(
         }
         match pod_logs::open(&cluster, &pod.name, &params).await {
             Ok(reader) => {
-                let to = (&prefix[..], &tx);
+                let to = (&prefix, &tx);
                 if !send_lines(reader, &pod.name, to, &mut cursor, options.raw).await {
                     return;
                 }
@@ -804,7 +803,7 @@ pub(super) async fn until_started(state: &mut watch::Receiver<Option<PodView>>) 
 async fn send_lines(
     mut reader: impl futures::AsyncBufRead + Unpin,
     pod: &str,
-    (prefix, tx): (&str, &mpsc::Sender<String>),
+    (prefix, tx): (&Styled, &mpsc::Sender<Styled>),
     cursor: &mut Cursor,
     raw: bool,
 ) -> bool {
@@ -822,8 +821,10 @@ async fn send_lines(
                     note(&format!("pod {pod}: its container's log is gone ({text})"));
                     continue;
                 }
-                let text = shown(text, raw);
-                if tx.send(format!("{prefix}{text}\n")).await.is_err() {
+                let mut line = prefix.clone();
+                line.push(&shown(text, raw));
+                line.push_plain("\n");
+                if tx.send(line).await.is_err() {
                     return false;
                 }
             }
@@ -880,15 +881,16 @@ mod tests {
             view(pod("worker-10", "Running")),
         ]);
         let mut p = Prefixes::new(&t, false);
-        assert_eq!(p.prefix("ps-0"), "ps-0      | ");
-        assert_eq!(prefixed("ps-0 | ", "a\nb", false), "ps-0 | a\nps-0 | b\n");
+        assert_eq!(p.prefix("ps-0").codes(), "ps-0      | ");
+        let ps = Styled::plain("ps-0 | ");
+        assert_eq!(prefixed(&ps, "a\nb", false).codes(), "ps-0 | a\nps-0 | b\n");
         assert_eq!(
-            prefixed("ps-0 | ", "a\x1b]0;title\x07\r\nb", false),
+            prefixed(&ps, "a\x1b]0;title\x07\r\nb", false).codes(),
             "ps-0 | a\\u{1b}]0;title\\u{7}\nps-0 | b\n"
         );
-        assert_eq!(prefixed("ps-0 | ", "a\x1b[2J", true), "ps-0 | a\x1b[2J\n");
+        assert_eq!(prefixed(&ps, "a\x1b[2J", true).codes(), "ps-0 | a\x1b[2J\n");
         let mut c = Prefixes::new(&t, true);
         assert_ne!(c.prefix("ps-0"), c.prefix("worker-10"));
-        assert!(c.prefix("ps-0").starts_with("\x1b["));
+        assert!(c.prefix("ps-0").codes().starts_with("\x1b["));
     }
 }

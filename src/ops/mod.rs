@@ -7,6 +7,7 @@ pub(crate) mod blame;
 pub(crate) mod compare;
 pub(crate) mod cp;
 pub(crate) mod delete;
+pub(crate) mod experiments;
 pub(crate) mod helper;
 pub(crate) mod list;
 pub(crate) mod logs;

@@ -18,9 +18,72 @@ use crate::verdict::{Phase, PodView, Tracker, Verdict};
 pub(crate) async fn snapshot(cluster: &Cluster, tag: &str, all_workers: bool) -> Result<Tracker> {
     let tracker = pods(cluster, tag, all_workers).await?;
     if tracker.is_empty() {
-        bail!("{}", no_pods(cluster, tag));
+        bail!("{}", no_run(cluster, tag).await);
     }
     Ok(tracker)
+}
+
+/// Why there is no run `tag`: no pods, or, when `tag` names an experiment, what it is
+/// and how to see its runs.
+pub(crate) async fn no_run(cluster: &Cluster, tag: &str) -> String {
+    match experiment_note(cluster, tag).await {
+        Some(text) => text,
+        None => no_pods(cluster, tag),
+    }
+}
+
+/// Runs an experiment's line names at most.
+const TAGS_NAMED: usize = 5;
+
+/// `'grid' is an experiment, not a run: 4 runs planned, 3 started (grid-1, …)…`; `None`
+/// when no run and no record has that experiment (or they cannot be read).
+async fn experiment_note(cluster: &Cluster, name: &str) -> Option<String> {
+    if crate::labels::label_value_problem(name).is_some() {
+        return None;
+    }
+    let (runs, planned) = tokio::join!(
+        crate::cluster::record::of_experiment(cluster, name),
+        crate::cluster::experiment::planned(cluster, name)
+    );
+    let mut tags: Vec<String> = runs
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.tag)
+        .collect();
+    let planned = planned.ok().flatten();
+    if tags.is_empty() && planned.is_none() {
+        return None;
+    }
+    tags.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+    let started = match tags.len() {
+        0 => "none started".to_string(),
+        1 => "1 started".to_string(),
+        n => format!("{n} started"),
+    };
+    let counted = match planned.map(|p| p.runs.len()) {
+        Some(n) => format!(
+            "{n} run{} planned, {started}",
+            if n == 1 { "" } else { "s" }
+        ),
+        None if tags.len() == 1 => "1 run".to_string(),
+        None => format!("{} runs", tags.len()),
+    };
+    let mut named: Vec<&str> = tags.iter().take(TAGS_NAMED).map(String::as_str).collect();
+    if tags.len() > TAGS_NAMED {
+        named.push("…");
+    }
+    let named = if named.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", named.join(", "))
+    };
+    let one = tags.first().map_or_else(String::new, |t| {
+        format!("; one run: {} status {t}", output::name())
+    });
+    Some(format!(
+        "'{name}' is an experiment, not a run: {counted}{named} (its runs: {me} list --experiment {name}; their metrics: {me} compare {name}{one})",
+        me = output::name()
+    ))
 }
 
 fn no_pods(cluster: &Cluster, tag: &str) -> String {
@@ -79,7 +142,7 @@ pub(crate) async fn known(cluster: &Cluster, tag: &str, all_workers: bool) -> Re
         Err(e) => return Err(e),
     };
     if tracker.is_empty() && record.is_none() && helpers.is_empty() {
-        bail!("{}", no_pods(cluster, tag));
+        bail!("{}", no_run(cluster, tag).await);
     }
     Ok(Known {
         tracker,

@@ -9,7 +9,7 @@ use crate::support::Env;
 const NS: &str = "default";
 
 /// Keras' lines (verbose=2) for `epochs` epochs whose loss is `first / k`.
-fn keras(epochs: u32, first: f64) -> String {
+pub fn keras(epochs: u32, first: f64) -> String {
     (1..=epochs)
         .map(|k| {
             let loss = first / f64::from(k);
@@ -19,7 +19,7 @@ fn keras(epochs: u32, first: f64) -> String {
 }
 
 /// Labels run `tag`'s ConfigMap as a sweep's run does (experiment, parameters).
-fn as_sweep_run(env: &Env, tag: &str, experiment: &str, params: Value) {
+pub fn as_sweep_run(env: &Env, tag: &str, experiment: &str, params: Value) {
     let name = format!("{tag}-script");
     let mut cm = env
         .server
@@ -42,7 +42,7 @@ fn recorded(env: &Env, tag: &str) -> Value {
 }
 
 /// Run `tag` (one worker) printing `keras(3, first)` and ending with exit `code`.
-fn trained_run(env: &Env, tag: &str, first: f64, code: i32) {
+pub fn trained_run(env: &Env, tag: &str, first: f64, code: i32) {
     spawn_run(env, tag, &["-w", "1"]);
     let pod = format!("{tag}-worker-0");
     running(env, &pod);
@@ -106,7 +106,8 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_list() {
         .stdout_has("loss per epoch\n")
         .stdout_has("  * lrs-2 (lr=0.01)\n");
     // The records alone: one list of ConfigMaps' metadata and the experiment's record
-    // (for its runs deleted since), no pod, no log.
+    // (for its runs deleted since or never started), no pod, no log (every run has its
+    // verdict recorded).
     let requests = env.server.requests();
     let api: Vec<&str> = requests
         .iter()
@@ -135,7 +136,7 @@ fn wait_records_the_metrics_and_compare_reads_them_in_one_list() {
     let csv: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(
         csv[0],
-        "tag,bs,lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best"
+        "tag,param.bs,param.lr,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best"
     );
     assert!(csv[1].starts_with("lrs-3,64,0.001,Succeeded,"), "{out:#?}");
 
@@ -168,8 +169,63 @@ fn compare_says_what_it_cannot_find_or_read() {
         .stdout_has("no run recorded val_loss per epoch");
 }
 
+/// A misspelt `--sort` metric is a usage error naming the metrics recorded, not a
+/// column of `-`.
+#[test]
+fn an_unknown_sort_metric_is_a_usage_error_naming_the_metrics() {
+    let env = Env::new();
+    trained_run(&env, "s-1", 0.5, 0);
+    as_sweep_run(&env, "s-1", "s", json!({"lr": "0.1"}));
+    env.run(&["status", "-t", "s-1"]).success();
+    let out = env.run(&["compare", "s", "--sort", "acc"]);
+    out.failure(2);
+    assert_eq!(
+        out.stderr,
+        "error: --sort no run recorded a metric 'acc' (the metrics recorded: accuracy, loss)\n",
+        "{out:#?}"
+    );
+    assert!(out.stdout.is_empty(), "{out:#?}");
+    env.run(&["compare", "s", "--sort", "-accuracy", "--no-chart"])
+        .success()
+        .stdout_has("BEST accuracy");
+}
+
+/// `-o csv` keeps a parameter called `epochs` apart from the results' `epochs`
+/// (`param.epochs`), and a value a spreadsheet would run is neutralised (OWASP).
+#[test]
+fn csv_keeps_parameters_apart_and_neutralises_formulas() {
+    let env = Env::new();
+    trained_run(&env, "c-1", 0.5, 0);
+    let params =
+        json!({"epochs": "3", "note": "=HYPERLINK(\"http://evil/\",\"x\")", "at": "@SUM(A1)"});
+    as_sweep_run(&env, "c-1", "c", params);
+    env.run(&["status", "-t", "c-1"]).success();
+    let out = env.run(&["compare", "c", "-o", "csv"]);
+    out.success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "tag,param.at,param.epochs,param.note,verdict,seconds,restarts,epochs,final_accuracy,final_loss,best_accuracy,best_loss,task_seconds,gpu_seconds,best",
+        "{out:#?}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "c-1,'@SUM(A1),3,\"'=HYPERLINK(\"\"http://evil/\"\",\"\"x\"\")\",Succeeded,"
+        ),
+        "{out:#?}"
+    );
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let unique: std::collections::BTreeSet<&&str> = header.iter().collect();
+    assert_eq!(unique.len(), header.len(), "a column twice: {header:?}");
+    // JSON: the parameters in `params`, the results in `final` and `best`.
+    let out = env.run(&["compare", "c", "-o", "json"]);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["runs"][0]["params"]["epochs"], "3");
+    assert_eq!(json["runs"][0]["epochs_done"], 3);
+}
+
 /// Labels every object of run `tag` with experiment `name`, as the sweep does.
-fn label_all(env: &Env, tag: &str, name: &str) {
+pub fn label_all(env: &Env, tag: &str, name: &str) {
     for kind in ["pods", "services", "configmaps"] {
         for mut obj in env.server.list(kind, NS) {
             if obj["metadata"]["labels"]["training_attempt"] == tag {

@@ -30,7 +30,7 @@ fn tab_with(env: &Env, kubeconfig: Option<&Path>, words: &[&str]) -> Output {
     run(&mut cmd)
 }
 
-fn tab(env: &Env, words: &[&str]) -> Vec<String> {
+pub fn tab(env: &Env, words: &[&str]) -> Vec<String> {
     let out = tab_with(env, None, words);
     out.success();
     assert!(out.stderr.is_empty(), "{out:#?}");

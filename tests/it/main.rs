@@ -1,6 +1,7 @@
 //! The fast suite: the real binary against the in-process API test server.
 
 mod pty;
+mod pty_live;
 mod support;
 mod terminal;
 
@@ -9,10 +10,12 @@ mod bad_input;
 mod cancel;
 mod ci;
 mod closed_stdout;
+mod colour;
 mod compare;
 mod completion;
 mod delete;
 mod ecosystem;
+mod experiments;
 mod faults;
 mod firsthour;
 mod follow;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::follow::{exited, finish, running, start};
 use crate::notify::ran;
-use crate::pty::OnPty;
+use crate::pty_live::OnPty;
 use crate::support::Env;
 use crate::sweep::await_pod;
 

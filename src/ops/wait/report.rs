@@ -27,13 +27,9 @@ pub(super) async fn report(
     outcome: Outcome,
 ) -> Result<()> {
     let tag = wait.tag.as_str();
-    let ns = cluster.namespace();
     match outcome {
         Outcome::Signal(code) => Err(super::after::cancelled(cluster, wait, tracker, code).await),
-        Outcome::Done(Done::Empty) => bail!(
-            "no pods labelled {} in namespace '{ns}' (the runs there: tf-spawner list -n {ns})",
-            crate::labels::whole_run_selector(tag)
-        ),
+        Outcome::Done(Done::Empty) => bail!("{}", crate::ops::status::no_run(cluster, tag).await),
         Outcome::Done(Done::Started) => {
             let n = tracker.live().count();
             output::print(&format!("run {tag}: all {n} pods started\n"))?;
