@@ -5,6 +5,7 @@ mod terminal;
 
 mod after;
 mod bad_input;
+mod bounded;
 mod cancel;
 mod ci;
 mod closed_stdout;
@@ -42,4 +43,5 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod untrusted;
 mod waiting;

@@ -1,0 +1,130 @@
+//! Issue 57, items 2 and 4: what someone else wrote is not the user's word. A project
+//! file another user could have written is ignored until trusted; the lows of the third
+//! probe (trust lines, `init` through a symlink, userinfo, placeholders, annotations that
+//! name paths, completion candidates).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, Output, run};
+
+fn run_in(env: &Env, dir: &Path, args: &[&str]) -> Output {
+    run(env.cmd().current_dir(dir).args(args))
+}
+
+/// A project directory `name` whose tf-spawner.yaml sends runs elsewhere.
+fn planted(env: &Env, name: &str) -> (PathBuf, PathBuf) {
+    let dir = env.path(name);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let file = dir.join("tf-spawner.yaml");
+    std::fs::write(&file, "namespace: evil\nworkers: 3\n").unwrap();
+    (dir, file)
+}
+
+fn config(out: &Output) -> Value {
+    out.success();
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {out:#?}"))
+}
+
+/// A project file owned by another user (the tests run as root: chown'd to uid 12345) is
+/// ignored whole, with one line naming it and the fix, until `config --trust`; a spawn
+/// below it goes where the user's own settings say (on main it went to the file's
+/// namespace with its worker count, nothing said).
+#[test]
+fn a_project_file_of_another_user_is_ignored_until_trusted() {
+    let env = Env::new();
+    let (dir, file) = planted(&env, "shared");
+    std::os::unix::fs::chown(&file, Some(12345), None).unwrap();
+    let out = run_in(&env, &dir.join("sub"), &["config", "-o", "json"]);
+    let got = config(&out);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "warning: project file {} is ignored: it is owned by another user (uid 12345; you are {}); if you wrote it or have read it, run `tf-spawner config --trust` in {} to use it\n",
+            file.display(),
+            rustix_uid(),
+            dir.display()
+        )
+    );
+    assert_eq!(got["settings"]["namespace"]["value"], json!("default"));
+    assert_eq!(got["settings"]["workers"]["source"], json!("default"));
+    assert_eq!(got["project_file"], json!(file));
+    assert!(
+        got["project_ignored"]
+            .as_str()
+            .unwrap()
+            .contains("uid 12345")
+    );
+
+    // A spawn below it: the user's namespace, the built-in 2 workers, not the file's 3.
+    let script = env.script();
+    let out = run_in(
+        &env,
+        &dir.join("sub"),
+        &["-t", "own", script.to_str().unwrap()],
+    );
+    out.success()
+        .stderr_has("is ignored: it is owned by another user");
+    assert_eq!(env.names("evil"), Vec::<String>::new());
+    assert_eq!(env.list("pods", "default").len(), 2);
+
+    // Trusted, it is used (its hash recorded: an edit by its owner untrusts it).
+    run_in(&env, &dir, &["config", "--trust"]).success();
+    let out = run_in(&env, &dir.join("sub"), &["config", "-o", "json"]);
+    let got = config(&out);
+    assert_eq!(out.stderr, "");
+    assert_eq!(
+        got["settings"]["workers"],
+        json!({"value": 3, "source": "project"})
+    );
+    std::fs::write(&file, "namespace: evil\nworkers: 4\n").unwrap();
+    let out = run_in(&env, &dir.join("sub"), &["config", "-o", "json"]);
+    assert_eq!(
+        config(&out)["settings"]["workers"]["source"],
+        json!("default")
+    );
+    assert!(out.stderr.contains("is ignored"), "{out:#?}");
+}
+
+/// A project file of the user's own in a directory anyone may write without the sticky
+/// bit (anyone could have put it there, or swap it) is ignored; with the sticky bit, as
+/// /tmp has, it is the user's.
+#[test]
+fn a_project_file_in_a_world_writable_directory_is_ignored_unless_sticky() {
+    let env = Env::new();
+    let (dir, file) = planted(&env, "open");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run_in(&env, &dir.join("sub"), &["config", "-o", "json"]);
+    let got = config(&out);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "warning: project file {} is ignored: anyone may write its directory {} (mode 777, no sticky bit) and replace it; if you wrote it or have read it, run `tf-spawner config --trust` in {} to use it\n",
+            file.display(),
+            dir.display(),
+            dir.display()
+        )
+    );
+    assert_eq!(got["settings"]["namespace"]["value"], json!("default"));
+    let out = run_in(&env, &dir, &["config"]);
+    out.success().stdout_has(&format!(
+        "project file: {} (ignored: anyone may write its directory",
+        file.display()
+    ));
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = run_in(&env, &dir.join("sub"), &["config", "-o", "json"]);
+    let got = config(&out);
+    assert_eq!(out.stderr, "");
+    assert_eq!(
+        got["settings"]["namespace"],
+        json!({"value": "evil", "source": "project"})
+    );
+}
+
+fn rustix_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
