@@ -645,3 +645,35 @@ fn run_as_user_makes_every_task_non_root_with_a_writable_home_and_volume() {
         );
     }
 }
+
+/// Issue 57: the record vetting is an allow-list of what the plan sets, so every pod the
+/// plan makes (user, deadline, node-lost tolerations, a gang's scheduler, `--dir`'s init
+/// container, GPUs) asks for nothing beyond it: a run whose pods all vanished is
+/// re-created from its record with no live pod to compare with.
+#[test]
+fn the_plans_pods_ask_for_nothing_the_record_vetting_refuses() {
+    let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+    req.scheduling = Scheduling {
+        deadline_seconds: Some(600),
+        node_lost_after_seconds: Some(60),
+        gang: Some(Gang::ALL[0]),
+        ..Scheduling::default()
+    };
+    req.hardening.run_as_user = Some(1000);
+    req.bundle = Some(crate::bundle::Bundle {
+        archive: vec![0x1f, 0x8b, 0],
+        script: "src/train.py".into(),
+        files: 2,
+        left_out: vec![],
+    });
+    req.volume = Some(OutputVolume {
+        claim: "results".into(),
+        path: "/output".into(),
+        folder: None,
+    });
+    let plan = build(&req).unwrap();
+    for pod in plan.pods.iter() {
+        let asked = crate::cluster::vetting::privileges(&pod);
+        assert!(asked.is_empty(), "{:?}: {asked:?}", pod.metadata.name);
+    }
+}
