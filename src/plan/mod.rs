@@ -849,11 +849,13 @@ fn set_up_tf_container(
 
     set_tf_env(req, cluster, task, c);
     if let Some(experiment) = &req.experiment {
-        // A sweep's run: its parameters (`plan/sweep.rs`).
+        // A sweep's run: its parameters (`plan/sweep.rs`), escaped as the arguments are:
+        // the kubelet expands `$(VAR)` in a variable's value too, so `--param
+        // 'p=$(SECRET)'` would read another variable (the `-e` secrets) into it.
         let env = c.env.get_or_insert_with(Vec::new);
         env.extend(experiment.variables().map(|(name, value)| EnvVar {
             name,
-            value: Some(value),
+            value: Some(kubelet_literal(&value)),
             value_from: None,
         }));
     }

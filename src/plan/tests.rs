@@ -677,3 +677,27 @@ fn the_plans_pods_ask_for_nothing_the_record_vetting_refuses() {
         assert!(asked.is_empty(), "{:?}: {asked:?}", pod.metadata.name);
     }
 }
+
+/// Issue 57: a sweep's parameter reaches its variable as written: the kubelet expands
+/// `$(VAR)` in a variable's value, so the plan escapes it as it escapes the arguments
+/// (`--param 'p=$(SECRET_KEY)'` gave the task the `-e` secret).
+#[test]
+fn a_parameter_in_a_variable_is_escaped_for_the_kubelet() {
+    let mut req = request(Roles::new(None, false, 0, 1, false).unwrap());
+    req.experiment = Some(ExperimentRun {
+        name: "exp".into(),
+        params: vec![("p".into(), "$(SECRET_KEY) $$".into())],
+    });
+    req.script_args = vec!["$(SECRET_KEY)".into()];
+    let plan = build(&req).unwrap();
+    let pod = serde_json::to_value(plan.pods.iter().next().unwrap()).unwrap();
+    let c = &pod["spec"]["containers"][0];
+    let var = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "TF_SPAWNER_PARAM_P")
+        .unwrap();
+    assert_eq!(var["value"], "$$(SECRET_KEY) $$$$");
+    assert_eq!(c["args"][0], "$$(SECRET_KEY)");
+}
