@@ -239,7 +239,25 @@ fn records() -> String {
 
 fn trusted(path: &Path, hash: &str) -> bool {
     let line = record(path, hash);
-    records().lines().any(|l| l == line)
+    recordable(path).is_ok() && records().lines().any(|l| l == line)
+}
+
+/// A path a record line can hold: UTF-8 (as shown is as it is) and no control character
+/// (a newline in a directory's name would add a line of its own: another path trusted).
+fn recordable(path: &Path) -> Result<(), UsageError> {
+    let Some(text) = path.to_str() else {
+        return Err(UsageError::new(format!(
+            "cannot trust {}: its path is not valid UTF-8; move the project to a path that is",
+            crate::output::shown_path(path)
+        )));
+    };
+    if text.chars().any(char::is_control) {
+        return Err(UsageError::new(format!(
+            "cannot trust {}: its path has a control character (a newline, a tab…); move the project to a path without one",
+            crate::output::escape_controls(text)
+        )));
+    }
+    Ok(())
 }
 
 fn record(path: &Path, hash: &str) -> String {
@@ -255,6 +273,7 @@ pub(crate) fn trust(project: &ProjectFile) -> Result<PathBuf> {
         )
         .into());
     };
+    recordable(&project.path)?;
     let shown = project.path.display().to_string();
     let mut lines: Vec<String> = records()
         .lines()
@@ -344,5 +363,20 @@ mod tests {
             judge(1000, 1000, 0o644, dir(0o777)).unwrap(),
             "anyone may write its directory /d (mode 777, no sticky bit) and replace it"
         );
+    }
+
+    /// Issue 57: a path with a newline cannot add a trust line of its own.
+    #[test]
+    fn a_path_that_would_break_its_line_is_not_recordable() {
+        let forged = Path::new("/tmp/x\nsha256:00 /home/u/p/tf-spawner.yaml");
+        let e = recordable(forged).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cannot trust /tmp/x\\u{a}sha256:00 /home/u/p/tf-spawner.yaml: its path has a control character (a newline, a tab…); move the project to a path without one"
+        );
+        assert!(recordable(Path::new("/home/u/p q/tf-spawner.yaml")).is_ok());
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = std::ffi::OsStr::from_bytes(b"/tmp/\xff/tf-spawner.yaml");
+        assert!(recordable(Path::new(bytes)).is_err());
     }
 }

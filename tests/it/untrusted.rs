@@ -128,3 +128,23 @@ fn rustix_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+/// `config --trust` in a directory whose name holds a newline and a record line of its
+/// own is refused in one line, and no line trusts the other path (on main the records
+/// file got `sha256:… /…/x` and then the forged line, trusting the victim's file).
+#[test]
+fn a_trust_line_cannot_be_injected_by_a_newline_in_a_path() {
+    let env = Env::new();
+    let victim = env.path("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let forged = format!("x\nsha256:0000 {}/tf-spawner.yaml\ny", victim.display());
+    let dir = env.path(&forged);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tf-spawner.yaml"), "workers: 1\n").unwrap();
+    let out = run_in(&env, &dir, &["config", "--trust"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    out.stderr_has("its path has a control character (a newline, a tab…); move the project to a path without one");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    let records = env.path(".config/tf-spawner/trusted");
+    assert!(!records.exists(), "{:?}", std::fs::read_to_string(&records));
+}
