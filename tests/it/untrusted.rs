@@ -148,3 +148,35 @@ fn a_trust_line_cannot_be_injected_by_a_newline_in_a_path() {
     let records = env.path(".config/tf-spawner/trusted");
     assert!(!records.exists(), "{:?}", std::fs::read_to_string(&records));
 }
+
+/// `init --force` replaces a planted symlink with the file, never writing through it
+/// (on main `train.py -> ~/.bashrc` got the template written into the target).
+#[test]
+fn init_force_never_writes_through_a_symlink() {
+    let env = Env::new();
+    let target = env.write("bashrc", "export PS1='$ '\n");
+    let exp = env.path("exp");
+    std::fs::create_dir_all(&exp).unwrap();
+    std::os::unix::fs::symlink(&target, exp.join("train.py")).unwrap();
+    let out = env.run(&["init", "exp"]);
+    assert_eq!(out.code, 2, "{out:#?}");
+    out.stderr_has("exp/train.py exists");
+    env.run(&["init", "--force", "exp"]).success();
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "export PS1='$ '\n"
+    );
+    let meta = std::fs::symlink_metadata(exp.join("train.py")).unwrap();
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    assert!(
+        std::fs::read_to_string(exp.join("train.py"))
+            .unwrap()
+            .contains("import")
+    );
+    let left: Vec<String> = std::fs::read_dir(&exp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tf-spawner-init"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
