@@ -180,3 +180,18 @@ fn init_force_never_writes_through_a_symlink() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `--notify URL`'s `user:password@` is never shown: not by `config` (table and JSON).
+#[test]
+fn a_notify_urls_password_is_never_shown() {
+    let env = Env::new();
+    let file = env.defaults_file("notify: https://bot:s3cret@hooks.example.com/T0/B1\n");
+    for args in [&["config"][..], &["config", "-o", "json"]] {
+        let out = run(env.cmd().env("TF_SPAWNER_CONFIG", &file).args(args));
+        out.success().stdout_has("https://hooks.example.com/…");
+        assert!(
+            !out.stdout.contains("s3cret") && !out.stdout.contains("bot"),
+            "{out:#?}"
+        );
+    }
+}
