@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
-use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
+use crate::plan::{OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
 use crate::template;
@@ -175,37 +175,7 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
 /// tf-spawner mounts itself ([`crate::plan::OWNED_MOUNTS`]). The problem is worded to
 /// follow the flag or the file's key (`settings/parse.rs`).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
-    let (claim, path) = match text.split_once(':') {
-        Some((claim, path)) => (claim, path),
-        None => (text, DEFAULT_OUTPUT_PATH),
-    };
-    if let Some(problem) = crate::labels::name_problem(claim, 253) {
-        return Err(format!("{text:?}: the claim {claim:?} {problem}"));
-    }
-    let resolved = crate::plan::mounts::key(path);
-    if !path.starts_with('/')
-        || resolved == "/"
-        || path.split('/').any(|p| p == "..")
-        || path.contains(':')
-    {
-        return Err(format!(
-            "{text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
-        ));
-    }
-    if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
-        .into_iter()
-        .find(|(owned, _)| crate::plan::mounts::at_or_inside(&resolved, owned))
-    {
-        return Err(format!(
-            "{text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
-        ));
-    }
-    let path = resolved;
-    Ok(OutputVolume {
-        claim: claim.to_string(),
-        path,
-        folder: None,
-    })
+    OutputVolume::parse(text)
 }
 
 /// The shared-cluster options, checked: what the API server would refuse is a usage

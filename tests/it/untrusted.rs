@@ -195,3 +195,59 @@ fn a_notify_urls_password_is_never_shown() {
         );
     }
 }
+
+/// The run's recorded volume (`tf-spawner/volume`, `tf-spawner/volume-folder` on its
+/// ConfigMap) is checked as `--volume` and `cp` check paths: a mount path over the helper
+/// image's programs, or a folder that would add a run to TensorBoard's `--logdir_spec`,
+/// is refused in one line and no helper pod is made (on main `tensorboard` served
+/// `/etc` as a run and `cp` mounted the claim over `/usr/local/bin`).
+#[test]
+fn a_recorded_volume_that_names_other_paths_is_refused() {
+    let env = Env::new();
+    env.server.insert(
+        "persistentvolumeclaims",
+        "default",
+        json!({
+            "metadata": {"name": "out"},
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"]}
+        }),
+    );
+    env.spawn(&["-t", "v", "-w", "1", "--volume", "out"])
+        .success();
+    let edit = |key: &str, value: &str| {
+        let mut cm = env.server.get("configmaps", "default", "v-script").unwrap();
+        cm["metadata"]["annotations"][key] = json!(value);
+        env.server.insert("configmaps", "default", cm);
+    };
+    let refused = |out: Output, why: &str| {
+        assert_eq!(out.code, 1, "{out:#?}");
+        out.stderr_has(&format!(
+            "error: run 'v': the volume recorded on configmap/v-script is refused: {why}"
+        ));
+        assert_eq!(out.stderr.lines().count(), 1, "{out:#?}");
+    };
+    edit("tf-spawner/volume-folder", "v,evil:/etc");
+    refused(
+        env.run(&["tensorboard", "-t", "v"]),
+        "its folder \"v,evil:/etc\" is not a run's tag",
+    );
+    refused(env.run(&["cp", "-t", "v", "model", "m"]), "its folder");
+    edit("tf-spawner/volume-folder", "v");
+    edit("tf-spawner/volume", "out:/usr/local/bin");
+    refused(
+        env.run(&["cp", "-t", "v", "model", "m"]),
+        "its mount path /usr/local/bin is in /usr, where the helper pod's programs are",
+    );
+    edit("tf-spawner/volume", "out:/script");
+    refused(
+        env.run(&["cp", "-t", "v", "model", "m"]),
+        "\"out:/script\" is not CLAIM:PATH as tf-spawner writes it (tf-spawner never records that",
+    );
+    let pods: Vec<String> = env
+        .names("default")
+        .into_iter()
+        .filter(|n| n.contains("-cp-") || n.contains("tensorboard"))
+        .collect();
+    assert!(pods.is_empty(), "{pods:?}");
+}
