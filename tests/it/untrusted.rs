@@ -251,3 +251,49 @@ fn a_recorded_volume_that_names_other_paths_is_refused() {
         .collect();
     assert!(pods.is_empty(), "{pods:?}");
 }
+
+/// A template's own mount where tf-spawner mounts the script (always) or the writable
+/// HOME (`--run-as-user`) gives way to tf-spawner's, and says so in one line each (on
+/// main it was dropped without a word); the pod has tf-spawner's mount there.
+#[test]
+fn a_template_mount_where_tf_spawner_mounts_is_said() {
+    let env = Env::new();
+    let template = env.write(
+        "mounts.yaml",
+        "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: tensorflow\n    image: tf\n    volumeMounts:\n    - {name: code, mountPath: /script/}\n    - {name: home, mountPath: //home/tf-spawner}\n  volumes:\n  - {name: code, emptyDir: {}}\n  - {name: home, emptyDir: {}}\n",
+    );
+    let file = template.to_str().unwrap();
+    let out = env.spawn(&[
+        "-t",
+        "m",
+        "--pod-file",
+        file,
+        "-w",
+        "1",
+        "--run-as-user",
+        "1000",
+    ]);
+    out.success()
+        .stderr_has(&format!("warning: pod template {file}: spec.containers[0].volumeMounts: code at /script is where tf-spawner mounts the script, and is left out (mount it at another path to keep it)"))
+        .stderr_has(&format!("warning: pod template {file}: spec.containers[0].volumeMounts: home at /home/tf-spawner is where tf-spawner mounts the writable HOME of --run-as-user, and is left out"));
+    let pod = env.server.get("pods", "default", "m-worker-0").unwrap();
+    let mounts: Vec<(String, String)> = pod["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().into(),
+                m["mountPath"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        !mounts.iter().any(|(n, _)| n == "code" || n == "home"),
+        "{mounts:?}"
+    );
+    // Without --run-as-user, nothing of tf-spawner's is at /home/tf-spawner: kept, unsaid.
+    let out = env.spawn(&["-t", "n", "--pod-file", file, "-w", "1"]);
+    out.success();
+    assert!(!out.stderr.contains("/home/tf-spawner"), "{out:#?}");
+}
