@@ -299,32 +299,54 @@ async fn attempt(
     kept.sort_by_key(|k| task_order(&label(&k.pod)));
     let mut budget = attempt_logs::Budget::default();
     for k in &kept {
-        if k.dropped > 0 {
-            note(&format!(
-                "pod {}: the first {} bytes of attempt {n}'s log were dropped to keep it under 1 MiB",
-                k.pod, k.dropped
-            ));
-        }
-        let (text, cut) = match attempt_logs::text(cluster, k, &mut budget).await? {
-            Got::Text(text, cut) => (text, cut),
-            Got::Spent(line) => {
-                line.iter().for_each(|l| note(l));
-                break;
-            }
-        };
-        let shown = match options.tail {
-            Some(t) => last_lines(&text, t),
-            None => &text,
-        };
-        let prefix = prefixes.prefix(&label(&k.pod));
-        if !output::print_raw(&prefixed(&prefix, shown, options.raw))? {
+        if !print_kept(
+            cluster,
+            k,
+            options,
+            prefixes.prefix(&label(&k.pod)),
+            &mut budget,
+        )
+        .await?
+        {
             return Ok(());
-        }
-        if let Some(cut) = cut {
-            note(&cut);
         }
     }
     Ok(())
+}
+
+/// Prints one kept log (read within `budget`), its cuts said in a line; `false` when
+/// nothing more is to be printed (the budget spent, stdout closed).
+async fn print_kept(
+    cluster: &Cluster,
+    k: &attempt_logs::Kept,
+    options: &LogOptions,
+    prefix: String,
+    budget: &mut attempt_logs::Budget,
+) -> Result<bool> {
+    if k.dropped > 0 {
+        note(&format!(
+            "pod {}: the first {} bytes of attempt {}'s log were dropped to keep it under 1 MiB",
+            k.pod, k.dropped, k.attempt
+        ));
+    }
+    let (text, cut) = match attempt_logs::text(cluster, k, budget).await? {
+        Got::Text(text, cut) => (text, cut),
+        Got::Spent(line) => {
+            line.iter().for_each(|l| note(l));
+            return Ok(false);
+        }
+    };
+    let shown = match options.tail {
+        Some(t) => last_lines(&text, t),
+        None => &text,
+    };
+    if !output::print_raw(&prefixed(&prefix, shown, options.raw))? {
+        return Ok(false);
+    }
+    if let Some(cut) = cut {
+        note(&cut);
+    }
+    Ok(true)
 }
 
 /// Task order of a pod's label (`worker-1`): the task, then the label.
