@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
 use crate::files::{self, Limit, MAX_OBJECT_BYTES};
-use crate::plan::{DEFAULT_OUTPUT_PATH, OutputVolume, Scheduling, SpawnRequest, Templates};
+use crate::plan::{OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
 use crate::template;
@@ -91,6 +91,9 @@ pub async fn spawn_request(
     };
     let bundle = bundle(args, script_path).await?;
     let templates = templates(args, &roles).await?;
+    for line in given_way(args, &templates, bundle.is_some()) {
+        crate::output::warning(&line);
+    }
     Ok(SpawnRequest {
         tag: tag.to_string(),
         namespace,
@@ -110,6 +113,60 @@ pub async fn spawn_request(
         hardening: args.hardening,
         experiment: None,
     })
+}
+
+/// A template's own mounts in its TF container at a path where this run mounts one of
+/// tf-spawner's (the script, `--run-as-user`'s HOME, `--dir`'s copy): each gives way to
+/// ours, said in a line, never dropped without a word.
+fn given_way(args: &SpawnOptions, templates: &Templates, bundle: bool) -> Vec<String> {
+    use crate::plan::mounts::key;
+    let ours = [
+        (crate::plan::SCRIPT_DIR, "the script", true),
+        (
+            crate::plan::security::HOME_DIR,
+            "the writable HOME of --run-as-user",
+            args.hardening.run_as_user.is_some(),
+        ),
+        (
+            crate::bundle::WORK_DIR,
+            "the --dir directory it unpacks",
+            bundle,
+        ),
+    ];
+    let named = [(&templates.worker, args.pod_file.as_deref())]
+        .into_iter()
+        .chain(templates.by_role.iter().map(|(role, pod)| {
+            let file = match role {
+                Role::Chief => args.chief_pod_file.as_deref(),
+                Role::Ps => args.ps_pod_file.as_deref(),
+                _ => args.evaluator_pod_file.as_deref(),
+            };
+            (pod, file)
+        }));
+    let mut lines = Vec::new();
+    for (pod, file) in named {
+        let Some(spec) = &pod.spec else { continue };
+        let at = crate::labels::tf_container_at(&spec.containers);
+        let mounts = spec
+            .containers
+            .get(at)
+            .and_then(|c| c.volume_mounts.as_ref());
+        for m in mounts.into_iter().flatten() {
+            let Some((dir, what, _)) = ours
+                .iter()
+                .find(|(dir, _, used)| *used && key(&m.mount_path) == *dir)
+            else {
+                continue;
+            };
+            lines.push(format!(
+                "pod template {}: spec.containers[{at}].volumeMounts: {} at {} is where tf-spawner mounts {what}, and is left out (mount it at another path to keep it)",
+                file.map_or_else(|| "(built in)".into(), |f| f.display().to_string()),
+                m.name,
+                dir
+            ));
+        }
+    }
+    lines
 }
 
 /// The training script, read; without `--dir`, a note when it imports a module beside
@@ -175,37 +232,7 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
 /// tf-spawner mounts itself ([`crate::plan::OWNED_MOUNTS`]). The problem is worded to
 /// follow the flag or the file's key (`settings/parse.rs`).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
-    let (claim, path) = match text.split_once(':') {
-        Some((claim, path)) => (claim, path),
-        None => (text, DEFAULT_OUTPUT_PATH),
-    };
-    if let Some(problem) = crate::labels::name_problem(claim, 253) {
-        return Err(format!("{text:?}: the claim {claim:?} {problem}"));
-    }
-    let resolved = crate::plan::mounts::key(path);
-    if !path.starts_with('/')
-        || resolved == "/"
-        || path.split('/').any(|p| p == "..")
-        || path.contains(':')
-    {
-        return Err(format!(
-            "{text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
-        ));
-    }
-    if let Some((owned, what)) = crate::plan::OWNED_MOUNTS
-        .into_iter()
-        .find(|(owned, _)| crate::plan::mounts::at_or_inside(&resolved, owned))
-    {
-        return Err(format!(
-            "{text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
-        ));
-    }
-    let path = resolved;
-    Ok(OutputVolume {
-        claim: claim.to_string(),
-        path,
-        folder: None,
-    })
+    OutputVolume::parse(text)
 }
 
 /// The shared-cluster options, checked: what the API server would refuse is a usage

@@ -64,7 +64,7 @@ pub fn write(dir: &Path, custom_loop: bool, force: bool) -> Result<Vec<&'static 
     let result = std::fs::create_dir_all(dir).and_then(|()| {
         files.iter().try_for_each(|(name, text)| {
             let path = dir.join(name);
-            std::fs::write(&path, text)?;
+            replace(dir, name, text)?;
             written.push(path);
             Ok(())
         })
@@ -83,6 +83,25 @@ pub fn write(dir: &Path, custom_loop: bool, force: bool) -> Result<Vec<&'static 
         )));
     }
     Ok(files.iter().map(|(name, _)| *name).collect())
+}
+
+/// Writes `text` as `dir/name` without following what is there: a new file (made, never
+/// opened through a link) renamed over it, so `--force` replaces a symlink
+/// (`train.py -> ~/.bashrc`) rather than writing into its target.
+fn replace(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let temp = dir.join(format!(".{name}.tf-spawner-init"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| std::fs::rename(&temp, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 #[cfg(test)]

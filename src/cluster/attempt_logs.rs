@@ -9,6 +9,12 @@
 //!
 //! A pod on a node that stopped reporting has no kubelet to serve its log, and a pod that
 //! never started has none: neither is kept, and the restart says so.
+//!
+//! Read back, they are as trustworthy as anyone who may edit the namespace's ConfigMaps,
+//! so the reading is bounded as the writing is: at most [`MAX_LOGS`] kept logs are
+//! listed (metadata only), each is fetched and unpacked alone, its text cut at
+//! [`MAX_TEXT`] (tf-spawner keeps no longer one), all of them together at [`MAX_TOTAL`];
+//! each cut is one line. One log's text is held at a time.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -18,8 +24,12 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use kube::Api;
+use kube::api::ListParams;
+
 use super::Cluster;
 use super::pod_logs;
+use super::retry::{Plain, retry};
 use crate::labels::{
     ATTEMPT_LABEL, INDEX_LABEL, MANAGED_BY, MANAGED_BY_LABEL, ROLE_LABEL, RUN_LABEL, TF_CONTAINER,
     run_selector,
@@ -37,8 +47,13 @@ pub const DROPPED_ANNOTATION: &str = "tf-spawner/log-dropped-bytes";
 const LOG_KEY: &str = "log.gz";
 /// The most compressed bytes kept per pod: a ConfigMap holds at most 1 MiB.
 pub const MAX_STORED: usize = 900 * 1024;
-/// The most bytes a kept log is read back to (a gzip bomb planted by an editor).
-const MAX_READ: u64 = 256 << 20;
+/// The most text kept of a log, and read back of one (a gzip bomb planted by an editor
+/// is cut there): a kubelet rotates a container's log at 10 MiB by default.
+pub const MAX_TEXT: usize = 16 << 20;
+/// The most kept logs one command reads: a run's tasks times its restarts.
+pub const MAX_LOGS: usize = 4096;
+/// The most text of kept logs one command reads, all of them together.
+pub const MAX_TOTAL: u64 = 256 << 20;
 
 /// The name of the ConfigMap keeping `pod`'s log of `attempt`.
 pub fn name(pod: &str, attempt: u32) -> String {
@@ -58,9 +73,10 @@ pub struct Kept {
     pub text: String,
 }
 
-/// `text` gzip'd, its start dropped as needed to fit in `max` bytes: (bytes, dropped).
+/// `text` gzip'd, its start dropped as needed to fit in `max` bytes and to keep at most
+/// [`MAX_TEXT`] bytes of text: (bytes, dropped).
 pub fn bounded(text: &str, max: usize) -> (Vec<u8>, u64) {
-    let mut from = 0;
+    let mut from = line_start_after(text, text.len().saturating_sub(MAX_TEXT));
     loop {
         let kept = &text.as_bytes()[from..];
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -73,12 +89,23 @@ pub fn bounded(text: &str, max: usize) -> (Vec<u8>, u64) {
             return (bytes, from as u64);
         }
         // Keep the end, cut at a line start.
-        let mut next = from + kept.len() / 2 + 1;
-        while next < text.len() && !text.is_char_boundary(next) {
-            next += 1;
-        }
-        from = text[next..].find('\n').map_or(text.len(), |i| next + i + 1);
+        from = line_start_after(text, from + kept.len() / 2 + 1);
     }
+}
+
+/// The first line start of `text` at `at` or after (its length if none); 0 at 0.
+fn line_start_after(text: &str, at: usize) -> usize {
+    if at == 0 {
+        return 0;
+    }
+    let mut at = at.min(text.len());
+    while at < text.len() && !text.is_char_boundary(at) {
+        at += 1;
+    }
+    if text[..at].ends_with('\n') {
+        return at;
+    }
+    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
 }
 
 /// Keeps the logs of the pods `names` of run `tag` (those there, started, on a node
@@ -226,28 +253,157 @@ fn kept_of(meta: &ObjectMeta) -> Option<Kept> {
     })
 }
 
-/// Run `tag`'s kept logs (of `attempt`, if given), by attempt then pod, text included.
-pub async fn read(cluster: &Cluster, tag: &str, attempt: Option<u32>) -> anyhow::Result<Vec<Kept>> {
-    let found = cluster
-        .list::<ConfigMap>(&selector(tag, attempt))
+/// Run `tag`'s kept logs (of `attempt`, if given), by attempt then pod, without their
+/// text ([`text`] reads each); at most [`MAX_LOGS`], the second value saying when more
+/// were there (forged: no run keeps that many).
+pub async fn list(
+    cluster: &Cluster,
+    tag: &str,
+    attempt: Option<u32>,
+) -> anyhow::Result<(Vec<Kept>, bool)> {
+    let api: Api<ConfigMap> = cluster.api();
+    let params = ListParams::default()
+        .labels(&selector(tag, attempt))
+        .limit(MAX_LOGS as u32);
+    let found = retry(&cluster.policy, || api.list_metadata(&params), Plain)
         .await
         .map_err(|e| cluster.explain("listing the run's kept logs", &e))?;
+    let more = found
+        .metadata
+        .continue_
+        .as_ref()
+        .is_some_and(|c| !c.is_empty());
     let mut kept: Vec<Kept> = found
+        .items
         .iter()
-        .filter_map(|cm| {
-            let mut k = kept_of(&cm.metadata)?;
-            let bytes = cm.binary_data.as_ref()?.get(LOG_KEY)?;
-            let mut raw = Vec::new();
-            flate2::read::GzDecoder::new(&bytes.0[..])
-                .take(MAX_READ)
-                .read_to_end(&mut raw)
-                .ok()?;
-            k.text = String::from_utf8_lossy(&raw).into_owned();
-            Some(k)
-        })
+        .take(MAX_LOGS)
+        .filter_map(|o| kept_of(&o.metadata))
         .collect();
     kept.sort_by(|a, b| (a.attempt, &a.pod).cmp(&(b.attempt, &b.pod)));
-    Ok(kept)
+    Ok((kept, more))
+}
+
+/// The line that says a listing stopped at [`MAX_LOGS`].
+pub fn too_many(tag: &str) -> String {
+    format!(
+        "run {tag}: more than {MAX_LOGS} kept logs (tf-spawner keeps one per task and restart): only {MAX_LOGS} are read; someone who may edit the namespace's configmaps made the others"
+    )
+}
+
+/// What is left to read of [`MAX_TOTAL`] across one command's kept logs, and whether
+/// its end was said.
+#[derive(Debug)]
+pub struct Budget {
+    left: u64,
+    said: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            left: MAX_TOTAL,
+            said: false,
+        }
+    }
+}
+
+/// A kept log as read.
+#[derive(Debug)]
+pub enum Got {
+    /// Its text, and the one line that says what of it was not read.
+    Text(String, Option<String>),
+    /// Nothing: the budget is spent; the line that says so, the first time.
+    Spent(Option<String>),
+}
+
+/// `kept`'s text, read alone: its ConfigMap fetched, unpacked to at most [`MAX_TEXT`]
+/// bytes and what is left of `budget`; once it is spent the caller stops (the line
+/// saying so comes once, with the log it cut or with [`Got::Spent`]). A ConfigMap gone
+/// reads as an empty text.
+pub async fn text(cluster: &Cluster, kept: &Kept, budget: &mut Budget) -> anyhow::Result<Got> {
+    if budget.left == 0 {
+        let first = !std::mem::replace(&mut budget.said, true);
+        return Ok(Got::Spent(first.then(spent)));
+    }
+    let api: Api<ConfigMap> = cluster.api();
+    let name = name(&kept.pod, kept.attempt);
+    let checked = super::checked(&name).map_err(|e| cluster.explain("reading a kept log", &e))?;
+    let found = retry(&cluster.policy, || api.get_opt(checked), Plain)
+        .await
+        .map_err(|e| cluster.explain(&format!("reading the kept log {name}"), &e))?;
+    let Some(bytes) = found
+        .as_ref()
+        .and_then(|cm| cm.binary_data.as_ref()?.get(LOG_KEY))
+    else {
+        return Ok(Got::Text(String::new(), None));
+    };
+    let (text, note) = within(&bytes.0, kept, budget);
+    Ok(Got::Text(text, note))
+}
+
+/// A kept log's gzip'd bytes unpacked within [`MAX_TEXT`] and `budget` (charged), and
+/// the line saying what was not read.
+fn within(gz: &[u8], kept: &Kept, budget: &mut Budget) -> (String, Option<String>) {
+    let cap = (MAX_TEXT as u64).min(budget.left);
+    let (raw, cut) = unpack(gz, cap);
+    budget.left -= raw.len() as u64;
+    let who = "someone who may edit the namespace's configmaps made it";
+    let note = match cut {
+        Cut::Whole => None,
+        Cut::NotGzip => Some(format!(
+            "pod {}: attempt {}'s kept log is not gzip'd text as tf-spawner keeps it: shown up to where it breaks ({who})",
+            kept.pod, kept.attempt
+        )),
+        Cut::Longer if cap < MAX_TEXT as u64 => {
+            budget.said = true;
+            Some(format!(
+                "pod {}: attempt {}'s log cut: {}",
+                kept.pod,
+                kept.attempt,
+                spent()
+            ))
+        }
+        Cut::Longer => Some(format!(
+            "pod {}: attempt {}'s log cut at {} MiB: tf-spawner keeps none longer ({who})",
+            kept.pod,
+            kept.attempt,
+            MAX_TEXT >> 20
+        )),
+    };
+    (String::from_utf8_lossy(&raw).into_owned(), note)
+}
+
+/// The line that says [`MAX_TOTAL`] was reached.
+fn spent() -> String {
+    format!(
+        "the kept logs read reached {} MiB in all, the most one command reads: the rest are not read (no run keeps that much; someone who may edit the namespace's configmaps made them)",
+        MAX_TOTAL >> 20
+    )
+}
+
+/// How a kept log's unpacking ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Cut {
+    Whole,
+    /// More than the bound.
+    Longer,
+    /// Not gzip, or broken.
+    NotGzip,
+}
+
+/// `gz` unpacked to at most `cap` bytes, and how that ended.
+fn unpack(gz: &[u8], cap: u64) -> (Vec<u8>, Cut) {
+    let mut raw = Vec::new();
+    let mut reader = flate2::read::GzDecoder::new(gz).take(cap.saturating_add(1));
+    let broken = reader.read_to_end(&mut raw).is_err();
+    let over = raw.len() as u64 > cap;
+    raw.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+    let cut = match (over, broken) {
+        (true, _) => Cut::Longer,
+        (false, true) => Cut::NotGzip,
+        (false, false) => Cut::Whole,
+    };
+    (raw, cut)
 }
 
 /// The attempts whose logs are kept among a run's ConfigMaps (`metas`), each with why
@@ -299,5 +455,66 @@ mod tests {
             selector("t", Some(2)),
             "training_attempt=t,tf-spawner/attempt-log,tf-spawner/attempt=2"
         );
+    }
+
+    fn gz(text: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(text).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// A forged kept log is cut at MAX_TEXT, and all read together at MAX_TOTAL, each
+    /// cut said in one line; what is not gzip is said too.
+    #[test]
+    fn kept_logs_are_read_within_their_bounds() {
+        let kept = Kept {
+            pod: "t-worker-0".into(),
+            attempt: 0,
+            ended: String::new(),
+            dropped: 0,
+            text: String::new(),
+        };
+        let mut budget = Budget::default();
+        let (text, note) = within(&gz(b"epoch 1\n"), &kept, &mut budget);
+        assert_eq!((text.as_str(), note), ("epoch 1\n", None));
+        let bomb = gz(&vec![b'a'; MAX_TEXT + 1]);
+        let (text, note) = within(&bomb, &kept, &mut budget);
+        assert_eq!(text.len(), MAX_TEXT);
+        assert_eq!(
+            note.unwrap(),
+            "pod t-worker-0: attempt 0's log cut at 16 MiB: tf-spawner keeps none longer (someone who may edit the namespace's configmaps made it)"
+        );
+        let mut read = (MAX_TEXT + 8) as u64;
+        for _ in 0..20 {
+            let (text, note) = within(&bomb, &kept, &mut budget);
+            read += text.len() as u64;
+            if budget.said {
+                assert!(note.unwrap().ends_with("the rest are not read (no run keeps that much; someone who may edit the namespace's configmaps made them)"));
+                break;
+            }
+        }
+        assert_eq!((read, budget.left), (MAX_TOTAL, 0));
+        let (text, note) = within(b"not gzip", &kept, &mut Budget::default());
+        assert_eq!(text, "");
+        assert!(note.unwrap().contains("is not gzip'd text"));
+    }
+
+    /// The writer keeps at most MAX_TEXT of text, its end, from a line start.
+    #[test]
+    fn a_kept_log_holds_at_most_max_text() {
+        let line = "x".repeat(99) + "\n";
+        let big = line.repeat(MAX_TEXT / 100 + 10);
+        let (bytes, dropped) = bounded(&big, MAX_STORED);
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert!(
+            back.len() <= MAX_TEXT && big.ends_with(&back),
+            "{}",
+            back.len()
+        );
+        assert_eq!(big.len() as u64 - dropped, back.len() as u64);
+        assert!(back.starts_with('x'));
     }
 }

@@ -9,10 +9,11 @@
 //! run's label and not a helper's, no owner, finalizer or other namespace; and it asks
 //! for no privilege ([`privileges`]: host namespaces, a host path, a privileged
 //! container, an added capability, a host port, a node of its own, a service account
-//! other than the namespace's default, an unconfined profile) that none of the run's
-//! pods read from the API server has: a run whose own template asked for one keeps it
-//! while a pod of the run with it is there. The first disagreement refuses the record,
-//! in words for one line.
+//! other than the namespace's default, an unconfined profile, and every field beyond
+//! those the plan sets: node selectors, affinity, tolerations, priority classes, SELinux
+//! and AppArmor options…) that none of the run's pods read from the API server has: a
+//! run whose own template asked for one keeps it while a pod of the run with it is
+//! there. The first disagreement refuses the record, in words for one line.
 
 use std::collections::BTreeSet;
 
@@ -38,8 +39,10 @@ pub fn vet(
     for (name, pod) in recorded {
         vet_identity(name, pod, tag, namespace)?;
         if let Some(extra) = privileges(pod).into_iter().find(|p| !allowed.contains(p)) {
+            let shown: String = extra.chars().take(200).collect();
+            let more = if shown.len() < extra.len() { "…" } else { "" };
             return Err(format!(
-                "pod {name} asks for {extra}, which no pod of the run has"
+                "pod {name} asks for {shown}{more}, which no pod of the run has"
             ));
         }
     }
@@ -85,14 +88,22 @@ fn vet_identity(name: &str, pod: &Pod, tag: &str, namespace: &str) -> Result<(),
     Ok(())
 }
 
-/// What a pod asks for beyond an ordinary pod of the namespace, each in words:
-/// `hostNetwork`, `hostPath /`, `a privileged container (x)`, `capability SYS_ADMIN`…
+/// What a pod asks for beyond the fields tf-spawner's plan sets, each in words:
+/// `hostNetwork true`, `hostPath /`, `a privileged container (x)`, `capability
+/// SYS_ADMIN`, `nodeSelector {"a":"b"}`, `priorityClassName "x"`… An allow-list: every
+/// field of the pod's spec and of its containers is either one the plan sets with a value
+/// that gives nothing ([`POD_FREE`], [`CONTAINER_FREE`], their security contexts', the
+/// volumes' kinds and the node-lost tolerations), or named here with its value, which a
+/// live pod of the run must have too.
 pub fn privileges(pod: &Pod) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let Some(spec) = &pod.spec else {
         return out;
     };
-    pod_privileges(spec, &mut out);
+    let Ok(serde_json::Value::Object(json)) = serde_json::to_value(spec) else {
+        return out;
+    };
+    pod_privileges(spec, &json, &mut out);
     let containers = spec
         .containers
         .iter()
@@ -103,20 +114,130 @@ pub fn privileges(pod: &Pod) -> BTreeSet<String> {
     out
 }
 
-fn pod_privileges(spec: &PodSpec, out: &mut BTreeSet<String>) {
-    for (set, what) in [
-        (spec.host_network, "hostNetwork"),
-        (spec.host_pid, "hostPID"),
-        (spec.host_ipc, "hostIPC"),
-        (spec.host_users.map(|u| !u), "hostUsers: false"),
-    ] {
-        if set == Some(true) {
-            out.insert(what.to_string());
+/// Fields of a pod's spec the plan sets (or the API server defaults) that give the pod
+/// nothing beyond an ordinary pod of the namespace, whatever their value; the fields
+/// checked one by one below are here too.
+const POD_FREE: &[&str] = &[
+    "containers",
+    "initContainers",
+    "volumes",
+    "restartPolicy",
+    "shareProcessNamespace",
+    "activeDeadlineSeconds",
+    "terminationGracePeriodSeconds",
+    "dnsPolicy",
+    "enableServiceLinks",
+    "schedulerName",
+    "hostname",
+    "subdomain",
+    "serviceAccount",
+    "serviceAccountName",
+    "securityContext",
+    "tolerations",
+    // Set by the server's admission from the priority class (checked: the server refuses
+    // a pod whose priority is not its class's) and the runtime class (checked).
+    "priority",
+    "preemptionPolicy",
+    "overhead",
+    // Holds a pod back from scheduling (Kueue's), gives nothing.
+    "schedulingGates",
+];
+
+/// A pod security context's fields that give nothing (`seccompProfile` checked apart).
+const POD_SECURITY_FREE: &[&str] = &[
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+    "fsGroup",
+    "fsGroupChangePolicy",
+    "supplementalGroups",
+    "seccompProfile",
+];
+
+/// A container's fields that give nothing (`ports`, `securityContext` checked apart).
+const CONTAINER_FREE: &[&str] = &[
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "env",
+    "envFrom",
+    "volumeMounts",
+    "resources",
+    "ports",
+    "imagePullPolicy",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "stdin",
+    "stdinOnce",
+    "tty",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "restartPolicy",
+    "resizePolicy",
+    "securityContext",
+];
+
+/// A container security context's fields that give nothing with any value (`privileged`,
+/// `capabilities`, `allowPrivilegeEscalation`, `seccompProfile` checked apart).
+const CONTAINER_SECURITY_FREE: &[&str] = &[
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+    "readOnlyRootFilesystem",
+    "privileged",
+    "capabilities",
+    "allowPrivilegeEscalation",
+    "seccompProfile",
+];
+
+/// The kinds of volume the plan makes, or a template commonly has, that reach nothing
+/// beyond the namespace (`hostPath` is named apart).
+const VOLUME_FREE: &[&str] = &[
+    "name",
+    "configMap",
+    "secret",
+    "emptyDir",
+    "persistentVolumeClaim",
+    "projected",
+    "downwardAPI",
+    "ephemeral",
+];
+
+/// The taints the plan tolerates (`--node-lost-after`), as the server's
+/// DefaultTolerationSeconds admission does too.
+const NODE_LOST_TAINTS: &[&str] = &[
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// Each field of `object` not in `free`, with its value: `PREFIXkey VALUE`. An unset,
+/// empty or `false` field asks for nothing (every boolean of a pod turns a power on).
+fn beyond(object: &serde_json::Value, free: &[&str], prefix: &str, out: &mut BTreeSet<String>) {
+    use serde_json::Value;
+    let nothing = |v: &Value| match v {
+        Value::Null | Value::Bool(false) => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::String(s) => s.is_empty(),
+        Value::Number(_) | Value::Bool(true) => false,
+    };
+    for (key, value) in object.as_object().into_iter().flatten() {
+        if !free.contains(&key.as_str()) && !nothing(value) {
+            out.insert(format!("{prefix}{key} {value}"));
         }
     }
-    if let Some(node) = &spec.node_name {
-        out.insert(format!("nodeName {node}"));
-    }
+}
+
+fn pod_privileges(
+    spec: &PodSpec,
+    json: &serde_json::Map<String, serde_json::Value>,
+    out: &mut BTreeSet<String>,
+) {
+    beyond(&serde_json::Value::Object(json.clone()), POD_FREE, "", out);
     let accounts = [&spec.service_account_name, &spec.service_account];
     for account in accounts.into_iter().flatten() {
         if account != "default" {
@@ -126,7 +247,17 @@ fn pod_privileges(spec: &PodSpec, out: &mut BTreeSet<String>) {
     for volume in spec.volumes.iter().flatten() {
         if let Some(host) = &volume.host_path {
             out.insert(format!("hostPath {}", host.path));
+        } else if let Ok(v) = serde_json::to_value(volume) {
+            beyond(
+                &v,
+                VOLUME_FREE,
+                &format!("volume {} of kind ", volume.name),
+                out,
+            );
         }
+    }
+    if let Some(sc) = json.get("securityContext") {
+        beyond(sc, POD_SECURITY_FREE, "securityContext.", out);
     }
     let seccomp = spec
         .security_context
@@ -135,10 +266,32 @@ fn pod_privileges(spec: &PodSpec, out: &mut BTreeSet<String>) {
     if seccomp.is_some_and(|p| p.type_ == "Unconfined") {
         out.insert("an Unconfined seccomp profile".to_string());
     }
+    for t in spec.tolerations.iter().flatten() {
+        let node_lost = t
+            .key
+            .as_deref()
+            .is_some_and(|k| NODE_LOST_TAINTS.contains(&k))
+            && t.operator.as_deref().is_none_or(|o| o == "Exists")
+            && t.effect.as_deref() == Some("NoExecute");
+        if !node_lost && let Ok(v) = serde_json::to_value(t) {
+            out.insert(format!("toleration {v}"));
+        }
+    }
 }
 
 fn container_privileges(c: &Container, out: &mut BTreeSet<String>) {
     let name = &c.name;
+    if let Ok(v) = serde_json::to_value(c) {
+        beyond(&v, CONTAINER_FREE, &format!("container {name}'s "), out);
+        if let Some(sc) = v.get("securityContext") {
+            beyond(
+                sc,
+                CONTAINER_SECURITY_FREE,
+                &format!("container {name}'s securityContext."),
+                out,
+            );
+        }
+    }
     if let Some(sc) = &c.security_context {
         security_privileges(name, sc, out);
     }
@@ -153,12 +306,12 @@ fn security_privileges(name: &str, sc: &SecurityContext, out: &mut BTreeSet<Stri
     if sc.privileged == Some(true) {
         out.insert(format!("a privileged container ({name})"));
     }
+    if sc.allow_privilege_escalation == Some(true) {
+        out.insert(format!("privilege escalation ({name})"));
+    }
     let added = sc.capabilities.as_ref().and_then(|c| c.add.as_ref());
     for cap in added.into_iter().flatten() {
         out.insert(format!("capability {cap}"));
-    }
-    if sc.proc_mount.as_deref() == Some("Unmasked") {
-        out.insert(format!("an unmasked /proc ({name})"));
     }
     if sc
         .seccomp_profile
@@ -265,11 +418,53 @@ mod tests {
                 json!({"spec": {"serviceAccountName": "admin"}}),
                 "serviceAccountName admin",
             ),
+            // Issue 57: what the deny-list let through.
+            (
+                "t-worker-1",
+                json!({"spec": {"nodeSelector": {"node-role.kubernetes.io/control-plane": ""}}}),
+                "nodeSelector",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"tolerations": [{"operator": "Exists"}]}}),
+                r#"toleration {"operator":"Exists"}"#,
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"priorityClassName": "system-cluster-critical"}}),
+                r#"priorityClassName "system-cluster-critical""#,
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}}),
+                "securityContext.appArmorProfile",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"containers": [{"name": "tensorflow", "image": "tf", "securityContext": {"seLinuxOptions": {"type": "spc_t"}}}]}}),
+                "container tensorflow's securityContext.seLinuxOptions",
+            ),
+            (
+                "t-worker-1",
+                json!({"spec": {"volumes": [{"name": "n", "nfs": {"server": "x", "path": "/"}}]}}),
+                "volume n of kind nfs",
+            ),
         ] {
             let r = record(vec![pod(name, extra.clone())]);
             let e = vet(&r.templates, "t", "ns", &Templates::new()).unwrap_err();
             assert!(e.contains(why), "{extra}: {e}");
         }
+    }
+
+    /// The node-lost tolerations the plan (and the server's admission) sets pass.
+    #[test]
+    fn the_node_lost_tolerations_pass() {
+        let t = json!({"spec": {"tolerations": [
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
+        ]}});
+        let r = record(vec![pod("t-worker-1", t)]);
+        assert_eq!(vet(&r.templates, "t", "ns", &Templates::new()), Ok(()));
     }
 
     #[test]

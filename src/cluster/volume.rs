@@ -73,13 +73,22 @@ impl Cluster {
             );
         };
         let annotations = found.metadata.annotations.as_ref();
+        let refused = |why: String| {
+            anyhow::anyhow!(
+                "run '{tag}': the volume recorded on configmap/{name} is refused: {why} (tf-spawner never records that: someone who may edit the namespace changed it; put back what the run was spawned with, or read the claim with a pod of your own)"
+            )
+        };
         let folder = annotations
             .and_then(|a| a.get(VOLUME_FOLDER_ANNOTATION))
             .cloned();
-        Ok(annotations
-            .and_then(|a| a.get(VOLUME_ANNOTATION))
-            .and_then(|v| OutputVolume::from_annotation(v))
-            .map(|v| OutputVolume { folder, ..v }))
+        if let Some(f) = &folder {
+            OutputVolume::check_folder(f).map_err(refused)?;
+        }
+        let Some(text) = annotations.and_then(|a| a.get(VOLUME_ANNOTATION)) else {
+            return Ok(None);
+        };
+        let volume = OutputVolume::from_annotation(text).map_err(refused)?;
+        Ok(Some(OutputVolume { folder, ..volume }))
     }
 
     /// The ConfigMap `name` whole, if it exists.

@@ -242,11 +242,21 @@ async fn runs(words: &[String]) -> Option<Vec<(String, &'static str, Option<Stri
     )
 }
 
-/// The values offered: tags with their verdict, experiments with their runs' count.
+/// The values offered: tags with their verdict, experiments with their runs' count. A
+/// name the server gives that is no name a run can have (Kubernetes' name rules) is not
+/// offered: a shell would print its escape sequences raw, and a newline would split it
+/// into candidates of the server's choosing.
 fn offered(
     runs: &[(String, &'static str, Option<String>)],
     names: Names,
 ) -> Vec<CompletionCandidate> {
+    let plain = |n: &str| crate::labels::name_problem(n, 63).is_none();
+    let runs: Vec<_> = runs
+        .iter()
+        .filter(|(tag, _, experiment)| plain(tag) && experiment.as_deref().is_none_or(plain))
+        .cloned()
+        .collect();
+    let runs = &runs[..];
     let mut out = Vec::new();
     if matches!(names, Names::Experiments | Names::Both) {
         let mut experiments: BTreeMap<&str, usize> = BTreeMap::new();
@@ -291,6 +301,22 @@ mod tests {
             list_argv(&words("tf-spawner --notify x -n")),
             words("tf-spawner --retries 0 list")
         );
+    }
+
+    /// Issue 57: what a hostile server lists as a tag is offered only if it is a name.
+    #[test]
+    fn a_tag_that_is_no_name_is_not_offered() {
+        let runs = vec![
+            ("good-1".to_string(), "Running", Some("exp".to_string())),
+            ("x\u{1b}]52;c;aGk=\u{7}".to_string(), "Running", None),
+            ("a\nrm -rf".to_string(), "Running", None),
+            ("ok".to_string(), "Succeeded", Some("e\nvil".to_string())),
+        ];
+        let values: Vec<String> = offered(&runs, Names::Both)
+            .iter()
+            .map(|c| c.get_value().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(values, ["exp", "good-1"]);
     }
 
     #[test]

@@ -11,7 +11,8 @@ use crate::settings::project::{self, ProjectFile};
 use crate::settings::{Settings, Source};
 
 /// `config -o json`: `{"config_file", "config_file_found", "project_file",
-/// "project_trusted", "project_untrusted_keys", "settings": {KEY: {"value", "source"}}}`;
+/// "project_trusted", "project_untrusted_keys", "project_ignored" (only when it is),
+/// "settings": {KEY: {"value", "source"}}}`;
 /// `source` is one of flag, project, file, kubeconfig, in-cluster, default; `value` is
 /// null where the built-in default depends on the template (image, pod_file).
 #[derive(Debug, Serialize)]
@@ -21,6 +22,9 @@ pub struct ConfigJson {
     pub project_file: Option<String>,
     pub project_trusted: bool,
     pub project_untrusted_keys: Vec<&'static str>,
+    /// Why the project file is ignored whole (someone else could have written it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_ignored: Option<String>,
     pub settings: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -58,6 +62,7 @@ fn json(settings: &Settings, format: ReportFormat) -> Result<String> {
         project_untrusted_keys: project
             .map(|p| p.untrusted.iter().map(|u| u.key).collect())
             .unwrap_or_default(),
+        project_ignored: project.and_then(|p| p.ignored.clone()),
         settings: map,
     };
     output::document(&json, format)
@@ -107,6 +112,11 @@ fn project_line(project: Option<&ProjectFile>) -> String {
         );
     };
     let path = project.path.display();
+    if let Some(why) = &project.ignored {
+        return format!(
+            "project file: {path} (ignored: {why}; read it, then tf-spawner config --trust)\n"
+        );
+    }
     if project.untrusted.is_empty() {
         let trusted = if project.trusted { " (trusted)" } else { "" };
         return format!("project file: {path}{trusted}\n");

@@ -22,10 +22,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::trainlog::Training;
-pub use crate::trainlog::history::{HISTORY_METRICS, lower_is_better};
+pub use crate::trainlog::history::{HISTORY_METRICS, HISTORY_POINTS, lower_is_better};
 
 /// The largest metrics record written, in bytes.
 pub const MAX_BYTES: usize = 64 * 1024;
+/// The largest metrics record read back, in bytes: the API server's bound on all of an
+/// object's annotations (the writer's is [`MAX_BYTES`], but for a record whose curve is
+/// thinned away, its verdict's line).
+pub const MAX_READ: usize = 256 * 1024;
 /// The longest metric name kept.
 pub const NAME_CHARS: usize = 100;
 /// The file of a `--local` run's metrics, in its output folder.
@@ -152,9 +156,44 @@ impl RunMetrics {
         }
     }
 
-    /// A record read back; `None` if it is not one.
+    /// A record read back; `None` if it is not one. Bounded as the writer bounds it (an
+    /// editor of the namespace may write the annotation, a `--local` run's script the
+    /// file): at most [`MAX_READ`] bytes, then [`HISTORY_METRICS`] metrics of names of
+    /// [`NAME_CHARS`], a curve of [`HISTORY_POINTS`] epochs, a verdict of a line.
     pub fn parse(text: &str) -> Option<RunMetrics> {
-        serde_json::from_str(text).ok()
+        if text.len() > MAX_READ {
+            return None;
+        }
+        let mut m: RunMetrics = serde_json::from_str(text).ok()?;
+        let names = |map: &mut BTreeMap<String, f64>| {
+            *map = std::mem::take(map)
+                .into_iter()
+                .take(HISTORY_METRICS)
+                .map(|(n, v)| (name(&n), v))
+                .collect();
+        };
+        names(&mut m.last);
+        names(&mut m.best);
+        m.curve.epoch.truncate(HISTORY_POINTS);
+        let epochs = m.curve.epoch.len();
+        m.curve.metrics = std::mem::take(&mut m.curve.metrics)
+            .into_iter()
+            .take(HISTORY_METRICS)
+            .map(|(n, mut column)| {
+                column.resize(epochs, None);
+                (name(&n), column)
+            })
+            .collect();
+        if let Some(v) = &mut m.verdict {
+            *v = v
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(500)
+                .collect();
+        }
+        Some(m)
     }
 
     /// The metrics of an attempt after a restart, `self` being the earlier attempts':

@@ -50,7 +50,8 @@ impl Target {
 }
 
 /// A command as given; a URL without its path, which is often the webhook's secret
-/// (`https://hooks.slack.com/…`): what `config` and a warning show.
+/// (`https://hooks.slack.com/…`), and without its `user:password@`: what `config` and a
+/// warning show.
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -58,9 +59,10 @@ impl std::fmt::Display for Target {
             Target::Url(u) => match u.parse::<http::Uri>() {
                 Ok(uri) => write!(
                     f,
-                    "{}://{}/…",
+                    "{}://{}{}/…",
                     uri.scheme_str().unwrap_or("https"),
-                    uri.authority().map_or("", |a| a.as_str())
+                    uri.host().unwrap_or(""),
+                    uri.port().map(|p| format!(":{p}")).unwrap_or_default()
                 ),
                 Err(_) => f.write_str("(a URL)"),
             },
@@ -274,6 +276,14 @@ impl Notice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_urls_userinfo_and_path_are_never_shown() {
+        let t = Target::parse("https://bot:s3cret@hooks.example.com:8443/T0/B1/xyz").unwrap();
+        assert_eq!(t.to_string(), "https://hooks.example.com:8443/…");
+        let t = Target::parse("http://[::1]:9/x").unwrap();
+        assert_eq!(t.to_string(), "http://[::1]:9/…");
+    }
 
     #[test]
     fn a_url_is_told_from_a_command_by_its_scheme() {

@@ -344,3 +344,38 @@ fn control_characters_from_the_cluster_are_escaped() {
     let text = table::render(&[r.clone(), three().remove(1)], None, None);
     assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
 }
+
+/// Issue 57: a record read back is bounded as the writer bounds it: a forged one over
+/// the bound is none, one within it is cut to the writer's counts and lengths.
+#[test]
+fn a_record_read_back_is_bounded_as_written() {
+    let huge = format!(
+        r#"{{"epochs_done":1,"verdict":"{}"}}"#,
+        "x".repeat(MAX_READ)
+    );
+    assert_eq!(RunMetrics::parse(&huge), None);
+    let many: Vec<String> = (0..100)
+        .map(|i| format!(r#""{i}{}":1.0"#, "m".repeat(300)))
+        .collect();
+    let epochs: Vec<String> = (0..3000).map(|i| i.to_string()).collect();
+    let text = format!(
+        r#"{{"epochs_done":1,"final":{{{m}}},"best":{{{m}}},"curve":{{"epoch":[{e}],"metrics":{{{c}}}}},"verdict":"Failed\nforged"}}"#,
+        m = many.join(","),
+        e = epochs.join(","),
+        c = (0..100)
+            .map(|i| format!(r#""n{i}":[1.0]"#))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    assert!(text.len() <= MAX_READ, "{}", text.len());
+    let m = RunMetrics::parse(&text).expect("parsed");
+    assert_eq!(
+        (m.last.len(), m.best.len()),
+        (HISTORY_METRICS, HISTORY_METRICS)
+    );
+    assert!(m.last.keys().all(|n| n.chars().count() <= NAME_CHARS));
+    assert_eq!(m.curve.epoch.len(), HISTORY_POINTS);
+    assert_eq!(m.curve.metrics.len(), HISTORY_METRICS);
+    assert!(m.curve.metrics.values().all(|c| c.len() == HISTORY_POINTS));
+    assert_eq!(m.verdict.as_deref(), Some("Failed"));
+}

@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::Cluster;
-use crate::cluster::attempt_logs;
+use crate::cluster::attempt_logs::{self, Got};
 use crate::cluster::pod_logs::{self, LogOptions};
 use crate::errors::UsageError;
 use crate::output::{self, Styled};
@@ -280,7 +280,7 @@ async fn attempt(
         ))
         .into());
     }
-    let mut kept = attempt_logs::read(cluster, tag, Some(n)).await?;
+    let (mut kept, more) = attempt_logs::list(cluster, tag, Some(n)).await?;
     let label = |pod: &str| {
         pod.strip_prefix(&format!("{tag}-"))
             .unwrap_or(pod)
@@ -293,24 +293,60 @@ async fn attempt(
         );
     };
     note(&format!("run {tag}: attempt {n} ended: {}", first.ended));
+    if more {
+        note(&attempt_logs::too_many(tag));
+    }
     kept.sort_by_key(|k| task_order(&label(&k.pod)));
+    let mut budget = attempt_logs::Budget::default();
     for k in &kept {
-        if k.dropped > 0 {
-            note(&format!(
-                "pod {}: the first {} bytes of attempt {n}'s log were dropped to keep it under 1 MiB",
-                k.pod, k.dropped
-            ));
-        }
-        let text = match options.tail {
-            Some(t) => last_lines(&k.text, t),
-            None => &k.text,
-        };
-        let prefix = prefixes.prefix(&label(&k.pod));
-        if !output::print_styled(&prefixed(&prefix, text, options.raw))? {
+        if !print_kept(
+            cluster,
+            k,
+            options,
+            prefixes.prefix(&label(&k.pod)),
+            &mut budget,
+        )
+        .await?
+        {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// Prints one kept log (read within `budget`), its cuts said in a line; `false` when
+/// nothing more is to be printed (the budget spent, stdout closed).
+async fn print_kept(
+    cluster: &Cluster,
+    k: &attempt_logs::Kept,
+    options: &LogOptions,
+    prefix: Styled,
+    budget: &mut attempt_logs::Budget,
+) -> Result<bool> {
+    if k.dropped > 0 {
+        note(&format!(
+            "pod {}: the first {} bytes of attempt {}'s log were dropped to keep it under 1 MiB",
+            k.pod, k.dropped, k.attempt
+        ));
+    }
+    let (text, cut) = match attempt_logs::text(cluster, k, budget).await? {
+        Got::Text(text, cut) => (text, cut),
+        Got::Spent(line) => {
+            line.iter().for_each(|l| note(l));
+            return Ok(false);
+        }
+    };
+    let shown = match options.tail {
+        Some(t) => last_lines(&text, t),
+        None => &text,
+    };
+    if !output::print_styled(&prefixed(&prefix, shown, options.raw))? {
+        return Ok(false);
+    }
+    if let Some(cut) = cut {
+        note(&cut);
+    }
+    Ok(true)
 }
 
 /// Task order of a pod's label (`worker-1`): the task, then the label.
@@ -331,13 +367,29 @@ pub(crate) async fn save_kept(
     tag: &str,
     dir: &std::path::Path,
 ) -> Result<usize> {
-    let kept = attempt_logs::read(cluster, tag, None).await?;
-    for k in &kept {
-        let path = dir.join(format!("{}.attempt-{}.log", k.pod, k.attempt));
-        std::fs::write(&path, &k.text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let (kept, more) = attempt_logs::list(cluster, tag, None).await?;
+    if more {
+        output::warning(&attempt_logs::too_many(tag));
     }
-    Ok(kept.len())
+    let mut budget = attempt_logs::Budget::default();
+    let mut written = 0;
+    for k in &kept {
+        let (text, cut) = match attempt_logs::text(cluster, k, &mut budget).await? {
+            Got::Text(text, cut) => (text, cut),
+            Got::Spent(line) => {
+                line.iter().for_each(|l| output::warning(l));
+                break;
+            }
+        };
+        let path = dir.join(format!("{}.attempt-{}.log", k.pod, k.attempt));
+        std::fs::write(&path, &text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        written += 1;
+        if let Some(cut) = cut {
+            output::warning(&cut);
+        }
+    }
+    Ok(written)
 }
 
 /// The last `n` lines of `text`.

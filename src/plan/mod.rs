@@ -121,6 +121,12 @@ pub const OWNED_MOUNTS: [(&str, &str); 2] = [
     (SCRIPT_DIR, "the script"),
     (WORK_DIR, "the --dir directory it unpacks"),
 ];
+/// The directories of an image's programs and the system's: a claim recorded as mounted
+/// there is refused for the helper pods ([`OutputVolume::from_annotation`]).
+const SYSTEM_DIRS: [&str; 13] = [
+    "/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc",
+    "/sys", "/run", "/var/run",
+];
 /// Where `--volume` mounts the claim when no PATH is given.
 pub const DEFAULT_OUTPUT_PATH: &str = "/output";
 pub use mounts::OUTPUT_VOLUME;
@@ -131,14 +137,74 @@ impl OutputVolume {
         format!("{}:{}", self.claim, self.path)
     }
 
-    /// Reads [`Self::annotation`] back.
-    pub fn from_annotation(text: &str) -> Option<OutputVolume> {
-        let (claim, path) = text.split_once(':')?;
-        (!claim.is_empty() && path.starts_with('/')).then(|| OutputVolume {
+    /// `--volume CLAIM[:PATH]` read and checked (the flag's parser, and the annotation
+    /// read back).
+    pub fn parse(text: &str) -> Result<OutputVolume, String> {
+        let (claim, path) = match text.split_once(':') {
+            Some((claim, path)) => (claim, path),
+            None => (text, DEFAULT_OUTPUT_PATH),
+        };
+        if let Some(problem) = crate::labels::name_problem(claim, 253) {
+            return Err(format!("{text:?}: the claim {claim:?} {problem}"));
+        }
+        let resolved = mounts::key(path);
+        if !path.starts_with('/')
+            || resolved == "/"
+            || path.split('/').any(|p| p == "..")
+            || path.contains(':')
+        {
+            return Err(format!(
+                "{text:?}: the mount path {path:?} must be an absolute directory such as {DEFAULT_OUTPUT_PATH} (not /, no '..' or ':')"
+            ));
+        }
+        if let Some((owned, what)) = OWNED_MOUNTS
+            .into_iter()
+            .find(|(owned, _)| mounts::at_or_inside(&resolved, owned))
+        {
+            return Err(format!(
+                "{text:?}: {owned} is where tf-spawner mounts {what}, which the claim would hide or be overwritten by; choose another path such as {DEFAULT_OUTPUT_PATH}"
+            ));
+        }
+        let path = resolved;
+        Ok(OutputVolume {
             claim: claim.to_string(),
-            path: path.to_string(),
+            path,
             folder: None,
         })
+    }
+
+    /// Reads [`Self::annotation`] back, checked as `--volume` checks its value and more: anyone
+    /// who may edit the namespace may write it, and the helper pods of `cp` and
+    /// `tensorboard` mount the claim at its path, so a path over the image's programs
+    /// (`out:/usr/local/bin`) would have them run the claim's `tar`. `Err`: why not.
+    pub fn from_annotation(text: &str) -> Result<OutputVolume, String> {
+        let volume = OutputVolume::parse(text)
+            .ok()
+            .filter(|_| text.contains(':'))
+            .ok_or_else(|| format!("{text:?} is not CLAIM:PATH as tf-spawner writes it"))?;
+        if let Some(system) = SYSTEM_DIRS
+            .iter()
+            .find(|d| mounts::at_or_inside(&volume.path, d))
+        {
+            return Err(format!(
+                "its mount path {} is in {system}, where the helper pod's programs are",
+                volume.path
+            ));
+        }
+        Ok(volume)
+    }
+
+    /// `folder` read back (the ConfigMap's `tf-spawner/volume-folder`): the run's tag as
+    /// the plan writes it, a name with no `/`, `..`, `:` or `,` (which would add a run
+    /// to TensorBoard's `--logdir_spec` or leave the claim). `Err`: why not.
+    pub fn check_folder(folder: &str) -> Result<(), String> {
+        match crate::labels::name_problem(folder, 253) {
+            None if !folder.contains("..") => Ok(()),
+            _ => Err(format!(
+                "its folder {:?} is not a run's tag, which is all tf-spawner writes there",
+                folder
+            )),
+        }
     }
 
     /// The directory the run writes in: its folder, else the mount path.
@@ -849,11 +915,13 @@ fn set_up_tf_container(
 
     set_tf_env(req, cluster, task, c);
     if let Some(experiment) = &req.experiment {
-        // A sweep's run: its parameters (`plan/sweep.rs`).
+        // A sweep's run: its parameters (`plan/sweep.rs`), escaped as the arguments are:
+        // the kubelet expands `$(VAR)` in a variable's value too, so `--param
+        // 'p=$(SECRET)'` would read another variable (the `-e` secrets) into it.
         let env = c.env.get_or_insert_with(Vec::new);
         env.extend(experiment.variables().map(|(name, value)| EnvVar {
             name,
-            value: Some(value),
+            value: Some(kubelet_literal(&value)),
             value_from: None,
         }));
     }

@@ -290,15 +290,34 @@ pub fn check_placeholders(params: &[Param], args: &[String]) -> Result<(), Strin
     Ok(())
 }
 
-/// `args` with each `{NAME}` replaced by the point's value.
+/// `args` with each `{NAME}` replaced by the point's value, in one pass: a value is
+/// never read for placeholders again (`--param 'a={b}'` gives `{b}`, not b's value).
 pub fn fill(args: &[String], point: &Point) -> Vec<String> {
-    args.iter()
-        .map(|arg| {
-            point.iter().fold(arg.clone(), |text, (name, value)| {
-                text.replace(&format!("{{{name}}}"), value)
-            })
-        })
-        .collect()
+    args.iter().map(|arg| fill_one(arg, point)).collect()
+}
+
+fn fill_one(arg: &str, point: &Point) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after
+            .split_once('}')
+            .and_then(|(name, _)| Some((name, point.iter().find(|(n, _)| n == name)?)));
+        match value {
+            Some((name, (_, value))) => {
+                out.push_str(value);
+                rest = &after[name.len() + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The tag of run `index` (0-based) of experiment `name`: `NAME-1` ….

@@ -164,6 +164,24 @@ fn placeholders_are_filled_and_checked_both_ways() {
     assert_eq!(param_var("lr"), "TF_SPAWNER_PARAM_LR");
 }
 
+/// Issue 57: placeholders are filled in one pass: a value holding `{b}` stays as it is.
+#[test]
+fn a_value_is_never_filled_again() {
+    let args = words(&["--a={a}", "{b}{a}", "{a}{b}", "{", "}{a", "{zz}"]);
+    let point = vec![("a".into(), "{b}".into()), ("b".into(), "$(SECRET)".into())];
+    assert_eq!(
+        fill(&args, &point),
+        [
+            "--a={b}",
+            "$(SECRET){b}",
+            "{b}$(SECRET)",
+            "{",
+            "}{a",
+            "{zz}"
+        ]
+    );
+}
+
 #[test]
 fn runs_are_tagged_and_carry_their_parameters() {
     assert_eq!(run_tag("exp", 0), "exp-1");

@@ -645,3 +645,59 @@ fn run_as_user_makes_every_task_non_root_with_a_writable_home_and_volume() {
         );
     }
 }
+
+/// Issue 57: the record vetting is an allow-list of what the plan sets, so every pod the
+/// plan makes (user, deadline, node-lost tolerations, a gang's scheduler, `--dir`'s init
+/// container, GPUs) asks for nothing beyond it: a run whose pods all vanished is
+/// re-created from its record with no live pod to compare with.
+#[test]
+fn the_plans_pods_ask_for_nothing_the_record_vetting_refuses() {
+    let mut req = request(Roles::new(None, true, 0, 2, false).unwrap());
+    req.scheduling = Scheduling {
+        deadline_seconds: Some(600),
+        node_lost_after_seconds: Some(60),
+        gang: Some(Gang::ALL[0]),
+        ..Scheduling::default()
+    };
+    req.hardening.run_as_user = Some(1000);
+    req.bundle = Some(crate::bundle::Bundle {
+        archive: vec![0x1f, 0x8b, 0],
+        script: "src/train.py".into(),
+        files: 2,
+        left_out: vec![],
+    });
+    req.volume = Some(OutputVolume {
+        claim: "results".into(),
+        path: "/output".into(),
+        folder: None,
+    });
+    let plan = build(&req).unwrap();
+    for pod in plan.pods.iter() {
+        let asked = crate::cluster::vetting::privileges(&pod);
+        assert!(asked.is_empty(), "{:?}: {asked:?}", pod.metadata.name);
+    }
+}
+
+/// Issue 57: a sweep's parameter reaches its variable as written: the kubelet expands
+/// `$(VAR)` in a variable's value, so the plan escapes it as it escapes the arguments
+/// (`--param 'p=$(SECRET_KEY)'` gave the task the `-e` secret).
+#[test]
+fn a_parameter_in_a_variable_is_escaped_for_the_kubelet() {
+    let mut req = request(Roles::new(None, false, 0, 1, false).unwrap());
+    req.experiment = Some(ExperimentRun {
+        name: "exp".into(),
+        params: vec![("p".into(), "$(SECRET_KEY) $$".into())],
+    });
+    req.script_args = vec!["$(SECRET_KEY)".into()];
+    let plan = build(&req).unwrap();
+    let pod = serde_json::to_value(plan.pods.iter().next().unwrap()).unwrap();
+    let c = &pod["spec"]["containers"][0];
+    let var = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "TF_SPAWNER_PARAM_P")
+        .unwrap();
+    assert_eq!(var["value"], "$$(SECRET_KEY) $$$$");
+    assert_eq!(c["args"][0], "$$(SECRET_KEY)");
+}

@@ -80,6 +80,7 @@ impl Settings {
             hash: p.hash,
             trusted: p.trusted,
             untrusted,
+            ignored: p.ignored,
         });
         // `config` shows an untrusted file's keys, and trusts it; nothing else runs.
         if !matches!(cli.command, Some(crate::cli::Command::Config(_)))

@@ -13,6 +13,14 @@
 //! makes it untrusted again. What the file may set without trust only shapes what the
 //! user's own credentials do on the cluster the user's kubeconfig names: the cluster,
 //! context and credentials are never a file's.
+//!
+//! A file someone else could have put there is not the user's project at all, as git's
+//! `safe.directory` says of a repository: a project file owned by another user, writable
+//! by others, or in a directory others may write without the sticky bit (`/tmp/x` of
+//! mode 777) is ignored whole, with one warning naming it and the fix, until the user
+//! trusts it (`config --trust`, the same record of its path and hash): its `namespace`,
+//! `image`, `dir` or `pod_file` would otherwise choose, unseen, where the user's runs go,
+//! what they run and what of the user's files they ship.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +49,9 @@ pub(crate) struct Project {
     /// `sha256:HEX` of its bytes.
     pub hash: String,
     pub trusted: bool,
+    /// Why it is ignored whole (someone else could have written it), if it is: none of
+    /// its keys is used until it is trusted.
+    pub ignored: Option<String>,
 }
 
 /// What `config` and the refusal say of the project file.
@@ -51,6 +62,8 @@ pub(crate) struct ProjectFile {
     pub trusted: bool,
     /// The keys it set that were not used, as it is not trusted.
     pub untrusted: Vec<Untrusted>,
+    /// Why it is ignored whole ([`Project::ignored`]).
+    pub ignored: Option<String>,
 }
 
 /// The project file of the current directory (or the nearest parent), if any; not the
@@ -71,23 +84,124 @@ pub(crate) fn find() -> Option<PathBuf> {
     }
 }
 
-/// Reads the project file, if there is one; `keys` are those it may have.
+/// Reads the project file, if there is one; `keys` are those it may have. A file
+/// someone else could have written ([`not_ours`]) and the user has not trusted is
+/// ignored, with one warning line.
 pub(crate) async fn load(keys: &[&str]) -> Result<Option<Project>> {
     let Some(path) = find() else {
         return Ok(None);
     };
-    let bytes = files::read(&path, "project file", LIMIT).await?;
+    let (bytes, meta) = read_owned(&path)?;
     let hash = sha256(&bytes);
+    let trusted = trusted(&path, &hash);
+    let ignored = not_ours(&path, &meta).filter(|_| !trusted);
+    if let Some(why) = &ignored {
+        crate::output::warning(&ignored_line(&path, why));
+        let file = Defaults {
+            path: Some(path),
+            ..Defaults::default()
+        };
+        return Ok(Some(Project {
+            file,
+            hash,
+            trusted,
+            ignored,
+        }));
+    }
     let text = String::from_utf8(bytes).map_err(|_| {
         UsageError::new(format!("project file {}: not valid UTF-8", path.display()))
     })?;
     let file = defaults::parse_as("project file", &text, &path, keys)?;
-    let trusted = trusted(&path, &hash);
     Ok(Some(Project {
         file,
         hash,
         trusted,
+        ignored,
     }))
+}
+
+/// The file's bytes (bounded) and its metadata, both from one open: what is judged is
+/// what is read, even if the file is replaced meanwhile.
+fn read_owned(path: &Path) -> Result<(Vec<u8>, std::fs::Metadata)> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        UsageError::new(format!(
+            "cannot read project file {}: {}",
+            crate::output::shown_path(path),
+            files::io_reason(&e)
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(LIMIT.bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > LIMIT.bytes {
+        return Err(UsageError::new(format!(
+            "project file {} is larger than {} bytes{}",
+            crate::output::shown_path(path),
+            LIMIT.bytes,
+            LIMIT.why
+        ))
+        .into());
+    }
+    Ok((bytes, meta))
+}
+
+/// Why someone other than this user could have written the project file at `path`
+/// (`meta`: the file's, as read): owned by another user, writable by others, or in a
+/// directory anyone may write that has no sticky bit. `None`: only this user could.
+fn not_ours(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    judge(me, meta.uid(), meta.mode(), || {
+        let dir = path.parent()?;
+        let d = std::fs::metadata(dir).ok()?;
+        Some((dir.to_path_buf(), d.mode()))
+    })
+}
+
+/// [`not_ours`]'s rule, on numbers: user `me` reading a file of owner `uid` and `mode`,
+/// in the directory `dir()` gives (path, mode). A file of another user's is not this
+/// user's (root's included: `sudo` in a user's project is that user's choice, a file
+/// another user could swap in is not). The group's write bit is not asked about: most
+/// systems give each user a group of their own and `umask 002`; what the group may edit
+/// it may also replace, and a replacement is then another user's file.
+fn judge(
+    me: u32,
+    uid: u32,
+    mode: u32,
+    dir: impl FnOnce() -> Option<(PathBuf, u32)>,
+) -> Option<String> {
+    const OTHERS_WRITE: u32 = 0o002;
+    const STICKY: u32 = 0o1000;
+    if uid != me {
+        return Some(format!(
+            "it is owned by another user (uid {uid}; you are {me})"
+        ));
+    }
+    if mode & OTHERS_WRITE != 0 {
+        return Some(format!("anyone may write it (mode {:o})", mode & 0o7777));
+    }
+    let (dir, dir_mode) = dir()?;
+    (dir_mode & OTHERS_WRITE != 0 && dir_mode & STICKY == 0).then(|| {
+        format!(
+            "anyone may write its directory {} (mode {:o}, no sticky bit) and replace it",
+            crate::output::shown_path(&dir),
+            dir_mode & 0o7777
+        )
+    })
+}
+
+/// The warning of an ignored project file: which, why, and the fix.
+fn ignored_line(path: &Path, why: &str) -> String {
+    format!(
+        "project file {} is ignored: {why}; if you wrote it or have read it, run `tf-spawner config --trust` in {} to use it",
+        crate::output::shown_path(path),
+        path.parent()
+            .map_or_else(|| ".".into(), crate::output::shown_path)
+    )
 }
 
 /// The refusal of an untrusted project file's keys: one line naming each and the fix.
@@ -125,7 +239,25 @@ fn records() -> String {
 
 fn trusted(path: &Path, hash: &str) -> bool {
     let line = record(path, hash);
-    records().lines().any(|l| l == line)
+    recordable(path).is_ok() && records().lines().any(|l| l == line)
+}
+
+/// A path a record line can hold: UTF-8 (as shown is as it is) and no control character
+/// (a newline in a directory's name would add a line of its own: another path trusted).
+fn recordable(path: &Path) -> Result<(), UsageError> {
+    let Some(text) = path.to_str() else {
+        return Err(UsageError::new(format!(
+            "cannot trust {}: its path is not valid UTF-8; move the project to a path that is",
+            crate::output::shown_path(path)
+        )));
+    };
+    if text.chars().any(char::is_control) {
+        return Err(UsageError::new(format!(
+            "cannot trust {}: its path has a control character (a newline, a tab…); move the project to a path without one",
+            crate::output::escape_controls(text)
+        )));
+    }
+    Ok(())
 }
 
 fn record(path: &Path, hash: &str) -> String {
@@ -141,6 +273,7 @@ pub(crate) fn trust(project: &ProjectFile) -> Result<PathBuf> {
         )
         .into());
     };
+    recordable(&project.path)?;
     let shown = project.path.display().to_string();
     let mut lines: Vec<String> = records()
         .lines()
@@ -199,10 +332,51 @@ mod tests {
                     outside: Some(PathBuf::from("/etc/pod.yaml")),
                 },
             ],
+            ignored: None,
         };
         assert_eq!(
             refusal(&project).unwrap().to_string(),
             "project file /p/tf-spawner.yaml sets python (a program this machine would run) and pod_file (/etc/pod.yaml, outside the project), which it may only once you trust it: read it, then run `tf-spawner config --trust` (or remove the keys)"
         );
+    }
+
+    #[test]
+    fn a_file_someone_else_could_have_written_is_not_ours() {
+        let dir = |mode| move || Some((PathBuf::from("/d"), mode));
+        assert_eq!(judge(1000, 1000, 0o644, dir(0o755)), None);
+        // A directory anyone may write, with the sticky bit (/tmp): only the owner may
+        // replace the file.
+        assert_eq!(judge(1000, 1000, 0o644, dir(0o1777)), None);
+        // The group may write (umask 002, a group of one's own): still the user's.
+        assert_eq!(judge(1000, 1000, 0o664, dir(0o775)), None);
+        assert_eq!(
+            judge(1000, 12345, 0o644, dir(0o755)).unwrap(),
+            "it is owned by another user (uid 12345; you are 1000)"
+        );
+        // Root too does not take another user's file as its own.
+        assert!(judge(0, 12345, 0o644, dir(0o755)).is_some());
+        assert_eq!(
+            judge(1000, 1000, 0o666, dir(0o755)).unwrap(),
+            "anyone may write it (mode 666)"
+        );
+        assert_eq!(
+            judge(1000, 1000, 0o644, dir(0o777)).unwrap(),
+            "anyone may write its directory /d (mode 777, no sticky bit) and replace it"
+        );
+    }
+
+    /// Issue 57: a path with a newline cannot add a trust line of its own.
+    #[test]
+    fn a_path_that_would_break_its_line_is_not_recordable() {
+        let forged = Path::new("/tmp/x\nsha256:00 /home/u/p/tf-spawner.yaml");
+        let e = recordable(forged).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cannot trust /tmp/x\\u{a}sha256:00 /home/u/p/tf-spawner.yaml: its path has a control character (a newline, a tab…); move the project to a path without one"
+        );
+        assert!(recordable(Path::new("/home/u/p q/tf-spawner.yaml")).is_ok());
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = std::ffi::OsStr::from_bytes(b"/tmp/\xff/tf-spawner.yaml");
+        assert!(recordable(Path::new(bytes)).is_err());
     }
 }

@@ -7,6 +7,7 @@ mod terminal;
 
 mod after;
 mod bad_input;
+mod bounded;
 mod cancel;
 mod ci;
 mod closed_stdout;
@@ -48,5 +49,6 @@ mod starter;
 mod stop;
 mod sweep;
 mod sweep_plan;
+mod untrusted;
 mod waiting;
 mod watched;
