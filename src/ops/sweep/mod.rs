@@ -523,6 +523,17 @@ async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result
     }
 }
 
+/// The last line of a sweep whose runs all succeeded, naming the best (`best_text`).
+fn all_succeeded(name: &str, ns: &str, runs: usize, best_text: &str) {
+    let all = match runs {
+        1 => "its one run".to_string(),
+        n => format!("all {n} runs"),
+    };
+    let _ = output::print(&format!(
+        "experiment {name}: {all} succeeded{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
+    ));
+}
+
 /// Exit 0 when every run succeeded (the last line naming the best, `best_text`); 3
 /// naming the failed; on Ctrl-C its code and how to take the experiment up again.
 fn verdict(
@@ -565,13 +576,7 @@ fn verdict(
         .into());
     }
     if failed.is_empty() {
-        let all = match runs.len() {
-            1 => "its one run".to_string(),
-            n => format!("all {n} runs"),
-        };
-        let _ = output::print(&format!(
-            "experiment {name}: {all} succeeded{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
-        ));
+        all_succeeded(name, ns, runs.len(), best_text);
         return Ok(());
     }
     Err(ExitError::new(
