@@ -171,7 +171,9 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
         "import os, time\ntime.sleep(float(os.environ['TF_SPAWNER_PARAM_S']))\nprint('slept', flush=True)\n",
     );
     let template = c.template();
-    let child = c.start(&[
+    // The sweep's own command: given again, with --resume, to take it up (the record
+    // gives data only, never a command: docs/hardened.md).
+    let command = [
         "sweep",
         "-t",
         &t,
@@ -187,7 +189,8 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
         "--timeout",
         RUN_TIMEOUT,
         script.to_str().unwrap(),
-    ]);
+    ];
+    let child = c.start(&command);
     let first = c
         .eventually("run 1's pod running", Duration::from_secs(120), || async {
             let pods = c.pods(&format!("{t}-1")).await;
@@ -204,7 +207,10 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
     let stderr = String::from_utf8_lossy(&ended.stderr);
     assert_eq!(ended.status.code(), Some(130), "{stderr}");
     assert!(
-        stderr.contains(&format!("tf-spawner sweep --resume {t} -n {}", c.namespace)),
+        stderr.contains(&format!(
+            "-n {} sweep --resume {t} -t {t} -w 1 ",
+            c.namespace
+        )),
         "{stderr}"
     );
     assert!(
@@ -212,7 +218,9 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
         "run 2 never started"
     );
 
-    let out = c.run(&["sweep", "--resume", &t]).await;
+    let mut resumed = command.to_vec();
+    resumed.splice(1..1, ["--resume", t.as_str()]);
+    let out = c.run(&resumed).await;
     out.success()
         .stdout_has(&format!("experiment {t}: taking it up (2 runs planned)"))
         .stdout_has(&format!("experiment {t}: all 2 runs succeeded"));
