@@ -13,6 +13,7 @@
 
 pub(crate) mod chart;
 pub(crate) mod cost;
+pub(crate) mod early;
 pub(crate) mod notice;
 pub(crate) mod table;
 pub(crate) mod winner;
