@@ -380,6 +380,25 @@ macro_rules! flag_list {
     /// [default: the config file's parallel, else as said]
     parallel: Option<u32> = None, parse::runs, "(as the quotas hold, else 4)"
         => [Sweep], value: "N", brief: "Runs at a time [default: as the quotas hold, else 4]";
+    /// Stop a sweep's losing runs early, judged by --objective at the end of chosen
+    /// epochs (docs/experiments.md): asha stops, at epochs min_epochs·η^k, a run outside
+    /// the best 1/η of the runs that reached that epoch (once η have); median stops a
+    /// run worse than the median of the other runs at the same epoch (once 3 have); off:
+    /// every run trains to its end. A run stopped early is done, not failed, and its
+    /// pods are kept with their logs [default: the config file's early_stop, else off]
+    early_stop: crate::metrics::early::Rule = crate::metrics::early::Rule::Off,
+        parse::value_enum::<crate::metrics::early::Rule>, ""
+        => [Sweep], value: "RULE", choices: crate::metrics::early::Rule,
+            brief: "Stop losing runs early: asha, median or off [default: off]";
+    /// With --early-stop asha: the reduction factor η, at least 2: rungs at epochs
+    /// min_epochs·η^k, and at each only the best 1/η of the runs go on [default: the
+    /// config file's eta, else 3]
+    eta: u32 = crate::metrics::early::DEFAULT_ETA, parse::eta, ""
+        => [Sweep], value: "N", brief: "ASHA's reduction factor η [default: 3]";
+    /// With --early-stop: the first epoch at whose end a run may be stopped (asha's
+    /// first rung) [default: the config file's min_epochs, else 1]
+    min_epochs: u32 = crate::metrics::early::DEFAULT_MIN_EPOCHS, parse::min_epochs, ""
+        => [Sweep], value: "N", brief: "The first epoch a run may be stopped at [default: 1]";
     } };
 }
 pub(crate) use flag_list;
@@ -528,7 +547,7 @@ place_flags! {
     LogsFlags = Logs
 }
 place_flags! {
-    /// The list's `sweep` flags (`--parallel`).
+    /// The list's `sweep` flags (`--parallel`, `--early-stop`, `--eta`, `--min-epochs`).
     SweepFlags = Sweep
 }
 place_flags! {

@@ -155,6 +155,13 @@ pub struct SweepArgs {
     #[arg(long, requires = "samples", value_parser = Flag(parse::seed), value_name = "N")]
     pub seed: Option<u64>,
 
+    /// The metric the sweep is judged by, and its direction: val_loss (lower is better:
+    /// a loss or an error, from the name), accuracy (higher), or either end said,
+    /// val_loss:min, auc:max; recorded with the experiment, what compare sorts by and
+    /// what --early-stop compares [default: compare's, val_loss, else loss]
+    #[arg(long, value_parser = Flag(parse::objective), value_name = "METRIC[:min|max]")]
+    pub objective: Option<crate::metrics::early::Objective>,
+
     #[command(flatten)]
     pub table: SweepFlags,
 

@@ -383,6 +383,31 @@ pub(crate) fn runs(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `--eta`: ASHA's reduction factor, a whole number from 2 to 100.
+pub(crate) fn eta(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (2..=100).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a reduction factor: a whole number from 2 to 100 (3 keeps the best third at each rung)"
+        )),
+    }
+}
+
+/// `--min-epochs`: a whole number of epochs from 1 to 1,000,000.
+pub(crate) fn min_epochs(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of epochs: a whole number, at least 1"
+        )),
+    }
+}
+
+/// `--objective`: `METRIC[:min|max]`.
+pub(crate) fn objective(text: &str) -> Result<crate::metrics::early::Objective, String> {
+    crate::metrics::early::Objective::parse(text)
+}
+
 /// `--seed`: a whole number below 2^64.
 pub(crate) fn seed(text: &str) -> Result<u64, String> {
     let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());

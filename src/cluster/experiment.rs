@@ -17,6 +17,7 @@ use super::retry::{Plain, retry};
 use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
 };
+use crate::metrics::early::Objective;
 use crate::plan::sweep::{PlannedRun, Record};
 
 /// The record's key in its ConfigMap.
@@ -77,12 +78,53 @@ pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
     let mut record: Record = serde_json::from_str(text)
         .map_err(|e| anyhow!("configmap {record_name} is not an experiment's record ({e})"))?;
     let data = found.as_ref().and_then(|cm| cm.data.as_ref());
-    for (key, verdict) in data.into_iter().flatten() {
+    for (key, value) in data.into_iter().flatten() {
         if let Some(tag) = key.strip_prefix(ENDED_PREFIX) {
-            record.ended.insert(tag.to_string(), verdict.clone());
+            record.ended.insert(tag.to_string(), value.clone());
+        }
+        let observed = key
+            .strip_prefix(OBSERVED_PREFIX)
+            .and_then(|rest| rest.rsplit_once('.'))
+            .and_then(|(tag, epoch)| Some((tag, epoch.parse::<u32>().ok()?, value.parse().ok()?)));
+        if let Some((tag, epoch, value)) = observed {
+            let runs = record.observed.entry(tag.to_string()).or_default();
+            runs.insert(epoch, value);
         }
     }
     Ok(Some(record))
+}
+
+/// Before a run's tag and an epoch, the record's key holding the objective's value
+/// there, as early stopping read it (`observed.lrs-2.3`).
+pub const OBSERVED_PREFIX: &str = "observed.";
+
+/// The key of run `tag`'s observation at `epoch`.
+pub fn observed_key(tag: &str, epoch: u32) -> String {
+    format!("{OBSERVED_PREFIX}{tag}.{epoch}")
+}
+
+/// The key of run `tag`'s verdict.
+pub fn ended_key(tag: &str) -> String {
+    format!("{ENDED_PREFIX}{tag}")
+}
+
+/// Writes `data`'s keys in experiment `name`'s record (merged: the others are kept; an
+/// observation and the decision it leads to in one request); a record gone (deleted
+/// meanwhile) is not made again.
+pub async fn record_data(
+    cluster: &Cluster,
+    name: &str,
+    data: &BTreeMap<String, String>,
+) -> Result<()> {
+    let patch = serde_json::json!({ "data": data });
+    match cluster
+        .merge_patch::<ConfigMap>(&experiment_record_name(name), &patch)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.code() == Some(404) => Ok(()),
+        Err(e) => Err(cluster.explain("writing in the experiment's record", &e)),
+    }
 }
 
 /// Before a run's tag, the record's key holding its verdict (`ended.lrs-2`).
@@ -176,6 +218,8 @@ pub struct Planned {
     /// The verdicts the record keeps of the runs that ended (its `ended.TAG` keys, one
     /// line each as shown), by tag: what is left of a run deleted since.
     pub ended: BTreeMap<String, String>,
+    /// `--objective`, if the sweep had one: what `compare` sorts by.
+    pub objective: Option<Objective>,
 }
 
 /// The part of [`Record`] read back for display.
@@ -183,6 +227,8 @@ pub struct Planned {
 struct RunsOnly {
     #[serde(default)]
     runs: Vec<PlannedRun>,
+    #[serde(default)]
+    objective: Option<Objective>,
 }
 
 /// Runs read from one record at most: a forged record is no longer list.
@@ -199,10 +245,11 @@ impl Planned {
             return None;
         }
         let text = cm.data.as_ref().and_then(|d| d.get(RECORD_KEY));
-        let mut runs = text
+        let only = text
             .and_then(|t| serde_json::from_str::<RunsOnly>(t).ok())
-            .unwrap_or_default()
-            .runs;
+            .unwrap_or_default();
+        let objective = only.objective.filter(|o| Objective::parse(&o.metric).is_ok());
+        let mut runs = only.runs;
         runs.truncate(PLANNED_KEPT);
         let ended = cm
             .data
@@ -221,6 +268,7 @@ impl Planned {
             created: meta.creation_timestamp.as_ref().map(|t| t.0.as_second()),
             runs,
             ended,
+            objective,
         })
     }
 }

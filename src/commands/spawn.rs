@@ -76,6 +76,7 @@ fn followed(
         // wait's, `stall` in --restart-on restarts.
         stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
         observer: None,
+        early: None,
         notify: settings.notify.value.clone(),
         on_cancel: settings.on_cancel.value,
         output: match args.output {

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use crate::cli::{DEFAULT_TAG, SpawnArgs, SweepArgs};
 use crate::errors::UsageError;
+use crate::metrics::early::Stopping;
 use crate::ops::sweep::definition::{self, Asked, Definition};
 use crate::ops::sweep::local::LocalSweep;
 use crate::ops::sweep::resume::Taking;
@@ -36,6 +37,12 @@ pub async fn exec(settings: &Settings, args: &SweepArgs) -> Result<()> {
         parallel: settings.parallel.value,
         args: &spawn.script_args,
         yes: spawn.yes,
+        objective: args.objective.clone(),
+        stopping: Stopping {
+            rule: settings.early_stop.value,
+            eta: settings.eta.value,
+            min_epochs: settings.min_epochs.value,
+        },
     })?;
     let base = base_request(settings, spawn, &definition).await?;
     let digests = definition::digests(&base)?;
@@ -205,6 +212,7 @@ fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
         restarts: spawn::restarts(settings, &spawn.restart),
         stall: Some(spawn::stall(settings, crate::ops::wait::OnStall::Warn)),
         observer: None,
+        early: None,
         notify: settings.notify.value.clone(),
         // A sweep's Ctrl-C is the sweep's (`ops/sweep`); its runs print no document.
         on_cancel: crate::ops::wait::OnCancel::Leave,

@@ -39,6 +39,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         restarts: spawn::restarts(settings, &args.restart),
         stall: Some(spawn::stall(settings, args.on_stall)),
         observer: None,
+        early: None,
         notify: settings.notify.value.clone(),
         on_cancel: settings.on_cancel.value,
         output: args.output.unwrap_or(ReportFormat::Table),

@@ -32,6 +32,10 @@ pub const DEFAULT_MIN_EPOCHS: u32 = 1;
 /// (Katib's `min_trials_required`, Ray's `min_samples_required`: 3).
 pub const MEDIAN_MIN_OTHERS: usize = 3;
 
+/// The verdict of a run stopped early, as records keep it (`StoppedEarly: LINE`) and
+/// `list`, `status` and `compare` show it.
+pub const STOPPED_EARLY: &str = "StoppedEarly";
+
 /// `--early-stop`: which rule stops the losing runs.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize,

@@ -35,6 +35,9 @@ pub fn verdict_of(result: &Result<()>, succeeded: bool) -> Option<(&'static str,
     match result {
         Ok(()) if succeeded => Some(("Succeeded", 0)),
         Ok(()) => None,
+        Err(e) if e.downcast_ref::<super::wait::StoppedEarly>().is_some() => {
+            Some((crate::metrics::early::STOPPED_EARLY, 0))
+        }
         Err(e) => match exit_code(e) {
             EXIT_INTERRUPTED | EXIT_TERMINATED => None,
             EXIT_TIMEOUT => Some(("TimedOut", EXIT_TIMEOUT)),

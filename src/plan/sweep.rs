@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::early::{Objective, Stopping};
+
 /// The variable of parameter `lr`: `TF_SPAWNER_PARAM_LR`.
 pub const PARAM_VAR_PREFIX: &str = "TF_SPAWNER_PARAM_";
 /// The variable naming the experiment a run belongs to.
@@ -393,6 +395,17 @@ pub struct Record {
     /// starts none of them again, even once the run is deleted.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ended: BTreeMap<String, String>,
+    /// `--objective`: the metric the experiment is judged by (`compare`'s sort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<Objective>,
+    /// `--early-stop`, `--eta`, `--min-epochs`; `None`: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<Stopping>,
+    /// The objective's value at each epoch early stopping read, by run and epoch:
+    /// written as each is read, before it decides anything (on the cluster, the
+    /// record's `observed.TAG.EPOCH` keys), so `--resume` judges no run again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub observed: BTreeMap<String, BTreeMap<u32, f64>>,
 }
 
 /// `sha256:HEX` digests of what a sweep's runs are made of.

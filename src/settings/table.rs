@@ -417,6 +417,12 @@ impl Shown for Gang {
     }
 }
 
+impl Shown for crate::metrics::early::Rule {
+    fn shown(&self) -> Option<Value> {
+        Some(self.name().into())
+    }
+}
+
 impl Shown for crate::ops::wait::OnCancel {
     fn shown(&self) -> Option<Value> {
         Some(self.name().into())

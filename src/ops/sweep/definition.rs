@@ -8,6 +8,7 @@ use std::io::Read;
 use anyhow::Result;
 
 use crate::errors::UsageError;
+use crate::metrics::early::{Objective, Rule, Stopping};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{
@@ -26,6 +27,10 @@ pub(crate) struct Asked<'a> {
     pub args: &'a [String],
     /// `--yes`: more than 1,000 runs.
     pub yes: bool,
+    /// `--objective`.
+    pub objective: Option<Objective>,
+    /// `--early-stop`, `--eta`, `--min-epochs`.
+    pub stopping: Stopping,
 }
 
 /// A sweep as its invocation defines it, checked.
@@ -40,6 +45,9 @@ pub(crate) struct Definition {
     pub args: Vec<String>,
     /// How many runs it makes.
     pub runs: u64,
+    pub objective: Option<Objective>,
+    /// `None`: `--early-stop off`.
+    pub stopping: Option<Stopping>,
 }
 
 impl Definition {
@@ -69,6 +77,14 @@ impl Definition {
             .into());
         }
         params::check_placeholders(&params, asked.args).map_err(UsageError::new)?;
+        let stopping = Some(asked.stopping).filter(|s| s.rule != Rule::Off);
+        if let (Some(s), None) = (stopping, &asked.objective) {
+            return Err(UsageError::new(format!(
+                "--early-stop {} compares the runs by the sweep's objective: add --objective METRIC (e.g. --objective val_loss, --objective accuracy:max), or --early-stop off",
+                s.rule.name()
+            ))
+            .into());
+        }
         Ok(Definition {
             name: asked.name.to_string(),
             params,
@@ -77,6 +93,8 @@ impl Definition {
             parallel: asked.parallel,
             args: asked.args.to_vec(),
             runs: total,
+            objective: asked.objective.clone(),
+            stopping,
         })
     }
 
@@ -114,6 +132,9 @@ impl Definition {
             args: self.args.clone(),
             digests: Some(digests),
             ended: Default::default(),
+            objective: self.objective.clone(),
+            early_stop: self.stopping,
+            observed: Default::default(),
         }
     }
 }

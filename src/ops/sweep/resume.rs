@@ -15,6 +15,7 @@ use anyhow::Result;
 use super::definition::Definition;
 use crate::cluster::Cluster;
 use crate::errors::UsageError;
+use crate::metrics::early::{Objective, STOPPED_EARLY, Stopping};
 use crate::plan::sweep::{self as params, Digests, Method, Param, Point, Record, Values};
 
 /// What a `--resume` brings to the record.
@@ -80,6 +81,7 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
         check_digests(stored.digests.as_ref(), taking)?;
     }
     let ended = recorded_verdicts(&stored);
+    let observed = recorded_observations(&stored);
     Ok(Record {
         name: def.name.clone(),
         params: def.params.clone(),
@@ -89,6 +91,9 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
         digests: stored.digests,
         runs: stored.runs,
         ended,
+        objective: def.objective.clone(),
+        early_stop: def.stopping,
+        observed,
     })
 }
 
@@ -125,11 +130,45 @@ fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
             ));
         }
     }
+    same_judging(stored, def)?;
     if stored.args != def.args {
         return Err(format!(
             "the script's arguments '{}', not '{}'",
             stored.args.join(" "),
             def.args.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+/// The record's objective and early stopping are the invocation's: a resumed sweep
+/// judges its runs as it began to.
+fn same_judging(stored: &Record, def: &Definition) -> Result<(), String> {
+    let objective = |o: &Option<Objective>| {
+        o.as_ref()
+            .map_or_else(|| "no --objective".to_string(), |o| format!("--objective {}", o.text()))
+    };
+    if stored.objective != def.objective {
+        return Err(format!(
+            "{}, not {}",
+            objective(&stored.objective),
+            objective(&def.objective)
+        ));
+    }
+    let stopping = |s: &Option<Stopping>| match s {
+        None => "--early-stop off".to_string(),
+        Some(s) => format!(
+            "--early-stop {} --eta {} --min-epochs {}",
+            s.rule.name(),
+            s.eta,
+            s.min_epochs
+        ),
+    };
+    if stored.early_stop != def.stopping {
+        return Err(format!(
+            "{}, not {}",
+            stopping(&stored.early_stop),
+            stopping(&def.stopping)
         ));
     }
     Ok(())
@@ -258,13 +297,44 @@ fn cut(text: &str) -> String {
     }
 }
 
-/// The record's verdicts of its own runs, each `Succeeded` or `Failed…`, bounded.
+/// The longest epoch an observation may name, and the most observations taken.
+const MAX_EPOCH: u32 = 10_000_000;
+const MAX_OBSERVED: usize = 100_000;
+
+/// The record's observations of its own runs: finite values at epochs from 1, bounded
+/// (a record is anyone's who may edit the namespace: it may only shape decisions, never
+/// what runs).
+fn recorded_observations(stored: &Record) -> BTreeMap<String, BTreeMap<u32, f64>> {
+    let mut left = MAX_OBSERVED;
+    let mut out = BTreeMap::new();
+    for (tag, seen) in &stored.observed {
+        if !stored.runs.iter().any(|r| &r.tag == tag) {
+            continue;
+        }
+        let kept: BTreeMap<u32, f64> = seen
+            .iter()
+            .filter(|(e, v)| (1..=MAX_EPOCH).contains(*e) && v.is_finite())
+            .take(left)
+            .map(|(e, v)| (*e, *v))
+            .collect();
+        left -= kept.len();
+        if !kept.is_empty() {
+            out.insert(tag.clone(), kept);
+        }
+    }
+    out
+}
+
+/// The record's verdicts of its own runs, each `Succeeded`, `Failed…` or
+/// `StoppedEarly…`, bounded.
 fn recorded_verdicts(stored: &Record) -> BTreeMap<String, String> {
     stored
         .ended
         .iter()
         .filter(|(tag, _)| stored.runs.iter().any(|r| &r.tag == *tag))
-        .filter(|(_, v)| *v == "Succeeded" || v.starts_with("Failed"))
+        .filter(|(_, v)| {
+            *v == "Succeeded" || v.starts_with("Failed") || v.starts_with(STOPPED_EARLY)
+        })
         .map(|(tag, v)| (tag.clone(), v.chars().take(MAX_VERDICT).collect()))
         .collect()
 }

@@ -28,6 +28,8 @@ pub(super) enum Outcome {
     /// No progress line for the stall bound, with `--on-stall fail` or `restart`.
     Stalled(Stalled),
     Signal(u8),
+    /// A sweep's early stopping decided (its line).
+    StoppedEarly(String),
 }
 
 /// A stall that ends the follow: what to say, and the cause a restart records.

@@ -145,6 +145,10 @@ pub struct Wait {
     /// A view of several runs (a sweep's) that shows this run: its state and training
     /// go there instead of this wait's own progress lines.
     pub observer: Option<crate::progress::Observer>,
+    /// A sweep's early stopping: the line of its decision to stop this run, once made
+    /// (`ops/sweep/early.rs`); the wait then ends as after a verdict, the run's pods
+    /// stopped and kept, the run recorded as stopped early.
+    pub early: Option<tokio::sync::watch::Receiver<Option<String>>>,
     /// `--notify`: where the verdict is told (`ops/notify.rs`).
     pub notify: Option<crate::metrics::notice::Target>,
     /// `--on-cancel`: what a SIGINT or SIGTERM does to the run (without `--cleanup`).

@@ -63,6 +63,14 @@ pub(super) async fn report(
             let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
+        Outcome::StoppedEarly(line) => {
+            let record = format!("{}: {line}", crate::metrics::early::STOPPED_EARLY);
+            let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+            if let Err(e) = after {
+                output::note(&format!("run {tag}: {e:#}"));
+            }
+            Err(super::StoppedEarly(line).into())
+        }
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait).await;
             Err(ExitError::new(

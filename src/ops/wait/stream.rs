@@ -50,6 +50,8 @@ pub(super) async fn follow(
         training_open: true,
         why: Why::new(cluster, wait.observer.is_none()),
         heartbeat: wait.heartbeat,
+        early: wait.early.clone(),
+        listed: false,
     };
     let mut fold = Fold::new(rules(wait));
     let outcome = drive(&mut sources, &mut fold, tracker, &mut progress, &deciding).await;
@@ -105,6 +107,26 @@ struct Sources {
     why: Why,
     /// `--heartbeat`.
     heartbeat: Option<Duration>,
+    /// A sweep's decision to stop the run early ([`Wait::early`]).
+    early: Option<watch::Receiver<Option<String>>>,
+    /// The run's pods were listed once: a decision taken now stops what they hold.
+    listed: bool,
+}
+
+/// The line of the sweep's decision to stop the run early, once there is one (at
+/// once if it was made before this follow began: a `--resume`); never without one.
+async fn decided_early(early: &mut Option<watch::Receiver<Option<String>>>) -> String {
+    if let Some(rx) = early {
+        loop {
+            if let Some(line) = rx.borrow_and_update().clone() {
+                return line;
+            }
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    }
+    std::future::pending().await
 }
 
 impl Sources {
@@ -140,6 +162,7 @@ async fn drive(
                     if !crate::ops::fold(tracker, event) || more {
                         continue;
                     }
+                    sources.listed = true;
                     progress.show(tracker);
                     sources.why.seen(waiting::unstarted(tracker));
                     sources.say_why(progress).await;
@@ -165,6 +188,9 @@ async fn drive(
                 continue;
             }
             code = &mut stop => Event::Signal(code),
+            line = decided_early(&mut sources.early), if sources.listed => {
+                return Ok(Outcome::StoppedEarly(line));
+            }
         };
         for effect in fold.step(event, Now::current()) {
             match effect {
