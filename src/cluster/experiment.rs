@@ -248,7 +248,9 @@ impl Planned {
         let only = text
             .and_then(|t| serde_json::from_str::<RunsOnly>(t).ok())
             .unwrap_or_default();
-        let objective = only.objective.filter(|o| Objective::parse(&o.metric).is_ok());
+        let objective = only
+            .objective
+            .filter(|o| Objective::parse(&o.metric).is_ok());
         let mut runs = only.runs;
         runs.truncate(PLANNED_KEPT);
         let ended = cm

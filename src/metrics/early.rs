@@ -37,9 +37,7 @@ pub const MEDIAN_MIN_OTHERS: usize = 3;
 pub const STOPPED_EARLY: &str = "StoppedEarly";
 
 /// `--early-stop`: which rule stops the losing runs.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rule {
     /// Every run trains to its end
@@ -108,7 +106,13 @@ impl Objective {
 
     /// `values` best first.
     fn ranked(&self, mut values: Vec<f64>) -> Vec<f64> {
-        values.sort_by(|a, b| if self.lower { a.total_cmp(b) } else { b.total_cmp(a) });
+        values.sort_by(|a, b| {
+            if self.lower {
+                a.total_cmp(b)
+            } else {
+                b.total_cmp(a)
+            }
+        });
         values
     }
 }
@@ -124,7 +128,10 @@ pub struct Stopping {
 impl Stopping {
     /// ASHA's rung at epoch `epoch` (1 for `min_epochs`), if it is one.
     pub fn rung_of(&self, epoch: u32) -> Option<u32> {
-        let (eta, mut at) = (u64::from(self.eta.max(2)), u64::from(self.min_epochs.max(1)));
+        let (eta, mut at) = (
+            u64::from(self.eta.max(2)),
+            u64::from(self.min_epochs.max(1)),
+        );
         let mut rung = 1;
         while at < u64::from(epoch) {
             at *= eta;
@@ -262,7 +269,10 @@ impl Board {
         value.is_finite()
             && self.stopping.checks(epoch)
             && !self.stopped.contains(tag)
-            && !self.observed.get(&epoch).is_some_and(|m| m.contains_key(tag))
+            && !self
+                .observed
+                .get(&epoch)
+                .is_some_and(|m| m.contains_key(tag))
     }
 
     /// An observation read back from the record: kept, judged no more.
@@ -280,6 +290,7 @@ impl Board {
         self.stopped.insert(tag.to_string());
     }
 
+    #[cfg(test)]
     pub fn is_stopped(&self, tag: &str) -> bool {
         self.stopped.contains(tag)
     }

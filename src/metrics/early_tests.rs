@@ -34,7 +34,13 @@ fn rungs_sit_at_min_epochs_times_powers_of_eta_below_the_epoch_count() {
     assert_eq!(asha(3, 1).rungs(27), 3);
     assert_eq!(asha(3, 1).rungs(28), 4);
     assert_eq!(asha(3, 1).rungs(1), 0);
-    assert!(!Stopping { rule: Rule::Off, ..asha(3, 1) }.checks(1));
+    assert!(
+        !Stopping {
+            rule: Rule::Off,
+            ..asha(3, 1)
+        }
+        .checks(1)
+    );
 }
 
 #[test]
@@ -44,7 +50,11 @@ fn objective_direction_comes_from_the_name_unless_given() {
     assert!(!Objective::parse("val_loss:max").unwrap().lower);
     assert!(Objective::parse("accuracy:min").unwrap().lower);
     assert_eq!(Objective::parse("acc").unwrap().text(), "acc:max");
-    assert!(Objective::parse("val_loss:down").unwrap_err().contains("min or max"));
+    assert!(
+        Objective::parse("val_loss:down")
+            .unwrap_err()
+            .contains("min or max")
+    );
     assert!(Objective::parse(":min").is_err());
     assert!(Objective::parse("a b").is_err());
 }
@@ -78,7 +88,11 @@ fn the_cutoff_is_the_ceil_n_over_eta_th_best() {
     // n = 8: 3rd best is 0.6 now; 0.65 is worse, and the line without an epoch count.
     let d = b.observe("r-8", (3, None), 0.65).expect("stopped");
     assert_eq!(d.cutoff, 0.6);
-    assert!(d.line("val_loss").contains("(rung 2):"), "{}", d.line("val_loss"));
+    assert!(
+        d.line("val_loss").contains("(rung 2):"),
+        "{}",
+        d.line("val_loss")
+    );
 }
 
 #[test]
@@ -157,6 +171,8 @@ fn ordinals() {
     let words: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 101].map(ordinal).into();
     assert_eq!(
         words,
-        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+        [
+            "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"
+        ]
     );
 }

@@ -11,6 +11,7 @@ use crate::cluster::events::{self, PodEvent};
 use crate::cluster::record::Record;
 use crate::helper::Found;
 use crate::labels::{helper_selector, run_selector};
+use crate::metrics::early::STOPPED_EARLY;
 use crate::output;
 use crate::verdict::{Phase, PodView, Tracker, Verdict};
 
@@ -232,6 +233,7 @@ pub(crate) fn verdict_of(
     {
         return match recorded.split_once(": ") {
             Some(("Failed", why)) => ("Failed", Some(why.to_string())),
+            Some((STOPPED_EARLY, why)) => (STOPPED_EARLY, Some(why.to_string())),
             _ if recorded == "Succeeded" => ("Succeeded", None),
             _ => ("Failed", Some(recorded.to_string())),
         };

@@ -48,6 +48,7 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod sweep_early;
 mod sweep_plan;
 mod untrusted;
 mod waiting;

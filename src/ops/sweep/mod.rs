@@ -5,6 +5,8 @@
 //! that exist and starts only the others. `local.rs`: the same on this machine.
 
 pub(crate) mod definition;
+pub(crate) mod early;
+mod ending;
 pub(crate) mod local;
 pub(crate) mod resume;
 mod view;
@@ -17,12 +19,15 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use crate::cluster::{Cluster, experiment};
-use crate::errors::{self, EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError};
+use crate::errors::{self, EXIT_TAG_TAKEN, ExitError};
 use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::signals;
+
+use early::Early;
+use ending::{Ended, Halt, end_state, end_text, ended_by, verdict};
 
 use super::spawn::QuotaShort;
 use super::wait::Wait;
@@ -232,51 +237,6 @@ async fn at_a_time(
     Ok(n)
 }
 
-/// How a run ended, for the sweep's verdict.
-enum Ended {
-    Succeeded,
-    Failed(String),
-    /// Left running at a signal (its exit code).
-    Interrupted(u8),
-    /// Not created: a signal came while it waited for quota.
-    NotCreated(u8),
-    /// Not started: the experiment's record was deleted (`-d --experiment` elsewhere).
-    Deleted,
-}
-
-impl Ended {
-    /// A verdict the record holds (`Succeeded`, `Failed: …`).
-    fn recorded(verdict: &str) -> Ended {
-        match verdict {
-            "Succeeded" => Ended::Succeeded,
-            failed => Ended::Failed(
-                failed
-                    .strip_prefix("Failed: ")
-                    .unwrap_or(failed)
-                    .to_string(),
-            ),
-        }
-    }
-
-    /// The verdict the record keeps, for a run that ended.
-    fn to_record(&self) -> Option<String> {
-        match self {
-            Ended::Succeeded => Some("Succeeded".to_string()),
-            Ended::Failed(why) => Some(format!("Failed: {why}")),
-            _ => None,
-        }
-    }
-}
-
-/// Why the sweep starts no more runs.
-#[derive(Clone, Copy)]
-enum Halt {
-    /// Ctrl-C (its exit code).
-    Signal(u8),
-    /// The experiment was deleted while it ran.
-    Deleted,
-}
-
 /// The refusal to create a run of an experiment whose record is gone.
 #[derive(Debug)]
 struct RecordGone;
@@ -335,6 +295,10 @@ async fn follow_all(
     let mut queue = order(runs, &begun.started, &ended).into_iter();
     let mut active = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
+    let mut early = Early::of(&sweep.record);
+    if let Some(early) = &early {
+        let _ = output::print(&format!("{}\n", early.about()));
+    }
     loop {
         while stopping.is_none() && active.len() < at_a_time {
             let Some((i, exists)) = queue.next() else {
@@ -345,6 +309,11 @@ async fn follow_all(
             // `--timeout` bounds each run from its start.
             wait.started = std::time::Instant::now();
             wait.observer = Some(tx.clone());
+            if let Some(early) = &mut early {
+                let recorded = sweep.record.ended.get(&wait.tag);
+                let decided = recorded.and_then(|v| early::recorded_stop(v));
+                wait.early = Some(early.channel(&wait.tag, decided));
+            }
             view.starting(i);
             active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
         }
@@ -363,15 +332,47 @@ async fn follow_all(
                     Ended::Deleted => { stopping.get_or_insert(Halt::Deleted); }
                     _ => {}
                 }
+                if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut early, &end) {
+                    early.ended(&runs[i].0);
+                }
                 view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
-            Some(seen) = rx.recv() => view.seen(seen),
+            Some(seen) = rx.recv() => {
+                if let Some(early) = &mut early {
+                    judge(cluster, &sweep.record.name, early, &seen).await;
+                }
+                view.seen(seen);
+            }
             code = stop.requested() => { stopping.get_or_insert(Halt::Signal(code)); }
         }
     }
     drop(view);
     conclude(cluster, sweep, runs, &ended, stopping).await
+}
+
+/// A run's training seen: what early stopping reads of it is written to the
+/// experiment's record, then its decision (if any) carried out; a record that cannot
+/// be written stops nothing.
+async fn judge(cluster: &Cluster, name: &str, early: &mut Early, seen: &crate::progress::Seen) {
+    let crate::progress::Seen::Training { tag, training } = seen else {
+        return;
+    };
+    let reading = early.read(tag, training);
+    if reading.is_empty() {
+        return;
+    }
+    let data = early.keys(tag, &reading);
+    if let Err(e) = experiment::record_data(cluster, name, &data).await {
+        output::note(&format!(
+            "run {tag}: {}; early stopping stops nothing it cannot record",
+            errors::one_line(&e)
+        ));
+        return;
+    }
+    if let Some(decision) = &reading.decision {
+        early.act(decision);
+    }
 }
 
 /// The sweep's verdict, the best run named (in the last line, or in a line before the
@@ -430,28 +431,6 @@ async fn notify_end(
     super::notify::after_sweep(target, experiment, &told, result, (seconds, results)).await;
 }
 
-fn end_state(end: &Ended) -> &'static str {
-    match end {
-        Ended::Succeeded => "Succeeded",
-        Ended::Failed(_) => "Failed",
-        Ended::Interrupted(_) => "interrupted",
-        Ended::NotCreated(_) => "not started",
-        Ended::Deleted => "not started",
-    }
-}
-
-fn end_text(end: &Ended) -> String {
-    match end {
-        Ended::Succeeded => "Succeeded".into(),
-        Ended::Failed(why) => format!("Failed: {why}"),
-        Ended::Interrupted(_) => "left as it is (interrupted)".into(),
-        Ended::NotCreated(_) => "not started (interrupted)".into(),
-        Ended::Deleted => "not started: the experiment was deleted".into(),
-    }
-}
-
-/// One run: created (unless it exists; refused for want of quota, tried again a while),
-/// then followed to its end.
 async fn one_run(
     cluster: &Cluster,
     sweep: &Sweep,
@@ -482,17 +461,6 @@ async fn one_run(
     (index, end)
 }
 
-fn ended_by(e: &anyhow::Error) -> Ended {
-    let code = errors::exit_code(e);
-    if e.downcast_ref::<RecordGone>().is_some() {
-        Ended::Deleted
-    } else if code == errors::EXIT_INTERRUPTED || code == errors::EXIT_TERMINATED {
-        Ended::Interrupted(code)
-    } else {
-        Ended::Failed(errors::one_line(e))
-    }
-}
-
 /// Creates a run as a spawn does; a refusal for want of quota is tried again while
 /// the sweep's other runs end.
 async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result<()> {
@@ -521,73 +489,4 @@ async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result
             result => return result,
         }
     }
-}
-
-/// The last line of a sweep whose runs all succeeded, naming the best (`best_text`).
-fn all_succeeded(name: &str, ns: &str, runs: usize, best_text: &str) {
-    let all = match runs {
-        1 => "its one run".to_string(),
-        n => format!("all {n} runs"),
-    };
-    let _ = output::print(&format!(
-        "experiment {name}: {all} succeeded{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
-    ));
-}
-
-/// Exit 0 when every run succeeded (the last line naming the best, `best_text`); 3
-/// naming the failed; on Ctrl-C its code and how to take the experiment up again.
-fn verdict(
-    sweep: &Sweep,
-    runs: &[(String, Point)],
-    ended: &[(usize, Ended)],
-    stopping: Option<Halt>,
-    best_text: &str,
-) -> Result<()> {
-    let name = &sweep.record.name;
-    let ns = &sweep.base.namespace;
-    let count = |of: fn(&Ended) -> bool| ended.iter().filter(|(_, e)| of(e)).count();
-    let succeeded = count(|e| matches!(e, Ended::Succeeded));
-    let failed: Vec<&str> = ended
-        .iter()
-        .filter(|(_, e)| matches!(e, Ended::Failed(_)))
-        .map(|(i, _)| runs[*i].0.as_str())
-        .collect();
-    let left = runs.len().saturating_sub(succeeded + failed.len());
-    if let Some(Halt::Deleted) = stopping {
-        return Err(anyhow::anyhow!(
-            "experiment '{name}' was deleted while the sweep ran (its record {} is gone): {succeeded} succeeded, {} failed, the other {left} runs never started or were deleted",
-            crate::labels::experiment_record_name(name),
-            failed.len()
-        ));
-    }
-    if let Some(Halt::Signal(code)) = stopping {
-        // The runs under way when the signal came end as interrupted (left running); the
-        // rest were never taken from the queue.
-        let running = count(|e| matches!(e, Ended::Interrupted(_)));
-        return Err(ExitError::new(
-            code,
-            format!(
-                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded, {} failed, {running} left running, {} not started); take it up with: {}",
-                failed.len(),
-                left.saturating_sub(running),
-                sweep.hint
-            ),
-        )
-        .into());
-    }
-    if failed.is_empty() {
-        all_succeeded(name, ns, runs.len(), best_text);
-        return Ok(());
-    }
-    Err(ExitError::new(
-        EXIT_TRAINING_FAILED,
-        format!(
-            "experiment '{name}': {} of {} runs failed: {} (see: tf-spawner status {} -n {ns})",
-            failed.len(),
-            runs.len(),
-            failed.join(", "),
-            failed[0]
-        ),
-    )
-    .into())
 }

@@ -145,8 +145,10 @@ fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
 /// judges its runs as it began to.
 fn same_judging(stored: &Record, def: &Definition) -> Result<(), String> {
     let objective = |o: &Option<Objective>| {
-        o.as_ref()
-            .map_or_else(|| "no --objective".to_string(), |o| format!("--objective {}", o.text()))
+        o.as_ref().map_or_else(
+            || "no --objective".to_string(),
+            |o| format!("--objective {}", o.text()),
+        )
     };
     if stored.objective != def.objective {
         return Err(format!(

@@ -193,7 +193,10 @@ impl Board {
     fn counts(&self, hidden: usize) -> String {
         let mut counts: Vec<(String, usize)> = Vec::new();
         for row in &self.rows {
-            let word = row.state.text().to_lowercase();
+            let word = match row.state.text() {
+                crate::metrics::early::STOPPED_EARLY => "stopped early".to_string(),
+                other => other.to_lowercase(),
+            };
             match counts.iter_mut().find(|(w, _)| *w == word) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((word, 1)),

@@ -1,0 +1,189 @@
+//! `sweep --objective … --early-stop asha` (docs/experiments.md, "Stopping losing runs
+//! early"): the losing runs stopped at their rungs with a line that says why, their pods
+//! stopped and kept, each observation and decision in the experiment's record before it
+//! is carried out; the freed slot starts the next run; the best run survives; `--resume`
+//! judges no run twice.
+
+use serde_json::Value;
+
+use crate::follow::{exited, running};
+use crate::support::{Env, await_while_running};
+use crate::sweep::{await_pod, pods_of};
+use crate::watched::Watched;
+
+const NS: &str = "default";
+
+/// The sweep: 4 runs of one worker, 3 at a time, ASHA with η 2 (rungs at epochs 1, 2,
+/// 4, 8 of 10).
+fn args(script: &str) -> Vec<String> {
+    [
+        "sweep",
+        "-t",
+        "ea",
+        "-w",
+        "1",
+        "--param",
+        "lr=1,2,3,4",
+        "--parallel",
+        "3",
+        "--objective",
+        "val_loss",
+        "--early-stop",
+        "asha",
+        "--eta",
+        "2",
+        script,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Run `tag`'s worker prints epoch `epoch`'s end with `val_loss`.
+fn epoch(env: &Env, tag: &str, epoch: u32, val_loss: f64) {
+    let line = format!("Epoch {epoch}/10\n1/1 - 0s 5ms/step - loss: 0.7 - val_loss: {val_loss}\n");
+    env.server.append_log(NS, &format!("{tag}-worker-0"), &line);
+}
+
+fn record(env: &Env) -> Value {
+    env.server
+        .get("configmaps", NS, "ea-experiment")
+        .expect("the experiment's record")
+}
+
+/// Blocks until the record holds `key`.
+fn await_key(env: &Env, child: &mut Watched, key: &str) {
+    await_while_running(
+        child.child(),
+        &format!("the record's {key}"),
+        || match record(env)["data"][key].as_str() {
+            Some(_) => Ok(()),
+            None => Err(format!("{}", record(env)["data"])),
+        },
+    );
+}
+
+fn start_running(env: &Env, child: &mut Watched, tag: &str) {
+    await_pod(env, &format!("{tag}-worker-0"), child.child());
+    running(env, &format!("{tag}-worker-0"));
+}
+
+const EA2: &str = "ea-2 stopped at epoch 1 (rung 1 of 4): val_loss 0.9, worse than 0.5, the 1st best of 2 runs at epoch 1";
+const EA1: &str = "ea-1 stopped at epoch 2 (rung 2 of 4): val_loss 0.6, worse than 0.3, the 1st best of 2 runs at epoch 2";
+
+#[test]
+fn asha_stops_the_losing_runs_at_their_rungs_and_the_best_survives() {
+    let env = Env::new();
+    let script = env.script();
+    let mut child = Watched::start(
+        &env,
+        &args(script.to_str().unwrap())
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    for tag in ["ea-1", "ea-2", "ea-3"] {
+        start_running(&env, &mut child, tag);
+    }
+    child.await_stdout("early stopping: asha, rungs at epochs 1, 2, 4, …");
+    epoch(&env, "ea-1", 1, 0.5);
+    await_key(&env, &mut child, "observed.ea-1.1");
+    epoch(&env, "ea-2", 1, 0.9);
+    child.await_stdout(&format!("{EA2}\n"));
+    // Recorded before it was carried out, with the observation it rests on.
+    let data = &record(&env)["data"];
+    assert_eq!(data["observed.ea-2.1"], "0.9");
+    assert_eq!(data["ended.ea-2"], format!("StoppedEarly: {EA2}"));
+    // Its freed slot starts the 4th run.
+    start_running(&env, &mut child, "ea-4");
+    epoch(&env, "ea-3", 1, 0.4);
+    await_key(&env, &mut child, "observed.ea-3.1");
+    epoch(&env, "ea-4", 1, 0.45);
+    await_key(&env, &mut child, "observed.ea-4.1");
+    epoch(&env, "ea-3", 2, 0.3);
+    await_key(&env, &mut child, "observed.ea-3.2");
+    epoch(&env, "ea-1", 2, 0.6);
+    child.await_stdout(&format!("{EA1}\n"));
+    // 0.35 ties the 2nd best of 3 (⌈3/2⌉): it survives.
+    epoch(&env, "ea-4", 2, 0.35);
+    await_key(&env, &mut child, "observed.ea-4.2");
+    exited(&env, "ea-3-worker-0", 0);
+    exited(&env, "ea-4-worker-0", 0);
+    let out = child.finish();
+    out.success()
+        .stdout_has("ea-2  stopped early")
+        .stdout_has("ea-1  stopped early")
+        .stdout_has("ea-3  Succeeded\n")
+        .stdout_has("experiment ea: all 4 runs done: 2 succeeded, 2 stopped early");
+    assert_eq!(
+        out.stdout.matches("stopped at epoch").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+    // The stopped runs' pods were stopped (kept, with a deadline), the others not.
+    for (tag, stopped) in [("ea-1", true), ("ea-2", true), ("ea-3", false)] {
+        let pod = &pods_of(&env, tag)[0];
+        let deadline = pod["spec"]["activeDeadlineSeconds"].as_i64();
+        assert_eq!(deadline == Some(1), stopped, "{tag}: {pod}");
+    }
+    // The run's own record says it, as list, status and compare read it.
+    let cm = env
+        .list("configmaps", NS)
+        .into_iter()
+        .find(|c| c["metadata"]["labels"]["training_attempt"] == "ea-1")
+        .expect("ea-1's ConfigMap");
+    let verdict = cm["metadata"]["annotations"].to_string();
+    assert!(
+        verdict.contains("StoppedEarly: ea-1 stopped at epoch 2"),
+        "{verdict}"
+    );
+    let data = &record(&env)["data"];
+    assert_eq!(data["observed.ea-4.2"], "0.35");
+    assert_eq!(data["ended.ea-3"], "Succeeded");
+    let list = env.run(&["list", "--experiment", "ea"]);
+    list.success().stdout_has("StoppedEarly");
+}
+
+#[test]
+fn resume_after_a_decision_judges_no_run_again() {
+    let env = Env::new();
+    let script = env.script();
+    let argv = args(script.to_str().unwrap());
+    let mut child = Watched::start(&env, &argv.iter().map(String::as_str).collect::<Vec<_>>());
+    for tag in ["ea-1", "ea-2", "ea-3"] {
+        start_running(&env, &mut child, tag);
+    }
+    epoch(&env, "ea-1", 1, 0.5);
+    await_key(&env, &mut child, "observed.ea-1.1");
+    epoch(&env, "ea-2", 1, 0.9);
+    child.await_stdout(&format!("{EA2}\n"));
+    start_running(&env, &mut child, "ea-4");
+    crate::follow::send(child.child(), "-INT");
+    let out = child.finish();
+    assert_eq!(out.code, 130, "{out:#?}");
+    let before = record(&env)["data"].clone();
+
+    // The same command with --resume: ea-2 stays stopped, ea-1's epoch 1 (read again
+    // from its log) is not judged again.
+    let mut resumed = argv.clone();
+    resumed.splice(1..3, ["--resume".to_string(), "ea".to_string()]);
+    let mut child = Watched::start(
+        &env,
+        &resumed.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    child.await_stdout("ea-2  stopped early");
+    epoch(&env, "ea-3", 1, 0.4);
+    await_key(&env, &mut child, "observed.ea-3.1");
+    for tag in ["ea-1", "ea-3", "ea-4"] {
+        exited(&env, &format!("{tag}-worker-0"), 0);
+    }
+    let out = child.finish();
+    out.success()
+        .stdout_has("experiment ea: taking it up (4 runs planned)")
+        .stdout_has("all 4 runs done: 3 succeeded, 1 stopped early");
+    assert!(!out.stdout.contains("stopped at epoch"), "{}", out.stdout);
+    let after = &record(&env)["data"];
+    assert_eq!(after["observed.ea-1.1"], before["observed.ea-1.1"]);
+    assert_eq!(after["ended.ea-2"], before["ended.ea-2"]);
+    assert!(pods_of(&env, "ea-2").len() == 1, "not started again");
+}
