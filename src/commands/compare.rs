@@ -18,19 +18,35 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         }
         None => None,
     };
-    let (mut runs, namespace) = if args.local {
+    let (mut runs, namespace, objective) = if args.local {
         let here = std::env::current_dir()?;
-        (crate::ops::compare::local_runs(&here, &args.names)?, None)
+        let runs = crate::ops::compare::local_runs(&here, &args.names)?;
+        let objective = sort
+            .is_none()
+            .then(|| crate::ops::compare::local_objective(&here, &args.names));
+        (runs, None, objective.flatten())
     } else {
         let cluster = settings.connect()?;
         let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
-        (runs, Some(cluster.namespace().to_string()))
+        let objective = match sort {
+            None => crate::ops::compare::objective(&cluster, &args.names).await,
+            Some(_) => None,
+        };
+        (runs, Some(cluster.namespace().to_string()), objective)
     };
     if let Some(by) = &sort {
         by.check(&runs)
             .map_err(|e| UsageError::new(format!("--sort {e}")))?;
     }
-    let sort = sort.or_else(|| SortBy::default_for(&runs));
+    // Without --sort: the experiment's objective, else val_loss, else loss…
+    let sort = sort
+        .or_else(|| {
+            objective.map(|o| SortBy {
+                metric: o.metric,
+                lower_first: o.lower,
+            })
+        })
+        .or_else(|| SortBy::default_for(&runs));
     let best = table::sort(&mut runs, sort.as_ref());
     let experiment = (args.names.len() == 1)
         .then(|| args.names[0].as_str())

@@ -15,6 +15,7 @@ use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, LOCAL_OUTPUT_ROOT, RUN_LABEL, label_value_problem, run_selector,
 };
 use crate::metrics::cost;
+use crate::metrics::early::Objective;
 use crate::metrics::table::Compared;
 use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, SWEEP_RECORD_FILE, params};
 use crate::output;
@@ -315,6 +316,38 @@ fn choose(records: Vec<Record>, names: &[String]) -> Result<Vec<Record>, Vec<Str
 /// `compare --local`: the `--local` runs under `tf-spawner-output/` in `root` that
 /// `names` name: a run's tag (its folder), or an experiment `NAME`, whose runs are the
 /// folders `NAME-1`, `NAME-2`… Each run's `metrics.json` and the sweep's `params.json`.
+/// The objective experiment `names` (one name) was swept for (`sweep --objective`):
+/// what `compare` sorts by when not told; `None` without one, or for several names.
+pub async fn objective(cluster: &Cluster, names: &[String]) -> Option<Objective> {
+    let [name] = names else { return None };
+    if label_value_problem(name).is_some() {
+        return None;
+    }
+    experiment::planned(cluster, name)
+        .await
+        .ok()
+        .flatten()?
+        .objective
+}
+
+/// [`objective`] of a `--local` experiment, from its record's file (at most 64 MiB).
+pub fn local_objective(root: &Path, names: &[String]) -> Option<Objective> {
+    #[derive(serde::Deserialize)]
+    struct Only {
+        objective: Option<Objective>,
+    }
+    let [name] = names else { return None };
+    let path = root
+        .join(LOCAL_OUTPUT_ROOT)
+        .join(name)
+        .join(SWEEP_RECORD_FILE);
+    let mut text = String::new();
+    let file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, 64 << 20), &mut text).ok()?;
+    let objective = serde_json::from_str::<Only>(&text).ok()?.objective?;
+    Objective::parse(&objective.metric).ok().map(|_| objective)
+}
+
 pub fn local_runs(root: &Path, names: &[String]) -> Result<Vec<Compared>> {
     let dir = root.join(LOCAL_OUTPUT_ROOT);
     let mut tags: Vec<String> = match std::fs::read_dir(&dir) {

@@ -187,3 +187,40 @@ fn resume_after_a_decision_judges_no_run_again() {
     assert_eq!(after["ended.ea-2"], before["ended.ea-2"]);
     assert!(pods_of(&env, "ea-2").len() == 1, "not started again");
 }
+
+#[test]
+fn compare_sorts_by_the_experiments_objective_by_default() {
+    let env = Env::new();
+    let script = env.script();
+    let argv = [
+        "sweep",
+        "-t",
+        "ob",
+        "-w",
+        "1",
+        "--param",
+        "lr=1,2",
+        "--parallel",
+        "2",
+        "--objective",
+        "val_acc",
+        script.to_str().unwrap(),
+    ];
+    let mut child = Watched::start(&env, &argv);
+    for (tag, acc) in [("ob-1", 0.6), ("ob-2", 0.9)] {
+        start_running(&env, &mut child, tag);
+        let line = format!("Epoch 1/1\n1/1 - 0s 5ms/step - val_loss: 0.1 - val_acc: {acc}\n");
+        env.server.append_log(NS, &format!("{tag}-worker-0"), &line);
+    }
+    for tag in ["ob-1", "ob-2"] {
+        exited(&env, &format!("{tag}-worker-0"), 0);
+    }
+    child.finish().success();
+    let out = env.run(&["compare", "ob", "-o", "json"]);
+    let json: Value = serde_json::from_str(&out.success().stdout).unwrap();
+    // Not val_loss, compare's own default: the sweep's objective, highest first.
+    assert_eq!(json["sort"]["metric"], "val_acc", "{json}");
+    assert_eq!(json["sort"]["order"], "descending");
+    assert_eq!(json["best"], "ob-2");
+    assert_eq!(json["runs"][0]["tag"], "ob-2");
+}
