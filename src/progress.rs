@@ -149,6 +149,26 @@ pub enum Seen {
 /// Where a wait's [`Seen`] goes.
 pub type Observer = tokio::sync::mpsc::UnboundedSender<Seen>;
 
+/// Where a sweep's decision to stop a run early reaches the run's follower (a wait, a
+/// `--local` run): the decision's line, once made.
+pub type EarlyStop = tokio::sync::watch::Receiver<Option<String>>;
+
+/// The line of the decision to stop the run early, once there is one (at once if it was
+/// made before: a `--resume`); never without one.
+pub async fn stopped_early(early: &mut Option<EarlyStop>) -> String {
+    if let Some(rx) = early {
+        loop {
+            if let Some(line) = rx.borrow_and_update().clone() {
+                return line;
+            }
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    }
+    std::future::pending().await
+}
+
 /// Where progress goes.
 pub enum Progress {
     /// To a view of several runs.

@@ -50,6 +50,8 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         timeout: args.timeout,
         env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
         colour: output::fancy_stdout(),
+        observer: None,
+        early: None,
     };
     let began = std::time::Instant::now();
     let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
@@ -131,5 +133,7 @@ fn report(tag: &str, outcome: Outcome, training: &Training) -> Result<()> {
             format!("interrupted; the tasks of local run '{tag}' were stopped"),
         )
         .into()),
+        // Only a sweep's run is stopped early (a sweep's own runs do not come here).
+        Outcome::StoppedEarly(line) => Err(crate::ops::wait::StoppedEarly(line).into()),
     }
 }

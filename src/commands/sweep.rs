@@ -146,6 +146,8 @@ async fn start(
                 timeout: spawn.timeout,
                 env_file: spawn.env_file.as_ref().map(|f| f.display().to_string()),
                 colour: output::fancy_stdout(),
+                observer: None,
+                early: None,
             },
             resume: args.resume.is_some(),
             hint,

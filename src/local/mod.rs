@@ -155,6 +155,8 @@ pub enum Outcome {
     TimedOut { after: Duration, running: Vec<Task> },
     /// SIGINT or SIGTERM: the exit code (130, 143).
     Interrupted(u8),
+    /// A sweep's early stopping stopped it (the decision's line): done, not failed.
+    StoppedEarly(String),
 }
 
 /// Writes what the deciding task printed of the training (`metrics::RunMetrics`, with
@@ -172,6 +174,7 @@ pub fn keep_metrics(dir: &std::path::Path, outcome: &Outcome, training: &Trainin
             "Failed: timed out after {}",
             humantime::format_duration(*after)
         ),
+        Outcome::StoppedEarly(line) => format!("{}: {line}", crate::metrics::early::STOPPED_EARLY),
         Outcome::Interrupted(_) => return,
     };
     let Some(mut metrics) = crate::metrics::RunMetrics::of(training, Some(took.as_secs()), 0)
@@ -196,6 +199,11 @@ pub struct RunOptions {
     pub env_file: Option<String>,
     /// Colour the task prefixes.
     pub colour: bool,
+    /// A sweep's view of its runs: the deciding task's training goes there (as
+    /// `Seen::Training`) at each epoch's end.
+    pub observer: Option<(String, crate::progress::Observer)>,
+    /// A sweep's decision to stop the run early: its tasks stopped as after a verdict.
+    pub early: Option<crate::progress::EarlyStop>,
 }
 
 /// Process groups started so far; the ones whose leader has not been reaped are killed
@@ -270,6 +278,8 @@ pub async fn run(
         outcome: None,
         stage: Stage::Running,
         groups,
+        observer: options.observer.clone(),
+        early: options.early.clone(),
     };
     runner.run(rx, stop).await;
     runner.printer.end_live();
@@ -399,6 +409,8 @@ struct Runner<'a> {
     outcome: Option<Outcome>,
     stage: Stage,
     groups: Groups,
+    observer: Option<(String, crate::progress::Observer)>,
+    early: Option<crate::progress::EarlyStop>,
 }
 
 impl Runner<'_> {
@@ -411,6 +423,7 @@ impl Runner<'_> {
     ) {
         // After `stop` fired: a second request, which skips what is left of the grace.
         let mut stop_fired = false;
+        let mut early = self.early.take();
         let mut again: Pin<Box<dyn Future<Output = u8>>> = Box::pin(std::future::pending());
         while !self.done() {
             let deadline = self.deadline();
@@ -441,6 +454,11 @@ impl Runner<'_> {
                 _ = &mut again => {
                     again = Box::pin(std::future::pending());
                     self.kill_now();
+                }
+                line = crate::progress::stopped_early(&mut early), if self.outcome.is_none() => {
+                    let left = running(self.plan, &self.ended);
+                    self.printer.note(&format!("stopped early; stopping {}", ids(&left)));
+                    self.decided(Outcome::StoppedEarly(line));
                 }
             }
         }
@@ -522,7 +540,11 @@ impl Runner<'_> {
                     && Some(at) == self.deciding
                 {
                     let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+                    let before = self.training.history.points.last().cloned();
                     self.training.read_line(now, line);
+                    if self.training.history.points.last() != before.as_ref() {
+                        self.observed();
+                    }
                 }
                 self.printer.piece(at, &piece);
             }
@@ -549,6 +571,16 @@ impl Runner<'_> {
                     *e = Some(Ended::Code(-1));
                 }
             }
+        }
+    }
+
+    /// An epoch's end (or its metrics drawn again): the training to the sweep's view.
+    fn observed(&self) {
+        if let Some((tag, to)) = &self.observer {
+            let _ = to.send(crate::progress::Seen::Training {
+                tag: tag.clone(),
+                training: Box::new(self.training.clone()),
+            });
         }
     }
 
@@ -640,7 +672,9 @@ fn decision_note(outcome: &Outcome) -> String {
             ended.map_or_else(|| "failed".to_string(), |e| e.to_string()),
             stopping(stopped)
         ),
-        Outcome::TimedOut { .. } | Outcome::Interrupted(_) => String::new(),
+        Outcome::TimedOut { .. } | Outcome::Interrupted(_) | Outcome::StoppedEarly(_) => {
+            String::new()
+        }
     }
 }
 

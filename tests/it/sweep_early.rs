@@ -224,3 +224,54 @@ fn compare_sorts_by_the_experiments_objective_by_default() {
     assert_eq!(json["best"], "ob-2");
     assert_eq!(json["runs"][0]["tag"], "ob-2");
 }
+
+/// A `--local` sweep (python3) whose script prints Keras' epoch lines: the losing run,
+/// which waits after its first epoch, is stopped there; the others train to their end.
+#[test]
+fn a_local_sweep_stops_its_losing_run_at_its_rung() {
+    let env = Env::new();
+    let script = env.write(
+        "curve.py",
+        "import os, time\n\
+         lr = float(os.environ['TF_SPAWNER_PARAM_LR'])\n\
+         for e in range(1, 6):\n\
+         \x20   print(f'Epoch {e}/5', flush=True)\n\
+         \x20   print(f'1/1 - 0s 5ms/step - loss: {lr / e:.4f} - val_loss: {lr / e:.4f}', flush=True)\n\
+         \x20   if lr > 0.2:\n\
+         \x20       time.sleep(120)\n",
+    );
+    let out = env.run(&[
+        "sweep",
+        "--local",
+        "-t",
+        "lx",
+        "--param",
+        "lr=0.1,0.3,0.05",
+        "--objective",
+        "val_loss",
+        "--early-stop",
+        "asha",
+        "--eta",
+        "2",
+        script.to_str().unwrap(),
+    ]);
+    out.success()
+        .stdout_has("lx-2 stopped at epoch 1 (rung 1 of 3): val_loss 0.3, worse than 0.1, the 1st best of 2 runs at epoch 1\n")
+        .stdout_has("run lx-2 (local): stopped early")
+        .stdout_has("run lx-3 (local): Succeeded")
+        .stdout_has("local experiment lx: all 3 runs done: 2 succeeded, 1 stopped early; best lx-3");
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.path("tf-spawner-output/lx/experiment.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["observed"]["lx-1"]["4"], 0.025, "{record}");
+    assert_eq!(record["observed"]["lx-2"]["1"], 0.3);
+    assert!(record["observed"]["lx-2"].get("2").is_none());
+    let verdict = record["ended"]["lx-2"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("StoppedEarly: lx-2 stopped at epoch 1"),
+        "{verdict}"
+    );
+    let compare = env.run(&["compare", "--local", "lx"]);
+    compare.success().stdout_has("StoppedEarly");
+}

@@ -15,12 +15,15 @@ use futures::stream::FuturesUnordered;
 use crate::errors::{EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
 use crate::local::{self, Outcome, RunOptions};
+use crate::metrics::early::STOPPED_EARLY;
 use crate::metrics::winner::{Results, Winner};
 use crate::metrics::{METRICS_FILE, PARAMS_FILE, SWEEP_RECORD_FILE};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{Point, Record, params_json, point_text};
 use crate::signals;
+
+use super::early::Early;
 
 /// A `--local` sweep.
 pub(crate) struct LocalSweep {
@@ -96,31 +99,25 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         local_output_dir(name).display()
     ));
     let began = std::time::Instant::now();
-    let mut before = ended_before(sweep, &runs);
-    let (failed, interrupted) = run_all(sweep, &runs, &mut before).await;
+    let kept = run_all(sweep, &runs, ended_before(sweep, &runs)).await;
     let results = std::env::current_dir()
         .ok()
-        .filter(|_| interrupted.is_none())
+        .filter(|_| kept.interrupted.is_none())
         .and_then(|here| crate::ops::compare::local_runs(&here, std::slice::from_ref(name)).ok())
         .map(Results::of)
         .unwrap_or_default();
-    let result = ended(
-        sweep,
-        (runs.len(), &failed),
-        interrupted,
-        results.best.as_ref(),
-    );
+    let result = ended(sweep, (runs.len(), &kept), results.best.as_ref());
     let told: Vec<(String, &str)> = runs
         .iter()
         .map(|(tag, _)| {
-            (
-                tag.clone(),
-                if failed.contains(tag) {
-                    "Failed"
-                } else {
-                    "Succeeded"
-                },
-            )
+            let word = if kept.failed.contains(tag) {
+                "Failed"
+            } else if kept.stopped.contains(tag) {
+                STOPPED_EARLY
+            } else {
+                "Succeeded"
+            };
+            (tag.clone(), word)
         })
         .collect();
     let notify = sweep.notify.as_ref();
@@ -169,7 +166,10 @@ fn ended_before(sweep: &LocalSweep, runs: &[(String, Point)]) -> BTreeMap<String
             crate::metrics::RunMetrics::parse(&text)?.verdict
         };
         let verdict = sweep.record.ended.get(tag).cloned().or_else(kept);
-        if let Some(verdict) = verdict.filter(|v| v == "Succeeded" || v.starts_with("Failed")) {
+        let taken = |v: &String| {
+            v == "Succeeded" || v.starts_with("Failed") || v.starts_with(STOPPED_EARLY)
+        };
+        if let Some(verdict) = verdict.filter(taken) {
             let _ = output::print(&format!(
                 "run {tag} (local): {verdict} (recorded; not run again)\n"
             ));
@@ -180,12 +180,8 @@ fn ended_before(sweep: &LocalSweep, runs: &[(String, Point)]) -> BTreeMap<String
 }
 
 /// Exit 0 when every run succeeded, 3 naming those that failed, or the interruption's.
-fn ended(
-    sweep: &LocalSweep,
-    (total, failed): (usize, &[String]),
-    interrupted: Option<u8>,
-    best: Option<&Winner>,
-) -> Result<()> {
+fn ended(sweep: &LocalSweep, (total, kept): (usize, &Kept), best: Option<&Winner>) -> Result<()> {
+    let (failed, interrupted) = (&kept.failed, kept.interrupted);
     let name = &sweep.record.name;
     let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
     if let Some(code) = interrupted {
@@ -199,9 +195,14 @@ fn ended(
         .into());
     }
     if failed.is_empty() {
-        let _ = output::print(&format!(
-            "local experiment {name}: all {total} runs succeeded{best_text}\n"
-        ));
+        let all = match kept.stopped.len() {
+            0 => format!("all {total} runs succeeded"),
+            k => format!(
+                "all {total} runs done: {} succeeded, {k} stopped early",
+                total.saturating_sub(k)
+            ),
+        };
+        let _ = output::print(&format!("local experiment {name}: {all}{best_text}\n"));
         return Ok(());
     }
     if let Some(best) = best {
@@ -219,37 +220,62 @@ fn ended(
     .into())
 }
 
-/// Every run, `parallel` at a time; after Ctrl-C, none more. The runs that failed, and
-/// the interruption's exit code.
-async fn run_all(
-    sweep: &LocalSweep,
-    runs: &[(String, Point)],
-    ended: &mut BTreeMap<String, String>,
-) -> (Vec<String>, Option<u8>) {
-    let mut failed: Vec<String> = ended
-        .iter()
-        .filter(|(_, v)| *v != "Succeeded")
-        .map(|(tag, _)| tag.clone())
-        .collect();
-    let before: Vec<String> = ended.keys().cloned().collect();
-    let mut queue = runs.iter().filter(|(tag, _)| !before.contains(tag));
-    let mut active = FuturesUnordered::new();
-    let mut interrupted = None;
-    loop {
-        while interrupted.is_none() && active.len() < sweep.parallel {
-            let Some(run) = queue.next() else { break };
-            active.push(one(sweep, run));
-        }
-        let Some((tag, result)) = active.next().await else {
-            break;
+/// What a local sweep keeps as its runs end: its record as written, the runs that
+/// failed and those stopped early, and the interruption's exit code.
+struct Kept {
+    record: Record,
+    failed: Vec<String>,
+    stopped: Vec<String>,
+    interrupted: Option<u8>,
+}
+
+impl Kept {
+    /// The record with the verdicts of the runs that ended before (`--resume`).
+    fn new(sweep: &LocalSweep, ended: BTreeMap<String, String>) -> Kept {
+        let of = |early: bool| -> Vec<String> {
+            ended
+                .iter()
+                .filter(|(_, v)| super::early::recorded_stop(v).is_some() == early)
+                .filter(|(_, v)| early || v.starts_with("Failed"))
+                .map(|(tag, _)| tag.clone())
+                .collect()
         };
+        let (failed, stopped) = (of(false), of(true));
+        let mut record = sweep.record.clone();
+        record.ended = ended;
+        Kept {
+            record,
+            failed,
+            stopped,
+            interrupted: None,
+        }
+    }
+
+    /// The record written again; a problem is a note naming `what` is not kept.
+    fn write(&self, tag: &str, what: &str) -> bool {
+        let written = serde_json::to_string_pretty(&self.record)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| write(&record_path(&self.record.name), &text));
+        if let Err(e) = &written {
+            output::note(&format!("run {tag}: {what} is not kept: {e:#}"));
+        }
+        written.is_ok()
+    }
+
+    /// A run's end: told (`--notify`), kept in the record, said.
+    async fn run_ended(
+        &mut self,
+        sweep: &LocalSweep,
+        tag: String,
+        result: Result<(Outcome, Option<String>)>,
+    ) {
         let (outcome, trained) = match result {
             Ok((outcome, trained)) => (Ok(outcome), trained),
             Err(e) => (Err(e), None),
         };
         let told = told(&tag, &outcome);
         crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
-        keep_verdict(sweep, ended, &tag, &told);
+        self.keep_verdict(&tag, &told);
         match outcome {
             Ok(Outcome::Succeeded { .. }) => {
                 let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
@@ -258,45 +284,105 @@ async fn run_all(
                 }
             }
             Ok(Outcome::Interrupted(code)) => {
-                interrupted.get_or_insert(code);
+                self.interrupted.get_or_insert(code);
             }
-            Ok(_) => failed.push(tag),
+            Ok(Outcome::StoppedEarly(_)) => {
+                let _ = output::print(&format!("run {tag} (local): stopped early\n"));
+                self.stopped.push(tag);
+            }
+            Ok(_) => self.failed.push(tag),
             Err(e) => {
                 output::note(&format!("run {tag}: {}", crate::errors::one_line(&e)));
-                failed.push(tag);
+                self.failed.push(tag);
             }
         }
     }
-    (failed, interrupted)
+
+    /// A run's verdict kept in the experiment's record (`--resume` runs it no more).
+    fn keep_verdict(&mut self, tag: &str, told: &Result<()>) {
+        let code = |e: &anyhow::Error| crate::errors::exit_code(e);
+        let verdict = match told {
+            Ok(()) => "Succeeded".to_string(),
+            Err(e) if e.downcast_ref::<crate::ops::wait::StoppedEarly>().is_some() => {
+                let line = e.downcast_ref::<crate::ops::wait::StoppedEarly>();
+                format!("{STOPPED_EARLY}: {}", line.map_or("", |l| l.0.as_str()))
+            }
+            Err(e) if code(e) == EXIT_TRAINING_FAILED || code(e) == crate::errors::EXIT_TIMEOUT => {
+                format!("Failed: {}", crate::errors::one_line(e))
+            }
+            Err(_) => return,
+        };
+        self.record.ended.insert(tag.to_string(), verdict);
+        self.write(tag, "its verdict");
+    }
+
+    /// A run's training seen: what early stopping reads of it kept in the record, then
+    /// its decision (if any) carried out; a record that cannot be written stops nothing.
+    fn judge(&mut self, early: &mut Early, seen: &crate::progress::Seen) {
+        let crate::progress::Seen::Training { tag, training } = seen else {
+            return;
+        };
+        let reading = early.read(tag, training);
+        if reading.is_empty() {
+            return;
+        }
+        let observed = self.record.observed.entry(tag.clone()).or_default();
+        observed.extend(reading.observed.iter().copied());
+        if let Some(decision) = &reading.decision {
+            let verdict = early.verdict(decision);
+            self.record.ended.insert(tag.clone(), verdict);
+        }
+        if self.write(tag, "what early stopping read") {
+            if let Some(decision) = &reading.decision {
+                early.act(decision);
+            }
+        }
+    }
 }
 
-/// A run's verdict kept in the experiment's record (`--resume` runs it no more); a
-/// problem is a note.
-fn keep_verdict(
+/// Every run, `parallel` at a time, judged by early stopping if the sweep has it; after
+/// Ctrl-C, none more.
+async fn run_all(
     sweep: &LocalSweep,
-    ended: &mut BTreeMap<String, String>,
-    tag: &str,
-    told: &Result<()>,
-) {
-    let verdict = match told {
-        Ok(()) => "Succeeded".to_string(),
-        Err(e)
-            if crate::errors::exit_code(e) == EXIT_TRAINING_FAILED
-                || crate::errors::exit_code(e) == crate::errors::EXIT_TIMEOUT =>
-        {
-            format!("Failed: {}", crate::errors::one_line(e))
-        }
-        Err(_) => return,
-    };
-    ended.insert(tag.to_string(), verdict);
-    let mut record = sweep.record.clone();
-    record.ended = ended.clone();
-    let written = serde_json::to_string_pretty(&record)
-        .map_err(anyhow::Error::from)
-        .and_then(|text| write(&record_path(&record.name), &text));
-    if let Err(e) = written {
-        output::note(&format!("run {tag}: its verdict is not kept: {e:#}"));
+    runs: &[(String, Point)],
+    ended: BTreeMap<String, String>,
+) -> Kept {
+    let mut kept = Kept::new(sweep, ended);
+    let before: Vec<String> = kept.record.ended.keys().cloned().collect();
+    let mut queue = runs.iter().filter(|(tag, _)| !before.contains(tag));
+    let mut active = FuturesUnordered::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut early = Early::of(&sweep.record);
+    if let Some(early) = &early {
+        let _ = output::print(&format!("{}\n", early.about()));
     }
+    loop {
+        while kept.interrupted.is_none() && active.len() < sweep.parallel {
+            let Some(run) = queue.next() else { break };
+            let mut options = sweep.options.clone();
+            if let Some(early) = &mut early {
+                options.observer = Some((run.0.clone(), tx.clone()));
+                options.early = Some(early.channel(&run.0, None));
+            }
+            active.push(one(sweep, run, options));
+        }
+        tokio::select! {
+            next = active.next() => {
+                let Some((tag, result)) = next else { break };
+                let judged = matches!(&result, Ok((Outcome::Succeeded { .. } | Outcome::Failed { .. }, _)));
+                if let (Some(early), true) = (&mut early, judged) {
+                    early.ended(&tag);
+                }
+                kept.run_ended(sweep, tag, result).await;
+            }
+            Some(seen) = rx.recv() => {
+                if let Some(early) = &mut early {
+                    kept.judge(early, &seen);
+                }
+            }
+        }
+    }
+    kept
 }
 
 /// A run's outcome as `--notify` tells it: the error a `--local` run of its own ends with.
@@ -304,6 +390,9 @@ fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
     let (code, why) = match outcome {
         Ok(Outcome::Succeeded { .. }) => return Ok(()),
         Ok(Outcome::Interrupted(code)) => (*code, "interrupted".to_string()),
+        Ok(Outcome::StoppedEarly(line)) => {
+            return Err(crate::ops::wait::StoppedEarly(line.clone()).into());
+        }
         Ok(Outcome::Failed { task, ended, .. }) => (
             EXIT_TRAINING_FAILED,
             format!(
@@ -324,6 +413,7 @@ fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
 async fn one(
     sweep: &LocalSweep,
     (tag, point): &(String, Point),
+    options: RunOptions,
 ) -> (String, Result<(Outcome, Option<String>)>) {
     let outcome = async {
         let mut request = super::request(&sweep.base, &sweep.args, (tag, point));
@@ -345,7 +435,7 @@ async fn one(
         ));
         let mut stop = Box::pin(signals::stop_requested());
         let began = std::time::Instant::now();
-        let (outcome, training) = local::run(&plan, &sweep.options, &mut stop).await?;
+        let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
         local::keep_metrics(&dir, &outcome, &training, began.elapsed());
         Ok((outcome, crate::trainlog::show::report(&training)))
     };

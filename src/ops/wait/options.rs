@@ -148,7 +148,7 @@ pub struct Wait {
     /// A sweep's early stopping: the line of its decision to stop this run, once made
     /// (`ops/sweep/early.rs`); the wait then ends as after a verdict, the run's pods
     /// stopped and kept, the run recorded as stopped early.
-    pub early: Option<tokio::sync::watch::Receiver<Option<String>>>,
+    pub early: Option<crate::progress::EarlyStop>,
     /// `--notify`: where the verdict is told (`ops/notify.rs`).
     pub notify: Option<crate::metrics::notice::Target>,
     /// `--on-cancel`: what a SIGINT or SIGTERM does to the run (without `--cleanup`).

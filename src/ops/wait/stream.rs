@@ -108,25 +108,9 @@ struct Sources {
     /// `--heartbeat`.
     heartbeat: Option<Duration>,
     /// A sweep's decision to stop the run early ([`Wait::early`]).
-    early: Option<watch::Receiver<Option<String>>>,
+    early: Option<crate::progress::EarlyStop>,
     /// The run's pods were listed once: a decision taken now stops what they hold.
     listed: bool,
-}
-
-/// The line of the sweep's decision to stop the run early, once there is one (at
-/// once if it was made before this follow began: a `--resume`); never without one.
-async fn decided_early(early: &mut Option<watch::Receiver<Option<String>>>) -> String {
-    if let Some(rx) = early {
-        loop {
-            if let Some(line) = rx.borrow_and_update().clone() {
-                return line;
-            }
-            if rx.changed().await.is_err() {
-                break;
-            }
-        }
-    }
-    std::future::pending().await
 }
 
 impl Sources {
@@ -188,7 +172,7 @@ async fn drive(
                 continue;
             }
             code = &mut stop => Event::Signal(code),
-            line = decided_early(&mut sources.early), if sources.listed => {
+            line = crate::progress::stopped_early(&mut sources.early), if sources.listed => {
                 return Ok(Outcome::StoppedEarly(line));
             }
         };
