@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::cli::CompareArgs;
 use crate::errors::UsageError;
 use crate::metrics::chart::{self, Series};
+use crate::metrics::early::Objective;
 use crate::metrics::table::{self, CompareFormat, Compared, SortBy};
 use crate::output;
 use crate::settings::Settings;
@@ -18,35 +19,13 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         }
         None => None,
     };
-    let (mut runs, namespace, objective) = if args.local {
-        let here = std::env::current_dir()?;
-        let runs = crate::ops::compare::local_runs(&here, &args.names)?;
-        let objective = sort
-            .is_none()
-            .then(|| crate::ops::compare::local_objective(&here, &args.names));
-        (runs, None, objective.flatten())
-    } else {
-        let cluster = settings.connect()?;
-        let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
-        let objective = match sort {
-            None => crate::ops::compare::objective(&cluster, &args.names).await,
-            Some(_) => None,
-        };
-        (runs, Some(cluster.namespace().to_string()), objective)
-    };
+    let (mut runs, namespace, objective) = read(settings, args, sort.is_none()).await?;
     if let Some(by) = &sort {
         by.check(&runs)
             .map_err(|e| UsageError::new(format!("--sort {e}")))?;
     }
     // Without --sort: the experiment's objective, else val_loss, else loss…
-    let sort = sort
-        .or_else(|| {
-            objective.map(|o| SortBy {
-                metric: o.metric,
-                lower_first: o.lower,
-            })
-        })
-        .or_else(|| SortBy::default_for(&runs));
+    let sort = sort.or(objective).or_else(|| SortBy::default_for(&runs));
     let best = table::sort(&mut runs, sort.as_ref());
     let experiment = (args.names.len() == 1)
         .then(|| args.names[0].as_str())
@@ -86,6 +65,38 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
     };
     output::print_styled(&text)?;
     Ok(())
+}
+
+/// The runs compared, their namespace (none `--local`) and, when `objective` is
+/// asked (no `--sort`), the experiment's recorded objective as the sort.
+async fn read(
+    settings: &Settings,
+    args: &CompareArgs,
+    objective: bool,
+) -> Result<(Vec<Compared>, Option<String>, Option<SortBy>)> {
+    let by = |o: Objective| SortBy {
+        metric: o.metric,
+        lower_first: o.lower,
+    };
+    if args.local {
+        let here = std::env::current_dir()?;
+        let runs = crate::ops::compare::local_runs(&here, &args.names)?;
+        let objective = objective
+            .then(|| crate::ops::compare::local_objective(&here, &args.names))
+            .flatten();
+        return Ok((runs, None, objective.map(by)));
+    }
+    let cluster = settings.connect()?;
+    let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
+    let objective = match objective {
+        true => crate::ops::compare::objective(&cluster, &args.names).await,
+        false => None,
+    };
+    Ok((
+        runs,
+        Some(cluster.namespace().to_string()),
+        objective.map(by),
+    ))
 }
 
 /// The chart of `metric` for every run: its legend names the run and its parameters

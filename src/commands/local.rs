@@ -134,6 +134,6 @@ fn report(tag: &str, outcome: Outcome, training: &Training) -> Result<()> {
         )
         .into()),
         // Only a sweep's run is stopped early (a sweep's own runs do not come here).
-        Outcome::StoppedEarly(line) => Err(crate::ops::wait::StoppedEarly(line).into()),
+        Outcome::StoppedEarly(line) => Err(crate::metrics::early::StoppedEarly(line).into()),
     }
 }

@@ -36,6 +36,19 @@ pub const MEDIAN_MIN_OTHERS: usize = 3;
 /// `list`, `status` and `compare` show it.
 pub const STOPPED_EARLY: &str = "StoppedEarly";
 
+/// A run's end when a sweep's early stopping stopped it (the decision's line): done,
+/// not failed (a wait's and a `--local` run's error, which the sweep tells apart).
+#[derive(Debug)]
+pub struct StoppedEarly(pub String);
+
+impl std::fmt::Display for StoppedEarly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped early: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoppedEarly {}
+
 /// `--early-stop`: which rule stops the losing runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -211,6 +211,7 @@ mod tests {
                 })
                 .collect(),
             ended: BTreeMap::new(),
+            objective: None,
         };
         let found = summarise(&runs, &[planned], 1_000 + 120);
         assert_eq!(found.len(), 2);

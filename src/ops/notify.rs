@@ -35,7 +35,10 @@ pub fn verdict_of(result: &Result<()>, succeeded: bool) -> Option<(&'static str,
     match result {
         Ok(()) if succeeded => Some(("Succeeded", 0)),
         Ok(()) => None,
-        Err(e) if e.downcast_ref::<super::wait::StoppedEarly>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<crate::metrics::early::StoppedEarly>()
+                .is_some() =>
+        {
             Some((crate::metrics::early::STOPPED_EARLY, 0))
         }
         Err(e) => match exit_code(e) {

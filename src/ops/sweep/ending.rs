@@ -4,7 +4,6 @@
 
 use anyhow::Result;
 
-use super::{RecordGone, Sweep};
 use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError};
 use crate::metrics::early::STOPPED_EARLY;
 use crate::output;
@@ -41,6 +40,15 @@ impl Ended {
         }
     }
 
+    /// Why the sweep starts no more runs after this end, if it is one that says so.
+    pub(super) fn halts(&self) -> Option<Halt> {
+        match self {
+            Ended::Interrupted(code) | Ended::NotCreated(code) => Some(Halt::Signal(*code)),
+            Ended::Deleted => Some(Halt::Deleted),
+            _ => None,
+        }
+    }
+
     /// The verdict the record keeps, for a run that ended.
     pub(super) fn to_record(&self) -> Option<String> {
         match self {
@@ -51,6 +59,18 @@ impl Ended {
         }
     }
 }
+
+/// The refusal to create a run of an experiment whose record is gone.
+#[derive(Debug)]
+pub(super) struct RecordGone;
+
+impl std::fmt::Display for RecordGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the experiment was deleted")
+    }
+}
+
+impl std::error::Error for RecordGone {}
 
 /// Why the sweep starts no more runs.
 #[derive(Clone, Copy)]
@@ -89,7 +109,7 @@ pub(super) fn end_text(end: &Ended) -> String {
 /// then followed to its end.
 pub(super) fn ended_by(e: &anyhow::Error) -> Ended {
     let code = errors::exit_code(e);
-    if let Some(early) = e.downcast_ref::<crate::ops::wait::StoppedEarly>() {
+    if let Some(early) = e.downcast_ref::<crate::metrics::early::StoppedEarly>() {
         Ended::StoppedEarly(early.0.clone())
     } else if e.downcast_ref::<RecordGone>().is_some() {
         Ended::Deleted
@@ -105,27 +125,31 @@ fn all_succeeded(name: &str, ns: &str, (runs, stopped): (usize, usize), best_tex
     let all = match (runs, stopped) {
         (1, 0) => "its one run succeeded".to_string(),
         (n, 0) => format!("all {n} runs succeeded"),
-        (n, k) => format!(
-            "all {n} runs done: {} succeeded, {k} stopped early",
-            n.saturating_sub(k)
-        ),
+        (n, k) => format!("all {n} runs done: {}", done_text(n.saturating_sub(k), k)),
     };
     let _ = output::print(&format!(
         "experiment {name}: {all}{best_text} (compare them: tf-spawner compare {name} -n {ns})\n"
     ));
 }
 
-/// Exit 0 when every run succeeded (the last line naming the best, `best_text`); 3
-/// naming the failed; on Ctrl-C its code and how to take the experiment up again.
+/// `2 succeeded`, `2 succeeded, 1 stopped early`.
+fn done_text(succeeded: usize, stopped: usize) -> String {
+    match stopped {
+        0 => format!("{succeeded} succeeded"),
+        k => format!("{succeeded} succeeded, {k} stopped early"),
+    }
+}
+
+/// Exit 0 when every run is done (the last line naming the best, `best_text`); 3
+/// naming the failed; on Ctrl-C its code and how to take the experiment up again
+/// (`hint`).
 pub(super) fn verdict(
-    sweep: &Sweep,
+    (name, ns, hint): (&str, &str, &str),
     runs: &[(String, Point)],
     ended: &[(usize, Ended)],
     stopping: Option<Halt>,
     best_text: &str,
 ) -> Result<()> {
-    let name = &sweep.record.name;
-    let ns = &sweep.base.namespace;
     let count = |of: fn(&Ended) -> bool| ended.iter().filter(|(_, e)| of(e)).count();
     let succeeded = count(|e| matches!(e, Ended::Succeeded));
     let failed: Vec<&str> = ended
@@ -134,16 +158,13 @@ pub(super) fn verdict(
         .map(|(i, _)| runs[*i].0.as_str())
         .collect();
     let stopped = count(|e| matches!(e, Ended::StoppedEarly(_)));
+    let done = done_text(succeeded, stopped);
     let left = runs
         .len()
         .saturating_sub(succeeded + failed.len() + stopped);
-    let early = match stopped {
-        0 => String::new(),
-        k => format!(", {k} stopped early"),
-    };
     if let Some(Halt::Deleted) = stopping {
         return Err(anyhow::anyhow!(
-            "experiment '{name}' was deleted while the sweep ran (its record {} is gone): {succeeded} succeeded{early}, {} failed, the other {left} runs never started or were deleted",
+            "experiment '{name}' was deleted while the sweep ran (its record {} is gone): {done}, {} failed, the other {left} runs never started or were deleted",
             crate::labels::experiment_record_name(name),
             failed.len()
         ));
@@ -155,10 +176,9 @@ pub(super) fn verdict(
         return Err(ExitError::new(
             code,
             format!(
-                "interrupted; experiment '{name}' was left as it is ({succeeded} succeeded{early}, {} failed, {running} left running, {} not started); take it up with: {}",
+                "interrupted; experiment '{name}' was left as it is ({done}, {} failed, {running} left running, {} not started); take it up with: {hint}",
                 failed.len(),
                 left.saturating_sub(running),
-                sweep.hint
             ),
         )
         .into());

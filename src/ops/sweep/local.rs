@@ -303,8 +303,11 @@ impl Kept {
         let code = |e: &anyhow::Error| crate::errors::exit_code(e);
         let verdict = match told {
             Ok(()) => "Succeeded".to_string(),
-            Err(e) if e.downcast_ref::<crate::ops::wait::StoppedEarly>().is_some() => {
-                let line = e.downcast_ref::<crate::ops::wait::StoppedEarly>();
+            Err(e)
+                if e.downcast_ref::<crate::metrics::early::StoppedEarly>()
+                    .is_some() =>
+            {
+                let line = e.downcast_ref::<crate::metrics::early::StoppedEarly>();
                 format!("{STOPPED_EARLY}: {}", line.map_or("", |l| l.0.as_str()))
             }
             Err(e) if code(e) == EXIT_TRAINING_FAILED || code(e) == crate::errors::EXIT_TIMEOUT => {
@@ -332,10 +335,10 @@ impl Kept {
             let verdict = early.verdict(decision);
             self.record.ended.insert(tag.clone(), verdict);
         }
-        if self.write(tag, "what early stopping read") {
-            if let Some(decision) = &reading.decision {
-                early.act(decision);
-            }
+        if self.write(tag, "what early stopping read")
+            && let Some(decision) = &reading.decision
+        {
+            early.act(decision);
         }
     }
 }
@@ -391,7 +394,7 @@ fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
         Ok(Outcome::Succeeded { .. }) => return Ok(()),
         Ok(Outcome::Interrupted(code)) => (*code, "interrupted".to_string()),
         Ok(Outcome::StoppedEarly(line)) => {
-            return Err(crate::ops::wait::StoppedEarly(line.clone()).into());
+            return Err(crate::metrics::early::StoppedEarly(line.clone()).into());
         }
         Ok(Outcome::Failed { task, ended, .. }) => (
             EXIT_TRAINING_FAILED,

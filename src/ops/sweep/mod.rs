@@ -27,7 +27,7 @@ use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::signals;
 
 use early::Early;
-use ending::{Ended, Halt, end_state, end_text, ended_by, verdict};
+use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, verdict};
 
 use super::spawn::QuotaShort;
 use super::wait::Wait;
@@ -237,18 +237,6 @@ async fn at_a_time(
     Ok(n)
 }
 
-/// The refusal to create a run of an experiment whose record is gone.
-#[derive(Debug)]
-struct RecordGone;
-
-impl std::fmt::Display for RecordGone {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the experiment was deleted")
-    }
-}
-
-impl std::error::Error for RecordGone {}
-
 /// The runs of a sweep as it begins to follow them.
 struct Begun {
     /// Those that exist, or whose verdict the record holds.
@@ -286,12 +274,7 @@ async fn follow_all(
     let mut stop = signals::Stop::listen();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut view = view::View::new(&sweep.record.name, runs);
-    let mut ended: Vec<(usize, Ended)> = Vec::new();
-    for (i, end) in begun.recorded {
-        let text = format!("{} (recorded; not started again)", end_text(&end));
-        view.ended(&runs[i].0, end_state(&end), &text);
-        ended.push((i, end));
-    }
+    let mut ended = recorded(&mut view, runs, begun.recorded);
     let mut queue = order(runs, &begun.started, &ended).into_iter();
     let mut active = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
@@ -304,16 +287,7 @@ async fn follow_all(
             let Some((i, exists)) = queue.next() else {
                 break;
             };
-            let mut wait = sweep.wait.clone();
-            wait.tag = runs[i].0.clone();
-            // `--timeout` bounds each run from its start.
-            wait.started = std::time::Instant::now();
-            wait.observer = Some(tx.clone());
-            if let Some(early) = &mut early {
-                let recorded = sweep.record.ended.get(&wait.tag);
-                let decided = recorded.and_then(|v| early::recorded_stop(v));
-                wait.early = Some(early.channel(&wait.tag, decided));
-            }
+            let wait = wait_of(sweep, &runs[i].0, &tx, early.as_mut());
             view.starting(i);
             active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
         }
@@ -327,10 +301,8 @@ async fn follow_all(
                 while let Ok(seen) = rx.try_recv() {
                     view.seen(seen);
                 }
-                match end {
-                    Ended::Interrupted(code) | Ended::NotCreated(code) => { stopping.get_or_insert(Halt::Signal(code)); }
-                    Ended::Deleted => { stopping.get_or_insert(Halt::Deleted); }
-                    _ => {}
+                if let Some(halt) = end.halts() {
+                    stopping.get_or_insert(halt);
                 }
                 if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut early, &end) {
                     early.ended(&runs[i].0);
@@ -349,6 +321,40 @@ async fn follow_all(
     }
     drop(view);
     conclude(cluster, sweep, runs, &ended, stopping).await
+}
+
+/// The runs whose verdict the record holds, each said once.
+fn recorded(
+    view: &mut view::View,
+    runs: &[(String, Point)],
+    recorded: Vec<(usize, Ended)>,
+) -> Vec<(usize, Ended)> {
+    for (i, end) in &recorded {
+        let text = format!("{} (recorded; not started again)", end_text(end));
+        view.ended(&runs[*i].0, end_state(end), &text);
+    }
+    recorded
+}
+
+/// Run `tag`'s wait: the sweep's, `--timeout` counted from now, its progress to the
+/// sweep's view (`observer`), told early stopping's decision (one the record holds
+/// already, on `--resume`, at once).
+fn wait_of(
+    sweep: &Sweep,
+    tag: &str,
+    observer: &crate::progress::Observer,
+    early: Option<&mut Early>,
+) -> Wait {
+    let mut wait = sweep.wait.clone();
+    wait.tag = tag.to_string();
+    wait.started = std::time::Instant::now();
+    wait.observer = Some(observer.clone());
+    if let Some(early) = early {
+        let recorded = sweep.record.ended.get(tag);
+        let decided = recorded.and_then(|v| early::recorded_stop(v));
+        wait.early = Some(early.channel(tag, decided));
+    }
+    wait
 }
 
 /// A run's training seen: what early stopping reads of it is written to the
@@ -391,7 +397,12 @@ async fn conclude(
     };
     let best = results.best.as_ref();
     let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
-    let result = verdict(sweep, runs, ended, stopping, &best_text);
+    let names = (
+        sweep.record.name.as_str(),
+        sweep.base.namespace.as_str(),
+        sweep.hint.as_str(),
+    );
+    let result = verdict(names, runs, ended, stopping, &best_text);
     if let (Err(_), None, Some(best)) = (&result, stopping, best) {
         let name = &sweep.record.name;
         let _ = output::print(&format!("experiment {name}: best {}\n", best.line()));

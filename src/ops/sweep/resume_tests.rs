@@ -1,4 +1,5 @@
 use super::*;
+use crate::metrics::early::Rule;
 use crate::ops::sweep::definition::Asked;
 
 fn definition(params: &[&str], samples: Option<u32>, seed: Option<u64>) -> Definition {
@@ -11,6 +12,12 @@ fn definition(params: &[&str], samples: Option<u32>, seed: Option<u64>) -> Defin
         parallel: None,
         args: &[],
         yes: false,
+        objective: None,
+        stopping: Stopping {
+            rule: Rule::Off,
+            eta: 3,
+            min_epochs: 1,
+        },
     })
     .unwrap()
 }
@@ -109,4 +116,49 @@ fn a_changed_or_missing_digest_is_refused_unless_allowed() {
     old.digests = None;
     let err = take(old, &made, &digests("sha256:a"), false).unwrap_err();
     assert!(err.contains("holds no digest"), "{err}");
+}
+
+#[test]
+fn another_objective_or_rule_is_refused_and_only_sound_observations_are_taken() {
+    let mut made = definition(&["lr=1,2,3"], None, None);
+    made.objective = Some(Objective::parse("val_loss").unwrap());
+    made.stopping = Some(Stopping {
+        rule: Rule::Asha,
+        eta: 3,
+        min_epochs: 1,
+    });
+    let mut stored = made.record(digests("sha256:a"));
+    stored
+        .observed
+        .insert("ex-1".into(), [(1, 0.5), (0, 0.1), (3, f64::NAN)].into());
+    stored.observed.insert("other".into(), [(1, 0.5)].into());
+    stored.ended.insert(
+        "ex-2".into(),
+        "StoppedEarly: ex-2 stopped at epoch 1".into(),
+    );
+    let taken = take(stored.clone(), &made, &digests("sha256:a"), false).unwrap();
+    assert_eq!(taken.observed.len(), 1, "its own runs only");
+    assert_eq!(
+        taken.observed["ex-1"],
+        [(1, 0.5)].into(),
+        "epochs from 1, finite"
+    );
+    assert!(taken.ended["ex-2"].starts_with("StoppedEarly"));
+    let plain = definition(&["lr=1,2,3"], None, None);
+    let err = take(stored.clone(), &plain, &digests("sha256:a"), false).unwrap_err();
+    assert!(
+        err.contains("--objective val_loss:min, not no --objective"),
+        "{err}"
+    );
+    let mut median = made;
+    median.stopping = Some(Stopping {
+        rule: Rule::Median,
+        eta: 3,
+        min_epochs: 1,
+    });
+    let err = take(stored, &median, &digests("sha256:a"), false).unwrap_err();
+    assert!(
+        err.contains("--early-stop asha --eta 3 --min-epochs 1, not --early-stop median"),
+        "{err}"
+    );
 }

@@ -71,19 +71,6 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
     result
 }
 
-/// A wait's end when a sweep's early stopping stopped the run (its line): the run is
-/// done, not failed.
-#[derive(Debug)]
-pub struct StoppedEarly(pub String);
-
-impl std::fmt::Display for StoppedEarly {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "stopped early: {}", self.0)
-    }
-}
-
-impl std::error::Error for StoppedEarly {}
-
 /// What the last follow saw: its tracker, its training, its metrics (those of the
 /// attempts before a restart included).
 struct Last {

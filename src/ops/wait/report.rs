@@ -63,14 +63,7 @@ pub(super) async fn report(
             let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
-        Outcome::StoppedEarly(line) => {
-            let record = format!("{}: {line}", crate::metrics::early::STOPPED_EARLY);
-            let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
-            if let Err(e) = after {
-                output::note(&format!("run {tag}: {e:#}"));
-            }
-            Err(super::StoppedEarly(line).into())
-        }
+        Outcome::StoppedEarly(line) => stopped_early(cluster, wait, (tracker, metrics), line).await,
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait).await;
             Err(ExitError::new(
@@ -80,6 +73,22 @@ pub(super) async fn report(
             .into())
         }
     }
+}
+
+/// Stopped by the sweep's early stopping: as after a verdict (the unfinished pods
+/// stopped and kept, the verdict `StoppedEarly: LINE` recorded), the run done.
+async fn stopped_early(
+    cluster: &Cluster,
+    wait: &Wait,
+    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
+    line: String,
+) -> Result<()> {
+    let record = format!("{}: {line}", crate::metrics::early::STOPPED_EARLY);
+    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    if let Err(e) = after {
+        output::note(&format!("run {}: {e:#}", wait.tag));
+    }
+    Err(crate::metrics::early::StoppedEarly(line).into())
 }
 
 /// A failed verdict: the failed task's last lines, the run's time and training, the
