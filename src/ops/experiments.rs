@@ -26,11 +26,12 @@ pub struct ExperimentJson {
     pub name: String,
     /// The runs its record planned (null: no record left).
     pub planned: Option<usize>,
-    /// Its runs there (a ConfigMap or a pod), and of those: succeeded, failed, not
-    /// ended (Pending, Running, Unknown).
+    /// Its runs there (a ConfigMap or a pod), and of those: succeeded, failed, stopped
+    /// early (`sweep --early-stop`), not ended (Pending, Running, Unknown).
     pub runs: usize,
     pub succeeded: usize,
     pub failed: usize,
+    pub stopped_early: usize,
     pub unfinished: usize,
     /// The planned runs that are not there: never started (or deleted since).
     pub not_started: Vec<String>,
@@ -63,6 +64,7 @@ pub fn summarise(runs: &[RunJson], planned: &[Planned], now: i64) -> Vec<Experim
         match run.verdict {
             "Succeeded" => e.succeeded += 1,
             "Failed" => e.failed += 1,
+            crate::metrics::early::STOPPED_EARLY => e.stopped_early += 1,
             _ => e.unfinished += 1,
         }
         e.age_seconds = e.age_seconds.max(run.age_seconds);
@@ -158,6 +160,14 @@ pub fn render(experiments: &[ExperimentJson], namespaces: bool) -> String {
         "NOT STARTED",
         "AGE",
     ];
+    // A column of its own once a sweep stopped runs early.
+    let mut rows = rows;
+    if experiments.iter().any(|e| e.stopped_early > 0) {
+        headers.insert(4, "STOPPED EARLY");
+        for (row, e) in rows.iter_mut().zip(experiments) {
+            row.insert(4 + usize::from(namespaces), count(e.stopped_early));
+        }
+    }
     if namespaces {
         headers.insert(0, "NAMESPACE");
     }

@@ -142,6 +142,19 @@ fn asha_stops_the_losing_runs_at_their_rungs_and_the_best_survives() {
     assert_eq!(data["ended.ea-3"], "Succeeded");
     let list = env.run(&["list", "--experiment", "ea"]);
     list.success().stdout_has("StoppedEarly");
+    let status = env.run(&["status", "ea-2"]);
+    status.stdout_has("StoppedEarly").stdout_has(EA2);
+    let experiments = env.run(&["list", "--experiments", "-o", "json"]);
+    let json: Value = serde_json::from_str(&experiments.success().stdout).unwrap();
+    let ea = &json["experiments"][0];
+    assert_eq!(
+        (ea["succeeded"].as_u64(), ea["stopped_early"].as_u64()),
+        (Some(2), Some(2)),
+        "{json}"
+    );
+    env.run(&["list", "--experiments"])
+        .success()
+        .stdout_has("STOPPED EARLY");
 }
 
 #[test]
