@@ -2,13 +2,14 @@
 //! order `compare` sorts by without `--sort` (`table::SortBy::default_for`: `val_loss`,
 //! else `loss`, else the first; lowest first for a loss-like name), chosen as `compare`
 //! marks it (`table::sort`: the first run that succeeded, else the first with the
-//! metric); and what every run held. The sweep's last line and its notice tell them.
+//! metric), or by the sweep's `--objective`; and what every run held. The sweep's last line and its notice tell them.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::cost::Cost;
+use super::early::Objective;
 use super::number;
 use super::table::{self, Compared, SortBy};
 
@@ -44,13 +45,20 @@ pub struct Results {
 }
 
 impl Results {
-    /// The best of `runs` (none when no run recorded a metric) and their cost.
-    pub fn of(mut runs: Vec<Compared>) -> Results {
+    /// The best of `runs` (none when no run recorded a metric) and their cost; the best
+    /// by the experiment's `objective` when it has one (as `compare` ranks them then).
+    pub fn judged(mut runs: Vec<Compared>, objective: Option<&Objective>) -> Results {
         let cost = runs
             .iter()
             .filter_map(|r| r.metrics.as_ref()?.cost)
             .reduce(|a, b| a.plus(&b));
-        let by = SortBy::default_for(&runs);
+        let by = match objective {
+            Some(o) => Some(SortBy {
+                metric: o.metric.clone(),
+                lower_first: o.lower,
+            }),
+            None => SortBy::default_for(&runs),
+        };
         let best = table::sort(&mut runs, by.as_ref()).and_then(|tag| {
             let by = by?;
             let run = runs.into_iter().find(|r| r.tag == tag)?;
@@ -148,7 +156,9 @@ mod tests {
             run("ex-2", "Failed: worker-0 exited 1", 0.1, 0.1, 1800),
             run("ex-3", "Succeeded", 0.3, 0.35, 1800),
         ];
-        let r = Results::of(runs);
+        let by_loss = Results::judged(runs.clone(), Objective::parse("loss").ok().as_ref());
+        assert_eq!(by_loss.best.unwrap().metric, "loss");
+        let r = Results::judged(runs, None);
         let best = r.best.unwrap();
         assert_eq!(best.tag, "ex-3");
         assert_eq!(
@@ -166,10 +176,13 @@ mod tests {
 
     #[test]
     fn without_metrics_there_is_no_winner() {
-        let r = Results::of(vec![Compared {
-            tag: "ex-1".into(),
-            ..Compared::default()
-        }]);
+        let r = Results::judged(
+            vec![Compared {
+                tag: "ex-1".into(),
+                ..Compared::default()
+            }],
+            None,
+        );
         assert_eq!(r, Results::default());
     }
 }

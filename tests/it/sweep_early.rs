@@ -228,7 +228,11 @@ fn compare_sorts_by_the_experiments_objective_by_default() {
     for tag in ["ob-1", "ob-2"] {
         exited(&env, &format!("{tag}-worker-0"), 0);
     }
-    child.finish().success();
+    // The sweep's last line names the best by its objective too.
+    child
+        .finish()
+        .success()
+        .stdout_has("experiment ob: all 2 runs succeeded; best ob-2 (lr=2): val_acc 0.9");
     let out = env.run(&["compare", "ob", "-o", "json"]);
     let json: Value = serde_json::from_str(&out.success().stdout).unwrap();
     // Not val_loss, compare's own default: the sweep's objective, highest first.

@@ -104,7 +104,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         .ok()
         .filter(|_| kept.interrupted.is_none())
         .and_then(|here| crate::ops::compare::local_runs(&here, std::slice::from_ref(name)).ok())
-        .map(Results::of)
+        .map(|runs| Results::judged(runs, sweep.record.objective.as_ref()))
         .unwrap_or_default();
     let result = ended(sweep, (runs.len(), &kept), results.best.as_ref());
     let told: Vec<(String, &str)> = runs

@@ -393,7 +393,7 @@ async fn conclude(
     // Ctrl-C or the record deleted: no notice, no winner to name.
     let results = match stopping {
         Some(_) => Results::default(),
-        None => results(cluster, &sweep.record.name).await,
+        None => results(cluster, &sweep.record).await,
     };
     let best = results.best.as_ref();
     let best_text = best.map_or_else(String::new, |b| format!("; best {}", b.line()));
@@ -413,9 +413,9 @@ async fn conclude(
 
 /// The best run and what the runs held, from their records (one list); nothing when
 /// they cannot be read.
-async fn results(cluster: &Cluster, name: &str) -> Results {
-    match super::compare::runs(cluster, &[name.to_string()]).await {
-        Ok(runs) => Results::of(runs),
+async fn results(cluster: &Cluster, record: &Record) -> Results {
+    match super::compare::runs(cluster, std::slice::from_ref(&record.name)).await {
+        Ok(runs) => Results::judged(runs, record.objective.as_ref()),
         Err(_) => Results::default(),
     }
 }
