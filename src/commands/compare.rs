@@ -87,11 +87,8 @@ async fn read(
         return Ok((runs, None, objective.map(by)));
     }
     let cluster = settings.connect()?;
-    let runs = crate::ops::compare::runs(&cluster, &args.names).await?;
-    let objective = match objective {
-        true => crate::ops::compare::objective(&cluster, &args.names).await,
-        false => None,
-    };
+    let (runs, recorded) = crate::ops::compare::judged_runs(&cluster, &args.names).await?;
+    let objective = recorded.filter(|_| objective);
     Ok((
         runs,
         Some(cluster.namespace().to_string()),

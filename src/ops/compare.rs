@@ -114,6 +114,16 @@ pub const NOT_STARTED: &str = "NotStarted";
 /// the runs with no recorded verdict, one list of their pods ([`in_flight`]); with one
 /// experiment's name, its record, whose planned runs never started are listed as such.
 pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> {
+    Ok(judged_runs(cluster, names).await?.0)
+}
+
+/// [`runs`], with the objective the one experiment named was swept for (`sweep
+/// --objective`), from the record read for its runs: what `compare` sorts by when not
+/// told.
+pub async fn judged_runs(
+    cluster: &Cluster,
+    names: &[String],
+) -> Result<(Vec<Compared>, Option<Objective>)> {
     let mut records = record::all(cluster, false)
         .await
         .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
@@ -141,6 +151,10 @@ pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> 
         ),
     };
     let mut runs = in_flight(cluster, chosen, names).await;
+    let objective = match (names, experiments.as_slice()) {
+        ([_], [planned]) => planned.objective.clone(),
+        _ => None,
+    };
     for planned in experiments {
         for run in planned.runs {
             if !runs.iter().any(|r| r.tag == run.tag) {
@@ -154,7 +168,7 @@ pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> 
             }
         }
     }
-    Ok(runs)
+    Ok((runs, objective))
 }
 
 /// The runs of an experiment that its record says ended and whose own records are gone
@@ -316,21 +330,8 @@ fn choose(records: Vec<Record>, names: &[String]) -> Result<Vec<Record>, Vec<Str
 /// `compare --local`: the `--local` runs under `tf-spawner-output/` in `root` that
 /// `names` name: a run's tag (its folder), or an experiment `NAME`, whose runs are the
 /// folders `NAME-1`, `NAME-2`… Each run's `metrics.json` and the sweep's `params.json`.
-/// The objective experiment `names` (one name) was swept for (`sweep --objective`):
-/// what `compare` sorts by when not told; `None` without one, or for several names.
-pub async fn objective(cluster: &Cluster, names: &[String]) -> Option<Objective> {
-    let [name] = names else { return None };
-    if label_value_problem(name).is_some() {
-        return None;
-    }
-    experiment::planned(cluster, name)
-        .await
-        .ok()
-        .flatten()?
-        .objective
-}
-
-/// [`objective`] of a `--local` experiment, from its record's file (at most 64 MiB).
+/// The objective a `--local` experiment (`names`, one name) was swept for, from its
+/// record's file (at most 64 MiB).
 pub fn local_objective(root: &Path, names: &[String]) -> Option<Objective> {
     #[derive(serde::Deserialize)]
     struct Only {
