@@ -292,3 +292,67 @@ fn a_local_sweep_stops_its_losing_run_at_its_rung() {
     let compare = env.run(&["compare", "--local", "lx"]);
     compare.success().stdout_has("StoppedEarly");
 }
+
+#[test]
+fn bad_early_stopping_input_is_one_line_exit_2_and_nothing_is_created() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--early-stop", "asha"],
+            "error: --early-stop asha compares the runs by the sweep's objective: add --objective METRIC (e.g. --objective val_loss, --objective accuracy:max), or --early-stop off\n",
+        ),
+        (
+            &["--objective", "val_loss:down"],
+            "the direction after ':' is min or max, not \"down\" (e.g. val_loss:min)",
+        ),
+        (&["--eta", "1"], "is not a reduction factor: a whole number from 2 to 100"),
+        (&["--early-stop", "hyperband"], "hyperband"),
+    ];
+    for (flags, said) in cases {
+        let mut argv = vec!["sweep", "-t", "bx", "--param", "lr=1,2"];
+        argv.extend(flags);
+        argv.push(script);
+        let out = env.run(&argv);
+        assert_eq!(out.code, 2, "{flags:?}: {out:#?}");
+        assert!(out.stderr.contains(said), "{flags:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+    assert!(env.server.requests().is_empty(), "nothing asked, nothing created");
+}
+
+#[test]
+fn runs_without_epoch_lines_are_never_stopped_and_the_sweep_says_so_once() {
+    let env = Env::new();
+    let script = env.script();
+    let argv = [
+        "sweep",
+        "-t",
+        "nx",
+        "-w",
+        "1",
+        "--param",
+        "lr=1,2",
+        "--parallel",
+        "2",
+        "--objective",
+        "val_loss",
+        "--early-stop",
+        "median",
+        script.to_str().unwrap(),
+    ];
+    let mut child = Watched::start(&env, &argv);
+    for tag in ["nx-1", "nx-2"] {
+        start_running(&env, &mut child, tag);
+        env.server
+            .append_log(NS, &format!("{tag}-worker-0"), "training without epochs\n");
+    }
+    for tag in ["nx-1", "nx-2"] {
+        exited(&env, &format!("{tag}-worker-0"), 0);
+    }
+    let out = child.finish();
+    out.success().stdout_has("experiment nx: all 2 runs succeeded");
+    let said = "printed no epoch lines (Keras' Epoch k/N and its end, or tf-spawner's own: docs/progress.md): early stopping never stops a run it cannot judge by val_loss (said once)";
+    assert_eq!(out.stderr.matches(said).count(), 1, "{}", out.stderr);
+}
