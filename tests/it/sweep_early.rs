@@ -155,6 +155,12 @@ fn asha_stops_the_losing_runs_at_their_rungs_and_the_best_survives() {
     env.run(&["list", "--experiments"])
         .success()
         .stdout_has("STOPPED EARLY");
+    // Its pod ended at the lowered deadline, a later wait tells the recorded end: done.
+    let killed = crate::follow::killed_after_the_stop();
+    crate::follow::deadline_ended(&env, "ea-2-worker-0", killed);
+    env.run(&["wait", "-t", "ea-2"])
+        .success()
+        .stdout_has(&format!("run ea-2: stopped early: {EA2}\n"));
 }
 
 #[test]
@@ -307,7 +313,10 @@ fn bad_early_stopping_input_is_one_line_exit_2_and_nothing_is_created() {
             &["--objective", "val_loss:down"],
             "the direction after ':' is min or max, not \"down\" (e.g. val_loss:min)",
         ),
-        (&["--eta", "1"], "is not a reduction factor: a whole number from 2 to 100"),
+        (
+            &["--eta", "1"],
+            "is not a reduction factor: a whole number from 2 to 100",
+        ),
         (&["--early-stop", "hyperband"], "hyperband"),
     ];
     for (flags, said) in cases {
@@ -319,7 +328,10 @@ fn bad_early_stopping_input_is_one_line_exit_2_and_nothing_is_created() {
         assert!(out.stderr.contains(said), "{flags:?}: {}", out.stderr);
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     }
-    assert!(env.server.requests().is_empty(), "nothing asked, nothing created");
+    assert!(
+        env.server.requests().is_empty(),
+        "nothing asked, nothing created"
+    );
 }
 
 #[test]
@@ -352,7 +364,8 @@ fn runs_without_epoch_lines_are_never_stopped_and_the_sweep_says_so_once() {
         exited(&env, &format!("{tag}-worker-0"), 0);
     }
     let out = child.finish();
-    out.success().stdout_has("experiment nx: all 2 runs succeeded");
+    out.success()
+        .stdout_has("experiment nx: all 2 runs succeeded");
     let said = "printed no epoch lines (Keras' Epoch k/N and its end, or tf-spawner's own: docs/progress.md): early stopping never stops a run it cannot judge by val_loss (said once)";
     assert_eq!(out.stderr.matches(said).count(), 1, "{}", out.stderr);
 }

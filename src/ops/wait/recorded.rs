@@ -17,7 +17,8 @@ pub(super) const DID_NOT_START: &str = "did not start (--start-timeout";
 pub(super) struct Recorded {
     /// As recorded (`Failed: …`, `Cancelled: …`), written back as it is.
     pub text: String,
-    /// Why it failed, as `status` says it; `None`: it succeeded.
+    /// Why it failed, as `status` says it; `None`: it succeeded, or was stopped early
+    /// (`text` says which).
     pub why: Option<String>,
     /// The exit code the first `wait` gave.
     pub code: u8,
@@ -43,6 +44,11 @@ pub(super) async fn instead(
 fn of(tracker: &Tracker, record: &Record) -> Option<Recorded> {
     let text = record.verdict.clone()?;
     match crate::ops::status::verdict_of(tracker, Some(record)) {
+        (crate::metrics::early::STOPPED_EARLY, _) => Some(Recorded {
+            text,
+            why: None,
+            code: 0,
+        }),
         ("Succeeded", _) => Some(Recorded {
             text,
             why: None,

@@ -121,6 +121,11 @@ async fn recorded(
     time_and_training(tracker, false, training, metrics)?;
     let after = after_the_verdict(cluster, wait, (tracker, metrics), &end.text).await;
     let tag = &wait.tag;
+    let early = format!("{}: ", crate::metrics::early::STOPPED_EARLY);
+    if let (None, Some(line)) = (&end.why, end.text.strip_prefix(&early)) {
+        output::print(&format!("run {tag}: stopped early: {line}\n"))?;
+        return after.map_err(|e| anyhow!("run '{tag}' was stopped early, but {e}"));
+    }
     match end.why {
         None => {
             output::print(&format!("run {tag}: Succeeded\n"))?;
