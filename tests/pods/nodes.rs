@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, tag};
+use crate::support::{Cluster, mnist_entrypoint, tag};
 
 const CONTROL: &str = "TF_SPAWNER_PODS_SECOND_NODE";
 const LABEL: &str = "tf-spawner.test/second-node=true";
@@ -228,21 +228,6 @@ async fn a_killed_node_is_named_by_status_and_ends_wait_with_exit_3() {
     );
 }
 
-/// Synthetic MNIST, then the example with a backup every epoch on the volume: enough
-/// epochs that the node can die in the middle.
-const MNIST_ENTRYPOINT: &str = r#"set -e
-python -c "
-import numpy as np
-r = np.random.default_rng(0)
-x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
-y = lambda n: r.integers(0, 10, n, dtype=np.int64)
-np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
-"
-echo "attempt $TF_SPAWNER_ATTEMPT"
-export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=12 STEPS_PER_EPOCH=8
-exec python /script/training-script.py
-"#;
-
 #[tokio::test]
 async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     let test = "a_run_whose_node_dies_restarts_on_the_other_node_and_resumes";
@@ -252,7 +237,7 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     let _claim = Claim::new(&c).await;
     let t = tag("moved");
     let script = crate::support::repo_file("examples/mnist.py");
-    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(12));
     let pod_file = template(&c, TF_IMAGE);
     spawn(
         &c,
@@ -357,7 +342,7 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     let _claim = Claim::new(&c).await;
     let t = tag("spread");
     let script = crate::support::repo_file("examples/mnist.py");
-    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(12));
     let pod_file = spread(&c, &t);
     let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
     args.extend(["--node-lost-after", "10s"]);
@@ -440,9 +425,10 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
     let script = crate::support::repo_file("examples/mnist.py");
     let entry = c.write(
         "entrypoint.sh",
-        // Long enough to outlast the node's loss being named (~50 s): 80 epochs once
-        // ended in 35 s on an idle machine, before it, and the old chief finished.
-        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=400"),
+        // Long enough to outlast the node's loss being named (~50 s): 80 epochs of the
+        // example's batch once ended in 35 s on an idle machine, before it, and the old
+        // chief finished; the first attempt's epochs are ~10 times longer.
+        &mnist_entrypoint(80),
     );
     let chief = spread_preferring(&c, &t, "chief.yaml", &second_node_preference("In"));
     let worker = spread_preferring(&c, &t, "worker.yaml", &second_node_preference("NotIn"));
@@ -462,7 +448,7 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
         Duration::from_secs(300),
         || async {
             let log = c.run(&["logs", "-t", &t, "--task", "chief-0"]).await.stdout;
-            log.contains("Epoch 3/400").then_some(())
+            log.contains("Epoch 3/80").then_some(())
         },
     )
     .await;
@@ -505,7 +491,7 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
         .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
-    assert!(log.contains("Epoch 400/400"), "{log}");
+    assert!(log.contains("Epoch 80/80"), "{log}");
     assert!(log.contains("chief-0: model saved to "), "{log}");
     drop(cut);
     eprintln!(
@@ -584,12 +570,10 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
     let root = claim.dir.path().join(&t).join("backup");
     let script = crate::support::repo_file("examples/mnist.py");
     // Long enough that the old attempt, training on alone, does not end before the new one
-    // has begun (with 200 epochs it once did on v1.20, whose detection is quicker: it had
-    // deleted its backup and the new attempt started over; 85 were done at the restart).
-    let entry = c.write(
-        "entrypoint.sh",
-        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=400"),
-    );
+    // has begun (with 200 epochs of the example's batch it once did on v1.20, whose
+    // detection is quicker: it had deleted its backup and the new attempt started over;
+    // 85 were done at the restart; the first attempt's epochs are ~10 times longer now).
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(80));
     let pod_file = template(&c, TF_IMAGE);
     let args = ["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
     let mut args = args.to_vec();
@@ -632,7 +616,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         "the cut-off attempt trained on after the cut: backup {before} at the cut, {seeded} copied"
     );
     // The old attempt stops before its next backup: its folder no longer changes while
-    // the new attempt, training at the same pace, backs up three more times (or ends,
+    // the new attempt (one step an epoch) backs up three more times (or ends,
     // its folder deleted with the run's end).
     let fenced = last_backup(&root, 0);
     let new_at_fence = last_backup(&root, 1).unwrap_or(0);
@@ -676,7 +660,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         epoch >= seeded,
         "resumed from epoch {epoch}, backup {seeded}: {log}"
     );
-    assert!(log.contains("Epoch 400/400"), "{log}");
+    assert!(log.contains("Epoch 80/80"), "{log}");
     assert!(log.contains("worker-0: model saved to "), "{log}");
     // Nothing of either attempt's backups is left, a while after the end: the old one,
     // still alive on the cut node until it is started again, wrote no backup since.
