@@ -189,3 +189,91 @@ pub(crate) fn stall(settings: &Settings, on: OnStall) -> Stall {
     };
     Stall { bound, on }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::settings::table::{Given, KEYS, Table};
+
+    /// The follow `args` (a spawn's, `wait`'s or `sweep`'s) asks for, with a defaults
+    /// file of `text`.
+    fn followed(args: &[&str], text: &str) -> Wait {
+        let words = std::iter::once("tf-spawner").chain(args.iter().copied());
+        let matches = Cli::command().try_get_matches_from(words).unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        let file = crate::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS).unwrap();
+        let given = Given {
+            matches: &matches,
+            file: &file,
+            project: None,
+            kubeconfig: None,
+            untrusted: Default::default(),
+        };
+        let settings = Settings {
+            config_file: None,
+            config_file_found: true,
+            project: None,
+            table: Table::load(&given).unwrap(),
+            output: Default::default(),
+            retry: Default::default(),
+            kube: Err("no cluster".to_string()),
+        };
+        let follower = match &cli.command {
+            Some(Command::Wait(args)) => Follower::Wait(args),
+            Some(Command::Sweep(args)) => Follower::Sweep(&args.spawn),
+            _ => Follower::Spawn(&cli.spawn, "sp"),
+        };
+        wait(&settings, follower, Instant::now())
+    }
+
+    #[test]
+    fn every_follower_reads_the_settings_but_a_sweeps_runs_leave_a_cancel_to_the_sweep() {
+        let file = "on_cancel: delete\nkeep_running: true\nheartbeat: 0s\n";
+        let sweep = ["sweep", "--param", "n=1,2", "t.py"];
+        for (args, cancel) in [
+            (&["wait", "-t", "w"][..], OnCancel::Delete),
+            (&["--wait", "t.py"][..], OnCancel::Delete),
+            (&sweep[..], OnCancel::Leave),
+        ] {
+            let wait = followed(args, file);
+            assert_eq!(wait.on_cancel, cancel, "{args:?}");
+            assert!(wait.keep_running && wait.heartbeat.is_none(), "{args:?}");
+            assert!(wait.observer.is_none(), "{args:?}");
+        }
+        let wait = followed(&["wait", "-t", "w", "--on-cancel", "stop"], "");
+        assert_eq!((wait.on_cancel, wait.tag.as_str()), (OnCancel::Stop, "w"));
+    }
+
+    #[test]
+    fn spawn_wait_follows_to_the_verdict_only_when_restarts_or_a_notice_need_it() {
+        let wait = followed(&["--wait", "t.py"], "");
+        assert_eq!((wait.until, wait.tag.as_str()), (WaitFor::Start, "sp"));
+        let wait = followed(&["--wait", "--restarts", "2", "t.py"], "");
+        assert_eq!((wait.until, wait.restarts.max), (WaitFor::End, 2));
+        let wait = followed(&["--wait", "t.py"], "notify: echo done\n");
+        assert_eq!(wait.until, WaitFor::End);
+        let wait = followed(&["sweep", "--param", "n=1", "t.py"], "");
+        assert_eq!((wait.until, wait.tag.as_str()), (WaitFor::End, ""));
+    }
+
+    #[test]
+    fn a_stall_restarts_when_restart_on_says_so_unless_wait_says_fail() {
+        let file = "restarts: 1\nrestart_on: stall\n";
+        let on = |args: &[&str]| followed(args, file).stall.map(|s| s.on);
+        assert_eq!(on(&["--wait", "t.py"]), Some(OnStall::Restart));
+        assert_eq!(on(&["wait", "-t", "w"]), Some(OnStall::Restart));
+        assert_eq!(
+            on(&["wait", "-t", "w", "--on-stall", "fail"]),
+            Some(OnStall::Fail)
+        );
+        assert_eq!(
+            followed(&["wait", "-t", "w"], "").stall.map(|s| s.on),
+            Some(OnStall::Warn)
+        );
+    }
+}
