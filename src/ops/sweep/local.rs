@@ -1,5 +1,5 @@
-//! A `--local` sweep: each run as `tf-spawner --local` runs one (`local/`), one after
-//! another unless `--parallel` says more. What `compare --local` reads: the
+//! A `--local` sweep: each run as `tf-spawner --local` runs one (`ops/local_run.rs`), one
+//! after another unless `--parallel` says more. What `compare --local` reads: the
 //! experiment's record in `tf-spawner-output/NAME/experiment.json`, and each run's
 //! parameters in its own folder, `tf-spawner-output/NAME-K/params.json` (the JSON of the
 //! `tf-spawner/params` annotation), beside what the run writes there.
@@ -13,13 +13,13 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use crate::errors::{EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError, UsageError};
-use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
-use crate::local::{self, Outcome, RunOptions};
+use crate::labels::local_output_dir;
 use crate::metrics::winner::{Results, Winner};
-use crate::metrics::{METRICS_FILE, PARAMS_FILE, SWEEP_RECORD_FILE};
+use crate::metrics::{METRICS_FILE, SWEEP_RECORD_FILE};
+use crate::ops::local_run::{self, LocalOptions, Ran, Which};
 use crate::output;
 use crate::plan::SpawnRequest;
-use crate::plan::sweep::{Point, Record, params_json, point_text};
+use crate::plan::sweep::{Point, Record};
 use crate::signals;
 
 /// A `--local` sweep.
@@ -28,10 +28,9 @@ pub(crate) struct LocalSweep {
     pub base: SpawnRequest,
     pub args: Vec<String>,
     pub parallel: usize,
-    pub python: String,
-    pub options: RunOptions,
-    /// `--notify`: each run's end and the experiment's.
-    pub notify: Option<crate::metrics::notice::Target>,
+    /// How each run is run; its `notify` (`--notify`) is told each run's end and the
+    /// experiment's.
+    pub local: LocalOptions,
     /// `--resume`: the record exists (taken up, `read`); the runs that ended are not run
     /// again, the others are (their processes ended with the sweep).
     pub resume: bool,
@@ -123,7 +122,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
             )
         })
         .collect();
-    let notify = sweep.notify.as_ref();
+    let notify = sweep.local.notify.as_ref();
     let seconds = Some(began.elapsed().as_secs());
     crate::ops::notify::after_sweep(notify, (name, None), &told, &result, (seconds, results)).await;
     result
@@ -240,28 +239,31 @@ async fn run_all(
             let Some(run) = queue.next() else { break };
             active.push(one(sweep, run));
         }
-        let Some((tag, result)) = active.next().await else {
+        let Some((tag, ran)) = active.next().await else {
             break;
         };
-        let (outcome, trained) = match result {
-            Ok((outcome, trained)) => (Ok(outcome), trained),
-            Err(e) => (Err(e), None),
-        };
-        let told = told(&tag, &outcome);
-        crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
-        keep_verdict(sweep, ended, &tag, &told);
-        match outcome {
-            Ok(Outcome::Succeeded { .. }) => {
-                let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
-                if let Some(line) = trained {
-                    let _ = output::print(&format!("{line}\n"));
-                }
-            }
-            Ok(Outcome::Interrupted(code)) => {
+        match ran {
+            Ok(Ran {
+                interrupted: Some(code),
+                ..
+            }) => {
                 interrupted.get_or_insert(code);
             }
-            Ok(_) => failed.push(tag),
+            Ok(Ran { verdict, .. }) => {
+                keep_verdict(sweep, ended, &tag, &verdict);
+                if verdict.is_err() {
+                    failed.push(tag);
+                }
+            }
             Err(e) => {
+                // A run that could not start is a failed run, told and kept as one.
+                let told = Err(ExitError::new(
+                    EXIT_TRAINING_FAILED,
+                    format!("local run '{tag}' failed: {}", crate::errors::one_line(&e)),
+                )
+                .into());
+                crate::ops::notify::after_local(sweep.local.notify.as_ref(), &tag, &told).await;
+                keep_verdict(sweep, ended, &tag, &told);
                 output::note(&format!("run {tag}: {}", crate::errors::one_line(&e)));
                 failed.push(tag);
             }
@@ -299,57 +301,13 @@ fn keep_verdict(
     }
 }
 
-/// A run's outcome as `--notify` tells it: the error a `--local` run of its own ends with.
-fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
-    let (code, why) = match outcome {
-        Ok(Outcome::Succeeded { .. }) => return Ok(()),
-        Ok(Outcome::Interrupted(code)) => (*code, "interrupted".to_string()),
-        Ok(Outcome::Failed { task, ended, .. }) => (
-            EXIT_TRAINING_FAILED,
-            format!(
-                "{} {}",
-                task.map_or_else(|| "a task".to_string(), crate::roles::Task::id),
-                ended.map_or_else(|| "failed".to_string(), |e| e.to_string())
-            ),
-        ),
-        Ok(Outcome::TimedOut { .. }) => (crate::errors::EXIT_TIMEOUT, "timed out".to_string()),
-        Err(e) => (EXIT_TRAINING_FAILED, crate::errors::one_line(e)),
-    };
-    Err(ExitError::new(code, format!("local run '{tag}' failed: {why}")).into())
-}
-
-/// One local run, its parameters written in its folder first and what it printed of the
-/// training kept there at its end (`metrics.json`, which `compare --local` reads), as a
-/// `--local` run of its own keeps it; the training's line said under the run's verdict.
-async fn one(
-    sweep: &LocalSweep,
-    (tag, point): &(String, Point),
-) -> (String, Result<(Outcome, Option<String>)>) {
-    let outcome = async {
-        let mut request = super::request(&sweep.base, &sweep.args, (tag, point));
-        let dir = std::path::absolute(local_output_dir(tag))?;
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| UsageError::new(format!("cannot create {}: {e}", dir.display())))?;
-        write(&dir.join(PARAMS_FILE), &params_json(point))?;
-        request
-            .env
-            .insert(OUTPUT_DIR_VAR.to_string(), dir.display().to_string());
-        if let Some(experiment) = &request.experiment {
-            request.env.extend(experiment.variables());
-        }
-        let plan = local::plan(&request, &sweep.python)?;
-        let _ = output::print(&format!(
-            "local run {tag} ({}): files in {}\n",
-            point_text(point),
-            dir.display()
-        ));
-        let mut stop = Box::pin(signals::stop_requested());
-        let began = std::time::Instant::now();
-        let (outcome, training) = local::run(&plan, &sweep.options, &mut stop).await?;
-        local::keep_metrics(&dir, &outcome, &training, began.elapsed());
-        Ok((outcome, crate::trainlog::show::report(&training)))
-    };
-    (tag.clone(), outcome.await)
+/// One local run (`ops/local_run.rs`), its parameters written in its folder.
+async fn one(sweep: &LocalSweep, (tag, point): &(String, Point)) -> (String, Result<Ran>) {
+    let request = super::request(&sweep.base, &sweep.args, (tag, point));
+    let mut stop = Box::pin(signals::stop_requested());
+    let which = Which::Swept(point);
+    let ran = local_run::run(&sweep.local, request, which, &mut stop).await;
+    (tag.clone(), ran)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
