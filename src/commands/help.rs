@@ -4,9 +4,9 @@
 //! scheduling, per-role templates, tuning) left to `tf-spawner spawn --help`, which
 //! shows every flag in full under headings. A verb's `-h` and `--help` are one compact
 //! screen: its flags, then the global ones under their heading. The man page keeps
-//! every flag's full text (it is made from `cli.rs` unshaped).
+//! every flag's full text (it is made from `cli/` unshaped).
 //!
-//! The shaping is done on the command clap derives from `cli.rs`, so that `cli.rs`
+//! The shaping is done on the command clap derives from `cli/`, so that `cli/`
 //! keeps one doc comment per flag (the full text) and a new flag shows as written.
 
 use std::ffi::OsString;
@@ -66,7 +66,7 @@ const SPAWN_HELP: &str = "The spawn flags: tf-spawner help spawn (every one: tf-
 A verb's flags: tf-spawner help VERB.\n\
 Examples:\n  tf-spawner init exp                start a project: exp/train.py, exp/tf-spawner.yaml\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py\n  tf-spawner --local -w 2 train.py   run the same job as processes here\n  tf-spawner wait exp42              follow run exp42 to its verdict\n  tf-spawner logs -f exp42           follow its merged logs\n  tf-spawner -d -t exp42             delete it";
 
-/// The verbs' one-line descriptions in the overview and their help (`cli.rs` has the
+/// The verbs' one-line descriptions in the overview and their help (`cli/mod.rs` has the
 /// full ones, for the man page).
 const ABOUTS: &[(&str, &str)] = &[
     (

@@ -15,6 +15,7 @@ mod colour;
 mod compare;
 mod completion;
 mod delete;
+mod drift;
 mod ecosystem;
 mod experiments;
 mod faults;
