@@ -1,7 +1,6 @@
 //! The fast suite: the real binary against the in-process API test server.
 
 mod pty;
-mod pty_live;
 mod support;
 mod terminal;
 
