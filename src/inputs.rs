@@ -40,7 +40,7 @@ pub struct SpawnOptions {
     pub ps_pod_file: Option<PathBuf>,
     pub evaluator_pod_file: Option<PathBuf>,
     /// The shared-cluster options (`--deadline`, `--queue`, `--gang`…), each checked by
-    /// its parser (`settings/parse.rs`).
+    /// its parser (`cli/parse.rs`).
     pub scheduling: Scheduling,
     /// `--volume CLAIM[:PATH]`, as written.
     pub volume: Option<String>,
@@ -52,7 +52,7 @@ pub struct SpawnOptions {
     /// in its errors).
     pub dir_from: Option<String>,
     /// `--cpu`, `--memory`, `--gpus`… (docs/resources.md), each checked by its parser
-    /// (`settings/parse.rs`).
+    /// (`cli/parse.rs`).
     pub resources: crate::plan::Resources,
     /// `--run-as-user`, `--network-policy`.
     pub hardening: crate::plan::security::Hardening,
@@ -230,7 +230,7 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
 /// `--volume CLAIM[:PATH]` (or the defaults file's `volume`), checked: a claim name the
 /// API server accepts, an absolute path that is neither in nor at a directory
 /// tf-spawner mounts itself ([`crate::plan::OWNED_MOUNTS`]). The problem is worded to
-/// follow the flag or the file's key (`settings/parse.rs`).
+/// follow the flag or the file's key (`cli/parse.rs`).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
     OutputVolume::parse(text)
 }

@@ -1,8 +1,11 @@
 //! tf-spawner: distributed TensorFlow on Kubernetes without an operator.
 //!
-//! The layers, each using only those below it (see ARCHITECTURE.md):
-//! the entry (this file, `cli`) → `commands` (with `settings`) → `ops` →
-//! {`plan`, `verdict`, `cluster`, `local`} → {`labels`, `roles`, `tag`, `errors`}.
+//! The layers, each using only those below it, as ARCHITECTURE.md draws them (a test,
+//! `tests/it/drift.rs`, checks that the two name the same modules in the same layers):
+//! entry (`main`, `lib`, `commands/verbs`, `commands/help`) →
+//! commands (`commands`, `settings`) → command line (`cli`) → operations (`ops`) →
+//! domain (`plan`, `inputs`, `preflight`, `verdict`, `cluster`, `local`, `metrics`) →
+//! base (`labels`, `duration`, `roles`, `tag`, `errors`, `output`).
 //! Every byte printed goes through `output`.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]

@@ -132,7 +132,7 @@ pub fn training_line(training: &Training) -> String {
 /// The key of the training's line among the roles' (no role has this name).
 const TRAINING: &str = "training";
 
-/// What a wait followed by a view of several runs (a sweep's, `ops/sweep.rs`) sends
+/// What a wait followed by a view of several runs (a sweep's, `ops/sweep/mod.rs`) sends
 /// instead of drawing its own lines: the run's verdict so far, its training.
 #[derive(Debug, Clone)]
 pub enum Seen {

@@ -83,6 +83,9 @@ pub(crate) struct FlagDef {
     /// The one-line text of the short help (`spawn -h`, a verb's help); `None`: the
     /// full text.
     pub brief: Option<&'static str>,
+    /// The line of `sweep`'s help, which shows the flag; `None`: `sweep -h` leaves it to
+    /// `spawn`'s help (the flags declared in `mod.rs`: [`SWEEP_LINES`]).
+    pub sweep: Option<&'static str>,
     /// `spawn -h` (the first screen) shows it; without the mark, `spawn --help` only,
     /// so that a new flag cannot push the first screen past its 50 lines.
     pub short_help: bool,
@@ -146,7 +149,7 @@ impl FlagDef {
 /// key: Type = default, parser, "config's text for no value" [, mark]*
 ///     [=> [Place, …] (, short: 'c')? (, long: "name")? (, value: "NAME")?
 ///         (, choices: ValueEnum)? (, heading: Heading)? (, requires: "id")?
-///         (, brief: "one line")?];
+///         (, brief: "one line")? (, sweep: "sweep's line")?];
 /// ```
 ///
 /// Marks: `anchored` (a path a file gives is relative to the file), `program` (a
@@ -162,7 +165,7 @@ impl FlagDef {
 /// ```text
 /// ```
 macro_rules! flag_list {
-    ($then:ident) => { $then! {
+    ($then:ident) => { $crate::cli::flags::flag_entries! { $then;
     /// Kubernetes namespace [default: the config file's, else the kubeconfig context's,
     /// else "default"]
     namespace: String = "default".to_string(), parse::namespace, "default", kubeconfig, short_help
@@ -182,7 +185,8 @@ macro_rules! flag_list {
     port: u16 = crate::cli::flags::DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
     /// Number of worker pods (and services)
     workers: u32 = crate::cli::flags::DEFAULT_WORKERS, parse::workers, "", show_default, short_help
-        => [Spawn], short: 'w', value: "N", brief: "Number of worker pods";
+        => [Spawn], short: 'w', value: "N", brief: "Number of worker pods",
+            sweep: "Worker pods of each run";
     /// Stop every pod of the run after it has been active this long (e.g. 12h, 90m): the
     /// pods' activeDeadlineSeconds, enforced by the kubelet; the run fails with reason
     /// DeadlineExceeded
@@ -254,7 +258,8 @@ macro_rules! flag_list {
     /// [default: the config file's restarts, else 0]
     restarts: u32 = 0, parse::restarts, "", short_help
         => [Spawn, Wait], value: "N",
-            brief: "Restart a retryable failure up to N times";
+            brief: "Restart a retryable failure up to N times",
+            sweep: "Restart each run's retryable failure N times";
     /// What is worth a restart, as changes to the default removed,exit:42,exit:137,exit:143:
     /// exit:N adds an exit code, no-exit:N and no-removed take one out, none empties it
     restart_on: crate::verdict::retryable::RestartOn = Default::default(), parse::restart_on, ""
@@ -373,13 +378,15 @@ macro_rules! flag_list {
     /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:
     /// the config file's notify, else none]
     notify: Option<crate::metrics::notice::Target> = None, parse::notify, "(none)", command
-        => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary";
+        => [Spawn, Wait], value: "CMD|URL", brief: "At the verdict, run CMD (sh -c) or POST to URL its JSON summary",
+            sweep: "Tell CMD or URL each run's end and the sweep's";
     /// A sweep's runs at a time: with --queue or --gang every run (the queue decides);
     /// else, without this, as many as the namespace's quotas hold, and 4 when no quota
     /// bounds them (a shared cluster is not filled by one search); with --local 1
     /// [default: the config file's parallel, else as said]
     parallel: Option<u32> = None, parse::runs, "(as the quotas hold, else 4)"
-        => [Sweep], value: "N", brief: "Runs at a time [default: as the quotas hold, else 4]";
+        => [Sweep], value: "N", brief: "Runs at a time [default: as the quotas hold, else 4]",
+            sweep: "Runs at a time [default: what the quota holds]";
     /// Stop a sweep's losing runs early, judged by --objective at the end of chosen
     /// epochs (docs/experiments.md): asha stops, at epochs min_epochs·η^k, a run outside
     /// the best 1/η of the runs that reached that epoch (once η have); median stops a
@@ -389,19 +396,47 @@ macro_rules! flag_list {
     early_stop: crate::metrics::early::Rule = crate::metrics::early::Rule::Off,
         parse::value_enum::<crate::metrics::early::Rule>, ""
         => [Sweep], value: "RULE", choices: crate::metrics::early::Rule,
-            brief: "Stop losing runs early: asha, median or off [default: off]";
+            brief: "Stop losing runs early: asha, median or off [default: off]",
+            sweep: "Stop losing runs early: asha, median or off";
     /// With --early-stop asha: the reduction factor η, at least 2: rungs at epochs
     /// min_epochs·η^k, and at each only the best 1/η of the runs go on [default: the
     /// config file's eta, else 3]
     eta: u32 = crate::metrics::early::DEFAULT_ETA, parse::eta, ""
-        => [Sweep], value: "N", brief: "ASHA's reduction factor η [default: 3]";
+        => [Sweep], value: "N", brief: "ASHA's reduction factor η [default: 3]",
+            sweep: "With asha: its reduction factor η [default: 3]";
     /// With --early-stop: the first epoch at whose end a run may be stopped (asha's
     /// first rung) [default: the config file's min_epochs, else 1]
     min_epochs: u32 = crate::metrics::early::DEFAULT_MIN_EPOCHS, parse::min_epochs, ""
-        => [Sweep], value: "N", brief: "The first epoch a run may be stopped at [default: 1]";
+        => [Sweep], value: "N", brief: "The first epoch a run may be stopped at [default: 1]",
+            sweep: "First epoch a run may be stopped at [default: 1]";
     } };
 }
 pub(crate) use flag_list;
+
+/// The list's grammar (above), written once: hands `$then!` each entry as a record of
+/// one shape, `{ doc: [..], key: k, ty: T, default: e, parse: e, none: "…", marks: [..],
+/// flag: [..] }`, `flag` empty without a flag clause, else every clause of it, each a
+/// `[..]` that is empty when the entry leaves it out. `settings/table.rs` reads the
+/// records and passes `flag` by; [`defs`] reads the flag's clauses.
+macro_rules! flag_entries {
+    ($then:ident; $(
+        $(#[doc = $doc:literal])*
+        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
+            $(=> [$($place:ident),+] $(, short: $short:literal)? $(, long: $long:literal)?
+                $(, value: $value_name:literal)? $(, choices: $choices:ty)?
+                $(, heading: $heading:ident)? $(, requires: $requires:literal)?
+                $(, brief: $brief:literal)? $(, sweep: $sweep:literal)?)?;
+    )*) => { $then! { $( {
+        doc: [$($doc),*], key: $key, ty: $ty, default: $default, parse: $parse, none: $none,
+        marks: [$($mark)*],
+        flag: [$(
+            places: [$($place),+], short: [$($short)?], long: [$($long)?],
+            value: [$($value_name)?], choices: [$($choices)?], heading: [$($heading)?],
+            requires: [$($requires)?], brief: [$($brief)?], sweep: [$($sweep)?]
+        )?]
+    } )* } };
+}
+pub(crate) use flag_entries;
 
 /// The built-in `--python`.
 pub const DEFAULT_PYTHON: &str = "python3";
@@ -412,14 +447,16 @@ pub const DEFAULT_WORKERS: u32 = 2;
 
 /// Builds [`defs`] from the list: each entry with a flag clause is a [`FlagDef`].
 macro_rules! flag_defs {
-    ($(
-        $(#[doc = $doc:literal])*
-        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
-            $(=> [$($place:ident),+] $(, short: $short:literal)? $(, long: $long:literal)?
-                $(, value: $value_name:literal)? $(, choices: $choices:ty)?
-                $(, heading: $heading:ident)? $(, requires: $requires:literal)?
-                $(, brief: $brief:literal)?)?;
-    )*) => {
+    ($({
+        doc: [$($doc:literal),*], key: $key:ident, ty: $ty:ty, default: $default:expr,
+        parse: $parse:expr, none: $none:literal, marks: [$($mark:ident)*],
+        flag: [$(
+            places: [$($place:ident),+], short: [$($short:literal)?], long: [$($long:literal)?],
+            value: [$($value_name:literal)?], choices: [$($choices:ty)?],
+            heading: [$($heading:ident)?], requires: [$($requires:literal)?],
+            brief: [$($brief:literal)?], sweep: [$($sweep:literal)?]
+        )?]
+    })*) => {
         /// The list's flags, in its order.
         pub(crate) fn defs() -> Vec<FlagDef> {
             // Each default has its entry's type (the settings table, `settings/table.rs`,
@@ -442,6 +479,7 @@ macro_rules! flag_defs {
                 heading: flag_defs!(@opt $(Heading::$heading)?),
                 requires: flag_defs!(@opt $($requires)?),
                 brief: flag_defs!(@opt $($brief)?),
+                sweep: flag_defs!(@opt $($sweep)?),
                 short_help,
                 unshown,
                 shown: shown.clone(),
@@ -475,6 +513,27 @@ macro_rules! flag_defs {
 }
 
 flag_list!(flag_defs);
+
+/// The lines of `sweep`'s help for the flags `mod.rs` declares (a list flag's is its
+/// entry's `sweep`); a flag in neither, `sweep -h` leaves to `spawn`'s help.
+pub(crate) const SWEEP_LINES: &[(&str, &str)] = &[
+    ("script", "The training script"),
+    (
+        "script_args",
+        "Its arguments; {NAME} is a parameter's value",
+    ),
+    ("params", "A parameter: NAME=V1,V2,… or a range LO..HI"),
+    ("samples", "A random search of K runs over the ranges"),
+    ("seed", "The random search's seed [default: random]"),
+    ("objective", "The metric runs are judged by, e.g. auc:max"),
+    ("resume", "Take up experiment NAME where it stopped"),
+    ("allow_changed", "With --resume: though the script changed"),
+    ("tag", "The experiment's name: runs NAME-1 … NAME-K"),
+    ("local", "Run here as processes, a run at a time"),
+    ("dry_run", "Print every run's objects; create nothing"),
+    ("output", "--dry-run's format: yaml or json"),
+    ("yes", "Allow more than 1,000 runs"),
+];
 
 /// The list's flag of `key`, if it declares one.
 pub(crate) fn def(key: &str) -> Option<FlagDef> {

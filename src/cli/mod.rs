@@ -159,7 +159,7 @@ pub struct SweepArgs {
     /// a loss or an error, from the name), accuracy (higher), or either end said,
     /// val_loss:min, auc:max; recorded with the experiment, what compare sorts by and
     /// what --early-stop compares [default: compare's, val_loss, else loss]
-    #[arg(long, value_parser = Flag(parse::objective), value_name = "METRIC[:min|max]")]
+    #[arg(long, value_parser = Flag(parse::objective), value_name = "METRIC")]
     pub objective: Option<crate::metrics::early::Objective>,
 
     #[command(flatten)]

@@ -4,9 +4,9 @@
 //! scheduling, per-role templates, tuning) left to `tf-spawner spawn --help`, which
 //! shows every flag in full under headings. A verb's `-h` and `--help` are one compact
 //! screen: its flags, then the global ones under their heading. The man page keeps
-//! every flag's full text (it is made from `cli.rs` unshaped).
+//! every flag's full text (it is made from `cli/` unshaped).
 //!
-//! The shaping is done on the command clap derives from `cli.rs`, so that `cli.rs`
+//! The shaping is done on the command clap derives from `cli/`, so that `cli/`
 //! keeps one doc comment per flag (the full text) and a new flag shows as written.
 
 use std::ffi::OsString;
@@ -66,7 +66,7 @@ const SPAWN_HELP: &str = "The spawn flags: tf-spawner help spawn (every one: tf-
 A verb's flags: tf-spawner help VERB.\n\
 Examples:\n  tf-spawner init exp                start a project: exp/train.py, exp/tf-spawner.yaml\n  tf-spawner -w 4 train.py           spawn 4 workers running train.py\n  tf-spawner --local -w 2 train.py   run the same job as processes here\n  tf-spawner wait exp42              follow run exp42 to its verdict\n  tf-spawner logs -f exp42           follow its merged logs\n  tf-spawner -d -t exp42             delete it";
 
-/// The verbs' one-line descriptions in the overview and their help (`cli.rs` has the
+/// The verbs' one-line descriptions in the overview and their help (`cli/mod.rs` has the
 /// full ones, for the man page).
 const ABOUTS: &[(&str, &str)] = &[
     (
@@ -165,33 +165,23 @@ fn compact(verb: Command) -> Command {
     })
 }
 
-/// `sweep`'s help: its own flags and the spawn's most used, a line each; the other
-/// spawn flags (each applies to every run) are `spawn`'s help.
-const SWEEP_SHOWN: &[(&str, &str)] = &[
-    ("script", "The training script"),
-    (
-        "script_args",
-        "Its arguments; {NAME} is a parameter's value",
-    ),
-    ("params", "A parameter: NAME=V1,V2,… or a range LO..HI"),
-    ("samples", "A random search of K runs over the ranges"),
-    ("seed", "The random search's seed [default: random]"),
-    ("parallel", "Runs at a time [default: what the quota holds]"),
-    ("resume", "Take up experiment NAME where it stopped"),
-    ("allow_changed", "With --resume: though the script changed"),
-    ("tag", "The experiment's name: runs NAME-1 … NAME-K"),
-    ("workers", "Worker pods of each run"),
-    ("restarts", "Restart each run's retryable failure N times"),
-    ("notify", "Tell CMD or URL each run's end and the sweep's"),
-    ("local", "Run here as processes, a run at a time"),
-    ("dry_run", "Print every run's objects; create nothing"),
-    ("output", "--dry-run's format: yaml or json"),
-    ("yes", "Allow more than 1,000 runs"),
-];
+/// The line of `sweep`'s help for the flag `id`, if that help shows it: a list flag's
+/// on its entry, another's in `flags::SWEEP_LINES`.
+fn sweep_line(id: &str) -> Option<&'static str> {
+    match flags::def(id) {
+        Some(def) => def.sweep,
+        None => (flags::SWEEP_LINES.iter())
+            .find(|(i, _)| *i == id)
+            .map(|(_, line)| *line),
+    }
+}
 
 /// Below `sweep`'s help.
 const SWEEP_MORE: &str = "Every spawn flag applies to each run (--gpus, --volume, --dir, --queue…):\ntf-spawner help spawn. Parameters and recipes: docs/experiments.md";
 
+/// `sweep`'s help: its own flags and the spawn's most used, a line each
+/// ([`sweep_line`]); the other spawn flags (each applies to every run) are
+/// `spawn`'s help.
 fn sweep(verb: Command) -> Command {
     let ids: Vec<String> = verb
         .get_arguments()
@@ -199,18 +189,16 @@ fn sweep(verb: Command) -> Command {
         .collect();
     let mut verb = verb.after_help(SWEEP_MORE);
     for id in ids {
-        verb = verb.mut_arg(id.as_str(), |a| {
-            match SWEEP_SHOWN.iter().find(|(i, _)| *i == id) {
-                Some((_, text)) => {
-                    let values = a.get_action().takes_values();
-                    a.help(*text)
-                        .long_help(None)
-                        .hide_possible_values(values)
-                        .hide_short_help(false)
-                        .help_heading(None)
-                }
-                None => a.hide(true).long_help(None),
+        verb = verb.mut_arg(id.as_str(), |a| match sweep_line(&id) {
+            Some(text) => {
+                let values = a.get_action().takes_values();
+                a.help(text)
+                    .long_help(None)
+                    .hide_possible_values(values)
+                    .hide_short_help(false)
+                    .help_heading(None)
             }
+            None => a.hide(true).long_help(None),
         });
     }
     verb
@@ -229,5 +217,43 @@ pub fn help_spawn(argv: Vec<OsString>) -> Vec<OsString> {
             vec![argv[0].clone(), spawn.clone(), "-h".into()]
         }
         _ => argv,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use crate::cli::{Cli, flags};
+
+    /// Each line of `sweep`'s help names one of its flags, declared in `mod.rs` (a list
+    /// flag's is on its entry), and the help shows each: a renamed flag cannot lose its
+    /// line and leave the help quietly.
+    #[test]
+    fn sweep_help_shows_a_line_on_each_of_its_flags() {
+        let base = Cli::command();
+        let plain = base.find_subcommand("sweep").unwrap();
+        for (id, _) in flags::SWEEP_LINES {
+            let arg = plain.get_arguments().find(|a| a.get_id() == *id);
+            assert!(arg.is_some(), "SWEEP_LINES names {id}, no flag of sweep");
+            assert!(
+                flags::def(id).is_none(),
+                "{id} is the list's: its line goes on its entry"
+            );
+        }
+        let shaped = super::command(base.clone(), "tf-spawner", false);
+        let sweep = shaped.find_subcommand("sweep").unwrap();
+        let shown: Vec<(String, String)> = (sweep.get_arguments())
+            .filter(|a| !a.is_hide_set() && a.get_id() != "help")
+            .map(|a| (a.get_id().to_string(), a.get_help().unwrap().to_string()))
+            .collect();
+        let lines = (sweep.get_arguments()).filter_map(|a| {
+            Some((
+                a.get_id().to_string(),
+                super::sweep_line(a.get_id().as_str())?.to_string(),
+            ))
+        });
+        assert_eq!(shown, lines.collect::<Vec<_>>());
+        assert_eq!(shown.len(), 20, "{shown:?}");
     }
 }

@@ -1,6 +1,6 @@
 //! One module per command, each an `exec`: flags (and the [`Settings`]) → options →
 //! one library call (`ops/`) → print. Only the entry and these modules know clap's
-//! types (with `settings.rs`, which lowers the global flags).
+//! types (with `settings/`, which lowers the flags).
 //!
 //! [`Settings`]: crate::settings::Settings
 

@@ -5,11 +5,11 @@ use anyhow::Result;
 use crate::cli::SpawnArgs;
 use crate::inputs;
 use crate::labels::{self, RUN_LABEL};
-use crate::ops::wait::{Wait, WaitFor};
 use crate::ops::{self, summary};
 use crate::output;
 use crate::plan::{self, Plan};
 use crate::render::{self, OutputFormat};
+use crate::settings::follow::{self, Follower};
 use crate::settings::{Settings, Source, spawn};
 
 pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
@@ -24,8 +24,7 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
     let plan = plan::build(&request)?;
-    let restarts = spawn::restarts(settings, &args.restart);
-    followed_only(settings, args, restarts.max)?;
+    followed_only(settings, args)?;
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -39,58 +38,16 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         report(&plan, args.output, args.wait)?;
     }
     if args.wait {
-        // Restarts happen only while the run is followed: then to its end.
-        // So does the notice of the verdict (--notify).
-        let until = if restarts.max > 0 || settings.notify.value.is_some() {
-            WaitFor::End
-        } else {
-            WaitFor::Start
-        };
-
-        let wait = followed(settings, args, (&plan.tag, started), (until, restarts));
-        ops::wait::run(&cluster, &wait).await?;
+        // Until the run starts, or to its verdict (`settings/follow.rs`).
+        let follower = Follower::Spawn(args, &plan.tag);
+        ops::wait::run(&cluster, &follow::wait(settings, follower, started)).await?;
     }
     Ok(())
 }
 
-/// `spawn --wait`'s wait of the run `tag` it created, `until` what, with `restarts`.
-fn followed(
-    settings: &Settings,
-    args: &SpawnArgs,
-    (tag, started): (&str, std::time::Instant),
-    (until, restarts): (WaitFor, crate::ops::restart::Restarts),
-) -> Wait {
-    Wait {
-        tag: tag.to_string(),
-        until,
-        timeout: args.timeout,
-        start_timeout: settings.start_timeout.value,
-        started,
-        all_workers: args.all_workers,
-        save_logs: None,
-        cleanup: false,
-        keep_running: settings.keep_running.value,
-        max_in_flight: args.max_in_flight,
-        restarts,
-        // The stall bound named (the defaults file's, else derived); --on-stall is
-        // wait's, `stall` in --restart-on restarts.
-        stall: Some(spawn::stall(settings, ops::wait::OnStall::Warn)),
-        observer: None,
-        early: None,
-        notify: settings.notify.value.clone(),
-        on_cancel: settings.on_cancel.value,
-        output: match args.output {
-            Some(OutputFormat::Json) => output::ReportFormat::Json,
-            Some(OutputFormat::Yaml) => output::ReportFormat::Yaml,
-            None => output::ReportFormat::Table,
-        },
-        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
-    }
-}
-
 /// The flags that act while a run is followed, refused without `--wait`; `--all-workers`
 /// needs a wait for the verdict (`--restarts N` or `--notify`).
-fn followed_only(settings: &Settings, args: &SpawnArgs, restarts: u32) -> Result<()> {
+fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     if let Some(flag) = spawn::restart_flag(settings, args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"
@@ -103,7 +60,7 @@ fn followed_only(settings: &Settings, args: &SpawnArgs, restarts: u32) -> Result
         )
         .into());
     }
-    if args.all_workers && restarts == 0 && settings.notify.value.is_none() {
+    if args.all_workers && settings.restarts.value == 0 && settings.notify.value.is_none() {
         return Err(crate::errors::UsageError::new(
             "--all-workers decides a verdict, and spawn --wait waits for one only with --restarts N (else until every pod runs); follow the run with: tf-spawner wait TAG --all-workers",
         )

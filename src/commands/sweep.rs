@@ -15,12 +15,12 @@ use crate::ops::sweep::definition::{self, Asked, Definition};
 use crate::ops::sweep::local::LocalSweep;
 use crate::ops::sweep::resume::Taking;
 use crate::ops::sweep::{self, Sweep};
-use crate::ops::wait::{Wait, WaitFor};
 use crate::plan::sweep::{self as params, Record};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::render::{self, OutputFormat};
+use crate::settings::follow::{self, Follower};
 use crate::settings::{Settings, spawn};
-use crate::{inputs, local, output};
+use crate::{inputs, output};
 
 /// The verb's word on the command line.
 const VERB: &str = "sweep";
@@ -140,15 +140,7 @@ async fn start(
         let local = LocalSweep {
             parallel: settings.parallel.value.unwrap_or(1) as usize,
             args: spawn.script_args.clone(),
-            python: settings.python.value.clone(),
-            notify: settings.notify.value.clone(),
-            options: local::RunOptions {
-                timeout: spawn.timeout,
-                env_file: spawn.env_file.as_ref().map(|f| f.display().to_string()),
-                colour: output::fancy_stdout(),
-                observer: None,
-                early: None,
-            },
+            local: spawn::local(settings, spawn),
             resume: args.resume.is_some(),
             hint,
             record,
@@ -161,7 +153,7 @@ async fn start(
         args: spawn.script_args.clone(),
         parallel: parallel(settings),
         queued: settings.queue.value.is_some() || settings.gang.value.is_some(),
-        wait: wait(settings, spawn),
+        wait: follow::wait(settings, Follower::Sweep(spawn), std::time::Instant::now()),
         max_in_flight: spawn.max_in_flight,
         resume: args.resume.is_some(),
         hint,
@@ -196,31 +188,6 @@ async fn base_request(
         params: Vec::new(),
     });
     Ok(base)
-}
-
-/// Each run's wait: to its end, `--restarts` and the defaults file's stall bound.
-fn wait(settings: &Settings, spawn: &SpawnArgs) -> Wait {
-    Wait {
-        tag: String::new(),
-        until: WaitFor::End,
-        timeout: spawn.timeout,
-        start_timeout: settings.start_timeout.value,
-        started: std::time::Instant::now(),
-        all_workers: false,
-        save_logs: None,
-        cleanup: false,
-        keep_running: settings.keep_running.value,
-        max_in_flight: spawn.max_in_flight,
-        restarts: spawn::restarts(settings, &spawn.restart),
-        stall: Some(spawn::stall(settings, crate::ops::wait::OnStall::Warn)),
-        observer: None,
-        early: None,
-        notify: settings.notify.value.clone(),
-        // A sweep's Ctrl-C is the sweep's (`ops/sweep`); its runs print no document.
-        on_cancel: crate::ops::wait::OnCancel::Leave,
-        output: crate::output::ReportFormat::Table,
-        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
-    }
 }
 
 /// This command with `--resume NAME` after `sweep` (and no other `--resume`), as a

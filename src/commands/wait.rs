@@ -1,11 +1,12 @@
-//! `tf-spawner wait -t TAG`: see `ops/wait.rs`.
+//! `tf-spawner wait -t TAG`: see `ops/wait/`.
 
 use anyhow::Result;
 
-use crate::cli::{DEFAULT_MAX_IN_FLIGHT, ReportFormat, WaitArgs};
+use crate::cli::{ReportFormat, WaitArgs};
 use crate::errors::UsageError;
-use crate::ops::wait::{self, Wait, WaitFor};
-use crate::settings::{Settings, spawn};
+use crate::ops::wait::{self, WaitFor};
+use crate::settings::Settings;
+use crate::settings::follow::{self, Follower};
 
 pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
     let started = std::time::Instant::now();
@@ -25,26 +26,7 @@ pub async fn exec(settings: &Settings, args: &WaitArgs) -> Result<()> {
         .into());
     }
     let cluster = settings.connect()?;
-    let wait = Wait {
-        tag: args.tag.to_string(),
-        until: args.until,
-        timeout: args.timeout,
-        start_timeout: settings.start_timeout.value,
-        started,
-        all_workers: args.all_workers,
-        save_logs: args.save_logs.clone(),
-        cleanup: args.cleanup,
-        keep_running: settings.keep_running.value,
-        max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-        restarts: spawn::restarts(settings, &args.restart),
-        stall: Some(spawn::stall(settings, args.on_stall)),
-        observer: None,
-        early: None,
-        notify: settings.notify.value.clone(),
-        on_cancel: settings.on_cancel.value,
-        output: args.output.unwrap_or(ReportFormat::Table),
-        heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
-    };
+    let wait = follow::wait(settings, Follower::Wait(args), started);
     if wait.output != ReportFormat::Table {
         // stdout is the verdict document's alone.
         crate::output::progress_to_stderr();

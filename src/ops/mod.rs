@@ -10,6 +10,7 @@ pub(crate) mod delete;
 pub(crate) mod experiments;
 pub(crate) mod helper;
 pub(crate) mod list;
+pub(crate) mod local_run;
 pub(crate) mod logs;
 pub(crate) mod notify;
 pub(crate) mod restart;

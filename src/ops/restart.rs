@@ -54,7 +54,7 @@ pub struct Restarts {
     /// The first backoff.
     pub backoff: Duration,
     /// `--node-grace`: how long the cluster takes to name a node lost (see
-    /// `ops/wait.rs::settle`).
+    /// `ops/wait/mod.rs::settle`).
     pub node_grace: Duration,
 }
 

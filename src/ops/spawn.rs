@@ -174,7 +174,7 @@ async fn check_room(cluster: &Cluster, plan: &Plan) -> Result<()> {
 }
 
 /// The pre-flight's refusal for want of quota: a sweep waits for its runs to free
-/// some and tries again (`ops/sweep.rs`).
+/// some and tries again (`ops/sweep/mod.rs`).
 #[derive(Debug)]
 pub(crate) struct QuotaShort(pub String);
 

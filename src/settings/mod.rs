@@ -4,6 +4,7 @@
 //! `tf-spawner config` prints exactly it. This module and `commands/` are the only ones
 //! below the entry that know clap's types.
 
+pub(crate) mod follow;
 pub(crate) mod project;
 pub(crate) mod spawn;
 pub(crate) mod table;

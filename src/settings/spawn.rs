@@ -1,12 +1,13 @@
-//! The spawn's flags lowered, shared by the commands that spawn or follow a run
-//! (`spawn`, `--local`, `wait`): the spawn's options with the defaults file's values
-//! where no flag was given, its tag, the restart flags, and the flags `--local` cannot
-//! honour. Commands use these; no command borrows them from another.
+//! The spawn's flags lowered, shared by the commands that spawn a run (`spawn`,
+//! `--local`, `sweep`): the spawn's options with the defaults file's values where no
+//! flag was given, its tag, how a `--local` run is run, the restart flags given, and the
+//! flags `--local` cannot honour. The follow's are `follow.rs`'s. Commands use these; no
+//! command borrows them from another.
 
-use crate::cli::{RestartArgs, RoleArgs, SpawnArgs};
+use crate::cli::{RoleArgs, SpawnArgs};
 use crate::inputs::SpawnOptions;
-use crate::ops::restart::{DEFAULT_BACKOFF, DEFAULT_NODE_GRACE, Restarts};
-use crate::ops::wait::{OnStall, Stall, StallBound};
+use crate::local::RunOptions;
+use crate::ops::local_run::LocalOptions;
 use crate::plan::security::Hardening;
 use crate::plan::{Resources, Scheduling, TaskResources};
 use crate::tag::Tag;
@@ -127,41 +128,6 @@ pub(crate) fn tag(args: &SpawnArgs) -> Tag {
     }
 }
 
-/// `--restarts`, `--restart-on` (each else the defaults file's) and `--restart-backoff`,
-/// of `wait` or of `spawn --wait`.
-pub(crate) fn restarts(settings: &Settings, args: &RestartArgs) -> Restarts {
-    let RestartArgs {
-        restart_backoff,
-        node_grace,
-    } = args;
-    Restarts {
-        max: settings.restarts.value,
-        on: settings.restart_on.value.clone(),
-        backoff: restart_backoff.unwrap_or(DEFAULT_BACKOFF),
-        node_grace: node_grace.unwrap_or(DEFAULT_NODE_GRACE),
-    }
-}
-
-/// The stall bound (`--stall-after`, else the one derived from `stall_factor` and
-/// `stall_floor`) and what a stall does: `on`, made a restart by `stall` in
-/// `--restart-on` unless it is `fail`.
-pub(crate) fn stall(settings: &Settings, on: OnStall) -> Stall {
-    let bound = match settings.stall_after.value {
-        Some(after) => StallBound::After(after),
-        None => StallBound::Derived {
-            factor: settings.stall_factor.value,
-            floor: settings.stall_floor.value,
-        },
-    };
-    let on = match on {
-        OnStall::Warn if settings.restart_on.value.stall && settings.restarts.value > 0 => {
-            OnStall::Restart
-        }
-        on => on,
-    };
-    Stall { bound, on }
-}
-
 /// The first restart flag given on the command line.
 pub(crate) fn restart_flag(settings: &Settings, args: &SpawnArgs) -> Option<&'static str> {
     let r = &args.restart;
@@ -186,4 +152,20 @@ pub(crate) fn cluster_only_flag(settings: &Settings, args: &SpawnArgs) -> Option
         })
         .or_else(|| settings.flag_given(Heading::Resources))
         .or_else(|| restart_flag(settings, args).map(str::to_string))
+}
+
+/// How a `--local` run is run (alone, or each run of a `--local` sweep).
+pub(crate) fn local(settings: &Settings, args: &SpawnArgs) -> LocalOptions {
+    LocalOptions {
+        python: settings.python.value.clone(),
+        run: RunOptions {
+            timeout: args.timeout,
+            env_file: args.env_file.as_ref().map(|f| f.display().to_string()),
+            colour: crate::output::fancy_stdout(),
+            // A `--local` sweep with early stopping sets both for each of its runs.
+            observer: None,
+            early: None,
+        },
+        notify: settings.notify.value.clone(),
+    }
 }

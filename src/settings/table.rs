@@ -57,16 +57,13 @@ pub(crate) struct Sourced<T> {
 }
 
 /// Generates [`Table`], [`KEYS`], [`Table::load`] and [`Table::rows`] from the list
-/// (`flag_list!(settings)`); the flag clauses are `cli/flags.rs`'s.
+/// (`flag_list!(settings)`: its entries as `cli/flags.rs`'s grammar hands them on, the
+/// flag clause passed by).
 macro_rules! settings {
-    ($(
-        $(#[doc = $doc:literal])*
-        $key:ident: $ty:ty = $default:expr, $parse:expr, $none:literal $(, $mark:ident)*
-            $(=> [$($place:ident),+] $(, short: $short:literal)? $(, long: $long:literal)?
-                $(, value: $value_name:literal)? $(, choices: $choices:ty)?
-                $(, heading: $heading:ident)? $(, requires: $requires:literal)?
-                $(, brief: $brief:literal)?)?;
-    )*) => {
+    ($({
+        doc: [$($doc:literal),*], key: $key:ident, ty: $ty:ty, default: $default:expr,
+        parse: $parse:expr, none: $none:literal, marks: [$($mark:ident)*], flag: $flag:tt
+    })*) => {
         /// The settings the files may set, each with where it came from.
         #[derive(Debug)]
         pub(crate) struct Table {

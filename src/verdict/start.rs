@@ -4,7 +4,7 @@
 //! ([`Tracker::started`]). Until then, each task still pending has a reason: the
 //! scheduler's (`Unschedulable: 0/3 nodes are available: …`), the kubelet's
 //! (`ContainerCreating`, `ErrImagePull: …`), its queue's (gated by Kueue, waiting for a
-//! gang), or none yet. The timer that uses this is `ops/wait.rs`'s; it counts from
+//! gang), or none yet. The timer that uses this is `ops/wait/fold.rs`'s; it counts from
 //! [`Tracker::created`], so `wait` run later agrees with `spawn --wait`.
 
 use super::{Reason, SCHEDULING_GATED, State, Task, Tracker};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, Output};
+use crate::support::{BINARY_BOUND, Env, Output, Watchdog};
 
 const NS: &str = "default";
 
@@ -31,7 +31,22 @@ pub fn container(ready: bool, state: Value) -> Value {
 /// log; a real server answers 204 and no body for any other.
 pub const NODE: &str = "node-1";
 
+/// Blocks until `pod` exists (60 s at most): the helpers below play its kubelet, and a
+/// status set on a pod not yet created would be dropped (the test server ignores it),
+/// leaving the run waiting on a pod that never ends.
+pub fn await_pod_exists(env: &Env, pod: &str) {
+    let start = Instant::now();
+    while env.server.get("pods", NS, pod).is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "pod {pod} was not created within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn running(env: &Env, pod: &str) {
+    await_pod_exists(env, pod);
     env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
@@ -78,6 +93,7 @@ pub fn exited(env: &Env, pod: &str, code: i32) {
     } else {
         ("Failed", "Error")
     };
+    await_pod_exists(env, pod);
     env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
@@ -89,6 +105,7 @@ pub fn exited(env: &Env, pod: &str, code: i32) {
 }
 
 pub fn waiting(env: &Env, pod: &str, reason: &str, message: &str) {
+    await_pod_exists(env, pod);
     env.server.bind_pod(NS, pod, NODE);
     env.server.set_pod_status(
         NS,
@@ -120,12 +137,19 @@ pub fn start(env: &Env, args: &[&str]) -> Child {
 }
 
 pub fn finish(child: Child) -> Output {
+    let dog = Watchdog::arm(child.id(), BINARY_BOUND);
     let out = child.wait_with_output().expect("tf-spawner ends");
-    Output {
+    let out = Output {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    };
+    assert!(
+        !dog.disarm(),
+        "tf-spawner still ran after {} s (killed): {out:#?}",
+        BINARY_BOUND.as_secs()
+    );
+    out
 }
 
 /// Blocks until the binary has opened `n` pod watches in all (so it has seen the state

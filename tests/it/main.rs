@@ -1,7 +1,6 @@
 //! The fast suite: the real binary against the in-process API test server.
 
 mod pty;
-mod pty_live;
 mod support;
 mod terminal;
 
@@ -15,6 +14,7 @@ mod colour;
 mod compare;
 mod completion;
 mod delete;
+mod drift;
 mod ecosystem;
 mod experiments;
 mod faults;

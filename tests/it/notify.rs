@@ -384,6 +384,35 @@ fn a_local_sweep_tells_each_run_and_its_end() {
     assert!(env.server.requests().is_empty(), "no cluster");
 }
 
+/// A `--local` sweep's run ends as a `--local` run of its own does (one lifecycle,
+/// `ops/local_run.rs`): the same line in its notice and in the experiment's record,
+/// with how long it ran and what was stopped (issue 61 item 1).
+#[test]
+fn a_local_sweeps_run_ends_with_the_line_of_a_local_run_of_its_own() {
+    let env = Env::new();
+    let hang = env.write("hang.py", "import time\ntime.sleep(60)\n");
+    let hang = hang.to_str().unwrap();
+    let lone = env.run(&["--local", "-t", "lt-1", "-w", "1", "--timeout", "1s", hang]);
+    let line = "timed out after 1s waiting for local run 'lt-1' to end; stopped worker-0";
+    lone.failure(4).stderr_has(&format!("error: {line}\n"));
+    std::fs::remove_dir_all(env.path("tf-spawner-output")).unwrap();
+    let words = ["sweep", "--local", "-t", "lt", "-w", "1", "--timeout", "1s"];
+    let mut words = words.to_vec();
+    let tell = "cat >> told.jsonl && echo >> told.jsonl";
+    words.extend(["--param", "n=1", "--notify", tell, hang]);
+    env.run(&words)
+        .failure(3)
+        .stderr_has("error: local experiment 'lt': 1 of 1 runs failed: lt-1\n");
+    let told = std::fs::read_to_string(env.path("told.jsonl")).unwrap();
+    let run: Value = serde_json::from_str(told.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (run["tag"].as_str(), run["reason"].as_str()),
+        (Some("lt-1"), Some(line))
+    );
+    let record = read_json(&env, "tf-spawner-output/lt/experiment.json");
+    assert_eq!(record["ended"]["lt-1"], format!("Failed: {line}"));
+}
+
 /// `--notify URL` through the proxy the environment names, as curl: HTTP_PROXY gets an
 /// http URL's POST whole, HTTPS_PROXY a CONNECT to an https URL's host, NO_PROXY's
 /// hosts are reached directly (issue 48 item 3).

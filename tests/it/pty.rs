@@ -1,7 +1,8 @@
 //! The binary on a pseudo-terminal, and what a person sees there: a small screen that
 //! plays the escape codes a terminal acts on (colours, a line erased, the cursor moved
 //! up, a line wrapped at the terminal's width), so a test asserts on the screen, not on
-//! the bytes.
+//! the bytes. The one harness of the suite: the colour tests' 120-column terminal and
+//! the sweep's live view on a terminal of any size ([`start_sized`]).
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::Env;
 
-/// The terminal's size.
+/// The terminal's size, unless [`start_sized`] says another.
 pub const COLS: u16 = 120;
 pub const ROWS: u16 = 40;
 
@@ -21,6 +22,7 @@ pub struct OnTerminal {
     child: Child,
     bytes: Arc<Mutex<Vec<u8>>>,
     reader: Option<JoinHandle<()>>,
+    cols: u16,
 }
 
 /// `tf-spawner ARGS` on a terminal of [`COLS`]×[`ROWS`] (stdout and stderr), with
@@ -33,10 +35,15 @@ pub fn start(env: &Env, args: &[&str]) -> OnTerminal {
     start_cmd(cmd)
 }
 
-/// `cmd` on a terminal; the command is dropped once started, so the terminal closes
-/// when the child (and whatever it started) ends.
-pub fn start_cmd(mut cmd: Command) -> OnTerminal {
-    let (master, slave) = open();
+/// `cmd` on a terminal of [`COLS`]×[`ROWS`].
+pub fn start_cmd(cmd: Command) -> OnTerminal {
+    start_sized(cmd, COLS, ROWS)
+}
+
+/// `cmd` on a terminal of `cols`×`rows` (stdout and stderr); the command is dropped
+/// once started, so the terminal closes when the child (and whatever it started) ends.
+pub fn start_sized(mut cmd: Command, cols: u16, rows: u16) -> OnTerminal {
+    let (master, slave) = open(cols, rows);
     let out = slave.try_clone().expect("dup the terminal");
     cmd.stdout(Stdio::from(out)).stderr(Stdio::from(slave));
     let child = cmd.spawn().expect("start tf-spawner");
@@ -58,15 +65,16 @@ pub fn start_cmd(mut cmd: Command) -> OnTerminal {
         child,
         bytes,
         reader: Some(reader),
+        cols,
     }
 }
 
-/// A new terminal: (master, slave).
-fn open() -> (OwnedFd, OwnedFd) {
+/// A new terminal of `cols`×`rows`: (master, slave).
+fn open(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
     let (mut master, mut slave) = (-1, -1);
     let size = libc::winsize {
-        ws_row: ROWS,
-        ws_col: COLS,
+        ws_row: rows,
+        ws_col: cols,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
@@ -81,14 +89,19 @@ fn open() -> (OwnedFd, OwnedFd) {
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both were just opened by openpty and are owned by nothing else.
-    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+    // SAFETY: both were just opened by openpty and are owned by nothing else;
+    // close-on-exec, lest a child another test starts meanwhile keep the terminal open.
+    unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    }
 }
 
 impl OnTerminal {
     /// The screen as it is now.
     pub fn screen(&self) -> Screen {
-        Screen::of(&self.bytes.lock().unwrap())
+        Screen::of(&self.bytes.lock().unwrap(), self.cols)
     }
 
     /// Waits (60 s at most) until the screen shows `text`.
@@ -152,6 +165,8 @@ const BLANK: Cell = Cell { c: ' ', fg: None };
 /// What the terminal shows, every line since the start (none scrolled away).
 #[derive(Debug, Default)]
 pub struct Screen {
+    /// Where a line wraps.
+    cols: u16,
     lines: Vec<Vec<Cell>>,
     row: usize,
     col: usize,
@@ -159,10 +174,11 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// The screen after `bytes`.
-    pub fn of(bytes: &[u8]) -> Screen {
+    /// The screen of `cols` columns after `bytes`.
+    pub fn of(bytes: &[u8], cols: u16) -> Screen {
         let text = String::from_utf8_lossy(bytes);
         let mut screen = Screen {
+            cols,
             lines: vec![Vec::new()],
             ..Screen::default()
         };
@@ -188,7 +204,7 @@ impl Screen {
     }
 
     fn put(&mut self, c: char) {
-        if self.col >= usize::from(COLS) {
+        if self.col >= usize::from(self.cols) {
             self.col = 0;
             self.down(1);
         }

@@ -1,7 +1,7 @@
 //! Resources and quotas (docs/resources.md): a namespace's ResourceQuotas are read before
 //! the first create, and a run they cannot hold is refused in one line naming the quota,
 //! what the run needs and what is left; the API server stays the judge (the test server
-//! models quota admission as `kube-testserver/src/quota.rs` cites). A pod no node could
+//! models quota admission as `testserver/src/quota.rs` cites). A pod no node could
 //! hold is a warning. GPU tasks get a memory-backed /dev/shm and TensorFlow's GPU image.
 
 use kube_testserver::{Options, User};

@@ -263,6 +263,47 @@ pub fn eventually<E: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Res
     }
 }
 
+/// How long a test's binary may run before [`Watchdog`] kills it: longer than any run
+/// a test starts (their `--timeout`s are 60 s at most), short of hanging the suite.
+pub const BINARY_BOUND: Duration = Duration::from_secs(180);
+
+/// Kills a process still running after a bound, so that a test whose binary never ends
+/// fails with what it printed instead of hanging the suite (a test that waits for an
+/// end waits under one).
+pub struct Watchdog {
+    ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    pub fn arm(pid: u32, bound: Duration) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (e, f) = (ended.clone(), fired.clone());
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while !e.load(Ordering::SeqCst) {
+                if start.elapsed() >= bound {
+                    f.store(true, Ordering::SeqCst);
+                    // SAFETY: kill(2) on our own child, not yet reaped (`ended` unset).
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Watchdog { ended, fired }
+    }
+
+    /// The process ended (it is reaped): whether the watchdog had to kill it.
+    pub fn disarm(self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.ended.store(true, Ordering::SeqCst);
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
 /// Blocks until `check` says `Ok` (polled every 20 ms, 60 s at most), failing at once
 /// when `child` (tf-spawner) ended first; `what` names what is awaited, `check`'s `Err`
 /// what there is instead (both for the failure).

@@ -3,6 +3,7 @@
 //! many at a time as the quota holds; Ctrl-C and `--resume`; bad input refused in one
 //! line with nothing created; `--local` sweeps.
 
+use std::path::Path;
 use std::process::Child;
 
 use serde_json::{Value, json};
@@ -43,6 +44,23 @@ pub(crate) fn script_args(pod: &Value) -> Vec<String> {
 fn succeed(env: &Env, tag: &str) {
     exited(env, &format!("{tag}-worker-1"), 0);
     exited(env, &format!("{tag}-worker-0"), 0);
+}
+
+/// Starts `sweep -t TAG -w 1 --param PARAM --parallel N SCRIPT` and `then`: a run of
+/// one worker per value.
+fn start_one_worker_each(
+    env: &Env,
+    script: &Path,
+    tag: &str,
+    param: &str,
+    parallel: &str,
+    then: &[&str],
+) -> Child {
+    let line = format!("sweep -t {tag} -w 1 --param {param} --parallel {parallel}");
+    let mut args: Vec<&str> = line.split(' ').collect();
+    args.push(script.to_str().unwrap());
+    args.extend(then);
+    start(env, &args)
 }
 
 pub(crate) fn posts_of(env: &Env, path_end: &str) -> usize {
@@ -147,21 +165,7 @@ fn a_grid_sweep_runs_as_many_at_a_time_as_the_quota_holds() {
 fn a_failed_run_makes_the_sweep_exit_3_naming_it() {
     let env = Env::new();
     let script = env.script();
-    let mut child = start(
-        &env,
-        &[
-            "sweep",
-            "-t",
-            "fx",
-            "-w",
-            "1",
-            "--param",
-            "bs=32,64",
-            "--parallel",
-            "2",
-            script.to_str().unwrap(),
-        ],
-    );
+    let mut child = start_one_worker_each(&env, &script, "fx", "bs=32,64", "2", &[]);
     await_pod(&env, "fx-1-worker-0", &mut child);
     await_pod(&env, "fx-2-worker-0", &mut child);
     exited(&env, "fx-1-worker-0", 0);
@@ -185,22 +189,13 @@ fn a_failed_run_makes_the_sweep_exit_3_naming_it() {
 fn ctrl_c_leaves_an_experiment_that_resume_takes_up_starting_only_the_rest() {
     let env = Env::new();
     let script = env.script();
-    let mut child = start(
+    let mut child = start_one_worker_each(
         &env,
-        &[
-            "sweep",
-            "-t",
-            "rx",
-            "-w",
-            "1",
-            "--param",
-            "lr=0.1,0.2,0.3",
-            "--parallel",
-            "1",
-            script.to_str().unwrap(),
-            "--",
-            "--lr={lr}",
-        ],
+        &script,
+        "rx",
+        "lr=0.1,0.2,0.3",
+        "1",
+        &["--", "--lr={lr}"],
     );
     await_pod(&env, "rx-1-worker-0", &mut child);
     crate::follow::await_watches(&env, 1);

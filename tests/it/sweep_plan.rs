@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 
 use crate::follow::{exited, finish, running, start};
 use crate::notify::ran;
-use crate::pty_live::OnPty;
 use crate::support::Env;
 use crate::sweep::await_pod;
 
@@ -209,23 +208,25 @@ fn the_live_view_shows_the_objective_and_the_current_epochs_metrics_on_a_termina
     let mut cmd = env.cmd();
     cmd.args(["sweep", "-t", "lv", "-w", "1", "--param", "lr=0.1"])
         .arg(&script);
-    let mut term = OnPty::start(cmd, 160, 30);
-    await_pod(&env, "lv-1-worker-0", &mut term.child);
+    cmd.env_remove("NO_COLOR").env("TERM", "xterm-256color");
+    let mut term = crate::pty::start_sized(cmd, 160, 30);
+    await_pod(&env, "lv-1-worker-0", term.child());
     running(&env, "lv-1-worker-0");
     env.server.append_log(
         NS,
         "lv-1-worker-0",
         "Epoch 1/2\n3/3 - 1s - loss: 0.5 - accuracy: 0.7 - val_loss: 0.6 - val_accuracy: 0.65\nEpoch 2/2\n",
     );
-    term.await_screen("2/2     val_loss 0.6, loss 0.5 (epoch 1)");
+    term.await_text("2/2     val_loss 0.6, loss 0.5 (epoch 1)");
     env.server.append_log(
         NS,
         "lv-1-worker-0",
         "3/3 - 1s - loss: 0.3 - accuracy: 0.8 - val_loss: 0.4 - val_accuracy: 0.75\n",
     );
     exited(&env, "lv-1-worker-0", 0);
-    let (code, stderr, screen) = term.finish();
-    assert_eq!(code, 0, "{stderr}\n{screen}");
+    let (code, screen) = term.finish();
+    let screen = format!("{}\n", screen.text());
+    assert_eq!(code, 0, "{screen}");
     let row = screen
         .lines()
         .find(|l| l.starts_with("lv-1 ") && l.contains("Succeeded   2/2"))

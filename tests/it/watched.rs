@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, Output};
+use crate::support::{BINARY_BOUND, Env, Output, Watchdog};
 
 /// The binary started in the background, its output kept as it comes.
 pub struct Watched {
@@ -106,14 +106,22 @@ impl Watched {
 
     /// Waits for its end: what it printed, all of it.
     pub fn finish(mut self) -> Output {
+        let dog = Watchdog::arm(self.child.id(), BINARY_BOUND);
         let status = self.child.wait().expect("tf-spawner ends");
+        let killed = dog.disarm();
         for reader in self.readers.drain(..) {
             reader.join().expect("read its output");
         }
-        Output {
+        let out = Output {
             code: status.code().unwrap_or(-1),
             stdout: std::mem::take(&mut self.stdout.lock().unwrap()),
             stderr: std::mem::take(&mut self.stderr.lock().unwrap()),
-        }
+        };
+        assert!(
+            !killed,
+            "tf-spawner still ran after {} s (killed): {out:#?}",
+            BINARY_BOUND.as_secs()
+        );
+        out
     }
 }

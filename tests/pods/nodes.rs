@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, tag};
+use crate::support::{Cluster, mnist_entrypoint, tag};
 
 const CONTROL: &str = "TF_SPAWNER_PODS_SECOND_NODE";
 const LABEL: &str = "tf-spawner.test/second-node=true";
@@ -26,8 +26,15 @@ const DETECTION: Duration = Duration::from_secs(50 + 5 + 15);
 /// preference for that node, so that the run's pods land there while it lives (and on
 /// the first node once it is tainted unreachable).
 fn template(c: &Cluster, image: &str) -> std::path::PathBuf {
+    let prefer_second = second_node_preference("In");
+    tolerating(c, "pod-second-node.yaml", image, &prefer_second)
+}
+
+/// A pod template of one `tensorflow` container of `image` (the suite's requests),
+/// tolerating the second node's taint, with `affinity` (the lines under `affinity:`).
+fn tolerating(c: &Cluster, name: &str, image: &str, affinity: &str) -> std::path::PathBuf {
     c.write(
-        "pod-second-node.yaml",
+        name,
         &format!(
             "apiVersion: v1
 kind: Pod
@@ -38,13 +45,7 @@ spec:
   tolerations:
     - {{key: tf-spawner.test/second-node, operator: Exists, effect: NoSchedule}}
   affinity:
-    nodeAffinity:
-      preferredDuringSchedulingIgnoredDuringExecution:
-        - weight: 100
-          preference:
-            matchExpressions:
-              - {{key: tf-spawner.test/second-node, operator: In, values: [\"true\"]}}
-  containers:
+{affinity}  containers:
     - name: tensorflow
       image: {image}
       imagePullPolicy: IfNotPresent
@@ -228,21 +229,6 @@ async fn a_killed_node_is_named_by_status_and_ends_wait_with_exit_3() {
     );
 }
 
-/// Synthetic MNIST, then the example with a backup every epoch on the volume: enough
-/// epochs that the node can die in the middle.
-const MNIST_ENTRYPOINT: &str = r#"set -e
-python -c "
-import numpy as np
-r = np.random.default_rng(0)
-x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
-y = lambda n: r.integers(0, 10, n, dtype=np.int64)
-np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
-"
-echo "attempt $TF_SPAWNER_ATTEMPT"
-export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=12 STEPS_PER_EPOCH=8
-exec python /script/training-script.py
-"#;
-
 #[tokio::test]
 async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     let test = "a_run_whose_node_dies_restarts_on_the_other_node_and_resumes";
@@ -251,52 +237,21 @@ async fn a_run_whose_node_dies_restarts_on_the_other_node_and_resumes() {
     };
     let _claim = Claim::new(&c).await;
     let t = tag("moved");
-    let script = crate::support::repo_file("examples/mnist.py");
-    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
     let pod_file = template(&c, TF_IMAGE);
-    spawn(
-        &c,
-        &t,
-        &script,
-        &pod_file,
-        &[
-            "-w",
-            "2",
-            "--volume",
-            "out",
-            "-c",
-            entry.to_str().unwrap(),
-            "--node-lost-after",
-            "5s",
-        ],
-    )
-    .await;
-    let child = c.start_restarting_once(&t, "600s");
-    await_epoch_3(&c, &t).await;
+    let child = mnist_restarting_once(&c, &t, &pod_file, "5s").await;
     let placed = nodes_of(&c.pods(&t).await);
     assert!(placed.iter().all(|(_, n)| n == &node), "{placed:?}");
     let killed_at = Instant::now();
     let killed = Killed::node();
     let (stdout, log) = succeeded(&c, &t, child).await;
     let took = killed_at.elapsed();
-    let restart = stdout
-        .lines()
-        .find(|l| l.contains(": restart 1/1"))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(
-        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
-        "{stdout}"
-    );
+    restarted_as_lost_with(&stdout, &node);
     assert!(stdout.contains("force-deleting"), "{stdout}");
     // The second attempt ran on the other node, and resumed from the backup.
     let moved = nodes_of(&c.pods(&t).await);
     assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
     assert!(log.contains("attempt 1\n"), "{log}");
-    let epoch: u32 = log
-        .lines()
-        .find_map(|l| l.split_once("worker-0: resuming from epoch "))
-        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}"));
+    let epoch = resumed_from(&log, "worker-0", &stdout);
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
     assert!(log.contains("Epoch 12/12"), "{log}");
     drop(killed);
@@ -316,32 +271,15 @@ fn spread(c: &Cluster, tag: &str) -> std::path::PathBuf {
 
 /// [`spread`]'s template, with `preference` (a node affinity) added to its affinity.
 fn spread_preferring(c: &Cluster, tag: &str, name: &str, preference: &str) -> std::path::PathBuf {
-    c.write(
-        name,
-        &format!(
-            "apiVersion: v1
-kind: Pod
-metadata:
-  name: worker
-spec:
-  restartPolicy: Never
-  tolerations:
-    - {{key: tf-spawner.test/second-node, operator: Exists, effect: NoSchedule}}
-  affinity:
-    podAntiAffinity:
+    let apart = format!(
+        "    podAntiAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:
         - topologyKey: kubernetes.io/hostname
           labelSelector:
             matchLabels: {{training_attempt: {tag}, tf-spawner/attempt: \"0\"}}
-{preference}  containers:
-    - name: tensorflow
-      image: {TF_IMAGE}
-      imagePullPolicy: IfNotPresent
-      resources:
-        requests: {{cpu: 10m, memory: 32Mi}}
-"
-        ),
-    )
+{preference}"
+    );
+    tolerating(c, name, TF_IMAGE, &apart)
 }
 
 /// Issue 48 (item 5): two MNIST workers on two nodes, the second node killed. The
@@ -356,14 +294,8 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
     };
     let _claim = Claim::new(&c).await;
     let t = tag("spread");
-    let script = crate::support::repo_file("examples/mnist.py");
-    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
     let pod_file = spread(&c, &t);
-    let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
-    args.extend(["--node-lost-after", "10s"]);
-    spawn(&c, &t, &script, &pod_file, &args).await;
-    let child = c.start_restarting_once(&t, "600s");
-    await_epoch_3(&c, &t).await;
+    let child = mnist_restarting_once(&c, &t, &pod_file, "10s").await;
     let placed = nodes_of(&c.pods(&t).await);
     assert!(
         placed.iter().filter(|(_, n)| n == &node).count() == 1,
@@ -380,14 +312,7 @@ async fn a_run_spread_over_two_nodes_survives_the_loss_of_one() {
         .find(|l| l.contains("failed because of a peer (TensorFlow says so)"))
         .unwrap_or_else(|| panic!("{stdout}"));
     eprintln!("nodes: {held}");
-    let restart = stdout
-        .lines()
-        .find(|l| l.contains(": restart 1/1"))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(
-        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
-        "{stdout}"
-    );
+    restarted_as_lost_with(&stdout, &node);
     let pods = c.pods(&t).await;
     let moved = nodes_of(&pods);
     assert!(moved.iter().all(|(_, n)| n != &node), "{moved:?}");
@@ -440,9 +365,10 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
     let script = crate::support::repo_file("examples/mnist.py");
     let entry = c.write(
         "entrypoint.sh",
-        // Long enough to outlast the node's loss being named (~50 s): 80 epochs once
-        // ended in 35 s on an idle machine, before it, and the old chief finished.
-        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=400"),
+        // Long enough to outlast the node's loss being named (~50 s): 80 epochs of the
+        // example's batch once ended in 35 s on an idle machine, before it, and the old
+        // chief finished; the first attempt's epochs are ~10 times longer.
+        &mnist_entrypoint(80),
     );
     let chief = spread_preferring(&c, &t, "chief.yaml", &second_node_preference("In"));
     let worker = spread_preferring(&c, &t, "worker.yaml", &second_node_preference("NotIn"));
@@ -462,7 +388,7 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
         Duration::from_secs(300),
         || async {
             let log = c.run(&["logs", "-t", &t, "--task", "chief-0"]).await.stdout;
-            log.contains("Epoch 3/400").then_some(())
+            log.contains("Epoch 3/80").then_some(())
         },
     )
     .await;
@@ -485,33 +411,64 @@ async fn a_restart_away_from_a_cut_off_node_resumes_from_an_intact_backup() {
         Some(0),
         "{stdout}\n{stderr}\nchief-0:\n{log}"
     );
-    let restart = stdout
-        .lines()
-        .find(|l| l.contains(": restart 1/1"))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(
-        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(&node),
-        "{stdout}"
-    );
+    restarted_as_lost_with(&stdout, &node);
     // Not every task was on the cut node: no warning about tasks training on.
     assert!(
         !stderr.contains("if it is cut off rather than dead"),
         "{stderr}"
     );
     assert!(log.contains("attempt 1\n"), "{log}");
-    let epoch: u32 = log
-        .lines()
-        .find_map(|l| l.split_once("chief-0: resuming from epoch "))
-        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{stdout}\n{stderr}"));
+    let epoch = resumed_from(&log, "chief-0", &format!("{stdout}\n{stderr}"));
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
-    assert!(log.contains("Epoch 400/400"), "{log}");
+    assert!(log.contains("Epoch 80/80"), "{log}");
     assert!(log.contains("chief-0: model saved to "), "{log}");
     drop(cut);
     eprintln!(
         "nodes: the chief's node cut off in epoch 3; the run resumed from epoch {epoch} on the other node and succeeded {:.0} s after the cut",
         took.as_secs_f64()
     );
+}
+
+/// Spawns run `t` of examples/mnist.py (2 workers, 12 epochs, the claim `out`) with
+/// `pod_file` and `--node-lost-after LOST_AFTER`, starts the wait that restarts it once,
+/// and returns that wait once the first attempt is in epoch 3.
+async fn mnist_restarting_once(
+    c: &Cluster,
+    t: &str,
+    pod_file: &std::path::Path,
+    lost_after: &str,
+) -> tokio::process::Child {
+    let script = crate::support::repo_file("examples/mnist.py");
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(12));
+    let mut args = vec!["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
+    args.extend(["--node-lost-after", lost_after]);
+    spawn(c, t, &script, pod_file, &args).await;
+    let child = c.start_restarting_once(t, "600s");
+    await_epoch_3(c, t).await;
+    child
+}
+
+/// The wait's stdout has its restart, for the loss of `node`.
+#[track_caller]
+fn restarted_as_lost_with(stdout: &str, node: &str) {
+    let restart = stdout
+        .lines()
+        .find(|l| l.contains(": restart 1/1"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        restart.contains("was lost with its node: NodeLost: node ") && restart.contains(node),
+        "{stdout}"
+    );
+}
+
+/// The epoch `task`'s log says the second attempt resumed from (`said`: what the wait
+/// printed, shown if it says none).
+#[track_caller]
+fn resumed_from(log: &str, task: &str, said: &str) -> u32 {
+    log.lines()
+        .find_map(|l| l.split_once(&format!("{task}: resuming from epoch ")))
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line:\n{log}\nwait said:\n{said}"))
 }
 
 /// Until worker 0's log says epoch 3 of 12: the first attempt trains.
@@ -584,12 +541,10 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
     let root = claim.dir.path().join(&t).join("backup");
     let script = crate::support::repo_file("examples/mnist.py");
     // Long enough that the old attempt, training on alone, does not end before the new one
-    // has begun (with 200 epochs it once did on v1.20, whose detection is quicker: it had
-    // deleted its backup and the new attempt started over; 85 were done at the restart).
-    let entry = c.write(
-        "entrypoint.sh",
-        &MNIST_ENTRYPOINT.replace("EPOCHS=12", "EPOCHS=400"),
-    );
+    // has begun (with 200 epochs of the example's batch it once did on v1.20, whose
+    // detection is quicker: it had deleted its backup and the new attempt started over;
+    // 85 were done at the restart; the first attempt's epochs are ~10 times longer now).
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(80));
     let pod_file = template(&c, TF_IMAGE);
     let args = ["-w", "2", "--volume", "out", "-c", entry.to_str().unwrap()];
     let mut args = args.to_vec();
@@ -632,7 +587,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         "the cut-off attempt trained on after the cut: backup {before} at the cut, {seeded} copied"
     );
     // The old attempt stops before its next backup: its folder no longer changes while
-    // the new attempt, training at the same pace, backs up three more times (or ends,
+    // the new attempt (one step an epoch) backs up three more times (or ends,
     // its folder deleted with the run's end).
     let fenced = last_backup(&root, 0);
     let new_at_fence = last_backup(&root, 1).unwrap_or(0);
@@ -676,7 +631,7 @@ async fn a_cut_off_attempt_cannot_touch_the_backup_its_restart_resumes_from() {
         epoch >= seeded,
         "resumed from epoch {epoch}, backup {seeded}: {log}"
     );
-    assert!(log.contains("Epoch 400/400"), "{log}");
+    assert!(log.contains("Epoch 80/80"), "{log}");
     assert!(log.contains("worker-0: model saved to "), "{log}");
     // Nothing of either attempt's backups is left, a while after the end: the old one,
     // still alive on the cut node until it is started again, wrote no backup since.

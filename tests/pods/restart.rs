@@ -9,25 +9,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 
 use crate::after::{Claim, TF_IMAGE, node_has};
-use crate::support::{Cluster, restart_lines, tag};
+use crate::support::{Cluster, mnist_entrypoint, restart_lines, tag};
 
-/// Synthetic MNIST in the pod, then the example: enough epochs that a worker can be
-/// deleted in the middle, each one backed up in the run's volume. Enough that the
-/// first attempt does not finish while its pods wait out their grace period either
-/// (measured: TensorFlow trained on for the 30 s after the pods' SIGTERM, about 40
-/// epochs of these).
-const MNIST_ENTRYPOINT: &str = r#"set -e
-python -c "
-import numpy as np
-r = np.random.default_rng(0)
-x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
-y = lambda n: r.integers(0, 10, n, dtype=np.int64)
-np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
-"
-echo "attempt $TF_SPAWNER_ATTEMPT"
-export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS=120 STEPS_PER_EPOCH=8
-exec python /script/training-script.py
-"#;
+/// Enough epochs that a worker can be deleted in the middle, each one backed up in the
+/// run's volume, and that the first attempt does not finish while its pods wait out
+/// their grace period either (measured: TensorFlow trained on for the 30 s after the
+/// pods' SIGTERM, about 40 epochs of the example's batch; about 6 of the first attempt's).
+const EPOCHS: u32 = 40;
 
 /// Every file under `dir`, for a failure's message.
 fn files(dir: &std::path::Path) -> Vec<String> {
@@ -63,7 +51,7 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
     let claim = Claim::new(&c).await;
     let t = tag("resume");
     let script = crate::support::repo_file("examples/mnist.py");
-    let entry = c.write("entrypoint.sh", MNIST_ENTRYPOINT);
+    let entry = c.write("entrypoint.sh", &mnist_entrypoint(EPOCHS));
     let extra = [
         "-w",
         "2",
@@ -83,7 +71,7 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
         || async {
             log_of(&c, &t, "worker-0")
                 .await
-                .contains("Epoch 3/120")
+                .contains("Epoch 3/40")
                 .then_some(())
         },
     )
@@ -130,9 +118,9 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
         .and_then(|e| e.parse().ok())
         .unwrap_or_else(|| panic!("{resumed}"));
     assert!(epoch >= 3, "resumed from epoch {epoch}: {log}");
-    assert!(log.contains("Epoch 120/120"), "{log}");
+    assert!(log.contains("Epoch 40/40"), "{log}");
     // For the docs (with --nocapture): how far the first attempt got.
-    eprintln!("restart: the second attempt resumed from epoch {epoch} of 120");
+    eprintln!("restart: the second attempt resumed from epoch {epoch} of {EPOCHS}");
 }
 
 /// Exits 143 (a SIGTERM's code) on worker 1 every time; worker 0 would run on.

@@ -22,6 +22,35 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
 use tempfile::TempDir;
 
+/// The entrypoint of the tests that stop a run in the middle of its training: synthetic
+/// MNIST in the pod, then the example (its backup in the run's volume when the test
+/// gives one) for `epochs` epochs of 8 steps. Only the first attempt must outlast what
+/// the test does to it (a deleted pod, a lost node), so only it computes on batches of
+/// 1,024 a replica (about 5 s an epoch on 2 cores, ~10 times the example's 64); a later
+/// attempt, resumed from the backup, trains its remaining epochs at the example's pace.
+/// (The batch may change across a resume; the steps of an epoch may not: Keras then
+/// resumes into an empty epoch and fails.)
+pub fn mnist_entrypoint(epochs: u32) -> String {
+    format!(
+        r#"set -e
+python -c "
+import numpy as np
+r = np.random.default_rng(0)
+x = lambda n: r.integers(0, 255, (n, 28, 28), dtype=np.uint8)
+y = lambda n: r.integers(0, 10, n, dtype=np.int64)
+np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test=y(128))
+"
+echo "attempt $TF_SPAWNER_ATTEMPT"
+export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS={epochs} STEPS_PER_EPOCH=8
+[ "$TF_SPAWNER_ATTEMPT" != 0 ] || export BATCH_PER_REPLICA=1024
+exec python /script/training-script.py
+"#
+    )
+}
+
+/// The longest any one command of a test may take (the longest runs' `--timeout` is 900 s).
+const COMMAND_BOUND: Duration = Duration::from_secs(1200);
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_tf-spawner");
 /// The admin kubeconfig of the one-node cluster.
 pub const VAR: &str = "TF_SPAWNER_PODS_KUBECONFIG";
@@ -129,9 +158,20 @@ impl Cluster {
         cmd
     }
 
-    /// Runs the binary to its end; what the user saw.
+    /// Runs the binary to its end; what the user saw. Bounded by [`COMMAND_BOUND`]: a
+    /// command that waits on a cluster gone wrong (a pod that never starts, with no
+    /// `--timeout`) fails the test with its arguments instead of hanging the suite.
     pub async fn run(&self, args: &[&str]) -> Output {
-        let out = self.command(args).output().await.expect("run tf-spawner");
+        let out = tokio::time::timeout(COMMAND_BOUND, self.command(args).output())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "tf-spawner {} still running after {} s (killed)",
+                    args.join(" "),
+                    COMMAND_BOUND.as_secs()
+                )
+            })
+            .expect("run tf-spawner");
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

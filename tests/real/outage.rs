@@ -4,7 +4,8 @@
 //!
 //! Needs, besides `TF_SPAWNER_TEST_KUBECONFIG`, how to kill and start the server:
 //! `TF_SPAWNER_TEST_APISERVER_PID_FILE` (the kube-apiserver's PID file, e.g.
-//! `$TF_SPAWNER_K8S/run/pids/kube-apiserver.pid` of `tools/kube-apiserver/start.sh`) and
+//! `$TF_SPAWNER_K8S/run/pids/kube-apiserver.pid` of
+//! `../shared/tools/kube-apiserver/start.sh`) and
 //! `TF_SPAWNER_TEST_APISERVER_START` (a shell command that starts it again, e.g. the
 //! same `start.sh` with the same environment). Skipped, with a notice, without them.
 

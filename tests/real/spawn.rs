@@ -203,18 +203,19 @@ async fn five_workers() {
     assert_eq!(real.run_objects(&ns, "big").await.len(), 11);
 }
 
-/// `-n NS -t TAG -e ENV_FILE` and the training script, as admin: what the user saw.
-async fn spawn_with_env(real: &Real, ns: &str, tag: &str, env: &std::path::Path) -> Output {
+/// `-n NS -t TAG -e ENV_FILE`, `flags` and the training script, as admin: what the user
+/// saw.
+async fn spawn_with_env(
+    real: &Real,
+    ns: &str,
+    tag: &str,
+    env: &std::path::Path,
+    flags: &[&str],
+) -> Output {
     let script = real.script();
-    let args = [
-        "-n",
-        ns,
-        "-t",
-        tag,
-        "-e",
-        env.to_str().unwrap(),
-        script.to_str().unwrap(),
-    ];
+    let mut args = vec!["-n", ns, "-t", tag, "-e", env.to_str().unwrap()];
+    args.extend(flags);
+    args.push(script.to_str().unwrap());
     real.run(Cred::Admin, &args).await
 }
 
@@ -228,7 +229,7 @@ async fn env_file_becomes_a_secret_never_pod_env() {
         "run.env",
         "# credentials\nexport API_KEY=\"s3cr3t-value-1\"\nDB_PASSWORD='p@ss w0rd-2'\n\nPLAIN=plain-value-3\n",
     );
-    let out = spawn_with_env(&real, &ns, "envy", &env).await;
+    let out = spawn_with_env(&real, &ns, "envy", &env, &[]).await;
     out.success();
     let values = ["s3cr3t-value-1", "p@ss w0rd-2", "plain-value-3"];
     for v in values {
@@ -435,22 +436,7 @@ async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
     assert_eq!(before.len(), 5);
 
     let env = real.write("e.env", "K=v\n");
-    let out = real
-        .run(
-            Cred::Admin,
-            &[
-                "-n",
-                &ns,
-                "-t",
-                "once",
-                "-w",
-                "3",
-                "-e",
-                env.to_str().unwrap(),
-                script.to_str().unwrap(),
-            ],
-        )
-        .await;
+    let out = spawn_with_env(&real, &ns, "once", &env, &["-w", "3"]).await;
     out.failure(7)
         .stderr_has("already exists")
         .stderr_has("tf-spawner -d -t once");
@@ -464,31 +450,14 @@ async fn a_rejection_only_the_server_makes_rolls_everything_back() {
         return;
     };
     let ns = real.namespace("rollback").await;
-    let script = real.script();
     let env = real.write("e.env", "TOKEN=abc\n");
     // Valid YAML, a valid Pod to the client; the server refuses limits below requests.
     let template = real.write(
         "bad.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: tensorflow\n    resources:\n      requests: {cpu: \"2\"}\n      limits: {cpu: \"1\"}\n",
     );
-    let out = real
-        .run(
-            Cred::Admin,
-            &[
-                "-n",
-                &ns,
-                "-t",
-                "doomed",
-                "-w",
-                "3",
-                "-e",
-                env.to_str().unwrap(),
-                "--pod-file",
-                template.to_str().unwrap(),
-                script.to_str().unwrap(),
-            ],
-        )
-        .await;
+    let pod_file = ["-w", "3", "--pod-file", template.to_str().unwrap()];
+    let out = spawn_with_env(&real, &ns, "doomed", &env, &pod_file).await;
     out.failure(1)
         .stderr_has("doomed-worker-")
         .stderr_has("Invalid")
@@ -510,7 +479,7 @@ async fn a_missing_namespace_is_a_clear_error() {
     };
     let ns = unique("tfs-nowhere");
     let env = real.write("e.env", "K=v\n");
-    let out = spawn_with_env(&real, &ns, "lost", &env).await;
+    let out = spawn_with_env(&real, &ns, "lost", &env, &[]).await;
     out.failure(1)
         .stderr_has(&format!("namespace '{ns}' does not exist"));
     assert!(

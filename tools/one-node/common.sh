@@ -361,7 +361,7 @@ clusterDNS: [$BRIDGE_IP]
 resolvConf: ""
 makeIPTablesUtilChains: false
 serializeImagePulls: false
-evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "nodefs.inodesFree": "1%", "imagefs.available": "1%"}
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "200Mi", "nodefs.inodesFree": "1%", "imagefs.available": "200Mi"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 $KUBELET_CONFIG

@@ -44,7 +44,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         helpers: &helpers,
         events: &events,
         training: &training,
-        stall: crate::settings::spawn::stall(settings, crate::ops::wait::OnStall::Warn).bound,
+        stall: crate::settings::follow::stall(settings, crate::ops::wait::OnStall::Warn).bound,
         now: k8s_openapi::jiff::Timestamp::now().as_second(),
         all_workers: args.all_workers,
     };

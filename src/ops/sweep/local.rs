@@ -1,5 +1,5 @@
-//! A `--local` sweep: each run as `tf-spawner --local` runs one (`local/`), one after
-//! another unless `--parallel` says more. What `compare --local` reads: the
+//! A `--local` sweep: each run as `tf-spawner --local` runs one (`ops/local_run.rs`), one
+//! after another unless `--parallel` says more. What `compare --local` reads: the
 //! experiment's record in `tf-spawner-output/NAME/experiment.json`, and each run's
 //! parameters in its own folder, `tf-spawner-output/NAME-K/params.json` (the JSON of the
 //! `tf-spawner/params` annotation), beside what the run writes there.
@@ -13,14 +13,14 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 
 use crate::errors::{EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError, UsageError};
-use crate::labels::{OUTPUT_DIR_VAR, local_output_dir};
-use crate::local::{self, Outcome, RunOptions};
-use crate::metrics::early::STOPPED_EARLY;
+use crate::labels::local_output_dir;
+use crate::metrics::early::{STOPPED_EARLY, StoppedEarly};
 use crate::metrics::winner::{Results, Winner};
-use crate::metrics::{METRICS_FILE, PARAMS_FILE, SWEEP_RECORD_FILE};
+use crate::metrics::{METRICS_FILE, SWEEP_RECORD_FILE};
+use crate::ops::local_run::{self, LocalOptions, Ran, Which};
 use crate::output;
 use crate::plan::SpawnRequest;
-use crate::plan::sweep::{Point, Record, params_json, point_text};
+use crate::plan::sweep::{Point, Record};
 use crate::signals;
 
 use super::early::Early;
@@ -31,10 +31,9 @@ pub(crate) struct LocalSweep {
     pub base: SpawnRequest,
     pub args: Vec<String>,
     pub parallel: usize,
-    pub python: String,
-    pub options: RunOptions,
-    /// `--notify`: each run's end and the experiment's.
-    pub notify: Option<crate::metrics::notice::Target>,
+    /// How each run is run; its `notify` (`--notify`) is told each run's end and the
+    /// experiment's.
+    pub local: LocalOptions,
     /// `--resume`: the record exists (taken up, `read`); the runs that ended are not run
     /// again, the others are (their processes ended with the sweep).
     pub resume: bool,
@@ -120,7 +119,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
             (tag.clone(), word)
         })
         .collect();
-    let notify = sweep.notify.as_ref();
+    let notify = sweep.local.notify.as_ref();
     let seconds = Some(began.elapsed().as_secs());
     crate::ops::notify::after_sweep(notify, (name, None), &told, &result, (seconds, results)).await;
     result
@@ -262,36 +261,33 @@ impl Kept {
         written.is_ok()
     }
 
-    /// A run's end: told (`--notify`), kept in the record, said.
-    async fn run_ended(
-        &mut self,
-        sweep: &LocalSweep,
-        tag: String,
-        result: Result<(Outcome, Option<String>)>,
-    ) {
-        let (outcome, trained) = match result {
-            Ok((outcome, trained)) => (Ok(outcome), trained),
-            Err(e) => (Err(e), None),
-        };
-        let told = told(&tag, &outcome);
-        crate::ops::notify::after_local(sweep.notify.as_ref(), &tag, &told).await;
-        self.keep_verdict(&tag, &told);
-        match outcome {
-            Ok(Outcome::Succeeded { .. }) => {
-                let _ = output::print(&format!("run {tag} (local): Succeeded\n"));
-                if let Some(line) = trained {
-                    let _ = output::print(&format!("{line}\n"));
-                }
-            }
-            Ok(Outcome::Interrupted(code)) => {
+    /// A run's end (`ops/local_run.rs` said it and told `--notify`): kept in the record
+    /// and counted.
+    async fn run_ended(&mut self, sweep: &LocalSweep, tag: String, ran: Result<Ran>) {
+        match ran {
+            Ok(Ran {
+                interrupted: Some(code),
+                ..
+            }) => {
                 self.interrupted.get_or_insert(code);
             }
-            Ok(Outcome::StoppedEarly(_)) => {
-                let _ = output::print(&format!("run {tag} (local): stopped early\n"));
-                self.stopped.push(tag);
+            Ok(Ran { verdict, .. }) => {
+                self.keep_verdict(&tag, &verdict);
+                match &verdict {
+                    Ok(()) => {}
+                    Err(e) if e.downcast_ref::<StoppedEarly>().is_some() => self.stopped.push(tag),
+                    Err(_) => self.failed.push(tag),
+                }
             }
-            Ok(_) => self.failed.push(tag),
             Err(e) => {
+                // A run that could not start is a failed run, told and kept as one.
+                let told = Err(ExitError::new(
+                    EXIT_TRAINING_FAILED,
+                    format!("local run '{tag}' failed: {}", crate::errors::one_line(&e)),
+                )
+                .into());
+                crate::ops::notify::after_local(sweep.local.notify.as_ref(), &tag, &told).await;
+                self.keep_verdict(&tag, &told);
                 output::note(&format!("run {tag}: {}", crate::errors::one_line(&e)));
                 self.failed.push(tag);
             }
@@ -303,11 +299,8 @@ impl Kept {
         let code = |e: &anyhow::Error| crate::errors::exit_code(e);
         let verdict = match told {
             Ok(()) => "Succeeded".to_string(),
-            Err(e)
-                if e.downcast_ref::<crate::metrics::early::StoppedEarly>()
-                    .is_some() =>
-            {
-                let line = e.downcast_ref::<crate::metrics::early::StoppedEarly>();
+            Err(e) if e.downcast_ref::<StoppedEarly>().is_some() => {
+                let line = e.downcast_ref::<StoppedEarly>();
                 format!("{STOPPED_EARLY}: {}", line.map_or("", |l| l.0.as_str()))
             }
             Err(e) if code(e) == EXIT_TRAINING_FAILED || code(e) == crate::errors::EXIT_TIMEOUT => {
@@ -362,21 +355,20 @@ async fn run_all(
     loop {
         while kept.interrupted.is_none() && active.len() < sweep.parallel {
             let Some(run) = queue.next() else { break };
-            let mut options = sweep.options.clone();
+            let mut options = sweep.local.clone();
             if let Some(early) = &mut early {
-                options.observer = Some((run.0.clone(), tx.clone()));
-                options.early = Some(early.channel(&run.0, None));
+                options.run.observer = Some((run.0.clone(), tx.clone()));
+                options.run.early = Some(early.channel(&run.0, None));
             }
             active.push(one(sweep, run, options));
         }
         tokio::select! {
             next = active.next() => {
-                let Some((tag, result)) = next else { break };
-                let judged = matches!(&result, Ok((Outcome::Succeeded { .. } | Outcome::Failed { .. }, _)));
-                if let (Some(early), true) = (&mut early, judged) {
+                let Some((tag, ran)) = next else { break };
+                if let (Some(early), true) = (&mut early, trained_to_end(&ran)) {
                     early.ended(&tag);
                 }
-                kept.run_ended(sweep, tag, result).await;
+                kept.run_ended(sweep, tag, ran).await;
             }
             Some(seen) = rx.recv() => {
                 if let Some(early) = &mut early {
@@ -388,61 +380,33 @@ async fn run_all(
     kept
 }
 
-/// A run's outcome as `--notify` tells it: the error a `--local` run of its own ends with.
-fn told(tag: &str, outcome: &Result<Outcome>) -> Result<()> {
-    let (code, why) = match outcome {
-        Ok(Outcome::Succeeded { .. }) => return Ok(()),
-        Ok(Outcome::Interrupted(code)) => (*code, "interrupted".to_string()),
-        Ok(Outcome::StoppedEarly(line)) => {
-            return Err(crate::metrics::early::StoppedEarly(line.clone()).into());
-        }
-        Ok(Outcome::Failed { task, ended, .. }) => (
-            EXIT_TRAINING_FAILED,
-            format!(
-                "{} {}",
-                task.map_or_else(|| "a task".to_string(), crate::roles::Task::id),
-                ended.map_or_else(|| "failed".to_string(), |e| e.to_string())
-            ),
+/// Whether a run's training ran to its end (it succeeded, or a task failed): not timed
+/// out, interrupted, stopped early or unable to start.
+fn trained_to_end(ran: &Result<Ran>) -> bool {
+    match ran {
+        Ok(Ran {
+            verdict,
+            interrupted: None,
+        }) => verdict.as_ref().map_or_else(
+            |e| crate::errors::exit_code(e) == EXIT_TRAINING_FAILED,
+            |()| true,
         ),
-        Ok(Outcome::TimedOut { .. }) => (crate::errors::EXIT_TIMEOUT, "timed out".to_string()),
-        Err(e) => (EXIT_TRAINING_FAILED, crate::errors::one_line(e)),
-    };
-    Err(ExitError::new(code, format!("local run '{tag}' failed: {why}")).into())
+        _ => false,
+    }
 }
 
-/// One local run, its parameters written in its folder first and what it printed of the
-/// training kept there at its end (`metrics.json`, which `compare --local` reads), as a
-/// `--local` run of its own keeps it; the training's line said under the run's verdict.
+/// One local run (`ops/local_run.rs`), its parameters written in its folder; `local`:
+/// the sweep's options with this run's early stopping.
 async fn one(
     sweep: &LocalSweep,
     (tag, point): &(String, Point),
-    options: RunOptions,
-) -> (String, Result<(Outcome, Option<String>)>) {
-    let outcome = async {
-        let mut request = super::request(&sweep.base, &sweep.args, (tag, point));
-        let dir = std::path::absolute(local_output_dir(tag))?;
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| UsageError::new(format!("cannot create {}: {e}", dir.display())))?;
-        write(&dir.join(PARAMS_FILE), &params_json(point))?;
-        request
-            .env
-            .insert(OUTPUT_DIR_VAR.to_string(), dir.display().to_string());
-        if let Some(experiment) = &request.experiment {
-            request.env.extend(experiment.variables());
-        }
-        let plan = local::plan(&request, &sweep.python)?;
-        let _ = output::print(&format!(
-            "local run {tag} ({}): files in {}\n",
-            point_text(point),
-            dir.display()
-        ));
-        let mut stop = Box::pin(signals::stop_requested());
-        let began = std::time::Instant::now();
-        let (outcome, training) = local::run(&plan, &options, &mut stop).await?;
-        local::keep_metrics(&dir, &outcome, &training, began.elapsed());
-        Ok((outcome, crate::trainlog::show::report(&training)))
-    };
-    (tag.clone(), outcome.await)
+    local: LocalOptions,
+) -> (String, Result<Ran>) {
+    let request = super::request(&sweep.base, &sweep.args, (tag, point));
+    let mut stop = Box::pin(signals::stop_requested());
+    let which = Which::Swept(point);
+    let ran = local_run::run(&local, request, which, &mut stop).await;
+    (tag.clone(), ran)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -1,5 +1,5 @@
 //! `tf-spawner sweep`: an experiment's runs, each an ordinary spawn (`ops/spawn.rs`)
-//! followed by an ordinary wait (`ops/wait.rs`, `--restarts` and all), so many at a
+//! followed by an ordinary wait (`ops/wait/`, `--restarts` and all), so many at a
 //! time, on the one thread: the next starts when one ends. The experiment's record
 //! (`cluster/experiment.rs`) is made before the first run; `--resume` follows the runs
 //! that exist and starts only the others. `local.rs`: the same on this machine.
