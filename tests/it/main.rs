@@ -35,6 +35,7 @@ mod perf;
 mod progress;
 mod proxy;
 mod queues;
+mod race;
 mod resources;
 mod restart;
 mod resume;

@@ -180,27 +180,8 @@ impl TestServer {
     /// Seeds an object without validation: metadata is filled as on a create
     /// (a pod keeps a `status` it brings), the namespace is created if needed, and
     /// watchers see ADDED.
-    pub fn insert(&self, resource: &str, namespace: &str, mut obj: Value) {
-        let mut st = self.store();
-        if objects::is_namespaced(resource) && !st.namespace_exists(namespace) {
-            add_namespace(&mut st, namespace);
-        }
-        if let Some(kind) = objects::kind_of(resource) {
-            obj["kind"] = json!(kind);
-            obj["apiVersion"] = json!(objects::api_version_of(resource));
-        }
-        if !obj.get("metadata").is_some_and(Value::is_object) {
-            obj["metadata"] = json!({});
-        }
-        let given_status = obj.get("status").cloned();
-        if resource == "secrets" {
-            objects::normalize_secret(&mut obj);
-        }
-        objects::fill_new(&self.shared.cluster_ips, resource, namespace, &mut obj);
-        if let (Some(s), "pods") = (given_status, resource) {
-            objects::merge_patch(&mut obj["status"], &s);
-        }
-        st.put(resource, namespace, obj);
+    pub fn insert(&self, resource: &str, namespace: &str, obj: Value) {
+        seed(&self.shared, resource, namespace, obj);
     }
 
     pub fn create_namespace(&self, name: &str) {
@@ -413,6 +394,31 @@ impl TestServer {
     pub fn close_log(&self, namespace: &str, pod: &str) {
         self.store().close_log(namespace, pod);
     }
+}
+
+/// [`TestServer::insert`], also the fault that plants an object
+/// ([`FaultAction::Plant`]).
+pub(crate) fn seed(shared: &Shared, resource: &str, namespace: &str, mut obj: Value) {
+    let mut st = shared.store.lock().unwrap_or_else(|e| e.into_inner());
+    if objects::is_namespaced(resource) && !st.namespace_exists(namespace) {
+        add_namespace(&mut st, namespace);
+    }
+    if let Some(kind) = objects::kind_of(resource) {
+        obj["kind"] = json!(kind);
+        obj["apiVersion"] = json!(objects::api_version_of(resource));
+    }
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    let given_status = obj.get("status").cloned();
+    if resource == "secrets" {
+        objects::normalize_secret(&mut obj);
+    }
+    objects::fill_new(&shared.cluster_ips, resource, namespace, &mut obj);
+    if let (Some(s), "pods") = (given_status, resource) {
+        objects::merge_patch(&mut obj["status"], &s);
+    }
+    st.put(resource, namespace, obj);
 }
 
 fn add_namespace(store: &mut Store, name: &str) {
