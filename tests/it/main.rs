@@ -25,6 +25,8 @@ mod frozen;
 mod gang;
 mod hardened;
 mod hints;
+mod idle;
+mod json_errors;
 mod list;
 mod local;
 mod logs;
