@@ -62,7 +62,7 @@ pub fn summarise(runs: &[RunJson], planned: &[Planned], now: i64) -> Vec<Experim
         e.runs += 1;
         match run.verdict {
             "Succeeded" => e.succeeded += 1,
-            "Failed" => e.failed += 1,
+            "Failed" | "Cancelled" => e.failed += 1,
             _ => e.unfinished += 1,
         }
         e.age_seconds = e.age_seconds.max(run.age_seconds);

@@ -1,10 +1,11 @@
-//! `-o json` is always JSON (issue 64, item 4): every error of every verb that takes
-//! `-o json` is also a JSON object on stdout, `{"error": LINE, "exit_code": N}`, the
-//! same line stderr has and the process's own exit code; usage errors included, once
-//! `-o json` is on the command line.
+//! `-o json` is always JSON, in one vocabulary (issue 64, item 4): every error of every
+//! verb that takes `-o json` is also a JSON object on stdout, `{"error": LINE,
+//! "exit_code": N}`, the same line stderr has and the process's own exit code; usage
+//! errors included, once `-o json` is on the command line. A deadline's end is the
+//! failure kind `deadline`; a cancelled run is `Cancelled` in `status` and `list`.
 
 use kube_testserver::Fault;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{Env, Output};
 
@@ -63,4 +64,40 @@ fn a_usage_error_with_o_json_is_json_too() {
     let out = env.run(&["status", "--no-such-flag"]);
     out.failure(2);
     assert_eq!(out.stdout, "");
+}
+
+/// A run the kubelet ended at its `--deadline` (the pod `DeadlineExceeded`, not stopped
+/// by tf-spawner): `wait -o json`'s failure kind is `deadline`, not `exited`.
+#[test]
+fn a_run_ended_by_its_deadline_is_failure_deadline_in_wait_json() {
+    let env = Env::new();
+    crate::follow::spawn_run(&env, "dl", &["-w", "1", "--deadline", "1h"]);
+    crate::follow::running(&env, "dl-worker-0");
+    let ended = json!({"exitCode": 137, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T01:00:00Z"});
+    crate::follow::deadline_ended(&env, "dl-worker-0", ended);
+    let out = env.run(&["wait", "-t", "dl", "-o", "json"]);
+    assert_eq!(out.code, 3, "{out:#?}");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(doc["verdict"], "Failed", "{doc:#}");
+    assert_eq!(doc["failure"], "deadline", "{doc:#}");
+}
+
+/// A wait cancelled with `--on-cancel stop` recorded `Cancelled: …`: `status` and `list`
+/// say `Cancelled`, not `Failed`.
+#[test]
+fn a_run_whose_wait_was_cancelled_is_cancelled_in_status_and_list() {
+    let env = Env::new();
+    crate::follow::spawn_run(&env, "cx", &["-w", "1"]);
+    crate::follow::running(&env, "cx-worker-0");
+    let child = crate::follow::start(&env, &["wait", "-t", "cx", "--on-cancel", "stop"]);
+    crate::follow::await_watches(&env, 1);
+    crate::follow::send(&child, "-TERM");
+    let out = crate::follow::finish(child);
+    assert_eq!(out.code, 143, "{out:#?}");
+    let status: Value =
+        serde_json::from_str(&env.run(&["status", "cx", "-o", "json"]).success().stdout).unwrap();
+    assert_eq!(status["verdict"], "Cancelled", "{status:#}");
+    let list: Value =
+        serde_json::from_str(&env.run(&["list", "-o", "json"]).success().stdout).unwrap();
+    assert_eq!(list["runs"][0]["verdict"], "Cancelled", "{list:#}");
 }
