@@ -148,10 +148,13 @@ fn json_in(argv: &[std::ffi::OsString]) -> bool {
     let words: Vec<&str> = (argv.iter().skip(1))
         .map_while(|a| a.to_str().filter(|a| *a != "--"))
         .collect();
-    let joined = words.iter().any(|w| {
-        ["-ojson", "-o=json", "--output=json"].contains(w)
-    });
-    joined || words.windows(2).any(|w| matches!(w, ["-o" | "--output", "json"]))
+    let joined = words
+        .iter()
+        .any(|w| ["-ojson", "-o=json", "--output=json"].contains(w));
+    joined
+        || words
+            .windows(2)
+            .any(|w| matches!(w, ["-o" | "--output", "json"]))
 }
 
 /// Help and version as clap prints them; every usage error (clap's own, or a value our

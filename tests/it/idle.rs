@@ -27,9 +27,19 @@ fn wait_idle_timeout_drops_a_frozen_watch_and_the_verdict_comes() {
     env.server.clear_requests();
     let child = start(
         &env,
-        &["wait", "-t", "it", "--idle-timeout", "2s", "--timeout", "60s"],
+        &[
+            "wait",
+            "-t",
+            "it",
+            "--idle-timeout",
+            "2s",
+            "--timeout",
+            "60s",
+        ],
     );
-    env.await_requests(1, "pod watch", |r| r.param("watch").as_deref() == Some("true"));
+    env.await_requests(1, "pod watch", |r| {
+        r.param("watch").as_deref() == Some("true")
+    });
     exited(&env, "it-worker-0", 0);
     let out = finish(child);
     out.success().stdout_has("run it: Succeeded");

@@ -32,7 +32,19 @@ fn every_verb_with_o_json_says_its_error_in_json_on_stdout() {
         (&["compare", "gone-1", "gone-2", "-o", "json"], 1),
         (&["-d", "-t", "gone", "-o", "json"], 1),
         (&["-t", "taken", "-o", "json", script], 7),
-        (&["wait", "-t", "taken", "-o", "json", "--for", "start", "--cleanup"], 2),
+        (
+            &[
+                "wait",
+                "-t",
+                "taken",
+                "-o",
+                "json",
+                "--for",
+                "start",
+                "--cleanup",
+            ],
+            2,
+        ),
     ];
     for (args, code) in cases {
         let out = env.run(args);
@@ -43,7 +55,8 @@ fn every_verb_with_o_json_says_its_error_in_json_on_stdout() {
 #[test]
 fn list_with_o_json_says_an_api_error_in_json() {
     let env = Env::new();
-    env.server.add_fault(Fault::on("GET", "").status(403).always());
+    env.server
+        .add_fault(Fault::on("GET", "").status(403).always());
     let out = env.run(&["list", "-o", "json"]);
     error_object(&out, 1);
 }

@@ -22,20 +22,22 @@ fn a_spawn_that_loses_the_race_for_its_configmap_exits_7_and_leaves_the_winners_
         },
         "data": { "train.py": "print('the winner')\n" }
     });
-    env.server.add_fault(Fault::on("POST", "/configmaps").plant(
-        "configmaps",
-        "default",
-        winner,
-    ));
+    env.server
+        .add_fault(Fault::on("POST", "/configmaps").plant("configmaps", "default", winner));
     let env_file = env.write("e.env", "TOKEN=t\n");
     let out = env.spawn(&["-t", "racy", "-e", env_file.to_str().unwrap()]);
     out.failure(7)
-        .stderr_has("run 'racy' already exists in namespace 'default' (left of it: 1 configmap, no pods)")
+        .stderr_has(
+            "run 'racy' already exists in namespace 'default' (left of it: 1 configmap, no pods)",
+        )
         .stderr_has("tf-spawner -d --wait -t racy -n default");
     assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
     // Only the winner's ConfigMap, untouched: nothing of the loser's, no delete sent.
     assert_eq!(env.names("default"), ["configmap/racy-script"]);
-    let stored = env.server.get("configmaps", "default", "racy-script").unwrap();
+    let stored = env
+        .server
+        .get("configmaps", "default", "racy-script")
+        .unwrap();
     assert_eq!(
         stored["metadata"]["annotations"]["tf-spawner/invocation"],
         "the-other-spawn"
