@@ -84,16 +84,12 @@ pub fn main() -> ExitCode {
     let matches = match command.clone().try_get_matches_from(&argv) {
         Ok(matches) => matches,
         Err(e) => {
-            if json_in(&argv) {
-                output::errors_as_json();
-            }
+            output::errors_as_json(json_in(&argv));
             let hint = script_args_hint(command, &argv, &e, &name);
             return clap_error(e, hint.as_deref());
         }
     };
-    if json_asked(&matches) {
-        output::errors_as_json();
-    }
+    output::errors_as_json(json_asked(&matches));
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let checked = spawn_flags_only_for_spawn(&matches)
         .and_then(|()| commands::verbs::settle_tag(&mut cli, &matches))

@@ -69,10 +69,10 @@ pub fn progress_to_stderr() {
 static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
 static DATA_WRITTEN: AtomicBool = AtomicBool::new(false);
 
-/// `-o json` was asked (`lib.rs` reads it once, whatever the verb): [`failed`] also
-/// writes the error as a JSON object on stdout.
-pub fn errors_as_json() {
-    JSON_ERRORS.store(true, Ordering::Relaxed);
+/// Whether `-o json` was asked (`lib.rs` reads it once, whatever the verb): then
+/// [`failed`] also writes the error as a JSON object on stdout.
+pub fn errors_as_json(asked: bool) {
+    JSON_ERRORS.store(asked, Ordering::Relaxed);
 }
 
 /// The end of a failed command: its one `error:` line on stderr, and with `-o json`

@@ -329,7 +329,7 @@ async fn answer(
             namespace,
             object,
         }) => {
-            crate::seed(sh, &resource, &namespace, object);
+            crate::seed::seed(sh, &resource, &namespace, object);
             Some(run_route(sh, call, user))
         }
         None => Some(run_route(sh, call, user)),
