@@ -354,9 +354,8 @@ macro_rules! flag_list {
     /// (logs -f) silent this long is taken as frozen: the pods are listed again, the log
     /// opened again from its last line; at least 2s [default: the config file's
     /// idle_timeout, else 5m]
-    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, ""
-        => [Wait, Logs], value: "DURATION",
-            brief: "A watch or followed log silent this long is taken as frozen [default: 5m]";
+    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, "", unshown
+        => [Wait, Logs], value: "DURATION";
     /// In a pipe (not a terminal), when nothing was printed this long: wait and spawn
     /// --wait print one line (the state, the epoch and step if known, how long since the
     /// last news), logs -f one note on stderr while a task has not started, so that a CI
