@@ -124,8 +124,7 @@ impl Sources {
     /// The heartbeat line: the run's state, the training, why it waits.
     fn heartbeat(&self, tracker: &Tracker, progress: &mut Progress) {
         let training = self.training.borrow();
-        let heard = self.run.heard_ago();
-        progress.heartbeat(tracker.verdict().name(), &training, self.why.said(), heard);
+        progress.heartbeat(tracker.verdict().name(), &training, self.why.said());
     }
 }
 
