@@ -472,18 +472,18 @@ async fn restart_begun(
     }
 }
 
-/// The run's pods once those of attempt `n` are there; `None` when the restart is no
-/// longer recorded and they are not (it failed, or was stopped).
+/// The run's pods once the restart to attempt `n` has created them all (its record
+/// is cleared only then); `None` when it is no longer recorded and they are not there
+/// (it failed, or was stopped). Not at its first pod: a follow of the attempt's first
+/// pods alone would take the tasks not created yet for gone, and end.
 async fn attempt_pods(cluster: &Cluster, tag: &str, n: u32) -> Result<Option<Tracker>> {
     loop {
-        let tracker = super::status::pods(cluster, tag, false).await?;
-        if tracker.attempt() >= n {
-            return Ok(Some(tracker));
-        }
+        // The record first: once it no longer says `n`, the pods listed after it are
+        // every pod the restart made.
         let record = crate::cluster::record::read(cluster, tag).await?;
-        if record.and_then(|r| r.restarting) != Some(n) {
-            // Created meanwhile, or not at all: one more look decides.
-            let tracker = super::status::pods(cluster, tag, false).await?;
+        let restarting = record.and_then(|r| r.restarting) == Some(n);
+        let tracker = super::status::pods(cluster, tag, false).await?;
+        if !restarting {
             return Ok((tracker.attempt() >= n).then_some(tracker));
         }
         tokio::time::sleep(RESTART_POLL).await;
