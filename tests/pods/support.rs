@@ -31,15 +31,6 @@ use tempfile::TempDir;
 /// (The batch may change across a resume; the steps of an epoch may not: Keras then
 /// resumes into an empty epoch and fails.)
 pub fn mnist_entrypoint(epochs: u32) -> String {
-    mnist_entrypoint_with(epochs, 1024)
-}
-
-/// [`mnist_entrypoint`] whose first attempt computes on batches of `first_batch` a
-/// replica. The fence test keeps the example's 64: its cut-off first attempt trains on
-/// beside the new one, and with long steps its worker 1, whose chief the fence stopped,
-/// lived long enough to reach the new attempt's coordination service by the same name
-/// and abort it ("Incarnation ID mismatch", seen once in CI).
-pub fn mnist_entrypoint_with(epochs: u32, first_batch: u32) -> String {
     format!(
         r#"set -e
 python -c "
@@ -51,7 +42,7 @@ np.savez('/tmp/mnist.npz', x_train=x(512), y_train=y(512), x_test=x(128), y_test
 "
 echo "attempt $TF_SPAWNER_ATTEMPT"
 export MNIST_NPZ=/tmp/mnist.npz TF_USE_LEGACY_KERAS=1 EPOCHS={epochs} STEPS_PER_EPOCH=8
-[ "$TF_SPAWNER_ATTEMPT" != 0 ] || export BATCH_PER_REPLICA={first_batch}
+[ "$TF_SPAWNER_ATTEMPT" != 0 ] || export BATCH_PER_REPLICA=1024
 exec python /script/training-script.py
 "#
     )
