@@ -207,24 +207,34 @@ fn resume_after_a_decision_judges_no_run_again() {
     assert!(pods_of(&env, "ea-2").len() == 1, "not started again");
 }
 
-#[test]
-fn compare_sorts_by_the_experiments_objective_by_default() {
-    let env = Env::new();
-    let script = env.script();
-    let argv = [
+/// `sweep -t NAME -w 1 --param lr=1,2 --parallel 2 EXTRA.. SCRIPT`: two one-worker runs
+/// at once.
+fn two_runs_at_once<'a>(
+    name: &'a str,
+    extra: &[&'a str],
+    script: &'a std::path::Path,
+) -> Vec<&'a str> {
+    let mut argv = vec![
         "sweep",
         "-t",
-        "ob",
+        name,
         "-w",
         "1",
         "--param",
         "lr=1,2",
         "--parallel",
         "2",
-        "--objective",
-        "val_acc",
-        script.to_str().unwrap(),
     ];
+    argv.extend_from_slice(extra);
+    argv.push(script.to_str().unwrap());
+    argv
+}
+
+#[test]
+fn compare_sorts_by_the_experiments_objective_by_default() {
+    let env = Env::new();
+    let script = env.script();
+    let argv = two_runs_at_once("ob", &["--objective", "val_acc"], &script);
     let mut child = Watched::start(&env, &argv);
     for (tag, acc) in [("ob-1", 0.6), ("ob-2", 0.9)] {
         start_running(&env, &mut child, tag);
@@ -338,22 +348,11 @@ fn bad_early_stopping_input_is_one_line_exit_2_and_nothing_is_created() {
 fn runs_without_epoch_lines_are_never_stopped_and_the_sweep_says_so_once() {
     let env = Env::new();
     let script = env.script();
-    let argv = [
-        "sweep",
-        "-t",
+    let argv = two_runs_at_once(
         "nx",
-        "-w",
-        "1",
-        "--param",
-        "lr=1,2",
-        "--parallel",
-        "2",
-        "--objective",
-        "val_loss",
-        "--early-stop",
-        "median",
-        script.to_str().unwrap(),
-    ];
+        &["--objective", "val_loss", "--early-stop", "median"],
+        &script,
+    );
     let mut child = Watched::start(&env, &argv);
     for tag in ["nx-1", "nx-2"] {
         start_running(&env, &mut child, tag);
