@@ -7,7 +7,7 @@
 
 #![deny(clippy::arithmetic_side_effects)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
@@ -259,6 +259,52 @@ impl ClusterSpec {
         serde_json::to_string(&self.cluster).expect("the cluster is plain strings")
     }
 
+    /// The cluster part of a `TF_CONFIG` as a run's ConfigMap holds it
+    /// ([`Self::cluster_json`]); `None` when it is not one (an unknown role, an address
+    /// without a port).
+    pub fn parse(json: &str) -> Option<ClusterSpec> {
+        let read: BTreeMap<String, Vec<String>> = serde_json::from_str(json).ok()?;
+        let mut cluster = BTreeMap::new();
+        for (role, hosts) in read {
+            let role = Role::parse(&role).filter(|r| r.in_cluster())?;
+            if hosts.iter().any(|h| port_of(h).is_none()) {
+                return None;
+            }
+            cluster.insert(role.as_str(), hosts);
+        }
+        Some(ClusterSpec { cluster })
+    }
+
+    /// The port of the first address: every address of a run's cluster has the same.
+    pub fn port(&self) -> Option<u16> {
+        self.cluster
+            .values()
+            .flatten()
+            .next()
+            .and_then(|h| port_of(h))
+    }
+
+    /// The same cluster with every address on `port`.
+    pub fn with_port(&self, port: u16) -> ClusterSpec {
+        let moved = |h: &String| match h.rsplit_once(':') {
+            Some((host, _)) => format!("{host}:{port}"),
+            None => h.clone(),
+        };
+        let cluster = self
+            .cluster
+            .iter()
+            .map(|(role, hosts)| (*role, hosts.iter().map(moved).collect()))
+            .collect();
+        ClusterSpec { cluster }
+    }
+
+    /// The host names of the addresses (`TAG-worker-0.NS.svc`'s `TAG-worker-0`: the
+    /// task's pod and service).
+    pub fn names(&self) -> BTreeSet<String> {
+        let name = |h: &String| h.split([':', '.']).next().unwrap_or_default().to_string();
+        self.cluster.values().flatten().map(name).collect()
+    }
+
     /// The number of tasks per cluster role, e.g. `chief=1,worker=3` (keys sorted as in
     /// `cluster`): what a reader of a pod needs to know the run's tasks without the
     /// cluster's addresses.
@@ -269,6 +315,20 @@ impl ClusterSpec {
             .collect::<Vec<_>>()
             .join(",")
     }
+}
+
+/// The port of `host:port`.
+fn port_of(address: &str) -> Option<u16> {
+    address.rsplit_once(':')?.1.parse().ok()
+}
+
+/// The port a run's tasks listen on after a restart of them all, from the one before:
+/// one up (from 65535 to 1024). A task of the replaced attempt still running on a node
+/// cut off from the API server resolves its peers' names to the new pods; on another
+/// port it cannot reach them (TensorFlow's coordination service aborts a cluster that
+/// hears from a task it does not know).
+pub fn next_port(port: u16) -> u16 {
+    port.checked_add(1).unwrap_or(1024)
 }
 
 /// `TF_CONFIG` with `cluster` as written (JSON, or a `$(VAR)` reference the kubelet
@@ -337,6 +397,32 @@ mod tests {
             }),
             r#"{"cluster":{"worker":["t-worker-0.ns.svc:1999","t-worker-1.ns.svc:1999"]},"task":{"type":"worker","index":1}}"#
         );
+    }
+
+    #[test]
+    fn a_clusters_port_moves_and_its_names_stay() {
+        let roles = Roles::new(Some(Strategy::MultiWorker), true, 0, 2, false).unwrap();
+        let spec = ClusterSpec::new(&roles, "t", "ns", 1999);
+        let read = ClusterSpec::parse(&spec.cluster_json()).unwrap();
+        assert_eq!(read, spec);
+        assert_eq!(read.port(), Some(1999));
+        let moved = read.with_port(next_port(1999));
+        assert_eq!(
+            moved.cluster_json(),
+            r#"{"chief":["t-chief-0.ns.svc:2000"],"worker":["t-worker-0.ns.svc:2000","t-worker-1.ns.svc:2000"]}"#
+        );
+        assert_eq!(
+            moved.names().into_iter().collect::<Vec<_>>(),
+            ["t-chief-0", "t-worker-0", "t-worker-1"]
+        );
+        assert_eq!(next_port(65535), 1024);
+        for bad in [
+            r#"{"worker":["t-worker-0.ns.svc"]}"#,
+            r#"{"evaluator":["t-evaluator-0.ns.svc:1999"]}"#,
+            r#"{"worker":"t"}"#,
+        ] {
+            assert_eq!(ClusterSpec::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -181,7 +181,8 @@ macro_rules! flag_list {
     /// templates/pod.yaml]
     pod_file: Option<PathBuf> = None, parse::path, "(the built-in templates/pod.yaml)", anchored, short_help
         => [Spawn], value: "FILE", brief: "Pod template (YAML) [default: built in]";
-    /// gRPC port used in TF_CONFIG, on the containers and on the services
+    /// gRPC port used in TF_CONFIG, on the containers and on the services (a restart of
+    /// every task moves it one up)
     port: u16 = crate::cli::flags::DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
     /// Number of worker pods (and services)
     workers: u32 = crate::cli::flags::DEFAULT_WORKERS, parse::workers, "", show_default, short_help

@@ -24,6 +24,8 @@ use crate::labels::{
     RESTARTED_FOR_ANNOTATION, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
     STOPPED_ANNOTATION, VERDICT_ANNOTATION, config_map_name, run_selector,
 };
+use crate::plan::{CLUSTER_KEY, PORT_NAME};
+use crate::roles::ClusterSpec;
 
 /// The run's task pods as the next attempt re-creates them, by name.
 pub type Templates = BTreeMap<String, Pod>;
@@ -38,6 +40,9 @@ pub struct Book {
     pub spawned: Option<Result<Templates, String>>,
     /// A restart under way ([`Record`]).
     pub restart: Option<Record>,
+    /// The cluster part of the tasks' `TF_CONFIG` ([`CLUSTER_KEY`]), as the next pods
+    /// made will read it; `None` in a run of an earlier version or when unreadable.
+    pub cluster: Option<ClusterSpec>,
 }
 
 /// Why a gone pod cannot be re-created from a run whose spawn recorded no pods.
@@ -252,15 +257,16 @@ pub fn template(mut pod: Pod) -> Pod {
 /// The pod of `attempt` made from `template`: the attempt in its [`ATTEMPT_LABEL`] and
 /// the TF container's [`ATTEMPT_VAR`], and the restart's `invocation` (so that a retried
 /// create knows its own pod, and a rollback deletes nothing else), and the failure it
-/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]). A run with a deadline gets what is
+/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]), its TF container's port `port`
+/// when known (the one its `TF_CONFIG` names). A run with a deadline gets what is
 /// left of it at `now` as the pods' `activeDeadlineSeconds` (at least 1).
-pub fn next_attempt(
-    template: &Pod,
-    attempt: u32,
-    invocation: &str,
-    cause: &str,
-    now: Timestamp,
-) -> Pod {
+pub fn next_attempt(template: &Pod, next: &Next, now: Timestamp) -> Pod {
+    let Next {
+        attempt,
+        invocation,
+        cause,
+        port: _,
+    } = *next;
     let mut pod = template.clone();
     if let (Some(left), Some(spec)) = (deadline_left(template, now), pod.spec.as_mut()) {
         spec.active_deadline_seconds = Some(i64::try_from(left.max(1)).unwrap_or(i64::MAX));
@@ -276,9 +282,31 @@ pub fn next_attempt(
         let at = crate::labels::tf_container_at(&spec.containers);
         if let Some(c) = spec.containers.get_mut(at) {
             crate::labels::set_env(c, ATTEMPT_VAR, &attempt.to_string());
+            if let Some(port) = next.port {
+                set_port(c, port);
+            }
         }
     }
     pod
+}
+
+/// The attempt [`next_attempt`] makes: its number, the restart's invocation, the
+/// failure it is for, and the port its tasks listen on when known.
+#[derive(Debug, Clone, Copy)]
+pub struct Next<'a> {
+    pub attempt: u32,
+    pub invocation: &'a str,
+    pub cause: &'a str,
+    pub port: Option<u16>,
+}
+
+/// The container's TensorFlow port (named [`PORT_NAME`]) moved to `port`.
+fn set_port(c: &mut k8s_openapi::api::core::v1::Container, port: u16) {
+    for p in c.ports.iter_mut().flatten() {
+        if p.name.as_deref() == Some(PORT_NAME) {
+            p.container_port = i32::from(port);
+        }
+    }
 }
 
 /// A restart under way, recorded in the run's ConfigMap before its pods are deleted (key
@@ -295,6 +323,10 @@ pub struct Record {
     /// The failure it is for (absent in a record of an earlier version).
     #[serde(default)]
     pub cause: Option<String>,
+    /// The port the attempt's tasks listen on (absent in a record of an earlier
+    /// version: the port is left as it was).
+    #[serde(default)]
+    pub port: Option<u16>,
 }
 
 /// The run's ConfigMap key of a [`Record`].
@@ -349,6 +381,11 @@ pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Book> {
         restart: data
             .and_then(|d| d.get(RESTART_KEY))
             .and_then(|b| gunzip_json(&b.0)),
+        cluster: cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get(CLUSTER_KEY))
+            .and_then(|json| ClusterSpec::parse(json)),
     })
 }
 
@@ -361,6 +398,16 @@ fn gunzip_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
         .read_to_end(&mut json)
         .ok()?;
     serde_json::from_slice(&json).ok()
+}
+
+/// Sets the cluster part of the tasks' `TF_CONFIG` that the next pods made will read
+/// (before a restart of every task on another port: `roles::next_port`).
+pub async fn set_cluster(cluster: &Cluster, tag: &str, spec: &ClusterSpec) -> Result<()> {
+    let patch = serde_json::json!({"data": {CLUSTER_KEY: spec.cluster_json()}});
+    cluster
+        .patch_config_map(&config_map_name(tag), &patch)
+        .await
+        .map_err(|e| cluster.explain("moving the run's tasks to their new port", &e))
 }
 
 /// Removes the record (once the restart's pods are created).
@@ -445,8 +492,11 @@ mod tests {
             "spec": {
                 "nodeName": "node-1",
                 "containers": [
-                    {"name": "sidecar", "image": "s"},
-                    {"name": "tensorflow", "image": "tf", "env": [
+                    {"name": "sidecar", "image": "s", "ports": [{"containerPort": 80}]},
+                    {"name": "tensorflow", "image": "tf", "ports": [
+                        {"name": "metrics", "containerPort": 9090},
+                        {"name": "tf-grpc", "containerPort": 1999}
+                    ], "env": [
                         {"name": "A", "value": "1"},
                         {"name": "TF_SPAWNER_ATTEMPT", "value": "0"}
                     ]}
@@ -459,13 +509,13 @@ mod tests {
 
     #[test]
     fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
-        let pod = next_attempt(
-            &template(stored()),
-            2,
-            "second",
-            "pod x failed",
-            Timestamp::UNIX_EPOCH,
-        );
+        let next = Next {
+            attempt: 2,
+            invocation: "second",
+            cause: "pod x failed",
+            port: Some(2000),
+        };
+        let pod = next_attempt(&template(stored()), &next, Timestamp::UNIX_EPOCH);
         let value = serde_json::to_value(&pod).unwrap();
         let meta = &value["metadata"];
         for field in [
@@ -485,6 +535,32 @@ mod tests {
             json!([{"name": "A", "value": "1"}, {"name": "TF_SPAWNER_ATTEMPT", "value": "2"}])
         );
         assert!(value["spec"]["containers"][0].get("env").is_none());
+        // Only the TF container's TensorFlow port moves.
+        let ports = |i: usize| value["spec"]["containers"][i]["ports"].clone();
+        assert_eq!(ports(0), json!([{"containerPort": 80}]));
+        assert_eq!(
+            ports(1),
+            json!([{"name": "metrics", "containerPort": 9090}, {"name": "tf-grpc", "containerPort": 2000}])
+        );
+        let kept = next_attempt(
+            &template(stored()),
+            &Next { port: None, ..next },
+            Timestamp::UNIX_EPOCH,
+        );
+        let kept = serde_json::to_value(&kept).unwrap();
+        assert_eq!(
+            kept["spec"]["containers"][1]["ports"][1]["containerPort"],
+            1999
+        );
+    }
+
+    fn attempt(n: u32) -> Next<'static> {
+        Next {
+            attempt: n,
+            invocation: "i",
+            cause: "c",
+            port: None,
+        }
     }
 
     #[test]
@@ -513,18 +589,18 @@ mod tests {
             None
         );
         // 40 minutes later, the next attempt gets the 20 left; a third the same way.
-        let next = next_attempt(&template, 1, "i", "c", t("2026-01-01T00:40:10Z"));
+        let next = next_attempt(&template, &attempt(1), t("2026-01-01T00:40:10Z"));
         assert_eq!(
             next.spec.as_ref().unwrap().active_deadline_seconds,
             Some(1200)
         );
         assert_eq!(run_deadline(std::slice::from_ref(&next)), at);
         assert_eq!(deadline_left(&next, t("2026-01-01T02:00:00Z")), Some(0));
-        let late = next_attempt(&next, 2, "i", "c", t("2026-01-01T02:00:00Z"));
+        let late = next_attempt(&next, &attempt(2), t("2026-01-01T02:00:00Z"));
         assert_eq!(late.spec.as_ref().unwrap().active_deadline_seconds, Some(1));
         // Without a deadline, none.
         assert_eq!(run_deadline(&[stored()]), None);
-        let plain = next_attempt(&template_of_plain(), 1, "i", "c", t("2026-01-01T02:00:00Z"));
+        let plain = next_attempt(&template_of_plain(), &attempt(1), t("2026-01-01T02:00:00Z"));
         assert_eq!(plain.spec.unwrap().active_deadline_seconds, None);
     }
 
@@ -550,6 +626,7 @@ mod tests {
             created: Some(created.parse().unwrap()),
             spawned: Some(Ok([("t-worker-1".to_string(), spawned)].into())),
             restart: None,
+            cluster: None,
         }
     }
 

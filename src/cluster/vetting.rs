@@ -356,6 +356,7 @@ mod tests {
         crate::cluster::recreate::Record {
             attempt: 1,
             cause: None,
+            port: None,
             templates: pods
                 .into_iter()
                 .map(|p| (p.metadata.name.clone().unwrap(), p))

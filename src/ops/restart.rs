@@ -32,7 +32,7 @@ use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
 use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
 use crate::output;
-use crate::roles::Task;
+use crate::roles::{ClusterSpec, Task};
 use crate::signals;
 use crate::verdict::retryable::{RestartOn, Scope, decide};
 use crate::verdict::{Tracker, Verdict};
@@ -80,6 +80,9 @@ struct Restart {
     lost: BTreeSet<String>,
     why: String,
     backoff: Duration,
+    /// The port the attempt's tasks listen on (`roles::next_port` when it re-creates
+    /// every task of the cluster); `None` when the run's ConfigMap does not say.
+    port: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +138,9 @@ pub(crate) struct Restarter {
     /// A restart recorded in the run's ConfigMap that was stopped before its pods were
     /// created again: [`Restarter::resume`] takes it up.
     pending: Option<Restart>,
+    /// The cluster part of the tasks' `TF_CONFIG` in the run's ConfigMap, as the next
+    /// pods made read it.
+    cluster: Option<ClusterSpec>,
 }
 
 /// How the follow's end bounds a restart: its deadline (`--timeout`), the one of the wait.
@@ -147,10 +153,10 @@ pub(crate) struct Bounds {
 impl Restarter {
     /// Reads the run's pods as templates when restarts are asked for (one list).
     pub async fn begin(cluster: &Cluster, tag: &str, options: &Restarts) -> Result<Restarter> {
-        let (templates, pending, unknown) = if options.max > 0 {
+        let (templates, pending, unknown, spec) = if options.max > 0 {
             read_templates(cluster, tag, options).await?
         } else {
-            (Templates::new(), None, None)
+            (Templates::new(), None, None, None)
         };
         if let Some(queue) = templates.values().find_map(|p| {
             p.metadata
@@ -174,10 +180,12 @@ impl Restarter {
             unknown,
             state: State::Following,
             pending,
+            cluster: spec,
         };
-        if let Some(r) = restarter.pending.take()
+        if let Some(mut r) = restarter.pending.take()
             && !restarter.deadline_passed(tag, &r.names, r.attempt)
         {
+            r.port = r.port.or_else(|| restarter.port_for(&r.names));
             restarter.pending = Some(r);
         }
         Ok(restarter)
@@ -257,7 +265,14 @@ impl Restarter {
                 State::Done => return Ok(false),
                 State::Stopping(r) => self.stop(cluster, bounds, r).await?,
                 State::Backoff(r) => wait_out(bounds, r, self.options.max).await?,
-                State::Creating(r) => self.create(cluster, bounds, r).await?,
+                State::Creating(r) => {
+                    let port = r.port;
+                    let event = self.create(cluster, bounds, r).await?;
+                    if let (Event::Created, Some(port)) = (&event, port) {
+                        self.cluster = self.cluster.as_ref().map(|c| c.with_port(port));
+                    }
+                    event
+                }
             };
             self.state = next(self.state.clone(), event);
         }
@@ -332,11 +347,26 @@ impl Restarter {
             .collect();
         Some(Restart {
             attempt,
+            port: self.port_for(&names),
             names,
             cause: cause.to_string(),
             lost,
             why: format!("{cause}; {what}"),
             backoff,
+        })
+    }
+
+    /// The port of the attempt that re-creates `names`: the next one when they are every
+    /// task of the cluster (a task of the replaced attempt left running, on a node cut
+    /// off, cannot reach the new ones), else the cluster's own (the tasks re-created
+    /// rejoin the ones that run on).
+    fn port_for(&self, names: &BTreeSet<String>) -> Option<u16> {
+        let spec = self.cluster.as_ref()?;
+        let port = spec.port()?;
+        Some(if spec.names().is_subset(names) {
+            crate::roles::next_port(port)
+        } else {
+            port
         })
     }
 
@@ -392,6 +422,7 @@ impl Restarter {
         let record = recreate::Record {
             attempt: r.attempt,
             cause: Some(r.cause.clone()),
+            port: r.port,
             templates: r
                 .names
                 .iter()
@@ -439,14 +470,30 @@ impl Restarter {
         let tag = &bounds.tag;
         let invocation = format!("{:016x}", rand::random::<u64>());
         let now = k8s_openapi::jiff::Timestamp::now();
+        let next = recreate::Next {
+            attempt: r.attempt,
+            invocation: &invocation,
+            cause: &r.cause,
+            port: r.port,
+        };
         let new: Vec<_> = r
             .names
             .iter()
             .filter_map(|n| self.templates.get(n))
-            .map(|t| recreate::next_attempt(t, r.attempt, &invocation, &r.cause, now))
+            .map(|t| recreate::next_attempt(t, &next, now))
             .collect();
         let ledger = Ledger::for_invocation(&invocation);
-        let work = apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight);
+        let moved = match (&self.cluster, r.port) {
+            (Some(spec), Some(port)) if spec.port() != Some(port) => Some(spec.with_port(port)),
+            _ => None,
+        };
+        let work = async {
+            // The pods read their cluster from the ConfigMap when their containers start.
+            if let Some(spec) = &moved {
+                recreate::set_cluster(cluster, tag, spec).await?;
+            }
+            apply::create_pods(cluster, &new, &ledger, bounds.max_in_flight).await
+        };
         let stop = match bounded(bounds, work).await {
             Ok(()) => {
                 if let Err(e) = recreate::clear(cluster, tag).await {
@@ -502,7 +549,12 @@ async fn read_templates(
     cluster: &Cluster,
     tag: &str,
     options: &Restarts,
-) -> Result<(Templates, Option<Restart>, Option<String>)> {
+) -> Result<(
+    Templates,
+    Option<Restart>,
+    Option<String>,
+    Option<ClusterSpec>,
+)> {
     let book = recreate::recorded(cluster, tag).await?;
     let found = recreate::templates(cluster, tag, &book).await?;
     for warning in &found.warnings {
@@ -531,7 +583,7 @@ async fn read_templates(
     if none_left && pending.is_none() {
         pending = vanished(cluster, tag, options, &templates, unknown.as_deref()).await?;
     }
-    Ok((templates, pending, unknown))
+    Ok((templates, pending, unknown, book.cluster))
 }
 
 /// Every pod of the run gone before the follow began, and no verdict recorded (it
@@ -579,6 +631,7 @@ async fn vanished(
         cause: cause.to_string(),
         lost: BTreeSet::new(),
         backoff: Duration::ZERO,
+        port: None,
     }))
 }
 
@@ -636,6 +689,7 @@ async fn unfinished(
         // Not known before the follow: a pod still on a lost node is deleted gracefully.
         lost: BTreeSet::new(),
         backoff: Duration::ZERO,
+        port: record.port,
     };
     Ok((templates, Some(pending)))
 }
@@ -755,6 +809,7 @@ mod tests {
             lost: BTreeSet::new(),
             why: "w".into(),
             backoff: Duration::ZERO,
+            port: None,
         }
     }
 

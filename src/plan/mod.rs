@@ -622,7 +622,9 @@ fn service(req: &SpawnRequest, task: Task) -> Service {
             ports: Some(vec![ServicePort {
                 name: Some(PORT_NAME.to_string()),
                 port: i32::from(req.port),
-                target_port: Some(IntOrString::Int(i32::from(req.port))),
+                // The pods' port by name: a restart of every task moves it
+                // (`roles::next_port`), and the service's endpoints follow.
+                target_port: Some(IntOrString::String(PORT_NAME.to_string())),
                 protocol: Some("TCP".to_string()),
                 ..ServicePort::default()
             }]),

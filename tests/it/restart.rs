@@ -3,6 +3,7 @@
 //! workers alone, through the ledger. The test drives pod states on the test server
 //! while the binary waits, and checks what the server stores and what the user saw.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kube_testserver::Fault;
@@ -17,6 +18,28 @@ fn run_all(env: &Env, names: &[&str]) {
     for n in names {
         running(env, n);
     }
+}
+
+/// The ports of the addresses in the run's ConfigMap (the `cluster` of every pod's
+/// `TF_CONFIG` from its next start).
+fn cluster_ports(env: &Env, tag: &str) -> Vec<u16> {
+    let cm = env
+        .server
+        .get("configmaps", NS, &format!("{tag}-script"))
+        .unwrap();
+    let cluster: BTreeMap<String, Vec<String>> =
+        serde_json::from_str(cm["data"]["tf-cluster.json"].as_str().unwrap()).unwrap();
+    let port = |a: &String| a.rsplit_once(':').unwrap().1.parse().unwrap();
+    cluster.values().flatten().map(port).collect()
+}
+
+/// The `tf-grpc` port of the pod's TF container (its last).
+fn grpc_port(env: &Env, pod: &str) -> u64 {
+    let pod = env.server.get("pods", NS, pod).unwrap();
+    let containers = pod["spec"]["containers"].as_array().unwrap();
+    let ports = containers.last().unwrap()["ports"].as_array().unwrap();
+    let grpc = ports.iter().find(|p| p["name"] == "tf-grpc").unwrap();
+    grpc["containerPort"].as_u64().unwrap()
 }
 
 fn restart_lines(out: &Output) -> Vec<&str> {
@@ -60,6 +83,12 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
         env_var(&first_config, "TF_CONFIG")
     );
     assert!(pod["spec"].get("nodeName").is_none(), "{pod}");
+    // Every task re-created: the cluster moved to the next port, so that a task of the
+    // replaced attempt left running (a node cut off) cannot reach the new ones.
+    assert_eq!(cluster_ports(&env, "rs"), [2000, 2000]);
+    for n in names {
+        assert_eq!(grpc_port(&env, n), 2000, "{n}");
+    }
     assert_ne!(
         pod["metadata"]["annotations"]["tf-spawner/invocation"],
         first_config["metadata"]["annotations"]["tf-spawner/invocation"]
@@ -238,6 +267,9 @@ fn a_parameter_server_runs_lost_worker_comes_back_alone() {
         assert_eq!(after[n], before[n], "{n} was left as it was");
     }
     assert_ne!(after["ps-worker-1"].0, before["ps-worker-1"].0);
+    // A worker re-created alone rejoins the tasks that run on: on their port.
+    assert_eq!(cluster_ports(&env, "ps"), [1999; 4]);
+    assert_eq!(grpc_port(&env, "ps-worker-1"), 1999);
 
     running(&env, "ps-worker-1");
     exited(&env, "ps-chief-0", 0);
@@ -392,6 +424,9 @@ fn ctrl_c_during_a_restart_says_what_is_left() {
     assert_eq!(status["pending_restart"], 1, "{status:#}");
     let mut child = crate::follow::start(&env, &["wait", "cc", "--restarts", "1"]);
     await_attempt(&env, "cc", &["cc-worker-0", "cc-worker-1"], "1", &mut child);
+    // On the port the record chose: the next one, once.
+    assert_eq!(cluster_ports(&env, "cc"), [2000, 2000]);
+    assert_eq!(grpc_port(&env, "cc-worker-1"), 2000);
     // Cleared right after the creates.
     let start = Instant::now();
     loop {

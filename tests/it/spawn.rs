@@ -74,6 +74,7 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
                 json!({"training_attempt": "run", "tf-spawner/replica-type": "worker", "tf-spawner/replica-index": i.to_string()})
             );
             assert_eq!(svc["spec"]["ports"][0]["port"], 1999);
+            assert_eq!(svc["spec"]["ports"][0]["targetPort"], "tf-grpc");
             assert_eq!(svc["metadata"]["labels"]["training_attempt"], "run");
         }
 

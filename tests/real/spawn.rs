@@ -50,7 +50,11 @@ async fn check_run(real: &Real, ns: &str, tag: &str, n: usize, port: i32) {
         let ports = spec.ports.as_ref().unwrap();
         assert_eq!(ports.len(), 1);
         assert_eq!(ports[0].port, port);
-        assert_eq!(ports[0].target_port, Some(IntOrString::Int(port)));
+        // By the pods' port name: a restart of every task moves their port.
+        assert_eq!(
+            ports[0].target_port,
+            Some(IntOrString::String("tf-grpc".into()))
+        );
         let selector = spec.selector.as_ref().unwrap();
         assert_eq!(
             selector,
