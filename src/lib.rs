@@ -87,10 +87,12 @@ pub fn main() -> ExitCode {
     let matches = match command.clone().try_get_matches_from(&argv) {
         Ok(matches) => matches,
         Err(e) => {
+            output::errors_as_json(json_in(&argv));
             let hint = script_args_hint(command, &argv, &e, &name);
             return clap_error(e, hint.as_deref());
         }
     };
+    output::errors_as_json(json_asked(&matches));
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let checked = spawn_flags_only_for_spawn(&matches)
         .and_then(|()| commands::verbs::settle_tag(&mut cli, &matches))
@@ -128,6 +130,30 @@ pub fn main() -> ExitCode {
         }
     };
     finish(runtime.block_on(run(cli, matches)))
+}
+
+/// `-o json` on the verb's command line (or the spawn's, `-d`'s): its errors are JSON
+/// on stdout too (`output::failed`).
+fn json_asked(matches: &clap::ArgMatches) -> bool {
+    let verb = matches.subcommand().map_or(matches, |(_, m)| m);
+    let raw = verb.try_get_raw("output").ok().flatten();
+    raw.and_then(|mut values| values.next_back())
+        .is_some_and(|v| v == "json")
+}
+
+/// [`json_asked`] for a command line clap refused: `-o json`, `-ojson`, `-o=json`,
+/// `--output json` or `--output=json` before any `--`.
+fn json_in(argv: &[std::ffi::OsString]) -> bool {
+    let words: Vec<&str> = (argv.iter().skip(1))
+        .map_while(|a| a.to_str().filter(|a| *a != "--"))
+        .collect();
+    let joined = words
+        .iter()
+        .any(|w| ["-ojson", "-o=json", "--output=json"].contains(w));
+    joined
+        || words
+            .windows(2)
+            .any(|w| matches!(w, ["-o" | "--output", "json"]))
 }
 
 /// Help and version as clap prints them; every usage error (clap's own, or a value our
@@ -338,8 +364,9 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            output::error(&errors::one_line(&err));
-            ExitCode::from(errors::exit_code(&err))
+            let code = errors::exit_code(&err);
+            output::failed(&errors::one_line(&err), code);
+            ExitCode::from(code)
         }
     }
 }

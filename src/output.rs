@@ -65,6 +65,30 @@ pub fn progress_to_stderr() {
     TO_STDERR.store(true, Ordering::Relaxed);
 }
 
+/// Set by [`errors_as_json`]; [`DATA_WRITTEN`]: [`data`] wrote to stdout.
+static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
+static DATA_WRITTEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether `-o json` was asked (`lib.rs` reads it once, whatever the verb): then
+/// [`failed`] also writes the error as a JSON object on stdout.
+pub fn errors_as_json(asked: bool) {
+    JSON_ERRORS.store(asked, Ordering::Relaxed);
+}
+
+/// The end of a failed command: its one `error:` line on stderr, and with `-o json`
+/// (see [`errors_as_json`]) `{"error": TEXT, "exit_code": CODE}` on stdout, unless the
+/// command wrote its own document there already (`wait`'s verdict of a failed run:
+/// stdout stays one JSON document).
+pub fn failed(text: &str, exit_code: u8) {
+    error(text);
+    if JSON_ERRORS.load(Ordering::Relaxed) && !DATA_WRITTEN.load(Ordering::Relaxed) {
+        let object = serde_json::json!({ "error": text, "exit_code": exit_code });
+        if let Ok(text) = json(&object) {
+            let _ = data(&text);
+        }
+    }
+}
+
 /// Nothing on stdout from now on but [`data`].
 pub fn silence() {
     QUIET.store(true, Ordering::Relaxed);
@@ -295,6 +319,7 @@ pub fn stream(
 /// What a script asked for even with `--quiet` (a new run's tag). A closed pipe is not
 /// an error.
 pub fn data(text: &str) -> io::Result<()> {
+    DATA_WRITTEN.store(true, Ordering::Relaxed);
     let text = terminal_text(text);
     around_live(|| {
         let mut out = io::stdout().lock();

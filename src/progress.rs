@@ -345,11 +345,19 @@ impl Progress {
         }
     }
 
-    /// The heartbeat: `still     Running at epoch 3/10, step 120/500; nothing new for 5m`
-    /// (`state`: the run's; `why`: why it waits, if it does).
-    pub fn heartbeat(&mut self, state: &str, training: &Training, why: Option<&str>) {
+    /// The heartbeat: `still     Running at epoch 3/10, step 120/500; nothing new for 5m;
+    /// the API server last answered 20s ago` (`state`: the run's; `why`: why it waits, if
+    /// it does; `heard`: how long ago the API server last answered the follow).
+    pub fn heartbeat(
+        &mut self,
+        state: &str,
+        training: &Training,
+        why: Option<&str>,
+        heard: Duration,
+    ) {
         if let Progress::Plain { quiet, .. } = self {
-            let line = heartbeat_line(state, training, why, quiet.news.elapsed());
+            let ages = (quiet.news.elapsed(), heard);
+            let line = heartbeat_line(state, training, why, ages);
             quiet.print(&format!("{line}\n"), false);
         }
     }
@@ -382,13 +390,15 @@ fn bar<'a>(
     })
 }
 
-/// `still     Pending (worker-0: Unschedulable: …); nothing new for 5m`, `still
-/// Running at epoch 3/10, step 120; nothing new for 10m`.
+/// `still     Pending (worker-0: Unschedulable: …); nothing new for 5m; the API server
+/// last answered 3s ago`, `still     Running at epoch 3/10, step 120; nothing new for
+/// 10m; …`: `ages` are how long nothing new was printed, and how long ago the API
+/// server last answered (how old the state said is: a frozen watch shows).
 pub fn heartbeat_line(
     state: &str,
     training: &Training,
     why: Option<&str>,
-    quiet: Duration,
+    (quiet, heard): (Duration, Duration),
 ) -> String {
     let mut at: Vec<String> = Vec::new();
     if let Some(k) = training.epoch {
@@ -411,8 +421,12 @@ pub fn heartbeat_line(
         format!(" at {}", at.join(", "))
     };
     let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-    let quiet = humantime::format_duration(Duration::from_secs(quiet.as_secs()));
-    format!("{:<9} {state}{at}{why}; nothing new for {quiet}", "still")
+    let secs = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
+    let (quiet, heard) = (secs(quiet), secs(heard));
+    format!(
+        "{:<9} {state}{at}{why}; nothing new for {quiet}; the API server last answered {heard} ago",
+        "still"
+    )
 }
 
 impl Default for Progress {

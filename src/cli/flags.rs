@@ -356,11 +356,12 @@ macro_rules! flag_list {
     /// run's image, as cp uses]
     tensorboard_image: Option<String> = None, parse::image, "(the run's image)"
         => [Tensorboard], long: "image", value: "IMAGE";
-    /// With -f: a log silent this long is opened again from its last line (a frozen
-    /// connection); also the bound of every watch (wait, spawn --wait, -d --wait), from the
-    /// config file; at least 2s [default: the config file's idle_timeout, else 5m]
-    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, ""
-        => [Logs], value: "DURATION";
+    /// A watch (wait; spawn --wait and -d --wait from the config file) or a followed log
+    /// (logs -f) silent this long is taken as frozen: the pods are listed again, the log
+    /// opened again from its last line; at least 2s [default: the config file's
+    /// idle_timeout, else 5m]
+    idle_timeout: Duration = crate::cluster::retry::IDLE, parse::idle_timeout, "", unshown
+        => [Wait, Logs], value: "DURATION";
     /// In a pipe (not a terminal), when nothing was printed this long: wait and spawn
     /// --wait print one line (the state, the epoch and step if known, how long since the
     /// last news), logs -f one note on stderr while a task has not started, so that a CI

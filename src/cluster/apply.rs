@@ -163,11 +163,13 @@ pub async fn create(
     max_in_flight: usize,
 ) -> Result<()> {
     let max_in_flight = max_in_flight.max(1);
-    let config = stream::iter(
-        std::iter::once(Obj::ConfigMap(&plan.config_map))
-            .chain(plan.secret.as_ref().map(Obj::Secret)),
-    );
+    // The ConfigMap alone first: of two spawns of one tag at once, the one whose
+    // ConfigMap the server stores wins, and the other is refused (409) before it has
+    // made anything ([`AlreadyThere`]).
+    let config = stream::iter([Obj::ConfigMap(&plan.config_map)]);
     run_stage(cluster, ledger, config, max_in_flight).await?;
+    let secret = stream::iter(plan.secret.as_ref().map(Obj::Secret));
+    run_stage(cluster, ledger, secret, max_in_flight).await?;
     if let Some(policy) = &plan.network_policy {
         let obj = Obj::NetworkPolicy(policy);
         run_stage(cluster, ledger, stream::iter([obj]), max_in_flight).await?;
@@ -359,6 +361,10 @@ async fn create_one<K: RunObject>(cluster: &Cluster, ledger: &Ledger, obj: &K) -
                     Outcome::Refused
                 },
             );
+            if err.status().is_some_and(|s| s.reason == "AlreadyExists") {
+                let line = cluster.explain(&format!("creating {object}"), &err);
+                return Err(AlreadyThere(line.to_string()).into());
+            }
             if K::KIND == Kind::NetworkPolicy && err.code() == Some(403) {
                 return Err(anyhow!(
                     "creating {object}: these credentials may not create network policies in namespace '{}' ({err}); spawn without --network-policy, or ask the cluster's admins for the right",
@@ -376,6 +382,20 @@ fn invocation_of<K: RunObject>(obj: &K) -> Option<String> {
         .as_ref()
         .and_then(|a| a.get(INVOCATION_ANNOTATION).cloned())
 }
+
+/// A create refused (409 AlreadyExists) because an object of its name is there and is
+/// not this invocation's: another spawn of the tag made it first (`ops/spawn.rs` reads
+/// the run again and refuses as the tag check does).
+#[derive(Debug)]
+pub struct AlreadyThere(String);
+
+impl std::fmt::Display for AlreadyThere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AlreadyThere {}
 
 /// A create that answers 409 after an earlier attempt was lost may have landed: if the
 /// object there carries this invocation's annotation, it is ours and the create is done.

@@ -91,6 +91,16 @@ enum State {
 pub async fn follow<T>(
     cluster: &Cluster,
     selector: &str,
+    on_event: impl FnMut(PodEvent, bool) -> Option<T>,
+) -> Result<T> {
+    follow_heard(cluster, selector, Heard::new(), on_event).await
+}
+
+/// [`follow`], noting in `heard` each answer of the API server.
+async fn follow_heard<T>(
+    cluster: &Cluster,
+    selector: &str,
+    heard: Heard,
     mut on_event: impl FnMut(PodEvent, bool) -> Option<T>,
 ) -> Result<T> {
     let api = cluster.api::<Pod>();
@@ -98,7 +108,7 @@ pub async fn follow<T>(
     let watch_params = WatchParams::default()
         .labels(selector)
         .timeout(watch_seconds(cluster.policy.idle));
-    let mut link = Link::new(cluster);
+    let mut link = Link::new(cluster, heard);
     let mut state = State::Empty;
     loop {
         let next = match state {
@@ -139,8 +149,10 @@ pub async fn follow<T>(
 pub fn events(cluster: &Cluster, selector: &str) -> Events {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (cluster, selector) = (cluster.clone(), selector.to_string());
+    let heard = Heard::new();
+    let noted = heard.clone();
     let task = tokio::spawn(async move {
-        let ended = follow(&cluster, &selector, |event, more| {
+        let ended = follow_heard(&cluster, &selector, noted, |event, more| {
             // The reader is gone: nobody follows any more.
             tx.send(Ok((event, more))).err().map(|_| ())
         })
@@ -149,16 +161,41 @@ pub fn events(cluster: &Cluster, selector: &str) -> Events {
             let _ = tx.send(Err(e));
         }
     });
-    Events { rx, task }
+    Events { rx, task, heard }
 }
 
 /// See [`events`].
 pub struct Events {
     rx: tokio::sync::mpsc::UnboundedReceiver<Result<(PodEvent, bool)>>,
     task: tokio::task::JoinHandle<()>,
+    heard: Heard,
+}
+
+/// When the API server last answered the follow (a page, a watch opened, a watch event
+/// or bookmark): how old what the follow knows may be (`wait`'s heartbeat says it).
+#[derive(Debug, Clone)]
+pub struct Heard(std::sync::Arc<std::sync::Mutex<Instant>>);
+
+impl Heard {
+    fn new() -> Heard {
+        Heard(std::sync::Arc::new(std::sync::Mutex::new(Instant::now())))
+    }
+
+    fn now(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    fn ago(&self) -> Duration {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
+    }
 }
 
 impl Events {
+    /// How long ago the API server last answered the follow.
+    pub fn heard_ago(&self) -> Duration {
+        self.heard.ago()
+    }
+
     /// The next event; `None` once the follow has ended. Cancel-safe (for `select!`).
     pub async fn next(&mut self) -> Option<Result<(PodEvent, bool)>> {
         self.rx.recv().await
@@ -294,6 +331,7 @@ async fn watch<T>(
         return WatchEnd::Frozen(idle);
     };
     while let Some(item) = next.take() {
+        link.heard.now();
         let event = match item {
             Ok(event) => event,
             Err(e) => {
@@ -385,19 +423,22 @@ struct Link<'a> {
     /// Since when nothing answers, on the monotonic clock and the wall clock.
     down_since: Option<(Instant, k8s_openapi::jiff::Timestamp)>,
     backoff: Duration,
+    heard: Heard,
 }
 
 impl<'a> Link<'a> {
-    fn new(cluster: &'a Cluster) -> Link<'a> {
+    fn new(cluster: &'a Cluster, heard: Heard) -> Link<'a> {
         Link {
             cluster,
             down_since: None,
             backoff: FIRST_BACKOFF,
+            heard,
         }
     }
 
     /// An answer came: the outage, if there was one, is over.
     fn up(&mut self) -> Option<PodEvent> {
+        self.heard.now();
         self.backoff = FIRST_BACKOFF;
         let (since, _) = self.down_since.take()?;
         Some(PodEvent::Back(since.elapsed()))

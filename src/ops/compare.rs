@@ -239,7 +239,7 @@ async fn in_flight(cluster: &Cluster, chosen: Vec<Record>, names: &[String]) -> 
         tracker.at(now);
         let (verdict, why) = super::status::verdict_of(&tracker, Some(&r));
         let training = match verdict {
-            "Succeeded" | "Failed" => keep_metrics(cluster, &tracker, Some(&r)).await,
+            "Succeeded" | "Failed" | "Cancelled" => keep_metrics(cluster, &tracker, Some(&r)).await,
             "Running" => super::training::whole(cluster, &tracker).await,
             _ => None,
         };

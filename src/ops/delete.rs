@@ -196,7 +196,7 @@ pub(crate) async fn old_runs(cluster: &Cluster, age: Duration) -> Result<OldRuns
         let Some(name) = &run.experiment else {
             continue;
         };
-        if !matches!(run.verdict, "Succeeded" | "Failed") {
+        if !matches!(run.verdict, "Succeeded" | "Failed" | "Cancelled") {
             keep(name, format!("run {} is {}", run.tag, run.verdict));
         } else if !old(run.age_seconds) {
             keep(name, format!("run {} is younger than {shown}", run.tag));
@@ -210,7 +210,7 @@ pub(crate) async fn old_runs(cluster: &Cluster, age: Duration) -> Result<OldRuns
     let is_kept = |name: Option<&String>| name.is_some_and(|n| kept.iter().any(|(k, _)| k == n));
     let runs = all
         .into_iter()
-        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed") && old(r.age_seconds))
+        .filter(|r| matches!(r.verdict, "Succeeded" | "Failed" | "Cancelled") && old(r.age_seconds))
         .filter(|r| !is_kept(r.experiment.as_ref()))
         .collect();
     let records = records

@@ -63,7 +63,7 @@ pub fn summarise(runs: &[RunJson], planned: &[Planned], now: i64) -> Vec<Experim
         e.runs += 1;
         match run.verdict {
             "Succeeded" => e.succeeded += 1,
-            "Failed" => e.failed += 1,
+            "Failed" | "Cancelled" => e.failed += 1,
             crate::metrics::early::STOPPED_EARLY => e.stopped_early += 1,
             _ => e.unfinished += 1,
         }

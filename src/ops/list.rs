@@ -28,7 +28,8 @@ pub struct ListJson {
 pub struct RunJson {
     pub namespace: String,
     pub tag: String,
-    /// Pending, Running, Succeeded or Failed (Unknown: no pods and no recorded verdict).
+    /// Pending, Running, Succeeded, Failed or Cancelled (a wait's `--on-cancel stop`
+    /// recorded; Unknown: no pods and no recorded verdict).
     pub verdict: &'static str,
     /// Age of the run (its ConfigMap), else of its oldest pod.
     pub age_seconds: Option<u64>,

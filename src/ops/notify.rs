@@ -114,7 +114,8 @@ pub async fn ending(
 }
 
 /// The kind of failure a pipeline branches on, by the exit code (and the verdict for
-/// a failed training): `exited` (a task exited non-zero), `removed` (a pod taken away:
+/// a failed training): `exited` (a task exited non-zero), `deadline` (`--deadline`
+/// ended it), `removed` (a pod taken away:
 /// evicted, preempted, deleted, lost with its node), `stalled`, `cannot_start` (exit
 /// 6), `not_started` (`--start-timeout`, exit 5), `error` (the wait could not go on);
 /// `None` for a success, a time-out or a cancel.
@@ -125,6 +126,11 @@ fn failure_of(verdict: &Verdict, code: u8) -> Option<&'static str> {
         EXIT_CANNOT_START => Some("cannot_start"),
         EXIT_TRAINING_FAILED => Some(match verdict {
             Verdict::Failed(f) => match f.kind {
+                // The kubelet ended it at its activeDeadlineSeconds (`--deadline`).
+                FailureKind::Exited {
+                    reason: Some(ref r),
+                    ..
+                } if r == crate::verdict::DEADLINE_EXCEEDED => "deadline",
                 FailureKind::Exited { .. } => "exited",
                 FailureKind::CannotStart(_) => "cannot_start",
                 FailureKind::Gone | FailureKind::Removed(_) | FailureKind::Stopped => "removed",

@@ -28,16 +28,7 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
         apply::existing(cluster, &plan.tag, &gangs, policy),
         check_room(cluster, plan)
     );
-    let existing = existing?;
-    if !existing.is_empty() {
-        let record = crate::cluster::record::read(cluster, &plan.tag)
-            .await
-            .ok()
-            .flatten();
-        let taken = in_use(plan, &existing, record.as_ref());
-        return Err(crate::errors::ExitError::new(crate::errors::EXIT_TAG_TAKEN, taken).into());
-    }
-
+    refuse_taken(cluster, plan, &existing?).await?;
     room?;
 
     // Its pods recorded in its ConfigMap, for a restart after they vanish (plan/record.rs).
@@ -58,18 +49,55 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     let Err(stop) = outcome else {
         return Ok(());
     };
-    let left = apply::roll_back(cluster, &ledger).await;
+    Err(undone(cluster, plan, &ledger, stop, &gangs).await)
+}
+
+/// Rolls back what this spawn made after `stop`, and says why it stopped: when another
+/// spawn of the tag made the run's first object between the tag check and the creates
+/// ([`apply::AlreadyThere`]), as the tag check says it (exit 7).
+async fn undone(
+    cluster: &Cluster,
+    plan: &Plan,
+    ledger: &Ledger,
+    stop: Stop,
+    gangs: &[crate::podgroup::Gang],
+) -> anyhow::Error {
+    let left = apply::roll_back(cluster, ledger).await;
     let rollback = apply::rollback_report(&left, &plan.tag, &plan.namespace);
     let err = match stop {
+        Stop::Failed(e) if e.is::<apply::AlreadyThere>() && rollback.is_none() => {
+            let policy = plan.network_policy.is_some();
+            match apply::existing(cluster, &plan.tag, gangs, policy).await {
+                Ok(there) => refuse_taken(cluster, plan, &there).await.err().unwrap_or(e),
+                Err(_) => e,
+            }
+        }
         Stop::Failed(e) => e,
         Stop::Signal(code) => {
             ExitError::new(code, "interrupted; the objects created so far were deleted").into()
         }
     };
-    Err(match rollback {
+    match rollback {
         Some(r) => err.context(r.to_string()),
         None => err,
-    })
+    }
+}
+
+/// The tag check's refusal (exit 7) when objects of the run are there.
+async fn refuse_taken(
+    cluster: &Cluster,
+    plan: &Plan,
+    existing: &[crate::cluster::ObjectRef],
+) -> Result<()> {
+    if existing.is_empty() {
+        return Ok(());
+    }
+    let record = crate::cluster::record::read(cluster, &plan.tag)
+        .await
+        .ok()
+        .flatten();
+    let taken = in_use(plan, existing, record.as_ref());
+    Err(ExitError::new(crate::errors::EXIT_TAG_TAKEN, taken).into())
 }
 
 /// `--queue` and `--volcano-queue`: the queues must be there (see `cluster/queues.rs`);
@@ -231,6 +259,6 @@ fn in_use(
     }
     let (tag, ns) = (&plan.tag, &plan.namespace);
     format!(
-        "run '{tag}' already exists in namespace '{ns}' (left of it: {what}); see it with: tf-spawner status {tag} -n {ns}; delete it (its logs too) with: tf-spawner -d -t {tag} -n {ns}"
+        "run '{tag}' already exists in namespace '{ns}' (left of it: {what}); see it with: tf-spawner status {tag} -n {ns}; delete it (its logs too), and wait until its pods are gone so the tag is free, with: tf-spawner -d --wait -t {tag} -n {ns}"
     )
 }

@@ -234,6 +234,8 @@ pub(crate) fn verdict_of(
         return match recorded.split_once(": ") {
             Some(("Failed", why)) => ("Failed", Some(why.to_string())),
             Some((STOPPED_EARLY, why)) => (STOPPED_EARLY, Some(why.to_string())),
+            // A wait cancelled with --on-cancel stop: what the run's end was.
+            Some(("Cancelled", why)) => ("Cancelled", Some(why.to_string())),
             _ if recorded == "Succeeded" => ("Succeeded", None),
             _ => ("Failed", Some(recorded.to_string())),
         };

@@ -21,7 +21,9 @@ pub mod retryable;
 pub mod start;
 
 pub use peer::PeerAbort;
-pub use pod::{Exit, NODE_LOST, Phase, PodSetup, PodView, Reason, State, one_line};
+pub use pod::{
+    DEADLINE_EXCEEDED, Exit, NODE_LOST, Phase, PodSetup, PodView, Reason, State, one_line,
+};
 
 /// The `PodScheduled` reason of a pod held by scheduling gates.
 pub const SCHEDULING_GATED: &str = "SchedulingGated";

@@ -16,7 +16,7 @@ use crate::support::Env;
 const NS: &str = "default";
 
 /// A run `tag` of one worker, running, under an idle bound of 2 s (the defaults file's
-/// `idle_timeout`, which has no flag on `wait`).
+/// `idle_timeout`; `wait --idle-timeout` is tests/it/idle.rs').
 fn frozen_env(tag: &str) -> Env {
     let env = Env::new();
     env.defaults_file("idle_timeout: 2s\n");

@@ -394,7 +394,7 @@ fn a_second_run_with_the_same_tag_is_refused_and_nothing_changes() {
     // Exit 7: a pipeline tells a taken tag from an API error (1).
     out.failure(7)
         .stderr_has("run 'dup' already exists in namespace 'default'")
-        .stderr_has("tf-spawner -d -t dup -n default");
+        .stderr_has("tf-spawner -d --wait -t dup -n default");
     assert_eq!(env.list("pods", "default"), before);
     assert!(
         env.server.requests().iter().all(|r| r.method == "GET"),

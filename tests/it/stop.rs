@@ -448,5 +448,5 @@ fn a_run_whose_pods_are_all_gone_is_listed_and_its_tag_refusal_says_what_is_left
     again
         .failure(7)
         .stderr_has("run 'bare' already exists in namespace 'default' (left of it: 2 services, 1 configmap, no pods; it ended Failed: pod bare-worker-1 (worker-1) failed: exit code 1")
-        .stderr_has("see it with: tf-spawner status bare -n default; delete it (its logs too) with: tf-spawner -d -t bare -n default");
+        .stderr_has("see it with: tf-spawner status bare -n default; delete it (its logs too), and wait until its pods are gone so the tag is free, with: tf-spawner -d --wait -t bare -n default");
 }

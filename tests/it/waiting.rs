@@ -111,8 +111,9 @@ fn wait_beats_in_a_pipe_while_nothing_changes_and_not_with_0s() {
     let mut silent = Watched::start(&env, &["wait", "-t", "hb", "--heartbeat", "0s"]);
     silent.await_stdout(&said);
     let mut beating = Watched::start(&env, &["wait", "-t", "hb", "--heartbeat", "1s"]);
-    let beat =
-        format!("still     Pending (worker-0: Unschedulable: {message}); nothing new for 1s\n");
+    let beat = format!(
+        "still     Pending (worker-0: Unschedulable: {message}); nothing new for 1s; the API server last answered "
+    );
     beating.await_stdout(&beat);
     let [beating, silent] = [beating, silent].map(|mut w| {
         crate::follow::send(w.child(), "-INT");

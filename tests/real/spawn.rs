@@ -443,7 +443,7 @@ async fn second_run_with_the_same_tag_is_refused_and_changes_nothing() {
     let out = spawn_with_env(&real, &ns, "once", &env, &["-w", "3"]).await;
     out.failure(7)
         .stderr_has("already exists")
-        .stderr_has("tf-spawner -d -t once");
+        .stderr_has("tf-spawner -d --wait -t once");
     assert_eq!(real.snapshot(&ns, "once").await, before, "nothing changed");
 }
 

@@ -31,6 +31,14 @@ pub enum FaultAction {
     /// watch or a followed log behind a stuck proxy, a node gone mute). The request is
     /// not carried out.
     Silent,
+    /// Put an object in the store (as [`crate::TestServer::insert`] does), then carry
+    /// the request out: another client's write that landed just before this one (two
+    /// spawns of one tag at once).
+    Plant {
+        resource: String,
+        namespace: String,
+        object: serde_json::Value,
+    },
 }
 
 impl Fault {
@@ -87,6 +95,16 @@ impl Fault {
     }
     pub fn hang(mut self, d: Duration) -> Fault {
         self.action = FaultAction::Hang(d);
+        self
+    }
+    /// Plants `object` (a `resource` in `namespace`) just before the request is
+    /// carried out.
+    pub fn plant(mut self, resource: &str, namespace: &str, object: serde_json::Value) -> Fault {
+        self.action = FaultAction::Plant {
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            object,
+        };
         self
     }
     pub fn silent(mut self) -> Fault {

@@ -18,6 +18,7 @@ mod quantity;
 mod quota;
 mod routes;
 mod schedulers;
+mod seed;
 mod selector;
 mod server;
 mod status;
@@ -73,7 +74,7 @@ impl TestServer {
         // The controllers that act on every change (a callback: the store knows none).
         store.add_controller(quota::sync);
         for ns in &opts.namespaces {
-            add_namespace(&mut store, ns);
+            seed::add_namespace(&mut store, ns);
         }
         let use_tls = opts.tls;
         let shared = Arc::new(Shared {
@@ -180,33 +181,14 @@ impl TestServer {
     /// Seeds an object without validation: metadata is filled as on a create
     /// (a pod keeps a `status` it brings), the namespace is created if needed, and
     /// watchers see ADDED.
-    pub fn insert(&self, resource: &str, namespace: &str, mut obj: Value) {
-        let mut st = self.store();
-        if objects::is_namespaced(resource) && !st.namespace_exists(namespace) {
-            add_namespace(&mut st, namespace);
-        }
-        if let Some(kind) = objects::kind_of(resource) {
-            obj["kind"] = json!(kind);
-            obj["apiVersion"] = json!(objects::api_version_of(resource));
-        }
-        if !obj.get("metadata").is_some_and(Value::is_object) {
-            obj["metadata"] = json!({});
-        }
-        let given_status = obj.get("status").cloned();
-        if resource == "secrets" {
-            objects::normalize_secret(&mut obj);
-        }
-        objects::fill_new(&self.shared.cluster_ips, resource, namespace, &mut obj);
-        if let (Some(s), "pods") = (given_status, resource) {
-            objects::merge_patch(&mut obj["status"], &s);
-        }
-        st.put(resource, namespace, obj);
+    pub fn insert(&self, resource: &str, namespace: &str, obj: Value) {
+        seed::seed(&self.shared, resource, namespace, obj);
     }
 
     pub fn create_namespace(&self, name: &str) {
         let mut st = self.store();
         if !st.namespace_exists(name) {
-            add_namespace(&mut st, name);
+            seed::add_namespace(&mut st, name);
         }
     }
 
@@ -413,13 +395,6 @@ impl TestServer {
     pub fn close_log(&self, namespace: &str, pod: &str) {
         self.store().close_log(namespace, pod);
     }
-}
-
-fn add_namespace(store: &mut Store, name: &str) {
-    let mut ns = json!({ "kind": "Namespace", "apiVersion": "v1", "metadata": { "name": name } });
-    // A namespace takes no cluster IP.
-    objects::fill_new(&objects::ClusterIps::default(), "namespaces", "", &mut ns);
-    store.put("namespaces", "", ns);
 }
 
 impl Drop for TestServer {

@@ -324,6 +324,14 @@ async fn answer(
             };
             Some(Ok(Reply::Stream(200, content_type, rx)))
         }
+        Some(FaultAction::Plant {
+            resource,
+            namespace,
+            object,
+        }) => {
+            crate::seed::seed(sh, &resource, &namespace, object);
+            Some(run_route(sh, call, user))
+        }
         None => Some(run_route(sh, call, user)),
     }
 }

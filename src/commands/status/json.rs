@@ -19,7 +19,8 @@ use crate::verdict::{PodView, one_line};
 pub struct StatusJson {
     pub tag: String,
     pub namespace: String,
-    /// Pending, Running, Succeeded or Failed.
+    /// Pending, Running, Succeeded, Failed or Cancelled (recorded by a wait's
+    /// `--on-cancel stop`).
     pub verdict: &'static str,
     /// Why the run failed (which pod, exit code, reason), else null.
     pub failure: Option<String>,

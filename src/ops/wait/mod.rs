@@ -59,6 +59,13 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
             let seen = (&last.tracker, &last.training, last.metrics.as_ref());
             report::report(cluster, wait, seen, outcome).await
         }
+        // The follow failed (the API server gone past --give-up-after…): nothing was
+        // stopped or deleted, which --cleanup asked for.
+        Err(e) if wait.cleanup => Err(e.context(format!(
+            "run '{tag}' is left running despite --cleanup (delete it once the API server answers: tf-spawner -d --wait -t {tag} -n {ns})",
+            tag = wait.tag,
+            ns = cluster.namespace()
+        ))),
         Err(e) => Err(e),
     };
     let seen = (&last.tracker, &last.training, last.metrics.as_ref());

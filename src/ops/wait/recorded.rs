@@ -54,7 +54,7 @@ fn of(tracker: &Tracker, record: &Record) -> Option<Recorded> {
             why: None,
             code: 0,
         }),
-        ("Failed", Some(why)) => {
+        ("Failed" | "Cancelled", Some(why)) => {
             let cannot_start = format!(" {CANNOT_START_TEXT}: ");
             let code = if why.starts_with("pod ") && why.contains(&cannot_start) {
                 EXIT_CANNOT_START

@@ -124,7 +124,8 @@ impl Sources {
     /// The heartbeat line: the run's state, the training, why it waits.
     fn heartbeat(&self, tracker: &Tracker, progress: &mut Progress) {
         let training = self.training.borrow();
-        progress.heartbeat(tracker.verdict().name(), &training, self.why.said());
+        let heard = self.run.heard_ago();
+        progress.heartbeat(tracker.verdict().name(), &training, self.why.said(), heard);
     }
 }
 
