@@ -229,8 +229,8 @@ fn say_left_out(dir: &Path, left_out: &[String]) {
 
 /// `--volume CLAIM[:PATH]` (or the defaults file's `volume`), checked: a claim name the
 /// API server accepts, an absolute path that is neither in nor at a directory
-/// tf-spawner mounts itself ([`crate::plan::OWNED_MOUNTS`]). The problem is worded to
-/// follow the flag or the file's key (`cli/parse.rs`).
+/// tf-spawner mounts itself ([`crate::plan::volume::OWNED_MOUNTS`]). The problem is
+/// worded to follow the flag or the file's key (`cli/parse.rs`).
 pub(crate) fn output_volume(text: &str) -> Result<OutputVolume, String> {
     OutputVolume::parse(text)
 }

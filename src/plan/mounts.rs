@@ -11,6 +11,8 @@ use crate::bundle::WORK_VOLUME;
 
 /// The name of the script's volume (the run's ConfigMap) in every pod.
 pub const SCRIPT_VOLUME: &str = "tf-spawner-script";
+/// Where the script's volume is mounted in the TF container.
+pub const SCRIPT_DIR: &str = "/script";
 /// The name of `--volume`'s volume in every pod.
 pub const OUTPUT_VOLUME: &str = "tf-spawner-output";
 /// The name of the writable HOME's volume (`--run-as-user`, `security::HOME_DIR`).
