@@ -20,7 +20,10 @@
 #     there, never pulled, and small requests), as a researcher's config.yaml names their
 #     cluster's image and template.
 # Then it checks what the README promises: step 2's train.py trained and saved its model, exp42 succeeded and was deleted, the CI run saved
-# its 4 logs and its verdict document, and left nothing behind. Prints each block's time and the total.
+# its 4 logs and its verdict document, and left nothing behind; then "From CI" again, cancelled as
+# GitHub Actions and GitLab cancel a job (logs, the cancel in verdict.json, nothing left, before
+# the SIGKILL), and with its script missing (the spawn's exit code 2, the error as JSON). Prints each
+# block's time and the total.
 #
 # Environment: TF_SPAWNER_TENSORFLOW (the TensorFlow cache, default ~/.cache/tf-spawner-tensorflow),
 # README_PIP_INDEX=1 (pip from PyPI), README_KEEP=1 (keep the scratch directory).
@@ -139,11 +142,74 @@ grep -Eq "^exp42-worker-3 +worker-3 +Succeeded" block-3.log || die "block 3: sta
   die "block 3: not every task's train.py imported helpers.py and got --epochs 3"
 [ "$(ls logs/*.log | wc -l)" -eq 4 ] || die "From CI: expected 4 logs in logs/, found: $(ls logs)"
 grep -q '"verdict": "Succeeded"' verdict.json || die "From CI: verdict.json says no success: $(cat verdict.json)"
-# --cleanup deleted the run; its pods may still be in their grace period.
-env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" wait --for=delete \
-  pods -l training_attempt --timeout=120s >/dev/null 2>&1 || true
-left=$(env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" get pods,services,configmaps,secrets -l training_attempt -o name)
+
+# --cleanup deletes the run; its pods may still be in their grace period.
+objects_left() {
+  env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" wait --for=delete \
+    pods -l training_attempt --timeout=120s >/dev/null 2>&1 || true
+  env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" \
+    get pods,services,configmaps,secrets -l training_attempt -o name
+}
+
+left=$(objects_left)
 [ -z "$left" ] || die "left behind in $NAMESPACE: $left"
 
+# "From CI" cancelled as the runners cancel a job: the block again, unchanged, in a directory
+# whose train.py trains until stopped; once every task says so, the runner's signals go to the
+# block's shell (its pid; `exec` made it tf-spawner) at their times, SIGKILL last. The job must
+# end before the SIGKILL, with the logs saved, the run deleted and verdict.json saying so (the
+# error object of `-o json`, with the exit code 130 or 143).
+# cancelled NAME EXIT SIGNAL@SECONDS...
+cancelled() {
+  local name=$1 expect=$2
+  shift 2
+  local dir=$WORK/$name
+  mkdir -p "$dir"
+  cp block-4.sh "$dir/"
+  printf 'import time\nprint("train.py: training until stopped", flush=True)\nwhile True:\n    time.sleep(1)\n' >"$dir/train.py"
+  (cd "$dir" && exec bash -euo pipefail block-4.sh </dev/null >block.log 2>&1) &
+  local pid=$! began=$SECONDS training=0
+  while [ "$training" -lt 4 ]; do
+    [ $((SECONDS - began)) -lt 300 ] || { tail -n 20 "$dir/block.log" >&2; die "$name: the tasks did not train within 300 s"; }
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$dir/block.log" >&2; die "$name: the job ended before its cancel"; }
+    sleep 1
+    training=$(env -u KUBECONFIG "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NAMESPACE" logs \
+      -l training_attempt --tail=20 --max-log-requests=8 2>/dev/null | grep -c "training until stopped" || true)
+  done
+  local at=0 step signal when
+  for step in "$@"; do
+    signal=${step%@*} when=${step#*@}
+    python3 -c "import time; time.sleep($when - $at)"
+    at=$when
+    kill -0 "$pid" 2>/dev/null || break
+    log "$name: SIG$signal to the job's shell at +${when}s"
+    kill -"$signal" "$pid"
+  done
+  local code=0
+  wait "$pid" || code=$?
+  tail -n 6 "$dir/block.log" | sed 's/^/    | /'
+  [ "$code" -eq "$expect" ] || die "$name: the job exited $code, not $expect (137: killed before it was done)"
+  [ "$(ls "$dir"/logs/*.log 2>/dev/null | wc -l)" -eq 4 ] || die "$name: expected 4 logs in logs/, found: $(ls "$dir/logs" 2>&1)"
+  python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); sys.exit(v.get("exit_code") != int(sys.argv[2]) or not v.get("error"))' \
+    "$dir/verdict.json" "$expect" || die "$name: verdict.json does not say the job was cancelled: $(cat "$dir/verdict.json")"
+  left=$(objects_left)
+  [ -z "$left" ] || die "$name: left behind in $NAMESPACE: $left"
+  log "$name: exit $code, 4 logs, verdict.json: $(cat "$dir/verdict.json"), nothing left"
+}
+# GitHub Actions: SIGINT to the shell, SIGTERM 7.5 s later, SIGKILL at 10 s. GitLab: SIGTERM,
+# then SIGKILL (its runner waits a grace period; 10 s here).
+cancelled cancel-github 130 INT@0 TERM@7.5 KILL@10
+cancelled cancel-gitlab 143 TERM@0 KILL@10
+
+# A spawn that fails: the job exits with the spawn's own code and the error as JSON.
+mkdir -p "$WORK/no-script"
+cp block-4.sh "$WORK/no-script/"
+code=0
+(cd "$WORK/no-script" && bash -euo pipefail block-4.sh </dev/null >block.log 2>&1) || code=$?
+[ "$code" -eq 2 ] || die "a spawn without its script: the job exited $code, not 2: $(cat "$WORK/no-script/block.log")"
+python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); sys.exit(v.get("exit_code") != 2 or not v.get("error"))' \
+  "$WORK/no-script/verdict.json" || die "a spawn without its script: verdict.json is not an error: $(cat "$WORK/no-script/verdict.json")"
+log "a spawn without its script: exit 2, the error in verdict.json"
+
 echo
-log "README quick start and From CI ran as written: ${TIMES[*]}; total $((SECONDS - START)) s"
+log "README quick start and From CI ran as written, cancelled as GitHub and GitLab cancel: ${TIMES[*]}; total $((SECONDS - START)) s"

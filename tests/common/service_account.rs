@@ -1,5 +1,6 @@
-//! `examples/rbac.yaml`'s Role, ServiceAccount and RoleBinding made in a test's namespace
-//! (its cluster-scoped ClusterRole is optional and left out), and a kubeconfig carrying
+//! `examples/rbac.yaml`'s Role, ServiceAccount and RoleBinding and `rbac-gangs.yaml`'s Role
+//! and RoleBinding made in a test's namespace (the cluster-scoped `rbac-cluster.yaml` is
+//! optional and left out), and a kubeconfig carrying
 //! that ServiceAccount's token from the TokenRequest API (`serviceaccounts/token`, a
 //! POST every server since 1.20 serves; `kubectl create token` needs kubectl 1.24+).
 //! Shared by the real-server and running-pods suites (issue 49, item 7).
@@ -13,14 +14,22 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 use kube::config::Kubeconfig;
 
-/// The shipped file, split into its objects.
+/// The shipped namespaced files (`examples/rbac.yaml` and the gangs' `rbac-gangs.yaml`),
+/// split into their objects.
 fn documents() -> Vec<String> {
-    let file = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rbac.yaml"))
-        .expect("examples/rbac.yaml");
-    file.split("\n---\n").map(str::to_string).collect()
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/");
+    ["rbac.yaml", "rbac-gangs.yaml"]
+        .into_iter()
+        .flat_map(|name| {
+            let file = std::fs::read_to_string(format!("{root}{name}")).expect(name);
+            file.split("\n---\n")
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
-/// Creates the file's Role, ServiceAccount and RoleBinding in `ns`, as they are written.
+/// Creates the files' Roles, ServiceAccount and RoleBindings in `ns`, as they are written.
 pub async fn apply_role(client: &Client, ns: &str) {
     let pp = PostParams::default();
     for doc in documents() {

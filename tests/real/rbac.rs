@@ -123,3 +123,68 @@ async fn every_verb_works_under_the_shipped_role() {
     let policies: Vec<NetworkPolicy> = real.list(&ns, &selector(tag)).await;
     assert!(policies.is_empty());
 }
+
+/// Issue 64, item 2: a namespace's admin (the built-in ClusterRole `admin`, bound in the
+/// namespace) applies `examples/rbac.yaml` as the file says, `kubectl apply -n NS -f`, and
+/// every object is made; RBAC refuses them the gangs' file (rights `admin` lacks), whose
+/// header says so.
+#[tokio::test]
+async fn a_namespace_admin_applies_the_shipped_role_as_written() {
+    let Some(real) = Real::new("a_namespace_admin_applies_the_shipped_role_as_written").await
+    else {
+        return;
+    };
+    let ns = real.namespace("nsadmin").await;
+    let admin = "tf-spawner-test-namespace-admin";
+    let bind = [
+        "create",
+        "rolebinding",
+        "ns-admin",
+        "--clusterrole=admin",
+        "--user",
+        admin,
+        "-n",
+        &ns,
+    ];
+    real.kubectl(Cred::Admin, &bind, "").await.success();
+    let file = |name: &str| format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    let real = &real;
+    let apply = |name: String| {
+        let ns = ns.clone();
+        async move {
+            let args = ["--as", admin, "apply", "-n", &ns, "-f", &name];
+            real.kubectl(Cred::Admin, &args, "").await
+        }
+    };
+    let out = apply(file("rbac.yaml")).await;
+    out.success();
+    for object in [
+        "role.rbac.authorization.k8s.io/tf-spawner",
+        "serviceaccount/tf-spawner",
+        "rolebinding.rbac.authorization.k8s.io/tf-spawner",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("{object} created")),
+            "{out:#?}"
+        );
+    }
+    let get = [
+        "get",
+        "role,serviceaccount,rolebinding",
+        "-n",
+        &ns,
+        "-o",
+        "name",
+    ];
+    let stored = real.kubectl(Cred::Admin, &get, "").await;
+    for object in [
+        "role.rbac.authorization.k8s.io/tf-spawner",
+        "serviceaccount/tf-spawner",
+        "rolebinding.rbac.authorization.k8s.io/tf-spawner",
+    ] {
+        assert!(stored.stdout.lines().any(|l| l == object), "{stored:#?}");
+    }
+    let gangs = apply(file("rbac-gangs.yaml")).await;
+    assert_ne!(gangs.code, 0, "{gangs:#?}");
+    assert!(gangs.stderr.contains("forbidden"), "{gangs:#?}");
+}
