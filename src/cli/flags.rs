@@ -254,8 +254,9 @@ macro_rules! flag_list {
         => [Spawn, Wait], value: "WHAT", choices: crate::ops::wait::OnCancel, requires: "wait",
             brief: "On a cancel: leave, stop or delete the run";
     /// Restart the run up to N times when it fails for a reason worth retrying
-    /// (--restart-on): its pods deleted and created again, same names and TF_CONFIG.
-    /// Only while tf-spawner follows the run (spawn --wait then waits for the end)
+    /// (--restart-on): its pods deleted and created again, same names (a restart of every
+    /// task moves the port one up). Only while tf-spawner follows the run (spawn --wait
+    /// then waits for the end)
     /// [default: the config file's restarts, else 0]
     restarts: u32 = 0, parse::restarts, "", short_help
         => [Spawn, Wait], value: "N",
