@@ -8,6 +8,7 @@ pub(crate) mod definition;
 pub(crate) mod early;
 mod ending;
 pub(crate) mod local;
+mod propose;
 pub(crate) mod resume;
 mod view;
 
@@ -15,8 +16,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::Result;
-use futures::StreamExt;
+use futures::future::{FutureExt, LocalBoxFuture};
 use futures::stream::FuturesUnordered;
+use futures::{StreamExt, future};
 
 use crate::cluster::{Cluster, experiment};
 use crate::errors::{self, EXIT_TAG_TAKEN, ExitError};
@@ -28,6 +30,7 @@ use crate::signals;
 
 use early::Early;
 use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, verdict};
+use propose::Search;
 
 use super::spawn::QuotaShort;
 use super::wait::Wait;
@@ -104,7 +107,10 @@ pub(crate) fn points(record: &Record) -> Vec<(String, Point)> {
 /// Makes the experiment (unless resumed), starts and follows its runs; exit 0 when
 /// every run succeeded, 3 naming those that failed.
 pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
-    let runs = points(&sweep.record);
+    let runs = match Search::of(&sweep.record) {
+        Some(search) => search.runs(points(&sweep.record)),
+        None => points(&sweep.record),
+    };
     let existing: BTreeSet<String> = experiment::run_tags(cluster).await?.into_iter().collect();
     let (name, ns) = (&sweep.record.name, cluster.namespace());
     if !sweep.resume
@@ -146,7 +152,7 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         started.insert(first);
     }
     let begun = Begun { started, recorded };
-    follow_all(cluster, sweep, &runs, begun, at_a_time).await
+    follow_all(cluster, sweep, runs, begun, at_a_time).await
 }
 
 /// A new experiment: its record, then its first run alone. A first run refused (Pod
@@ -262,24 +268,38 @@ fn order(
     queue
 }
 
-/// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
-/// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
+/// The runs under way, each to its end.
+type Active<'a> = FuturesUnordered<LocalBoxFuture<'a, (usize, Ended)>>;
+
+/// What judges the runs: early stopping and the model-based search, if the sweep has
+/// them.
+struct Judges {
+    early: Option<Early>,
+    search: Option<Search>,
+}
+
+/// Starts runs up to `at_a_time`, follows each, starts the next when one ends (its
+/// point proposed then, `--method tpe`); on Ctrl-C starts nothing more, lets the runs'
+/// own waits end, and says how to resume.
 async fn follow_all(
     cluster: &Cluster,
     sweep: &Sweep,
-    runs: &[(String, Point)],
+    mut runs: Vec<(String, Point)>,
     begun: Begun,
     at_a_time: usize,
 ) -> Result<()> {
     let mut stop = signals::Stop::listen();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut view = view::View::new(&sweep.record.name, runs);
-    let mut ended = recorded(&mut view, runs, begun.recorded);
-    let mut queue = order(runs, &begun.started, &ended).into_iter();
-    let mut active = FuturesUnordered::new();
+    let mut view = view::View::new(&sweep.record.name, &runs);
+    let mut ended = recorded(&mut view, &runs, begun.recorded);
+    let mut queue = order(&runs, &begun.started, &ended).into_iter();
+    let mut active: Active<'_> = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
-    let mut early = Early::of(&sweep.record);
-    if let Some(early) = &early {
+    let mut judges = Judges {
+        early: Early::of(&sweep.record),
+        search: Search::of(&sweep.record),
+    };
+    if let Some(early) = &judges.early {
         let _ = output::print(&format!("{}\n", early.about()));
     }
     loop {
@@ -287,9 +307,19 @@ async fn follow_all(
             let Some((i, exists)) = queue.next() else {
                 break;
             };
-            let wait = wait_of(sweep, &runs[i].0, &tx, early.as_mut());
+            if let Some(search) = judges.search.as_mut().filter(|s| !exists && s.unchosen(i)) {
+                match choose(cluster, &sweep.record.name, search, i).await {
+                    Ok(point) => runs[i].1 = point,
+                    Err(end) => {
+                        active.push(future::ready((i, end)).boxed_local());
+                        continue;
+                    }
+                }
+                view.proposed(i, &runs[i].1);
+            }
+            let wait = wait_of(sweep, &runs[i].0, &tx, judges.early.as_mut());
             view.starting(i);
-            active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
+            active.push(one_run(cluster, sweep, runs[i].clone(), exists, wait, i).boxed_local());
         }
         if active.is_empty() {
             break;
@@ -299,28 +329,78 @@ async fn follow_all(
                 // What the run's wait told before it ended (its last lines, read after
                 // the verdict) is shown before its end.
                 while let Ok(seen) = rx.try_recv() {
+                    judges.saw(&seen);
                     view.seen(seen);
                 }
                 if let Some(halt) = end.halts() {
                     stopping.get_or_insert(halt);
                 }
-                if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut early, &end) {
-                    early.ended(&runs[i].0);
-                }
+                record_end(cluster, &sweep.record.name, &runs[i].0, &end, &mut judges).await;
                 view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
             Some(seen) = rx.recv() => {
-                if let Some(early) = &mut early {
+                if let Some(early) = &mut judges.early {
                     judge(cluster, &sweep.record.name, early, &seen).await;
                 }
+                judges.saw(&seen);
                 view.seen(seen);
             }
             code = stop.requested() => { stopping.get_or_insert(Halt::Signal(code)); }
         }
     }
     drop(view);
-    conclude(cluster, sweep, runs, &ended, stopping).await
+    conclude(cluster, sweep, &runs, &ended, stopping).await
+}
+
+impl Judges {
+    /// A run's training seen: the search keeps its objective's last value.
+    fn saw(&mut self, seen: &crate::progress::Seen) {
+        if let Some(search) = &mut self.search {
+            search.seen(seen);
+        }
+    }
+}
+
+/// Run `index`'s point proposed and written into the experiment's record before the
+/// run is created; a record that cannot be written starts no run (it ends failed).
+async fn choose(
+    cluster: &Cluster,
+    name: &str,
+    search: &mut Search,
+    index: usize,
+) -> Result<Point, Ended> {
+    let (point, text, line) = search.propose(index);
+    match experiment::record_runs(cluster, name, &text).await {
+        Ok(()) => {
+            let _ = output::print(&format!("{line}\n"));
+            Ok(point)
+        }
+        Err(e) => Err(Ended::Failed(format!(
+            "not started: its proposed point could not be recorded: {}",
+            errors::one_line(&e)
+        ))),
+    }
+}
+
+/// A run's end in the experiment's record (its verdict, with `--method tpe` the value
+/// the search takes of it, in one write), so that `--resume` starts it no more.
+async fn record_end(cluster: &Cluster, name: &str, tag: &str, end: &Ended, judges: &mut Judges) {
+    if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut judges.early, end) {
+        early.ended(tag);
+    }
+    let value = (judges.search.as_mut()).and_then(|s| s.ended(tag, end, judges.early.as_ref()));
+    let Some(verdict) = end.to_record() else {
+        return;
+    };
+    let mut data: std::collections::BTreeMap<String, String> =
+        [(experiment::ended_key(tag), verdict)].into();
+    if let Some(v) = value {
+        data.insert(experiment::value_key(tag), v.to_string());
+    }
+    if let Err(e) = experiment::record_data(cluster, name, &data).await {
+        output::note(&format!("run {tag}: {}", errors::one_line(&e)));
+    }
 }
 
 /// The runs whose verdict the record holds, each said once.
@@ -445,14 +525,14 @@ async fn notify_end(
 async fn one_run(
     cluster: &Cluster,
     sweep: &Sweep,
-    (tag, point): &(String, Point),
+    (tag, point): (String, Point),
     exists: bool,
     wait: Wait,
     index: usize,
 ) -> (usize, Ended) {
     if !exists {
-        let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
-        let created = create(cluster, sweep, (tag, point)).await;
+        let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(&point)));
+        let created = create(cluster, sweep, (&tag, &point)).await;
         if let Err(e) = created {
             return match ended_by(&e) {
                 Ended::Interrupted(code) => (index, Ended::NotCreated(code)),
@@ -464,11 +544,6 @@ async fn one_run(
         Ok(()) => Ended::Succeeded,
         Err(e) => ended_by(&e),
     };
-    if let Some(verdict) = end.to_record()
-        && let Err(e) = experiment::record_ended(cluster, &sweep.record.name, tag, &verdict).await
-    {
-        output::note(&format!("run {tag}: {}", errors::one_line(&e)));
-    }
     (index, end)
 }
 

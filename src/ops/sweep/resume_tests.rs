@@ -9,6 +9,7 @@ fn definition(params: &[&str], samples: Option<u32>, seed: Option<u64>) -> Defin
         params: &params,
         samples,
         seed,
+        search: None,
         parallel: None,
         args: &[],
         yes: false,
