@@ -28,12 +28,6 @@ const VERB: &str = "sweep";
 pub async fn exec(settings: &Settings, args: &SweepArgs) -> Result<()> {
     let spawn = &args.spawn;
     refuse_flags(settings, spawn)?;
-    if spawn.local && args.method == Some(params::Search::Tpe) {
-        return Err(UsageError::new(
-            "--method tpe runs on a cluster only (a --local sweep does not propose points yet): leave --local out, or use --method random",
-        )
-        .into());
-    }
     let name = name(args)?;
     let definition = Definition::parse(&Asked {
         name: &name,

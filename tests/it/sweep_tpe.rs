@@ -222,7 +222,7 @@ fn tpe_without_an_objective_or_a_budget_is_one_line_and_nothing_is_created() {
     let env = Env::new();
     let script = env.script();
     let script = script.to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["--samples", "4", "--method", "tpe"],
             "--method tpe chooses each next point by the runs' objective: add --objective METRIC (e.g. --objective val_loss, --objective accuracy:max), or use --method random",
@@ -236,8 +236,12 @@ fn tpe_without_an_objective_or_a_budget_is_one_line_and_nothing_is_created() {
             "--method grid takes every combination of the values: leave --samples 4 out, or use --method random or tpe",
         ),
         (
-            &["--samples", "4", "--method", "tpe", "--objective", "val_loss", "--local"],
-            "--method tpe runs on a cluster only (a --local sweep does not propose points yet): leave --local out, or use --method random",
+            &["--samples", "4", "--method", "tpe", "--local"],
+            "--method tpe chooses each next point by the runs' objective: add --objective METRIC (e.g. --objective val_loss, --objective accuracy:max), or use --method random",
+        ),
+        (
+            &["--method", "random"],
+            "--method random draws --samples K points: add --samples K (e.g. --samples 20)",
         ),
     ];
     for (more, line) in cases {
@@ -251,5 +255,42 @@ fn tpe_without_an_objective_or_a_budget_is_one_line_and_nothing_is_created() {
     }
     assert!(env.list("configmaps", NS).is_empty());
     assert!(env.list("pods", NS).is_empty());
-    assert!(!env.dir.path().join("tf-spawner-output").exists());
+    assert!(!env.path("tf-spawner-output").exists());
+}
+
+/// The script of a `--local` sweep: one epoch to val_loss (x − 0.3)², x from `--x`.
+const LOCAL_SCRIPT: &str = "import sys\n\
+x = float(sys.argv[sys.argv.index('--x') + 1])\n\
+d = x - 0.3\n\
+print('Epoch 1/1', flush=True)\n\
+print('1/1 - 0s 5ms/step - loss: 0.7 - val_loss: %r' % (d * d), flush=True)\n";
+
+#[test]
+fn a_local_tpe_sweep_proposes_as_the_clusters_does_and_keeps_its_points_and_values() {
+    let env = Env::new();
+    let script = env.script();
+    let mut child = start(&env, &args("tc", script.to_str().unwrap()));
+    let cluster: Vec<String> = (1..=RUNS)
+        .map(|k| train(&env, &mut child, &format!("tc-{k}")))
+        .collect();
+    child.finish().success();
+    let local = env.write("fx.py", LOCAL_SCRIPT);
+    let mut line = args("tl", local.to_str().unwrap());
+    line.insert(1, "--local".to_string());
+    let out = env.run(&line.iter().map(String::as_str).collect::<Vec<_>>());
+    out.success()
+        .stdout_has("tpe search: 5 runs, the first 3 random")
+        .stdout_has(&format!("run tl-4: x={} proposed by tpe from 3 ended and 0 running runs\n", cluster[3]))
+        .stdout_has(&format!("run tl-5: x={} proposed by tpe from 4 ended and 0 running runs\n", cluster[4]))
+        .stdout_has("local experiment tl: all 5 runs succeeded");
+    let text = std::fs::read_to_string(env.path("tf-spawner-output/tl/experiment.json")).unwrap();
+    let record: Value = serde_json::from_str(&text).unwrap();
+    let points: Vec<&str> = (record["runs"].as_array().unwrap().iter())
+        .map(|r| r["params"]["x"].as_str().unwrap())
+        .collect();
+    assert_eq!(points, cluster);
+    for (k, x) in cluster.iter().enumerate() {
+        let d = x.parse::<f64>().unwrap() - 0.3;
+        assert_eq!(record["values"][format!("tl-{}", k + 1)].as_f64(), Some(d * d), "{text}");
+    }
 }

@@ -8,7 +8,7 @@ pub(crate) mod definition;
 pub(crate) mod early;
 mod ending;
 pub(crate) mod local;
-mod propose;
+pub(crate) mod propose;
 pub(crate) mod resume;
 mod view;
 
@@ -389,7 +389,14 @@ async fn record_end(cluster: &Cluster, name: &str, tag: &str, end: &Ended, judge
     if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut judges.early, end) {
         early.ended(tag);
     }
-    let value = (judges.search.as_mut()).and_then(|s| s.ended(tag, end, judges.early.as_ref()));
+    let how = match end {
+        Ended::Succeeded => Some(propose::How::Succeeded),
+        Ended::StoppedEarly(_) => Some(propose::How::StoppedEarly),
+        Ended::Failed(_) => Some(propose::How::Failed),
+        _ => None,
+    };
+    let search = judges.search.as_mut().zip(how);
+    let value = search.and_then(|(s, how)| s.ended(tag, how, judges.early.as_ref()));
     let Some(verdict) = end.to_record() else {
         return;
     };

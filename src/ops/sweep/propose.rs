@@ -15,10 +15,17 @@ use crate::plan::sweep::{Method, PlannedRun, Point, Record, point_text, run_tag}
 use crate::progress::Seen;
 
 use super::early::Early;
-use super::ending::Ended;
 
 /// What an unproposed run shows for each parameter until its point is chosen.
 const UNCHOSEN: &str = "…";
+
+/// How a run ended, as the search takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum How {
+    Succeeded,
+    StoppedEarly,
+    Failed,
+}
 
 /// A sweep's model-based search.
 pub(crate) struct Search {
@@ -101,15 +108,14 @@ impl Search {
     }
 
     /// Run `tag` ended: how the model takes it, and the value to record with its
-    /// verdict (none for a run that did not end: interrupted, not started).
-    pub fn ended(&mut self, tag: &str, end: &Ended, early: Option<&Early>) -> Option<f64> {
-        let value = match end {
-            Ended::Succeeded => self.last.get(tag).copied(),
-            Ended::StoppedEarly(_) => early
+    /// verdict.
+    pub fn ended(&mut self, tag: &str, how: How, early: Option<&Early>) -> Option<f64> {
+        let value = match how {
+            How::Succeeded => self.last.get(tag).copied(),
+            How::StoppedEarly => early
                 .and_then(|e| e.last_observed(tag))
                 .or_else(|| self.last.get(tag).copied()),
-            Ended::Failed(_) => None,
-            _ => return None,
+            How::Failed => None,
         };
         let outcome = value.map_or(Outcome::Failed, Outcome::Value);
         self.ended.insert(tag.to_string(), outcome);
@@ -189,9 +195,9 @@ mod tests {
         assert_eq!(runs[4].1[0].1, UNCHOSEN);
         for (tag, v) in [("t-1", 0.5), ("t-2", 0.2)] {
             first.last.insert(tag.into(), v);
-            assert_eq!(first.ended(tag, &Ended::Succeeded, None), Some(v));
+            assert_eq!(first.ended(tag, How::Succeeded, None), Some(v));
         }
-        assert_eq!(first.ended("t-3", &Ended::Failed("x".into()), None), None);
+        assert_eq!(first.ended("t-3", How::Failed, None), None);
         let (point, text, line) = first.propose(3);
         assert!(line.starts_with("run t-4: x="), "{line}");
         assert!(line.ends_with("from 3 ended and 0 running runs"), "{line}");
