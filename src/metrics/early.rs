@@ -306,7 +306,10 @@ impl Board {
     /// Run `tag`'s value at the last epoch observed (a run stopped early: where it was
     /// stopped).
     pub fn last(&self, tag: &str) -> Option<f64> {
-        self.observed.values().rev().find_map(|m| m.get(tag).copied())
+        self.observed
+            .values()
+            .rev()
+            .find_map(|m| m.get(tag).copied())
     }
 
     #[cfg(test)]

@@ -213,7 +213,8 @@ impl Density {
                     .map(|&(m, s, w)| {
                         let mass = phi((hi - m) / s) - phi((lo - m) / s);
                         let z = (x - m) / s;
-                        w * (-0.5 * z * z).exp() / (s * (2.0 * std::f64::consts::PI).sqrt())
+                        w * (-0.5 * z * z).exp()
+                            / (s * (2.0 * std::f64::consts::PI).sqrt())
                             / mass.max(f64::MIN_POSITIVE)
                     })
                     .sum();

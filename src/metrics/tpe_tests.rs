@@ -58,7 +58,13 @@ fn on_a_quadratic_the_proposals_lie_nearer_its_minimum_than_random_draws() {
         / 60.0;
     let random: f64 = seeds
         .map(|s| {
-            let point = &expand(&p, Method::Random { samples: 1, seed: s })[0];
+            let point = &expand(
+                &p,
+                Method::Random {
+                    samples: 1,
+                    seed: s,
+                },
+            )[0];
             (value(point, "x") - 0.3).abs()
         })
         .sum::<f64>()
@@ -115,7 +121,9 @@ fn the_same_seed_and_runs_give_the_same_point_and_another_index_another() {
     assert_eq!(names, ["x", "k", "opt"]);
     let k: i64 = a[1].1.parse().unwrap();
     assert!((1..=8).contains(&k), "{a:?}");
-    let others: Vec<Point> = (13..18).map(|i| propose(&p, true, (7, i), &given)).collect();
+    let others: Vec<Point> = (13..18)
+        .map(|i| propose(&p, true, (7, i), &given))
+        .collect();
     assert!(others.iter().any(|o| *o != a), "{others:?}");
 }
 
@@ -151,7 +159,10 @@ fn running_and_failed_runs_count_as_the_worst_and_no_value_gives_a_random_point(
     };
     let (next, liar) = (near(0.35), near(0.25));
     assert!(next >= 25, "{next} of 40 near 0.35");
-    assert!(next > 2 * liar, "{next} near 0.35, {liar} near the liar's 0.25");
+    assert!(
+        next > 2 * liar,
+        "{next} near 0.35, {liar} near the liar's 0.25"
+    );
     // Failed the same.
     let mut failed = given.clone();
     failed[2].outcome = Outcome::Failed;

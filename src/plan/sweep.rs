@@ -59,7 +59,11 @@ pub enum Method {
     /// `--method tpe`: `samples` runs, the first `startup` the random search's of
     /// `seed`, each other proposed as a quota slot frees (`metrics/tpe.rs`) and
     /// recorded before its run is created.
-    Tpe { samples: u32, seed: u64, startup: u32 },
+    Tpe {
+        samples: u32,
+        seed: u64,
+        startup: u32,
+    },
 }
 
 /// `--method`: how a sweep chooses its points.

@@ -133,8 +133,11 @@ fn a_tpe_sweep_records_each_point_before_its_run_and_models_the_later_ones() {
     let script = script.to_str().unwrap();
     // The 4th run's point is written in the record (the record's 4th PATCH, after the
     // verdicts of runs 1–3) slowly: its run is made after.
-    env.server
-        .add_fault(Fault::on("PATCH", "/configmaps/tp-experiment").nth(4).hang(Duration::from_secs(2)));
+    env.server.add_fault(
+        Fault::on("PATCH", "/configmaps/tp-experiment")
+            .nth(4)
+            .hang(Duration::from_secs(2)),
+    );
     let mut child = start(&env, &args("tp", script));
     child.await_stdout("tpe search: 5 runs, the first 3 random");
     let mut xs = Vec::new();
@@ -151,8 +154,14 @@ fn a_tpe_sweep_records_each_point_before_its_run_and_models_the_later_ones() {
     }
     let out = child.finish();
     out.success()
-        .stdout_has(&format!("run tp-4: x={} proposed by tpe from 3 ended and 0 running runs\n", xs[3]))
-        .stdout_has(&format!("run tp-5: x={} proposed by tpe from 4 ended and 0 running runs\n", xs[4]))
+        .stdout_has(&format!(
+            "run tp-4: x={} proposed by tpe from 3 ended and 0 running runs\n",
+            xs[3]
+        ))
+        .stdout_has(&format!(
+            "run tp-5: x={} proposed by tpe from 4 ended and 0 running runs\n",
+            xs[4]
+        ))
         .stdout_has("experiment tp: all 5 runs succeeded");
     assert!(!out.stdout.contains("run tp-3: x="), "{}", out.stdout);
     // The first runs are the random search's of the same seed.
@@ -162,7 +171,11 @@ fn a_tpe_sweep_records_each_point_before_its_run_and_models_the_later_ones() {
     let data = &record(&env, "tp")["data"];
     for (k, x) in xs.iter().enumerate() {
         let loss = (x.parse::<f64>().unwrap() - 0.3).powi(2);
-        let kept: f64 = data[format!("value.tp-{}", k + 1)].as_str().unwrap().parse().unwrap();
+        let kept: f64 = data[format!("value.tp-{}", k + 1)]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!((kept - loss).abs() < 1e-9, "tp-{}: {kept} vs {loss}", k + 1);
         assert_eq!(data[format!("ended.tp-{}", k + 1)], "Succeeded");
     }
@@ -180,8 +193,11 @@ fn a_sweep_killed_mid_proposal_and_resumed_proposes_what_an_uninterrupted_one_do
         .collect();
     child.finish().success();
     // Killed (SIGKILL) while the 4th point is being written, before its run exists.
-    env.server
-        .add_fault(Fault::on("PATCH", "/configmaps/ub-experiment").nth(4).hang(Duration::from_secs(2)));
+    env.server.add_fault(
+        Fault::on("PATCH", "/configmaps/ub-experiment")
+            .nth(4)
+            .hang(Duration::from_secs(2)),
+    );
     let first = args("ub", script);
     let mut child = start(&env, &first);
     for k in 1..=STARTUP {
@@ -211,10 +227,16 @@ fn a_sweep_killed_mid_proposal_and_resumed_proposes_what_an_uninterrupted_one_do
     let out = child.finish();
     out.success()
         .stdout_has("experiment ub: taking it up (4 runs planned)")
-        .stdout_has(&format!("run ub-5: x={fifth} proposed by tpe from 4 ended and 0 running runs\n"))
+        .stdout_has(&format!(
+            "run ub-5: x={fifth} proposed by tpe from 4 ended and 0 running runs\n"
+        ))
         .stdout_has("experiment ub: all 5 runs succeeded");
     assert!(!out.stdout.contains("run ub-4: x="), "{}", out.stdout);
-    assert_eq!(recorded_points(&env, "ub"), whole, "the resumed sweep's points");
+    assert_eq!(
+        recorded_points(&env, "ub"),
+        whole,
+        "the resumed sweep's points"
+    );
 }
 
 #[test]
@@ -280,8 +302,14 @@ fn a_local_tpe_sweep_proposes_as_the_clusters_does_and_keeps_its_points_and_valu
     let out = env.run(&line.iter().map(String::as_str).collect::<Vec<_>>());
     out.success()
         .stdout_has("tpe search: 5 runs, the first 3 random")
-        .stdout_has(&format!("run tl-4: x={} proposed by tpe from 3 ended and 0 running runs\n", cluster[3]))
-        .stdout_has(&format!("run tl-5: x={} proposed by tpe from 4 ended and 0 running runs\n", cluster[4]))
+        .stdout_has(&format!(
+            "run tl-4: x={} proposed by tpe from 3 ended and 0 running runs\n",
+            cluster[3]
+        ))
+        .stdout_has(&format!(
+            "run tl-5: x={} proposed by tpe from 4 ended and 0 running runs\n",
+            cluster[4]
+        ))
         .stdout_has("local experiment tl: all 5 runs succeeded");
     let text = std::fs::read_to_string(env.path("tf-spawner-output/tl/experiment.json")).unwrap();
     let record: Value = serde_json::from_str(&text).unwrap();
@@ -291,6 +319,10 @@ fn a_local_tpe_sweep_proposes_as_the_clusters_does_and_keeps_its_points_and_valu
     assert_eq!(points, cluster);
     for (k, x) in cluster.iter().enumerate() {
         let d = x.parse::<f64>().unwrap() - 0.3;
-        assert_eq!(record["values"][format!("tl-{}", k + 1)].as_f64(), Some(d * d), "{text}");
+        assert_eq!(
+            record["values"][format!("tl-{}", k + 1)].as_f64(),
+            Some(d * d),
+            "{text}"
+        );
     }
 }

@@ -386,14 +386,8 @@ async fn run_all(
                 };
                 runs[i].1 = point;
             }
-            let mut options = sweep.local.clone();
-            let tag = &runs[i].0;
-            if early.is_some() || search.is_some() {
-                options.run.observer = Some((tag.clone(), tx.clone()));
-            }
-            if let Some(early) = &mut early {
-                options.run.early = Some(early.channel(tag, None));
-            }
+            let observer = (early.is_some() || search.is_some()).then(|| tx.clone());
+            let options = options_of(sweep, &runs[i].0, observer, early.as_mut());
             active.push(one(sweep, runs[i].clone(), options));
         }
         tokio::select! {
@@ -407,8 +401,8 @@ async fn run_all(
                 if let (Some(early), true) = (&mut early, trained_to_end(&ran)) {
                     early.ended(&tag);
                 }
-                let how = how(&ran).zip(search.as_mut());
-                if let Some(v) = how.and_then(|(how, s)| s.ended(&tag, how, early.as_ref())) {
+                let searched = how(&ran).zip(search.as_mut());
+                if let Some(v) = searched.and_then(|(h, s)| s.ended(&tag, h, early.as_ref())) {
                     kept.record.values.insert(tag.clone(), v);
                 }
                 kept.run_ended(sweep, tag, ran).await;
@@ -426,6 +420,22 @@ async fn run_all(
     kept
 }
 
+/// Run `tag`'s options: the sweep's, its training told to `observer`, judged by
+/// `early`.
+fn options_of(
+    sweep: &LocalSweep,
+    tag: &str,
+    observer: Option<tokio::sync::mpsc::UnboundedSender<crate::progress::Seen>>,
+    early: Option<&mut Early>,
+) -> LocalOptions {
+    let mut options = sweep.local.clone();
+    options.run.observer = observer.map(|tx| (tag.to_string(), tx));
+    if let Some(early) = early {
+        options.run.early = Some(early.channel(tag, None));
+    }
+    options
+}
+
 /// How a run that ended is taken by the search; `None`: it did not end (interrupted).
 fn how(ran: &Result<Ran>) -> Option<How> {
     match ran {
@@ -433,10 +443,12 @@ fn how(ran: &Result<Ran>) -> Option<How> {
             interrupted: Some(_),
             ..
         }) => None,
-        Ok(Ran { verdict: Ok(()), .. }) => Some(How::Succeeded),
-        Ok(Ran { verdict: Err(e), .. }) if e.downcast_ref::<StoppedEarly>().is_some() => {
-            Some(How::StoppedEarly)
-        }
+        Ok(Ran {
+            verdict: Ok(()), ..
+        }) => Some(How::Succeeded),
+        Ok(Ran {
+            verdict: Err(e), ..
+        }) if e.downcast_ref::<StoppedEarly>().is_some() => Some(How::StoppedEarly),
         _ => Some(How::Failed),
     }
 }

@@ -7,6 +7,7 @@
 pub(crate) mod definition;
 pub(crate) mod early;
 mod ending;
+mod judges;
 pub(crate) mod local;
 pub(crate) mod propose;
 pub(crate) mod resume;
@@ -21,7 +22,7 @@ use futures::stream::FuturesUnordered;
 use futures::{StreamExt, future};
 
 use crate::cluster::{Cluster, experiment};
-use crate::errors::{self, EXIT_TAG_TAKEN, ExitError};
+use crate::errors::{EXIT_TAG_TAKEN, ExitError};
 use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
@@ -30,6 +31,7 @@ use crate::signals;
 
 use early::Early;
 use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, verdict};
+use judges::{Judges, record_end};
 use propose::Search;
 
 use super::spawn::QuotaShort;
@@ -271,13 +273,6 @@ fn order(
 /// The runs under way, each to its end.
 type Active<'a> = FuturesUnordered<LocalBoxFuture<'a, (usize, Ended)>>;
 
-/// What judges the runs: early stopping and the model-based search, if the sweep has
-/// them.
-struct Judges {
-    early: Option<Early>,
-    search: Option<Search>,
-}
-
 /// Starts runs up to `at_a_time`, follows each, starts the next when one ends (its
 /// point proposed then, `--method tpe`); on Ctrl-C starts nothing more, lets the runs'
 /// own waits end, and says how to resume.
@@ -295,27 +290,19 @@ async fn follow_all(
     let mut queue = order(&runs, &begun.started, &ended).into_iter();
     let mut active: Active<'_> = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
-    let mut judges = Judges {
-        early: Early::of(&sweep.record),
-        search: Search::of(&sweep.record),
-    };
-    if let Some(early) = &judges.early {
-        let _ = output::print(&format!("{}\n", early.about()));
-    }
+    let mut judges = Judges::of(&sweep.record);
     loop {
         while stopping.is_none() && active.len() < at_a_time {
             let Some((i, exists)) = queue.next() else {
                 break;
             };
-            if let Some(search) = judges.search.as_mut().filter(|s| !exists && s.unchosen(i)) {
-                match choose(cluster, &sweep.record.name, search, i).await {
-                    Ok(point) => runs[i].1 = point,
-                    Err(end) => {
-                        active.push(future::ready((i, end)).boxed_local());
-                        continue;
-                    }
-                }
-                view.proposed(i, &runs[i].1);
+            let at = (cluster, sweep.record.name.as_str());
+            if let Err(end) = judges
+                .point_for(at, &mut runs, &mut view, (i, exists))
+                .await
+            {
+                active.push(future::ready((i, end)).boxed_local());
+                continue;
             }
             let wait = wait_of(sweep, &runs[i].0, &tx, judges.early.as_mut());
             view.starting(i);
@@ -332,18 +319,13 @@ async fn follow_all(
                     judges.saw(&seen);
                     view.seen(seen);
                 }
-                if let Some(halt) = end.halts() {
-                    stopping.get_or_insert(halt);
-                }
+                stopping = stopping.or(end.halts());
                 record_end(cluster, &sweep.record.name, &runs[i].0, &end, &mut judges).await;
                 view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
             Some(seen) = rx.recv() => {
-                if let Some(early) = &mut judges.early {
-                    judge(cluster, &sweep.record.name, early, &seen).await;
-                }
-                judges.saw(&seen);
+                judges.judge(cluster, &sweep.record.name, &seen).await;
                 view.seen(seen);
             }
             code = stop.requested() => { stopping.get_or_insert(Halt::Signal(code)); }
@@ -351,63 +333,6 @@ async fn follow_all(
     }
     drop(view);
     conclude(cluster, sweep, &runs, &ended, stopping).await
-}
-
-impl Judges {
-    /// A run's training seen: the search keeps its objective's last value.
-    fn saw(&mut self, seen: &crate::progress::Seen) {
-        if let Some(search) = &mut self.search {
-            search.seen(seen);
-        }
-    }
-}
-
-/// Run `index`'s point proposed and written into the experiment's record before the
-/// run is created; a record that cannot be written starts no run (it ends failed).
-async fn choose(
-    cluster: &Cluster,
-    name: &str,
-    search: &mut Search,
-    index: usize,
-) -> Result<Point, Ended> {
-    let (point, text, line) = search.propose(index);
-    match experiment::record_runs(cluster, name, &text).await {
-        Ok(()) => {
-            let _ = output::print(&format!("{line}\n"));
-            Ok(point)
-        }
-        Err(e) => Err(Ended::Failed(format!(
-            "not started: its proposed point could not be recorded: {}",
-            errors::one_line(&e)
-        ))),
-    }
-}
-
-/// A run's end in the experiment's record (its verdict, with `--method tpe` the value
-/// the search takes of it, in one write), so that `--resume` starts it no more.
-async fn record_end(cluster: &Cluster, name: &str, tag: &str, end: &Ended, judges: &mut Judges) {
-    if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut judges.early, end) {
-        early.ended(tag);
-    }
-    let how = match end {
-        Ended::Succeeded => Some(propose::How::Succeeded),
-        Ended::StoppedEarly(_) => Some(propose::How::StoppedEarly),
-        Ended::Failed(_) => Some(propose::How::Failed),
-        _ => None,
-    };
-    let search = judges.search.as_mut().zip(how);
-    let value = search.and_then(|(s, how)| s.ended(tag, how, judges.early.as_ref()));
-    let Some(verdict) = end.to_record() else {
-        return;
-    };
-    let mut data: std::collections::BTreeMap<String, String> =
-        [(experiment::ended_key(tag), verdict)].into();
-    if let Some(v) = value {
-        data.insert(experiment::value_key(tag), v.to_string());
-    }
-    if let Err(e) = experiment::record_data(cluster, name, &data).await {
-        output::note(&format!("run {tag}: {}", errors::one_line(&e)));
-    }
 }
 
 /// The runs whose verdict the record holds, each said once.
@@ -442,30 +367,6 @@ fn wait_of(
         wait.early = Some(early.channel(tag, decided));
     }
     wait
-}
-
-/// A run's training seen: what early stopping reads of it is written to the
-/// experiment's record, then its decision (if any) carried out; a record that cannot
-/// be written stops nothing.
-async fn judge(cluster: &Cluster, name: &str, early: &mut Early, seen: &crate::progress::Seen) {
-    let crate::progress::Seen::Training { tag, training } = seen else {
-        return;
-    };
-    let reading = early.read(tag, training);
-    if reading.is_empty() {
-        return;
-    }
-    let data = early.keys(tag, &reading);
-    if let Err(e) = experiment::record_data(cluster, name, &data).await {
-        output::note(&format!(
-            "run {tag}: {}; early stopping stops nothing it cannot record",
-            errors::one_line(&e)
-        ));
-        return;
-    }
-    if let Some(decision) = &reading.decision {
-        early.act(decision);
-    }
 }
 
 /// The sweep's verdict, the best run named (in the last line, or in a line before the

@@ -126,12 +126,20 @@ impl Search {
     /// ended as they ended, the others under way); the record to write before the run
     /// is created (its `experiment.json`), and the line that says it.
     pub fn propose(&mut self, index: usize) -> (Point, String, String) {
-        let points: Vec<(String, Point)> = super::points(&self.record);
+        // The record's runs as points, in the parameters' order.
+        let points: Vec<(&str, Point)> = (self.record.runs.iter())
+            .map(|run| {
+                let point = (self.record.params.iter())
+                    .filter_map(|p| Some((p.name.clone(), run.params.get(&p.name)?.clone())))
+                    .collect();
+                (run.tag.as_str(), point)
+            })
+            .collect();
         let trials: Vec<Trial<'_>> = points
             .iter()
             .map(|(tag, point)| Trial {
                 point,
-                outcome: self.ended.get(tag).copied().unwrap_or(Outcome::Running),
+                outcome: self.ended.get(*tag).copied().unwrap_or(Outcome::Running),
             })
             .collect();
         let point = tpe::propose(&self.record.params, self.lower, (self.seed, index), &trials);
@@ -189,7 +197,7 @@ mod tests {
     fn a_resumed_search_proposes_what_the_first_one_did() {
         let mut first = Search::of(&record()).unwrap();
         assert_eq!(first.params().len(), 1);
-        let runs = first.runs(super::super::points(&record()));
+        let runs = first.runs(crate::ops::sweep::points(&record()));
         assert_eq!(runs.len(), 6);
         assert!(first.unchosen(3) && !first.unchosen(2));
         assert_eq!(runs[4].1[0].1, UNCHOSEN);
@@ -204,9 +212,13 @@ mod tests {
         // The record as written, with the verdicts and values as their keys keep them.
         let mut back: Record = serde_json::from_str(&text).unwrap();
         assert_eq!(back.runs.len(), 4);
-        back.ended = [("t-1", "Succeeded"), ("t-2", "Succeeded"), ("t-3", "Failed: x")]
-            .map(|(t, v)| (t.to_string(), v.to_string()))
-            .into();
+        back.ended = [
+            ("t-1", "Succeeded"),
+            ("t-2", "Succeeded"),
+            ("t-3", "Failed: x"),
+        ]
+        .map(|(t, v)| (t.to_string(), v.to_string()))
+        .into();
         back.values = [("t-1".to_string(), 0.5), ("t-2".to_string(), 0.2)].into();
         let mut again = Search::of(&back).unwrap();
         assert!(!again.unchosen(3) && again.unchosen(4));

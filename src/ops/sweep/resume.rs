@@ -127,7 +127,10 @@ fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
         }
         (
             Method::Tpe {
-                samples, seed, startup, ..
+                samples,
+                seed,
+                startup,
+                ..
             },
             Method::Tpe {
                 samples: k,
