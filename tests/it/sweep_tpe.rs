@@ -275,6 +275,25 @@ fn tpe_without_an_objective_or_a_budget_is_one_line_and_nothing_is_created() {
         assert_eq!(out.stderr, format!("error: {line}\n"), "{more:?}");
         assert_eq!(out.stdout, "", "{more:?}");
     }
+    // --dry-run: the random points, and how many come later.
+    let mut dry: Vec<&str> = vec!["sweep", "-t", "tn", "--param", "x=0..1", "--samples", "5"];
+    dry.extend([
+        "--method",
+        "tpe",
+        "--objective",
+        "val_loss",
+        "--dry-run",
+        script,
+    ]);
+    let out = env.run(&dry);
+    out.success().stdout_has(
+        "experiment tn: 3 runs planned, 2 more chosen by tpe as runs end; nothing created",
+    );
+    assert!(
+        out.stdout.contains("tn-3 ") && !out.stdout.contains("tn-4 "),
+        "{}",
+        out.stdout
+    );
     assert!(env.list("configmaps", NS).is_empty());
     assert!(env.list("pods", NS).is_empty());
     assert!(!env.path("tf-spawner-output").exists());

@@ -226,4 +226,31 @@ mod tests {
         assert_eq!(again.propose(4).0, first_next.propose(4).0);
         assert_eq!(point.len(), 1);
     }
+
+    #[test]
+    fn a_run_stopped_early_counts_with_its_last_rung_value() {
+        use crate::metrics::early::{Rule, Stopping};
+        let mut r = record();
+        r.early_stop = Some(Stopping {
+            rule: Rule::Asha,
+            eta: 3,
+            min_epochs: 1,
+        });
+        r.observed.insert("t-1".into(), [(1, 0.9), (3, 0.7)].into());
+        let early = Early::of(&r).unwrap();
+        let mut search = Search::of(&r).unwrap();
+        // Printed later than the rung, before its stop took effect.
+        search.last.insert("t-1".into(), 0.65);
+        let value = search.ended("t-1", How::StoppedEarly, Some(&early));
+        assert_eq!(value, Some(0.7));
+        assert_eq!(search.ended["t-1"], Outcome::Value(0.7));
+        // No observation: its last value printed; none: the worst.
+        search.last.insert("t-2".into(), 0.4);
+        assert_eq!(
+            search.ended("t-2", How::StoppedEarly, Some(&early)),
+            Some(0.4)
+        );
+        assert_eq!(search.ended("t-3", How::Succeeded, None), None);
+        assert_eq!(search.ended["t-3"], Outcome::Failed);
+    }
 }
