@@ -260,9 +260,6 @@ fn tpe_finds_a_bowls_minimum_with_fewer_runs_than_random_search() {
     };
     let (tpe20, random20) = (best(20, true), best(20, false));
     let (tpe30, random60) = (best(30, true), best(60, false));
-    eprintln!(
-        "median best: tpe {tpe20} in 20 runs, {tpe30} in 30; random {random20} in 20, {random60} in 60"
-    );
     assert!(tpe20 < random20 / 2.0, "tpe {tpe20}, random {random20}");
     assert!(
         tpe30 < random60,
