@@ -528,6 +528,7 @@ pub(crate) const SWEEP_LINES: &[(&str, &str)] = &[
     ("params", "A parameter: NAME=V1,V2,… or a range LO..HI"),
     ("samples", "A random search of K runs over the ranges"),
     ("seed", "The random search's seed [default: random]"),
+    ("method", "grid, random or tpe (model-based; --objective)"),
     ("objective", "The metric runs are judged by, e.g. auc:max"),
     ("resume", "Take up experiment NAME where it stopped"),
     ("allow_changed", "With --resume: though the script changed"),

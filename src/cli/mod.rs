@@ -155,6 +155,13 @@ pub struct SweepArgs {
     #[arg(long, requires = "samples", value_parser = Flag(parse::seed), value_name = "N")]
     pub seed: Option<u64>,
 
+    /// How the points are chosen: grid (every combination; the default without
+    /// --samples), random (--samples K drawn; the default with --samples), tpe
+    /// (--samples K, the first few random, each other chosen from the runs so far by
+    /// a Tree-structured Parzen Estimator; needs --objective)
+    #[arg(long, value_enum, value_name = "METHOD")]
+    pub method: Option<crate::plan::sweep::Search>,
+
     /// The metric the sweep is judged by, and its direction: val_loss (lower is better:
     /// a loss or an error, from the name), accuracy (higher), or either end said,
     /// val_loss:min, auc:max; recorded with the experiment, what compare sorts by and

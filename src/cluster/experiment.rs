@@ -86,6 +86,10 @@ pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
             .strip_prefix(OBSERVED_PREFIX)
             .and_then(|rest| rest.rsplit_once('.'))
             .and_then(|(tag, epoch)| Some((tag, epoch.parse::<u32>().ok()?, value.parse().ok()?)));
+        let valued = key.strip_prefix(VALUE_PREFIX);
+        if let Some((tag, value)) = valued.and_then(|t| Some((t, value.parse::<f64>().ok()?))) {
+            record.values.insert(tag.to_string(), value);
+        }
         if let Some((tag, epoch, value)) = observed {
             let runs = record.observed.entry(tag.to_string()).or_default();
             runs.insert(epoch, value);
@@ -127,22 +131,24 @@ pub async fn record_data(
     }
 }
 
+/// Before a run's tag, the record's key holding the objective's value it ended with,
+/// as `--method tpe` took it (`value.lrs-2`).
+pub const VALUE_PREFIX: &str = "value.";
+
+/// The key of run `tag`'s value.
+pub fn value_key(tag: &str) -> String {
+    format!("{VALUE_PREFIX}{tag}")
+}
+
+/// Writes the record's `experiment.json` again (`--method tpe`: a point proposed,
+/// before its run is created); a record gone (deleted meanwhile) is not made again.
+pub async fn record_runs(cluster: &Cluster, name: &str, text: &str) -> Result<()> {
+    let data: BTreeMap<String, String> = [(RECORD_KEY.to_string(), text.to_string())].into();
+    record_data(cluster, name, &data).await
+}
+
 /// Before a run's tag, the record's key holding its verdict (`ended.lrs-2`).
 pub const ENDED_PREFIX: &str = "ended.";
-
-/// Writes run `tag`'s verdict in experiment `name`'s record (its own key, merged: the
-/// other runs' are kept); a record gone (deleted meanwhile) is not made again.
-pub async fn record_ended(cluster: &Cluster, name: &str, tag: &str, verdict: &str) -> Result<()> {
-    let patch = serde_json::json!({ "data": { format!("{ENDED_PREFIX}{tag}"): verdict } });
-    match cluster
-        .merge_patch::<ConfigMap>(&experiment_record_name(name), &patch)
-        .await
-    {
-        Ok(()) => Ok(()),
-        Err(e) if e.code() == Some(404) => Ok(()),
-        Err(e) => Err(cluster.explain("recording a run's verdict in the experiment's record", &e)),
-    }
-}
 
 /// An experiment's record as listed: its name, uid and age.
 pub struct Listed {

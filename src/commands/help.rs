@@ -254,6 +254,6 @@ mod tests {
             ))
         });
         assert_eq!(shown, lines.collect::<Vec<_>>());
-        assert_eq!(shown.len(), 20, "{shown:?}");
+        assert_eq!(shown.len(), 21, "{shown:?}");
     }
 }

@@ -34,6 +34,7 @@ pub async fn exec(settings: &Settings, args: &SweepArgs) -> Result<()> {
         params: &args.params,
         samples: args.samples,
         seed: args.seed,
+        search: args.method,
         parallel: settings.parallel.value,
         args: &spawn.script_args,
         yes: spawn.yes,
@@ -129,7 +130,11 @@ async fn start(
     let spawn = &args.spawn;
     let runs = sweep::points(&record);
     if spawn.dry_run {
-        return dry_run(&base, &spawn.script_args, &runs, spawn.output);
+        let later = match record.method {
+            params::Method::Tpe { samples, .. } => (samples as usize).saturating_sub(runs.len()),
+            _ => 0,
+        };
+        return dry_run(&base, (&spawn.script_args, later), &runs, spawn.output);
     }
     // Every run's objects are valid before the first is made.
     for (tag, point) in &runs {
@@ -239,10 +244,11 @@ fn shell_word(word: &str) -> String {
 }
 
 /// `--dry-run`: every run's objects made (so a problem shows), then the plan as a
-/// table of the runs and their parameters, or (`-o yaml|json`) the objects.
+/// table of the runs and their parameters, or (`-o yaml|json`) the objects; `later`:
+/// the runs `--method tpe` chooses as runs end, said after.
 fn dry_run(
     base: &SpawnRequest,
-    args: &[String],
+    (args, later): (&[String], usize),
     runs: &[(String, params::Point)],
     format: Option<OutputFormat>,
 ) -> Result<()> {
@@ -257,8 +263,12 @@ fn dry_run(
     }
     let name = base.experiment.as_ref().map_or("", |e| e.name.as_str());
     output::print(&params::runs_table(runs, args))?;
+    let more = match later {
+        0 => String::new(),
+        n => format!(", {n} more chosen by tpe as runs end"),
+    };
     output::print(&format!(
-        "experiment {name}: {} {} planned; nothing created (--dry-run; their objects: -o yaml or -o json)\n",
+        "experiment {name}: {} {} planned{more}; nothing created (--dry-run; their objects: -o yaml or -o json)\n",
         runs.len(),
         if runs.len() == 1 { "run" } else { "runs" }
     ))?;

@@ -303,6 +303,15 @@ impl Board {
         self.stopped.insert(tag.to_string());
     }
 
+    /// Run `tag`'s value at the last epoch observed (a run stopped early: where it was
+    /// stopped).
+    pub fn last(&self, tag: &str) -> Option<f64> {
+        self.observed
+            .values()
+            .rev()
+            .find_map(|m| m.get(tag).copied())
+    }
+
     #[cfg(test)]
     pub fn is_stopped(&self, tag: &str) -> bool {
         self.stopped.contains(tag)

@@ -16,6 +16,7 @@ pub(crate) mod cost;
 pub(crate) mod early;
 pub(crate) mod notice;
 pub(crate) mod table;
+pub(crate) mod tpe;
 pub(crate) mod winner;
 
 use std::collections::BTreeMap;

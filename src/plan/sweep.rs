@@ -56,6 +56,26 @@ pub enum Method {
     Grid,
     /// `samples` points drawn with `seed`.
     Random { samples: u32, seed: u64 },
+    /// `--method tpe`: `samples` runs, the first `startup` the random search's of
+    /// `seed`, each other proposed as a quota slot frees (`metrics/tpe.rs`) and
+    /// recorded before its run is created.
+    Tpe {
+        samples: u32,
+        seed: u64,
+        startup: u32,
+    },
+}
+
+/// `--method`: how a sweep chooses its points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Search {
+    /// Every combination of the values (the default without --samples)
+    Grid,
+    /// --samples K points drawn at random (the default with --samples)
+    Random,
+    /// --samples K points, each after the first few chosen from the runs so far
+    /// (Tree-structured Parzen Estimator; needs --objective)
+    Tpe,
 }
 
 /// One run's parameters, in the order of the `--param` flags: name, value as text.
@@ -165,7 +185,7 @@ pub fn count(params: &[Param], method: Method) -> Result<u64, String> {
         return Err("a sweep needs at least one --param NAME=V1,V2,…".into());
     }
     match method {
-        Method::Random { samples, .. } => Ok(u64::from(samples)),
+        Method::Random { samples, .. } | Method::Tpe { samples, .. } => Ok(u64::from(samples)),
         Method::Grid => params.iter().try_fold(1u64, |n, p| {
             let k = match &p.values {
                 Values::List(v) => v.len() as u64,
@@ -184,7 +204,8 @@ pub fn count(params: &[Param], method: Method) -> Result<u64, String> {
     }
 }
 
-/// Every run's parameters. `count` must have been checked (bounded) first.
+/// Every run's parameters (a model-based search's first, random ones). `count` must
+/// have been checked (bounded) first.
 pub fn expand(params: &[Param], method: Method) -> Vec<Point> {
     match method {
         Method::Grid => {
@@ -215,6 +236,13 @@ pub fn expand(params: &[Param], method: Method) -> Vec<Point> {
                 })
                 .collect()
         }
+        Method::Tpe { startup, seed, .. } => expand(
+            params,
+            Method::Random {
+                samples: startup,
+                seed,
+            },
+        ),
     }
 }
 
@@ -226,7 +254,8 @@ fn grid_values(values: &Values) -> Vec<String> {
     }
 }
 
-fn sample(values: &Values, rng: &mut impl Rng) -> String {
+/// A value drawn from a parameter's values or range (also `metrics/tpe.rs`'s).
+pub(crate) fn sample(values: &Values, rng: &mut impl Rng) -> String {
     match values {
         Values::List(v) => v[rng.random_range(0..v.len())].clone(),
         Values::Int { lo, hi } => rng.random_range(*lo..=*hi).to_string(),
@@ -238,7 +267,7 @@ fn sample(values: &Values, rng: &mut impl Rng) -> String {
 }
 
 /// A sampled value as text: 4 significant digits, the shortest form (`0.0003162`).
-fn shown(v: f64) -> String {
+pub(crate) fn shown(v: f64) -> String {
     let rounded: f64 = format!("{v:.3e}").parse().unwrap_or(v);
     rounded.to_string()
 }
@@ -406,6 +435,10 @@ pub struct Record {
     /// record's `observed.TAG.EPOCH` keys), so `--resume` judges no run again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, BTreeMap<u32, f64>>,
+    /// `--method tpe`: the objective's value each run ended with, as the search took
+    /// it (on the cluster, the record's `value.TAG` keys), written with its verdict.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, f64>,
 }
 
 /// `sha256:HEX` digests of what a sweep's runs are made of.

@@ -53,6 +53,7 @@ mod stop;
 mod sweep;
 mod sweep_early;
 mod sweep_plan;
+mod sweep_tpe;
 mod untrusted;
 mod waiting;
 mod watched;

@@ -12,7 +12,7 @@ use crate::metrics::early::{Objective, Rule, Stopping};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{
-    self as params, Digests, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param, Record,
+    self as params, Digests, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param, Record, Search,
 };
 
 /// The sweep's flags, as given.
@@ -22,6 +22,8 @@ pub(crate) struct Asked<'a> {
     pub params: &'a [String],
     pub samples: Option<u32>,
     pub seed: Option<u64>,
+    /// `--method`, if given.
+    pub search: Option<Search>,
     pub parallel: Option<u32>,
     /// The script's arguments after `--`, with their placeholders.
     pub args: &'a [String],
@@ -37,8 +39,10 @@ pub(crate) struct Asked<'a> {
 pub(crate) struct Definition {
     pub name: String,
     pub params: Vec<Param>,
-    /// `--samples`: a random search; `None`: a grid.
+    /// `--samples`: a random (or model-based) search; `None`: a grid.
     pub samples: Option<u32>,
+    /// `--method`, or what `--samples` implies.
+    pub search: Search,
     /// `--seed`, if given (a new random search draws one; `--resume` takes the record's).
     pub seed: Option<u64>,
     pub parallel: Option<u32>,
@@ -59,10 +63,8 @@ impl Definition {
             .map(|p| params::parse_param(p).map_err(|e| UsageError::new(format!("--param {e}"))))
             .collect::<Result<_, _>>()?;
         params::check_names(&params).map_err(UsageError::new)?;
-        let method = match asked.samples {
-            Some(samples) => Method::Random { samples, seed: 0 },
-            None => Method::Grid,
-        };
+        let search = search(asked)?;
+        let method = method_of(search, asked.samples, 0);
         let total = params::count(&params, method).map_err(UsageError::new)?;
         if total > MAX_RUNS {
             return Err(UsageError::new(format!(
@@ -89,6 +91,7 @@ impl Definition {
             name: asked.name.to_string(),
             params,
             samples: asked.samples,
+            search,
             seed: asked.seed,
             parallel: asked.parallel,
             args: asked.args.to_vec(),
@@ -105,12 +108,9 @@ impl Definition {
         params::run_tag(&self.name, last)
     }
 
-    /// The method, with `seed` for a random search.
+    /// The method, with `seed` for a random or model-based search.
     pub fn method(&self, seed: u64) -> Method {
-        match self.samples {
-            Some(samples) => Method::Random { samples, seed },
-            None => Method::Grid,
-        }
+        method_of(self.search, self.samples, seed)
     }
 
     /// A new experiment's record: its points drawn (a random search's seed said), the
@@ -120,6 +120,16 @@ impl Definition {
         if let Method::Random { samples, seed } = method {
             let _ = output::print(&format!(
                 "random search: {samples} samples, seed {seed} (--seed {seed} draws them again)\n"
+            ));
+        }
+        if let Method::Tpe {
+            samples,
+            seed,
+            startup,
+        } = method
+        {
+            let _ = output::print(&format!(
+                "tpe search: {samples} runs, the first {startup} random, the others each chosen from the runs so far; seed {seed} (--seed {seed} chooses them again)\n"
             ));
         }
         let points = params::expand(&self.params, method);
@@ -135,7 +145,43 @@ impl Definition {
             objective: self.objective.clone(),
             early_stop: self.stopping,
             observed: Default::default(),
+            values: Default::default(),
         }
+    }
+}
+
+/// `--method` checked against `--samples` and `--objective`.
+fn search(asked: &Asked<'_>) -> Result<Search> {
+    let refused = match (asked.search, asked.samples) {
+        (Some(Search::Grid), Some(k)) => format!(
+            "--method grid takes every combination of the values: leave --samples {k} out, or use --method random or tpe"
+        ),
+        (Some(Search::Random), None) => {
+            "--method random draws --samples K points: add --samples K (e.g. --samples 20)".into()
+        }
+        (Some(Search::Tpe), None) => {
+            "--method tpe chooses --samples K points, its budget of runs: add --samples K (e.g. --samples 20)".into()
+        }
+        (Some(Search::Tpe), Some(_)) if asked.objective.is_none() => {
+            "--method tpe chooses each next point by the runs' objective: add --objective METRIC (e.g. --objective val_loss, --objective accuracy:max), or use --method random".into()
+        }
+        (Some(search), _) => return Ok(search),
+        (None, Some(_)) => return Ok(Search::Random),
+        (None, None) => return Ok(Search::Grid),
+    };
+    Err(UsageError::new(refused).into())
+}
+
+/// The record's method of a search, `seed` for the random points.
+fn method_of(search: Search, samples: Option<u32>, seed: u64) -> Method {
+    match (search, samples) {
+        (Search::Tpe, Some(samples)) => Method::Tpe {
+            samples,
+            seed,
+            startup: crate::metrics::tpe::startup(samples),
+        },
+        (_, Some(samples)) => Method::Random { samples, seed },
+        (_, None) => Method::Grid,
     }
 }
 

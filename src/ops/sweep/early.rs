@@ -76,6 +76,11 @@ impl Early {
         self.board.stopping.about(&self.board.objective)
     }
 
+    /// Run `tag`'s last observation (`sweep --method tpe`'s value of a run stopped).
+    pub fn last_observed(&self, tag: &str) -> Option<f64> {
+        self.board.last(tag)
+    }
+
     pub fn metric(&self) -> &str {
         &self.board.objective.metric
     }

@@ -20,10 +20,11 @@ use crate::metrics::{METRICS_FILE, SWEEP_RECORD_FILE};
 use crate::ops::local_run::{self, LocalOptions, Ran, Which};
 use crate::output;
 use crate::plan::SpawnRequest;
-use crate::plan::sweep::{Point, Record};
+use crate::plan::sweep::{PlannedRun, Point, Record};
 use crate::signals;
 
 use super::early::Early;
+use super::propose::{How, Search};
 
 /// A `--local` sweep.
 pub(crate) struct LocalSweep {
@@ -85,7 +86,10 @@ fn record_path(name: &str) -> PathBuf {
 /// run; exit 0 when all succeeded, 3 naming those that failed.
 pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
     let name = &sweep.record.name;
-    let runs = super::points(&sweep.record);
+    let runs = match Search::of(&sweep.record) {
+        Some(search) => search.runs(super::points(&sweep.record)),
+        None => super::points(&sweep.record),
+    };
     let record = record_path(name);
     if !sweep.resume {
         refuse_taken(sweep, &runs)?;
@@ -98,7 +102,7 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
         local_output_dir(name).display()
     ));
     let began = std::time::Instant::now();
-    let kept = run_all(sweep, &runs, ended_before(sweep, &runs)).await;
+    let kept = run_all(sweep, runs.clone(), ended_before(sweep, &runs)).await;
     let results = std::env::current_dir()
         .ok()
         .filter(|_| kept.interrupted.is_none())
@@ -312,6 +316,23 @@ impl Kept {
         self.write(tag, "its verdict");
     }
 
+    /// Run `index`'s point proposed and kept in the record before the run starts; a
+    /// record that cannot be written starts no run (it is counted failed).
+    fn propose(&mut self, search: &mut Search, index: usize) -> Option<Point> {
+        let (point, _, line) = search.propose(index);
+        let tag = crate::plan::sweep::run_tag(&self.record.name, index);
+        self.record.runs.push(PlannedRun {
+            tag: tag.clone(),
+            params: point.iter().cloned().collect(),
+        });
+        if !self.write(&tag, "its proposed point, so it was not started, and") {
+            self.failed.push(tag);
+            return None;
+        }
+        let _ = output::print(&format!("{line}\n"));
+        Some(point)
+    }
+
     /// A run's training seen: what early stopping reads of it kept in the record, then
     /// its decision (if any) carried out; a record that cannot be written stops nothing.
     fn judge(&mut self, early: &mut Early, seen: &crate::progress::Seen) {
@@ -336,37 +357,53 @@ impl Kept {
     }
 }
 
-/// Every run, `parallel` at a time, judged by early stopping if the sweep has it; after
-/// Ctrl-C, none more.
+/// Every run, `parallel` at a time, judged by early stopping and its point proposed
+/// (`--method tpe`) if the sweep has them; after Ctrl-C, none more.
 async fn run_all(
     sweep: &LocalSweep,
-    runs: &[(String, Point)],
+    mut runs: Vec<(String, Point)>,
     ended: BTreeMap<String, String>,
 ) -> Kept {
     let mut kept = Kept::new(sweep, ended);
     let before: Vec<String> = kept.record.ended.keys().cloned().collect();
-    let mut queue = runs.iter().filter(|(tag, _)| !before.contains(tag));
+    let queue: Vec<usize> = (0..runs.len())
+        .filter(|i| !before.contains(&runs[*i].0))
+        .collect();
+    let mut queue = queue.into_iter();
     let mut active = FuturesUnordered::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut early = Early::of(&sweep.record);
+    let mut search = Search::of(&kept.record);
     if let Some(early) = &early {
         let _ = output::print(&format!("{}\n", early.about()));
     }
     loop {
         while kept.interrupted.is_none() && active.len() < sweep.parallel {
-            let Some(run) = queue.next() else { break };
-            let mut options = sweep.local.clone();
-            if let Some(early) = &mut early {
-                options.run.observer = Some((run.0.clone(), tx.clone()));
-                options.run.early = Some(early.channel(&run.0, None));
+            let Some(i) = queue.next() else { break };
+            if let Some(search) = search.as_mut().filter(|s| s.unchosen(i)) {
+                let Some(point) = kept.propose(search, i) else {
+                    continue;
+                };
+                runs[i].1 = point;
             }
-            active.push(one(sweep, run, options));
+            let observer = (early.is_some() || search.is_some()).then(|| tx.clone());
+            let options = options_of(sweep, &runs[i].0, observer, early.as_mut());
+            active.push(one(sweep, runs[i].clone(), options));
         }
         tokio::select! {
             next = active.next() => {
                 let Some((tag, ran)) = next else { break };
+                while let Ok(seen) = rx.try_recv() {
+                    if let Some(search) = &mut search {
+                        search.seen(&seen);
+                    }
+                }
                 if let (Some(early), true) = (&mut early, trained_to_end(&ran)) {
                     early.ended(&tag);
+                }
+                let searched = how(&ran).zip(search.as_mut());
+                if let Some(v) = searched.and_then(|(h, s)| s.ended(&tag, h, early.as_ref())) {
+                    kept.record.values.insert(tag.clone(), v);
                 }
                 kept.run_ended(sweep, tag, ran).await;
             }
@@ -374,10 +411,46 @@ async fn run_all(
                 if let Some(early) = &mut early {
                     kept.judge(early, &seen);
                 }
+                if let Some(search) = &mut search {
+                    search.seen(&seen);
+                }
             }
         }
     }
     kept
+}
+
+/// Run `tag`'s options: the sweep's, its training told to `observer`, judged by
+/// `early`.
+fn options_of(
+    sweep: &LocalSweep,
+    tag: &str,
+    observer: Option<tokio::sync::mpsc::UnboundedSender<crate::progress::Seen>>,
+    early: Option<&mut Early>,
+) -> LocalOptions {
+    let mut options = sweep.local.clone();
+    options.run.observer = observer.map(|tx| (tag.to_string(), tx));
+    if let Some(early) = early {
+        options.run.early = Some(early.channel(tag, None));
+    }
+    options
+}
+
+/// How a run that ended is taken by the search; `None`: it did not end (interrupted).
+fn how(ran: &Result<Ran>) -> Option<How> {
+    match ran {
+        Ok(Ran {
+            interrupted: Some(_),
+            ..
+        }) => None,
+        Ok(Ran {
+            verdict: Ok(()), ..
+        }) => Some(How::Succeeded),
+        Ok(Ran {
+            verdict: Err(e), ..
+        }) if e.downcast_ref::<StoppedEarly>().is_some() => Some(How::StoppedEarly),
+        _ => Some(How::Failed),
+    }
 }
 
 /// Whether a run's training ran to its end (it succeeded, or a task failed): not timed
@@ -399,14 +472,14 @@ fn trained_to_end(ran: &Result<Ran>) -> bool {
 /// the sweep's options with this run's early stopping.
 async fn one(
     sweep: &LocalSweep,
-    (tag, point): &(String, Point),
+    (tag, point): (String, Point),
     local: LocalOptions,
 ) -> (String, Result<Ran>) {
-    let request = super::request(&sweep.base, &sweep.args, (tag, point));
+    let request = super::request(&sweep.base, &sweep.args, (&tag, &point));
     let mut stop = Box::pin(signals::stop_requested());
-    let which = Which::Swept(point);
+    let which = Which::Swept(&point);
     let ran = local_run::run(&local, request, which, &mut stop).await;
-    (tag.clone(), ran)
+    (tag, ran)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -7,7 +7,9 @@
 pub(crate) mod definition;
 pub(crate) mod early;
 mod ending;
+mod judges;
 pub(crate) mod local;
+pub(crate) mod propose;
 pub(crate) mod resume;
 mod view;
 
@@ -15,11 +17,12 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::Result;
-use futures::StreamExt;
+use futures::future::{FutureExt, LocalBoxFuture};
 use futures::stream::FuturesUnordered;
+use futures::{StreamExt, future};
 
 use crate::cluster::{Cluster, experiment};
-use crate::errors::{self, EXIT_TAG_TAKEN, ExitError};
+use crate::errors::{EXIT_TAG_TAKEN, ExitError};
 use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
@@ -28,6 +31,8 @@ use crate::signals;
 
 use early::Early;
 use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, verdict};
+use judges::{Judges, record_end};
+use propose::Search;
 
 use super::spawn::QuotaShort;
 use super::wait::Wait;
@@ -104,7 +109,10 @@ pub(crate) fn points(record: &Record) -> Vec<(String, Point)> {
 /// Makes the experiment (unless resumed), starts and follows its runs; exit 0 when
 /// every run succeeded, 3 naming those that failed.
 pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
-    let runs = points(&sweep.record);
+    let runs = match Search::of(&sweep.record) {
+        Some(search) => search.runs(points(&sweep.record)),
+        None => points(&sweep.record),
+    };
     let existing: BTreeSet<String> = experiment::run_tags(cluster).await?.into_iter().collect();
     let (name, ns) = (&sweep.record.name, cluster.namespace());
     if !sweep.resume
@@ -146,7 +154,7 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         started.insert(first);
     }
     let begun = Begun { started, recorded };
-    follow_all(cluster, sweep, &runs, begun, at_a_time).await
+    follow_all(cluster, sweep, runs, begun, at_a_time).await
 }
 
 /// A new experiment: its record, then its first run alone. A first run refused (Pod
@@ -262,34 +270,43 @@ fn order(
     queue
 }
 
-/// Starts runs up to `at_a_time`, follows each, starts the next when one ends; on
-/// Ctrl-C starts nothing more, lets the runs' own waits end, and says how to resume.
+/// The runs under way, each to its end.
+type Active<'a> = FuturesUnordered<LocalBoxFuture<'a, (usize, Ended)>>;
+
+/// Starts runs up to `at_a_time`, follows each, starts the next when one ends (its
+/// point proposed then, `--method tpe`); on Ctrl-C starts nothing more, lets the runs'
+/// own waits end, and says how to resume.
 async fn follow_all(
     cluster: &Cluster,
     sweep: &Sweep,
-    runs: &[(String, Point)],
+    mut runs: Vec<(String, Point)>,
     begun: Begun,
     at_a_time: usize,
 ) -> Result<()> {
     let mut stop = signals::Stop::listen();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut view = view::View::new(&sweep.record.name, runs);
-    let mut ended = recorded(&mut view, runs, begun.recorded);
-    let mut queue = order(runs, &begun.started, &ended).into_iter();
-    let mut active = FuturesUnordered::new();
+    let mut view = view::View::new(&sweep.record.name, &runs);
+    let mut ended = recorded(&mut view, &runs, begun.recorded);
+    let mut queue = order(&runs, &begun.started, &ended).into_iter();
+    let mut active: Active<'_> = FuturesUnordered::new();
     let mut stopping: Option<Halt> = None;
-    let mut early = Early::of(&sweep.record);
-    if let Some(early) = &early {
-        let _ = output::print(&format!("{}\n", early.about()));
-    }
+    let mut judges = Judges::of(&sweep.record);
     loop {
         while stopping.is_none() && active.len() < at_a_time {
             let Some((i, exists)) = queue.next() else {
                 break;
             };
-            let wait = wait_of(sweep, &runs[i].0, &tx, early.as_mut());
+            let at = (cluster, sweep.record.name.as_str());
+            if let Err(end) = judges
+                .point_for(at, &mut runs, &mut view, (i, exists))
+                .await
+            {
+                active.push(future::ready((i, end)).boxed_local());
+                continue;
+            }
+            let wait = wait_of(sweep, &runs[i].0, &tx, judges.early.as_mut());
             view.starting(i);
-            active.push(one_run(cluster, sweep, &runs[i], exists, wait, i));
+            active.push(one_run(cluster, sweep, runs[i].clone(), exists, wait, i).boxed_local());
         }
         if active.is_empty() {
             break;
@@ -299,28 +316,23 @@ async fn follow_all(
                 // What the run's wait told before it ended (its last lines, read after
                 // the verdict) is shown before its end.
                 while let Ok(seen) = rx.try_recv() {
+                    judges.saw(&seen);
                     view.seen(seen);
                 }
-                if let Some(halt) = end.halts() {
-                    stopping.get_or_insert(halt);
-                }
-                if let (Some(early), Ended::Succeeded | Ended::Failed(_)) = (&mut early, &end) {
-                    early.ended(&runs[i].0);
-                }
+                stopping = stopping.or(end.halts());
+                record_end(cluster, &sweep.record.name, &runs[i].0, &end, &mut judges).await;
                 view.ended(&runs[i].0, end_state(&end), &end_text(&end));
                 ended.push((i, end));
             }
             Some(seen) = rx.recv() => {
-                if let Some(early) = &mut early {
-                    judge(cluster, &sweep.record.name, early, &seen).await;
-                }
+                judges.judge(cluster, &sweep.record.name, &seen).await;
                 view.seen(seen);
             }
             code = stop.requested() => { stopping.get_or_insert(Halt::Signal(code)); }
         }
     }
     drop(view);
-    conclude(cluster, sweep, runs, &ended, stopping).await
+    conclude(cluster, sweep, &runs, &ended, stopping).await
 }
 
 /// The runs whose verdict the record holds, each said once.
@@ -355,30 +367,6 @@ fn wait_of(
         wait.early = Some(early.channel(tag, decided));
     }
     wait
-}
-
-/// A run's training seen: what early stopping reads of it is written to the
-/// experiment's record, then its decision (if any) carried out; a record that cannot
-/// be written stops nothing.
-async fn judge(cluster: &Cluster, name: &str, early: &mut Early, seen: &crate::progress::Seen) {
-    let crate::progress::Seen::Training { tag, training } = seen else {
-        return;
-    };
-    let reading = early.read(tag, training);
-    if reading.is_empty() {
-        return;
-    }
-    let data = early.keys(tag, &reading);
-    if let Err(e) = experiment::record_data(cluster, name, &data).await {
-        output::note(&format!(
-            "run {tag}: {}; early stopping stops nothing it cannot record",
-            errors::one_line(&e)
-        ));
-        return;
-    }
-    if let Some(decision) = &reading.decision {
-        early.act(decision);
-    }
 }
 
 /// The sweep's verdict, the best run named (in the last line, or in a line before the
@@ -445,14 +433,14 @@ async fn notify_end(
 async fn one_run(
     cluster: &Cluster,
     sweep: &Sweep,
-    (tag, point): &(String, Point),
+    (tag, point): (String, Point),
     exists: bool,
     wait: Wait,
     index: usize,
 ) -> (usize, Ended) {
     if !exists {
-        let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
-        let created = create(cluster, sweep, (tag, point)).await;
+        let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(&point)));
+        let created = create(cluster, sweep, (&tag, &point)).await;
         if let Err(e) = created {
             return match ended_by(&e) {
                 Ended::Interrupted(code) => (index, Ended::NotCreated(code)),
@@ -464,11 +452,6 @@ async fn one_run(
         Ok(()) => Ended::Succeeded,
         Err(e) => ended_by(&e),
     };
-    if let Some(verdict) = end.to_record()
-        && let Err(e) = experiment::record_ended(cluster, &sweep.record.name, tag, &verdict).await
-    {
-        output::note(&format!("run {tag}: {}", errors::one_line(&e)));
-    }
     (index, end)
 }
 

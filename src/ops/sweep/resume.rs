@@ -82,6 +82,10 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
     }
     let ended = recorded_verdicts(&stored);
     let observed = recorded_observations(&stored);
+    let values = (stored.values.iter())
+        .filter(|(tag, v)| v.is_finite() && ended.contains_key(*tag))
+        .map(|(tag, v)| (tag.clone(), *v))
+        .collect();
     Ok(Record {
         name: def.name.clone(),
         params: def.params.clone(),
@@ -94,6 +98,7 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
         objective: def.objective.clone(),
         early_stop: def.stopping,
         observed,
+        values,
     })
 }
 
@@ -114,21 +119,40 @@ fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
             texts(&def.params)
         ));
     }
-    match (stored.method, def.samples, def.seed) {
-        (Method::Grid, None, _) => {}
-        (Method::Random { samples, seed }, Some(k), given)
-            if samples == k && given.is_none_or(|g| g == seed) => {}
-        (Method::Grid, Some(k), _) => return Err(format!("a grid, not --samples {k}")),
-        (Method::Random { samples, seed }, _, _) => {
-            return Err(format!(
-                "--samples {samples} --seed {seed}, not {}",
-                match (def.samples, def.seed) {
-                    (None, _) => "a grid".to_string(),
-                    (Some(k), None) => format!("--samples {k}"),
-                    (Some(k), Some(s)) => format!("--samples {k} --seed {s}"),
-                }
-            ));
+    let seeded = |seed: u64| def.seed.is_none_or(|g| g == seed);
+    let same_method = match (stored.method, def.method(0)) {
+        (Method::Grid, Method::Grid) => true,
+        (Method::Random { samples, seed }, Method::Random { samples: k, .. }) => {
+            samples == k && seeded(seed)
         }
+        (
+            Method::Tpe {
+                samples,
+                seed,
+                startup,
+                ..
+            },
+            Method::Tpe {
+                samples: k,
+                startup: s,
+                ..
+            },
+        ) => samples == k && startup == s && seeded(seed),
+        _ => false,
+    };
+    if !same_method {
+        let asked = match (def.method(0), def.seed) {
+            (Method::Grid, _) => "a grid".to_string(),
+            (method, None) => method_text(method, None),
+            (method, Some(s)) => method_text(method, Some(s)),
+        };
+        let stored_text = match stored.method {
+            Method::Grid => "a grid".to_string(),
+            Method::Random { seed, .. } | Method::Tpe { seed, .. } => {
+                method_text(stored.method, Some(seed))
+            }
+        };
+        return Err(format!("{stored_text}, not {asked}"));
     }
     same_judging(stored, def)?;
     if stored.args != def.args {
@@ -176,6 +200,16 @@ fn same_judging(stored: &Record, def: &Definition) -> Result<(), String> {
     Ok(())
 }
 
+/// `--samples K --seed S`, `--method tpe --samples K --seed S` (the seed when given).
+fn method_text(method: Method, seed: Option<u64>) -> String {
+    let seed = seed.map_or_else(String::new, |s| format!(" --seed {s}"));
+    match method {
+        Method::Grid => "a grid".to_string(),
+        Method::Random { samples, .. } => format!("--samples {samples}{seed}"),
+        Method::Tpe { samples, .. } => format!("--method tpe --samples {samples}{seed}"),
+    }
+}
+
 /// `--param` as written: `lr=0.1,0.2`, `lr=log:0.0001..0.1`, `k=int:1..4`.
 fn param_text(p: &Param) -> String {
     let values = match &p.values {
@@ -209,7 +243,9 @@ fn vet_runs(stored: &Record, def: &Definition) -> Result<(), String> {
     if stored.name != def.name {
         return Err(format!("it names experiment '{}'", stored.name));
     }
-    if stored.runs.len() as u64 != def.runs {
+    let tpe = matches!(stored.method, Method::Tpe { .. });
+    let planned = stored.runs.len() as u64;
+    if (tpe && planned > def.runs) || (!tpe && planned != def.runs) {
         return Err(format!(
             "{} runs, where the parameters make {}",
             stored.runs.len(),

@@ -3,16 +3,25 @@ use crate::metrics::early::Rule;
 use crate::ops::sweep::definition::Asked;
 
 fn definition(params: &[&str], samples: Option<u32>, seed: Option<u64>) -> Definition {
+    searched(params, (samples, seed), None)
+}
+
+fn searched(
+    params: &[&str],
+    (samples, seed): (Option<u32>, Option<u64>),
+    search: Option<crate::plan::sweep::Search>,
+) -> Definition {
     let params: Vec<String> = params.iter().map(|p| p.to_string()).collect();
     Definition::parse(&Asked {
         name: "ex",
         params: &params,
         samples,
         seed,
+        search,
         parallel: None,
         args: &[],
         yes: false,
-        objective: None,
+        objective: search.map(|_| crate::metrics::early::Objective::parse("loss").unwrap()),
         stopping: Stopping {
             rule: Rule::Off,
             eta: 3,
@@ -159,6 +168,44 @@ fn another_objective_or_rule_is_refused_and_only_sound_observations_are_taken() 
     let err = take(stored, &median, &digests("sha256:a"), false).unwrap_err();
     assert!(
         err.contains("--early-stop asha --eta 3 --min-epochs 1, not --early-stop median"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tpe_record_holds_up_to_its_budget_and_another_method_is_refused() {
+    use crate::plan::sweep::{PlannedRun, Search};
+    let made = searched(&["lr=0.1..0.5"], (Some(6), Some(3)), Some(Search::Tpe));
+    let mut stored = made.record(digests("sha256:a"));
+    assert_eq!(
+        stored.method,
+        Method::Tpe {
+            samples: 6,
+            seed: 3,
+            startup: 3
+        }
+    );
+    assert_eq!(stored.runs.len(), 3, "the random points alone");
+    stored.values.insert("ex-1".into(), 0.5);
+    stored.values.insert("ex-9".into(), 0.5);
+    stored.ended.insert("ex-1".into(), "Succeeded".into());
+    let taken = take(stored.clone(), &made, &digests("sha256:a"), false).unwrap();
+    assert_eq!(taken.values.keys().collect::<Vec<_>>(), ["ex-1"]);
+    // A point proposed: still one of the sweep's; more than the budget is not.
+    let point = |tag: &str| PlannedRun {
+        tag: tag.into(),
+        params: [("lr".to_string(), "0.2".to_string())].into(),
+    };
+    stored.runs.extend(["ex-4", "ex-5", "ex-6"].map(point));
+    take(stored.clone(), &made, &digests("sha256:a"), false).unwrap();
+    stored.runs.push(point("ex-7"));
+    let err = take(stored.clone(), &made, &digests("sha256:a"), false).unwrap_err();
+    assert!(err.contains("7 runs, where the parameters make 6"), "{err}");
+    stored.runs.pop();
+    let random = searched(&["lr=0.1..0.5"], (Some(6), None), None);
+    let err = take(stored, &random, &digests("sha256:a"), false).unwrap_err();
+    assert!(
+        err.contains("was started with --method tpe --samples 6 --seed 3, not --samples 6"),
         "{err}"
     );
 }

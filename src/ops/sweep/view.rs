@@ -93,6 +93,13 @@ impl Board {
         self.rows.iter_mut().find(|r| r.tag == tag)
     }
 
+    /// Run `i`'s point, proposed (`--method tpe`).
+    pub(super) fn proposed(&mut self, i: usize, point: &Point) {
+        if let Some(row) = self.rows.get_mut(i) {
+            row.point = point.clone();
+        }
+    }
+
     /// Run `i` is being created or looked at.
     pub(super) fn starting(&mut self, i: usize) {
         if let Some(row) = self.rows.get_mut(i) {
@@ -286,6 +293,10 @@ impl View {
                 bar.force_draw();
             }
         }
+    }
+
+    pub(super) fn proposed(&mut self, i: usize, point: &Point) {
+        self.board.proposed(i, point);
     }
 
     pub(super) fn starting(&mut self, i: usize) {

@@ -139,3 +139,22 @@ fn the_objective_comes_first_and_an_earlier_epochs_metrics_say_so() {
         b.render(100, 10)
     );
 }
+
+/// `--method tpe`: a run whose point is not chosen yet shows `…`, then its point.
+#[test]
+fn a_proposed_point_replaces_the_unchosen_one_in_the_table() {
+    let mut given = runs(2);
+    given[1].1 = vec![("lr".to_string(), "…".to_string())];
+    let mut b = Board::new("ex", &given);
+    let table = b.render(100, 20);
+    let row = table.lines().find(|l| l.starts_with("ex-2")).unwrap();
+    assert!(row.contains('…') && row.contains("waiting"), "{table}");
+    b.proposed(1, &vec![("lr".to_string(), "0.003162".to_string())]);
+    b.starting(1);
+    let table = b.render(100, 20);
+    let row = table.lines().find(|l| l.starts_with("ex-2")).unwrap();
+    assert!(
+        row.contains("0.003162") && row.contains("starting"),
+        "{table}"
+    );
+}
