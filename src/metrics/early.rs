@@ -330,6 +330,11 @@ impl Board {
             return None;
         }
         self.restore(tag, epoch, value);
+        // A run at its last epoch is done training: its value counts for the others, it
+        // is never stopped (ASHA's rungs are those below a run's last epoch).
+        if epochs.is_some_and(|n| epoch >= n) {
+            return None;
+        }
         let at = &self.observed[&epoch];
         let against = match self.stopping.rule {
             Rule::Off => None,

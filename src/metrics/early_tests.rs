@@ -70,6 +70,24 @@ fn fewer_than_eta_runs_at_a_rung_stop_nobody() {
     assert!(b.is_stopped("r-3"));
 }
 
+/// A rung at a run's last epoch (27 of 27 with η 3) is not one of its rungs: its value
+/// counts for the others, the run itself finishes (found by benches/adaptive.rs). The
+/// median rule likewise.
+#[test]
+fn a_run_at_its_last_epoch_is_observed_never_stopped() {
+    for rule in [asha(3, 1), median(1)] {
+        let mut b = Board::new(rule, loss());
+        for (i, v) in [0.3, 0.4, 0.5].iter().enumerate() {
+            b.restore(&format!("r-{}", i + 1), 27, *v);
+        }
+        assert_eq!(b.observe("last", (27, Some(27)), 0.9), None, "{rule:?}");
+        assert!(!b.is_stopped("last"));
+        // Its value is there for the next run at that epoch, which still has epochs left.
+        let d = b.observe("next", (27, Some(81)), 0.95).expect("stopped");
+        assert!(d.cutoff < 0.9, "{rule:?}: {}", d.cutoff);
+    }
+}
+
 #[test]
 fn the_cutoff_is_the_ceil_n_over_eta_th_best() {
     let mut b = Board::new(asha(3, 1), loss());
