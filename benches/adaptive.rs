@@ -23,7 +23,7 @@
 //! counts as `CAP`.
 //!
 //! Run with `cargo bench --bench adaptive` (a plain binary, `harness = false`);
-//! deterministic: the same table on every machine.
+//! deterministic: every draw is seeded.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -93,7 +93,7 @@ impl Config {
         }
     }
 
-    /// The value at the end of epochs 1..=EPOCHS, `noise` drawing the relative noise.
+    /// The value at the end of epochs 1..=EPOCHS, `rng` drawing the relative noise.
     fn curve(self, curves: Curves, rng: &mut StdRng) -> Vec<f64> {
         let (end, tau) = (self.final_loss(), self.tau(curves));
         (1..=EPOCHS)
