@@ -46,6 +46,18 @@ pub(crate) mod trainlog;
 pub(crate) mod verdict;
 pub(crate) mod yaml;
 
+/// The pure pieces of an adaptive sweep, for `benches/adaptive.rs` only (it drives them
+/// directly, no cluster): the early-stopping board (ASHA, median), the TPE proposer, a
+/// sweep's parameters and its random points. Not an API.
+#[doc(hidden)]
+pub mod adaptive {
+    pub use crate::metrics::early::{
+        Against, Board, DEFAULT_ETA, DEFAULT_MIN_EPOCHS, Decision, Objective, Rule, Stopping,
+    };
+    pub use crate::metrics::tpe::{Outcome, Trial, propose, startup};
+    pub use crate::plan::sweep::{Method, Param, Point, Values, expand, parse_param};
+}
+
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
