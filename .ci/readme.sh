@@ -21,8 +21,8 @@
 #     cluster's image and template.
 # Then it checks what the README promises: step 2's train.py trained and saved its model, exp42 succeeded and was deleted, the CI run saved
 # its 4 logs and its verdict document, and left nothing behind; then "From CI" again, cancelled as
-# GitHub Actions and GitLab cancel a job (logs, the cancel in verdict.json, nothing left, before
-# the SIGKILL), and with its script missing (the spawn's exit code 2, the error as JSON). Prints each
+# GitHub Actions and GitLab cancel a job (logs, a Cancelled verdict, nothing left, before the
+# SIGKILL), and with its script missing (the spawn's exit code 2 and its error line). Prints each
 # block's time and the total.
 #
 # Environment: TF_SPAWNER_TENSORFLOW (the TensorFlow cache, default ~/.cache/tf-spawner-tensorflow),
@@ -156,9 +156,9 @@ left=$(objects_left)
 
 # "From CI" cancelled as the runners cancel a job: the block again, unchanged, in a directory
 # whose train.py trains until stopped; once every task says so, the runner's signals go to the
-# block's shell (its pid; `exec` made it tf-spawner) at their times, SIGKILL last. The job must
-# end before the SIGKILL, with the logs saved, the run deleted and verdict.json saying so (the
-# error object of `-o json`, with the exit code 130 or 143).
+# block's shell (its pid; `exec` made it tf-spawner wait) at their times, SIGKILL last. The job must
+# end before the SIGKILL, with the logs saved, the run deleted and verdict.json's verdict
+# `Cancelled` with the exit code, 130 or 143.
 # cancelled NAME EXIT SIGNAL@SECONDS...
 cancelled() {
   local name=$1 expect=$2
@@ -190,26 +190,29 @@ cancelled() {
   tail -n 6 "$dir/block.log" | sed 's/^/    | /'
   [ "$code" -eq "$expect" ] || die "$name: the job exited $code, not $expect (137: killed before it was done)"
   [ "$(ls "$dir"/logs/*.log 2>/dev/null | wc -l)" -eq 4 ] || die "$name: expected 4 logs in logs/, found: $(ls "$dir/logs" 2>&1)"
-  python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); sys.exit(v.get("exit_code") != int(sys.argv[2]) or not v.get("error"))' \
+  python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); sys.exit(v.get("exit_code") != int(sys.argv[2]) or v.get("verdict") != "Cancelled")' \
     "$dir/verdict.json" "$expect" || die "$name: verdict.json does not say the job was cancelled: $(cat "$dir/verdict.json")"
   left=$(objects_left)
   [ -z "$left" ] || die "$name: left behind in $NAMESPACE: $left"
-  log "$name: exit $code, 4 logs, verdict.json: $(cat "$dir/verdict.json"), nothing left"
+  log "$name: exit $code, 4 logs, verdict.json: Cancelled ($(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["reason"])' "$dir/verdict.json")), nothing left"
 }
 # GitHub Actions: SIGINT to the shell, SIGTERM 7.5 s later, SIGKILL at 10 s. GitLab: SIGTERM,
 # then SIGKILL (its runner waits a grace period; 10 s here).
 cancelled cancel-github 130 INT@0 TERM@7.5 KILL@10
 cancelled cancel-gitlab 143 TERM@0 KILL@10
 
-# A spawn that fails: the job exits with the spawn's own code and the error as JSON.
+# A spawn that fails: the job ends with the spawn's own code and its one error line, and
+# nothing is made.
 mkdir -p "$WORK/no-script"
 cp block-4.sh "$WORK/no-script/"
 code=0
 (cd "$WORK/no-script" && bash -euo pipefail block-4.sh </dev/null >block.log 2>&1) || code=$?
 [ "$code" -eq 2 ] || die "a spawn without its script: the job exited $code, not 2: $(cat "$WORK/no-script/block.log")"
-python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); sys.exit(v.get("exit_code") != 2 or not v.get("error"))' \
-  "$WORK/no-script/verdict.json" || die "a spawn without its script: verdict.json is not an error: $(cat "$WORK/no-script/verdict.json")"
-log "a spawn without its script: exit 2, the error in verdict.json"
+grep -q "^error: cannot read training script train.py" "$WORK/no-script/block.log" ||
+  die "a spawn without its script: no error line: $(cat "$WORK/no-script/block.log")"
+left=$(objects_left)
+[ -z "$left" ] || die "a spawn without its script: left behind in $NAMESPACE: $left"
+log "a spawn without its script: exit 2, $(head -n 1 "$WORK/no-script/block.log")"
 
 echo
 log "README quick start and From CI ran as written, cancelled as GitHub and GitLab cancel: ${TIMES[*]}; total $((SECONDS - START)) s"
