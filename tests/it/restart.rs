@@ -300,6 +300,42 @@ fn a_parameter_server_runs_lost_worker_comes_back_alone() {
     );
 }
 
+/// The run's ConfigMap refuses the move to the next port (a 500 on every PATCH after the
+/// restart's record): the restart fails before any pod is created, said in one line, and
+/// the run ends with the failure that called for it; the addresses stay as they were.
+#[test]
+fn a_restart_whose_port_move_is_refused_creates_nothing() {
+    let env = Env::new();
+    env.spawn(&["-t", "mp", "-w", "2"]).success();
+    let names = ["mp-worker-0", "mp-worker-1"];
+    run_all(&env, &names);
+    env.server.add_fault(
+        Fault::on("PATCH", "/configmaps/mp-script")
+            .nth(2)
+            .always()
+            .status(500),
+    );
+    let args = ["wait", "mp", "--restarts", "1", "--restart-backoff", "0s"];
+    let mut child = start(&env, &[&args[..], &["--retries", "1"]].concat());
+    crate::follow::await_watches(&env, 1);
+    env.server.delete_pod(NS, "mp-worker-1");
+    let began = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(began.elapsed() < Duration::from_secs(60), "no end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = finish(child);
+    assert_eq!(out.code, 3, "{out:#?}");
+    out.stderr_has("run mp: restart 1 failed: moving the run's tasks to their new port")
+        .stderr_has("error: run 'mp' failed: pod mp-worker-1 (worker-1) was deleted while it ran");
+    assert!(
+        run_pods(&env, "mp").is_empty(),
+        "{:?}",
+        run_pods(&env, "mp")
+    );
+    assert_eq!(cluster_ports(&env, "mp"), [1999, 1999]);
+}
+
 /// The restart's creates fail for good (a 500 on every pod create from the second
 /// on): the pod it created is deleted again, the run ends with the failure that called
 /// for the restart, and what is left is said.
