@@ -66,12 +66,7 @@ fn a_watch_that_never_answers_is_dropped_and_the_verdict_still_comes() {
         env.server.requests()
     );
     // Each watch asked the server to end it before the bound, with bookmarks.
-    let watch = env
-        .server
-        .requests()
-        .into_iter()
-        .find(|r| r.param("watch").as_deref() == Some("true"))
-        .expect("a watch");
+    let watch = env.first_watch();
     assert_eq!(watch.param("timeoutSeconds").as_deref(), Some("1"));
     assert_eq!(watch.param("allowWatchBookmarks").as_deref(), Some("true"));
 }

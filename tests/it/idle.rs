@@ -44,12 +44,7 @@ fn wait_idle_timeout_drops_a_frozen_watch_and_the_verdict_comes() {
     let out = finish(child);
     out.success().stdout_has("run it: Succeeded");
     // The watch asked the server to end it before the flag's bound.
-    let watch = env
-        .server
-        .requests()
-        .into_iter()
-        .find(|r| r.param("watch").as_deref() == Some("true"))
-        .expect("a watch");
+    let watch = env.first_watch();
     assert_eq!(watch.param("timeoutSeconds").as_deref(), Some("1"));
 }
 

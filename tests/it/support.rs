@@ -233,6 +233,15 @@ impl Env {
             .count()
     }
 
+    /// The first watch request the server recorded (a test that had one).
+    pub fn first_watch(&self) -> RecordedRequest {
+        self.server
+            .requests()
+            .into_iter()
+            .find(|r| r.param("watch").as_deref() == Some("true"))
+            .expect("a watch")
+    }
+
     /// Blocks until the server has recorded `n` requests `matching` selects (60 s at
     /// most: a hang fails, naming `what`).
     pub fn await_requests(
