@@ -689,7 +689,8 @@ async fn unfinished(
         // Not known before the follow: a pod still on a lost node is deleted gracefully.
         lost: BTreeSet::new(),
         backoff: Duration::ZERO,
-        port: record.port,
+        // A record is data: a port tf-spawner never chooses (0) is not taken up.
+        port: record.port.filter(|p| *p != 0),
     };
     Ok((templates, Some(pending)))
 }
