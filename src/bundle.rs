@@ -621,8 +621,10 @@ mod tests {
         );
         let c = &spec.containers[0];
         let command = c.command.clone().unwrap();
-        assert_eq!(command[..3], ["python", "-c", UNPACK_AND_EXEC]);
-        assert_eq!(command[3..], ["python", "/tf-spawner-work/src/train.py"]);
+        // After the wait for the cluster's names (plan/start.rs).
+        assert_eq!(command[..2], ["python", "/script/wait-for-names.py"]);
+        assert_eq!(command[2..5], ["python", "-c", UNPACK_AND_EXEC]);
+        assert_eq!(command[5..], ["python", "/tf-spawner-work/src/train.py"]);
         assert_eq!(c.args.clone().unwrap(), ["--epochs", "3"]);
         let mounts = c.volume_mounts.as_ref().unwrap();
         assert_eq!(mounts.iter().filter(|m| works(&m.name)).count(), 1);

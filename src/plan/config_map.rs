@@ -35,21 +35,25 @@ pub(super) fn script_config_map(
     cluster: &ClusterSpec,
 ) -> Result<ConfigMap, UsageError> {
     let cluster_json = cluster.cluster_json();
+    let (wait_key, wait) = super::start::wait_for_names_file(req);
     let files = req.script.len()
         + req.entrypoint.as_ref().map_or(0, Vec::len)
         + req.bundle.as_ref().map_or(0, |b| b.archive.len());
-    if files + cluster_json.len() > MAX_CONFIG_MAP_BYTES {
+    if files + cluster_json.len() + wait.len() > MAX_CONFIG_MAP_BYTES {
         return Err(UsageError::new(format!(
-            "the training script{} is {files} bytes and the run's cluster addresses {} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
+            "the training script{} is {files} bytes and tf-spawner's own files (the cluster's addresses, the wait for their names) {} bytes; a ConfigMap holds at most {MAX_CONFIG_MAP_BYTES} bytes (load large files from storage instead)",
             match (req.entrypoint.is_some(), req.bundle.is_some()) {
                 (_, true) => ", entrypoint and --dir",
                 (true, false) => " and entrypoint",
                 (false, false) => "",
             },
-            cluster_json.len()
+            cluster_json.len() + wait.len()
         )));
     }
-    let mut data = BTreeMap::from([(CLUSTER_KEY.to_string(), cluster_json)]);
+    let mut data = BTreeMap::from([
+        (CLUSTER_KEY.to_string(), cluster_json),
+        (wait_key.to_string(), wait.to_string()),
+    ]);
     let mut binary_data = BTreeMap::new();
     let files = std::iter::once((SCRIPT_KEY, &req.script))
         .chain(req.entrypoint.as_ref().map(|e| (ENTRYPOINT_KEY, e)));

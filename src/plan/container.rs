@@ -1,5 +1,4 @@
-//! The TF container of a task pod: its image, its command (the script, the entrypoint
-//! or `--dir`'s unpacking first; with `--volume`, the run's folder made first), the
+//! The TF container of a task pod: its image, its command (`start.rs`), the
 //! arguments after `--`, its variables (`TF_CONFIG` and the cluster from the run's
 //! ConfigMap, the task defaults, the `-e` Secret, a sweep's parameters), its port and the
 //! script's mounts; every word escaped for the kubelet.
@@ -9,10 +8,10 @@ use k8s_openapi::api::core::v1::{
     SecretEnvSource, VolumeMount,
 };
 
-use super::config_map::{CLUSTER_KEY, ENTRYPOINT_KEY, SCRIPT_KEY};
+use super::config_map::CLUSTER_KEY;
 use super::mounts::{self, SCRIPT_DIR, SCRIPT_VOLUME};
 use super::request::SpawnRequest;
-use crate::bundle::{UNPACK_AND_EXEC, WORK_DIR, WORK_VOLUME};
+use crate::bundle::{WORK_DIR, WORK_VOLUME};
 use crate::envfile::RESERVED;
 use crate::labels::{ATTEMPT_VAR, config_map_name, secret_name, set_env};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Task};
@@ -27,32 +26,6 @@ pub const DEFAULT_GPU_IMAGE: &str = "tensorflow/tensorflow:2.15.0-gpu";
 /// The name of the TF container's port, which the services target (by name: a restart of
 /// every task moves the port).
 pub const PORT_NAME: &str = "tf-grpc";
-
-/// `python -c` of this, then the command: the run's folder made, then the command run
-/// (`exec`). The folder is made by the task itself, as the run's user (`--run-as-user`),
-/// so the task may write in it: a `subPath` mount's folder would be made by the kubelet,
-/// as root, with the mode of the claim's root (`kubelet_pods.go::makeMounts`).
-const MAKE_OUTPUT_DIR_PY: &str = "import os, sys; os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR'], exist_ok=True); os.execvp(sys.argv[1], sys.argv[1:])";
-
-/// The same in bash, for an entrypoint (its image may have no python).
-const MAKE_OUTPUT_DIR_SH: &str = "mkdir -p -- \"$TF_SPAWNER_OUTPUT_DIR\" && exec \"$@\"";
-
-/// With `--volume`, `command` preceded by the making of the run's folder.
-fn make_output_dir(req: &SpawnRequest, command: Vec<String>) -> Vec<String> {
-    if req.volume.is_none() {
-        return command;
-    }
-    let mut made: Vec<String> = match req.entrypoint {
-        Some(_) => ["bash", "-c", MAKE_OUTPUT_DIR_SH, "tf-spawner"]
-            .map(String::from)
-            .to_vec(),
-        None => ["python", "-c", MAKE_OUTPUT_DIR_PY]
-            .map(String::from)
-            .to_vec(),
-    };
-    made.extend(command);
-    made
-}
 
 /// The TF container: its image (with `gpu`, the task has GPUs), command, variables,
 /// port and the script's mount.
@@ -73,7 +46,7 @@ pub(super) fn set_up_tf_container(
         .clone()
         .or_else(|| c.image.clone().filter(|i| !i.trim().is_empty()))
         .or_else(|| Some(default.to_string()));
-    let command = make_output_dir(req, tf_command(req));
+    let command = super::start::tf_command(req);
     c.command = Some(command.iter().map(|w| kubelet_literal(w)).collect());
     // Kubernetes appends `args` to `command` as argv words (no shell): the script (or
     // the entrypoint, as "$@") gets them unchanged, once escaped for the kubelet.
@@ -185,23 +158,6 @@ fn set_port_and_mounts(req: &SpawnRequest, c: &mut Container) {
             set_env(c, name, value);
         }
     }
-}
-
-/// The TF container's command (the arguments after `--` are its `args`): the script,
-/// or the entrypoint; with `--dir`, the script inside the unpacked directory, after the
-/// unpacking.
-fn tf_command(req: &SpawnRequest) -> Vec<String> {
-    let run = match (&req.entrypoint, &req.bundle) {
-        (Some(_), _) => vec!["bash".into(), format!("{SCRIPT_DIR}/{ENTRYPOINT_KEY}")],
-        (None, Some(b)) => vec!["python".into(), format!("{WORK_DIR}/{}", b.script)],
-        (None, None) => vec!["python".into(), format!("{SCRIPT_DIR}/{SCRIPT_KEY}")],
-    };
-    if req.bundle.is_none() {
-        return run;
-    }
-    let mut command = vec!["python".into(), "-c".into(), UNPACK_AND_EXEC.into()];
-    command.extend(run);
-    command
 }
 
 /// `word` escaped for the kubelet, which expands `$(VAR)` and `$$` in a container's

@@ -5,7 +5,8 @@
 //! the PodGroup of a gang. The rest, one room each: what a spawn asks for
 //! (`request.rs`), `--volume` (`volume.rs`), the metadata every object carries
 //! (`meta.rs`), the ConfigMap and Secret (`config_map.rs`), the Services
-//! (`services.rs`), the pods (`pod.rs`) and their TF container (`container.rs`);
+//! (`services.rs`), the pods (`pod.rs`), their TF container (`container.rs`) and what it
+//! runs before the script (`start.rs`);
 //! `mounts.rs`, `resources.rs`, `security.rs` and `network.rs` shape the pods;
 //! `record.rs` and `sweep.rs` serve later verbs and `sweep`.
 
@@ -25,6 +26,7 @@ mod pod;
 mod request;
 mod resources;
 mod services;
+mod start;
 mod volume;
 
 pub use config_map::{CLUSTER_KEY, ENTRYPOINT_KEY, MAX_CONFIG_MAP_BYTES, SCRIPT_KEY};

@@ -282,7 +282,7 @@ fn add_run_volumes(req: &SpawnRequest, spec: &mut PodSpec) {
 
 /// `--volume`: the claim as a volume of the pod, mounted in the TF container (at `at`),
 /// whose [`OUTPUT_DIR_VAR`] names the run's own folder on it, `PATH/TAG` (made by the
-/// command, `container.rs::make_output_dir`). A template's volume or mount of the same
+/// command, `start.rs`). A template's volume or mount of the same
 /// name or path gives way.
 fn mount_output_volume(volume: &OutputVolume, tag: &str, spec: &mut PodSpec, at: usize) {
     let dir = OutputVolume {

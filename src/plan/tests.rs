@@ -62,11 +62,13 @@ fn each_run_writes_in_its_own_folder_of_the_volume() {
     let pod = serde_json::to_value(plan.pods.iter().next().unwrap()).unwrap();
     let command = &pod["spec"]["containers"][0]["command"];
     assert_eq!(command[0], "bash");
+    assert_eq!(command[1], "/script/wait-for-names.sh");
+    assert_eq!(command[2], "bash");
     assert_eq!(
-        command[2],
+        command[4],
         "mkdir -p -- \"$$TF_SPAWNER_OUTPUT_DIR\" && exec \"$$@\""
     );
-    assert_eq!(command[4], "bash");
+    assert_eq!(command[6], "bash");
 }
 
 #[test]
@@ -178,9 +180,12 @@ fn binary_scripts_use_binary_data_and_size_is_bounded() {
     let mut req = request(Roles::workers(1).unwrap());
     req.script = vec![0xff, 0xfe, 0x00];
     let plan = build(&req).unwrap();
-    // Only the cluster addresses are text.
+    // Only tf-spawner's own files are text: the cluster addresses, the wait for them.
     let data = plan.config_map.data.as_ref().unwrap();
-    assert_eq!(data.keys().collect::<Vec<_>>(), [CLUSTER_KEY]);
+    assert_eq!(
+        data.keys().collect::<Vec<_>>(),
+        [CLUSTER_KEY, "wait-for-names.py"]
+    );
     assert_eq!(
         plan.config_map.binary_data.unwrap()[SCRIPT_KEY].0,
         vec![0xff, 0xfe, 0x00]

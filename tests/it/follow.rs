@@ -174,6 +174,26 @@ pub fn await_watches(env: &Env, n: usize) {
     }
 }
 
+/// Waits until a pod watch of run `tag` (its wait following it) was asked for: its
+/// spawn has returned, so a Ctrl-C from now on leaves the run whole (one sent while the
+/// spawn still runs rolls the run back).
+pub fn await_followed(env: &Env, tag: &str) {
+    // Its pods, not the helper pods of `cp` and `tensorboard`.
+    let selector = format!("training_attempt={tag},!tf-spawner/helper");
+    let start = Instant::now();
+    while !env.server.requests().iter().any(|r| {
+        r.path.ends_with("/pods")
+            && r.param("watch").as_deref() == Some("true")
+            && r.param("labelSelector").as_deref() == Some(&selector)
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no pod watch of run {tag} after 60s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A failure whose stderr may carry log lines before the one `error:` line, which is last.
 #[track_caller]
 pub fn failed_with_logs(out: &Output, code: i32) {

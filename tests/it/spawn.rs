@@ -48,7 +48,12 @@ fn creates_config_map_services_and_pods_with_tf_config_for_1_2_and_5_workers() {
             assert_eq!(c["name"], "tensorflow");
             assert_eq!(
                 c["command"],
-                json!(["python", "/script/training-script.py"])
+                json!([
+                    "python",
+                    "/script/wait-for-names.py",
+                    "python",
+                    "/script/training-script.py"
+                ])
             );
             assert_eq!(
                 c["ports"],
@@ -311,10 +316,22 @@ fn entrypoint_goes_into_the_config_map_and_runs_with_bash() {
         .get("configmaps", "default", "ep-script")
         .unwrap();
     assert_eq!(cm["data"]["entrypoint.sh"], entry);
+    // The wait for the cluster's names, in bash as the entrypoint (its image may have
+    // no python), from the same ConfigMap.
+    let wait = cm["data"]["wait-for-names.sh"].as_str().unwrap();
+    assert!(
+        wait.contains("getent ahosts") && wait.ends_with("exec \"$@\"\n"),
+        "{wait}"
+    );
     let pod = env.server.get("pods", "default", "ep-worker-0").unwrap();
     assert_eq!(
         pod["spec"]["containers"][0]["command"],
-        json!(["bash", "/script/entrypoint.sh"])
+        json!([
+            "bash",
+            "/script/wait-for-names.sh",
+            "bash",
+            "/script/entrypoint.sh"
+        ])
     );
 }
 
@@ -519,7 +536,12 @@ fn arguments_after_double_dash_are_the_containers_args() {
     let c = &pod["spec"]["containers"][0];
     assert_eq!(
         c["command"],
-        json!(["python", "/script/training-script.py"])
+        json!([
+            "python",
+            "/script/wait-for-names.py",
+            "python",
+            "/script/training-script.py"
+        ])
     );
     assert_eq!(c["args"], json!(args));
 
@@ -532,7 +554,15 @@ fn arguments_after_double_dash_are_the_containers_args() {
     env.run(&all).success();
     let pod = env.server.get("pods", "default", "ae-worker-0").unwrap();
     let c = &pod["spec"]["containers"][0];
-    assert_eq!(c["command"], json!(["bash", "/script/entrypoint.sh"]));
+    assert_eq!(
+        c["command"],
+        json!([
+            "bash",
+            "/script/wait-for-names.sh",
+            "bash",
+            "/script/entrypoint.sh"
+        ])
+    );
     assert_eq!(c["args"], json!(["--epochs", "3"]));
 
     let out = env.run(&[
@@ -637,7 +667,15 @@ fn dollars_reach_the_process_as_typed_not_expanded_by_the_kubelet() {
     env.run(&all).success();
     let pod = env.server.get("pods", "default", "de-worker-0").unwrap();
     let c = &pod["spec"]["containers"][0];
-    assert_eq!(words(&c["command"]), ["bash", "/script/entrypoint.sh"]);
+    assert_eq!(
+        words(&c["command"]),
+        [
+            "bash",
+            "/script/wait-for-names.sh",
+            "bash",
+            "/script/entrypoint.sh"
+        ]
+    );
     assert_eq!(words(&c["args"]), escaped);
 }
 
@@ -726,8 +764,11 @@ fn dir_ships_the_code_without_what_is_excluded() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(command[..2], ["python", "-c"]);
-    assert_eq!(command[3..], ["python", "/tf-spawner-work/train.py"]);
+    assert_eq!(
+        command[..4],
+        ["python", "/script/wait-for-names.py", "python", "-c"]
+    );
+    assert_eq!(command[5..], ["python", "/tf-spawner-work/train.py"]);
     assert_eq!(c["args"], json!(["-v"]));
     assert_eq!(
         env_var(&pod, "TF_SPAWNER_WORK_DIR").as_deref(),

@@ -177,6 +177,7 @@ fn resume_after_a_decision_judges_no_run_again() {
     epoch(&env, "ea-2", 1, 0.9);
     child.await_stdout(&format!("{EA2}\n"));
     start_running(&env, &mut child, "ea-4");
+    crate::follow::await_followed(&env, "ea-4");
     crate::follow::send(child.child(), "-INT");
     let out = child.finish();
     assert_eq!(out.code, 130, "{out:#?}");

@@ -215,6 +215,7 @@ fn a_sweep_killed_mid_proposal_and_resumed_proposes_what_an_uninterrupted_one_do
     let mut child = start(&env, &resume);
     let fourth = created(&env, &mut child, "ub-4");
     child.await_stdout("run ub-4 (x=");
+    crate::follow::await_followed(&env, "ub-4");
     crate::follow::send(child.child(), "-INT");
     let out = child.finish();
     assert_eq!(out.code, 130, "{out:#?}");

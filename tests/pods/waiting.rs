@@ -2,7 +2,8 @@
 //! a run that holds most of the node's CPUs, then one that would fit the empty node but
 //! not what is left. The spawn warns (what already runs leaves too little), and `wait`
 //! and `logs -f` say the scheduler's own `Unschedulable` reason while they wait, `logs
-//! -f` on stderr, with a heartbeat in the pipe.
+//! -f` on stderr, with a heartbeat in the pipe. And a task whose peer cannot start waits
+//! for the peer's name before its script.
 
 use std::time::Duration;
 
@@ -142,5 +143,70 @@ async fn a_full_node_is_warned_at_the_spawn_and_said_while_wait_and_logs_wait() 
         out.stderr
             .contains("note: still not started, nothing new for "),
         "{out:#?}"
+    );
+}
+
+/// A task whose peer cannot start (`plan/start.rs`) waits for the peer's name in the
+/// cluster's DNS, says so in its log after 10 s, and at the bound
+/// (`TF_SPAWNER_WAIT_FOR_NAMES`, 15 s here from `-e`) names it and starts its script.
+#[tokio::test]
+async fn a_task_waits_for_its_peers_name_says_so_and_starts_at_the_bound() {
+    let Some(c) = Cluster::new("names").await else {
+        return;
+    };
+    let script = c.write("hello.py", "print('the script started')\n");
+    let template = std::fs::read_to_string(c.template()).expect("template");
+    let nowhere = template.replace(
+        "spec:\n",
+        "spec:\n  nodeSelector:\n    tf-spawner.test/nowhere: \"true\"\n",
+    );
+    let nowhere = c.write("nowhere.yaml", &nowhere);
+    let bound = c.write("bound.env", "TF_SPAWNER_WAIT_FOR_NAMES=15\n");
+    let t = tag("names");
+    let chief_template = c.template();
+    c.run(&[
+        "-t",
+        &t,
+        "--chief",
+        "-w",
+        "1",
+        "--chief-pod-file",
+        chief_template.to_str().unwrap(),
+        "--pod-file",
+        nowhere.to_str().unwrap(),
+        "-e",
+        bound.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ])
+    .await
+    .success();
+    let chief = format!("{t}-chief-0");
+    c.eventually("the chief's end", Duration::from_secs(180), || async {
+        let pods = c.pods(&t).await;
+        let pod = pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(&chief))?;
+        (crate::support::phase(pod) == "Succeeded").then_some(())
+    })
+    .await;
+    let log = c.run(&["logs", "-t", &t, "--task", "chief-0"]).await.stdout;
+    let worker = format!("{t}-worker-0.{}.svc", c.namespace);
+    let said: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.split_once("| ").map(|(_, said)| said))
+        .collect();
+    assert_eq!(said.len(), 3, "{log}");
+    assert!(
+        said[0].starts_with("tf-spawner: waiting 1")
+            && said[0].ends_with(&format!(" s so far for DNS to find {worker}")),
+        "{log}"
+    );
+    assert_eq!(
+        said[1..],
+        [
+            format!("tf-spawner: {worker} not found in DNS after 15 s; starting anyway"),
+            "the script started".to_string(),
+        ],
+        "{log}"
     );
 }

@@ -112,15 +112,16 @@ fn a_volume_is_mounted_in_every_task_and_recorded_on_the_config_map() {
                 .iter()
                 .any(|e| e["name"] == OUTPUT_DIR_VAR && e["value"] == "/data/out/demo")
         );
-        // The task makes its folder, then runs the script.
-        assert_eq!(c["command"][0], "python");
+        // The task makes its folder (after the wait for the names, `start.rs`), then
+        // runs the script.
+        assert_eq!(c["command"][1], "/script/wait-for-names.py");
         assert!(
-            c["command"][2]
+            c["command"][4]
                 .as_str()
                 .unwrap()
                 .contains("os.makedirs(os.environ['TF_SPAWNER_OUTPUT_DIR']")
         );
-        assert_eq!(c["command"][3], "python");
+        assert_eq!(c["command"][5], "python");
     }
     assert_eq!(annotations[crate::labels::VOLUME_FOLDER_ANNOTATION], "demo");
     req.volume = None;
