@@ -22,7 +22,8 @@ pub const WAIT_FOR_NAMES_KEYS: [&str; 2] = ["wait-for-names.py", "wait-for-names
 /// its collectives abort the run (kubeflow/trainer#1458 meets the same with TFJob).
 /// Once each name has resolved, it stays: the Services publish not-ready addresses.
 /// It says what it waits for after 10 s, then each minute; at the bound it says so and
-/// runs the command anyway, which then meets TensorFlow's own errors.
+/// runs the command anyway, which then meets TensorFlow's own errors. A lookup takes
+/// what the resolver takes (a slow one, seconds): each line says the seconds waited.
 const WAIT_FOR_NAMES_PY: &str = "import json, os, socket, sys, time
 def say(line): print('tf-spawner: ' + line, file=sys.stderr, flush=True)
 def known(name):
@@ -34,10 +35,10 @@ while limit > 0:
     names = [n for n in names if not known(n)]
     waited = time.monotonic() - start
     if not names: break
-    if waited >= limit:
-        say(f'{\" \".join(names)} not found in DNS after {limit:.0f} s; starting anyway'); break
     if waited >= told:
         say(f'waiting {waited:.0f} s so far for DNS to find {\" \".join(names)}'); told += 60
+    if waited >= limit:
+        say(f'{\" \".join(names)} not found in DNS after {waited:.0f} s; starting anyway'); break
     time.sleep(0.5)
 os.execvp(sys.argv[1], sys.argv[1:])
 ";
@@ -52,8 +53,8 @@ while ((limit > 0 && ${#names[@]})); do
   left=(); for n in "${names[@]}"; do getent ahosts "$n" >/dev/null 2>&1 || left+=("$n"); done
   names=("${left[@]}")
   ((${#names[@]})) || break
-  if ((SECONDS >= limit)); then echo "tf-spawner: ${names[*]} not found in DNS after $limit s; starting anyway" >&2; break; fi
   if ((SECONDS >= told)); then echo "tf-spawner: waiting $SECONDS s so far for DNS to find ${names[*]}" >&2; told=$((told + 60)); fi
+  if ((SECONDS >= limit)); then echo "tf-spawner: ${names[*]} not found in DNS after $SECONDS s; starting anyway" >&2; break; fi
   sleep 1
 done
 exec "$@"

@@ -147,11 +147,13 @@ fn a_name_that_never_resolves_is_named_at_the_bound_and_the_command_runs_anyway(
         let (out, took) = run_step(program, step, cluster, Some("2"));
         assert!(out.status.success(), "{program}: {out:?}");
         assert_eq!(text(&out.stdout), "ran\n", "{program}");
-        assert_eq!(
-            text(&out.stderr),
-            "tf-spawner: no-such-task.invalid not found in DNS after 2 s; starting anyway\n",
-            "{program}"
-        );
+        // The seconds waited, at least the bound (more where a lookup is slow).
+        let err = text(&out.stderr);
+        let waited = err
+            .strip_prefix("tf-spawner: no-such-task.invalid not found in DNS after ")
+            .and_then(|rest| rest.strip_suffix(" s; starting anyway\n"))
+            .and_then(|n| n.parse::<u64>().ok());
+        assert!(waited.is_some_and(|n| n >= 2), "{program}: {err}");
         assert!(took >= Duration::from_secs(1), "{program} waited {took:?}");
     }
 }
