@@ -35,7 +35,7 @@ pub(super) fn script_config_map(
     cluster: &ClusterSpec,
 ) -> Result<ConfigMap, UsageError> {
     let cluster_json = cluster.cluster_json();
-    let (wait_key, wait) = super::start::wait_for_names_file(req);
+    let (wait_key, wait) = super::wait_for_names::file(req);
     let files = req.script.len()
         + req.entrypoint.as_ref().map_or(0, Vec::len)
         + req.bundle.as_ref().map_or(0, |b| b.archive.len());

@@ -6,7 +6,7 @@
 //! (`request.rs`), `--volume` (`volume.rs`), the metadata every object carries
 //! (`meta.rs`), the ConfigMap and Secret (`config_map.rs`), the Services
 //! (`services.rs`), the pods (`pod.rs`), their TF container (`container.rs`) and what it
-//! runs before the script (`start.rs`);
+//! runs before the script (`start.rs`, `wait_for_names.rs`);
 //! `mounts.rs`, `resources.rs`, `security.rs` and `network.rs` shape the pods;
 //! `record.rs` and `sweep.rs` serve later verbs and `sweep`.
 
@@ -28,6 +28,7 @@ mod resources;
 mod services;
 mod start;
 mod volume;
+mod wait_for_names;
 
 pub use config_map::{CLUSTER_KEY, ENTRYPOINT_KEY, MAX_CONFIG_MAP_BYTES, SCRIPT_KEY};
 use config_map::{env_secret, script_config_map};

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::plan::OutputVolume;
 use crate::plan::tests::request;
+use crate::plan::wait_for_names::{
+    PY as WAIT_FOR_NAMES_PY, SH as WAIT_FOR_NAMES_SH, file as wait_for_names_file,
+};
 use crate::roles::Roles;
 
 /// The variable that bounds the wait for the cluster's names, in seconds (0: no wait).
@@ -55,6 +58,16 @@ fn every_command_waits_for_the_names_first_then_makes_the_folder_then_runs() {
             "/script/training-script.py"
         ]
     );
+}
+
+#[test]
+fn an_entrypoint_waits_in_bash_and_dir_unpacks_after_the_wait() {
+    let mut req = request(Roles::workers(2).unwrap());
+    req.volume = Some(OutputVolume {
+        claim: "results".into(),
+        path: "/output".into(),
+        folder: None,
+    });
     req.entrypoint = Some(b"exec python \"$@\"\n".to_vec());
     assert_eq!(
         words(&req),
