@@ -510,6 +510,16 @@ pub struct CompareArgs {
     #[arg(long)]
     pub no_chart: bool,
 
+    /// Leave out the runs a sweep's early stopping stopped (verdict StoppedEarly): from
+    /// the table, the chart and the best run; the table's last line names them [default:
+    /// every run, those stopped early with their curves up to the stop]
+    #[arg(
+        long_help,
+        help = "Leave out the runs stopped early (--early-stop)",
+        long
+    )]
+    pub no_stopped: bool,
+
     /// Output format: a table and a chart, or json or csv for notebooks
     #[arg(long_help, help = "table (and a chart), json or csv", short, long, value_enum, default_value_t = CompareFormat::Table, value_name = "FORMAT")]
     pub output: CompareFormat,

@@ -1,8 +1,8 @@
-//! `tf-spawner compare NAME | TAG TAG… [--sort METRIC] [-o json|csv] [--local]`: the
-//! runs' metrics side by side, from their records (`ops/compare.rs`), as a table and a
-//! chart (`metrics/`).
+//! `tf-spawner compare NAME | TAG TAG… [--sort METRIC] [--no-stopped] [-o json|csv]
+//! [--local]`: the runs' metrics side by side, from their records (`ops/compare.rs`), as
+//! a table and a chart (`metrics/`).
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::cli::CompareArgs;
 use crate::errors::UsageError;
@@ -19,7 +19,17 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         }
         None => None,
     };
-    let (mut runs, namespace, objective) = read(settings, args, sort.is_none()).await?;
+    let (mut runs, objective) = read(settings, args, sort.is_none()).await?;
+    let left_out = args.no_stopped.then(|| table::leave_out_stopped(&mut runs));
+    if let Some(left) = left_out
+        .as_ref()
+        .filter(|l| runs.is_empty() && !l.is_empty())
+    {
+        bail!(
+            "every run compared was stopped early ({}); compare them without --no-stopped",
+            left.join(", ")
+        );
+    }
     if let Some(by) = &sort {
         by.check(&runs)
             .map_err(|e| UsageError::new(format!("--sort {e}")))?;
@@ -30,50 +40,67 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
     let experiment = (args.names.len() == 1)
         .then(|| args.names[0].as_str())
         .filter(|n| runs.iter().any(|r| r.experiment.as_deref() == Some(*n)));
+    let document = || {
+        let mut json = table::to_json(&runs, experiment, sort.as_ref(), best.as_deref());
+        json.left_out = left_out.as_deref();
+        json
+    };
     let text = match args.output {
-        CompareFormat::Json => {
-            let json = table::to_json(&runs, experiment, sort.as_ref(), best.as_deref());
-            output::Styled::plain(&output::json(&json)?)
-        }
-        CompareFormat::Yaml => output::Styled::plain(&output::yaml(&table::to_json(
-            &runs,
-            experiment,
-            sort.as_ref(),
-            best.as_deref(),
-        ))?),
+        CompareFormat::Json => output::Styled::plain(&output::json(&document())?),
+        CompareFormat::Yaml => output::Styled::plain(&output::yaml(&document())?),
         CompareFormat::Csv => output::Styled::plain(&table::to_csv(&runs, best.as_deref())),
         CompareFormat::Table => {
-            let mut text = table::render(&runs, sort.as_ref(), best.as_deref());
-            if let Some(tag) = &best {
-                text.push_str(&format!("best: {tag} (*)\n"));
-            }
-            let mut text = output::Styled::plain(&text);
-            let metric = args.chart.clone().or(sort.map(|s| s.metric));
-            if let Some(metric) = metric.filter(|_| !args.no_chart) {
-                text.push_plain("\n");
-                match chart_of(&runs, &metric) {
-                    Some(chart) => text.push(&chart),
-                    None => text.push_plain(&format!(
-                        "no run recorded {} per epoch\n",
-                        output::escape_controls(&metric)
-                    )),
-                }
-            }
-            let _ = namespace;
-            text
+            let shown = Shown {
+                sort: sort.as_ref(),
+                best: best.as_deref(),
+                left_out: left_out.as_deref(),
+            };
+            table_and_chart(args, &runs, shown)
         }
     };
     output::print_styled(&text)?;
     Ok(())
 }
 
-/// The runs compared, their namespace (none `--local`) and, when `objective` is
-/// asked (no `--sort`), the experiment's recorded objective as the sort.
+/// What the table shows besides the runs: the sort, the best run, the runs left out.
+struct Shown<'a> {
+    sort: Option<&'a SortBy>,
+    best: Option<&'a str>,
+    left_out: Option<&'a [String]>,
+}
+
+/// The table, the best run's line, the runs `--no-stopped` left out, then the chart
+/// (unless `--no-chart`).
+fn table_and_chart(args: &CompareArgs, runs: &[Compared], shown: Shown) -> output::Styled {
+    let mut text = table::render(runs, shown.sort, shown.best);
+    if let Some(tag) = shown.best {
+        text.push_str(&format!("best: {tag} (*)\n"));
+    }
+    if let Some(left) = shown.left_out.filter(|l| !l.is_empty()) {
+        text.push_str(&format!("left out, stopped early: {}\n", left.join(", ")));
+    }
+    let mut text = output::Styled::plain(&text);
+    let metric = args.chart.clone().or(shown.sort.map(|s| s.metric.clone()));
+    if let Some(metric) = metric.filter(|_| !args.no_chart) {
+        text.push_plain("\n");
+        match chart_of(runs, &metric) {
+            Some(chart) => text.push(&chart),
+            None => text.push_plain(&format!(
+                "no run recorded {} per epoch\n",
+                output::escape_controls(&metric)
+            )),
+        }
+    }
+    text
+}
+
+/// The runs compared and, when `objective` is asked (no `--sort`), the experiment's
+/// recorded objective as the sort.
 async fn read(
     settings: &Settings,
     args: &CompareArgs,
     objective: bool,
-) -> Result<(Vec<Compared>, Option<String>, Option<SortBy>)> {
+) -> Result<(Vec<Compared>, Option<SortBy>)> {
     let by = |o: Objective| SortBy {
         metric: o.metric,
         lower_first: o.lower,
@@ -84,16 +111,12 @@ async fn read(
         let objective = objective
             .then(|| crate::ops::compare::local_objective(&here, &args.names))
             .flatten();
-        return Ok((runs, None, objective.map(by)));
+        return Ok((runs, objective.map(by)));
     }
     let cluster = settings.connect()?;
     let (runs, recorded) = crate::ops::compare::judged_runs(&cluster, &args.names).await?;
     let objective = recorded.filter(|_| objective);
-    Ok((
-        runs,
-        Some(cluster.namespace().to_string()),
-        objective.map(by),
-    ))
+    Ok((runs, objective.map(by)))
 }
 
 /// The chart of `metric` for every run: its legend names the run and its parameters

@@ -45,6 +45,26 @@ impl Compared {
             .as_deref()
             .map_or("-", |v| v.split(':').next().unwrap_or(v))
     }
+
+    /// Stopped by its sweep's early stopping (`StoppedEarly: LINE`).
+    pub fn stopped_early(&self) -> bool {
+        self.verdict_word() == super::early::STOPPED_EARLY
+    }
+}
+
+/// `compare --no-stopped`: the runs stopped early taken out of `runs`; their tags, in
+/// order.
+pub fn leave_out_stopped(runs: &mut Vec<Compared>) -> Vec<String> {
+    let mut left = Vec::new();
+    runs.retain(|r| {
+        let stopped = r.stopped_early();
+        if stopped {
+            left.push(r.tag.clone());
+        }
+        !stopped
+    });
+    left.sort();
+    left
 }
 
 /// `--sort`: the metric, and whether lower values come first.
@@ -263,6 +283,9 @@ pub struct CompareJson<'a> {
     /// The best run's tag.
     pub best: Option<&'a str>,
     pub runs: Vec<RunJson<'a>>,
+    /// With `--no-stopped`: the tags of the runs stopped early it left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<&'a [String]>,
 }
 
 #[derive(Debug, Serialize)]
@@ -318,6 +341,7 @@ pub fn to_json<'a>(
                 }
             })
             .collect(),
+        left_out: None,
     }
 }
 

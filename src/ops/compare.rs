@@ -3,7 +3,7 @@
 //! from the records alone (one paged list of the runs' ConfigMaps' metadata, whatever
 //! the number of runs), or from the output folders of `--local` runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Result, bail};
@@ -15,7 +15,7 @@ use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, LOCAL_OUTPUT_ROOT, RUN_LABEL, label_value_problem, run_selector,
 };
 use crate::metrics::cost;
-use crate::metrics::early::Objective;
+use crate::metrics::early::{Objective, STOPPED_EARLY};
 use crate::metrics::table::Compared;
 use crate::metrics::{METRICS_FILE, PARAMS_FILE, RunMetrics, SWEEP_RECORD_FILE, params};
 use crate::output;
@@ -150,7 +150,13 @@ pub async fn judged_runs(
             cluster.namespace()
         ),
     };
+    let open: BTreeSet<String> = chosen
+        .iter()
+        .filter(|r| r.verdict.is_none())
+        .map(|r| r.tag.clone())
+        .collect();
     let mut runs = in_flight(cluster, chosen, names).await;
+    decided_stops(&mut runs, &experiments, &open);
     let objective = match (names, experiments.as_slice()) {
         ([_], [planned]) => planned.objective.clone(),
         _ => None,
@@ -169,6 +175,26 @@ pub async fn judged_runs(
         }
     }
     Ok((runs, objective))
+}
+
+/// The runs whose own record has no verdict (`open`) while their experiment's record
+/// holds the decision to stop them early: the sweep records it before carrying it out
+/// (its wait stops the pods and records the verdict next; after a Ctrl-C in between,
+/// `--resume` does), so they are stopped early, whatever their pods say yet.
+fn decided_stops(
+    runs: &mut [Compared],
+    experiments: &[experiment::Planned],
+    open: &BTreeSet<String>,
+) {
+    for run in runs.iter_mut().filter(|r| open.contains(&r.tag)) {
+        let decided = experiments
+            .iter()
+            .filter_map(|p| p.ended.get(&run.tag))
+            .find(|v| v.split(':').next() == Some(STOPPED_EARLY));
+        if let Some(verdict) = decided {
+            run.verdict = Some(verdict.clone());
+        }
+    }
 }
 
 /// The runs of an experiment that its record says ended and whose own records are gone

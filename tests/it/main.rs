@@ -12,6 +12,7 @@ mod ci;
 mod closed_stdout;
 mod colour;
 mod compare;
+mod compare_stopped;
 mod completion;
 mod delete;
 mod drift;

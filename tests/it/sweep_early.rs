@@ -39,19 +39,19 @@ fn args(script: &str) -> Vec<String> {
 }
 
 /// Run `tag`'s worker prints epoch `epoch`'s end with `val_loss`.
-fn epoch(env: &Env, tag: &str, epoch: u32, val_loss: f64) {
+pub(crate) fn epoch(env: &Env, tag: &str, epoch: u32, val_loss: f64) {
     let line = format!("Epoch {epoch}/10\n1/1 - 0s 5ms/step - loss: 0.7 - val_loss: {val_loss}\n");
     env.server.append_log(NS, &format!("{tag}-worker-0"), &line);
 }
 
-fn record(env: &Env) -> Value {
+pub(crate) fn record(env: &Env) -> Value {
     env.server
         .get("configmaps", NS, "ea-experiment")
         .expect("the experiment's record")
 }
 
 /// Blocks until the record holds `key`.
-fn await_key(env: &Env, child: &mut Watched, key: &str) {
+pub(crate) fn await_key(env: &Env, child: &mut Watched, key: &str) {
     await_while_running(
         child.child(),
         &format!("the record's {key}"),
@@ -62,7 +62,7 @@ fn await_key(env: &Env, child: &mut Watched, key: &str) {
     );
 }
 
-fn start_running(env: &Env, child: &mut Watched, tag: &str) {
+pub(crate) fn start_running(env: &Env, child: &mut Watched, tag: &str) {
     await_pod(env, &format!("{tag}-worker-0"), child.child());
     running(env, &format!("{tag}-worker-0"));
 }
@@ -210,7 +210,7 @@ fn resume_after_a_decision_judges_no_run_again() {
 
 /// `sweep -t NAME -w 1 --param lr=1,2 --parallel 2 EXTRA.. SCRIPT`: two one-worker runs
 /// at once.
-fn two_runs_at_once<'a>(
+pub(crate) fn two_runs_at_once<'a>(
     name: &'a str,
     extra: &[&'a str],
     script: &'a std::path::Path,
@@ -308,6 +308,11 @@ fn a_local_sweep_stops_its_losing_run_at_its_rung() {
     );
     let compare = env.run(&["compare", "--local", "lx"]);
     compare.success().stdout_has("StoppedEarly");
+    let kept = env.run(&["compare", "--local", "lx", "--no-stopped", "--no-chart"]);
+    kept.success()
+        .stdout_lacks("StoppedEarly")
+        .stdout_has("left out, stopped early: lx-2\n");
+    assert_eq!(kept.stdout.matches("lx-2").count(), 1, "{kept:#?}");
 }
 
 #[test]
