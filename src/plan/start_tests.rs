@@ -181,3 +181,27 @@ fn a_bound_of_0_starts_the_command_without_looking_up_any_name() {
         assert_eq!(text(&out.stderr), "", "{program}");
     }
 }
+
+#[test]
+fn a_bound_that_is_not_a_number_is_said_once_and_300_s_applies() {
+    let cluster = r#"{"worker":["localhost:2222"]}"#;
+    for (program, step, said) in [
+        ("python3", WAIT_FOR_NAMES_PY, "a number of seconds"),
+        ("bash", WAIT_FOR_NAMES_SH, "a whole number of seconds"),
+    ] {
+        let (out, _) = run_step(program, step, cluster, Some("soon"));
+        assert!(out.status.success(), "{program}: {out:?}");
+        assert_eq!(text(&out.stdout), "ran\n", "{program}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("tf-spawner: TF_SPAWNER_WAIT_FOR_NAMES is not {said}; waiting up to 300 s\n"),
+            "{program}"
+        );
+    }
+    // A cluster it cannot read is not waited for: the command runs.
+    for (program, step) in [("python3", WAIT_FOR_NAMES_PY), ("bash", WAIT_FOR_NAMES_SH)] {
+        let (out, _) = run_step(program, step, "not json", None);
+        assert!(out.status.success(), "{program}: {out:?}");
+        assert_eq!(text(&out.stdout), "ran\n", "{program}");
+    }
+}

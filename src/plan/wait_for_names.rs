@@ -17,15 +17,21 @@ pub const KEYS: [&str; 2] = ["wait-for-names.py", "wait-for-names.sh"];
 /// its collectives abort the run (kubeflow/trainer#1458 meets the same with TFJob).
 /// Once each name has resolved, it stays: the Services publish not-ready addresses.
 /// It says what it waits for after 10 s, then each minute; at the bound it says so and
-/// runs the command anyway, which then meets TensorFlow's own errors. A lookup takes
+/// runs the command anyway, which then meets TensorFlow's own errors. Nothing here stops
+/// the command: a cluster it cannot read is not waited for, a bound that is not a number
+/// is 300 s (said once). A lookup takes
 /// what the resolver takes (a slow one, seconds): each line says the seconds waited.
 pub(super) const PY: &str = "import json, os, socket, sys, time
 def say(line): print('tf-spawner: ' + line, file=sys.stderr, flush=True)
 def known(name):
     try: return bool(socket.getaddrinfo(name, None))
     except Exception: return False
-names = sorted({a.rsplit(':', 1)[0] for t in json.loads(os.environ['TF_SPAWNER_CLUSTER']).values() for a in t})
-limit, start, told = float(os.environ.get('TF_SPAWNER_WAIT_FOR_NAMES') or 300), time.monotonic(), 10
+try: names = sorted({a.rsplit(':', 1)[0] for t in json.loads(os.environ['TF_SPAWNER_CLUSTER']).values() for a in t})
+except Exception: names = []
+try: limit = float(os.environ.get('TF_SPAWNER_WAIT_FOR_NAMES') or 300)
+except ValueError:
+    say('TF_SPAWNER_WAIT_FOR_NAMES is not a number of seconds; waiting up to 300 s'); limit = 300
+start, told = time.monotonic(), 10
 while limit > 0:
     names = [n for n in names if not known(n)]
     waited = time.monotonic() - start
@@ -43,6 +49,7 @@ os.execvp(sys.argv[1], sys.argv[1:])
 pub(super) const SH: &str = r#"names=() rest=$TF_SPAWNER_CLUSTER
 while [[ $rest =~ \"([^\"]+):[0-9]+\" ]]; do names+=("${BASH_REMATCH[1]}"); rest=${rest#*"${BASH_REMATCH[0]}"}; done
 limit=${TF_SPAWNER_WAIT_FOR_NAMES:-300} told=10
+[[ $limit =~ ^[0-9]+$ ]] || { echo "tf-spawner: TF_SPAWNER_WAIT_FOR_NAMES is not a whole number of seconds; waiting up to 300 s" >&2; limit=300; }
 command -v getent >/dev/null || limit=0
 while ((limit > 0 && ${#names[@]})); do
   left=(); for n in "${names[@]}"; do getent ahosts "$n" >/dev/null 2>&1 || left+=("$n"); done
