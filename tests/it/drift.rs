@@ -1,8 +1,20 @@
-//! Drift that cannot come back: every file of this repository a comment or a doc
-//! names exists, and `lib.rs` names the layers ARCHITECTURE.md draws. Files only: no
-//! binary, no server.
+//! Drift that cannot come back: every file or folder of this repository a comment or a
+//! doc names exists (with the item it names after `::`), and `lib.rs` names the layers
+//! ARCHITECTURE.md draws. Files only: no binary, no server.
+//!
+//! A mention is a run of `[A-Za-z0-9_./-]` (a sentence's last `.` or `-` dropped) that
+//! is not a URL's, an absolute path, `$VAR/…`, `~/…`, nor after `:`, `@` or `<`; it is
+//! this repository's when it ends in `.rs` (a Rust file is ours wherever it is named:
+//! name another crate's by URL or module path), or when it holds a `/` and its first
+//! folder after any `../` is one of [`ROOTS`] (then any file, or a folder: `tests/it/`,
+//! `tools/one-node`). Other projects' files are written from their own root, so are not
+//! ours: `pkg/kubelet/kubelet_pods.go`, `tensorflow/python/…`, `k8s.io/client-go/…`; a
+//! Python file under `src/` is a user's project (`src/train.py`). It exists when it
+//! resolves from the root, from `src/`, or from the naming file's folder or one above;
+//! a bare `labels.rs` when some file has that name. `examples/rbac*.yaml` needs a file
+//! that begins so; `plan/config_map.rs::script_config_map` needs that word in the file.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// What is read for mentions (below the repository's root).
@@ -13,8 +25,7 @@ const WALKED: &[&str] = &[
     "tools",
     "benches",
     "examples",
-    "testserver/src",
-    "testserver/tests",
+    "testserver",
     "ARCHITECTURE.md",
     "README.md",
 ];
@@ -22,13 +33,11 @@ const WALKED: &[&str] = &[
 /// The files read: text that may name a file.
 const READ: &[&str] = &["rs", "md", "py", "sh", "toml", "yaml"];
 
-/// The endings of a mention that is checked.
-const CHECKED: &[&str] = &["rs", "md", "py", "sh", "toml", "yaml"];
-
-/// Where a mention that is not Rust must begin, after any `../`, to be one of this
-/// repository's files (a doc's `exp/train.py`, `src/train.py` or `../proj/pod.yaml` is
+/// Where a mention that is not a Rust file must begin, after any `../`, to be one of
+/// this repository's files or folders (a doc's `exp/train.py` or `../proj/pod.yaml` is
 /// the user's, `../shared/tools/…` the machine's).
 const ROOTS: &[&str] = &[
+    "src",
     "tests",
     "docs",
     "tools",
@@ -67,6 +76,8 @@ fn files(at: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// A file's ending (`rs` of `ops/wait/fold.rs`); none for a folder (`tests/it/`,
+/// `tools/one-node`).
 fn ending(path: &str) -> Option<&str> {
     let name = path.rsplit('/').next()?;
     let (stem, ending) = name.rsplit_once('.')?;
@@ -74,10 +85,38 @@ fn ending(path: &str) -> Option<&str> {
     (!stem.is_empty() && stem.chars().all(plain)).then_some(ending)
 }
 
-/// The paths of this repository's files a line names: `src/ops/wait/fold.rs`,
-/// `ops/restart.rs` (below `src/`), `../README.md`, a bare `labels.rs`; not a URL's,
-/// an absolute path, `$HOME/…`, nor a path of the user's (`exp/train.py`).
-fn mentions(line: &str) -> Vec<&str> {
+/// One mention of this repository's file or folder.
+#[derive(Debug)]
+struct Mention<'a> {
+    /// As written: `src/ops/wait/fold.rs`, `ops/restart.rs`, `tests/it/`, `labels.rs`.
+    path: &'a str,
+    /// The item after `::` (`plan/config_map.rs::script_config_map`).
+    item: Option<&'a str>,
+    /// Followed by `*` (`examples/rbac*.yaml`): a name's beginning.
+    glob: bool,
+}
+
+/// Whether `token` names this repository's file or folder (the module's doc).
+fn ours(token: &str) -> bool {
+    let first = token.split('/').find(|c| *c != "..").unwrap_or_default();
+    match ending(token) {
+        Some("rs") => true,
+        Some("py") if first == "src" => false,
+        _ => token.contains('/') && ROOTS.contains(&first),
+    }
+}
+
+/// The item named right after a mention (`::script_config_map`), if any.
+fn item(rest: &str) -> Option<&str> {
+    let rest = rest.strip_prefix("::")?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The mentions of this repository's files and folders in a line (the module's doc).
+fn mentions(line: &str) -> Vec<Mention<'_>> {
     let in_path = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
     let mut found = Vec::new();
     let mut start = None;
@@ -91,16 +130,16 @@ fn mentions(line: &str) -> Vec<&str> {
                     continue;
                 }
                 let token = line[from..at].trim_end_matches(['.', '-']);
-                if token.starts_with('/') || token.contains("//") {
+                if token.starts_with('/') || token.contains("//") || !ours(token) {
                     continue;
                 }
-                let Some(ending) = ending(token).filter(|e| CHECKED.contains(e)) else {
-                    continue;
-                };
-                let first = token.split('/').find(|c| *c != "..").unwrap_or_default();
-                if ending == "rs" || (token.contains('/') && ROOTS.contains(&first)) {
-                    found.push(token);
-                }
+                let rest = &line[from + token.len()..];
+                let (item, glob) = (item(rest), rest.starts_with('*'));
+                found.push(Mention {
+                    path: token,
+                    item,
+                    glob,
+                });
             }
             _ => {}
         }
@@ -108,43 +147,84 @@ fn mentions(line: &str) -> Vec<&str> {
     found
 }
 
-/// Whether `mention`, named in `file`, is a file: a bare Rust file's name anywhere in
-/// `names`; a path from the root, from `src/`, or from the file's folder or one above.
-fn exists(root: &Path, file: &Path, mention: &str, names: &BTreeSet<String>) -> bool {
-    if !mention.contains('/') {
-        return names.contains(mention);
+/// Every file's name, with the files that bear it.
+type Names = BTreeMap<String, Vec<PathBuf>>;
+
+/// Whether `text` holds `word` as a whole word.
+fn has_word(text: &str, word: &str) -> bool {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !ident(text[..at].chars().next_back()) && !ident(text[at + word.len()..].chars().next())
+    })
+}
+
+/// Whether `mention`, named in `file`, is there (the module's doc): the files it may
+/// be, and if it names an item, one of them holds it.
+fn exists(root: &Path, file: &Path, mention: &Mention, names: &Names) -> bool {
+    let path = mention.path;
+    let candidates: Vec<PathBuf> = if !path.contains('/') {
+        names.get(path).cloned().unwrap_or_default()
+    } else {
+        let mut bases = vec![root.to_path_buf(), root.join("src")];
+        bases.extend(
+            (file.ancestors().skip(1))
+                .take_while(|a| a.starts_with(root))
+                .map(Path::to_path_buf),
+        );
+        bases.iter().map(|base| base.join(path)).collect()
+    };
+    let folder = path.ends_with('/') || ending(path).is_none();
+    let there = |at: &PathBuf| match () {
+        () if mention.glob => begins_a_name(at),
+        () if folder => at.exists(),
+        () => at.is_file(),
+    };
+    let mut there = candidates.iter().filter(|at| there(at));
+    match mention.item {
+        None => there.next().is_some(),
+        Some(item) => there.any(|at| {
+            let text = std::fs::read_to_string(at).unwrap_or_default();
+            has_word(&text, item)
+        }),
     }
-    let mut bases = vec![root.to_path_buf(), root.join("src")];
-    bases.extend(
-        file.ancestors()
-            .skip(1)
-            .take_while(|a| a.starts_with(root))
-            .map(Path::to_path_buf),
-    );
-    bases.iter().any(|base| base.join(mention).is_file())
+}
+
+/// Whether some file in `at`'s folder has a name that begins with `at`'s name.
+fn begins_a_name(at: &Path) -> bool {
+    let (Some(folder), Some(start)) = (at.parent(), at.file_name()) else {
+        return false;
+    };
+    let start = start.to_string_lossy();
+    (std::fs::read_dir(folder).into_iter().flatten().flatten())
+        .any(|entry| entry.file_name().to_string_lossy().starts_with(&*start))
 }
 
 /// The lines of `text` (read from `file`) that name a file that is not there, as
 /// `LINE: `MENTION``.
-fn stale(root: &Path, file: &Path, text: &str, names: &BTreeSet<String>) -> Vec<String> {
+fn stale(root: &Path, file: &Path, text: &str, names: &Names) -> Vec<String> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         for mention in mentions(line) {
-            if PLANNED.contains(&mention) || exists(root, file, mention, names) {
+            if PLANNED.contains(&mention.path) || exists(root, file, &mention, names) {
                 continue;
             }
-            out.push(format!("{}: `{mention}`", number + 1));
+            let item = mention.item.map(|i| format!("::{i}")).unwrap_or_default();
+            out.push(format!("{}: `{}{item}`", number + 1, mention.path));
         }
     }
     out
 }
 
-fn names(root: &Path) -> BTreeSet<String> {
+fn names(root: &Path) -> Names {
     let mut all = Vec::new();
     files(root, &mut all);
-    all.iter()
-        .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
-        .collect()
+    let mut names = Names::new();
+    for file in all {
+        if let Some(name) = file.file_name().and_then(|n| n.to_str()) {
+            names.entry(name.to_string()).or_default().push(file);
+        }
+    }
+    names
 }
 
 #[test]
@@ -210,15 +290,36 @@ fn a_stale_mention_is_named_and_a_good_one_is_not() {
         format!("{gone}.rs"),
         format!("tools/{gone}.py"),
         format!("../docs/{gone}.md"),
+        format!("tests/{gone}/"),
+        format!("tools/one-node/{gone}"),
+        format!("examples/{gone}.example"),
+        format!("plan/config_map.rs::{gone}"),
+        format!("lib.rs::{gone}"),
     ];
     let text = format!(
         "//! `{}`, (`{}`), {} and {}; {}\n\
+         //! {}, {}, ({}) `{}`, {}\n\
+         //! `examples/{gone}*.yaml`\n\
          //! but `ops/wait/fold.rs`, src/lib.rs, ../README.md, labels.rs, exp/train.py,\n\
-         //! https://example.com/src/{gone}.rs, $HOME/{gone}.rs, src/{gone}.py, ../proj/{gone}.yaml\n",
-        planted[0], planted[1], planted[2], planted[3], planted[4]
+         //! tests/it/, `tools/one-node`, `examples/rbac*.yaml`, lib.rs::main, tests/.\n\
+         //! `plan/config_map.rs::script_config_map`, ops/wait/mod.rs::settle\n\
+         //! https://example.com/src/{gone}.rs, $HOME/{gone}.rs, src/{gone}.py, ../proj/{gone}.yaml\n\
+         //! pkg/kubelet/{gone}.go, tensorflow/python/{gone}.py, k8s.io/client-go/tools/{gone}\n",
+        planted[0],
+        planted[1],
+        planted[2],
+        planted[3],
+        planted[4],
+        planted[5],
+        planted[6],
+        planted[7],
+        planted[8],
+        planted[9]
     );
     let from = root.join("src/ops/spawn.rs");
-    let named: Vec<String> = planted.iter().map(|p| format!("1: `{p}`")).collect();
+    let mut named: Vec<String> = planted[..5].iter().map(|p| format!("1: `{p}`")).collect();
+    named.extend(planted[5..].iter().map(|p| format!("2: `{p}`")));
+    named.push(format!("3: `examples/{gone}`"));
     assert_eq!(stale(&root, &from, &text, &names), named);
 }
 

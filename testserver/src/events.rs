@@ -3,9 +3,9 @@
 //!
 //! - the kubelet records through core/v1 (client-go's `record` package): `source`
 //!   with its component and host, `firstTimestamp`/`lastTimestamp`, `count`;
-//! - the scheduler (since 1.19) records through events.k8s.io/v1 (client-go's
-//!   `tools/events`): `eventTime` (micro-seconds), `reportingComponent`, a `series`
-//!   once repeated, and read through core/v1 it has no `lastTimestamp`, no `count`
+//! - the scheduler (since 1.19) records through events.k8s.io/v1
+//!   (`k8s.io/client-go/tools/events`): `eventTime` (micro-seconds), `reportingComponent`,
+//!   a `series` once repeated, and read through core/v1 it has no `lastTimestamp`, no `count`
 //!   and an empty `source`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
