@@ -3,16 +3,18 @@
 //! ARCHITECTURE.md draws. Files only: no binary, no server.
 //!
 //! A mention is a run of `[A-Za-z0-9_./-]` (a sentence's last `.` or `-` dropped) that
-//! is not a URL's, an absolute path, `$VAR/…`, `~/…`, nor after `:`, `@` or `<`; it is
+//! is not a URL's, an absolute path, `$VAR/…`, `~/…`, nor after `:`, `@` or `<`. It is
 //! this repository's when it ends in `.rs` (a Rust file is ours wherever it is named:
-//! name another crate's by URL or module path), or when it holds a `/` and its first
-//! folder after any `../` is one of [`ROOTS`] (then any file, or a folder: `tests/it/`,
-//! `tools/one-node`). Other projects' files are written from their own root, so are not
-//! ours: `pkg/kubelet/kubelet_pods.go`, `tensorflow/python/…`, `k8s.io/client-go/…`; a
-//! Python file under `src/` is a user's project (`src/train.py`). It exists when it
-//! resolves from the root, from `src/`, or from the naming file's folder or one above;
-//! a bare `labels.rs` when some file has that name. `examples/rbac*.yaml` needs a file
-//! that begins so; `plan/config_map.rs::script_config_map` needs that word in the file.
+//! name another crate's by URL or module path), when it is a bare `.md` name
+//! (`reference.md`; a bare `entry.sh` may be one a test makes), or when it holds a `/`
+//! and its first folder after any `../` is one of [`ROOTS`] (then any file, or a
+//! folder: `tests/it/`, `tools/one-node`). Other projects' files are written from their
+//! own root, so are not ours: `pkg/kubelet/kubelet_pods.go`, `tensorflow/python/…`,
+//! `k8s.io/client-go/…`; a Python file under `src/` is a user's (`src/train.py`).
+//! It exists when it resolves from the root, from `src/`, or from the naming file's
+//! folder or one above; a bare `labels.rs` or `reference.md` when some file has that
+//! name. `examples/rbac*.yaml` needs a file whose name begins so;
+//! `plan/config_map.rs::script_config_map` needs that word in the file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -101,6 +103,7 @@ fn ours(token: &str) -> bool {
     let first = token.split('/').find(|c| *c != "..").unwrap_or_default();
     match ending(token) {
         Some("rs") => true,
+        Some("md") if !token.contains('/') => true,
         Some("py") if first == "src" => false,
         _ => token.contains('/') && ROOTS.contains(&first),
     }
@@ -284,42 +287,50 @@ fn a_stale_mention_is_named_and_a_good_one_is_not() {
     let names = names(&root);
     // Made at run time, so that this file names no missing file itself.
     let gone = "nowhere";
+    // Each planted mention as written, and as the test names it.
     let planted = [
-        format!("ops/{gone}.rs"),
-        format!("src/{gone}/parse.rs"),
-        format!("{gone}.rs"),
-        format!("tools/{gone}.py"),
-        format!("../docs/{gone}.md"),
-        format!("tests/{gone}/"),
-        format!("tools/one-node/{gone}"),
-        format!("examples/{gone}.example"),
-        format!("plan/config_map.rs::{gone}"),
-        format!("lib.rs::{gone}"),
+        (format!("`ops/{gone}.rs`"), format!("ops/{gone}.rs")),
+        (
+            format!("(`src/{gone}/parse.rs`)"),
+            format!("src/{gone}/parse.rs"),
+        ),
+        (format!("{gone}.rs"), format!("{gone}.rs")),
+        (format!("tools/{gone}.py."), format!("tools/{gone}.py")),
+        (format!("../docs/{gone}.md"), format!("../docs/{gone}.md")),
+        (format!("{gone}.md"), format!("{gone}.md")),
+        (format!("tests/{gone}/"), format!("tests/{gone}/")),
+        (
+            format!("`tools/one-node/{gone}`"),
+            format!("tools/one-node/{gone}"),
+        ),
+        (
+            format!("examples/{gone}.example"),
+            format!("examples/{gone}.example"),
+        ),
+        (
+            format!("`examples/{gone}*.yaml`"),
+            format!("examples/{gone}"),
+        ),
+        (
+            format!("plan/config_map.rs::{gone}"),
+            format!("plan/config_map.rs::{gone}"),
+        ),
+        (format!("lib.rs::{gone}()"), format!("lib.rs::{gone}")),
     ];
+    let written: Vec<&str> = planted.iter().map(|(w, _)| w.as_str()).collect();
     let text = format!(
-        "//! `{}`, (`{}`), {} and {}; {}\n\
-         //! {}, {}, ({}) `{}`, {}\n\
-         //! `examples/{gone}*.yaml`\n\
+        "//! {}\n\
          //! but `ops/wait/fold.rs`, src/lib.rs, ../README.md, labels.rs, exp/train.py,\n\
          //! tests/it/, `tools/one-node`, `examples/rbac*.yaml`, lib.rs::main, tests/.\n\
-         //! `plan/config_map.rs::script_config_map`, ops/wait/mod.rs::settle\n\
-         //! https://example.com/src/{gone}.rs, $HOME/{gone}.rs, src/{gone}.py, ../proj/{gone}.yaml\n\
-         //! pkg/kubelet/{gone}.go, tensorflow/python/{gone}.py, k8s.io/client-go/tools/{gone}\n",
-        planted[0],
-        planted[1],
-        planted[2],
-        planted[3],
-        planted[4],
-        planted[5],
-        planted[6],
-        planted[7],
-        planted[8],
-        planted[9]
+         //! `plan/config_map.rs::script_config_map`, ops/wait/mod.rs::settle, reference.md\n\
+         //! https://example.com/src/{gone}.rs, $HOME/{gone}.rs, src/{gone}.py,\n\
+         //! ../proj/{gone}.yaml, ~/{gone}/x.rs\n\
+         //! pkg/kubelet/{gone}.go, tensorflow/python/{gone}.py, k8s.io/client-go/tools/{gone}\n\
+         //! {gone}.sh, {gone}.py\n",
+        written.join(", ")
     );
     let from = root.join("src/ops/spawn.rs");
-    let mut named: Vec<String> = planted[..5].iter().map(|p| format!("1: `{p}`")).collect();
-    named.extend(planted[5..].iter().map(|p| format!("2: `{p}`")));
-    named.push(format!("3: `examples/{gone}`"));
+    let named: Vec<String> = planted.iter().map(|(_, n)| format!("1: `{n}`")).collect();
     assert_eq!(stale(&root, &from, &text, &names), named);
 }
 
