@@ -22,11 +22,10 @@ pub mod start;
 
 pub use peer::PeerAbort;
 pub use pod::{
-    DEADLINE_EXCEEDED, Exit, NODE_LOST, Phase, PodSetup, PodView, Reason, State, one_line,
+    DEADLINE_EXCEEDED, Exit, NODE_LOST, Phase, PodSetup, PodView, Reason, SCHEDULING_GATED, State,
+    one_line,
 };
 
-/// The `PodScheduled` reason of a pod held by scheduling gates.
-pub const SCHEDULING_GATED: &str = "SchedulingGated";
 /// The kubelet's waiting reason between two failed pulls of an image.
 const BACK_OFF: &str = "ImagePullBackOff";
 /// Waiting reasons that will not fix themselves: the run fails at once.
