@@ -1,8 +1,8 @@
 //! The run report (pure): when each task's container started and ended, and how long
 //! the run took, from the first task's start to the end of the task that decided it.
 //! A report over pod views (`verdict::PodView`: each task's start and end, read from
-//! its container state in `verdict/pod.rs`), never from the logs; times are printed by
-//! `duration.rs`.
+//! its container state in `verdict/pod/read.rs`), never from the logs; times are printed
+//! by `duration.rs`.
 
 use crate::roles::{Role, Task};
 use crate::verdict::{PodView, Tracker, Verdict};

@@ -7,7 +7,8 @@
 //! gang), or none yet. The timer that uses this is `ops/wait/fold.rs`'s; it counts from
 //! [`Tracker::created`], so `wait` run later agrees with `spawn --wait`.
 
-use super::{Reason, SCHEDULING_GATED, State, Task, Tracker};
+use super::{Reason, SCHEDULING_GATED, State, Tracker};
+use crate::roles::Task;
 
 /// Tasks listed in a [`Holdup`] line; the others are counted.
 const SHOWN_TASKS: usize = 3;

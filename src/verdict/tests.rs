@@ -1,6 +1,10 @@
 //! The verdict's tests, and pods as the API returns them for other modules' tests.
 
+use std::collections::BTreeSet;
+
+use super::failure::PULL_HINT;
 use super::*;
+use crate::roles::{Role, Task};
 use serde_json::{Value, json};
 
 mod golden;
