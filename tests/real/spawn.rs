@@ -168,6 +168,8 @@ async fn one_worker_on_another_port() {
         Some(
             &[
                 "python".to_string(),
+                "/script/wait-for-names.py".to_string(),
+                "python".to_string(),
                 "/script/training-script.py".to_string()
             ][..]
         )
@@ -392,7 +394,14 @@ spec:
         assert_eq!(c.image.as_deref(), Some("registry.example/tf:2"));
         assert_eq!(
             c.command.as_deref(),
-            Some(&["bash".to_string(), "/script/entrypoint.sh".to_string()][..])
+            Some(
+                &[
+                    "bash".to_string(),
+                    "/script/wait-for-names.sh".to_string(),
+                    "bash".to_string(),
+                    "/script/entrypoint.sh".to_string()
+                ][..]
+            )
         );
         assert_eq!(env_value(c, "EXTRA"), "kept");
         assert_eq!(env_value(c, "TOT_WORKERS"), "2");
