@@ -75,7 +75,7 @@ fn ending(path: &str) -> Option<&str> {
 }
 
 /// The paths of this repository's files a line names: `src/ops/wait/fold.rs`,
-/// `ops/restart.rs` (below `src/`), `../README.md`, a bare `labels.rs`; not a URL's,
+/// `ops/restart/mod.rs` (below `src/`), `../README.md`, a bare `labels.rs`; not a URL's,
 /// an absolute path, `$HOME/…`, nor a path of the user's (`exp/train.py`).
 fn mentions(line: &str) -> Vec<&str> {
     let in_path = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
