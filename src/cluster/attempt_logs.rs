@@ -1,4 +1,4 @@
-//! Every attempt readable until `-d`: before a restart (`ops/restart.rs`) deletes the
+//! Every attempt readable until `-d`: before a restart (`ops/restart/mod.rs`) deletes the
 //! pods of the attempt it replaces, each pod's TF container log is kept whole in a
 //! ConfigMap of the run, `POD-aN-log` (gzip'd in `binaryData`; past [`MAX_STORED`]
 //! compressed bytes only its end is kept, and how much was dropped is said). It carries

@@ -23,7 +23,7 @@ pub struct LogOptions {
     pub tail: Option<u64>,
     pub timestamps: bool,
     /// `logs --raw`: the lines as the pod wrote them, escape sequences and all (not a
-    /// request parameter: how `ops/logs.rs` shows them).
+    /// request parameter: how `ops/logs/lines.rs` shows them).
     pub raw: bool,
 }
 

@@ -1,4 +1,4 @@
-//! The API side of a restart (`wait --restarts`, `ops/restart.rs`): the run's pods read
+//! The API side of a restart (`wait --restarts`, `ops/restart/mod.rs`): the run's pods read
 //! once as templates, the pods of an attempt deleted, and the next attempt's pods made
 //! from the templates (created through `apply.rs`'s ledger, so a failed or interrupted
 //! restart deletes exactly what it created).

@@ -1,4 +1,4 @@
-//! `tf-spawner logs -t TAG [-f]`: see `ops/logs.rs`.
+//! `tf-spawner logs -t TAG [-f]`: see `ops/logs/mod.rs`.
 
 use anyhow::Result;
 

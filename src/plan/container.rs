@@ -121,7 +121,7 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
         });
     }
 
-    // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart.rs).
+    // The attempt: 0 here, N in the pods the N-th restart re-creates (ops/restart/mod.rs).
     set_env(c, ATTEMPT_VAR, "0");
 }
 

@@ -196,7 +196,7 @@ impl Tracker {
     }
 
     /// The run's attempt: the latest of its pods' (0 until a restart, see
-    /// `ops/restart.rs`).
+    /// `ops/restart/mod.rs`).
     pub fn attempt(&self) -> u32 {
         self.live().map(|p| p.attempt).max().unwrap_or(0)
     }

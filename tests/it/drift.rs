@@ -90,7 +90,7 @@ fn ending(path: &str) -> Option<&str> {
 /// One mention of this repository's file or folder.
 #[derive(Debug)]
 struct Mention<'a> {
-    /// As written: `src/ops/wait/fold.rs`, `ops/restart.rs`, `tests/it/`, `labels.rs`.
+    /// As written: `src/ops/wait/fold.rs`, `ops/restart/state.rs`, `tests/it/`, `labels.rs`.
     path: &'a str,
     /// The item after `::` (`plan/config_map.rs::script_config_map`).
     item: Option<&'a str>,

@@ -45,7 +45,7 @@ use report::humantime_secs;
 
 /// Waits, reports, saves logs and cleans up as `wait` asks; the error carries the exit code.
 /// With `--restarts`, a retryable failure's verdict goes to the restart state machine
-/// (`ops/restart.rs`) first: a restarted run is followed again, afresh. The notice
+/// (`ops/restart/mod.rs`) first: a restarted run is followed again, afresh. The notice
 /// (`--notify`) and the verdict document (`-o json|yaml`) follow every end, an error
 /// before the report (the API server gone past `--give-up-after`) included.
 pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {

@@ -138,7 +138,7 @@ pub struct Wait {
     /// `--keep-running`: leave the unfinished pods after a verdict.
     pub keep_running: bool,
     pub max_in_flight: usize,
-    /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart.rs`).
+    /// `--restarts`, `--restart-on`, `--restart-backoff` (see `ops/restart/options.rs`).
     pub restarts: crate::ops::restart::Restarts,
     /// The stall bound and `--on-stall` (`None`: no stall is ever named).
     pub stall: Option<Stall>,

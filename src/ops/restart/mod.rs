@@ -17,9 +17,17 @@
 //! happen only while a tf-spawner process follows the run; stopped (Ctrl-C, a
 //! `--timeout`) in the middle of one, it says in what state it left the run, never
 //! with half of an attempt's pods created.
+//!
+//! Its rooms: `options.rs` (the flags), `state.rs` (the state machine, pure),
+//! `templates.rs` (what a restart re-creates from), `steps.rs` (each step bounded by
+//! the follow's end); this file the [`Restarter`] that plans and drives them.
+
+mod options;
+mod state;
+mod steps;
+mod templates;
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -27,102 +35,18 @@ use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::cluster::attempt_logs;
 use crate::cluster::recreate::{self, Templates};
-use crate::cluster::vetting;
-use crate::cluster::watch::{self, PodEvent};
-use crate::errors::{EXIT_TIMEOUT, ExitError, UsageError};
-use crate::labels::{KUEUE_QUEUE_LABEL, run_selector};
+use crate::errors::UsageError;
+use crate::labels::KUEUE_QUEUE_LABEL;
 use crate::output;
 use crate::roles::{ClusterSpec, Task};
-use crate::signals;
-use crate::verdict::retryable::{RestartOn, Scope, decide};
+use crate::verdict::retryable::{Scope, decide};
 use crate::verdict::{Tracker, Verdict};
 
-/// The first backoff's default; each attempt doubles it, up to [`MAX_BACKOFF`].
-pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
-/// The longest backoff between two attempts.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
-/// `--node-grace`'s default: the node-lifecycle controller's `--node-monitor-grace-period`
-/// (50 s on v1.36, 40 s on v1.20) and its monitor period (5 s), with a margin.
-pub const DEFAULT_NODE_GRACE: Duration = Duration::from_secs(60);
-
-/// `--restarts`, `--restart-on`, `--restart-backoff`.
-#[derive(Debug, Clone)]
-pub struct Restarts {
-    /// At most this many restarts in the run's life; 0: none (no request is made for them).
-    pub max: u32,
-    pub on: RestartOn,
-    /// The first backoff.
-    pub backoff: Duration,
-    /// `--node-grace`: how long the cluster takes to name a node lost (see
-    /// `ops/wait/mod.rs::settle`).
-    pub node_grace: Duration,
-}
-
-impl Default for Restarts {
-    fn default() -> Restarts {
-        Restarts {
-            max: 0,
-            on: RestartOn::default(),
-            backoff: DEFAULT_BACKOFF,
-            node_grace: DEFAULT_NODE_GRACE,
-        }
-    }
-}
-
-/// One restart: the attempt it starts, what it re-creates, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Restart {
-    attempt: u32,
-    names: BTreeSet<String>,
-    /// The failure the restart is for: on the new pods, for `status`.
-    cause: String,
-    /// Of `names`, the pods on a node that stopped reporting: deleted at once.
-    lost: BTreeSet<String>,
-    why: String,
-    backoff: Duration,
-    /// The port the attempt's tasks listen on (`roles::next_port` when it re-creates
-    /// every task of the cluster); `None` when the run's ConfigMap does not say.
-    port: Option<u16>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum State {
-    Following,
-    Stopping(Restart),
-    Backoff(Restart),
-    Creating(Restart),
-    /// No (more) restart: the verdict stands.
-    Done,
-}
-
-#[derive(Debug)]
-enum Event {
-    /// The follow's final verdict, and the restart it calls for, if any.
-    Verdict(Option<Restart>),
-    /// The restart's pods are gone.
-    Stopped,
-    Waited,
-    Created,
-    /// A step failed: the restart cannot be made.
-    StepFailed,
-}
-
-/// The fold: the state after `event`.
-fn next(state: State, event: Event) -> State {
-    match (state, event) {
-        (State::Following, Event::Verdict(Some(r))) => State::Stopping(r),
-        (State::Stopping(r), Event::Stopped) => State::Backoff(r),
-        (State::Backoff(r), Event::Waited) => State::Creating(r),
-        (State::Creating(_), Event::Created) => State::Following,
-        _ => State::Done,
-    }
-}
-
-/// The backoff before `attempt` (1 for the first restart).
-fn backoff(first: Duration, attempt: u32) -> Duration {
-    let doubled = first.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-    doubled.min(MAX_BACKOFF.max(first))
-}
+pub use options::{DEFAULT_BACKOFF, DEFAULT_NODE_GRACE, MAX_BACKOFF, Restarts};
+use state::{Event, Restart, State, backoff, next};
+pub(crate) use steps::Bounds;
+use steps::{NOT_CREATED, NOT_DELETED, Stop, bounded, gone, listed, wait_out};
+use templates::read_templates;
 
 /// The restarts of one follow.
 pub(crate) struct Restarter {
@@ -141,13 +65,6 @@ pub(crate) struct Restarter {
     /// The cluster part of the tasks' `TF_CONFIG` in the run's ConfigMap, as the next
     /// pods made read it.
     cluster: Option<ClusterSpec>,
-}
-
-/// How the follow's end bounds a restart: its deadline (`--timeout`), the one of the wait.
-pub(crate) struct Bounds {
-    pub tag: String,
-    pub deadline: Option<(Instant, Duration)>,
-    pub max_in_flight: usize,
 }
 
 impl Restarter {
@@ -521,332 +438,5 @@ impl Restarter {
                 Ok(Event::StepFailed)
             }
         }
-    }
-}
-
-/// `a, b and 2 more`.
-fn listed(names: &BTreeSet<String>) -> String {
-    const SHOWN: usize = 3;
-    let mut out: Vec<&str> = names.iter().take(SHOWN).map(String::as_str).collect();
-    let more = names.len().saturating_sub(SHOWN);
-    let more_text = format!("{more} more");
-    if more > 0 {
-        out.push(&more_text);
-    }
-    out.join(", ")
-}
-
-/// What a restart left when it was stopped before it created anything.
-const NOT_CREATED: &str = "its pods were deleted and none has been created again";
-/// What a restart left when it was stopped before it deleted anything (its record may
-/// be written: the next `wait --restarts` takes it up).
-const NOT_DELETED: &str = "it had deleted none of its pods yet; they are as the failure left them";
-
-/// The templates to restart from (the run's pods, a restart under way, the pods its
-/// spawn recorded, in this order), the restart to take up, and why the spawn's record
-/// could not be used; what was read and not believed said as warnings.
-async fn read_templates(
-    cluster: &Cluster,
-    tag: &str,
-    options: &Restarts,
-) -> Result<(
-    Templates,
-    Option<Restart>,
-    Option<String>,
-    Option<ClusterSpec>,
-)> {
-    let book = recreate::recorded(cluster, tag).await?;
-    let found = recreate::templates(cluster, tag, &book).await?;
-    for warning in &found.warnings {
-        output::warning(&format!("run {tag}: {warning}"));
-    }
-    let none_left = found.live.is_empty();
-    let spawned = found.spawned.and_then(|pods| {
-        match vetting::vet(&pods, tag, cluster.namespace(), &found.live) {
-            Ok(()) => Ok(pods),
-            Err(why) => Err(format!(
-                "the pods recorded at its spawn are refused: {why} (a record is trusted no further than the run's pods on the server: docs/hardened.md)"
-            )),
-        }
-    });
-    let (mut templates, mut pending) =
-        unfinished(cluster, tag, options, found.live, book.restart).await?;
-    let unknown = match spawned {
-        Ok(spawned) => {
-            for (name, pod) in spawned {
-                templates.entry(name).or_insert(pod);
-            }
-            None
-        }
-        Err(why) => Some(why),
-    };
-    if none_left && pending.is_none() {
-        pending = vanished(cluster, tag, options, &templates, unknown.as_deref()).await?;
-    }
-    Ok((templates, pending, unknown, book.cluster))
-}
-
-/// Every pod of the run gone before the follow began, and no verdict recorded (it
-/// vanished while nobody followed it): the whole run restarted at once from the pods
-/// its spawn recorded, counted against `--restarts` after the attempts whose logs were
-/// kept; an error in one line when those pods cannot be used (`unknown`: why). A run
-/// with a verdict is left as it ended.
-async fn vanished(
-    cluster: &Cluster,
-    tag: &str,
-    options: &Restarts,
-    templates: &Templates,
-    unknown: Option<&str>,
-) -> Result<Option<Restart>> {
-    let Some(record) = crate::cluster::record::read(cluster, tag).await? else {
-        return Ok(None);
-    };
-    if record.verdict.is_some() {
-        return Ok(None);
-    }
-    let cause = "every pod of the run was gone when this wait began";
-    if let Some(why) = unknown {
-        anyhow::bail!("run '{tag}' cannot be restarted: {cause}, and {why}");
-    }
-    if templates.is_empty() {
-        return Ok(None);
-    }
-    let replaced = record.attempts.iter().map(|(a, _)| a + 1).max();
-    let attempt = replaced.unwrap_or(0) + 1;
-    if attempt > options.max {
-        output::note(&format!(
-            "run {tag}: not restarted: {cause}; its {} restart(s) (--restarts) are used",
-            options.max
-        ));
-        return Ok(None);
-    }
-    let names: BTreeSet<String> = templates.keys().cloned().collect();
-    Ok(Some(Restart {
-        attempt,
-        why: format!(
-            "{cause}; re-creating its {} pods from its record",
-            names.len()
-        ),
-        names,
-        cause: cause.to_string(),
-        lost: BTreeSet::new(),
-        backoff: Duration::ZERO,
-        port: None,
-    }))
-}
-
-/// The templates to restart from and the restart to take up, from the run's pods and
-/// the restart recorded in its ConfigMap: a recorded restart whose pods are not all
-/// there with its attempt was stopped before it was done; one that is done is cleared.
-/// A record that is not the run's own (`cluster/vetting.rs`) is refused in one line and
-/// left alone: only the pods read from the server are templates then.
-async fn unfinished(
-    cluster: &Cluster,
-    tag: &str,
-    options: &Restarts,
-    mut templates: Templates,
-    record: Option<recreate::Record>,
-) -> Result<(Templates, Option<Restart>)> {
-    let Some(record) = record else {
-        return Ok((templates, None));
-    };
-    if let Err(why) = vetting::vet(&record.templates, tag, cluster.namespace(), &templates) {
-        output::warning(&format!(
-            "run {tag}: the restart recorded in its configmap is not taken up: {why} (tf-spawner records only the run's own pods; the record was edited)"
-        ));
-        return Ok((templates, None));
-    }
-    let names: BTreeSet<String> = record.templates.keys().cloned().collect();
-    let done = names.iter().all(|n| {
-        templates
-            .get(n)
-            .is_some_and(|p| recreate::attempt_of(p) >= record.attempt)
-    });
-    if done {
-        recreate::clear(cluster, tag).await?;
-        return Ok((templates, None));
-    }
-    for (name, pod) in record.templates {
-        templates.entry(name).or_insert(pod);
-    }
-    if record.attempt > options.max {
-        output::note(&format!(
-            "run {tag}: its restart {} was stopped before its pods were created again; --restarts {} does not allow it",
-            record.attempt, options.max
-        ));
-        return Ok((templates, None));
-    }
-    let pending = Restart {
-        attempt: record.attempt,
-        cause: record
-            .cause
-            .unwrap_or_else(|| "a restart stopped before its pods were created".to_string()),
-        why: format!(
-            "taking up the restart that was stopped; re-creating {}",
-            listed(&names)
-        ),
-        names,
-        // Not known before the follow: a pod still on a lost node is deleted gracefully.
-        lost: BTreeSet::new(),
-        backoff: Duration::ZERO,
-        // A record is data: a port tf-spawner never chooses (0) is not taken up.
-        port: record.port.filter(|p| *p != 0),
-    };
-    Ok((templates, Some(pending)))
-}
-
-/// Waits out the restart's backoff, bounded like every step.
-async fn wait_out(bounds: &Bounds, r: &Restart, max: u32) -> Result<Event> {
-    match bounded(bounds, async {
-        tokio::time::sleep(r.backoff).await;
-        Ok(())
-    })
-    .await
-    {
-        Ok(()) => Ok(Event::Waited),
-        Err(Stop::By(s)) => Err(s.error(bounds, r, NOT_CREATED, max)),
-        Err(Stop::Failed(e)) => Err(e),
-    }
-}
-
-/// Why a step ended early.
-enum Stop {
-    /// The step's own error.
-    Failed(anyhow::Error),
-    /// A signal or the wait's deadline.
-    By(Stopped),
-}
-
-/// A signal (its exit code) or the deadline (exit 4), and what it was.
-struct Stopped {
-    code: u8,
-    why: String,
-}
-
-impl Stopped {
-    /// The error that ends the wait: what stopped it during which restart, and in what
-    /// `state` the run was left.
-    fn error(self, bounds: &Bounds, r: &Restart, state: &str, max: u32) -> anyhow::Error {
-        let tag = &bounds.tag;
-        ExitError::new(
-            self.code,
-            format!(
-                "{} while restarting run '{tag}' (attempt {}): {state} (see: tf-spawner status -t {tag}; take the restart up again: tf-spawner wait -t {tag} --restarts {max}; or delete the run: tf-spawner -d -t {tag})",
-                self.why, r.attempt
-            ),
-        )
-        .into()
-    }
-}
-
-/// Runs one step of a restart, unless a signal or the wait's deadline comes first.
-async fn bounded<T>(
-    bounds: &Bounds,
-    work: impl std::future::Future<Output = Result<T>>,
-) -> Result<T, Stop> {
-    let deadline = async {
-        match bounds.deadline {
-            Some((at, d)) => {
-                tokio::time::sleep_until(at.into()).await;
-                d
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        result = work => result.map_err(Stop::Failed),
-        d = deadline => Err(Stop::By(Stopped {
-            code: EXIT_TIMEOUT,
-            why: format!("timed out after {}", crate::duration::age(d.as_secs())),
-        })),
-        code = signals::stop_requested() => Err(Stop::By(Stopped {
-            code,
-            why: "interrupted".to_string(),
-        })),
-    }
-}
-
-/// Follows the run's pods until none of `names` is left (a deleted pod lingers for its
-/// grace period). One list and one watch.
-async fn gone(cluster: &Cluster, tag: &str, names: &BTreeSet<String>) -> Result<()> {
-    let mut left: BTreeSet<String> = BTreeSet::new();
-    let mut listing: Option<BTreeSet<String>> = None;
-    let ours = |name: &String| names.contains(name);
-    watch::follow(cluster, &run_selector(tag), |event, more| {
-        match event {
-            PodEvent::ListBegin => listing = Some(BTreeSet::new()),
-            PodEvent::Page(pods) => {
-                let found = pods.into_iter().filter_map(|p| p.metadata.name);
-                match &mut listing {
-                    Some(listed) => listed.extend(found.filter(ours)),
-                    None => left.extend(found.filter(ours)),
-                }
-                return None;
-            }
-            PodEvent::ListEnd => left = listing.take().unwrap_or_default(),
-            PodEvent::Changed(pod) => left.extend(pod.metadata.name.filter(ours)),
-            PodEvent::Deleted(name) => {
-                left.remove(&name);
-            }
-            PodEvent::Lost(_) | PodEvent::Back(_) => super::link_note(&event),
-        }
-        if more || listing.is_some() {
-            return None;
-        }
-        left.is_empty().then_some(())
-    })
-    .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn restart(attempt: u32) -> Restart {
-        Restart {
-            attempt,
-            names: ["t-worker-0".to_string()].into(),
-            cause: "c".into(),
-            lost: BTreeSet::new(),
-            why: "w".into(),
-            backoff: Duration::ZERO,
-            port: None,
-        }
-    }
-
-    #[test]
-    fn a_restart_goes_through_every_step_and_follows_again() {
-        let r = restart(1);
-        let mut state = next(State::Following, Event::Verdict(Some(r.clone())));
-        assert_eq!(state, State::Stopping(r.clone()));
-        for (event, then) in [
-            (Event::Stopped, State::Backoff(r.clone())),
-            (Event::Waited, State::Creating(r.clone())),
-            (Event::Created, State::Following),
-        ] {
-            state = next(state, event);
-            assert_eq!(state, then);
-        }
-    }
-
-    #[test]
-    fn no_restart_or_a_failed_step_is_done() {
-        assert_eq!(next(State::Following, Event::Verdict(None)), State::Done);
-        for state in [
-            State::Stopping(restart(1)),
-            State::Backoff(restart(1)),
-            State::Creating(restart(1)),
-        ] {
-            assert_eq!(next(state, Event::StepFailed), State::Done);
-        }
-    }
-
-    #[test]
-    fn the_backoff_doubles_up_to_its_cap() {
-        let s = Duration::from_secs;
-        let b: Vec<Duration> = (1..=7).map(|a| backoff(s(10), a)).collect();
-        assert_eq!(b, [s(10), s(20), s(40), s(80), s(160), s(300), s(300)]);
-        assert_eq!(backoff(Duration::ZERO, 3), Duration::ZERO);
-        assert_eq!(backoff(s(3600), 2), s(3600));
     }
 }
