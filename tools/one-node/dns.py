@@ -25,6 +25,7 @@ Usage: dns.py --listen IP:PORT --server URL --ca FILE --token-file FILE [--domai
 import argparse
 import ipaddress
 import json
+import queue
 import socket
 import ssl
 import struct
@@ -38,6 +39,22 @@ TTL = 5
 TYPE_A = 1
 CLASS_IN = 1
 RCODE_NOERROR, RCODE_FORMERR, RCODE_NXDOMAIN, RCODE_NOTIMP, RCODE_REFUSED = 0, 1, 3, 4, 5
+
+
+# What dns.py says, written by a thread of its own: a write to the log can block for
+# seconds while the disk is busy (dirty-page throttling while CI imports an image), and
+# an answer held up that long is a lookup timed out in a pod ("Temporary failure in name
+# resolution", seen in CI: a task waited 41 s for names that existed).
+SAID = queue.SimpleQueue()
+
+
+def say(line):
+    SAID.put(line)
+
+
+def write_said():
+    while True:
+        print(SAID.get(), file=sys.stderr, flush=True)
 
 
 class Api:
@@ -84,10 +101,10 @@ class Records:
         # Each name's answer is logged when it changes (a test that fails to reach a peer
         # can then be read against what DNS said).
         with self.lock:
-            if self.answered.get((namespace, name), "never") != found:
-                self.answered[(namespace, name)] = found
-                print(f"dns.py: {name}.{namespace}.svc -> {found if found is not None else 'NXDOMAIN'}",
-                      file=sys.stderr, flush=True)
+            changed = self.answered.get((namespace, name), "never") != found
+            self.answered[(namespace, name)] = found
+        if changed:
+            say(f"dns.py: {name}.{namespace}.svc -> {found if found is not None else 'NXDOMAIN'}")
         return found
 
     def _lookup(self, namespace, name):
@@ -125,7 +142,7 @@ def follow(api, records, kind, ready):
                     if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         records.apply(kind, event["type"], event["object"])
         except (OSError, ValueError, KeyError, urllib.error.URLError) as err:
-            print(f"dns.py: {kind}: {err}; listing again in 1 s", file=sys.stderr, flush=True)
+            say(f"dns.py: {kind}: {err}; listing again in 1 s")
             time.sleep(1)
 
 
@@ -200,6 +217,7 @@ def main():
     domain = args.domain.lower().strip(".").split(".")
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((host, int(port)))
+    threading.Thread(target=write_said, daemon=True).start()
     ready = [threading.Event(), threading.Event()]
     for kind, event in zip(("services", "endpoints"), ready):
         threading.Thread(target=follow, args=(api, records, kind, event), daemon=True).start()
@@ -208,7 +226,7 @@ def main():
     if args.ready_file:
         with open(args.ready_file, "w") as f:
             f.write("ready\n")
-    print(f"dns.py: answering {args.domain} on {args.listen}", file=sys.stderr, flush=True)
+    say(f"dns.py: answering {args.domain} on {args.listen}")
     while True:
         packet, peer = sock.recvfrom(4096)
         reply = answer(packet, records, domain)
