@@ -156,6 +156,16 @@ pub const NEVER_STARTED_ANNOTATION: &str = "tf-spawner/never-started";
 /// (its container status then reads `ContainerStatusUnknown`) and its events expired.
 pub const NOT_STARTED_ANNOTATION: &str = "tf-spawner/not-started";
 
+/// On the run's ConfigMap: who follows the run now and acts for it (restarts, stops,
+/// records, cleans up): `wait on HOST, pid N`, one follower at a time
+/// (`cluster/follower.rs`).
+pub const FOLLOWER_ANNOTATION: &str = "tf-spawner/follower";
+/// On the run's ConfigMap: when the follower last checked in (seconds since the epoch).
+pub const FOLLOWER_CHECKED_IN_ANNOTATION: &str = "tf-spawner/follower-checked-in";
+/// On the run's ConfigMap: the exit code of the follower that ended with the run's
+/// verdict, for a wait that showed the run beside it to exit with the same.
+pub const FOLLOWER_EXIT_ANNOTATION: &str = "tf-spawner/follower-exit";
+
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";

@@ -7,6 +7,7 @@ pub mod connect;
 pub mod events;
 pub mod experiment;
 mod fallback;
+pub mod follower;
 pub mod pager;
 pub mod pod_logs;
 pub mod preflight;

@@ -47,6 +47,8 @@ pub struct Record {
     /// The attempts restarts replaced, and why each ended (from their kept logs,
     /// `attempt_logs.rs`; read by [`read`] alone).
     pub attempts: Vec<(u32, String)>,
+    /// Who follows the run now, and when it last checked in (`follower.rs`).
+    pub follower: Option<super::follower::Holder>,
 }
 
 /// Tasks that never started, and why ([`NOT_STARTED_ANNOTATION`]).
@@ -117,6 +119,7 @@ impl Record {
                 .unwrap_or_default(),
             metrics: annotation(METRICS_ANNOTATION).and_then(|s| RunMetrics::parse(s)),
             attempts: Vec::new(),
+            follower: super::follower::holder(meta, crate::duration::now()),
             tag,
         })
     }

@@ -21,6 +21,7 @@ mod experiments;
 mod faults;
 mod firsthour;
 mod follow;
+mod follower;
 mod forged;
 mod frozen;
 mod gang;

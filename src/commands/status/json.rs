@@ -46,6 +46,9 @@ pub struct StatusJson {
     /// A restart `wait --restarts` began and stopped before it created its pods again
     /// (its attempt): `tf-spawner wait --restarts` takes it up; else null.
     pub pending_restart: Option<u32>,
+    /// Who follows the run now and acts for it (a `wait`, one at a time), when it last
+    /// checked in, and whether it still does; else null.
+    pub follower: Option<FollowerJson>,
     /// The verdict `wait` recorded on the run's ConfigMap (`Succeeded`, `Failed: …`),
     /// else null. When there is one, `verdict` and `failure` are its.
     pub recorded_verdict: Option<String>,
@@ -170,6 +173,13 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
             })
             .collect(),
         pending_restart: super::common::pending_restart(tracker, record),
+        follower: record
+            .and_then(|r| r.follower.as_ref())
+            .map(|h| FollowerJson {
+                who: h.who.clone(),
+                checked_in: duration::rfc3339(h.checked_in),
+                checking_in: h.is_live(now),
+            }),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
@@ -269,6 +279,16 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
         keep: h.keep,
         ends: h.ends(tag, now),
     }
+}
+
+/// Who follows a run (`status -o json`'s `follower`).
+#[derive(Debug, Serialize)]
+pub struct FollowerJson {
+    pub who: String,
+    /// RFC 3339.
+    pub checked_in: Option<String>,
+    /// It checked in within the last minute: it still follows the run.
+    pub checking_in: bool,
 }
 
 /// An attempt a restart replaced.

@@ -51,6 +51,7 @@ pub fn render(report: &Report) -> String {
         helper_lines(helpers, tracker.tag(), now),
         attempt_line(tracker, &pods),
         ended_attempts(tracker, record),
+        follower_line(record, now),
         progress_section(tracker, training, stall, now),
         victim_lines(tracker),
         verdict_line(tracker, record),
@@ -351,6 +352,23 @@ fn attempt_line(tracker: &Tracker, pods: &[&PodView]) -> String {
         "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
         restarted.join(", ")
     )
+}
+
+/// `followed by: tf-spawner on HOST, pid N (checked in 12s ago)`: who restarts, stops
+/// and records the run now (`cluster/follower.rs`), or that it stopped checking in.
+fn follower_line(record: Option<&Record>, now: i64) -> String {
+    let Some(h) = record.and_then(|r| r.follower.as_ref()) else {
+        return String::new();
+    };
+    let ago = duration::age(now.saturating_sub(h.checked_in).max(0) as u64);
+    if h.is_live(now) {
+        format!("followed by: {} (checked in {ago} ago)\n", h.who)
+    } else {
+        format!(
+            "followed by: {}, which stopped checking in {ago} ago (the next wait takes the run over)\n",
+            h.who
+        )
+    }
 }
 
 /// One line per attempt a restart replaced, with why it ended and where its log is:

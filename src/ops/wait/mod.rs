@@ -18,6 +18,7 @@
 //! says the outcome; `after.rs` stops, records, saves logs and cleans up.
 
 mod after;
+mod attached;
 mod fold;
 mod options;
 mod recorded;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cluster::Cluster;
+use crate::cluster::follower::{self, Taken};
 use crate::metrics::RunMetrics;
 use crate::metrics::notice::Notice;
 use crate::output::{self, ReportFormat};
@@ -48,7 +50,45 @@ use report::humantime_secs;
 /// (`ops/restart/mod.rs`) first: a restarted run is followed again, afresh. The notice
 /// (`--notify`) and the verdict document (`-o json|yaml`) follow every end, an error
 /// before the report (the API server gone past `--give-up-after`) included.
+///
+/// One follower at a time (`cluster/follower.rs`): a wait for the end takes the run,
+/// checks in while it follows and lets go at its end; while another follower holds the
+/// run, the wait only shows it (`attached.rs`) until that follower's verdict, or takes
+/// it over when that follower lets go or stops checking in.
 pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
+    if wait.until == WaitFor::Start {
+        // Acts on nothing after the start: nobody's follow to share.
+        return owned(cluster, wait).await;
+    }
+    let me = follower::me();
+    loop {
+        match follower::take(cluster, &wait.tag, &me).await? {
+            Taken::Held(holder) => match attached::follow(cluster, wait, holder).await? {
+                attached::Attached::Ended(result) => return result,
+                attached::Attached::Free => continue,
+            },
+            Taken::Ours | Taken::NoRecord => break,
+        }
+    }
+    let mut lease = follower::Lease::hold(cluster, &wait.tag, &me);
+    let result = tokio::select! {
+        result = owned(cluster, wait) => result,
+        holder = lease.lost() => Err(anyhow::anyhow!(
+            "run '{}' was taken over by {} while this wait did not check in for {}s (a machine asleep, a network cut); this wait acts on nothing more",
+            wait.tag, holder.who, follower::HOLD.as_secs()
+        )),
+    };
+    drop(lease);
+    let code = match &result {
+        Ok(()) => Some(0),
+        Err(e) => Some(crate::errors::exit_code(e)),
+    };
+    follower::release(cluster, &wait.tag, &me, code).await;
+    result
+}
+
+/// [`run`] for the run's one follower.
+async fn owned(cluster: &Cluster, wait: &Wait) -> Result<()> {
     let mut last = Last {
         tracker: Tracker::new(&wait.tag, wait.all_workers),
         training: Training::default(),
