@@ -9,7 +9,7 @@
 //! Every change is a compare-and-swap: a merge patch that carries the resourceVersion it
 //! was read at, which the API server refuses (409 Conflict) once anyone else wrote the
 //! ConfigMap since; the loser reads again. The same rule as Kubernetes' own leader
-//! election (client-go `tools/leaderelection/resourcelock`), on the object the run already
+//! election (client-go's resource locks), on the object the run already
 //! has, so it needs no right beyond the ConfigMap rights every verb needs.
 //!
 //! The names are data anyone who may edit the namespace may write: a follower named

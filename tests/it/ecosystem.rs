@@ -251,6 +251,7 @@ fn spawn_delete_status_and_list_print_json_with_their_documented_keys() {
             "created_at",
             "duration_seconds",
             "failure",
+            "follower",
             "helpers",
             "namespace",
             "never_started",

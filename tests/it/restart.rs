@@ -310,8 +310,10 @@ fn a_restart_whose_port_move_is_refused_creates_nothing() {
     let names = ["mp-worker-0", "mp-worker-1"];
     run_all(&env, &names);
     env.server.add_fault(
+        // The first is the wait taking the run (`cluster/follower.rs`), the second the
+        // restart recorded, the third the move to the new port.
         Fault::on("PATCH", "/configmaps/mp-script")
-            .nth(2)
+            .nth(3)
             .always()
             .status(500),
     );
@@ -498,17 +500,23 @@ fn ctrl_c_before_a_restart_deletes_says_nothing_was_deleted() {
     let env = Env::new();
     env.spawn(&["-t", "cn", "-w", "2"]).success();
     run_all(&env, &["cn-worker-0", "cn-worker-1"]);
-    env.server
-        .add_fault(Fault::on("PATCH", "/configmaps/cn-script").hang(Duration::from_secs(30)));
+    // The restart's record: the second patch (the first is the wait taking the run).
+    env.server.add_fault(
+        Fault::on("PATCH", "/configmaps/cn-script")
+            .nth(2)
+            .hang(Duration::from_secs(30)),
+    );
     let child = start(&env, &["wait", "cn", "--restarts", "1"]);
     crate::follow::await_watches(&env, 1);
     env.server.delete_pod(NS, "cn-worker-1");
     let start = Instant::now();
-    while !env
+    while env
         .server
         .requests()
         .iter()
-        .any(|r| r.method == "PATCH" && r.path.ends_with("/configmaps/cn-script"))
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/configmaps/cn-script"))
+        .count()
+        < 2
     {
         assert!(
             start.elapsed() < Duration::from_secs(30),

@@ -372,3 +372,58 @@ async fn a_run_larger_than_a_page_is_listed_in_pages() {
     assert_eq!(out.code, 4, "{out:#?}");
     out.stdout_has("worker    1/501 running, 500 pending");
 }
+
+/// One follower at a time (docs/reference.md): the record names the first wait, taken
+/// and let go by compare-and-swap on the real server; a second wait shows the run, acts on
+/// nothing and ends with the first one's verdict.
+#[tokio::test]
+async fn a_second_wait_shows_a_held_run_and_ends_with_the_first_ones_verdict() {
+    let Some(real) =
+        Real::new("a_second_wait_shows_a_held_run_and_ends_with_the_first_ones_verdict").await
+    else {
+        return;
+    };
+    let ns = real.namespace("follower").await;
+    real.spawn_run(&ns, "held", 1).await;
+    let args = ["-n", &ns, "wait", "-t", "held", "--timeout", "60s"];
+    let mut first = Started::new(&real, Cred::Admin, &args);
+    first.line("worker ").await;
+    let annotation = |key: &'static str| {
+        let real = &real;
+        let ns = ns.clone();
+        async move {
+            let cms = real.config_maps(&ns, "held").await;
+            let cm = cms
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some("held-script"))
+                .expect("the run's record");
+            let annotations = cm.metadata.annotations.clone().unwrap_or_default();
+            annotations.get(key).cloned()
+        }
+    };
+    let holder = annotation("tf-spawner/follower").await.expect("a follower");
+    let mut second = Started::new(&real, Cred::Admin, &args);
+    second
+        .line("this wait shows the run and acts on nothing")
+        .await;
+    second.line("worker ").await;
+    real.set_running(&ns, "held-worker-0", "tensorflow").await;
+    real.set_terminated(&ns, "held-worker-0", "tensorflow", 0)
+        .await;
+    first
+        .finish()
+        .await
+        .success()
+        .stdout_has("run held: Succeeded");
+    second
+        .finish()
+        .await
+        .success()
+        .stdout_has(&format!("run held is followed by {holder}"))
+        .stdout_has(&format!("run held: Succeeded (recorded by {holder})"));
+    assert_eq!(annotation("tf-spawner/follower").await, None);
+    assert_eq!(
+        annotation("tf-spawner/follower-exit").await.as_deref(),
+        Some("0")
+    );
+}

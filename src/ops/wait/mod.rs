@@ -61,13 +61,9 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         return owned(cluster, wait).await;
     }
     let me = follower::me();
-    loop {
-        match follower::take(cluster, &wait.tag, &me).await? {
-            Taken::Held(holder) => match attached::follow(cluster, wait, holder).await? {
-                attached::Attached::Ended(result) => return result,
-                attached::Attached::Free => continue,
-            },
-            Taken::Ours | Taken::NoRecord => break,
+    while let Taken::Held(holder) = follower::take(cluster, &wait.tag, &me).await? {
+        if let attached::Attached::Ended(result) = attached::follow(cluster, wait, holder).await? {
+            return result;
         }
     }
     let mut lease = follower::Lease::hold(cluster, &wait.tag, &me);
