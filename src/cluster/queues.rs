@@ -238,11 +238,20 @@ mod tests {
 
     #[test]
     fn the_newest_known_kueue_version_served_is_read() {
-        assert_eq!(newest_served(&group(&["v1beta2", "v1beta1"])), Ok("v1beta2"));
-        assert_eq!(newest_served(&group(&["v1beta1", "v1beta2"])), Ok("v1beta2"));
+        assert_eq!(
+            newest_served(&group(&["v1beta2", "v1beta1"])),
+            Ok("v1beta2")
+        );
+        assert_eq!(
+            newest_served(&group(&["v1beta1", "v1beta2"])),
+            Ok("v1beta2")
+        );
         assert_eq!(newest_served(&group(&["v1beta2"])), Ok("v1beta2"));
         assert_eq!(newest_served(&group(&["v1beta1"])), Ok("v1beta1"));
-        assert_eq!(newest_served(&group(&["v1", "v1alpha1"])), Err("v1, v1alpha1".into()));
+        assert_eq!(
+            newest_served(&group(&["v1", "v1alpha1"])),
+            Err("v1, v1alpha1".into())
+        );
         assert_eq!(newest_served(&group(&[])), Err(String::new()));
     }
 }

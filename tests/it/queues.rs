@@ -80,7 +80,9 @@ fn the_local_queue_is_read_in_the_newest_version_kueue_serves() {
         );
         env.spawn(&["-t", "ks", "-w", "2", "--queue", "stopped"])
             .failure(1)
-            .stderr_has("error: Kueue LocalQueue 'stopped' is not active (Stopped: LocalQueue is stopped)");
+            .stderr_has(
+                "error: Kueue LocalQueue 'stopped' is not active (Stopped: LocalQueue is stopped)",
+            );
         assert_eq!(env.list("pods", NS).len(), 2, "{served:?}: nothing more");
     }
 }

@@ -64,7 +64,10 @@ mod tests {
     #[test]
     fn a_group_lists_its_served_versions_newest_first_and_prefers_the_newest() {
         let both = api_group("kueue.x-k8s.io", |_| true).unwrap();
-        assert_eq!(both["versions"][0]["groupVersion"], "kueue.x-k8s.io/v1beta2");
+        assert_eq!(
+            both["versions"][0]["groupVersion"],
+            "kueue.x-k8s.io/v1beta2"
+        );
         assert_eq!(both["versions"][1]["version"], "v1beta1");
         assert_eq!(both["preferredVersion"]["version"], "v1beta2");
         let old = api_group("kueue.x-k8s.io", |v| v == "v1beta1").unwrap();

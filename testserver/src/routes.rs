@@ -44,12 +44,13 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
         })),
         ["apis"] => discovery(json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": [] })),
         ["api", "v1"] => discovery(api_v1(sh.opts.collection_delete_services)),
-        ["apis", group] => match crate::discovery::api_group(group, |v| {
-            !custom_resources(sh, group, v).is_empty()
-        }) {
-            Some(found) => discovery(found),
-            None => Err(ApiError::no_such_path()),
-        },
+        ["apis", group] => {
+            match crate::discovery::api_group(group, |v| !custom_resources(sh, group, v).is_empty())
+            {
+                Some(found) => discovery(found),
+                None => Err(ApiError::no_such_path()),
+            }
+        }
         ["api", "v1", rest @ ..] => {
             let t = match *rest {
                 ["namespaces"] => target("namespaces", None, None, None),
@@ -105,7 +106,7 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
             }
             crate::options::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
             crate::options::KUEUE_LOCALQUEUES => {
-                sh.opts.kueue_api && sh.opts.kueue_versions.iter().any(|v| *v == version)
+                sh.opts.kueue_api && sh.opts.kueue_versions.contains(&version)
             }
             crate::options::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
             crate::options::NETWORK_POLICIES => true,
