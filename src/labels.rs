@@ -47,7 +47,13 @@ pub const ATTEMPT_VAR: &str = "TF_SPAWNER_ATTEMPT";
 /// (a scheduler's binding writes the same field, which a restart must not keep).
 pub const NODE_NAME_ANNOTATION: &str = "tf-spawner/node-name";
 
-/// Kueue (docs/shared-clusters.md): the LocalQueue a pod is submitted to.
+/// Kueue (docs/shared-clusters.md): the LocalQueue a pod is submitted to. These four
+/// keys are Kueue's from v0.6 to v0.20 (`pkg/controller/constants/constants.go`,
+/// `QueueLabel`; `pkg/controller/jobs/pod/constants/constants.go`). From v0.18 Kueue's
+/// `WorkloadIdentifierAnnotations` (beta, on) reads the group's name from an annotation
+/// of the same key first and from the label otherwise (`pkg/util/pod/pod.go`,
+/// `GetPodGroupName`), and still selects the group's pods by the label: the label is
+/// what every version reads.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// Kueue: the pods with the same value form one group, admitted as a whole.
 pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";

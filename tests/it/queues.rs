@@ -34,12 +34,65 @@ fn a_missing_local_queue_is_one_error_before_anything_is_created() {
     );
 }
 
+/// The versions of `kueue.x-k8s.io` Kueue serves (docs/shared-clusters.md): only
+/// `v1beta2` from v0.20, both from v0.15 to v0.19, only `v1beta1` before. The LocalQueue
+/// is read in the newest served, and a missing or inactive one is said the same way in
+/// each.
+#[test]
+fn the_local_queue_is_read_in_the_newest_version_kueue_serves() {
+    for (served, read) in [
+        (&["v1beta2"][..], "v1beta2"),
+        (&["v1beta2", "v1beta1"][..], "v1beta2"),
+        (&["v1beta1"][..], "v1beta1"),
+    ] {
+        let env = kueue(Options {
+            kueue_versions: served.to_vec(),
+            ..Options::default()
+        });
+        env.spawn(&["-t", "kv", "-w", "2", "--queue", "team-gpu"])
+            .success();
+        let gets: Vec<String> = env
+            .server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.contains("localqueues"))
+            .map(|r| r.path.clone())
+            .collect();
+        assert_eq!(
+            gets,
+            [format!(
+                "/apis/kueue.x-k8s.io/{read}/namespaces/default/localqueues/team-gpu"
+            )],
+            "{served:?}"
+        );
+        assert_eq!(env.list("pods", NS).len(), 2, "{served:?}");
+
+        env.spawn(&["-t", "km", "-w", "2", "--queue", "team-cpu"])
+            .failure(1)
+            .stderr_has("error: Kueue LocalQueue 'team-cpu' does not exist in namespace 'default'");
+        env.server.insert(
+            KUEUE_LOCALQUEUES,
+            NS,
+            json!({ "metadata": { "name": "stopped" }, "spec": { "clusterQueue": "c", "stopPolicy": "Hold" },
+                "status": { "conditions": [{ "type": "Active", "status": "False",
+                    "reason": "Stopped", "message": "LocalQueue is stopped",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z" }] } }),
+        );
+        env.spawn(&["-t", "ks", "-w", "2", "--queue", "stopped"])
+            .failure(1)
+            .stderr_has(
+                "error: Kueue LocalQueue 'stopped' is not active (Stopped: LocalQueue is stopped)",
+            );
+        assert_eq!(env.list("pods", NS).len(), 2, "{served:?}: nothing more");
+    }
+}
+
 #[test]
 fn a_queue_without_kueue_installed_says_so() {
     let env = Env::new();
     env.spawn(&["-t", "nk", "-w", "2", "--queue", "team-gpu"])
         .failure(1)
-        .stderr_has("error: --queue team-gpu: Kueue is not installed on this cluster (no LocalQueue API kueue.x-k8s.io/v1beta1)");
+        .stderr_has("error: --queue team-gpu: Kueue is not installed on this cluster (no LocalQueue API kueue.x-k8s.io/v1beta2 or v1beta1)");
     assert!(env.names(NS).is_empty());
 }
 
@@ -146,7 +199,7 @@ fn the_kueue_and_volcano_queues_are_two_settings() {
         );
     env.spawn(&["-t", "x", "--gang", "volcano", "--queue", "gpu"])
         .failure(1)
-        .stderr_has("error: --queue gpu: Kueue is not installed on this cluster (no LocalQueue API kueue.x-k8s.io/v1beta1); a Volcano queue is --volcano-queue");
+        .stderr_has("error: --queue gpu: Kueue is not installed on this cluster (no LocalQueue API kueue.x-k8s.io/v1beta2 or v1beta1); a Volcano queue is --volcano-queue");
     assert!(env.names(NS).is_empty());
 
     // The defaults file's `volcano_queue`; its `queue` stays Kueue's.
@@ -184,6 +237,8 @@ fn the_first_pod_and_the_queue_check_survive_faults() {
         Fault::on("POST", "/pods").status(500),
         Fault::on("GET", "/localqueues/team-gpu").status(503),
         Fault::on("GET", "/localqueues/team-gpu").drop_connection(),
+        // The first GET of the group is its discovery.
+        Fault::on("GET", "/apis/kueue.x-k8s.io").status(503),
     ]
     .into_iter()
     .enumerate()

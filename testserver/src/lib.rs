@@ -8,6 +8,7 @@
 mod clock;
 mod context;
 mod delay;
+mod discovery;
 mod events;
 mod faults;
 mod logs;

@@ -35,7 +35,8 @@ const RESOURCES: &[(&str, &str, bool)] = &[
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
-/// plural). The store key is `plural.group`, as kubectl names them.
+/// plural). The store key is `plural.group`, as kubectl names them. A resource served in
+/// several versions has a row for each, newest (the storage version) first.
 pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
     (
         crate::options::VOLCANO_PODGROUPS,
@@ -48,6 +49,12 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
         "scheduling.x-k8s.io",
         "v1alpha1",
         "podgroups",
+    ),
+    (
+        crate::options::KUEUE_LOCALQUEUES,
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "localqueues",
     ),
     (
         crate::options::KUEUE_LOCALQUEUES,
@@ -77,7 +84,7 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// The `apiVersion` of a resource's objects: `v1`, or a custom resource's
-/// `group/version`.
+/// `group/version` (its storage version, where it has several).
 pub fn api_version_of(resource: &str) -> String {
     CUSTOM
         .iter()
@@ -115,9 +122,15 @@ pub fn check_type(resource: &str, obj: &mut Value) -> Result<(), ApiError> {
             "the object provided is unrecognized (must be of type {kind})"
         )));
     }
+    let served = |v: &str| {
+        v == api_version
+            || CUSTOM
+                .iter()
+                .any(|(r, g, ver, _)| *r == resource && v == format!("{g}/{ver}"))
+    };
     match obj.get("apiVersion").and_then(Value::as_str) {
         None => {}
-        Some(v) if v == api_version => {}
+        Some(v) if served(v) => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({other}) does not match the expected API version ({api_version})"

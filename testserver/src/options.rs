@@ -31,9 +31,13 @@ pub struct Options {
     /// Serve scheduler-plugins' PodGroup API (`scheduling.x-k8s.io/v1alpha1`, store key
     /// [`COSCHEDULING_PODGROUPS`]).
     pub coscheduling_api: bool,
-    /// Serve Kueue's LocalQueue API (`kueue.x-k8s.io/v1beta1`, store key
-    /// [`KUEUE_LOCALQUEUES`]).
+    /// Serve Kueue's LocalQueue API (`kueue.x-k8s.io`, store key [`KUEUE_LOCALQUEUES`])
+    /// in the versions [`Options::kueue_versions`] names.
     pub kueue_api: bool,
+    /// The versions of `kueue.x-k8s.io` served with [`Options::kueue_api`]: `v1beta2`
+    /// and `v1beta1` by default (Kueue v0.15 to v0.19); `["v1beta2"]` is Kueue v0.20 on
+    /// (kubernetes-sigs/kueue PR #14558), `["v1beta1"]` older Kueue.
+    pub kueue_versions: Vec<&'static str>,
     /// Kueue's pod webhook (its `pod` integration on) for these namespaces (its
     /// `managedJobsNamespaceSelector`): see `schedulers.rs`.
     pub kueue_namespaces: Vec<String>,
@@ -80,6 +84,7 @@ impl Default for Options {
             volcano_api: false,
             coscheduling_api: false,
             kueue_api: false,
+            kueue_versions: vec!["v1beta2", "v1beta1"],
             kueue_namespaces: vec![],
             legacy_coscheduling_api: false,
             quota_names_containers: true,

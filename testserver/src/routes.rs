@@ -44,6 +44,13 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
         })),
         ["apis"] => discovery(json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": [] })),
         ["api", "v1"] => discovery(api_v1(sh.opts.collection_delete_services)),
+        ["apis", group] => {
+            match crate::discovery::api_group(group, |v| !custom_resources(sh, group, v).is_empty())
+            {
+                Some(found) => discovery(found),
+                None => Err(ApiError::no_such_path()),
+            }
+        }
         ["api", "v1", rest @ ..] => {
             let t = match *rest {
                 ["namespaces"] => target("namespaces", None, None, None),
@@ -80,7 +87,8 @@ pub fn route(sh: &Arc<Shared>, c: &Ctx) -> Res {
                 [p, n] if !objects::is_namespaced(key(p)?) => target(key(p)?, None, Some(n), None),
                 _ => return Err(ApiError::no_such_path()),
             };
-            resource_route(sh, c, t)
+            let api_version = format!("{group}/{version}");
+            resource_route(sh, c, t).map(|r| crate::discovery::in_version(r, &api_version))
         }
         _ => Err(ApiError::no_such_path()),
     }
@@ -97,7 +105,9 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
                 sh.opts.volcano_api
             }
             crate::options::COSCHEDULING_PODGROUPS => sh.opts.coscheduling_api,
-            crate::options::KUEUE_LOCALQUEUES => sh.opts.kueue_api,
+            crate::options::KUEUE_LOCALQUEUES => {
+                sh.opts.kueue_api && sh.opts.kueue_versions.contains(&version)
+            }
             crate::options::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
             crate::options::NETWORK_POLICIES => true,
             _ => false,
