@@ -172,6 +172,12 @@ pub const FOLLOWER_CHECKED_IN_ANNOTATION: &str = "tf-spawner/follower-checked-in
 /// verdict, for a wait that showed the run beside it to exit with the same.
 pub const FOLLOWER_EXIT_ANNOTATION: &str = "tf-spawner/follower-exit";
 
+/// The name of run `tag`'s supervisor Job and of the Secret it reads its settings from
+/// (`spawn --detach`, `plan/supervisor.rs`).
+pub fn supervisor_name(tag: &str) -> String {
+    format!("{tag}-supervisor")
+}
+
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";

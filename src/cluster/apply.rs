@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
@@ -106,7 +107,8 @@ pub async fn existing_selected(
         }
         Ok(found)
     };
-    let (pods, services, config_maps, secrets, pod_groups, policies) = tokio::try_join!(
+    let (jobs, pods, services, config_maps, secrets, pod_groups, policies) = tokio::try_join!(
+        optional_names::<Job>(cluster, selector),
         names::<Pod>(cluster, selector),
         names::<Service>(cluster, selector),
         names::<ConfigMap>(cluster, selector),
@@ -114,7 +116,7 @@ pub async fn existing_selected(
         pod_groups,
         network_policies,
     )?;
-    Ok([pods, services, config_maps, secrets, pod_groups, policies].concat())
+    Ok([jobs, pods, services, config_maps, secrets, pod_groups, policies].concat())
 }
 
 /// Like [`names`], for a custom resource: a 404 (no such API) or a 403 (no rights on
@@ -201,6 +203,13 @@ pub async fn create(
         max_in_flight,
     )
     .await?;
+    if let Some(supervisor) = &plan.supervisor {
+        // Last: it follows a run that is whole; its settings before it.
+        let secret = stream::iter([Obj::Secret(&supervisor.secret)]);
+        run_stage(cluster, ledger, secret, max_in_flight).await?;
+        let job = stream::iter([Obj::Job(&supervisor.job)]);
+        run_stage(cluster, ledger, job, max_in_flight).await?;
+    }
     config_map_still_there(cluster, plan).await
 }
 
@@ -293,6 +302,7 @@ enum Obj<'a> {
     NetworkPolicy(&'a NetworkPolicy),
     /// Built as it is sent (see `plan::Pods`).
     Pod(Box<Pod>),
+    Job(&'a Job),
 }
 
 /// Creates `objects`, at most `max_in_flight` at once. After the first error no new
@@ -319,6 +329,7 @@ async fn run_stage<'a>(
                 Obj::PodGroup(PodGroup::Coscheduling(o)) => create_one(cluster, ledger, o).await,
                 Obj::NetworkPolicy(o) => create_one(cluster, ledger, o).await,
                 Obj::Pod(o) => create_one(cluster, ledger, &*o).await,
+                Obj::Job(o) => create_one(cluster, ledger, o).await,
             };
             if let Err(e) = result {
                 first_error.lock().expect("error lock").get_or_insert(e);
@@ -453,6 +464,7 @@ pub async fn roll_back(cluster: &Cluster, ledger: &Ledger) -> Vec<(ObjectRef, St
             let invocation = invocation.clone();
             async move {
                 let result = match object.kind {
+                    Kind::Job => undo::<Job>(cluster, &object, &outcome, &invocation).await,
                     Kind::Pod => undo::<Pod>(cluster, &object, &outcome, &invocation).await,
                     Kind::Service => undo::<Service>(cluster, &object, &outcome, &invocation).await,
                     Kind::ConfigMap => {

@@ -27,6 +27,7 @@ use std::fmt;
 
 use anyhow::Result;
 use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -42,6 +43,9 @@ use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 /// The kinds of object a run is made of, in the order they are deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
+    /// `spawn --detach`'s supervisor (`batch/v1`): deleted first, so that it cannot
+    /// restart a run being deleted.
+    Job,
     Pod,
     Service,
     ConfigMap,
@@ -56,6 +60,7 @@ impl Kind {
     /// kubectl's name for the kind (`pod/NAME`).
     pub fn as_str(self) -> &'static str {
         match self {
+            Kind::Job => "job",
             Kind::Pod => "pod",
             Kind::Service => "service",
             Kind::ConfigMap => "configmap",
@@ -67,6 +72,7 @@ impl Kind {
 
     pub fn plural(self) -> &'static str {
         match self {
+            Kind::Job => "jobs",
             Kind::Pod => "pods",
             Kind::Service => "services",
             Kind::ConfigMap => "configmaps",
@@ -104,6 +110,9 @@ pub trait RunObject:
     const KIND: Kind;
 }
 
+impl RunObject for Job {
+    const KIND: Kind = Kind::Job;
+}
 impl RunObject for Pod {
     const KIND: Kind = Kind::Pod;
 }
@@ -310,6 +319,9 @@ impl Cluster {
                 resource_version: None,
             }),
             grace_period_seconds: grace_seconds,
+            // batch/v1 orphans a Job's pods by default; its pod goes with it.
+            propagation_policy: (K::KIND == Kind::Job)
+                .then_some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()
         };
         let name = checked(name)?;

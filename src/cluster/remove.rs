@@ -23,6 +23,7 @@
 //! without a word.
 use anyhow::{Result, anyhow};
 use futures::{StreamExt, stream};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{DeleteParams, ListParams};
@@ -30,7 +31,7 @@ use kube::api::{DeleteParams, ListParams};
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET,
+    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, HELPER_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET,
     POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
 use crate::podgroup::{Gang, with_pod_group_type};
@@ -145,6 +146,9 @@ pub async fn delete_selected(
     max_in_flight: usize,
 ) -> Deleted {
     let selector = which.selector();
+    // The supervisors before anything else (`spawn --detach`): one still following
+    // would take the deletes below for a failure and restart the run.
+    let jobs = stop_supervisors(cluster, &selector, max_in_flight).await;
     // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
     // a spawn of the tag at the same time checks that its ConfigMap is still there once
     // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the
@@ -188,6 +192,7 @@ pub async fn delete_selected(
         other => other,
     };
     let kinds = [
+        (Kind::Job, jobs),
         (Kind::Pod, pods),
         (Kind::Service, services),
         (Kind::ConfigMap, config_maps),
@@ -213,6 +218,39 @@ impl Deleted {
             }
         }
     }
+}
+
+/// How long `-d` waits for a supervisor's pod to end (it stops at its SIGTERM, within
+/// `ops::wait::CANCEL_BOUND`; a pod on a lost node never says so).
+const SUPERVISOR_GONE: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// Deletes the supervisors' Jobs (a refusal or no such API: none this credential could
+/// have made), then their pods, and waits until those pods are gone (at most
+/// [`SUPERVISOR_GONE`]). The Jobs deleted.
+async fn stop_supervisors(
+    cluster: &Cluster,
+    selector: &str,
+    max_in_flight: usize,
+) -> Result<Vec<Gone>, KindFailed> {
+    let jobs = delete_optional::<Job>(cluster, selector, true).await?;
+    if jobs.is_empty() {
+        return Ok(jobs);
+    }
+    let pods = format!(
+        "{selector},{HELPER_LABEL}={}",
+        crate::plan::supervisor::SUPERVISOR
+    );
+    delete_one_by_one::<Pod>(cluster, &pods, max_in_flight).await?;
+    let began = std::time::Instant::now();
+    while began.elapsed() < SUPERVISOR_GONE {
+        match cluster.list_metadata::<Pod>(&pods).await {
+            Ok(left) if !left.is_empty() => {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            _ => break,
+        }
+    }
+    Ok(jobs)
 }
 
 /// One collection DELETE of the run's objects of kind `K`, with retries.

@@ -64,6 +64,9 @@ pub struct Plan {
     pub volume: Option<OutputVolume>,
     /// `--network-policy`: created after the config, before the services and pods.
     pub network_policy: Option<NetworkPolicy>,
+    /// `--detach`: the run's supervisor, created last (`supervisor.rs`; none from
+    /// [`build`]: the spawn adds it).
+    pub supervisor: Option<supervisor::Supervisor>,
 }
 
 pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
@@ -113,6 +116,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
         pods,
         volume: req.volume.clone(),
         network_policy,
+        supervisor: None,
     })
 }
 
@@ -158,6 +162,7 @@ pub mod record;
 
 pub mod security;
 
+pub mod supervisor;
 pub mod sweep;
 
 #[cfg(test)]

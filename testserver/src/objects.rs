@@ -32,6 +32,7 @@ const RESOURCES: &[(&str, &str, bool)] = &[
         true,
     ),
     (crate::options::NETWORK_POLICIES, "NetworkPolicy", true),
+    (crate::options::JOBS, "Job", true),
 ];
 
 /// Custom resources (served when `Options` enables them): (store key, group, version,
@@ -81,6 +82,7 @@ pub const CUSTOM: &[(&str, &str, &str, &str)] = &[
         "v1",
         "networkpolicies",
     ),
+    (crate::options::JOBS, "batch", "v1", "jobs"),
 ];
 
 /// The `apiVersion` of a resource's objects: `v1`, or a custom resource's

@@ -68,6 +68,9 @@ pub const VOLCANO_QUEUES: &str = "queues.scheduling.volcano.sh";
 /// The store key of scheduler-plugins' PodGroups before v0.25 (see
 /// [`Options::legacy_coscheduling_api`]).
 pub const LEGACY_COSCHEDULING_PODGROUPS: &str = "podgroups.scheduling.sigs.k8s.io";
+/// The store key of Jobs (`batch/v1`, built in: always served; no controller runs them
+/// here).
+pub const JOBS: &str = "jobs.batch";
 /// The store key of NetworkPolicies (`networking.k8s.io/v1`, built in: always served).
 pub const NETWORK_POLICIES: &str = "networkpolicies.networking.k8s.io";
 

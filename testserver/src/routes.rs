@@ -109,7 +109,7 @@ fn custom_resources(sh: &Shared, group: &str, version: &str) -> Vec<(&'static st
                 sh.opts.kueue_api && sh.opts.kueue_versions.contains(&version)
             }
             crate::options::LEGACY_COSCHEDULING_PODGROUPS => sh.opts.legacy_coscheduling_api,
-            crate::options::NETWORK_POLICIES => true,
+            crate::options::NETWORK_POLICIES | crate::options::JOBS => true,
             _ => false,
         })
         .collect()
