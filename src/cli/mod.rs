@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+pub(crate) mod flag_defs;
 pub(crate) mod flags;
 pub(crate) mod parse;
 
@@ -34,10 +35,8 @@ pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;
 
-pub use flags::{
-    DEFAULT_PORT, DEFAULT_WORKERS, GlobalFlags, LogsFlags, SpawnFlags, SweepFlags,
-    TensorboardFlags, WaitFlags,
-};
+pub use flag_defs::{GlobalFlags, LogsFlags, SpawnFlags, SweepFlags, TensorboardFlags, WaitFlags};
+pub use flags::{DEFAULT_PORT, DEFAULT_WORKERS};
 
 /// The command line without the help's shaping: every flag's full text (its doc
 /// comment) as its one text, no heading, nothing left to `--help` alone. The man page

@@ -12,7 +12,8 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::Value;
 
-use crate::cli::flags::{Heading, flag_list, flag_name, heading};
+use crate::cli::flag_defs::{flag_name, heading};
+use crate::cli::flags::{Heading, flag_list};
 use crate::cli::parse::{self, Parse};
 use crate::cluster::connect::ConfigNamespace;
 use crate::defaults::Defaults;
@@ -529,7 +530,7 @@ mod tests {
             .map(|v| v.get_name().to_string())
             .collect();
         assert_eq!(gangs, ["volcano", "coscheduling"]);
-        let declared: Vec<String> = crate::cli::flags::defs()
+        let declared: Vec<String> = crate::cli::flag_defs::defs()
             .into_iter()
             .filter(|d| matches!(d.heading, Some(Heading::Shared | Heading::Resources)))
             .map(|d| d.key.to_string())
