@@ -104,7 +104,7 @@ const ABOUTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// A flag at the top level, as its declaration says: a field of `cli/mod.rs` by its
+/// A flag at the top level, as its declaration says: a field of `cli/`'s structs by its
 /// clap attributes (a one-line `help` beside the doc comment's `long_help` names its
 /// values in its text), a flag of the list by its entry ([`by_the_list`]). A global
 /// flag keeps only its one line: every verb's help stays compact.
