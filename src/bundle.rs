@@ -10,6 +10,9 @@
 //! fd's "do not search") is not read: it says what to search, not what to ship, and git
 //! ships what it names. Bounded: the archive must fit in the ConfigMap, and at most
 //! [`MAX_INPUT_BYTES`] are read.
+//!
+//! Here: the pack and the unpack; `bundle/walk.rs` which files of DIR ship and what was
+//! left out; `bundle/exact.rs` each file read as the walk saw it, exactly its size.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -23,8 +26,13 @@ use flate2::write::GzEncoder;
 use crate::errors::UsageError;
 use crate::output::shown_path;
 
-/// The exclude file read in every directory of DIR, besides `.gitignore`.
-pub const IGNORE_FILE: &str = ".tfspawnerignore";
+mod exact;
+mod walk;
+
+use exact::{append_exactly, open_walked};
+pub use walk::IGNORE_FILE;
+use walk::{left_out, walk};
+
 /// The most bytes of files read before compression: more is not code.
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -124,54 +132,6 @@ fn pack_blocking(dir: &Path, script: &Path, limit: usize) -> Result<Bundle> {
     })
 }
 
-/// Left out of every project and never worth a word: git's own directory, the files that
-/// say what is left out, and what `--local` runs wrote.
-const UNSAID: [&str; 4] = [
-    ".git",
-    ".gitignore",
-    IGNORE_FILE,
-    crate::labels::LOCAL_OUTPUT_ROOT,
-];
-
-/// What the walk left out of DIR: each entry not shipped, in name order; a directory
-/// none of whose files was shipped once, as `dir/` (never walked into: an ignored
-/// `data/` or `.venv/` may hold millions). Empty directories and [`UNSAID`] are not
-/// counted.
-fn left_out(root: &Path, shipped: &[PathBuf]) -> Vec<String> {
-    let files: std::collections::HashSet<&Path> = shipped.iter().map(PathBuf::as_path).collect();
-    let dirs: std::collections::HashSet<&Path> =
-        shipped.iter().flat_map(|p| p.ancestors().skip(1)).collect();
-    let mut out = Vec::new();
-    let mut todo = vec![PathBuf::new()];
-    while let Some(dir) = todo.pop() {
-        let Ok(read) = std::fs::read_dir(root.join(&dir)) else {
-            continue;
-        };
-        let mut entries: Vec<_> = read.filter_map(Result::ok).collect();
-        entries.sort_by_key(std::fs::DirEntry::file_name);
-        for entry in entries.into_iter().rev() {
-            let rel = dir.join(entry.file_name());
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if UNSAID.iter().any(|n| entry.file_name() == *n) {
-                continue;
-            }
-            if is_dir && dirs.contains(rel.as_path()) {
-                todo.push(rel);
-            } else if is_dir {
-                let empty =
-                    std::fs::read_dir(entry.path()).map_or(true, |mut d| d.next().is_none());
-                if !empty {
-                    out.push(format!("{}/", rel.display()));
-                }
-            } else if !files.contains(rel.as_path()) {
-                out.push(rel.display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The archive's bytes, its gzip stream ended.
 fn finish(tar: tar::Builder<GzEncoder<Vec<u8>>>) -> Result<Vec<u8>> {
     let mut gz = tar.into_inner().context("packing --dir")?;
@@ -201,139 +161,6 @@ fn root_and_script(dir: &Path, script: &Path, shown: &str) -> Result<(PathBuf, S
         ))
     })?;
     Ok((root, script_rel))
-}
-
-/// The walk of DIR: git's ignore rules (the `.gitignore` files above DIR up to its
-/// repository's root, when it is in one; `.git/info/exclude`; the global excludes) and
-/// the ignore file honoured, `.ignore` not read, hidden files and `--local`'s output
-/// left out, links not followed, in name order.
-fn walk(root: &Path) -> ignore::Walk {
-    let in_repository = root.ancestors().any(|d| d.join(".git").exists());
-    ignore::WalkBuilder::new(root)
-        .add_custom_ignore_filename(IGNORE_FILE)
-        .ignore(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
-        .require_git(false)
-        .parents(in_repository)
-        .follow_links(false)
-        .sort_by_file_name(std::ffi::OsStr::cmp)
-        .filter_entry(|e| e.file_name() != crate::labels::LOCAL_OUTPUT_ROOT)
-        .build()
-}
-
-/// A file of DIR opened for packing: the very file the walk saw (same device and inode,
-/// never a symlink's target, never a FIFO that blocks the open), and its size then.
-struct Opened {
-    file: std::fs::File,
-    meta: std::fs::Metadata,
-    len: u64,
-}
-
-/// Opens `rel` under DIR (`root`, opened once) one component at a time, none of them
-/// followed if it is a symlink (`openat` with `O_NOFOLLOW`; `O_NONBLOCK` too, so a FIFO
-/// put in the file's place cannot hang the spawn): nothing outside DIR can be reached,
-/// even when a directory of it is swapped for a symlink while it is packed. Then `fstat`
-/// checks that it is the regular file the walk saw (its inode, `ino`). The error says
-/// why, for one line.
-fn open_walked(root: &std::fs::File, rel: &Path, ino: Option<u64>) -> Result<Opened, String> {
-    use rustix::fd::AsFd;
-    use rustix::fs::{Mode, OFlags};
-    use std::os::unix::fs::MetadataExt;
-    let swapped = || "was replaced while it was packed (by a link or another file)".to_string();
-    let parts: Vec<_> = rel.components().collect();
-    let Some((last, dirs)) = parts.split_last() else {
-        return Err(swapped());
-    };
-    let nofollow = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir: Option<rustix::fd::OwnedFd> = None;
-    for part in dirs {
-        let at = dir.as_ref().map_or(root.as_fd(), |d| d.as_fd());
-        let next = rustix::fs::openat(
-            at,
-            part.as_os_str(),
-            nofollow | OFlags::DIRECTORY,
-            Mode::empty(),
-        )
-        .map_err(|_| swapped())?;
-        dir = Some(next);
-    }
-    let at = dir.as_ref().map_or(root.as_fd(), |d| d.as_fd());
-    let fd = rustix::fs::openat(
-        at,
-        last.as_os_str(),
-        nofollow | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
-        rustix::io::Errno::LOOP => swapped(),
-        e => format!("cannot be read ({e})"),
-    })?;
-    let file = std::fs::File::from(fd);
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot be read ({e})"))?;
-    if !meta.is_file() || ino.is_some_and(|ino| ino != meta.ino()) {
-        return Err(swapped());
-    }
-    let len = meta.len();
-    Ok(Opened { file, meta, len })
-}
-
-/// Appends the opened file under `rel` with the size `fstat` gave when it was opened,
-/// copying exactly that many bytes: a file that shrank, grew or was rewritten meanwhile
-/// is refused (a header whose size the data does not match would corrupt the archive).
-fn append_exactly<W: Write>(
-    tar: &mut tar::Builder<W>,
-    rel: &Path,
-    opened: Opened,
-) -> Result<(), String> {
-    use std::io::Read;
-    let Opened { file, meta, len } = opened;
-    let changed =
-        || "changed while it was packed (pack again when nothing writes to it)".to_string();
-    let mut header = tar::Header::new_gnu();
-    header.set_metadata_in_mode(&meta, tar::HeaderMode::Complete);
-    header.set_size(len);
-    let mut data = Exact {
-        inner: (&file).take(len),
-        left: len,
-    };
-    tar.append_data(&mut header, rel, &mut data)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => changed(),
-            _ => format!("cannot be packed ({e})"),
-        })?;
-    let mut more = [0u8; 1];
-    let grew = (&file)
-        .read(&mut more)
-        .map_err(|e| format!("cannot be read ({e})"))?
-        > 0;
-    let after = file
-        .metadata()
-        .map_err(|e| format!("cannot be read ({e})"))?;
-    if grew || after.len() != len || after.modified().ok() != meta.modified().ok() {
-        return Err(changed());
-    }
-    Ok(())
-}
-
-/// A reader of exactly `left` bytes: ends early with `UnexpectedEof`.
-struct Exact<R> {
-    inner: R,
-    left: u64,
-}
-
-impl<R: std::io::Read> std::io::Read for Exact<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n == 0 && self.left > 0 && !buf.is_empty() {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        self.left = self.left.saturating_sub(n as u64);
-        Ok(n)
-    }
 }
 
 fn too_big(shown: &str, size: String, biggest: &Path, len: u64, limit: usize) -> UsageError {
@@ -468,90 +295,6 @@ mod tests {
         assert!(e.contains("is not inside --dir"), "{e}");
     }
 
-    fn ino(p: &Path) -> Option<u64> {
-        use std::os::unix::fs::MetadataExt;
-        Some(std::fs::symlink_metadata(p).unwrap().ino())
-    }
-
-    /// What the walk saw is what is opened: a file swapped for a symlink (to a secret
-    /// outside DIR), a directory above it swapped for one, or another file in its place
-    /// is refused; the file itself opens.
-    #[test]
-    fn a_file_is_opened_only_as_the_walk_saw_it() {
-        let d = tempfile::tempdir().unwrap();
-        let secret = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(secret.path(), b"hunter2").unwrap();
-        std::fs::create_dir_all(d.path().join("sub")).unwrap();
-        let file = d.path().join("sub/train.py");
-        std::fs::write(&file, b"pass\n").unwrap();
-        let root = std::fs::File::open(d.path()).unwrap();
-        let rel = Path::new("sub/train.py");
-        let walked = ino(&file);
-        let opened = open_walked(&root, rel, walked).unwrap();
-        assert_eq!(opened.len, 5);
-
-        std::fs::remove_file(&file).unwrap();
-        std::os::unix::fs::symlink(secret.path(), &file).unwrap();
-        let e = open_walked(&root, rel, walked).err().unwrap();
-        assert!(e.contains("was replaced while it was packed"), "{e}");
-
-        std::fs::remove_file(&file).unwrap();
-        std::fs::write(&file, b"pass\n").unwrap();
-        let e = open_walked(&root, rel, walked).err().unwrap();
-        assert!(e.contains("was replaced"), "a new file in its place: {e}");
-
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::hard_link(secret.path(), outside.path().join("train.py")).unwrap();
-        std::fs::rename(d.path().join("sub"), d.path().join("old")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), d.path().join("sub")).unwrap();
-        let e = open_walked(&root, rel, ino(secret.path())).err().unwrap();
-        assert!(
-            e.contains("was replaced"),
-            "a directory became a symlink: {e}"
-        );
-    }
-
-    /// The header's size is the size at the open and exactly that is copied: a file that
-    /// grows or shrinks meanwhile is refused, never shipped as a corrupt archive.
-    #[test]
-    fn a_file_that_changes_while_packed_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let root = std::fs::File::open(d.path()).unwrap();
-        let path = d.path().join("log.txt");
-        for change in [
-            |p: &Path| {
-                let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
-                f.write_all(b"more").unwrap();
-            },
-            |p: &Path| {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(p)
-                    .unwrap()
-                    .set_len(3)
-                    .unwrap();
-            },
-        ] {
-            std::fs::write(&path, vec![b'x'; 10_000]).unwrap();
-            let opened = open_walked(&root, Path::new("log.txt"), ino(&path)).unwrap();
-            change(&path);
-            let mut tar = tar::Builder::new(Vec::new());
-            let e = append_exactly(&mut tar, Path::new("log.txt"), opened).unwrap_err();
-            assert!(e.contains("changed while it was packed"), "{e}");
-        }
-        std::fs::write(&path, b"steady").unwrap();
-        let opened = open_walked(&root, Path::new("log.txt"), ino(&path)).unwrap();
-        let mut tar = tar::Builder::new(Vec::new());
-        append_exactly(&mut tar, Path::new("log.txt"), opened).unwrap();
-        let bytes = tar.into_inner().unwrap();
-        let mut a = tar::Archive::new(&bytes[..]);
-        let mut entry = a.entries().unwrap().next().unwrap().unwrap();
-        let mut got = String::new();
-        std::io::Read::read_to_string(&mut entry, &mut got).unwrap();
-        assert_eq!(got, "steady");
-    }
-
-    /// A symlink in DIR (to a file outside) is never followed by the pack; a script
     /// whose name is not UTF-8 is refused, not renamed lossily.
     #[tokio::test]
     async fn symlinks_are_not_shipped_and_a_non_utf8_script_name_is_refused() {

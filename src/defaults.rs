@@ -30,7 +30,7 @@ use crate::files::{self, Limit};
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";
 
 /// What the file says, key by key, as written: each value is parsed by its setting's
-/// parser (`settings/table.rs`), the one its flag uses.
+/// parser (`settings/given.rs`), the one its flag uses.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Defaults {
     /// Where the file is (or would be); `None` without HOME and the variables.

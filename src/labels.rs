@@ -19,7 +19,7 @@ pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";
 /// On the pods of a run with `--deadline` that `wait --restarts` re-created: when the
 /// run's deadline passes (RFC 3339), counted once from the run's first start; each
 /// attempt's pods get what is left as their `activeDeadlineSeconds`
-/// (`cluster/recreate.rs`).
+/// (`cluster/recreate/deadline.rs`).
 pub const DEADLINE_AT_ANNOTATION: &str = "tf-spawner/deadline-at";
 /// On the pods `wait --restarts` re-created: when the run's first attempt started (RFC
 /// 3339), so that the run's time covers every attempt (`timing.rs`).

@@ -34,7 +34,7 @@ LAYERS = [
     ("domain", [
         "plan/", "inputs.rs", "imports.rs", "template.rs", "envfile.rs", "preflight/", "verdict/", "cluster/",
         "local/", "quantity.rs", "podgroup.rs", "helper.rs", "timing.rs", "render.rs",
-        "trainlog/", "metrics/", "progress.rs", "signals.rs", "diagnostics.rs", "bundle.rs", "files.rs",
+        "trainlog/", "metrics/", "progress.rs", "progress/", "signals.rs", "diagnostics.rs", "bundle.rs", "bundle/", "files.rs",
         "yaml.rs", "starter.rs",
     ]),
     ("base", ["labels.rs", "duration.rs", "roles.rs", "tag.rs", "errors.rs", "output.rs"]),

@@ -1,7 +1,7 @@
 //! The one parser of each setting: a flag's clap `value_parser` ([`Flag`]) and the
-//! defaults file's value (`table.rs`) go through the same function, as ripgrep sends its
-//! config file through its one parser, so a value is accepted or refused alike from
-//! either. A parser takes the text and returns the value, or the problem worded to
+//! defaults file's value (`settings/given.rs`) go through the same function, as ripgrep
+//! sends its config file through its one parser, so a value is accepted or refused alike
+//! from either. A parser takes the text and returns the value, or the problem worded to
 //! follow the flag (`--deadline …`) or the file's key (`config file F: key 'deadline': …`).
 
 use std::ffi::OsStr;

@@ -48,7 +48,7 @@ impl Ledger {
         }
     }
 
-    /// The ledger of a restart's creates (`cluster/recreate.rs`): its own invocation id,
+    /// The ledger of a restart's creates (`cluster/recreate/`): its own invocation id,
     /// written on the pods it re-creates.
     pub fn for_invocation(invocation: &str) -> Ledger {
         Ledger {
@@ -244,7 +244,7 @@ async fn config_map_still_there(cluster: &Cluster, plan: &Plan) -> Result<()> {
     ))
 }
 
-/// Creates `pods` (a restart's, see `cluster/recreate.rs`), at most `max_in_flight` at
+/// Creates `pods` (a restart's, see `cluster/recreate/`), at most `max_in_flight` at
 /// once, each written in the ledger first. On error the ledger tells what to roll back.
 pub async fn create_pods(
     cluster: &Cluster,

@@ -13,7 +13,7 @@ use std::ffi::OsString;
 
 use clap::{Arg, Command};
 
-use crate::cli::flags;
+use crate::cli::flag_defs;
 
 /// The command line's definition with help shaped as above; `name` is what usage
 /// shows. Without the explicit `spawn` verb, the top level's help is the overview.
@@ -104,12 +104,12 @@ const ABOUTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// A flag at the top level, as its declaration says: a field of `cli/mod.rs` by its
+/// A flag at the top level, as its declaration says: a field of `cli/`'s structs by its
 /// clap attributes (a one-line `help` beside the doc comment's `long_help` names its
 /// values in its text), a flag of the list by its entry ([`by_the_list`]). A global
 /// flag keeps only its one line: every verb's help stays compact.
 fn shape(arg: Arg, id: &str) -> Arg {
-    let arg = match flags::def(id) {
+    let arg = match flag_defs::def(id) {
         Some(def) => by_the_list(arg, &def),
         None => {
             let brief = arg.get_long_help().is_some();
@@ -127,7 +127,7 @@ fn shape(arg: Arg, id: &str) -> Arg {
 /// A flag of `cli/flags.rs`'s list at the top level, as its entry says: its one-line
 /// text for `-h` (the full one kept for `--help`), left to `spawn --help` unless marked
 /// `short_help`, under its heading.
-fn by_the_list(arg: Arg, def: &flags::FlagDef) -> Arg {
+fn by_the_list(arg: Arg, def: &flag_defs::FlagDef) -> Arg {
     let mut arg = arg;
     if let Some(brief) = def.brief {
         if let Some(full) = arg.get_help().cloned() {
@@ -148,7 +148,7 @@ fn by_the_list(arg: Arg, def: &flags::FlagDef) -> Arg {
 /// entry's `brief`, the value names in it), none left to `--help` alone, no heading.
 fn compact(verb: Command) -> Command {
     verb.mut_args(|a| {
-        let def = flags::def(a.get_id().as_str());
+        let def = flag_defs::def(a.get_id().as_str());
         let brief = def.as_ref().and_then(|d| d.brief);
         let shortened = brief.is_some() || a.get_long_help().is_some();
         let values = shortened && a.get_action().takes_values();
@@ -166,11 +166,11 @@ fn compact(verb: Command) -> Command {
 }
 
 /// The line of `sweep`'s help for the flag `id`, if that help shows it: a list flag's
-/// on its entry, another's in `flags::SWEEP_LINES`.
+/// on its entry, another's in `flag_defs::SWEEP_LINES`.
 fn sweep_line(id: &str) -> Option<&'static str> {
-    match flags::def(id) {
+    match flag_defs::def(id) {
         Some(def) => def.sweep,
-        None => (flags::SWEEP_LINES.iter())
+        None => (flag_defs::SWEEP_LINES.iter())
             .find(|(i, _)| *i == id)
             .map(|(_, line)| *line),
     }
@@ -224,7 +224,7 @@ pub fn help_spawn(argv: Vec<OsString>) -> Vec<OsString> {
 mod tests {
     use clap::CommandFactory;
 
-    use crate::cli::{Cli, flags};
+    use crate::cli::{Cli, flag_defs};
 
     /// Each line of `sweep`'s help names one of its flags, declared in `mod.rs` (a list
     /// flag's is on its entry), and the help shows each: a renamed flag cannot lose its
@@ -233,11 +233,11 @@ mod tests {
     fn sweep_help_shows_a_line_on_each_of_its_flags() {
         let base = Cli::command();
         let plain = base.find_subcommand("sweep").unwrap();
-        for (id, _) in flags::SWEEP_LINES {
+        for (id, _) in flag_defs::SWEEP_LINES {
             let arg = plain.get_arguments().find(|a| a.get_id() == *id);
             assert!(arg.is_some(), "SWEEP_LINES names {id}, no flag of sweep");
             assert!(
-                flags::def(id).is_none(),
+                flag_defs::def(id).is_none(),
                 "{id} is the list's: its line goes on its entry"
             );
         }

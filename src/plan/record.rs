@@ -1,7 +1,7 @@
 //! What a spawn records of its pods in the run's ConfigMap (key [`PODS_KEY`], gzip'd
 //! JSON of every task's pod by name, exactly as the plan builds it), so that `wait
 //! --restarts` can re-create a task whose pod vanished before any follower read it
-//! (`cluster/recreate.rs`, vetted by `cluster/vetting.rs` before it is used: anyone who
+//! (`cluster/recreate/`, vetted by `cluster/vetting.rs` before it is used: anyone who
 //! may edit the namespace may edit the record). Pure: the bytes are built here, the
 //! spawn stores them.
 //!

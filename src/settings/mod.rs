@@ -5,7 +5,9 @@
 //! below the entry that know clap's types.
 
 pub(crate) mod follow;
+mod given;
 pub(crate) mod project;
+mod sourced;
 pub(crate) mod spawn;
 pub(crate) mod table;
 
@@ -20,8 +22,9 @@ use crate::cluster::connect::{self, Target};
 use crate::cluster::retry::RetryPolicy;
 use crate::defaults;
 
-use table::Given;
-pub(crate) use table::{Source, Table};
+use given::Given;
+pub(crate) use sourced::Source;
+pub(crate) use table::Table;
 
 /// How output is printed (see `output.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,7 +1,7 @@
 //! The project file: `tf-spawner.yaml` in the current directory or the nearest parent
 //! that has one (as cargo finds `Cargo.toml` and ruff `ruff.toml`), with the keys of the
 //! user's defaults file (`defaults.rs`), read between the flags and that file: flag, then
-//! project, then user, then built-in (`table.rs`'s `Given::pick`). Its paths are relative
+//! project, then user, then built-in (`given.rs`'s `Given::pick`). Its paths are relative
 //! to it.
 //!
 //! A repository is cloned from anyone, so what its file may do is bounded until the
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::table::Untrusted;
+use super::given::Untrusted;
 use crate::defaults::{self, Defaults};
 use crate::errors::UsageError;
 use crate::files::{self, Limit};

@@ -57,7 +57,7 @@ pub(crate) struct Restarter {
     attempt: u32,
     state: State,
     /// Why a pod gone before the follow began has no template, when the pods its spawn
-    /// recorded cannot be used (`cluster/recreate.rs::Found`).
+    /// recorded cannot be used (`cluster/recreate/mod.rs::Found`).
     unknown: Option<String>,
     /// A restart recorded in the run's ConfigMap that was stopped before its pods were
     /// created again: [`Restarter::resume`] takes it up.

@@ -1,0 +1,116 @@
+//! A restart's pods, pure: a stored pod as a template ([`template`]: what the servers
+//! wrote taken out), the next attempt's pod made from one ([`next_attempt`]: its
+//! attempt, invocation, cause, port and what is left of the run's deadline), and the
+//! attempt a pod belongs to ([`attempt_of`]).
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+use super::deadline::deadline_left;
+use crate::labels::{
+    ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NODE_NAME_ANNOTATION,
+    RESTARTED_FOR_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION,
+};
+use crate::plan::PORT_NAME;
+
+/// A stored pod without what the API server, the scheduler and the kubelet wrote into
+/// it: uid, resourceVersion, timestamps, managedFields, status, and the node the
+/// scheduler bound it to (kept only when the template named it, see
+/// [`NODE_NAME_ANNOTATION`]). What admission plugins added (the service account's
+/// token volume, default tolerations, the priority of a priority class) is accepted
+/// again as it is.
+pub fn template(mut pod: Pod) -> Pod {
+    let meta = &mut pod.metadata;
+    meta.uid = None;
+    meta.resource_version = None;
+    meta.creation_timestamp = None;
+    meta.deletion_timestamp = None;
+    meta.deletion_grace_period_seconds = None;
+    meta.managed_fields = None;
+    meta.generation = None;
+    meta.self_link = None;
+    // Stopped after a verdict: its lowered deadline (1 s) is not the run's; the next
+    // attempt's is set from [`DEADLINE_AT_ANNOTATION`].
+    let stopped = meta.annotations.as_mut().is_some_and(|a| {
+        a.remove(STOPPED_AFTER_TASK_ANNOTATION);
+        a.remove(STOPPED_ANNOTATION).is_some()
+    });
+    let pinned = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(NODE_NAME_ANNOTATION))
+        .cloned();
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.node_name = pinned;
+        if stopped {
+            spec.active_deadline_seconds = None;
+        }
+    }
+    pod.status = None;
+    pod
+}
+
+/// The pod of `attempt` made from `template`: the attempt in its [`ATTEMPT_LABEL`] and
+/// the TF container's [`ATTEMPT_VAR`], and the restart's `invocation` (so that a retried
+/// create knows its own pod, and a rollback deletes nothing else), and the failure it
+/// is for (`cause`, [`RESTARTED_FOR_ANNOTATION`]), its TF container's port `port`
+/// when known (the one its `TF_CONFIG` names). A run with a deadline gets what is
+/// left of it at `now` as the pods' `activeDeadlineSeconds` (at least 1).
+pub fn next_attempt(template: &Pod, next: &Next, now: Timestamp) -> Pod {
+    let Next {
+        attempt,
+        invocation,
+        cause,
+        port: _,
+    } = *next;
+    let mut pod = template.clone();
+    if let (Some(left), Some(spec)) = (deadline_left(template, now), pod.spec.as_mut()) {
+        spec.active_deadline_seconds = Some(i64::try_from(left.max(1)).unwrap_or(i64::MAX));
+    }
+    let meta = &mut pod.metadata;
+    meta.labels
+        .get_or_insert_with(Default::default)
+        .insert(ATTEMPT_LABEL.to_string(), attempt.to_string());
+    let annotations = meta.annotations.get_or_insert_with(Default::default);
+    annotations.insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
+    annotations.insert(RESTARTED_FOR_ANNOTATION.to_string(), cause.to_string());
+    if let Some(spec) = pod.spec.as_mut() {
+        let at = crate::labels::tf_container_at(&spec.containers);
+        if let Some(c) = spec.containers.get_mut(at) {
+            crate::labels::set_env(c, ATTEMPT_VAR, &attempt.to_string());
+            if let Some(port) = next.port {
+                set_port(c, port);
+            }
+        }
+    }
+    pod
+}
+
+/// The attempt [`next_attempt`] makes: its number, the restart's invocation, the
+/// failure it is for, and the port its tasks listen on when known.
+#[derive(Debug, Clone, Copy)]
+pub struct Next<'a> {
+    pub attempt: u32,
+    pub invocation: &'a str,
+    pub cause: &'a str,
+    pub port: Option<u16>,
+}
+
+/// The container's TensorFlow port (named [`PORT_NAME`]) moved to `port`.
+fn set_port(c: &mut k8s_openapi::api::core::v1::Container, port: u16) {
+    for p in c.ports.iter_mut().flatten() {
+        if p.name.as_deref() == Some(PORT_NAME) {
+            p.container_port = i32::from(port);
+        }
+    }
+}
+
+/// The attempt a pod belongs to: its [`ATTEMPT_LABEL`], 0 without one.
+pub fn attempt_of(pod: &Pod) -> u32 {
+    pod.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(ATTEMPT_LABEL))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0)
+}
