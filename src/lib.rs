@@ -402,6 +402,7 @@ async fn run(cli: Cli, matches: clap::ArgMatches) -> anyhow::Result<()> {
         Some(cli::Command::Compare(args)) => commands::compare::exec(&settings, args).await,
         Some(cli::Command::Tensorboard(args)) => commands::tensorboard::exec(&settings, args).await,
         Some(cli::Command::Sweep(args)) => commands::sweep::exec(&settings, args).await,
+        Some(cli::Command::Supervise(args)) => commands::supervise::exec(&settings, args).await,
         None if spawn.delete => commands::delete::exec(&settings, spawn).await,
         None if spawn.local => commands::local::exec(&settings, spawn).await,
         None => commands::spawn::exec(&settings, spawn).await,

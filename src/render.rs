@@ -107,6 +107,11 @@ fn for_each_object(plan: &Plan, mut f: impl FnMut(Value) -> Result<()>) -> Resul
     for pod in plan.pods.iter() {
         f(serde_json::to_value(&pod)?)?;
     }
+    if let Some(supervisor) = &plan.supervisor {
+        // Its settings may hold a --notify URL's token.
+        f(redact(serde_json::to_value(&supervisor.secret)?))?;
+        f(serde_json::to_value(&supervisor.job)?)?;
+    }
     Ok(())
 }
 

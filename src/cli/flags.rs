@@ -296,6 +296,16 @@ macro_rules! flag_list {
     /// config files' python, else python3]
     python: String = crate::cli::flags::DEFAULT_PYTHON.to_string(), parse::program, "", program
         => [Spawn], value: "PROGRAM", requires: "local";
+    /// With --detach: the image the supervisor runs, with tf-spawner on its PATH, from a
+    /// registry the cluster reaches (tools/supervisor-image/build.sh makes one)
+    /// [default: the config file's supervisor_image, else none]
+    supervisor_image: Option<String> = None, parse::image, "(none)"
+        => [Spawn], value: "IMAGE", requires: "detach";
+    /// With --detach: the ServiceAccount the supervisor runs as, which needs the rights
+    /// of examples/rbac.yaml's Role (that file makes tf-spawner-supervisor, bound to it)
+    /// [default: the config file's supervisor_account, else tf-spawner-supervisor]
+    supervisor_account: String = crate::plan::supervisor::DEFAULT_ACCOUNT.to_string(), parse::name, ""
+        => [Spawn], value: "NAME", requires: "detach";
     /// At the verdict, run CMD (by sh -c; the verdict in $TF_SPAWNER_VERDICT, a JSON
     /// summary on its stdin) or POST that JSON to an http:// or https:// URL (its "text"
     /// is what Slack and Mattermost show); 10s at most, a failure only warns [default:

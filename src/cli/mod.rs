@@ -43,8 +43,8 @@ pub use crate::verdict::retryable::RestartOn;
 pub use flag_defs::{GlobalFlags, LogsFlags, SpawnFlags, SweepFlags, TensorboardFlags, WaitFlags};
 pub use flags::{DEFAULT_PORT, DEFAULT_WORKERS};
 pub use runs::{
-    CompareArgs, CpArgs, DEFAULT_MAX_LOG_REQUESTS, ListArgs, LogsArgs, StatusArgs, TensorboardArgs,
-    WaitArgs,
+    CompareArgs, CpArgs, DEFAULT_MAX_LOG_REQUESTS, ListArgs, LogsArgs, StatusArgs, SuperviseArgs,
+    TensorboardArgs, WaitArgs,
 };
 pub use spawn::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_TAG, RestartArgs, RoleArgs, SpawnArgs, SweepArgs};
 
@@ -140,6 +140,10 @@ pub enum Command {
         mut_arg("keep_running", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset))
     )]
     Sweep(Box<SweepArgs>),
+    /// Follow a run as its supervisor (the pod `spawn --detach` starts runs this): wait
+    /// to its verdict with the settings in its supervisor's Secret, acting for it
+    #[command(hide = true)]
+    Supervise(SuperviseArgs),
 }
 
 /// Diagnostics and verbosity, for every command.

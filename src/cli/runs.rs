@@ -73,6 +73,13 @@ pub struct WaitArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct SuperviseArgs {
+    /// The run's tag
+    #[arg(short, long, value_name = "TAG")]
+    pub tag: Tag,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct StatusArgs {
     /// The run's tag
     #[arg(short, long, default_value = DEFAULT_TAG, value_name = "TAG")]

@@ -186,6 +186,18 @@ pub struct SpawnArgs {
     #[arg(long_help, help = "Run the tasks as processes here (no cluster)", long, conflicts_with_all = ["delete", "dry_run"])]
     pub local: bool,
 
+    /// Create the run and a supervisor in its namespace (a Job running tf-spawner
+    /// supervise) that follows it to its verdict as wait would, with this spawn's
+    /// settings (--restarts, --notify URL, --cleanup…), then return at once: nothing
+    /// needs to keep running here (docs/reference.md, "Detached runs")
+    #[arg(long_help, help = "Follow the run from the cluster; return at once", long, conflicts_with_all = ["wait", "local", "delete"])]
+    pub detach: bool,
+
+    /// With --detach: delete the run once its supervisor has its verdict (the logs are
+    /// kept only while the run is)
+    #[arg(hide_short_help = true, long, requires = "detach")]
+    pub cleanup: bool,
+
     /// With --wait --restarts (which waits for the verdict): the run succeeds only when
     /// every worker has exited 0, as wait --all-workers
     #[arg(hide_short_help = true, long, requires = "wait")]

@@ -116,7 +116,16 @@ pub async fn existing_selected(
         pod_groups,
         network_policies,
     )?;
-    Ok([jobs, pods, services, config_maps, secrets, pod_groups, policies].concat())
+    Ok([
+        jobs,
+        pods,
+        services,
+        config_maps,
+        secrets,
+        pod_groups,
+        policies,
+    ]
+    .concat())
 }
 
 /// Like [`names`], for a custom resource: a 404 (no such API) or a 403 (no rights on

@@ -31,8 +31,8 @@ use kube::api::{DeleteParams, ListParams};
 use super::retry::{CallError, Plain, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{
-    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, HELPER_LABEL, NETWORK_POLICY_ANNOTATION, NO_ENV_SECRET,
-    POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
+    ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, HELPER_LABEL, NETWORK_POLICY_ANNOTATION,
+    NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
 use crate::podgroup::{Gang, with_pod_group_type};
 
@@ -101,6 +101,9 @@ impl SecretRecord {
 #[derive(Debug, Clone, Copy)]
 pub enum Selected<'a> {
     Run(&'a str),
+    /// The run but its supervisor's Job, pod and Secret: the `--cleanup` its supervisor
+    /// does ([`delete_run_as_supervisor`]).
+    RunButSupervisor(&'a str),
     Experiment(&'a str),
 }
 
@@ -108,7 +111,7 @@ impl Selected<'_> {
     /// `run 'T'`, `experiment 'N'`.
     pub fn what(&self) -> String {
         match self {
-            Selected::Run(tag) => format!("run '{tag}'"),
+            Selected::Run(tag) | Selected::RunButSupervisor(tag) => format!("run '{tag}'"),
             Selected::Experiment(name) => format!("experiment '{name}'"),
         }
     }
@@ -116,6 +119,11 @@ impl Selected<'_> {
     pub fn selector(&self) -> String {
         match self {
             Selected::Run(tag) => whole_run_selector(tag),
+            Selected::RunButSupervisor(tag) => format!(
+                "{},{HELPER_LABEL}!={}",
+                whole_run_selector(tag),
+                crate::plan::supervisor::SUPERVISOR
+            ),
             Selected::Experiment(name) => format!("{EXPERIMENT_LABEL}={name}"),
         }
     }
@@ -125,7 +133,7 @@ impl Selected<'_> {
     fn records<'g>(&self, config_maps: &'g Result<Vec<Gone>, KindFailed>) -> Option<Vec<&'g Gone>> {
         let gone = config_maps.as_ref().ok()?;
         let found: Vec<&Gone> = match self {
-            Selected::Run(tag) => {
+            Selected::Run(tag) | Selected::RunButSupervisor(tag) => {
                 let name = config_map_name(tag);
                 gone.iter().filter(|o| o.name == name).collect()
             }
@@ -139,6 +147,26 @@ pub async fn delete_run(cluster: &Cluster, tag: &str, max_in_flight: usize) -> D
     delete_selected(cluster, Selected::Run(tag), max_in_flight).await
 }
 
+/// The run deleted by its own supervisor (`--detach --cleanup`): everything else first,
+/// then its Secret and, last, its Job, whose pod (this process) then ends.
+pub async fn delete_run_as_supervisor(
+    cluster: &Cluster,
+    tag: &str,
+    max_in_flight: usize,
+) -> Deleted {
+    let mut deleted =
+        delete_selected(cluster, Selected::RunButSupervisor(tag), max_in_flight).await;
+    let own = format!(
+        "{},{HELPER_LABEL}={}",
+        whole_run_selector(tag),
+        crate::plan::supervisor::SUPERVISOR
+    );
+    let secrets = delete_one_by_one::<Secret>(cluster, &own, max_in_flight).await;
+    let jobs = delete_one_by_one::<Job>(cluster, &own, max_in_flight).await;
+    deleted.add([(Kind::Secret, secrets), (Kind::Job, jobs)].into_iter());
+    deleted
+}
+
 /// Deletes every object `which` selects.
 pub async fn delete_selected(
     cluster: &Cluster,
@@ -148,7 +176,10 @@ pub async fn delete_selected(
     let selector = which.selector();
     // The supervisors before anything else (`spawn --detach`): one still following
     // would take the deletes below for a failure and restart the run.
-    let jobs = stop_supervisors(cluster, &selector, max_in_flight).await;
+    let jobs = match which {
+        Selected::RunButSupervisor(_) => Ok(Vec::new()),
+        _ => stop_supervisors(cluster, &selector, max_in_flight).await,
+    };
     // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
     // a spawn of the tag at the same time checks that its ConfigMap is still there once
     // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the

@@ -18,6 +18,7 @@ pub mod local;
 pub mod logs;
 pub mod spawn;
 pub mod status;
+pub mod supervise;
 pub mod sweep;
 pub mod tensorboard;
 /// Before the verbs run: the explicit `spawn` verb, a run's tag given positionally or

@@ -23,8 +23,11 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     .await?;
     // Inputs are checked before the cluster configuration, so a bad flag is reported as
     // such even on a machine without a cluster.
-    let plan = plan::build(&request)?;
+    let mut plan = plan::build(&request)?;
     followed_only(settings, args)?;
+    if args.detach {
+        supervised(settings, args, &mut plan, started)?;
+    }
     if args.dry_run {
         return render::to_stdout(&plan, args.output.unwrap_or(OutputFormat::Yaml));
     }
@@ -35,7 +38,10 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
         // the wait's progress on stderr.
         output::progress_to_stderr();
     } else {
-        report(&plan, args.output, args.wait)?;
+        report(&plan, args.output, args.wait || args.detach)?;
+    }
+    if args.detach && args.output.is_none() {
+        detached(&plan)?;
     }
     if args.wait {
         // Until the run starts, or to its verdict (`settings/follow.rs`).
@@ -45,9 +51,55 @@ pub async fn exec(settings: &Settings, args: &SpawnArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--detach`: the run's supervisor added to the plan, following as `spawn --wait`
+/// would to the verdict, with this spawn's settings.
+fn supervised(
+    settings: &Settings,
+    args: &SpawnArgs,
+    plan: &mut Plan,
+    started: std::time::Instant,
+) -> Result<()> {
+    let Some(image) = settings.supervisor_image.value.clone() else {
+        return Err(crate::errors::UsageError::new(
+            "--detach needs the supervisor's image: --supervisor-image IMAGE (or supervisor_image in the config file), an image with tf-spawner on its PATH that the cluster can pull (tools/supervisor-image/build.sh makes one)",
+        )
+        .into());
+    };
+    let mut wait = follow::wait(settings, Follower::Spawn(args, &plan.tag), started);
+    wait.cleanup = args.cleanup;
+    let record = wait.to_record().map_err(crate::errors::UsageError::new)?;
+    let spec = plan::supervisor::SupervisorSpec {
+        image,
+        account: settings.supervisor_account.value.clone(),
+    };
+    plan::supervisor::add(plan, &spec, &record);
+    Ok(())
+}
+
+/// What a detached spawn says once the run and its supervisor are made: who follows
+/// the run, how to watch it, how to stop it.
+fn detached(plan: &Plan) -> Result<()> {
+    let (tag, ns, me) = (&plan.tag, &plan.namespace, output::name());
+    let job = labels::supervisor_name(tag);
+    output::print(&format!(
+        "run {tag}: followed from the cluster by job/{job}, which restarts, stops and records it as wait would; nothing needs to run here
+         next:
+           {me} wait {tag} -n {ns}       watch it and get its verdict (acts on nothing while the supervisor follows)
+           {me} status {tag} -n {ns}     its pods, its verdict, who follows it
+           kubectl delete job {job} -n {ns}   stop the supervisor, keep the run
+           {me} -d -t {tag} -n {ns}      stop the supervisor and delete the run
+"
+    ))?;
+    Ok(())
+}
+
 /// The flags that act while a run is followed, refused without `--wait`; `--all-workers`
 /// needs a wait for the verdict (`--restarts N` or `--notify`).
 fn followed_only(settings: &Settings, args: &SpawnArgs) -> Result<()> {
+    if args.detach {
+        // The supervisor follows to the verdict: every follow flag is its.
+        return Ok(());
+    }
     if let Some(flag) = spawn::restart_flag(settings, args).filter(|_| !args.wait) {
         return Err(crate::errors::UsageError::new(format!(
             "{flag} acts while a run is followed: add --wait (or use: tf-spawner wait {flag} …)"

@@ -100,6 +100,10 @@ fn name(args: &SweepArgs) -> Result<String> {
 fn refuse_flags(settings: &Settings, spawn: &SpawnArgs) -> Result<()> {
     let refused = if spawn.delete {
         Some("-d deletes a run; a sweep's runs are deleted each with tf-spawner -d -t NAME-K")
+    } else if spawn.detach {
+        Some(
+            "--detach follows one run from the cluster; a sweep is followed from here (run it under nohup, tmux or a CI job), or detach each run: tf-spawner --detach …",
+        )
     } else if spawn.output.is_some() && !spawn.dry_run {
         Some("-o shapes --dry-run's objects in a sweep: add --dry-run, or leave -o out")
     } else {

@@ -20,6 +20,15 @@ pub(crate) async fn delete(cluster: &Cluster, tag: &str, max_in_flight: usize) -
     crate::cluster::remove::delete_run(cluster, tag, max_in_flight).await
 }
 
+/// Deletes run `tag` from its own supervisor: itself last (see `cluster/remove.rs`).
+pub(crate) async fn delete_as_supervisor(
+    cluster: &Cluster,
+    tag: &str,
+    max_in_flight: usize,
+) -> Deleted {
+    crate::cluster::remove::delete_run_as_supervisor(cluster, tag, max_in_flight).await
+}
+
 /// Deletes every object of experiment `name`'s runs (`-d --experiment`), one pass per
 /// kind by the experiment's label: a sweep starting runs meanwhile is not left with half
 /// of them.

@@ -17,6 +17,7 @@ pub(crate) mod restart;
 pub(crate) mod spawn;
 pub(crate) mod status;
 pub(crate) mod summary;
+pub(crate) mod supervise;
 pub(crate) mod sweep;
 pub(crate) mod tensorboard;
 pub(crate) mod training;

@@ -68,6 +68,17 @@ pub fn plan_objects(plan: &Plan) -> Vec<ObjectRef> {
         kind: Kind::Pod,
         name,
     }));
+    if plan.supervisor.is_some() {
+        let name = labels::supervisor_name(&plan.tag);
+        objects.push(ObjectRef {
+            kind: Kind::Secret,
+            name: name.clone(),
+        });
+        objects.push(ObjectRef {
+            kind: Kind::Job,
+            name,
+        });
+    }
     objects
 }
 

@@ -27,8 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Plan;
 use crate::labels::{
-    HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL,
-    supervisor_name,
+    HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, supervisor_name,
 };
 
 /// The supervisor's [`HELPER_LABEL`] value: its Job, pod and Secret are no tasks.
@@ -40,6 +39,8 @@ pub const BACKOFF_LIMIT: i32 = 20;
 /// How long the supervisor's pod tolerates a node that stopped reporting before it is
 /// evicted and the Job makes a new one (the default is 300 s).
 pub const LOST_NODE_SECONDS: i64 = 30;
+/// The ServiceAccount the supervisor runs as unless named (`examples/rbac.yaml`).
+pub const DEFAULT_ACCOUNT: &str = "tf-spawner-supervisor";
 /// The user the supervisor runs as (distroless's `nonroot`).
 pub const SUPERVISOR_UID: i64 = 65532;
 
@@ -210,7 +211,7 @@ pub fn follow_of(secret: &Secret) -> Result<FollowRecord, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::tests::request;
     use crate::roles::Roles;
@@ -249,12 +250,16 @@ mod tests {
         let plan = planned();
         let s = plan.supervisor.unwrap();
         assert_eq!(follow_of(&s.secret), Ok(follow()));
-        let labels = s.secret.metadata.labels.unwrap();
+        let labels = s.secret.metadata.labels.clone().unwrap();
         assert_eq!(labels[HELPER_LABEL], SUPERVISOR);
         assert_eq!(labels[RUN_LABEL], plan.tag);
         let mut broken = s.secret.clone();
         broken.data = None;
-        assert!(follow_of(&broken).unwrap_err().contains("no key follow.json"));
+        assert!(
+            follow_of(&broken)
+                .unwrap_err()
+                .contains("no key follow.json")
+        );
     }
 
     #[test]
@@ -266,7 +271,10 @@ mod tests {
             Some(supervisor_name(&plan.tag).as_str())
         );
         let pod = job.spec.unwrap().template.spec.unwrap();
-        assert_eq!(pod.service_account_name.as_deref(), Some("tf-spawner-supervisor"));
+        assert_eq!(
+            pod.service_account_name.as_deref(),
+            Some("tf-spawner-supervisor")
+        );
         assert_eq!(pod.restart_policy.as_deref(), Some("OnFailure"));
         let c = &pod.containers[0];
         assert_eq!(

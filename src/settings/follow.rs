@@ -82,6 +82,7 @@ pub(crate) fn wait(settings: &Settings, follower: Follower<'_>, started: Instant
         on_cancel: on_cancel.unwrap_or(settings.on_cancel.value),
         output,
         heartbeat: Some(settings.heartbeat.value).filter(|d| !d.is_zero()),
+        supervising: false,
     }
 }
 

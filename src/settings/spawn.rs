@@ -29,7 +29,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         // The commands' own: the tag (`tag`), what to do with the plan (`spawn`,
         // `delete`, `local`), the follow (`spawn --wait`, `restarts`).
         tag: _, randomize_tag: _, tag_from: _, delete: _, yes: _, experiment: _, finished: _, older_than: _, ignore_not_found: _, dry_run: _, output: _, max_in_flight: _,
-        wait: _, all_workers: _, timeout: _, restart: _, local: _,
+        wait: _, all_workers: _, timeout: _, restart: _, local: _, detach: _, cleanup: _,
     } = args;
     #[rustfmt::skip]
     let RoleArgs {

@@ -15,6 +15,7 @@ mod compare;
 mod compare_stopped;
 mod completion;
 mod delete;
+mod detach;
 mod drift;
 mod ecosystem;
 mod experiments;

@@ -122,6 +122,7 @@ impl Env {
             (kube_testserver::VOLCANO_PODGROUPS, "podgroup"),
             (kube_testserver::COSCHEDULING_PODGROUPS, "podgroup"),
             (kube_testserver::NETWORK_POLICIES, "networkpolicy"),
+            (kube_testserver::JOBS, "job"),
         ] {
             for obj in self.server.list(resource, namespace) {
                 names.push(format!(

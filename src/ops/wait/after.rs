@@ -284,7 +284,11 @@ async fn cleanup_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>
 
 /// The run deleted (`--cleanup`, `--on-cancel delete`).
 async fn delete_step(cluster: &Cluster, wait: &Wait, problems: &mut Vec<String>) {
-    let deleted = crate::ops::delete::delete(cluster, &wait.tag, wait.max_in_flight).await;
+    let deleted = if wait.supervising {
+        crate::ops::delete::delete_as_supervisor(cluster, &wait.tag, wait.max_in_flight).await
+    } else {
+        crate::ops::delete::delete(cluster, &wait.tag, wait.max_in_flight).await
+    };
     let _ = output::print(&format!(
         "deleted {} objects of run {}\n",
         deleted.removed.len(),

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::metrics::notice::Target;
+use crate::plan::supervisor::FollowRecord;
 use crate::trainlog::Training;
 
 /// `wait --for`: what to wait for.
@@ -25,6 +27,17 @@ pub enum OnStall {
     /// Restart the run as for a preemption, counted against --restarts (fail once
     /// none is left)
     Restart,
+}
+
+impl OnStall {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnStall::Warn => "warn",
+            OnStall::Fail => "fail",
+            OnStall::Restart => "restart",
+        }
+    }
 }
 
 /// `--on-cancel`: what a cancelled wait (SIGINT, SIGTERM: a CI job cancelled, Ctrl-C)
@@ -157,6 +170,106 @@ pub struct Wait {
     pub output: crate::output::ReportFormat,
     /// `--heartbeat`: in a pipe, a line after this long without one (`None`: never).
     pub heartbeat: Option<std::time::Duration>,
+    /// The run's supervisor follows (`tf-spawner supervise`): its cleanup deletes the
+    /// supervisor's own objects last.
+    pub supervising: bool,
+}
+
+impl Wait {
+    /// What a supervisor follows the run with (`spawn --detach`, `plan/supervisor.rs`):
+    /// this wait's settings a pod can carry out. `None` with why when it has one a pod
+    /// cannot: a `--notify` command (a pod has no shell for it).
+    pub fn to_record(&self) -> Result<FollowRecord, String> {
+        let notify = match &self.notify {
+            None => None,
+            Some(Target::Url(url)) => Some(url.clone()),
+            Some(Target::Command(_)) => {
+                return Err("--notify with --detach takes an http:// or https:// URL: the supervisor's pod has no shell to run a command in".to_string());
+            }
+        };
+        let (stall_after, stall_factor, stall_floor) = match self.stall.map(|s| s.bound) {
+            Some(StallBound::After(d)) => (Some(d.as_secs()), 0, 0),
+            Some(StallBound::Derived { factor, floor }) => (None, factor, floor.as_secs()),
+            None => (None, 0, 0),
+        };
+        Ok(FollowRecord {
+            start_timeout: self.start_timeout.map(|d| d.as_secs()),
+            all_workers: self.all_workers,
+            cleanup: self.cleanup,
+            keep_running: self.keep_running,
+            max_in_flight: self.max_in_flight,
+            restarts: self.restarts.max,
+            // From none: the default set's codes a user took out stay out.
+            restart_on: format!("none,{}", self.restarts.on),
+            restart_backoff: self.restarts.backoff.as_secs(),
+            node_grace: self.restarts.node_grace.as_secs(),
+            stall_after,
+            stall_factor,
+            stall_floor,
+            on_stall: self.stall.map_or("warn", |s| s.on.name()).to_string(),
+            notify,
+        })
+    }
+
+    /// The supervisor's follow of run `tag`, from its record; `Err` with why, in words,
+    /// for a record no spawn writes (anyone who may edit the namespace's Secrets may
+    /// write one).
+    pub fn from_record(tag: &str, r: &FollowRecord, started: Instant) -> Result<Wait, String> {
+        let secs = Duration::from_secs;
+        let on: crate::verdict::retryable::RestartOn =
+            r.restart_on.parse().map_err(|e| format!("{e}"))?;
+        let on_stall = match r.on_stall.as_str() {
+            "warn" => OnStall::Warn,
+            "fail" => OnStall::Fail,
+            "restart" => OnStall::Restart,
+            other => return Err(format!("on_stall {other:?} is none of warn, fail, restart")),
+        };
+        let notify = match &r.notify {
+            None => None,
+            Some(url) => match Target::parse(url)? {
+                Target::Url(u) => Some(Target::Url(u)),
+                Target::Command(_) => {
+                    return Err("notify is not an http:// or https:// URL".to_string());
+                }
+            },
+        };
+        let bound = match r.stall_after {
+            Some(after) => StallBound::After(secs(after)),
+            None => StallBound::Derived {
+                factor: r.stall_factor,
+                floor: secs(r.stall_floor),
+            },
+        };
+        Ok(Wait {
+            tag: tag.to_string(),
+            until: WaitFor::End,
+            timeout: None,
+            start_timeout: r.start_timeout.map(secs),
+            started,
+            all_workers: r.all_workers,
+            save_logs: None,
+            cleanup: r.cleanup,
+            keep_running: r.keep_running,
+            max_in_flight: r.max_in_flight.max(1),
+            restarts: crate::ops::restart::Restarts {
+                max: r.restarts,
+                on,
+                backoff: secs(r.restart_backoff),
+                node_grace: secs(r.node_grace),
+            },
+            stall: Some(Stall {
+                bound,
+                on: on_stall,
+            }),
+            observer: None,
+            early: None,
+            notify,
+            on_cancel: OnCancel::Leave,
+            output: crate::output::ReportFormat::Table,
+            heartbeat: Some(crate::ops::waiting::HEARTBEAT),
+            supervising: true,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -175,6 +288,48 @@ mod tests {
         factor: DEFAULT_STALL_FACTOR,
         floor: DEFAULT_STALL_FLOOR,
     };
+
+    fn wait() -> Wait {
+        let record = crate::plan::supervisor::tests::follow();
+        Wait::from_record("t", &record, Instant::now()).unwrap()
+    }
+
+    #[test]
+    fn a_supervisors_settings_make_the_same_follow_back() {
+        let mut w = wait();
+        w.restarts.on = "no-exit:137,exit:42,stall".parse().unwrap();
+        w.stall = Some(Stall {
+            bound: StallBound::After(Duration::from_secs(90)),
+            on: OnStall::Restart,
+        });
+        let record = w.to_record().unwrap();
+        let back = Wait::from_record("t", &record, w.started).unwrap();
+        // A default code the user took out stays out.
+        assert_eq!(back.restarts.on, w.restarts.on);
+        assert_eq!(back.stall, w.stall);
+        assert_eq!(back.notify, w.notify);
+        assert_eq!(back.start_timeout, w.start_timeout);
+        assert_eq!(back.to_record().unwrap(), record);
+        assert!(back.supervising);
+    }
+
+    #[test]
+    fn a_forged_record_is_refused_in_words() {
+        let mut r = crate::plan::supervisor::tests::follow();
+        r.notify = Some("curl evil".to_string());
+        let why = Wait::from_record("t", &r, Instant::now()).unwrap_err();
+        assert_eq!(why, "notify is not an http:// or https:// URL");
+        let mut r = crate::plan::supervisor::tests::follow();
+        r.on_stall = "explode".to_string();
+        assert!(Wait::from_record("t", &r, Instant::now()).is_err());
+        let mut w = wait();
+        w.notify = Some(Target::Command("./tell.sh".to_string()));
+        assert!(
+            w.to_record()
+                .unwrap_err()
+                .contains("takes an http:// or https:// URL")
+        );
+    }
 
     #[test]
     fn no_progress_is_never_stalled() {
