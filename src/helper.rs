@@ -331,6 +331,10 @@ impl Found {
                     "the cp that made it deletes it when its copy ends; if that cp was killed, {by_hand} (its deadline counts from its start)"
                 ),
             },
+            (_, "supervisor") => format!(
+                "the run's supervisor (--detach): it ends at the run's verdict; kubectl delete job {} stops it, {by_hand} and the run",
+                crate::labels::supervisor_name(tag)
+            ),
             _ => by_hand,
         }
     }

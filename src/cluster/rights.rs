@@ -27,7 +27,7 @@ const CLUSTER: Grant = Grant {
 };
 
 /// The resources the shipped files have a rule for, and where.
-const RBAC_RULES: [(&str, &Grant); 15] = [
+const RBAC_RULES: [(&str, &Grant); 16] = [
     ("pods", &NAMESPACE_ADMIN),
     ("pods/log", &NAMESPACE_ADMIN),
     ("services", &NAMESPACE_ADMIN),
@@ -39,6 +39,7 @@ const RBAC_RULES: [(&str, &Grant); 15] = [
     ("pods/exec", &NAMESPACE_ADMIN),
     ("pods/portforward", &NAMESPACE_ADMIN),
     ("networkpolicies", &NAMESPACE_ADMIN),
+    ("jobs", &NAMESPACE_ADMIN),
     ("podgroups", &GANGS),
     ("localqueues", &GANGS),
     ("nodes", &CLUSTER),

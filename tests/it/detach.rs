@@ -223,3 +223,18 @@ fn delete_stops_the_supervisor_before_the_run() {
         "{deletes:#?}"
     );
 }
+
+#[test]
+fn status_shows_the_supervisors_pod_and_how_to_stop_it() {
+    let env = Env::new();
+    detach(&env, "dp", &[]);
+    let job = job(&env, "dp").unwrap();
+    let pod = serde_json::json!({
+        "metadata": {"name": "dp-supervisor-x1", "labels": job["metadata"]["labels"]},
+        "spec": job["spec"]["template"]["spec"],
+    });
+    env.server.insert("pods", NS, pod);
+    env.run(&["status", "dp"]).success().stdout_has(
+        "helper pod/dp-supervisor-x1 (supervisor): Pending",
+    ).stdout_has("the run's supervisor (--detach): it ends at the run's verdict; kubectl delete job dp-supervisor stops it");
+}

@@ -8,6 +8,7 @@ mod compare;
 mod complete;
 mod credentials;
 mod delete;
+mod detach;
 mod dry_run;
 mod follow;
 mod gang;
