@@ -14,8 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::support::*;
 
-#[path = "../common/service_account.rs"]
-mod service_account;
+use crate::rbac::service_account;
 
 #[tokio::test]
 async fn a_detached_runs_supervisor_is_made_admitted_under_restricted_and_deleted_with_it() {

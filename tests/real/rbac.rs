@@ -14,7 +14,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use crate::support::*;
 
 #[path = "../common/service_account.rs"]
-mod service_account;
+pub mod service_account;
 
 /// No line of stderr says a right was missing (a note or an error of a verb that went
 /// on without it).
