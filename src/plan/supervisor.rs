@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, PodSecurityContext, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SeccompProfile, Secret, SecurityContext, Toleration,
+    Capabilities, ConfigMapProjection, Container, DownwardAPIProjection, DownwardAPIVolumeFile,
+    KeyToPath, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec,
+    ProjectedVolumeSource, ResourceRequirements, SeccompProfile, Secret, SecurityContext,
+    ServiceAccountTokenProjection, Toleration, Volume, VolumeMount, VolumeProjection,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -156,6 +158,7 @@ fn pod_template(tag: &str, spec: &SupervisorSpec) -> PodTemplateSpec {
                 lost("node.kubernetes.io/unreachable"),
             ]),
             containers: vec![container(tag, &spec.image)],
+            volumes: Some(vec![api_access()]),
             ..PodSpec::default()
         }),
     }
@@ -171,6 +174,12 @@ fn container(tag: &str, image: &str) -> Container {
                 .to_vec(),
         ),
         resources: Some(resources()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: API_ACCESS.to_string(),
+            mount_path: TOKEN_DIR.to_string(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }]),
         security_context: Some(SecurityContext {
             allow_privilege_escalation: Some(false),
             read_only_root_filesystem: Some(true),
@@ -181,6 +190,60 @@ fn container(tag: &str, image: &str) -> Container {
             ..SecurityContext::default()
         }),
         ..Container::default()
+    }
+}
+
+/// The volume of the supervisor's credentials.
+const API_ACCESS: &str = "api-access";
+/// Where a pod's client looks for them (kube's `Config::incluster`, client-go's).
+const TOKEN_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The ServiceAccount's token (renewed by the kubelet), the cluster's CA and the
+/// namespace, where a pod's client reads them: what the ServiceAccount admission plugin
+/// adds to every pod, written out so that a cluster with the plugin off (as
+/// ../shared/tools' planes) gives them too; with it on, the plugin leaves a pod that
+/// mounts that directory as it is (plugin/pkg/admission/serviceaccount/admission.go).
+fn api_access() -> Volume {
+    let token = VolumeProjection {
+        service_account_token: Some(ServiceAccountTokenProjection {
+            path: "token".to_string(),
+            expiration_seconds: Some(3607),
+            ..ServiceAccountTokenProjection::default()
+        }),
+        ..VolumeProjection::default()
+    };
+    let ca = VolumeProjection {
+        config_map: Some(ConfigMapProjection {
+            name: "kube-root-ca.crt".to_string(),
+            items: Some(vec![KeyToPath {
+                key: "ca.crt".to_string(),
+                path: "ca.crt".to_string(),
+                ..KeyToPath::default()
+            }]),
+            ..ConfigMapProjection::default()
+        }),
+        ..VolumeProjection::default()
+    };
+    let namespace = VolumeProjection {
+        downward_api: Some(DownwardAPIProjection {
+            items: Some(vec![DownwardAPIVolumeFile {
+                path: "namespace".to_string(),
+                field_ref: Some(ObjectFieldSelector {
+                    api_version: Some("v1".to_string()),
+                    field_path: "metadata.namespace".to_string(),
+                }),
+                ..DownwardAPIVolumeFile::default()
+            }]),
+        }),
+        ..VolumeProjection::default()
+    };
+    Volume {
+        name: API_ACCESS.to_string(),
+        projected: Some(ProjectedVolumeSource {
+            default_mode: Some(0o444),
+            sources: Some(vec![token, ca, namespace]),
+        }),
+        ..Volume::default()
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use crate::support::{Cluster, RUN_TIMEOUT, tag};
 
 #[path = "../common/service_account.rs"]
-mod service_account;
+pub mod service_account;
 
 /// A static hostPath PersistentVolume (cluster-scoped, deleted on drop) and claim
 /// `out` bound to it, ReadWriteOnce, in the test's namespace. The directory is on this

@@ -7,6 +7,7 @@
 //! need the one-node TensorFlow image (`tools/one-node/tensorflow-image.sh`).
 
 mod after;
+mod detach;
 mod env;
 mod failures;
 mod firsthour;

@@ -54,6 +54,16 @@ case "$ONE_NODE_VERSION" in
   *) die "TF_SPAWNER_ONE_NODE_VERSION must be 1.20 or 1.36, not '$ONE_NODE_VERSION'" ;;
 esac
 
+# The shared tools' --service-cluster-ip-range, and the `kubernetes` Service's address in it
+# (the API server's certificate names it).
+SERVICE_CIDR=10.96.0.0/12
+KUBERNETES_SERVICE_IP=10.96.0.1
+# The API server as pods reach it (api_route), like kube-proxy on users' clusters.
+api_rule() {
+  iptables -t nat "$1" PREROUTING -i "$BRIDGE" -d "$KUBERNETES_SERVICE_IP/32" -p tcp --dport 443 \
+    -j DNAT --to-destination "127.0.0.1:$APISERVER_PORT" -m comment --comment "tf-spawner one-node $BRIDGE"
+}
+
 CP=$STATE/control-plane                # the shared tools' prefix for this cluster's control plane
 RUN=$STATE/run                         # everything of a running cluster; stop.sh empties it
 PIDS=$RUN/pids
@@ -243,7 +253,7 @@ write_cni_conf() {
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$2", "rangeEnd": "$3", "gateway": "$BRIDGE_IP"}]],
-        "routes": [],
+        "routes": [{"dst": "$SERVICE_CIDR", "gw": "$BRIDGE_IP"}],
         "dataDir": "$4"
       }
     }

@@ -126,6 +126,13 @@ if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
 fi
 ip addr show dev "$BRIDGE" | grep "inet $BRIDGE_IP/" >/dev/null || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
+# The API server from the pods, as kube-proxy makes it reachable on users' clusters (a detached
+# run's supervisor talks to it): the `kubernetes` Service's address, which the kubelet gives
+# every pod as KUBERNETES_SERVICE_HOST:PORT (pods route the service range to the bridge),
+# forwarded to the API server on this machine's loopback (route_localnet lets a DNAT to
+# 127.0.0.1 through). Nothing else of the host is reachable from a pod.
+sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
+api_rule -C 2>/dev/null || api_rule -A
 # The node's address: the kubelet serves there (the API server reaches it for pods/log) and it
 # must not be a loopback address; pods cannot reach it (no route outside their subnet).
 ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null || ip addr add "$NODE_IP/32" dev lo

@@ -72,6 +72,7 @@ for m in $(our_mounts); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 for ns in $(our_netns); do ip netns del "$ns" 2>/dev/null; done
 for v in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$v" 2>/dev/null; done
 ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE"
+while api_rule -D 2>/dev/null; do :; done
 ip addr show dev lo | grep "inet $NODE_IP/" >/dev/null && ip addr del "$NODE_IP/32" dev lo
 if grep -qF "$HOSTS_MARK" /etc/hosts; then
   grep -vF "$HOSTS_MARK" /etc/hosts >/etc/hosts.tf-spawner-one-node && cat /etc/hosts.tf-spawner-one-node >/etc/hosts
