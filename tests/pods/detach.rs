@@ -175,3 +175,108 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
             .is_empty()
     );
 }
+
+/// The supervisor's pod deleted in the middle of a restart (its backoff: the restart
+/// recorded, the pods not yet made again): the Job's next pod takes the run up from its
+/// record and finishes that restart; the run ends after exactly one.
+#[tokio::test]
+async fn a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once() {
+    let test = "a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once";
+    let Some(c) = Cluster::new("detach-lost").await else {
+        return;
+    };
+    let Some(image) = supervisor_image(test).await else {
+        return;
+    };
+    service_account::apply_role(&c.client, &c.namespace).await;
+    let t = tag("dlo");
+    let script = c.write("epochs.py", EPOCHS);
+    let args = [
+        "-w",
+        "2",
+        "--detach",
+        "--supervisor-image",
+        &image,
+        "--restarts",
+        "2",
+        "--restart-backoff",
+        "15s",
+    ];
+    c.spawn(&t, &script, &args).await;
+    let records = Api::<ConfigMap>::namespaced(c.client.clone(), &c.namespace);
+    let record = format!("{t}-script");
+    let first = c
+        .eventually(
+            "the supervisor taking the run",
+            Duration::from_secs(120),
+            || async {
+                let cm = records.get(&record).await.ok()?;
+                annotation(&cm, "tf-spawner/follower")
+                    .filter(|w| w.contains(&format!("on {t}-supervisor-")))
+            },
+        )
+        .await;
+    let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+    let worker = format!("{t}-worker-1");
+    c.eventually("worker-1 running", Duration::from_secs(120), || async {
+        let pod = pods.get(&worker).await.ok()?;
+        (phase(&pod) == "Running").then_some(())
+    })
+    .await;
+    pods.delete(&worker, &DeleteParams::default())
+        .await
+        .expect("delete worker-1");
+    c.eventually("the restart recorded", Duration::from_secs(60), || async {
+        let cm = records.get(&record).await.ok()?;
+        annotation(&cm, "tf-spawner/restarting")
+    })
+    .await;
+    let supervisor = first
+        .split_once(" on ")
+        .and_then(|(_, rest)| rest.split_once(','))
+        .map(|(pod, _)| pod.to_string())
+        .expect("the supervisor's pod in its name");
+    pods.delete(&supervisor, &DeleteParams::default())
+        .await
+        .expect("delete the supervisor's pod");
+
+    let verdict = c
+        .eventually("the verdict", Duration::from_secs(240), || async {
+            let cm = records.get(&record).await.ok()?;
+            annotation(&cm, "tf-spawner/verdict")
+        })
+        .await;
+    assert_eq!(verdict, "Succeeded");
+    let tasks = c.pods(&t).await.into_iter().filter(|p| {
+        p.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| !l.contains_key("tf-spawner/helper"))
+    });
+    for pod in tasks {
+        let attempt = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("tf-spawner/attempt"))
+            .cloned();
+        assert_eq!(
+            attempt.as_deref(),
+            Some("1"),
+            "exactly one restart: {pod:?}"
+        );
+    }
+    let sup = format!("training_attempt={t},tf-spawner/helper=supervisor");
+    let list = pods
+        .list(&ListParams::default().labels(&sup))
+        .await
+        .unwrap();
+    let second = list
+        .items
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .find(|n| *n != supervisor)
+        .expect("the Job's second pod");
+    let log = pods.logs(&second, &LogParams::default()).await.unwrap();
+    assert!(log.contains(&format!("run {t}: Succeeded")), "{log}");
+}
