@@ -13,6 +13,9 @@ pub const INVOCATION_ANNOTATION: &str = "tf-spawner/invocation";
 /// On the pods of a restarted attempt: the failure the restart was for (`pod T-worker-1
 /// (worker-1) was deleted while it ran`), so `status` says which task it was for.
 pub const RESTARTED_FOR_ANNOTATION: &str = "tf-spawner/restarted-for";
+/// On the pods of a restarted attempt: who restarted it (`tf-spawner on HOST, pid N`: a
+/// wait, or a detached run's supervisor pod), so `status` says so.
+pub const RESTARTED_BY_ANNOTATION: &str = "tf-spawner/restarted-by";
 /// On each pod of a run spawned with `--pull-grace`: the grace's seconds (an image
 /// that fails to pull fails the run only once its pod is this old).
 pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";

@@ -290,7 +290,13 @@ async fn collection_delete<K: RunObject>(
     selector: &str,
 ) -> Result<Vec<Gone>, CallError> {
     let list_params = ListParams::default().labels(selector);
-    let delete_params = DeleteParams::default();
+    // batch/v1 orphans a Job's pods by default, holding the Job with a finalizer until it
+    // has (seen on v1.20): in the background, the Job goes at once and its pods after.
+    let delete_params = DeleteParams {
+        propagation_policy: (K::KIND == Kind::Job)
+            .then_some(kube::api::PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
     retry(
         &cluster.policy,
         || delete_collection::<K>(cluster, &delete_params, &list_params),

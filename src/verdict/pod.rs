@@ -122,6 +122,8 @@ pub struct PodView {
     /// On a pod of a restarted attempt: the failure the restart was for
     /// ([`RESTARTED_FOR_ANNOTATION`](crate::labels::RESTARTED_FOR_ANNOTATION)).
     pub restarted_for: Option<String>,
+    /// Who restarted it ([`RESTARTED_BY_ANNOTATION`](crate::labels::RESTARTED_BY_ANNOTATION)).
+    pub restarted_by: Option<String>,
     /// A container beside the TF one (a sidecar) has not ended, in a pod not yet
     /// `Succeeded` or `Failed`: the pod still runs, whatever the task's state.
     pub sidecar_running: bool,

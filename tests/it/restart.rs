@@ -122,8 +122,17 @@ fn a_deleted_worker_restarts_the_run_which_then_succeeds() {
         status["restarted_for"],
         "pod rs-worker-1 (worker-1) was deleted while it ran"
     );
-    env.run(&["status", "rs"]).success().stdout_has(
-        "attempt: 1 (pod rs-worker-1 (worker-1) was deleted while it ran; re-created by wait --restarts: worker-0, worker-1)",
+    // Who restarted it: the wait, by its host and pid (`cluster/follower.rs::me`).
+    let status = env.run(&["status", "rs"]);
+    let line = status
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("attempt: 1 "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("attempt: 1 (pod rs-worker-1 (worker-1) was deleted while it ran; re-created by tf-spawner on ")
+            && line.ends_with(": worker-0, worker-1)"),
+        "{status:#?}"
     );
     let list = json(&env.run(&["list", "-o", "json"]));
     assert_eq!(list["runs"][0]["attempt"], 1, "{list}");

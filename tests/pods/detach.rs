@@ -161,7 +161,7 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     status
         .success()
         .stdout_has(&format!(
-            "attempt: 1 (pod {worker} (worker-1) was deleted while it ran"
+            "attempt: 1 (pod {worker} (worker-1) was deleted while it ran; re-created by tf-spawner on {t}-supervisor-"
         ))
         .stdout_has("verdict: Succeeded");
     assert!(follower.starts_with("tf-spawner on "), "{follower}");

@@ -9,7 +9,8 @@ use k8s_openapi::jiff::Timestamp;
 use super::deadline::deadline_left;
 use crate::labels::{
     ATTEMPT_LABEL, ATTEMPT_VAR, INVOCATION_ANNOTATION, NODE_NAME_ANNOTATION,
-    RESTARTED_FOR_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION,
+    RESTARTED_BY_ANNOTATION, RESTARTED_FOR_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
+    STOPPED_ANNOTATION,
 };
 use crate::plan::PORT_NAME;
 
@@ -61,6 +62,7 @@ pub fn next_attempt(template: &Pod, next: &Next, now: Timestamp) -> Pod {
         attempt,
         invocation,
         cause,
+        by,
         port: _,
     } = *next;
     let mut pod = template.clone();
@@ -74,6 +76,7 @@ pub fn next_attempt(template: &Pod, next: &Next, now: Timestamp) -> Pod {
     let annotations = meta.annotations.get_or_insert_with(Default::default);
     annotations.insert(INVOCATION_ANNOTATION.to_string(), invocation.to_string());
     annotations.insert(RESTARTED_FOR_ANNOTATION.to_string(), cause.to_string());
+    annotations.insert(RESTARTED_BY_ANNOTATION.to_string(), by.to_string());
     if let Some(spec) = pod.spec.as_mut() {
         let at = crate::labels::tf_container_at(&spec.containers);
         if let Some(c) = spec.containers.get_mut(at) {
@@ -93,6 +96,8 @@ pub struct Next<'a> {
     pub attempt: u32,
     pub invocation: &'a str,
     pub cause: &'a str,
+    /// Who restarts it ([`RESTARTED_BY_ANNOTATION`]).
+    pub by: &'a str,
     pub port: Option<u16>,
 }
 

@@ -39,6 +39,7 @@ fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
         attempt: 2,
         invocation: "second",
         cause: "pod x failed",
+        by: "tf-spawner on laptop, pid 7",
         port: Some(2000),
     };
     let pod = next_attempt(&template(stored()), &next, Timestamp::UNIX_EPOCH);
@@ -56,6 +57,10 @@ fn a_template_has_nothing_the_servers_wrote_and_the_next_attempt_is_marked() {
     assert!(value["spec"].get("nodeName").is_none(), "{value}");
     assert_eq!(meta["labels"]["tf-spawner/attempt"], "2");
     assert_eq!(meta["annotations"]["tf-spawner/invocation"], "second");
+    assert_eq!(
+        meta["annotations"]["tf-spawner/restarted-by"],
+        "tf-spawner on laptop, pid 7"
+    );
     assert_eq!(
         value["spec"]["containers"][1]["env"],
         json!([{"name": "A", "value": "1"}, {"name": "TF_SPAWNER_ATTEMPT", "value": "2"}])
@@ -85,6 +90,7 @@ fn attempt(n: u32) -> Next<'static> {
         attempt: n,
         invocation: "i",
         cause: "c",
+        by: "b",
         port: None,
     }
 }

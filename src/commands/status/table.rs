@@ -348,8 +348,13 @@ fn attempt_line(tracker: &Tracker, pods: &[&PodView]) -> String {
         .map(|v| v.label())
         .collect();
     let cause = restarted_for(tracker).map_or_else(String::new, |c| format!("{}; ", one_line(c)));
+    let by = tracker
+        .live()
+        .filter(|v| v.attempt == attempt)
+        .find_map(|v| v.restarted_by.clone())
+        .unwrap_or_else(|| "wait --restarts".to_string());
     format!(
-        "attempt: {attempt} ({cause}re-created by wait --restarts: {})\n",
+        "attempt: {attempt} ({cause}re-created by {by}: {})\n",
         restarted.join(", ")
     )
 }

@@ -387,10 +387,12 @@ impl Restarter {
         let tag = &bounds.tag;
         let invocation = format!("{:016x}", rand::random::<u64>());
         let now = k8s_openapi::jiff::Timestamp::now();
+        let by = crate::cluster::follower::me();
         let next = recreate::Next {
             attempt: r.attempt,
             invocation: &invocation,
             cause: &r.cause,
+            by: &by,
             port: r.port,
         };
         let new: Vec<_> = r

@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::labels::{
     ATTEMPT_LABEL, CLUSTER_ANNOTATION, INDEX_LABEL, KUEUE_QUEUE_LABEL, PULL_GRACE_ANNOTATION,
-    RESTARTED_FOR_ANNOTATION, ROLE_LABEL, RUN_STARTED_ANNOTATION, STOPPED_AFTER_TASK_ANNOTATION,
-    STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
+    RESTARTED_BY_ANNOTATION, RESTARTED_FOR_ANNOTATION, ROLE_LABEL, RUN_STARTED_ANNOTATION,
+    STOPPED_AFTER_TASK_ANNOTATION, STOPPED_ANNOTATION, VOLCANO_QUEUE_ANNOTATION,
 };
 use crate::roles::{Role, RoleSizes, Task};
 
@@ -59,6 +59,9 @@ impl PodView {
             terminating: meta.deletion_timestamp.is_some(),
             node_lost: node_lost_since(status).filter(|_| phase == Phase::Running),
             restarted_for: annotation(meta, RESTARTED_FOR_ANNOTATION).cloned(),
+            restarted_by: annotation(meta, RESTARTED_BY_ANNOTATION)
+                .filter(|by| by.len() <= 200 && !by.chars().any(char::is_control))
+                .cloned(),
             stopped_after_task: annotation(meta, STOPPED_AFTER_TASK_ANNOTATION).is_some(),
             sidecar_running: !matches!(phase, Phase::Succeeded | Phase::Failed)
                 && sidecar_running(statuses, container),
