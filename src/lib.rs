@@ -304,6 +304,7 @@ fn script_or_verb(cli: &Cli) -> Result<(), errors::UsageError> {
 fn unknown_verb(word: &str) -> String {
     let verbs: Vec<String> = Cli::command()
         .get_subcommands()
+        .filter(|c| !c.is_hide_set())
         .map(|c| c.get_name().to_string())
         .filter(|v| v != "help")
         .collect();
@@ -325,6 +326,7 @@ fn unknown_verb(word: &str) -> String {
 fn nearest_verb(word: &str) -> Option<String> {
     Cli::command()
         .get_subcommands()
+        .filter(|c| !c.is_hide_set())
         .map(|c| c.get_name().to_string())
         .filter(|v| v != "help")
         .map(|v| (strsim::damerau_levenshtein(word, &v), v))

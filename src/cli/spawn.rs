@@ -190,7 +190,7 @@ pub struct SpawnArgs {
     /// supervise) that follows it to its verdict as wait would, with this spawn's
     /// settings (--restarts, --notify URL, --cleanup…), then return at once: nothing
     /// needs to keep running here (docs/reference.md, "Detached runs")
-    #[arg(long_help, help = "Follow the run from the cluster; return at once", long, conflicts_with_all = ["wait", "local", "delete"])]
+    #[arg(long_help, help = "Follow the run from the cluster; return at once", long, hide_short_help = true, conflicts_with_all = ["wait", "local", "delete"])]
     pub detach: bool,
 
     /// With --detach: delete the run once its supervisor has its verdict (the logs are

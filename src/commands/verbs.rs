@@ -109,6 +109,7 @@ pub fn settle_tag(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), Usage
 pub fn short_usage(name: &str) -> UsageError {
     let verbs: Vec<String> = Cli::command()
         .get_subcommands()
+        .filter(|c| !c.is_hide_set())
         .map(|c| c.get_name().to_string())
         .filter(|v| v != "help")
         .collect();

@@ -82,7 +82,9 @@ fn delete_lists_pods_and_services_and_deletes_them_one_by_one_with_their_uid() {
     // 49): one collection DELETE of NetworkPolicies and of each gang's PodGroups.
     assert_eq!(count("DELETE", "/networkpolicies", true), 1, "{requests:?}");
     assert_eq!(count("DELETE", "/podgroups", true), 2, "{requests:?}");
-    assert_eq!(requests.len(), 17, "{requests:?}");
+    // And first the supervisors' Jobs (`--detach`), one collection DELETE.
+    assert_eq!(count("DELETE", "/jobs", true), 1, "{requests:?}");
+    assert_eq!(requests.len(), 18, "{requests:?}");
     assert!(env.names("default").is_empty());
 }
 

@@ -77,7 +77,7 @@ fn a_detached_spawn_makes_the_run_and_its_supervisor_and_returns() {
         serde_json::json!(["tf-spawner", "supervise", "-t", "dt"])
     );
     // No setting in its arguments or environment: the URL's token is in the Secret alone.
-    assert!(!job.to_string().contains("secret"), "{job}");
+    assert!(!job.to_string().contains("hooks.example.com"), "{job}");
     let follow = follow_settings(&env, "dt");
     assert_eq!(follow["restarts"], 2);
     assert_eq!(follow["notify"], "https://hooks.example.com/T0/secret");

@@ -408,7 +408,8 @@ fn verbose_logs_each_api_call_without_secrets() {
     for line in &lines {
         assert!(line.contains("tf_spawner::api"), "{line}");
         assert!(
-            line.contains("method=") && line.contains("path=/api/v1/"),
+            line.contains("method=")
+                && (line.contains("path=/api/v1/") || line.contains("path=/apis/batch/v1/")),
             "{line}"
         );
         assert!(

@@ -66,15 +66,15 @@ impl Shape {
         }
     }
 
-    /// The requests of a spawn: the lists of ResourceQuotas and of nodes (docs/resources.md: none here, so no list of pods), 4 lists
-    /// (is the tag free?), then 1 + 1 + 2 + 2 creates
+    /// The requests of a spawn: the lists of ResourceQuotas and of nodes (docs/resources.md: none here, so no list of pods), 5 lists
+    /// (is the tag free? the supervisors' Jobs too), then 1 + 1 + 2 + 2 creates
     /// (ConfigMap and Secret, services, pods), and the GET that sees the ConfigMap is
     /// still there; with the gang first one discovery GET of the PodGroup API, a fifth
     /// list, and the PodGroup's create after the config.
     fn spawn_requests(self) -> usize {
         match self {
-            Shape::Plain => 13,
-            Shape::Gang => 16,
+            Shape::Plain => 14,
+            Shape::Gang => 17,
         }
     }
 
@@ -85,11 +85,12 @@ impl Shape {
         }
     }
 
-    /// The requests of a delete: the ConfigMap's collection DELETE, the lists of pods
-    /// and services; then 2 + 2 single DELETEs and the collection DELETEs of the
-    /// Secret, the NetworkPolicies and both PodGroup kinds (by label, issue 49).
+    /// The requests of a delete: the supervisors' Jobs' collection DELETE first, the
+    /// ConfigMap's, the lists of pods and services; then 2 + 2 single DELETEs and the
+    /// collection DELETEs of the Secret, the NetworkPolicies and both PodGroup kinds (by
+    /// label, issue 49).
     fn delete_requests(self) -> usize {
-        11
+        12
     }
 }
 
@@ -199,13 +200,14 @@ fn spawn_with_env(env: &Env, tag: &str, shape: Shape) -> Output {
 }
 
 /// A 403 on the list of secrets means "this credential sees no secrets" (it may still
-/// spawn without -e), on the list of PodGroups "it cannot have made one", and on the list
+/// spawn without -e), on the list of PodGroups or Jobs "it cannot have made one", and on the list
 /// of ResourceQuotas "the quota check is skipped" (docs/resources.md); the lists
 /// run concurrently, so whether one of them gets the fault depends on arrival order.
 fn a_harmless_list_was_forbidden(env: &Env) -> bool {
     env.server.requests().iter().any(|r| {
         r.method == "GET"
             && (r.path.ends_with("/secrets")
+                || r.path.ends_with("/jobs")
                 || r.path.ends_with("/podgroups")
                 || r.path.ends_with("/resourcequotas"))
             && r.status == 403

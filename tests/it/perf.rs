@@ -22,11 +22,12 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
         env.spawn(&["-t", tag, "-w", &workers.to_string()])
             .success();
         // The quotas and the nodes (docs/resources.md; no node here, so no list of pods),
-        // four lists (is the tag free?), then the config map, the services, the pods, and
-        // one GET: is the ConfigMap still there (a `-d` at the same time)?
-        assert_eq!(count(&env, "GET"), 7, "{tag}");
+        // five lists (is the tag free? the supervisors' Jobs too), then the config map,
+        // the services, the pods, and one GET: is the ConfigMap still there (a `-d` at the
+        // same time)?
+        assert_eq!(count(&env, "GET"), 8, "{tag}");
         assert_eq!(count(&env, "POST"), 1 + 2 * workers, "{tag}");
-        assert_eq!(env.server.requests().len(), 7 + 1 + 2 * workers, "{tag}");
+        assert_eq!(env.server.requests().len(), 8 + 1 + 2 * workers, "{tag}");
 
         env.server.clear_requests();
         env.run(&["-d", "-y", "-t", tag])
@@ -35,15 +36,16 @@ fn spawn_sends_one_create_per_object_and_delete_one_delete_per_object() {
         // A list of the pods' and the services' names and one DELETE each (faster than a
         // collection DELETE on a real server: see src/cluster/remove.rs), and the config
         // map's collection DELETE; and, whatever the ConfigMap records (issue 49), one
-        // collection DELETE each of secrets, NetworkPolicies and both PodGroup kinds.
+        // collection DELETE each of secrets, NetworkPolicies and both PodGroup kinds; and
+        // first the supervisors' Jobs' (`--detach`: none here, so nothing more).
         let requests = env.server.requests();
         assert_eq!(count(&env, "GET"), 2, "{tag}: {requests:?}");
         assert_eq!(
             count(&env, "DELETE"),
-            5 + 2 * workers,
+            6 + 2 * workers,
             "{tag}: {requests:?}"
         );
-        assert_eq!(requests.len(), 7 + 2 * workers, "{tag}: {requests:?}");
+        assert_eq!(requests.len(), 8 + 2 * workers, "{tag}: {requests:?}");
     }
     assert!(env.names("default").is_empty());
 }
@@ -77,8 +79,8 @@ fn delete_wait_returns_once_the_terminating_pods_are_gone() {
     // deletes of config maps and secrets (no config map says the run has none), of
     // both PodGroup kinds (nor whether it has a gang: 404 here, no such API) and of
     // network policies (nor whether it has one); then one list and one watch, whatever
-    // the number of pods.
-    assert_eq!(count(&env, "DELETE"), 2 + 2 + 2 + 1);
+    // the number of pods; and first the supervisors' Jobs' collection DELETE.
+    assert_eq!(count(&env, "DELETE"), 1 + 2 + 2 + 2 + 1);
     let gets = count(&env, "GET");
     assert!((3..=5).contains(&gets), "{:?}", env.server.requests());
 }
@@ -93,8 +95,8 @@ fn delete_wait_with_nothing_lingering_costs_one_list() {
     assert!(!out.stderr.contains("waiting"), "{out:#?}");
     // 3 pods and 3 services one by one, the config map's collection DELETE and those of
     // secrets, NetworkPolicies and both PodGroup kinds (by label); the lists of pods and
-    // services, and the one list of the wait.
-    assert_eq!(count(&env, "DELETE"), 3 + 3 + 1 + 4);
+    // services, and the one list of the wait; and first the supervisors' Jobs'.
+    assert_eq!(count(&env, "DELETE"), 1 + 3 + 3 + 1 + 4);
     assert_eq!(count(&env, "GET"), 3);
     assert!(env.names("default").is_empty());
 }
