@@ -173,13 +173,24 @@ pub async fn delete_selected(
     which: Selected<'_>,
     max_in_flight: usize,
 ) -> Deleted {
-    let selector = which.selector();
     // The supervisors before anything else (`spawn --detach`): one still following
     // would take the deletes below for a failure and restart the run.
     let jobs = match which {
         Selected::RunButSupervisor(_) => Ok(Vec::new()),
-        _ => stop_supervisors(cluster, &selector, max_in_flight).await,
+        _ => stop_supervisors(cluster, &which.selector(), max_in_flight).await,
     };
+    let mut out = Deleted::default();
+    out.add([(Kind::Job, jobs)].into_iter());
+    let rest = delete_the_rest(cluster, which, max_in_flight).await;
+    out.removed.extend(rest.removed);
+    out.failed.extend(rest.failed);
+    out.notes.extend(rest.notes);
+    out
+}
+
+/// Every kind but the supervisors' Jobs, of what `which` selects.
+async fn delete_the_rest(cluster: &Cluster, which: Selected<'_>, max_in_flight: usize) -> Deleted {
+    let selector = which.selector();
     // The ConfigMap first: its answer says whether there are secrets and PodGroups, and
     // a spawn of the tag at the same time checks that its ConfigMap is still there once
     // its pods are made (`apply::create`). Listed only after the ConfigMap is gone, the
@@ -223,7 +234,6 @@ pub async fn delete_selected(
         other => other,
     };
     let kinds = [
-        (Kind::Job, jobs),
         (Kind::Pod, pods),
         (Kind::Service, services),
         (Kind::ConfigMap, config_maps),

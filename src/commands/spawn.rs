@@ -72,7 +72,12 @@ fn supervised(
         image,
         account: settings.supervisor_account.value.clone(),
     };
-    plan::supervisor::add(plan, &spec, &record);
+    let run = plan::supervisor::Supervised {
+        tag: &plan.tag,
+        namespace: &plan.namespace,
+        invocation: &plan.invocation,
+    };
+    plan.supervisor = Some(plan::supervisor::supervisor(run, &spec, &record));
     Ok(())
 }
 

@@ -27,7 +27,6 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::Plan;
 use crate::labels::{
     HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, supervisor_name,
 };
@@ -85,16 +84,24 @@ pub struct SupervisorSpec {
     pub account: String,
 }
 
-/// `plan` with its supervisor, following as `follow` says.
-pub fn add(plan: &mut Plan, spec: &SupervisorSpec, follow: &FollowRecord) {
-    let name = supervisor_name(&plan.tag);
+/// The run a supervisor follows: its tag, namespace and the spawn's invocation.
+#[derive(Debug, Clone, Copy)]
+pub struct Supervised<'a> {
+    pub tag: &'a str,
+    pub namespace: &'a str,
+    pub invocation: &'a str,
+}
+
+/// The supervisor of `run`, following as `follow` says.
+pub fn supervisor(run: Supervised<'_>, spec: &SupervisorSpec, follow: &FollowRecord) -> Supervisor {
+    let name = supervisor_name(run.tag);
     let meta = ObjectMeta {
         name: Some(name.clone()),
-        namespace: Some(plan.namespace.clone()),
-        labels: Some(labels(&plan.tag)),
+        namespace: Some(run.namespace.to_string()),
+        labels: Some(labels(run.tag)),
         annotations: Some(BTreeMap::from([(
             INVOCATION_ANNOTATION.to_string(),
-            plan.invocation.clone(),
+            run.invocation.to_string(),
         )])),
         ..ObjectMeta::default()
     };
@@ -109,12 +116,12 @@ pub fn add(plan: &mut Plan, spec: &SupervisorSpec, follow: &FollowRecord) {
         metadata: meta,
         spec: Some(JobSpec {
             backoff_limit: Some(BACKOFF_LIMIT),
-            template: pod_template(&plan.tag, spec),
+            template: pod_template(run.tag, spec),
             ..JobSpec::default()
         }),
         ..Job::default()
     };
-    plan.supervisor = Some(Supervisor { secret, job });
+    Supervisor { secret, job }
 }
 
 /// The run's labels, and [`HELPER_LABEL`]: the run's `-d` deletes it; no follow counts
@@ -298,13 +305,18 @@ pub(crate) mod tests {
         }
     }
 
-    fn planned() -> Plan {
+    fn planned() -> crate::plan::Plan {
         let mut plan = crate::plan::build(&request(Roles::workers(2).unwrap())).unwrap();
         let spec = SupervisorSpec {
             image: "registry.example.com/tf-spawner:0.1".to_string(),
             account: "tf-spawner-supervisor".to_string(),
         };
-        add(&mut plan, &spec, &follow());
+        let run = Supervised {
+            tag: &plan.tag,
+            namespace: &plan.namespace,
+            invocation: &plan.invocation,
+        };
+        plan.supervisor = Some(supervisor(run, &spec, &follow()));
         plan
     }
 

@@ -125,7 +125,7 @@ fn ended_showing(wait: &Wait, holder: &Holder, outcome: Outcome) -> anyhow::Erro
             EXIT_TIMEOUT,
             format!(
                 "run '{tag}' has no verdict after {}; {on}",
-                super::humantime_secs(d)
+                super::report::humantime_secs(d)
             ),
         )
         .into(),
