@@ -36,8 +36,28 @@ pub enum Seen {
     },
 }
 
-/// Where a wait's [`Seen`] goes.
-pub type Observer = tokio::sync::mpsc::UnboundedSender<Seen>;
+mod observer;
+
+/// Where a wait's [`Seen`] goes: a mailbox that keeps each run's newest state and
+/// training not read yet (`progress/observer.rs`), never a growing queue.
+pub type Observer = observer::Sender<Seen>;
+/// The sweep's end of its runs' [`Observer`]s.
+pub type Inbox = observer::Receiver<Seen>;
+
+/// A sweep's mailbox.
+pub fn observer() -> (Observer, Inbox) {
+    observer::channel()
+}
+
+impl observer::Newer for Seen {
+    fn replaces(&self, older: &Seen) -> bool {
+        match (self, older) {
+            (Seen::State { tag, .. }, Seen::State { tag: was, .. })
+            | (Seen::Training { tag, .. }, Seen::Training { tag: was, .. }) => tag == was,
+            _ => false,
+        }
+    }
+}
 
 /// Where a sweep's decision to stop a run early reaches the run's follower (a wait, a
 /// `--local` run): the decision's line, once made.

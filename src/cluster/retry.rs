@@ -32,7 +32,7 @@ pub struct RetryPolicy {
 /// `--give-up-after`'s default.
 pub const GIVE_UP: Duration = Duration::from_secs(10 * 60);
 /// `idle_timeout`'s default: a watch asks the server to end it sooner (see
-/// `cluster/watch.rs`), so only a frozen connection is idle this long.
+/// `cluster/watch/machine.rs`), so only a frozen connection is idle this long.
 pub const IDLE: Duration = Duration::from_secs(5 * 60);
 
 impl Default for RetryPolicy {

@@ -1,13 +1,11 @@
 //! Deleting a run, and `-d --wait`: following its pods until they are gone.
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use crate::cluster::Cluster;
-use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError};
 use crate::labels::whole_run_selector;
 use crate::{output, signals};
@@ -128,37 +126,8 @@ fn still_there(
 /// period. Services, config maps and secrets go at once, so pods are all there is to
 /// wait for. Costs one list and one watch however many pods there are.
 /// `on_count` hears how many pods are left: after the list, then after every change.
-async fn pods_left(cluster: &Cluster, tag: &str, mut on_count: impl FnMut(usize)) -> Result<()> {
-    let mut left: BTreeSet<String> = BTreeSet::new();
-    let mut listing: Option<BTreeSet<String>> = None;
-    watch::follow(cluster, &whole_run_selector(tag), |event, more| {
-        match event {
-            // A (re)list: the pods of its pages are what is left.
-            PodEvent::ListBegin => listing = Some(BTreeSet::new()),
-            PodEvent::Page(pods) => {
-                let names = pods.into_iter().filter_map(|p| p.metadata.name);
-                match &mut listing {
-                    Some(listed) => listed.extend(names),
-                    None => left.extend(names),
-                }
-                return None;
-            }
-            PodEvent::ListEnd => left = listing.take().unwrap_or_default(),
-            PodEvent::Changed(pod) => {
-                left.extend(pod.metadata.name);
-            }
-            PodEvent::Deleted(name) => {
-                left.remove(&name);
-            }
-            PodEvent::Lost(_) | PodEvent::Back(_) => super::link_note(&event),
-        }
-        if more || listing.is_some() {
-            return None;
-        }
-        on_count(left.len());
-        left.is_empty().then_some(())
-    })
-    .await
+async fn pods_left(cluster: &Cluster, tag: &str, on_count: impl FnMut(usize)) -> Result<()> {
+    super::until_gone(cluster, &whole_run_selector(tag), |_| true, on_count).await
 }
 
 fn pods(n: usize) -> String {

@@ -24,6 +24,8 @@ pub(crate) mod training;
 pub(crate) mod wait;
 pub(crate) mod waiting;
 
+use std::collections::BTreeSet;
+
 use anyhow::Result;
 
 use crate::cluster::Cluster;
@@ -40,11 +42,68 @@ pub(crate) async fn follow_run<T>(
     tracker: &mut Tracker,
     mut decide: impl FnMut(&Tracker) -> Option<T>,
 ) -> Result<T> {
-    watch::follow(cluster, &run_selector(tag), |event, more| {
-        let settled = fold(tracker, event) && !more;
-        if settled { decide(tracker) } else { None }
-    })
-    .await
+    let mut events = watch::events(cluster, &run_selector(tag));
+    loop {
+        let (event, more) = events.next_event().await?;
+        if fold(tracker, event)
+            && !more
+            && let Some(done) = decide(tracker)
+        {
+            return Ok(done);
+        }
+    }
+}
+
+/// Follows the pods matching `selector` until none of those `ours` names is left (a
+/// deleted pod lingers for its grace period). `on_count` hears how many are left: after
+/// each list, then after every change (or burst of changes). One list and one watch.
+pub(crate) async fn until_gone(
+    cluster: &Cluster,
+    selector: &str,
+    ours: impl Fn(&str) -> bool,
+    mut on_count: impl FnMut(usize),
+) -> Result<()> {
+    let mut events = watch::events(cluster, selector);
+    let mut left = Left::default();
+    loop {
+        let (event, more) = events.next_event().await?;
+        if left.fold(event, &ours) && !more {
+            on_count(left.names.len());
+            if left.names.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The pods [`until_gone`] waits for, as far as seen.
+#[derive(Default)]
+struct Left {
+    names: BTreeSet<String>,
+    /// A (re)list under way: the pods of its pages so far, what is left at its end.
+    listing: Option<BTreeSet<String>>,
+}
+
+impl Left {
+    /// Folds one event in; whether what is left can be counted now (not amid a list).
+    fn fold(&mut self, event: PodEvent, ours: &impl Fn(&str) -> bool) -> bool {
+        match event {
+            PodEvent::ListBegin => self.listing = Some(BTreeSet::new()),
+            PodEvent::Page(pods) => {
+                let found = pods.into_iter().filter_map(|p| p.metadata.name);
+                let into = self.listing.as_mut().unwrap_or(&mut self.names);
+                into.extend(found.filter(|n| ours(n)));
+                return false;
+            }
+            PodEvent::ListEnd => self.names = self.listing.take().unwrap_or_default(),
+            PodEvent::Changed(pod) => self.names.extend(pod.metadata.name.filter(|n| ours(n))),
+            PodEvent::Deleted(name) => {
+                self.names.remove(&name);
+            }
+            PodEvent::Lost(_) | PodEvent::Back(_) => link_note(&event),
+        }
+        self.listing.is_none()
+    }
 }
 
 /// What one watch event changes in a run's tracker; `false` when nothing is to be

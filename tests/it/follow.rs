@@ -152,6 +152,34 @@ pub fn finish(child: Child) -> Output {
     out
 }
 
+/// The pod watches the binary has opened for run `tag`.
+pub fn run_watches(env: &Env, tag: &str) -> usize {
+    let selector = format!("training_attempt={tag},");
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true"))
+        .filter(|r| {
+            r.param("labelSelector")
+                .is_some_and(|s| s.starts_with(&selector))
+        })
+        .count()
+}
+
+/// Blocks until the binary has opened `n` pod watches for run `tag` (so it follows the
+/// run past its list). A run whose follow decides at its list (its pods had ended)
+/// opens none: a sweep's earlier runs are not counted on. A safety net of 60 s.
+pub fn await_run_watches(env: &Env, tag: &str, n: usize) {
+    let start = Instant::now();
+    while run_watches(env, tag) < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no pod watch of run {tag} after 60s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Blocks until the binary has opened `n` pod watches in all (so it has seen the state
 /// set before). A safety net of 60 s turns a hang into a failure.
 pub fn await_watches(env: &Env, n: usize) {

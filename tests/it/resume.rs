@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::follow::{await_watches, exited, finish, send, start};
+use crate::follow::{await_run_watches, await_watches, exited, finish, send, start};
 use crate::support::{Env, Output};
 use crate::sweep::{await_pod, pods_of, posts_of};
 
@@ -237,7 +237,7 @@ fn resume_after_cleanup_starts_nothing_that_ended() {
     await_pod(&env, "cx-2-worker-0", &mut child);
     exited(&env, "cx-2-worker-0", 1);
     await_pod(&env, "cx-3-worker-0", &mut child);
-    await_watches(&env, 3);
+    await_run_watches(&env, "cx-3", 1);
     send(&child, "-INT");
     assert_eq!(finish(child).code, 130);
     let (cm, _) = record(&env, "cx");
@@ -262,7 +262,7 @@ fn resume_after_cleanup_starts_nothing_that_ended() {
 
     let posts = (posts_of(&env, "/configmaps"), posts_of(&env, "/pods"));
     let child = start_words(&env, &resumed("cx", script, &[]));
-    await_watches(&env, 4);
+    await_run_watches(&env, "cx-3", 2);
     exited(&env, "cx-3-worker-0", 0);
     let out = finish(child);
     assert_eq!(out.code, 3, "{out:#?}");

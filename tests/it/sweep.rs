@@ -534,7 +534,7 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     exited(&env, "qx-1-worker-0", 0);
     await_pod(&env, "qx-3-worker-0", &mut child);
     // qx-3 made whole and followed (a Ctrl-C during its create would take it back).
-    crate::follow::await_watches(&env, 3);
+    crate::follow::await_run_watches(&env, "qx-3", 1);
     crate::follow::send(&child, "-INT");
     let out = finish(child);
     assert_eq!(out.code, 130, "{out:#?}");
@@ -544,15 +544,14 @@ fn resume_counts_only_the_runs_still_running_toward_the_runs_at_a_time() {
     .stderr_has("(1 succeeded, 0 failed, 2 left running, 1 not started)");
 
     // qx-1 ended, qx-2 and qx-3 run: 2 at a time, not 3.
-    let before = env.count_requests(|r| {
-        r.path.ends_with("/pods") && r.param("watch").as_deref() == Some("true")
-    });
+    let before = ["qx-2", "qx-3"].map(|tag| crate::follow::run_watches(&env, tag));
     let mut again = vec!["sweep", "--resume", "qx"];
     again.extend_from_slice(&args[1..]);
     let mut child = start(&env, &again);
     // Once it follows qx-2 and qx-3: it has counted them and read the quota (a pod that
     // ends while the quota is read would change what the quota leaves).
-    crate::follow::await_watches(&env, before + 2);
+    crate::follow::await_run_watches(&env, "qx-2", before[0] + 1);
+    crate::follow::await_run_watches(&env, "qx-3", before[1] + 1);
     exited(&env, "qx-2-worker-0", 0);
     await_pod(&env, "qx-4-worker-0", &mut child);
     exited(&env, "qx-3-worker-0", 0);

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::cluster::Cluster;
-use crate::cluster::watch::{self, PodEvent};
 use crate::errors::{EXIT_TIMEOUT, ExitError};
 use crate::labels::run_selector;
 use crate::signals;
@@ -121,31 +120,6 @@ pub(super) async fn bounded<T>(
 /// Follows the run's pods until none of `names` is left (a deleted pod lingers for its
 /// grace period). One list and one watch.
 pub(super) async fn gone(cluster: &Cluster, tag: &str, names: &BTreeSet<String>) -> Result<()> {
-    let mut left: BTreeSet<String> = BTreeSet::new();
-    let mut listing: Option<BTreeSet<String>> = None;
-    let ours = |name: &String| names.contains(name);
-    watch::follow(cluster, &run_selector(tag), |event, more| {
-        match event {
-            PodEvent::ListBegin => listing = Some(BTreeSet::new()),
-            PodEvent::Page(pods) => {
-                let found = pods.into_iter().filter_map(|p| p.metadata.name);
-                match &mut listing {
-                    Some(listed) => listed.extend(found.filter(ours)),
-                    None => left.extend(found.filter(ours)),
-                }
-                return None;
-            }
-            PodEvent::ListEnd => left = listing.take().unwrap_or_default(),
-            PodEvent::Changed(pod) => left.extend(pod.metadata.name.filter(ours)),
-            PodEvent::Deleted(name) => {
-                left.remove(&name);
-            }
-            PodEvent::Lost(_) | PodEvent::Back(_) => crate::ops::link_note(&event),
-        }
-        if more || listing.is_some() {
-            return None;
-        }
-        left.is_empty().then_some(())
-    })
-    .await
+    let ours = |name: &str| names.contains(name);
+    crate::ops::until_gone(cluster, &run_selector(tag), ours, |_| {}).await
 }

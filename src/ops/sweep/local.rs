@@ -371,7 +371,7 @@ async fn run_all(
         .collect();
     let mut queue = queue.into_iter();
     let mut active = FuturesUnordered::new();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::progress::observer();
     let mut early = Early::of(&sweep.record);
     let mut search = Search::of(&kept.record);
     if let Some(early) = &early {
@@ -393,7 +393,7 @@ async fn run_all(
         tokio::select! {
             next = active.next() => {
                 let Some((tag, ran)) = next else { break };
-                while let Ok(seen) = rx.try_recv() {
+                while let Some(seen) = rx.try_recv() {
                     if let Some(search) = &mut search {
                         search.seen(&seen);
                     }
@@ -425,7 +425,7 @@ async fn run_all(
 fn options_of(
     sweep: &LocalSweep,
     tag: &str,
-    observer: Option<tokio::sync::mpsc::UnboundedSender<crate::progress::Seen>>,
+    observer: Option<crate::progress::Observer>,
     early: Option<&mut Early>,
 ) -> LocalOptions {
     let mut options = sweep.local.clone();

@@ -284,7 +284,7 @@ async fn follow_all(
     at_a_time: usize,
 ) -> Result<()> {
     let mut stop = signals::Stop::listen();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::progress::observer();
     let mut view = view::View::new(&sweep.record.name, &runs);
     let mut ended = recorded(&mut view, &runs, begun.recorded);
     let mut queue = order(&runs, &begun.started, &ended).into_iter();
@@ -315,7 +315,7 @@ async fn follow_all(
             Some((i, end)) = active.next() => {
                 // What the run's wait told before it ended (its last lines, read after
                 // the verdict) is shown before its end.
-                while let Ok(seen) = rx.try_recv() {
+                while let Some(seen) = rx.try_recv() {
                     judges.saw(&seen);
                     view.seen(seen);
                 }

@@ -13,7 +13,7 @@
 //! The parts, by concern: `stream.rs` turns the run's watch, the training's progress,
 //! the timers and signals into one stream of events ([`fold::Event`]); `fold.rs`
 //! folds them by a pure state machine into what to show and when the follow is done
-//! (as `cluster/watch.rs` follows the API, after `kube::runtime::watcher`); this file
+//! (as `cluster/watch/machine.rs` follows the API, after `kube::runtime::watcher`); this file
 //! drives a wait through restarts and a verdict that waits on a peer; `report.rs`
 //! says the outcome; `after.rs` stops, records, saves logs and cleans up.
 
