@@ -51,6 +51,40 @@ impl Holder {
     pub fn is_live(&self, now: i64) -> bool {
         now - self.checked_in < HOLD.as_secs() as i64
     }
+
+    /// What `status -o json` and `list -o json` say of it at `now`.
+    pub fn json(&self, now: i64) -> FollowerJson {
+        FollowerJson {
+            who: self.who.clone(),
+            checked_in: crate::duration::rfc3339(self.checked_in),
+            checking_in: self.is_live(now),
+        }
+    }
+
+    /// `mn-supervisor-x7k2p (checked in 12s ago)`, `laptop, pid 4242 (silent for 3m0s)`:
+    /// where it runs (its name without the program's), and whether it still checks in.
+    pub fn cell(&self, now: i64) -> String {
+        let at = self
+            .who
+            .split_once(" on ")
+            .map_or(self.who.as_str(), |(_, at)| at);
+        let ago = crate::duration::age(now.saturating_sub(self.checked_in).max(0) as u64);
+        if self.is_live(now) {
+            format!("{at} (checked in {ago} ago)")
+        } else {
+            format!("{at} (silent for {ago})")
+        }
+    }
+}
+
+/// Who follows a run (`status -o json`'s and `list -o json`'s `follower`).
+#[derive(Debug, serde::Serialize)]
+pub struct FollowerJson {
+    pub who: String,
+    /// RFC 3339.
+    pub checked_in: Option<String>,
+    /// It checked in within the last minute: it still follows the run.
+    pub checking_in: bool,
 }
 
 /// This process as a follower: `wait on HOST, pid N` (in a pod, HOST is the pod's name).

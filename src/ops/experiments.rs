@@ -198,6 +198,8 @@ mod tests {
             cost: None,
             headline: None,
             recorded: true,
+            follower: None,
+            followed_by: None,
         }
     }
 

@@ -52,6 +52,9 @@ pub struct RunJson {
     pub helpers: BTreeMap<String, u32>,
     /// The experiment the run belongs to (`tf-spawner sweep`), else null.
     pub experiment: Option<String>,
+    /// Who follows the run now (a `wait`, or its supervisor: `spawn --detach`) and when it
+    /// last checked in, as `status -o json` says; null when nobody does.
+    pub follower: Option<crate::cluster::follower::FollowerJson>,
     /// The training's last metrics and epochs done, as recorded at the run's verdict
     /// (`compare` shows the rest), else null.
     pub metrics: Option<BTreeMap<String, f64>>,
@@ -62,6 +65,9 @@ pub struct RunJson {
     /// The metric the table shows (`val_loss`, else `loss`, else the first).
     #[serde(skip)]
     pub headline: Option<(String, f64)>,
+    /// The table's FOLLOWED BY cell: where the follower runs, when it checked in.
+    #[serde(skip)]
+    pub followed_by: Option<String>,
     /// Its ConfigMap is there (the table's words for a run without pods).
     #[serde(skip)]
     pub recorded: bool,
@@ -180,6 +186,9 @@ fn run_json(
     record: Option<Record>,
     now: i64,
 ) -> RunJson {
+    let holder = record.as_ref().and_then(|r| r.follower.as_ref());
+    let follower = holder.map(|h| h.json(now));
+    let followed_by = holder.map(|h| output::escape_controls(&h.cell(now)));
     let pods_age = tracker.live().filter_map(|v| v.age(now)).max();
     let created = record.as_ref().and_then(|r| r.created);
     let age_seconds = created.map(|c| (now - c).max(0) as u64).or(pods_age);
@@ -212,6 +221,8 @@ fn run_json(
         attempt: tracker.attempt(),
         pods: tracker.live().count() as u32,
         recorded: record.is_some(),
+        follower,
+        followed_by,
         recorded_verdict: record.and_then(|r| r.verdict),
         helpers: BTreeMap::new(),
     }
@@ -261,6 +272,7 @@ const ROLE_ORDER: [&str; 5] = ["chief", "ps", "worker", "evaluator", "other"];
 pub fn render(runs: &[RunJson], namespaces: bool) -> String {
     let experiments = runs.iter().any(|r| r.experiment.is_some());
     let trained = runs.iter().any(|r| r.headline.is_some());
+    let followed = runs.iter().any(|r| r.followed_by.is_some());
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|run| {
@@ -280,6 +292,9 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
                 row.push(training_cell(run));
             }
             row.push(pods_cell(run));
+            if followed {
+                row.push(run.followed_by.clone().unwrap_or_else(|| "-".into()));
+            }
             row
         })
         .collect();
@@ -294,6 +309,9 @@ pub fn render(runs: &[RunJson], namespaces: bool) -> String {
         headers.push("TRAINING");
     }
     headers.push("PODS");
+    if followed {
+        headers.push("FOLLOWED BY");
+    }
     output::table(&headers, &rows)
 }
 

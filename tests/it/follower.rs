@@ -176,6 +176,17 @@ fn a_follower_silent_past_the_hold_or_forged_holds_nothing() {
         serde_json::from_str(&env.run(&["status", "fs", "-o", "json"]).stdout).unwrap();
     assert_eq!(json["follower"]["who"], "tf-spawner on laptop, pid 7");
     assert_eq!(json["follower"]["checking_in"], false);
+    // So does list: a FOLLOWED BY column, and the same follower in its JSON.
+    env.run(&["list"])
+        .success()
+        .stdout_has("FOLLOWED BY")
+        .stdout_has("laptop, pid 7 (silent for 5m");
+    let json: Value = serde_json::from_str(&env.run(&["list", "-o", "json"]).stdout).unwrap();
+    assert_eq!(
+        json["runs"][0]["follower"]["who"],
+        "tf-spawner on laptop, pid 7"
+    );
+    assert_eq!(json["runs"][0]["follower"]["checking_in"], false);
 }
 
 #[test]
@@ -193,9 +204,17 @@ fn status_names_the_live_follower() {
     env.run(&["status", "fn"])
         .success()
         .stdout_has(&format!("followed by: {who} (checked in "));
+    let at = who.split_once(" on ").unwrap().1;
+    env.run(&["list"])
+        .success()
+        .stdout_has(&format!("{at} (checked in "));
     exited(&env, "fn-worker-0", 0);
     finish(waiting).success();
-    // Let go at its end: status names nobody.
+    // Let go at its end: status and list name nobody.
     let out = env.run(&["status", "fn"]);
     assert!(!out.stdout.contains("followed by"), "{out:#?}");
+    let out = env.run(&["list"]);
+    assert!(!out.stdout.contains("FOLLOWED BY"), "{out:#?}");
+    let json: Value = serde_json::from_str(&env.run(&["list", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["runs"][0]["follower"], Value::Null);
 }

@@ -76,6 +76,10 @@ pub struct Cluster {
     pub namespace: String,
     pub dir: TempDir,
     config: Config,
+    /// The test's name and start: its seconds are printed at its end (`pods-test-time`,
+    /// which `.ci/run` sorts into a table of the slowest tests).
+    test: String,
+    started: std::time::Instant,
 }
 
 impl Cluster {
@@ -120,6 +124,8 @@ impl Cluster {
             namespace,
             dir: tempfile::tempdir().expect("temp dir"),
             config,
+            test: test.to_string(),
+            started: std::time::Instant::now(),
         })
     }
 
@@ -284,6 +290,13 @@ impl Drop for Cluster {
             });
         });
         let _ = done.join();
+        // Straight to the process's stderr, past libtest's capture: CI's table of times.
+        let _ = writeln!(
+            std::io::stderr(),
+            "pods-test-time: {:5} s  {}",
+            self.started.elapsed().as_secs(),
+            self.test
+        );
     }
 }
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::common::{Events, Report, lost, restarted_for, stalled};
 use crate::cluster::events::PodEvent;
+use crate::cluster::follower::FollowerJson;
 use crate::cluster::record::Record;
 use crate::duration;
 use crate::helper::Found;
@@ -175,11 +176,7 @@ pub fn to_json(report: &Report, (tag, namespace): (&str, &str)) -> StatusJson {
         pending_restart: super::common::pending_restart(tracker, record),
         follower: record
             .and_then(|r| r.follower.as_ref())
-            .map(|h| FollowerJson {
-                who: h.who.clone(),
-                checked_in: duration::rfc3339(h.checked_in),
-                checking_in: h.is_live(now),
-            }),
+            .map(|h| h.json(now)),
         recorded_verdict: record.and_then(|r| r.verdict.clone()),
         created_at: record.and_then(|r| r.created).and_then(duration::rfc3339),
         never_started: record.map(|r| r.never_started.clone()).unwrap_or_default(),
@@ -279,16 +276,6 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
         keep: h.keep,
         ends: h.ends(tag, now),
     }
-}
-
-/// Who follows a run (`status -o json`'s `follower`).
-#[derive(Debug, Serialize)]
-pub struct FollowerJson {
-    pub who: String,
-    /// RFC 3339.
-    pub checked_in: Option<String>,
-    /// It checked in within the last minute: it still follows the run.
-    pub checking_in: bool,
 }
 
 /// An attempt a restart replaced.

@@ -42,6 +42,9 @@ pub(super) async fn follow(cluster: &Cluster, wait: &Wait, holder: Holder) -> Re
         "run {tag} is followed by {} (checked in {ago} ago), which restarts, stops and records it: this wait shows the run and acts on nothing\n",
         holder.who
     ))?;
+    if let Some(hint) = stop_hint(cluster.namespace(), tag, &holder) {
+        output::print(&hint)?;
+    }
     let view = view_only(wait);
     tokio::select! {
         shown = show(cluster, &view) => Ok(Attached::Ended(Err(ended_showing(wait, &holder, shown?)))),
@@ -57,6 +60,17 @@ pub(super) async fn follow(cluster: &Cluster, wait: &Wait, holder: Holder) -> Re
             )))),
         },
     }
+}
+
+/// When the follower is the run's supervisor (`spawn --detach`: its Job's pod), how to
+/// follow the run from here instead: stop the supervisor, and this wait takes the run over.
+fn stop_hint(namespace: &str, tag: &str, holder: &Holder) -> Option<String> {
+    let job = crate::labels::supervisor_name(tag);
+    holder.who.contains(&format!(" on {job}-")).then(|| {
+        format!(
+            "to follow it from here instead, stop its supervisor (the run goes on): kubectl delete job {job} -n {namespace}\n"
+        )
+    })
 }
 
 /// `wait` with everything that acts taken away: what the live view needs alone.
@@ -219,5 +233,34 @@ fn code_of(verdict: &str) -> u8 {
         0
     } else {
         EXIT_TRAINING_FAILED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(who: &str) -> Holder {
+        Holder {
+            who: who.to_string(),
+            checked_in: 0,
+        }
+    }
+
+    #[test]
+    fn the_supervisors_pod_is_told_how_to_stop_and_a_laptop_is_not() {
+        let pod = holder("tf-spawner on mn-supervisor-x7k2p, pid 1");
+        assert_eq!(
+            stop_hint("team-a", "mn", &pod).as_deref(),
+            Some(
+                "to follow it from here instead, stop its supervisor (the run goes on): kubectl delete job mn-supervisor -n team-a\n"
+            )
+        );
+        for who in [
+            "tf-spawner on laptop, pid 4242",
+            "tf-spawner on mnx-supervisor-abcde, pid 1",
+        ] {
+            assert_eq!(stop_hint("team-a", "mn", &holder(who)), None, "{who}");
+        }
     }
 }
