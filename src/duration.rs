@@ -28,9 +28,21 @@ pub fn clock(secs: i64, now: i64) -> String {
     }
 }
 
-/// Seconds since the epoch, now.
+/// Seconds since the epoch, now. This module is the one place the wall clock is read
+/// ([`now`], [`now_ms`], [`timestamp`]); the rest of the program reads the time through
+/// them, once per decision, and passes it on as data.
 pub fn now() -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second()
+    timestamp().as_second()
+}
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> i64 {
+    timestamp().as_millisecond()
+}
+
+/// Now, as a timestamp (for arithmetic on the API's times).
+pub fn timestamp() -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::now()
 }
 
 /// RFC 3339, for JSON.

@@ -117,7 +117,7 @@ pub async fn stop_unfinished(
         .list::<Pod>(&run_selector(tag))
         .await
         .map_err(|e| cluster.explain("listing the run's pods", &e))?;
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let now = crate::duration::timestamp().to_string();
     let now = &now;
     let results: Vec<Result<Option<Done>>> = stream::iter(unfinished(&pods))
         .map(|pod| stop_one(cluster, now, pod))

@@ -239,7 +239,7 @@ impl Runner<'_> {
                 if let Piece::Line(line) = &piece
                     && Some(at) == self.deciding
                 {
-                    let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+                    let now = crate::duration::now_ms();
                     let before = self.training.history.points.last().cloned();
                     self.training.read_line(now, line);
                     if self.training.history.points.last() != before.as_ref() {

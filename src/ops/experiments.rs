@@ -105,7 +105,7 @@ pub async fn experiments(
         Err(e) if e.code() == Some(403) => Vec::new(),
         Err(e) => return Err(cluster.explain("listing the experiments' records", &e)),
     };
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let now = crate::duration::now();
     Ok(summarise(runs, &planned, now))
 }
 

@@ -95,7 +95,7 @@ pub(crate) async fn list(cluster: &Cluster, all_namespaces: bool) -> Result<Vec<
         Err(e) if e.code() == Some(403) => {}
         Err(e) => return Err(listing_error(cluster, all_namespaces, "config maps", &e)),
     }
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let now = crate::duration::now();
     Ok(runs.finish(now))
 }
 

@@ -109,7 +109,7 @@ impl Left {
 /// What one watch event changes in a run's tracker; `false` when nothing is to be
 /// decided from it (a list not complete yet, a note).
 fn fold(tracker: &mut Tracker, event: PodEvent) -> bool {
-    tracker.at(k8s_openapi::jiff::Timestamp::now().as_second());
+    tracker.at(crate::duration::now());
     match event {
         PodEvent::ListBegin => {
             tracker.begin_list();

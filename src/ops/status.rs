@@ -111,7 +111,7 @@ pub(crate) async fn pods(cluster: &Cluster, tag: &str, all_workers: bool) -> Res
         })
         .await
         .map_err(|e| cluster.explain("listing pods", &e))?;
-    tracker.at(k8s_openapi::jiff::Timestamp::now().as_second());
+    tracker.at(crate::duration::now());
     Ok(tracker)
 }
 
@@ -154,7 +154,7 @@ pub(crate) async fn known(cluster: &Cluster, tag: &str, all_workers: bool) -> Re
 
 /// The run's helper pods, by name.
 async fn helpers(cluster: &Cluster, tag: &str) -> Result<Vec<Found>> {
-    let now = u64::try_from(k8s_openapi::jiff::Timestamp::now().as_second()).unwrap_or(0);
+    let now = u64::try_from(crate::duration::now()).unwrap_or(0);
     let mut found = Vec::new();
     cluster
         .list_pages::<Pod>(&helper_selector(tag), false, |pods, first| {

@@ -28,7 +28,7 @@ pub fn deciding(tracker: &Tracker) -> Option<&PodView> {
 }
 
 pub fn now_ms() -> Millis {
-    Timestamp::now().as_millisecond()
+    crate::duration::now_ms()
 }
 
 /// The progress in the tail of the deciding task's log (one request; none before the

@@ -394,3 +394,33 @@ fn lib_rs_names_the_layers_architecture_md_draws() {
         "src/lib.rs's doc (left) and ARCHITECTURE.md's diagram (right)"
     );
 }
+
+/// The wall clock is read in one place, `src/duration.rs` (`now`, `now_ms`,
+/// `timestamp`): every other file reads the time through it, so a test or a reader finds
+/// every reading of the clock by one name (issue 61, item 3). The monotonic clock
+/// (`Instant::now`, for how long something took) is not the wall clock.
+#[test]
+fn the_wall_clock_is_read_in_src_duration_rs_alone() {
+    let mut all = Vec::new();
+    files(&repo().join("src"), &mut all);
+    let reads = ["Timestamp::now()", "SystemTime::now()", "Utc::now()"];
+    let found: Vec<String> = all
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| !p.ends_with("src/duration.rs"))
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let at = p.strip_prefix(repo()).unwrap_or(p).display().to_string();
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| reads.iter().any(|r| line.contains(r)))
+                .map(|(n, line)| format!("{at}:{}: {}", n + 1, line.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the wall clock read outside src/duration.rs (use crate::duration::now, now_ms or timestamp):\n{}",
+        found.join("\n")
+    );
+}

@@ -21,7 +21,6 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
 
 use super::Cluster;
 use crate::labels::{DEADLINE_AT_ANNOTATION, RUN_STARTED_ANNOTATION, run_selector};
@@ -60,7 +59,7 @@ pub async fn templates(cluster: &Cluster, tag: &str, book: &Book) -> Result<Foun
         .list::<Pod>(&run_selector(tag))
         .await
         .map_err(|e| cluster.explain("reading the run's pods (for --restarts)", &e))?;
-    let (times, warnings) = run_times(&pods, book, Timestamp::now());
+    let (times, warnings) = run_times(&pods, book, crate::duration::timestamp());
     let timed = |p: Pod| {
         let t = with_time(template(p), DEADLINE_AT_ANNOTATION, times.deadline);
         with_time(t, RUN_STARTED_ANNOTATION, times.started)

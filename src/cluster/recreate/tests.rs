@@ -4,6 +4,7 @@
 use super::deadline::run_deadline;
 use super::*;
 use crate::labels::{NODE_NAME_ANNOTATION, STOPPED_ANNOTATION};
+use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 fn stored() -> Pod {

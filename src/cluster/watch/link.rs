@@ -89,7 +89,7 @@ impl Link {
         let (since, wall) = *self.down_since.get_or_insert_with(|| {
             let ago =
                 k8s_openapi::jiff::SignedDuration::try_from(asked.elapsed()).unwrap_or_default();
-            (asked, k8s_openapi::jiff::Timestamp::now() - ago)
+            (asked, crate::duration::timestamp() - ago)
         });
         if since.elapsed() >= policy.give_up {
             return Err(anyhow!(

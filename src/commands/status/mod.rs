@@ -45,7 +45,7 @@ pub async fn exec(settings: &Settings, args: &StatusArgs) -> Result<()> {
         events: &events,
         training: &training,
         stall: crate::settings::follow::stall(settings, crate::ops::wait::OnStall::Warn).bound,
-        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        now: crate::duration::now(),
         all_workers: args.all_workers,
     };
     let text = match args.output {

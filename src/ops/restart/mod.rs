@@ -290,7 +290,7 @@ impl Restarter {
     /// Whether the run's `--deadline` (counted once, from its first start) has passed, or
     /// would before the restart's pods are made: said in one line.
     fn deadline_passed(&self, tag: &str, names: &BTreeSet<String>, attempt: u32) -> bool {
-        let now = k8s_openapi::jiff::Timestamp::now();
+        let now = crate::duration::timestamp();
         let left = names
             .iter()
             .filter_map(|n| recreate::deadline_left(self.templates.get(n)?, now))
@@ -386,7 +386,7 @@ impl Restarter {
     async fn create(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
         let tag = &bounds.tag;
         let invocation = format!("{:016x}", rand::random::<u64>());
-        let now = k8s_openapi::jiff::Timestamp::now();
+        let now = crate::duration::timestamp();
         let by = crate::cluster::follower::me();
         let next = recreate::Next {
             attempt: r.attempt,

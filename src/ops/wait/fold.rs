@@ -90,9 +90,7 @@ pub(super) struct Now {
 
 impl Now {
     pub fn current() -> Now {
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let wall = crate::duration::now();
         Now {
             at: Instant::now(),
             wall,
