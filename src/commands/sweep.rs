@@ -142,7 +142,7 @@ async fn start(
     }
     // Every run's objects are valid before the first is made.
     for (tag, point) in &runs {
-        plan::build(&sweep::request(&base, &spawn.script_args, (tag, point)))?;
+        plan::build(&sweep::request(&base, &spawn.script_args, tag, point))?;
     }
     let hint = resume_hint(&record.name);
     if spawn.local {
@@ -258,7 +258,7 @@ fn dry_run(
 ) -> Result<()> {
     let plans = runs
         .iter()
-        .map(|(tag, point)| Ok(plan::build(&sweep::request(base, args, (tag, point)))?));
+        .map(|(tag, point)| Ok(plan::build(&sweep::request(base, args, tag, point))?));
     if let Some(format) = format {
         return render::plans_to_stdout(plans, format);
     }

@@ -133,6 +133,19 @@ fn cut(text: &str, chars: usize) -> String {
     out
 }
 
+/// An experiment's end, as its notice tells it.
+pub struct ExperimentEnd<'a> {
+    pub name: &'a str,
+    /// Its namespace; `None` for `--local`.
+    pub namespace: Option<&'a str>,
+    /// Each run's tag and verdict word.
+    pub runs: &'a [(String, &'a str)],
+    /// How long the sweep took.
+    pub seconds: Option<u64>,
+    /// What its runs held, and its best run.
+    pub results: Results,
+}
+
 impl Notice {
     /// The notice of a run's end.
     pub fn of_run(end: Ending) -> Notice {
@@ -166,16 +179,17 @@ impl Notice {
         notice
     }
 
-    /// The notice of an experiment's end: its runs by verdict (`runs`), failed unless
-    /// every run succeeded; the sweep's time (`seconds`), what its runs held, and its
-    /// best run, whose final metrics and epochs are the notice's.
-    pub fn of_experiment(
-        (name, namespace): (&str, Option<&str>),
-        runs: &[(String, &str)],
-        (exit_code, reason): (u8, Option<String>),
-        seconds: Option<u64>,
-        results: Results,
-    ) -> Notice {
+    /// The notice of an experiment's end: its runs by verdict, failed unless every run
+    /// succeeded (`exit_code` 0); the sweep's time, what its runs held, and its best
+    /// run, whose final metrics and epochs are the notice's.
+    pub fn of_experiment(end: ExperimentEnd<'_>, exit_code: u8, reason: Option<String>) -> Notice {
+        let ExperimentEnd {
+            name,
+            namespace,
+            runs,
+            seconds,
+            results,
+        } = end;
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         for (_, verdict) in runs {
             *counts.entry(verdict.to_string()).or_default() += 1;
@@ -356,13 +370,14 @@ mod tests {
             ("e-2".to_string(), "Failed"),
             ("e-3".to_string(), "Succeeded"),
         ];
-        let n = Notice::of_experiment(
-            ("e", None),
-            &runs,
-            (3, Some("1 of 3 runs failed".into())),
-            None,
-            Results::default(),
-        );
+        let end = ExperimentEnd {
+            name: "e",
+            namespace: None,
+            runs: &runs,
+            seconds: None,
+            results: Results::default(),
+        };
+        let n = Notice::of_experiment(end, 3, Some("1 of 3 runs failed".into()));
         assert_eq!(
             n.text,
             "experiment e (local): Failed (exit 3): 1 of 3 runs failed; runs: 1 Failed, 2 Succeeded"
@@ -401,7 +416,14 @@ mod tests {
             best: Some(best),
             cost: Some(cost.plus(&cost)),
         };
-        let n = Notice::of_experiment(("e", Some("ns")), &runs, (0, None), Some(150), results);
+        let end = ExperimentEnd {
+            name: "e",
+            namespace: Some("ns"),
+            runs: &runs,
+            seconds: Some(150),
+            results,
+        };
+        let n = Notice::of_experiment(end, 0, None);
         assert_eq!(
             n.text,
             "experiment e: Succeeded after 2m 30s; runs: 2 Succeeded; best e-2 (lr=0.01): val_loss 0.25, 1m, held 1.0 task-hours; the runs held 2.0 task-hours: 0.00 waiting for the last task to start, 2.0 training"

@@ -17,8 +17,7 @@ use crate::errors::{
     EXIT_TRAINING_FAILED, EXIT_USAGE, exit_code, one_line,
 };
 use crate::metrics::RunMetrics;
-use crate::metrics::notice::{Ending, Notice, Target};
-use crate::metrics::winner::Results;
+use crate::metrics::notice::{Ending, ExperimentEnd, Notice, Target};
 use crate::output;
 use crate::trainlog::Training;
 use crate::verdict::{FailureKind, Tracker, Verdict};
@@ -51,16 +50,26 @@ pub fn verdict_of(result: &Result<()>, succeeded: bool) -> Option<(&'static str,
     }
 }
 
+/// What a follow saw of the run at its end: its pods, its training, its metrics (those
+/// of the attempts before a restart included).
+#[derive(Clone, Copy)]
+pub struct Seen<'a> {
+    pub tracker: &'a Tracker,
+    pub training: &'a Training,
+    pub metrics: Option<&'a RunMetrics>,
+}
+
 /// After a wait (`wait`, `spawn --wait`, a sweep's run): the notice of its end, if
 /// `--notify` names where and the wait has something to tell.
 pub async fn after_wait(
     cluster: &Cluster,
-    (target, tag): (Option<&Target>, &str),
-    seen: (&Tracker, &Training, Option<&RunMetrics>),
+    target: Option<&Target>,
+    tag: &str,
+    seen: Seen<'_>,
     result: &Result<()>,
 ) {
     let Some(target) = target else { return };
-    let succeeded = matches!(seen.0.verdict(), Verdict::Succeeded);
+    let succeeded = matches!(seen.tracker.verdict(), Verdict::Succeeded);
     if verdict_of(result, succeeded).is_none() {
         return;
     }
@@ -71,12 +80,10 @@ pub async fn after_wait(
 /// How a wait ended, as a notice and `wait -o json` tell it: the verdict word
 /// ([`verdict_of`]; `Cancelled` for an interruption, `Started` for a `--for start`
 /// that saw every pod start), the kind of failure, the failed task and its last lines.
-pub async fn ending(
-    cluster: &Cluster,
-    tag: &str,
-    (tracker, _training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
-    result: &Result<()>,
-) -> Ending {
+pub async fn ending(cluster: &Cluster, tag: &str, seen: Seen<'_>, result: &Result<()>) -> Ending {
+    let Seen {
+        tracker, metrics, ..
+    } = seen;
     let verdict = tracker.verdict();
     let (word, code) =
         verdict_of(result, matches!(verdict, Verdict::Succeeded)).unwrap_or(match result {
@@ -262,20 +269,13 @@ pub async fn after_local(target: Option<&Target>, tag: &str, result: &Result<()>
 }
 
 /// At a sweep's end (after each run's own notice): the experiment's, its runs by
-/// verdict (`runs`: each run's tag and verdict word), the sweep's time, what the runs
-/// held and the best of them (`results`); `namespace` `None` for `--local`.
-pub async fn after_sweep(
-    target: Option<&Target>,
-    experiment: (&str, Option<&str>),
-    runs: &[(String, &str)],
-    result: &Result<()>,
-    (seconds, results): (Option<u64>, Results),
-) {
+/// verdict, the sweep's time, what the runs held and the best of them.
+pub async fn after_sweep(target: Option<&Target>, end: ExperimentEnd<'_>, result: &Result<()>) {
     let Some(target) = target else { return };
     let Some((_, code)) = verdict_of(result, result.is_ok()) else {
         return;
     };
     let reason = result.as_ref().err().map(one_line);
-    let notice = Notice::of_experiment(experiment, runs, (code, reason), seconds, results);
+    let notice = Notice::of_experiment(end, code, reason);
     send(target, &notice).await;
 }

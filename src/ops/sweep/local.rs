@@ -15,6 +15,7 @@ use futures::stream::FuturesUnordered;
 use crate::errors::{EXIT_TAG_TAKEN, EXIT_TRAINING_FAILED, ExitError, UsageError};
 use crate::labels::local_output_dir;
 use crate::metrics::early::{STOPPED_EARLY, StoppedEarly};
+use crate::metrics::notice::ExperimentEnd;
 use crate::metrics::winner::{Results, Winner};
 use crate::metrics::{METRICS_FILE, SWEEP_RECORD_FILE};
 use crate::ops::local_run::{self, LocalOptions, Ran, Which};
@@ -123,9 +124,14 @@ pub(crate) async fn run(sweep: &LocalSweep) -> Result<()> {
             (tag.clone(), word)
         })
         .collect();
-    let notify = sweep.local.notify.as_ref();
-    let seconds = Some(began.elapsed().as_secs());
-    crate::ops::notify::after_sweep(notify, (name, None), &told, &result, (seconds, results)).await;
+    let end = ExperimentEnd {
+        name,
+        namespace: None,
+        runs: &told,
+        seconds: Some(began.elapsed().as_secs()),
+        results,
+    };
+    crate::ops::notify::after_sweep(sweep.local.notify.as_ref(), end, &result).await;
     result
 }
 
@@ -475,7 +481,7 @@ async fn one(
     (tag, point): (String, Point),
     local: LocalOptions,
 ) -> (String, Result<Ran>) {
-    let request = super::request(&sweep.base, &sweep.args, (&tag, &point));
+    let request = super::request(&sweep.base, &sweep.args, &tag, &point);
     let mut stop = Box::pin(signals::stop_requested());
     let which = Which::Swept(&point);
     let ran = local_run::run(&local, request, which, &mut stop).await;

@@ -23,6 +23,7 @@ use futures::{StreamExt, future};
 
 use crate::cluster::{Cluster, experiment};
 use crate::errors::{EXIT_TAG_TAKEN, ExitError};
+use crate::metrics::notice::ExperimentEnd;
 use crate::metrics::winner::Results;
 use crate::output;
 use crate::plan::sweep::{Point, Record, point_text};
@@ -69,13 +70,13 @@ pub(crate) const DEFAULT_PARALLEL: u32 = 4;
 const QUOTA_PATIENCE: Duration = Duration::from_secs(120);
 const QUOTA_RETRY: Duration = Duration::from_secs(2);
 
-/// Run `index`'s request: the base with its tag, arguments and parameters.
+/// Run `tag`'s request: the base with its tag, arguments and parameters (`point`).
 pub(crate) fn request(
     sweep_base: &SpawnRequest,
     args: &[String],
-    run: (&str, &Point),
+    tag: &str,
+    point: &Point,
 ) -> SpawnRequest {
-    let (tag, point) = run;
     let mut req = sweep_base.clone();
     req.tag = tag.to_string();
     req.script_args = plan::sweep::fill(args, point);
@@ -177,7 +178,7 @@ async fn begin(
         return Ok(None);
     };
     let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
-    let created = plan::build(&request(&sweep.base, &sweep.args, (tag, point)));
+    let created = plan::build(&request(&sweep.base, &sweep.args, tag, point));
     let created = match created {
         Ok(plan) => super::spawn::create(cluster, &plan, sweep.max_in_flight).await,
         Err(e) => Err(e.into()),
@@ -212,7 +213,7 @@ async fn at_a_time(
         let first = runs
             .iter()
             .find(|_| true)
-            .map(|(tag, point)| plan::build(&request(&sweep.base, &sweep.args, (tag, point))));
+            .map(|(tag, point)| plan::build(&request(&sweep.base, &sweep.args, tag, point)));
         let room = match first {
             Some(plan) => super::spawn::room(cluster, &plan?).await?,
             None => None,
@@ -421,13 +422,14 @@ async fn notify_end(
         .iter()
         .map(|(i, e)| (runs[*i].0.clone(), end_state(e)))
         .collect();
-    let experiment = (
-        sweep.record.name.as_str(),
-        Some(sweep.base.namespace.as_str()),
-    );
-    let seconds = Some(sweep.wait.started.elapsed().as_secs());
-    let target = sweep.wait.notify.as_ref();
-    super::notify::after_sweep(target, experiment, &told, result, (seconds, results)).await;
+    let end = ExperimentEnd {
+        name: &sweep.record.name,
+        namespace: Some(&sweep.base.namespace),
+        runs: &told,
+        seconds: Some(sweep.wait.started.elapsed().as_secs()),
+        results,
+    };
+    super::notify::after_sweep(sweep.wait.notify.as_ref(), end, result).await;
 }
 
 async fn one_run(
@@ -440,7 +442,7 @@ async fn one_run(
 ) -> (usize, Ended) {
     if !exists {
         let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(&point)));
-        let created = create(cluster, sweep, (&tag, &point)).await;
+        let created = create(cluster, sweep, &tag, &point).await;
         if let Err(e) = created {
             return match ended_by(&e) {
                 Ended::Interrupted(code) => (index, Ended::NotCreated(code)),
@@ -457,8 +459,8 @@ async fn one_run(
 
 /// Creates a run as a spawn does; a refusal for want of quota is tried again while
 /// the sweep's other runs end.
-async fn create(cluster: &Cluster, sweep: &Sweep, run: (&str, &Point)) -> Result<()> {
-    let plan = plan::build(&request(&sweep.base, &sweep.args, run))?;
+async fn create(cluster: &Cluster, sweep: &Sweep, tag: &str, point: &Point) -> Result<()> {
+    let plan = plan::build(&request(&sweep.base, &sweep.args, tag, point))?;
     // Deleted meanwhile (`-d --experiment`): no run of it starts again.
     if experiment::read(cluster, &sweep.record.name)
         .await?

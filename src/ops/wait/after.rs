@@ -12,6 +12,7 @@ use super::options::{CANCEL_BOUND, OnCancel, Wait};
 use crate::cluster::stop::Stopped;
 use crate::cluster::{Cluster, pod_logs};
 use crate::metrics::RunMetrics;
+use crate::ops::notify::Seen;
 use crate::output;
 use crate::verdict::{PodView, Tracker};
 
@@ -26,9 +27,10 @@ const SAVE_IN_FLIGHT: usize = 8;
 pub(super) async fn after_the_verdict(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
+    seen: Seen<'_>,
     verdict: &str,
 ) -> Result<()> {
+    let tracker = seen.tracker;
     let mut problems: Vec<String> = Vec::new();
     // Pods the follower saw still running at the verdict (a task, or a sidecar beside
     // a finished one); none: no request at all.
@@ -38,7 +40,7 @@ pub(super) async fn after_the_verdict(
         stopped = stop_step(cluster, (wait, AFTER_VERDICT), tracker, &mut problems).await;
     }
     if !wait.cleanup {
-        record_step(cluster, wait, (tracker, verdict, metrics), &stopped).await;
+        record_step(cluster, wait, seen.tracker, seen.metrics, verdict, &stopped).await;
     }
     if wait.save_logs.is_some() && !stopped.stopped.is_empty() {
         crate::cluster::stop::until_ended(cluster, &wait.tag, STOP_WAIT).await;
@@ -58,7 +60,9 @@ const STOP_WAIT: Duration = Duration::from_secs(45);
 async fn record_step(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, verdict, metrics): (&Tracker, &str, Option<&RunMetrics>),
+    tracker: &Tracker,
+    metrics: Option<&RunMetrics>,
+    verdict: &str,
     stopped: &Stopped,
 ) {
     let never: Vec<&str> = stopped.deleted.iter().map(|(_, t)| t.as_str()).collect();
@@ -159,7 +163,7 @@ async fn on_cancel(
             };
             let verdict =
                 format!("Cancelled: its wait was cancelled ({by}), its unfinished pods stopped");
-            record_step(cluster, wait, (tracker, &verdict, None), &stopped).await;
+            record_step(cluster, wait, tracker, None, &verdict, &stopped).await;
             format!(
                 "run '{tag}' was stopped: its unfinished pods ended, kept with the finished ones and the logs (see: {status}; delete it: {delete})"
             )

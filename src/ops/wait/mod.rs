@@ -33,6 +33,7 @@ use crate::cluster::Cluster;
 use crate::cluster::follower::{self, Taken};
 use crate::metrics::RunMetrics;
 use crate::metrics::notice::Notice;
+use crate::ops::notify::Seen;
 use crate::output::{self, ReportFormat};
 use crate::signals;
 use crate::trainlog::Training;
@@ -92,8 +93,7 @@ async fn owned(cluster: &Cluster, wait: &Wait) -> Result<()> {
     };
     let result = match follow(cluster, wait, &mut last).await {
         Ok(outcome) => {
-            let seen = (&last.tracker, &last.training, last.metrics.as_ref());
-            report::report(cluster, wait, seen, outcome).await
+            report::report(cluster, wait, last.seen(), outcome).await
         }
         // The follow failed (the API server gone past --give-up-after…): nothing was
         // stopped or deleted, which --cleanup asked for.
@@ -104,8 +104,8 @@ async fn owned(cluster: &Cluster, wait: &Wait) -> Result<()> {
         ))),
         Err(e) => Err(e),
     };
-    let seen = (&last.tracker, &last.training, last.metrics.as_ref());
-    super::notify::after_wait(cluster, (wait.notify.as_ref(), &wait.tag), seen, &result).await;
+    let seen = last.seen();
+    super::notify::after_wait(cluster, wait.notify.as_ref(), &wait.tag, seen, &result).await;
     if wait.output != ReportFormat::Table {
         let ending = super::notify::ending(cluster, &wait.tag, seen, &result).await;
         let document = Notice::of_run(ending);
@@ -120,6 +120,16 @@ struct Last {
     tracker: Tracker,
     training: Training,
     metrics: Option<RunMetrics>,
+}
+
+impl Last {
+    fn seen(&self) -> Seen<'_> {
+        Seen {
+            tracker: &self.tracker,
+            training: &self.training,
+            metrics: self.metrics.as_ref(),
+        }
+    }
 }
 
 /// Follows the run, through its restarts, to the outcome the report says.

@@ -15,6 +15,7 @@ use crate::errors::{
     ExitError,
 };
 use crate::metrics::RunMetrics;
+use crate::ops::notify::Seen;
 use crate::output;
 use crate::trainlog::{Training, show};
 use crate::verdict::{Failure, FailureKind, Tracker, Verdict};
@@ -23,9 +24,14 @@ use crate::verdict::{Failure, FailureKind, Tracker, Verdict};
 pub(super) async fn report(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    seen: Seen<'_>,
     outcome: Outcome,
 ) -> Result<()> {
+    let Seen {
+        tracker,
+        training,
+        metrics,
+    } = seen;
     let tag = wait.tag.as_str();
     match outcome {
         Outcome::Signal(code) => Err(super::after::cancelled(cluster, wait, tracker, code).await),
@@ -36,19 +42,19 @@ pub(super) async fn report(
             Ok(())
         }
         Outcome::Done(Done::Final(Verdict::Succeeded)) => {
-            let after = after_the_verdict(cluster, wait, (tracker, metrics), "Succeeded").await;
+            let after = after_the_verdict(cluster, wait, seen, "Succeeded").await;
             output::print(&format!("run {tag}: Succeeded\n"))?;
             time_and_training(tracker, wait.all_workers, training, metrics)?;
             after.map_err(|e| anyhow!("run '{tag}' succeeded, but {e}"))
         }
         Outcome::Done(Done::Final(Verdict::Failed(failure))) => {
-            failed(cluster, wait, (tracker, training, metrics), &failure).await
+            failed(cluster, wait, seen, &failure).await
         }
         Outcome::Done(Done::Final(other)) => {
             // `is_final` admits only the two above.
             Err(ExitError::new(EXIT_RUNTIME, format!("unexpected verdict {}", other.name())).into())
         }
-        Outcome::NotStarted(d) => not_started(cluster, wait, (tracker, metrics), d).await,
+        Outcome::NotStarted(d) => not_started(cluster, wait, seen, d).await,
         Outcome::Stalled(stalled) => {
             let on = match wait.stall.map(|s| s.on) {
                 Some(super::options::OnStall::Restart) => "--on-stall restart, no restart made",
@@ -60,10 +66,10 @@ pub(super) async fn report(
                 show::live(training)
             );
             let record = format!("Failed: {message}");
-            let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+            let after = after_the_verdict(cluster, wait, seen, &record).await;
             Err(ExitError::new(EXIT_TRAINING_FAILED, also(message, after)).into())
         }
-        Outcome::StoppedEarly(line) => stopped_early(cluster, wait, (tracker, metrics), line).await,
+        Outcome::StoppedEarly(line) => stopped_early(cluster, wait, seen, line).await,
         Outcome::Timeout(d) => {
             let after = after_the_end(cluster, wait).await;
             Err(ExitError::new(
@@ -77,14 +83,9 @@ pub(super) async fn report(
 
 /// Stopped by the sweep's early stopping: as after a verdict (the unfinished pods
 /// stopped and kept, the verdict `StoppedEarly: LINE` recorded), the run done.
-async fn stopped_early(
-    cluster: &Cluster,
-    wait: &Wait,
-    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
-    line: String,
-) -> Result<()> {
+async fn stopped_early(cluster: &Cluster, wait: &Wait, seen: Seen<'_>, line: String) -> Result<()> {
     let record = format!("{}: {line}", crate::metrics::early::STOPPED_EARLY);
-    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    let after = after_the_verdict(cluster, wait, seen, &record).await;
     if let Err(e) = after {
         output::note(&format!("run {}: {e:#}", wait.tag));
     }
@@ -93,19 +94,19 @@ async fn stopped_early(
 
 /// A failed verdict: the failed task's last lines, the run's time and training, the
 /// steps after the verdict; exit 6 or 3 ([`failed_code`]).
-async fn failed(
-    cluster: &Cluster,
-    wait: &Wait,
-    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
-    failure: &Failure,
-) -> Result<()> {
+async fn failed(cluster: &Cluster, wait: &Wait, seen: Seen<'_>, failure: &Failure) -> Result<()> {
+    let Seen {
+        tracker,
+        training,
+        metrics,
+    } = seen;
     if let Some(end) = super::recorded::instead(cluster, tracker, failure).await {
-        return recorded(cluster, wait, (tracker, training, metrics), end).await;
+        return recorded(cluster, wait, seen, end).await;
     }
     show_failed_log(cluster, tracker, failure).await;
     time_and_training(tracker, false, training, metrics)?;
     let record = format!("Failed: {failure}");
-    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    let after = after_the_verdict(cluster, wait, seen, &record).await;
     let message = format!("run '{}' failed: {failure}", wait.tag);
     Err(ExitError::new(failed_code(failure), also(message, after)).into())
 }
@@ -115,11 +116,16 @@ async fn failed(
 async fn recorded(
     cluster: &Cluster,
     wait: &Wait,
-    (tracker, training, metrics): (&Tracker, &Training, Option<&RunMetrics>),
+    seen: Seen<'_>,
     end: super::recorded::Recorded,
 ) -> Result<()> {
+    let Seen {
+        tracker,
+        training,
+        metrics,
+    } = seen;
     time_and_training(tracker, false, training, metrics)?;
-    let after = after_the_verdict(cluster, wait, (tracker, metrics), &end.text).await;
+    let after = after_the_verdict(cluster, wait, seen, &end.text).await;
     let tag = &wait.tag;
     let early = format!("{}: ", crate::metrics::early::STOPPED_EARLY);
     if let (None, Some(line)) = (&end.why, end.text.strip_prefix(&early)) {
@@ -174,12 +180,8 @@ fn time_and_training(
 
 /// `--start-timeout` passed: a verdict, so the pods that did start are stopped (they
 /// hold their GPUs), then `--save-logs` and `--cleanup`; exit 5 naming what holds it up.
-async fn not_started(
-    cluster: &Cluster,
-    wait: &Wait,
-    (tracker, metrics): (&Tracker, Option<&RunMetrics>),
-    d: Duration,
-) -> Result<()> {
+async fn not_started(cluster: &Cluster, wait: &Wait, seen: Seen<'_>, d: Duration) -> Result<()> {
+    let tracker = seen.tracker;
     let message = format!(
         "run '{}' did not start within {} of its creation (--start-timeout): {}",
         wait.tag,
@@ -191,7 +193,7 @@ async fn not_started(
         super::recorded::DID_NOT_START,
         humantime_secs(d)
     );
-    let after = after_the_verdict(cluster, wait, (tracker, metrics), &record).await;
+    let after = after_the_verdict(cluster, wait, seen, &record).await;
     Err(ExitError::new(EXIT_START_TIMEOUT, also(message, after)).into())
 }
 
