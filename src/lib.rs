@@ -21,7 +21,6 @@ pub(crate) mod duration;
 pub(crate) mod envfile;
 pub(crate) mod errors;
 pub(crate) mod files;
-pub(crate) mod helper;
 pub(crate) mod imports;
 pub(crate) mod inputs;
 pub(crate) mod labels;

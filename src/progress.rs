@@ -237,7 +237,7 @@ impl Progress {
         }
     }
 
-    /// Why the run waits (`ops/waiting.rs`; `None`: it no longer does): in plain lines
+    /// Why the run waits (`ops/holdups.rs`; `None`: it no longer does): in plain lines
     /// each new reason once, below the roles. On a terminal the role lines, redrawn in
     /// place, carry the first stuck task's reason.
     pub fn show_waiting(&mut self, why: Option<&str>) {

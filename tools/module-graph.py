@@ -33,7 +33,7 @@ LAYERS = [
     ("ops", ["ops/"]),
     ("domain", [
         "plan/", "inputs.rs", "imports.rs", "template.rs", "envfile.rs", "preflight/", "verdict/", "cluster/",
-        "local/", "quantity.rs", "podgroup.rs", "helper.rs", "timing.rs", "render.rs",
+        "local/", "quantity.rs", "podgroup.rs", "timing.rs", "render.rs",
         "trainlog/", "metrics/", "progress.rs", "progress/", "signals.rs", "diagnostics.rs", "bundle.rs", "bundle/", "files.rs",
         "yaml.rs", "starter.rs",
     ]),

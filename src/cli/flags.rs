@@ -289,7 +289,7 @@ macro_rules! flag_list {
     /// job's no-output watchdog (CircleCI's 10 minutes) does not end it; never on a
     /// terminal (the live lines are there); 0s: never [default: the config file's
     /// heartbeat, else 5m]
-    heartbeat: Duration = crate::ops::waiting::HEARTBEAT, parse::duration, "", unshown
+    heartbeat: Duration = crate::ops::holdups::HEARTBEAT, parse::duration, "", unshown
         => [Wait, Logs], value: "DURATION",
             brief: "In a pipe, a line after this long without one [default: 5m]";
     /// With --local: the Python interpreter that runs the training script [default: the

@@ -93,7 +93,7 @@ pub(crate) async fn read(target: &Target) -> Result<Found> {
 }
 
 /// One line when the kube client cannot parse `NO_PROXY`: tf-spawner goes on with its
-/// own reading of it (`proxy.rs`, as Go's client reads it).
+/// own reading of it (`api_proxy.rs`, as Go's client reads it).
 fn no_proxy_warning(err: &KubeconfigError) {
     let (name, value) = ["NO_PROXY", "no_proxy"]
         .into_iter()
@@ -286,11 +286,11 @@ fn referenced_file_problem(file: &Kubeconfig, context: Option<&str>) -> Option<S
     })
 }
 
-/// The proxy kubectl would use for the config's server ([`super::proxy::proxy_for`]),
+/// The proxy kubectl would use for the config's server ([`super::api_proxy::proxy_for`]),
 /// in place of the kube client's choice.
 fn with_proxy(mut config: kube::Config, explicit: Option<&str>) -> Result<kube::Config, String> {
     config.proxy_url =
-        super::proxy::proxy_for(&config.cluster_url, explicit, |k| std::env::var(k).ok())?;
+        super::api_proxy::proxy_for(&config.cluster_url, explicit, |k| std::env::var(k).ok())?;
     Ok(config)
 }
 

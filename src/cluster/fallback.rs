@@ -1,7 +1,7 @@
 //! The client configuration built from the kubeconfig by hand, for the one case the
 //! kube client refuses: a `NO_PROXY` it cannot parse (`foo, *`: it takes `*` only
 //! alone; `a,,b`). The client parses the variable while it reads the kubeconfig,
-//! whenever a proxy is set, though tf-spawner's own reading (`proxy.rs`, Go's rules)
+//! whenever a proxy is set, though tf-spawner's own reading (`api_proxy.rs`, Go's rules)
 //! replaces its answer; the process environment cannot be changed from safe code. So
 //! the same fields are filled here as the client fills them (kube-client 5's
 //! `Config::new_from_loader`), and the command goes on with one warning line.

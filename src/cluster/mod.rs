@@ -1,5 +1,6 @@
 //! Everything that talks to the Kubernetes API lives under this module.
 
+mod api_proxy;
 pub mod apilog;
 pub mod apply;
 pub mod attempt_logs;
@@ -10,8 +11,7 @@ mod fallback;
 pub mod follower;
 pub mod pager;
 pub mod pod_logs;
-pub mod preflight;
-mod proxy;
+pub mod preflight_reads;
 pub mod queues;
 pub mod record;
 pub mod recreate;
@@ -184,7 +184,7 @@ impl Cluster {
             Some(proxy) => format!(
                 "{} (through the proxy {})",
                 config.cluster_url,
-                proxy::shown(&proxy.to_string())
+                api_proxy::shown(&proxy.to_string())
             ),
             None => config.cluster_url.to_string(),
         };
@@ -194,7 +194,7 @@ impl Cluster {
             || auth.exec.is_some()
             || auth.auth_provider.is_some()
             || auth.password.is_some();
-        if credentials && proxy::token_in_clear(&config.cluster_url) {
+        if credentials && api_proxy::token_in_clear(&config.cluster_url) {
             crate::output::warning(&format!(
                 "the API server {} is reached over plain http://: the credentials (bearer token or password) cross the network unencrypted; use its https:// address",
                 config.cluster_url

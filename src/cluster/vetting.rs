@@ -26,7 +26,7 @@ use crate::labels::{HELPER_LABEL, INDEX_LABEL, ROLE_LABEL, RUN_LABEL};
 use crate::roles::{Role, Task};
 
 /// `Ok` when every pod of `recorded` (a restart's [`Record`], or the pods the spawn
-/// recorded, `plan/record.rs`) is one tf-spawner would make for run `tag` in
+/// recorded, `plan/pods_record.rs`) is one tf-spawner would make for run `tag` in
 /// `namespace`, asking for no privilege the run's pods read from the server (`live`)
 /// do not have; else what disagrees.
 pub fn vet(

@@ -11,9 +11,9 @@ use anyhow::Result;
 use rustix::process::{Pid, Signal};
 use tokio::sync::mpsc;
 
+use super::pipe::{self, Event};
 use super::reaper;
 use super::setup::{LocalPlan, LocalTask};
-use super::stream::{self, Event};
 use crate::errors::UsageError;
 
 /// Process groups started so far; the ones whose leader has not been reaped are killed
@@ -89,10 +89,10 @@ pub(super) fn start(
         let gone = Arc::new(AtomicBool::new(false));
         groups.0.push((pid, gone.clone()));
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(stream::read(at, out, tx.clone()));
+            tokio::spawn(pipe::read(at, out, tx.clone()));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(stream::read(at, err, tx.clone()));
+            tokio::spawn(pipe::read(at, err, tx.clone()));
         }
         let tx = tx.clone();
         tokio::spawn(async move {

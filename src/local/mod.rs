@@ -16,7 +16,7 @@
 //! Here: [`run`], which starts the tasks (`groups.rs`: one process group each) and
 //! follows them (`runner.rs`: the stages, running → stopping → draining) to an
 //! [`Outcome`] (`outcome.rs`: the verdict rule over processes, the notes, the metrics
-//! kept); `setup.rs` writes the script and picks the ports, `stream.rs` prints the
+//! kept); `setup.rs` writes the script and picks the ports, `pipe.rs` prints the
 //! output, `reaper.rs` stops what a task detached, `gpus.rs` shares the GPUs out.
 //!
 //! No arithmetic here may panic, whatever the flags (`--timeout`) or the tasks do.
@@ -31,19 +31,19 @@ use crate::trainlog::Training;
 mod gpus;
 mod groups;
 mod outcome;
+mod pipe;
 mod reaper;
 mod runner;
 mod setup;
-mod stream;
 
+use pipe::Event;
 use runner::Runner;
-use stream::Event;
 
 pub use outcome::{Outcome, ids, keep_metrics};
 pub use runner::RunOptions;
 pub(crate) use setup::{LocalPlan, plan};
 
-/// Lines (each at most `stream::MAX_LINE` bytes) in flight between the tasks and the
+/// Lines (each at most `pipe::MAX_LINE` bytes) in flight between the tasks and the
 /// terminal.
 const LINES_IN_FLIGHT: usize = 1024;
 

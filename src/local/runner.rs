@@ -11,9 +11,9 @@ use tokio::time::Instant;
 
 use super::groups::Groups;
 use super::outcome::{Ended, Outcome, decide, decision_note, ids};
+use super::pipe::{Event, Piece, Printer};
 use super::reaper;
 use super::setup::LocalPlan;
-use super::stream::{Event, Piece, Printer};
 use crate::roles::{Role, Task};
 use crate::signals;
 use crate::trainlog::Training;

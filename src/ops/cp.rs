@@ -14,9 +14,9 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cluster::Cluster;
 use crate::errors::{ExitError, UsageError};
-use crate::helper::Helper;
 use crate::output;
 use crate::plan::OutputVolume;
+use crate::plan::helper_pod::Helper;
 use crate::signals;
 
 /// What to copy, and where.

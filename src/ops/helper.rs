@@ -7,9 +7,9 @@ use anyhow::{Result, anyhow, bail};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::Cluster;
-use crate::helper::{self, Helper, HelperSpec};
 use crate::labels::helper_pod_name;
 use crate::plan::OutputVolume;
+use crate::plan::helper_pod::{self, Helper, HelperSpec};
 
 /// The run's volume, or an error saying the run has none.
 pub(crate) async fn run_volume(cluster: &Cluster, tag: &str) -> Result<OutputVolume> {
@@ -41,14 +41,14 @@ pub(crate) async fn plan(
     let image = image
         .or(placement.image)
         .unwrap_or_else(|| crate::plan::DEFAULT_IMAGE.to_string());
-    Ok(helper::pod(&HelperSpec {
+    Ok(helper_pod::pod(&HelperSpec {
         helper: kind,
         name: helper_pod_name(tag, kind.as_str(), kind == Helper::Cp),
         tag,
         namespace: cluster.namespace(),
         image,
         volume,
-        node: placement.node.filter(|_| helper::one_node_only(&modes)),
+        node: placement.node.filter(|_| helper_pod::one_node_only(&modes)),
         security: placement.security,
     }))
 }
@@ -64,7 +64,7 @@ pub(crate) async fn found(
     let Some(pod) = cluster.pod(name).await? else {
         return Ok(None);
     };
-    if !helper::is_ours(&pod, tag, kind) {
+    if !helper_pod::is_ours(&pod, tag, kind) {
         bail!(
             "pod/{name} exists in namespace '{}' but is not the {} pod of run '{tag}' (it lacks the labels {}={tag} and {}={}); tf-spawner leaves it alone: rename or delete it yourself",
             cluster.namespace(),

@@ -9,6 +9,7 @@ pub(crate) mod cp;
 pub(crate) mod delete;
 pub(crate) mod experiments;
 pub(crate) mod helper;
+pub(crate) mod holdups;
 pub(crate) mod list;
 pub(crate) mod local_run;
 pub(crate) mod logs;
@@ -22,7 +23,6 @@ pub(crate) mod sweep;
 pub(crate) mod tensorboard;
 pub(crate) mod training;
 pub(crate) mod wait;
-pub(crate) mod waiting;
 
 use std::collections::BTreeSet;
 

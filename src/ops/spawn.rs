@@ -6,8 +6,9 @@ use anyhow::Result;
 use crate::cluster::Cluster;
 use crate::cluster::apply::{self, Ledger};
 use crate::errors::ExitError;
+use crate::output;
+use crate::plan::helper_pod;
 use crate::plan::{OutputVolume, Plan};
-use crate::{helper, output};
 use crate::{preflight, signals};
 
 /// Creates every object of `plan`, at most `max_in_flight` requests at once.
@@ -31,8 +32,8 @@ pub(crate) async fn create(cluster: &Cluster, plan: &Plan, max_in_flight: usize)
     refuse_taken(cluster, plan, &existing?).await?;
     room?;
 
-    // Its pods recorded in its ConfigMap, for a restart after they vanish (plan/record.rs).
-    let recorded = crate::plan::record::with_pods_record(plan)
+    // Its pods recorded in its ConfigMap, for a restart after they vanish (plan/pods_record.rs).
+    let recorded = crate::plan::pods_record::with_pods_record(plan)
         .map_err(|why| {
             output::note(&format!(
                 "run {}: {why}; wait --restarts cannot re-create a pod that vanishes before a wait reads it",
@@ -133,7 +134,7 @@ async fn check_claim(cluster: &Cluster, volume: &OutputVolume, plan: &Plan) -> R
             "--volume: persistentvolumeclaim '{claim}' is ReadWriteOncePod: only one pod can mount it, and the run has {pods}; use a ReadWriteMany claim"
         );
     }
-    if pods > 1 && helper::one_node_only(&modes) {
+    if pods > 1 && helper_pod::one_node_only(&modes) {
         output::note(&format!(
             "persistentvolumeclaim '{claim}' is {}: the run's {pods} pods can all mount it only if they land on one node; on several nodes, use a ReadWriteMany claim",
             modes.join(",")

@@ -9,10 +9,10 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cluster::Cluster;
 use crate::cluster::events::{self, PodEvent};
 use crate::cluster::record::Record;
-use crate::helper::Found;
 use crate::labels::{helper_selector, run_selector};
 use crate::metrics::early::STOPPED_EARLY;
 use crate::output;
+use crate::plan::helper_pod::Found;
 use crate::verdict::{Phase, PodView, Tracker, Verdict};
 
 /// The run's pods, listed once; an error when there are none.

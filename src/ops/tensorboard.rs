@@ -8,7 +8,7 @@
 //! sessions never overwrite each other's word), and the last one to leave deletes it
 //! (with the uid and resourceVersion as preconditions: a session that joined meanwhile
 //! makes the delete fail, and the leaving one looks again). A session killed by SIGKILL
-//! stops beating and counts as gone after [`crate::helper::SESSION_STALE_SECONDS`].
+//! stops beating and counts as gone after [`crate::plan::helper_pod::SESSION_STALE_SECONDS`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,10 +18,10 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::net::TcpListener;
 
 use crate::cluster::Cluster;
-use crate::helper::{HEARTBEAT_SECONDS, Helper, Sessions, TENSORBOARD_PORT};
 use crate::labels::{KEEP_ANNOTATION, SESSIONS_ANNOTATION, helper_pod_name};
 use crate::output;
 use crate::plan::OutputVolume;
+use crate::plan::helper_pod::{HEARTBEAT_SECONDS, Helper, Sessions, TENSORBOARD_PORT};
 use crate::signals;
 use crate::verdict::{Phase, PodView};
 
@@ -242,7 +242,7 @@ async fn create(
     .await?;
     if !runs.is_empty() {
         pod.metadata.name = Some(name.to_string());
-        crate::helper::serve_runs(&mut pod, runs);
+        crate::plan::helper_pod::serve_runs(&mut pod, runs);
     }
     let annotations = pod
         .metadata

@@ -8,7 +8,7 @@
 //! (`services.rs`), the pods (`pod.rs`), their TF container (`container.rs`) and what it
 //! runs before the script (`start.rs`, `wait_for_names.rs`);
 //! `mounts.rs`, `resources.rs`, `security.rs` and `network.rs` shape the pods;
-//! `record.rs` and `sweep.rs` serve later verbs and `sweep`.
+//! `pods_record.rs`, `helper_pod.rs` and `sweep.rs` serve later verbs and `sweep`.
 
 use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -158,7 +158,8 @@ fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
 
 pub mod network;
 
-pub mod record;
+pub mod helper_pod;
+pub mod pods_record;
 
 pub mod security;
 

@@ -1,5 +1,5 @@
 //! What a spawn checks before its first create, from what it read of the cluster (pure;
-//! the reads are `cluster/preflight.rs`, the calls `ops/spawn.rs`):
+//! the reads are `cluster/preflight_reads.rs`, the calls `ops/spawn.rs`):
 //!
 //! - `quota.rs`: the namespace's ResourceQuotas must leave room for the whole run, and
 //!   the run's pods must set what a quota demands of them: else the spawn is refused.

@@ -2,7 +2,7 @@
 //! a kubeconfig cluster's `proxy-url`, an HTTP proxy (CONNECT) or a SOCKS5 one, as
 //! kubectl takes them. The proxy here is a small one of the test's, which records where
 //! each tunnel went. (`HTTPS_PROXY` and `NO_PROXY`, which kubectl never applies to a
-//! server on loopback like the test server, are decided by `src/cluster/proxy.rs`, and
+//! server on loopback like the test server, are decided by `src/cluster/api_proxy.rs`, and
 //! tested there.)
 
 use std::io::{self, Read, Write};

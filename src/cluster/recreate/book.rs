@@ -25,7 +25,7 @@ pub type Templates = BTreeMap<String, Pod>;
 pub struct Book {
     /// When the run was made (the ConfigMap's creation).
     pub created: Option<Timestamp>,
-    /// The pods the spawn recorded (`plan/record.rs`), unvetted; `None` for a run of an
+    /// The pods the spawn recorded (`plan/pods_record.rs`), unvetted; `None` for a run of an
     /// earlier version (or one whose pods did not fit), `Some(Err)` when unreadable.
     pub spawned: Option<Result<Templates, String>>,
     /// A restart under way ([`Record`]).
@@ -96,7 +96,7 @@ pub async fn recorded(cluster: &Cluster, tag: &str) -> Result<Book> {
     };
     let data = cm.binary_data.as_ref();
     let spawned = data
-        .and_then(|d| d.get(crate::plan::record::PODS_KEY))
+        .and_then(|d| d.get(crate::plan::pods_record::PODS_KEY))
         .map(|b| {
             gunzip_json(&b.0)
                 .ok_or_else(|| "the pods recorded at its spawn cannot be read".to_string())

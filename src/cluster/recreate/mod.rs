@@ -7,7 +7,7 @@
 //! the follow starts (`wait` is often another process than the spawn, with no plan).
 //! What the servers wrote into them is taken out again ([`template`]). A pod already
 //! gone when the follow started is re-created from the pods the spawn recorded in the
-//! run's ConfigMap (`plan/record.rs`), once they pass `vetting.rs`; a run of an earlier
+//! run's ConfigMap (`plan/pods_record.rs`), once they pass `vetting.rs`; a run of an earlier
 //! version recorded none: its task cannot be restarted.
 //!
 //! Here: the templates read ([`templates`]) and an attempt's pods deleted

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
-use crate::helper::Found;
 use crate::ops::wait::StallBound;
+use crate::plan::helper_pod::Found;
 use crate::trainlog::Training;
 use crate::verdict::{NODE_LOST, PodView, Reason, Tracker};
 

@@ -6,9 +6,9 @@ use super::common::{Events, Report, lost, pending_restart, restarted_for, stalle
 use crate::cluster::events::PodEvent;
 use crate::cluster::record::Record;
 use crate::duration::{self, age};
-use crate::helper::Found;
 use crate::ops::status::{never_started, verdict_of};
 use crate::output;
+use crate::plan::helper_pod::Found;
 use crate::timing;
 use crate::trainlog::{Training, show};
 use crate::verdict::{

@@ -94,18 +94,18 @@ pub(super) async fn follow(
 
 /// Until the run is over: starts a follower per new pod, tells each its pod's state,
 /// prints what they send, and says why the run waits meanwhile (on stderr:
-/// [`Notes`](crate::ops::waiting::Notes)). `Ok(false)`: the pipe was closed.
+/// [`Notes`](crate::ops::holdups::Notes)). `Ok(false)`: the pipe was closed.
 async fn until_over(
     followers: &mut Followers<'_>,
     tracker: &mut Tracker,
     rx: &mut mpsc::Receiver<Styled>,
 ) -> Result<bool> {
-    let mut notes = crate::ops::waiting::Notes::new(followers.cluster, followers.pick.heartbeat);
+    let mut notes = crate::ops::holdups::Notes::new(followers.cluster, followers.pick.heartbeat);
     let (pending_tx, mut pending) = watch::channel(Vec::new());
     let (cluster, tag) = (followers.cluster, followers.tag);
     let watched = crate::ops::follow_run(cluster, tag, tracker, |t| {
         followers.sync(t);
-        pending_tx.send_replace(crate::ops::waiting::unstarted(t));
+        pending_tx.send_replace(crate::ops::holdups::unstarted(t));
         over(t).then_some(())
     });
     let mut watched = std::pin::pin!(watched);
@@ -125,7 +125,7 @@ async fn until_over(
                 notes.seen(pending.borrow_and_update().clone());
                 notes.wake().await;
             }
-            () = crate::ops::waiting::until(notes.next()) => notes.wake().await,
+            () = crate::ops::holdups::until(notes.next()) => notes.wake().await,
         }
     }
 }

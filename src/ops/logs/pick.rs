@@ -16,7 +16,7 @@ pub struct Pick {
     pub max_streams: usize,
     /// `--attempt N`: an attempt's log (`None`: the current attempt's).
     pub attempt: Option<u32>,
-    /// `--heartbeat` (`ops/waiting.rs`'s [`Notes`](crate::ops::waiting::Notes)).
+    /// `--heartbeat` (`ops/holdups.rs`'s [`Notes`](crate::ops::holdups::Notes)).
     pub heartbeat: Option<Duration>,
 }
 

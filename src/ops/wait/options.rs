@@ -266,7 +266,7 @@ impl Wait {
             notify,
             on_cancel: OnCancel::Leave,
             output: crate::output::ReportFormat::Table,
-            heartbeat: Some(crate::ops::waiting::HEARTBEAT),
+            heartbeat: Some(crate::ops::holdups::HEARTBEAT),
             supervising: true,
         })
     }

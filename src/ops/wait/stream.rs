@@ -13,7 +13,7 @@ use super::fold::{Done, Effect, Event, Fold, Now, Outcome, Rules, RunSeen};
 use super::options::Wait;
 use crate::cluster::Cluster;
 use crate::labels::run_selector;
-use crate::ops::waiting::{self, Why, until};
+use crate::ops::holdups::{self, Why, until};
 use crate::progress::Progress;
 use crate::signals;
 use crate::trainlog::Training;
@@ -103,7 +103,7 @@ struct Sources {
     training: watch::Receiver<Training>,
     /// The progress reader still runs.
     training_open: bool,
-    /// Why the run waits, said as it changes (`ops/waiting.rs`).
+    /// Why the run waits, said as it changes (`ops/holdups.rs`).
     why: Why,
     /// `--heartbeat`.
     heartbeat: Option<Duration>,
@@ -149,7 +149,7 @@ async fn drive(
                     }
                     sources.listed = true;
                     progress.show(tracker);
-                    sources.why.seen(waiting::unstarted(tracker));
+                    sources.why.seen(holdups::unstarted(tracker));
                     sources.say_why(progress).await;
                     Event::Run(Box::new(RunSeen::of(tracker)))
                 }

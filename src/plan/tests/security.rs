@@ -5,15 +5,15 @@ use super::*;
 use crate::labels::{NETWORK_POLICY_ANNOTATION, RUN_LABEL};
 use crate::plan::{network, security};
 
-/// The labels of a helper pod of run `tag` (`cp`), as `helper.rs` makes them.
+/// The labels of a helper pod of run `tag` (`cp`), as `plan/helper_pod.rs` makes them.
 fn helper_labels(tag: &str) -> BTreeMap<String, String> {
     let volume = OutputVolume {
         claim: "out".into(),
         path: "/output".into(),
         folder: None,
     };
-    let pod = crate::helper::pod(&crate::helper::HelperSpec {
-        helper: crate::helper::Helper::Cp,
+    let pod = crate::plan::helper_pod::pod(&crate::plan::helper_pod::HelperSpec {
+        helper: crate::plan::helper_pod::Helper::Cp,
         name: format!("{tag}-cp-x"),
         tag,
         namespace: "physics",
