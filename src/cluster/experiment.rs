@@ -1,7 +1,7 @@
 //! An experiment's record (`tf-spawner sweep`, docs/experiments.md): the ConfigMap
 //! `NAME-experiment`, labelled `tf-spawner/experiment=NAME` and managed by tf-spawner
 //! but not a run (no `training_attempt`), its key `experiment.json` the sweep's plan
-//! (`plan::sweep::Record`: parameters, method and seed, every run's tag and
+//! (`plan::sweep::ExperimentRecord`: parameters, method and seed, every run's tag and
 //! parameters, the command line). Which runs started is read from the cluster, never
 //! written: a run started is a run whose ConfigMap exists.
 
@@ -18,13 +18,13 @@ use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, experiment_record_name,
 };
 use crate::metrics::early::Objective;
-use crate::plan::sweep::{PlannedRun, Record};
+use crate::plan::sweep::{ExperimentRecord, PlannedRun};
 
 /// The record's key in its ConfigMap.
 pub const RECORD_KEY: &str = "experiment.json";
 
 /// Creates the experiment's record: its uid; `None` when one of its name exists already.
-pub async fn create(cluster: &Cluster, record: &Record) -> Result<Option<String>> {
+pub async fn create(cluster: &Cluster, record: &ExperimentRecord) -> Result<Option<String>> {
     let name = experiment_record_name(&record.name);
     let text = serde_json::to_string(record)?;
     let config_map = ConfigMap {
@@ -62,7 +62,7 @@ pub async fn remove(cluster: &Cluster, name: &str, uid: &str) -> Result<()> {
 }
 
 /// Experiment `name`'s record, if there is one.
-pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
+pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<ExperimentRecord>> {
     let api: Api<ConfigMap> = cluster.api();
     let record_name = experiment_record_name(name);
     let found = retry(&cluster.policy, || api.get_opt(&record_name), Plain)
@@ -75,7 +75,7 @@ pub async fn read(cluster: &Cluster, name: &str) -> Result<Option<Record>> {
     else {
         return Ok(None);
     };
-    let mut record: Record = serde_json::from_str(text)
+    let mut record: ExperimentRecord = serde_json::from_str(text)
         .map_err(|e| anyhow!("configmap {record_name} is not an experiment's record ({e})"))?;
     let data = found.as_ref().and_then(|cm| cm.data.as_ref());
     for (key, value) in data.into_iter().flatten() {
@@ -228,7 +228,7 @@ pub struct Planned {
     pub objective: Option<Objective>,
 }
 
-/// The part of [`Record`] read back for display.
+/// The part of [`ExperimentRecord`] read back for display.
 #[derive(Debug, Default, serde::Deserialize)]
 struct RunsOnly {
     #[serde(default)]

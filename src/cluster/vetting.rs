@@ -1,4 +1,4 @@
-//! A restart record ([`super::recreate::Record`], in the run's ConfigMap) checked before
+//! A restart record ([`super::recreate::RestartRecord`], in the run's ConfigMap) checked before
 //! `wait --restarts` takes it up. Anyone who may edit the namespace may edit the
 //! ConfigMap: a forged record must not make the follower create, under its own
 //! identity, a pod tf-spawner would not make for this run (issue 49: a privileged pod
@@ -20,12 +20,12 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext};
 
 #[cfg(doc)]
-use super::recreate::Record;
+use super::recreate::RestartRecord;
 use super::recreate::Templates;
 use crate::labels::{HELPER_LABEL, INDEX_LABEL, ROLE_LABEL, RUN_LABEL};
 use crate::roles::{Role, Task};
 
-/// `Ok` when every pod of `recorded` (a restart's [`Record`], or the pods the spawn
+/// `Ok` when every pod of `recorded` (a restart's [`RestartRecord`], or the pods the spawn
 /// recorded, `plan/pods_record.rs`) is one tf-spawner would make for run `tag` in
 /// `namespace`, asking for no privilege the run's pods read from the server (`live`)
 /// do not have; else what disagrees.
@@ -352,8 +352,8 @@ mod tests {
         }
     }
 
-    fn record(pods: Vec<Pod>) -> crate::cluster::recreate::Record {
-        crate::cluster::recreate::Record {
+    fn record(pods: Vec<Pod>) -> crate::cluster::recreate::RestartRecord {
+        crate::cluster::recreate::RestartRecord {
             attempt: 1,
             cause: None,
             port: None,

@@ -15,7 +15,7 @@ use crate::ops::sweep::definition::{self, Asked, Definition};
 use crate::ops::sweep::local::LocalSweep;
 use crate::ops::sweep::resume::Taking;
 use crate::ops::sweep::{self, Sweep};
-use crate::plan::sweep::{self as params, Record};
+use crate::plan::sweep::{self as params, ExperimentRecord};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::render::{self, OutputFormat};
 use crate::settings::follow::{self, Follower};
@@ -128,7 +128,7 @@ fn refuse_flags(settings: &Settings, spawn: &SpawnArgs) -> Result<()> {
 async fn start(
     settings: &Settings,
     args: &SweepArgs,
-    record: Record,
+    record: ExperimentRecord,
     base: SpawnRequest,
 ) -> Result<()> {
     let spawn = &args.spawn;

@@ -403,7 +403,7 @@ pub fn runs_table(runs: &[(String, Point)], args: &[String]) -> String {
 /// The experiment's record (its ConfigMap's `experiment.json`, or the `--local`
 /// sweep's `tf-spawner-output/NAME/experiment.json`): what `--resume` needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub struct ExperimentRecord {
     pub name: String,
     pub params: Vec<Param>,
     pub method: Method,
@@ -457,7 +457,7 @@ pub struct PlannedRun {
     pub params: BTreeMap<String, String>,
 }
 
-impl Record {
+impl ExperimentRecord {
     /// The runs' points, as the record has them (in `params`' order).
     pub fn planned(points: &[Point], name: &str) -> Vec<PlannedRun> {
         points

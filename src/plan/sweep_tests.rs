@@ -187,7 +187,7 @@ fn runs_are_tagged_and_carry_their_parameters() {
     assert_eq!(run_tag("exp", 0), "exp-1");
     let point = vec![("lr".into(), "0.1".into()), ("bs".into(), "32".into())];
     assert_eq!(params_json(&point), r#"{"bs":"32","lr":"0.1"}"#);
-    let runs = Record::planned(&[point], "exp");
+    let runs = ExperimentRecord::planned(&[point], "exp");
     assert_eq!(runs[0].tag, "exp-1");
     assert_eq!(runs[0].params["lr"], "0.1");
 }

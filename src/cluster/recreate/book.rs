@@ -1,5 +1,5 @@
 //! What the run's ConfigMap holds for a restart ([`Book`], one GET: [`recorded`]): when
-//! the run was made, the pods its spawn recorded, a restart under way ([`Record`],
+//! the run was made, the pods its spawn recorded, a restart under way ([`RestartRecord`],
 //! written by [`save`] before the pods are deleted and removed by [`clear`] once the
 //! next attempt's pods exist) and the cluster part of `TF_CONFIG` ([`set_cluster`]). A
 //! restart's pods, by name, are [`Templates`].
@@ -28,8 +28,8 @@ pub struct Book {
     /// The pods the spawn recorded (`plan/pods_record.rs`), unvetted; `None` for a run of an
     /// earlier version (or one whose pods did not fit), `Some(Err)` when unreadable.
     pub spawned: Option<Result<Templates, String>>,
-    /// A restart under way ([`Record`]).
-    pub restart: Option<Record>,
+    /// A restart under way ([`RestartRecord`]).
+    pub restart: Option<RestartRecord>,
     /// The cluster part of the tasks' `TF_CONFIG` ([`CLUSTER_KEY`]), as the next pods
     /// made will read it; `None` in a run of an earlier version or when unreadable.
     pub cluster: Option<ClusterSpec>,
@@ -41,7 +41,7 @@ pub struct Book {
 /// `--timeout`, a lost client), the next `wait --restarts` finds the templates there and
 /// takes the restart up again. Cleared once the attempt's pods are created.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Record {
+pub struct RestartRecord {
     /// The attempt the restart makes.
     pub attempt: u32,
     /// The pods it re-creates, as templates, by name.
@@ -55,14 +55,14 @@ pub struct Record {
     pub port: Option<u16>,
 }
 
-/// The run's ConfigMap key of a [`Record`].
+/// The run's ConfigMap key of a [`RestartRecord`].
 pub const RESTART_KEY: &str = "restart.json.gz";
 /// The run's ConfigMap annotation saying which attempt a recorded restart makes.
 pub const RESTARTING_ANNOTATION: &str = "tf-spawner/restarting";
 
 /// Records `record` in the run's ConfigMap. `Ok(false)` when the API server refused it
 /// for its size (the ConfigMap would exceed 1 MiB): the restart goes on, unrecorded.
-pub async fn save(cluster: &Cluster, tag: &str, record: &Record) -> Result<bool> {
+pub async fn save(cluster: &Cluster, tag: &str, record: &RestartRecord) -> Result<bool> {
     use std::io::Write;
     let json = serde_json::to_vec(record)?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

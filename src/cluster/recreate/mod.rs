@@ -31,7 +31,7 @@ mod deadline;
 
 pub use attempt::{Next, attempt_of, next_attempt, template};
 pub use book::{
-    Book, RESTARTING_ANNOTATION, Record, Templates, clear, recorded, save, set_cluster,
+    Book, RESTARTING_ANNOTATION, RestartRecord, Templates, clear, recorded, save, set_cluster,
 };
 use deadline::with_time;
 pub use deadline::{deadline_left, run_times};

@@ -109,7 +109,7 @@ impl Restarter {
     }
 
     /// Takes up a restart that was stopped before its pods were created again (recorded
-    /// in the run's ConfigMap, see [`recreate::Record`]): its pods that are left are
+    /// in the run's ConfigMap, see [`recreate::RestartRecord`]): its pods that are left are
     /// deleted, then all of them created, without a backoff. Before the follow.
     pub async fn resume(&mut self, cluster: &Cluster, bounds: &Bounds) -> Result<()> {
         let Some(r) = self.pending.take() else {
@@ -336,7 +336,7 @@ impl Restarter {
     async fn stop(&self, cluster: &Cluster, bounds: &Bounds, r: &Restart) -> Result<Event> {
         let tag = &bounds.tag;
         self.announce(tag, r)?;
-        let record = recreate::Record {
+        let record = recreate::RestartRecord {
             attempt: r.attempt,
             cause: Some(r.cause.clone()),
             port: r.port,

@@ -120,7 +120,7 @@ async fn unfinished(
     tag: &str,
     options: &Restarts,
     mut templates: Templates,
-    record: Option<recreate::Record>,
+    record: Option<recreate::RestartRecord>,
 ) -> Result<(Templates, Option<Restart>)> {
     let Some(record) = record else {
         return Ok((templates, None));

@@ -12,7 +12,8 @@ use crate::metrics::early::{Objective, Rule, Stopping};
 use crate::output;
 use crate::plan::SpawnRequest;
 use crate::plan::sweep::{
-    self as params, Digests, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param, Record, Search,
+    self as params, Digests, ExperimentRecord, MAX_RUNS, MAX_RUNS_WITHOUT_YES, Method, Param,
+    Search,
 };
 
 /// The sweep's flags, as given.
@@ -115,7 +116,7 @@ impl Definition {
 
     /// A new experiment's record: its points drawn (a random search's seed said), the
     /// digests of what its runs are made of.
-    pub fn record(&self, digests: Digests) -> Record {
+    pub fn record(&self, digests: Digests) -> ExperimentRecord {
         let method = self.method(self.seed.unwrap_or_else(rand::random));
         if let Method::Random { samples, seed } = method {
             let _ = output::print(&format!(
@@ -133,8 +134,8 @@ impl Definition {
             ));
         }
         let points = params::expand(&self.params, method);
-        Record {
-            runs: Record::planned(&points, &self.name),
+        ExperimentRecord {
+            runs: ExperimentRecord::planned(&points, &self.name),
             name: self.name.clone(),
             params: self.params.clone(),
             method,

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::metrics::early::{Board, Decision, STOPPED_EARLY};
 use crate::output;
-use crate::plan::sweep::Record;
+use crate::plan::sweep::ExperimentRecord;
 use crate::trainlog::Training;
 
 /// What one reading of a run's training brings: the observations to write (epoch,
@@ -49,7 +49,7 @@ pub(crate) fn recorded_stop(verdict: &str) -> Option<&str> {
 impl Early {
     /// The record's rule, observations and runs stopped; `None` when early stopping is
     /// off (or the record has no objective, which a sweep refuses before).
-    pub fn of(record: &Record) -> Option<Early> {
+    pub fn of(record: &ExperimentRecord) -> Option<Early> {
         let stopping = record.early_stop?;
         let mut board = Board::new(stopping, record.objective.clone()?);
         for (tag, seen) in &record.observed {
@@ -177,8 +177,8 @@ mod tests {
     use super::*;
     use crate::metrics::early::{Objective, Rule, Stopping};
 
-    fn record() -> Record {
-        let mut r: Record = serde_json::from_str(
+    fn record() -> ExperimentRecord {
+        let mut r: ExperimentRecord = serde_json::from_str(
             r#"{"name":"e","params":[],"method":"grid","parallel":null,"runs":[]}"#,
         )
         .unwrap();

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::cluster::{Cluster, experiment};
 use crate::errors;
 use crate::output;
-use crate::plan::sweep::{Point, Record};
+use crate::plan::sweep::{ExperimentRecord, Point};
 use crate::progress::Seen;
 
 use super::early::Early;
@@ -25,7 +25,7 @@ pub(super) struct Judges {
 
 impl Judges {
     /// The record's early stopping (its rule said in a line) and search.
-    pub fn of(record: &Record) -> Judges {
+    pub fn of(record: &ExperimentRecord) -> Judges {
         let early = Early::of(record);
         if let Some(early) = &early {
             let _ = output::print(&format!("{}\n", early.about()));

@@ -21,7 +21,7 @@ use crate::metrics::{METRICS_FILE, SWEEP_RECORD_FILE};
 use crate::ops::local_run::{self, LocalOptions, Ran, Which};
 use crate::output;
 use crate::plan::SpawnRequest;
-use crate::plan::sweep::{PlannedRun, Point, Record};
+use crate::plan::sweep::{ExperimentRecord, PlannedRun, Point};
 use crate::signals;
 
 use super::early::Early;
@@ -29,7 +29,7 @@ use super::propose::{How, Search};
 
 /// A `--local` sweep.
 pub(crate) struct LocalSweep {
-    pub record: Record,
+    pub record: ExperimentRecord,
     pub base: SpawnRequest,
     pub args: Vec<String>,
     pub parallel: usize,
@@ -48,7 +48,7 @@ const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// `--resume NAME --local`: the record in `tf-spawner-output/NAME/`, taken up as the
 /// cluster's is (data only, vetted: `resume.rs`).
-pub(crate) fn read(taking: &super::resume::Taking<'_>) -> Result<Record> {
+pub(crate) fn read(taking: &super::resume::Taking<'_>) -> Result<ExperimentRecord> {
     let name = &taking.definition.name;
     let path = record_path(name);
     let mut text = String::new();
@@ -66,7 +66,7 @@ pub(crate) fn read(taking: &super::resume::Taking<'_>) -> Result<Record> {
         }
         Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
     };
-    let stored: Record = serde_json::from_str(&text).map_err(|e| {
+    let stored: ExperimentRecord = serde_json::from_str(&text).map_err(|e| {
         UsageError::new(format!(
             "{} is not a local experiment's record ({e})",
             path.display()
@@ -232,7 +232,7 @@ fn ended(sweep: &LocalSweep, (total, kept): (usize, &Kept), best: Option<&Winner
 /// What a local sweep keeps as its runs end: its record as written, the runs that
 /// failed and those stopped early, and the interruption's exit code.
 struct Kept {
-    record: Record,
+    record: ExperimentRecord,
     failed: Vec<String>,
     stopped: Vec<String>,
     interrupted: Option<u8>,

@@ -26,7 +26,7 @@ use crate::errors::{EXIT_TAG_TAKEN, ExitError};
 use crate::metrics::notice::ExperimentEnd;
 use crate::metrics::winner::Results;
 use crate::output;
-use crate::plan::sweep::{Point, Record, point_text};
+use crate::plan::sweep::{ExperimentRecord, Point, point_text};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::signals;
 
@@ -40,7 +40,7 @@ use super::wait::Wait;
 
 /// A sweep to run on the cluster.
 pub(crate) struct Sweep {
-    pub record: Record,
+    pub record: ExperimentRecord,
     /// The first run's request: the others differ in tag, arguments, parameters.
     pub base: SpawnRequest,
     /// The script's arguments with their placeholders.
@@ -92,7 +92,7 @@ pub(crate) fn request(
 }
 
 /// The record's runs as points, in the parameters' order.
-pub(crate) fn points(record: &Record) -> Vec<(String, Point)> {
+pub(crate) fn points(record: &ExperimentRecord) -> Vec<(String, Point)> {
     record
         .runs
         .iter()
@@ -402,7 +402,7 @@ async fn conclude(
 
 /// The best run and what the runs held, from their records (one list); nothing when
 /// they cannot be read.
-async fn results(cluster: &Cluster, record: &Record) -> Results {
+async fn results(cluster: &Cluster, record: &ExperimentRecord) -> Results {
     match super::compare::runs(cluster, std::slice::from_ref(&record.name)).await {
         Ok(runs) => Results::judged(runs, record.objective.as_ref()),
         Err(_) => Results::default(),

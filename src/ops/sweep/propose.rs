@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::metrics::tpe::{self, Outcome, Trial};
-use crate::plan::sweep::{Method, PlannedRun, Point, Record, point_text, run_tag};
+use crate::plan::sweep::{ExperimentRecord, Method, PlannedRun, Point, point_text, run_tag};
 use crate::progress::Seen;
 
 use super::early::Early;
@@ -30,7 +30,7 @@ pub(crate) enum How {
 /// A sweep's model-based search.
 pub(crate) struct Search {
     /// The record as its `experiment.json` holds it: the runs proposed so far.
-    record: Record,
+    record: ExperimentRecord,
     seed: u64,
     samples: u32,
     lower: bool,
@@ -45,7 +45,7 @@ impl Search {
     /// The record's search, if it is a model-based one (with an objective, which the
     /// sweep requires); the runs that ended before (`--resume`) taken from its
     /// verdicts and values.
-    pub fn of(record: &Record) -> Option<Search> {
+    pub fn of(record: &ExperimentRecord) -> Option<Search> {
         let Method::Tpe { samples, seed, .. } = record.method else {
             return None;
         };
@@ -174,7 +174,7 @@ mod tests {
     use crate::metrics::early::Objective;
     use crate::plan::sweep::{expand, parse_param};
 
-    fn record() -> Record {
+    fn record() -> ExperimentRecord {
         let params = vec![parse_param("x=0..1").unwrap()];
         let method = Method::Tpe {
             samples: 6,
@@ -182,11 +182,11 @@ mod tests {
             startup: 3,
         };
         let points = expand(&params, method);
-        let mut r: Record = serde_json::from_str(
+        let mut r: ExperimentRecord = serde_json::from_str(
             r#"{"name":"t","params":[],"method":"grid","parallel":null,"runs":[]}"#,
         )
         .unwrap();
-        r.runs = Record::planned(&points, "t");
+        r.runs = ExperimentRecord::planned(&points, "t");
         r.params = params;
         r.method = method;
         r.objective = Some(Objective::parse("val_loss").unwrap());
@@ -210,7 +210,7 @@ mod tests {
         assert!(line.starts_with("run t-4: x="), "{line}");
         assert!(line.ends_with("from 3 ended and 0 running runs"), "{line}");
         // The record as written, with the verdicts and values as their keys keep them.
-        let mut back: Record = serde_json::from_str(&text).unwrap();
+        let mut back: ExperimentRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back.runs.len(), 4);
         back.ended = [
             ("t-1", "Succeeded"),

@@ -16,7 +16,7 @@ use super::definition::Definition;
 use crate::cluster::Cluster;
 use crate::errors::UsageError;
 use crate::metrics::early::{Objective, STOPPED_EARLY, Stopping};
-use crate::plan::sweep::{self as params, Digests, Method, Param, Point, Record, Values};
+use crate::plan::sweep::{self as params, Digests, ExperimentRecord, Method, Param, Point, Values};
 
 /// What a `--resume` brings to the record.
 pub(crate) struct Taking<'a> {
@@ -34,7 +34,7 @@ pub(crate) struct Taking<'a> {
 const MAX_VERDICT: usize = 500;
 
 /// `--resume NAME` of a sweep on the cluster: its record read and taken up.
-pub(crate) async fn read(cluster: &Cluster, taking: &Taking<'_>) -> Result<Record> {
+pub(crate) async fn read(cluster: &Cluster, taking: &Taking<'_>) -> Result<ExperimentRecord> {
     let name = &taking.definition.name;
     let record_name = crate::labels::experiment_record_name(name);
     let Some(stored) = crate::cluster::experiment::read(cluster, name).await? else {
@@ -61,7 +61,11 @@ pub(crate) struct Place {
 
 /// The record vetted and taken up: its runs, seed and ended runs, with the
 /// invocation's parameters, arguments and `--parallel`.
-pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Result<Record> {
+pub(crate) fn take_up(
+    stored: ExperimentRecord,
+    taking: &Taking<'_>,
+    place: &Place,
+) -> Result<ExperimentRecord> {
     let def = taking.definition;
     let name = &def.name;
     if let Err(there) = same_definition(&stored, def).map_err(|t| cut(&t)) {
@@ -86,7 +90,7 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
         .filter(|(tag, v)| v.is_finite() && ended.contains_key(*tag))
         .map(|(tag, v)| (tag.clone(), *v))
         .collect();
-    Ok(Record {
+    Ok(ExperimentRecord {
         name: def.name.clone(),
         params: def.params.clone(),
         method: stored.method,
@@ -104,7 +108,7 @@ pub(crate) fn take_up(stored: Record, taking: &Taking<'_>, place: &Place) -> Res
 
 /// The record's parameters, method and arguments are the invocation's; else what the
 /// record has and this command has not, in words.
-fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
+fn same_definition(stored: &ExperimentRecord, def: &Definition) -> Result<(), String> {
     let texts = |ps: &[Param]| ps.iter().map(param_text).collect::<Vec<_>>().join(" ");
     let same_params = stored.params.len() == def.params.len()
         && stored
@@ -167,7 +171,7 @@ fn same_definition(stored: &Record, def: &Definition) -> Result<(), String> {
 
 /// The record's objective and early stopping are the invocation's: a resumed sweep
 /// judges its runs as it began to.
-fn same_judging(stored: &Record, def: &Definition) -> Result<(), String> {
+fn same_judging(stored: &ExperimentRecord, def: &Definition) -> Result<(), String> {
     let objective = |o: &Option<Objective>| {
         o.as_ref().map_or_else(
             || "no --objective".to_string(),
@@ -239,7 +243,7 @@ fn same_param(a: &Param, b: &Param) -> bool {
 /// The record's runs are those the sweep makes: `NAME-1` … `NAME-K`, K the runs it
 /// makes, each with every parameter and no other, each value one the parameter takes
 /// (a grid's: exactly its points, in order).
-fn vet_runs(stored: &Record, def: &Definition) -> Result<(), String> {
+fn vet_runs(stored: &ExperimentRecord, def: &Definition) -> Result<(), String> {
     if stored.name != def.name {
         return Err(format!("it names experiment '{}'", stored.name));
     }
@@ -342,7 +346,7 @@ const MAX_OBSERVED: usize = 100_000;
 /// The record's observations of its own runs: finite values at epochs from 1, bounded
 /// (a record is anyone's who may edit the namespace: it may only shape decisions, never
 /// what runs).
-fn recorded_observations(stored: &Record) -> BTreeMap<String, BTreeMap<u32, f64>> {
+fn recorded_observations(stored: &ExperimentRecord) -> BTreeMap<String, BTreeMap<u32, f64>> {
     let mut left = MAX_OBSERVED;
     let mut out = BTreeMap::new();
     for (tag, seen) in &stored.observed {
@@ -365,7 +369,7 @@ fn recorded_observations(stored: &Record) -> BTreeMap<String, BTreeMap<u32, f64>
 
 /// The record's verdicts of its own runs, each `Succeeded`, `Failed…` or
 /// `StoppedEarly…`, bounded.
-fn recorded_verdicts(stored: &Record) -> BTreeMap<String, String> {
+fn recorded_verdicts(stored: &ExperimentRecord) -> BTreeMap<String, String> {
     stored
         .ended
         .iter()

@@ -45,7 +45,12 @@ fn place() -> Place {
     }
 }
 
-fn take(stored: Record, def: &Definition, now: &Digests, allow: bool) -> Result<Record, String> {
+fn take(
+    stored: ExperimentRecord,
+    def: &Definition,
+    now: &Digests,
+    allow: bool,
+) -> Result<ExperimentRecord, String> {
     let taking = Taking {
         definition: def,
         digests: now,
