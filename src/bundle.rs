@@ -332,8 +332,11 @@ mod tests {
             image: None,
             roles: crate::roles::Roles::workers(1).unwrap(),
             templates: Templates {
-                worker: crate::template::parse("t", crate::template::DEFAULT_TEMPLATE.as_bytes())
-                    .unwrap(),
+                worker: crate::inputs::template::parse(
+                    "t",
+                    crate::inputs::template::DEFAULT_TEMPLATE.as_bytes(),
+                )
+                .unwrap(),
                 by_role: Default::default(),
             },
             script: b"import helpers\n".to_vec(),

@@ -25,7 +25,7 @@ pub const PULL_GRACE_ANNOTATION: &str = "tf-spawner/pull-grace";
 /// (`cluster/recreate/deadline.rs`).
 pub const DEADLINE_AT_ANNOTATION: &str = "tf-spawner/deadline-at";
 /// On the pods `wait --restarts` re-created: when the run's first attempt started (RFC
-/// 3339), so that the run's time covers every attempt (`timing.rs`).
+/// 3339), so that the run's time covers every attempt (`verdict/timing.rs`).
 pub const RUN_STARTED_ANNOTATION: &str = "tf-spawner/run-started";
 /// On the run's ConfigMap: the name of the run's Secret, or [`NO_ENV_SECRET`]. `-d`
 /// deletes secrets by label whatever it says; it says whether a refusal (403, many

@@ -129,8 +129,9 @@ mod tests {
     #[test]
     fn the_settings_file_has_only_known_keys() {
         let keys = crate::settings::table::KEYS;
-        let file = crate::defaults::parse(SETTINGS, Path::new("/p/tf-spawner.yaml"), keys)
-            .expect("the template parses");
+        let file =
+            crate::settings::defaults::parse(SETTINGS, Path::new("/p/tf-spawner.yaml"), keys)
+                .expect("the template parses");
         assert_eq!(file.values.len(), 2, "{:?}", file.values);
         // Each commented-out key is a key too, once uncommented.
         let key_line = |l: &str| {
@@ -142,8 +143,9 @@ mod tests {
             .map(|l| l.strip_prefix("# ").filter(|l| key_line(l)).unwrap_or(l))
             .map(|l| format!("{l}\n"))
             .collect();
-        let all = crate::defaults::parse(&uncommented, Path::new("/p/tf-spawner.yaml"), keys)
-            .expect("uncommented, the template parses");
+        let all =
+            crate::settings::defaults::parse(&uncommented, Path::new("/p/tf-spawner.yaml"), keys)
+                .expect("uncommented, the template parses");
         assert!(all.values.len() >= 9, "{:?}", all.values);
     }
 }

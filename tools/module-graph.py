@@ -28,13 +28,13 @@ _spec.loader.exec_module(lf)
 # under src/) decides.
 LAYERS = [
     ("entry", ["main.rs", "lib.rs", "commands/verbs.rs", "commands/help.rs"]),
-    ("commands", ["commands/", "settings/", "defaults.rs"]),
+    ("commands", ["commands/", "settings/"]),
     ("command line", ["cli/"]),
     ("ops", ["ops/"]),
     ("domain", [
-        "plan/", "inputs.rs", "imports.rs", "template.rs", "envfile.rs", "preflight/", "verdict/", "cluster/",
-        "local/", "quantity.rs", "podgroup.rs", "timing.rs", "render.rs",
-        "trainlog/", "metrics/", "progress.rs", "progress/", "signals.rs", "diagnostics.rs", "bundle.rs", "bundle/", "files.rs",
+        "plan/", "inputs/", "preflight/", "verdict/", "cluster/",
+        "local/", "render.rs",
+        "trainlog/", "metrics/", "progress.rs", "progress/", "signals.rs", "diagnostics.rs", "bundle.rs", "bundle/",
         "yaml.rs", "starter.rs",
     ]),
     ("base", ["labels.rs", "duration.rs", "roles.rs", "tag.rs", "errors.rs", "output.rs"]),

@@ -137,8 +137,8 @@ macro_rules! flag_list {
     /// Gang-schedule the run: one PodGroup of the training tasks (chief, ps, workers;
     /// minMember: all of them) scheduled by that scheduler; the evaluator is scheduled
     /// on its own
-    gang: Option<crate::podgroup::Gang> = None, parse::value_enum::<crate::podgroup::Gang>, "(none)"
-        => [Spawn], value: "SCHEDULER", choices: crate::podgroup::Gang, heading: Shared;
+    gang: Option<crate::plan::podgroup::Gang> = None, parse::value_enum::<crate::plan::podgroup::Gang>, "(none)"
+        => [Spawn], value: "SCHEDULER", choices: crate::plan::podgroup::Gang, heading: Shared;
     /// With --gang volcano: the Volcano queue of the PodGroup (spec.queue); it must
     /// exist and be open
     volcano_queue: Option<String> = None, parse::name, "(none)"

@@ -5,7 +5,7 @@
 //! flags, `config`, `init`, `completions`), the spawn's and `sweep`'s in `spawn.rs`, the
 //! verbs on runs that exist (`wait`, `status`, `logs`, `cp`, `tensorboard`, `list`,
 //! `compare`) in `runs.rs`.
-//! Turning these into a spawn request (reading files, checking values) is `inputs.rs`,
+//! Turning these into a spawn request (reading files, checking values) is `inputs/mod.rs`,
 //! after `settings/` lowered the list's values.
 //!
 //! A field's help is declared on it, by clap's attributes: its doc comment is the full
@@ -35,7 +35,7 @@ pub use crate::metrics::notice::Target;
 pub use crate::metrics::table::CompareFormat;
 pub use crate::ops::wait::{OnStall, WaitFor};
 pub use crate::output::ReportFormat;
-pub use crate::podgroup::Gang;
+pub use crate::plan::podgroup::Gang;
 pub use crate::render::OutputFormat;
 pub use crate::roles::Strategy;
 pub use crate::verdict::retryable::RestartOn;

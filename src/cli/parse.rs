@@ -307,7 +307,7 @@ pub(crate) fn volume(text: &str) -> Result<String, String> {
 
 /// `--cpu`, `--ps-cpu`: a positive quantity of CPUs (`4`, `0.5`, `500m`), as written.
 pub(crate) fn cpu(text: &str) -> Result<String, String> {
-    match crate::quantity::parse(text) {
+    match crate::plan::quantity::parse(text) {
         Some(v) if v > 0 => Ok(text.trim().to_string()),
         _ => Err(format!(
             "{text:?} is not a number of CPUs (e.g. 4, 0.5, 500m)"
@@ -319,8 +319,8 @@ pub(crate) fn cpu(text: &str) -> Result<String, String> {
 /// bare number is bytes, which is never what was meant.
 pub(crate) fn memory(text: &str) -> Result<String, String> {
     let text = text.trim();
-    let mib = 1024 * 1024 * crate::quantity::ONE;
-    match crate::quantity::parse(text) {
+    let mib = 1024 * 1024 * crate::plan::quantity::ONE;
+    match crate::plan::quantity::parse(text) {
         Some(v) if v >= mib => Ok(text.to_string()),
         Some(v) if v > 0 && !text.ends_with(char::is_alphabetic) => Err(format!(
             "{text:?} is {text} bytes; give a unit: {text}Gi, {text}Mi"
@@ -333,7 +333,7 @@ pub(crate) fn memory(text: &str) -> Result<String, String> {
 
 /// `--shm-size`: a size as `--memory` takes it, or 0 for no `/dev/shm` of tf-spawner's.
 pub(crate) fn shm_size(text: &str) -> Result<String, String> {
-    match crate::quantity::parse(text) {
+    match crate::plan::quantity::parse(text) {
         Some(0) => Ok("0".to_string()),
         _ => memory(text),
     }
@@ -439,7 +439,7 @@ mod tests {
         );
         assert!(workers("10001").unwrap_err().contains("at most 10000"));
         assert_eq!(
-            value_enum::<crate::podgroup::Gang>("slurm").unwrap_err(),
+            value_enum::<crate::plan::podgroup::Gang>("slurm").unwrap_err(),
             "\"slurm\" is not one of volcano, coscheduling"
         );
         assert_eq!(

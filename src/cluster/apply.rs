@@ -16,7 +16,7 @@ use super::retry::{AsyncRecover, CallError, retry};
 use super::{Cluster, Kind, ObjectRef, RunObject};
 use crate::labels::{INVOCATION_ANNOTATION, whole_run_selector};
 use crate::plan::Plan;
-use crate::podgroup::{Gang, PodGroup, with_pod_group_type};
+use crate::plan::podgroup::{Gang, PodGroup, with_pod_group_type};
 
 /// What became of one create request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use std::path::{Path, PathBuf};
 
-use crate::files::{self, Limit};
+use crate::inputs::files::{self, Limit};
 
 /// Which kubeconfig and context: `--kubeconfig` and `--context`.
 #[derive(Debug, Clone, Default)]

@@ -37,8 +37,8 @@ use serde::de::DeserializeOwned;
 
 use retry::{CallError, Plain, RetryPolicy, retry};
 
+use crate::plan::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 use crate::plan::security::{Owner, refusal};
-use crate::podgroup::{CoschedulingPodGroup, Gang, VolcanoPodGroup};
 
 /// The kinds of object a run is made of, in the order they are deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

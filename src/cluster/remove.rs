@@ -34,7 +34,7 @@ use crate::labels::{
     ENV_SECRET_ANNOTATION, EXPERIMENT_LABEL, HELPER_LABEL, NETWORK_POLICY_ANNOTATION,
     NO_ENV_SECRET, POD_GROUP_ANNOTATION, config_map_name, whole_run_selector,
 };
-use crate::podgroup::{Gang, with_pod_group_type};
+use crate::plan::podgroup::{Gang, with_pod_group_type};
 
 /// What a delete removed, and what it could not.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use crate::cluster::ObjectRef;
 use crate::errors::UsageError;
 use crate::ops::{delete, summary};
 use crate::output;
-use crate::podgroup::Gang;
+use crate::plan::podgroup::Gang;
 use crate::render::OutputFormat;
 use crate::settings::Settings;
 

@@ -1,6 +1,6 @@
 //! `tf-spawner sweep [SPAWN FLAGS] --param NAME=V1,V2,… TRAINING_SCRIPT [-- ARGS]`: an
 //! experiment (`ops/sweep/`), its parameters expanded by `plan/sweep.rs`, each run's
-//! request the spawn's (`inputs.rs`) with its tag, arguments and parameters.
+//! request the spawn's (`inputs/mod.rs`) with its tag, arguments and parameters.
 //! `--resume NAME`: the same command again; the record gives only data
 //! (`ops/sweep/resume.rs`), everything run or read here is this invocation's.
 

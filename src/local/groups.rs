@@ -126,7 +126,7 @@ fn start_error(
         };
         return UsageError::new(format!("cannot run {}: not found{why}", plan.program)).into();
     }
-    let reason = crate::files::io_reason(&e);
+    let reason = crate::inputs::files::io_reason(&e);
     if e.raw_os_error() == Some(7) {
         // E2BIG: the environment (and arguments) passed the kernel's limit.
         let bytes = local.env.iter().fold(0usize, |n, (k, v)| {

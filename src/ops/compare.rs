@@ -31,7 +31,7 @@ pub fn run_metrics(
     earlier: Option<&RunMetrics>,
     all_workers: bool,
 ) -> Option<RunMetrics> {
-    let secs = crate::timing::of_run(tracker, all_workers).map(|t| t.seconds());
+    let secs = crate::verdict::timing::of_run(tracker, all_workers).map(|t| t.seconds());
     let now = RunMetrics::of(training, secs, tracker.attempt());
     let mut metrics = match (earlier, now) {
         (Some(e), Some(n)) => e.then(&n),

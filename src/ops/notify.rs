@@ -113,7 +113,7 @@ pub async fn ending(cluster: &Cluster, tag: &str, seen: Seen<'_>, result: &Resul
         exit_code: code,
         failure: failure_of(&verdict, code),
         reason: result.as_ref().err().map(one_line),
-        duration_seconds: crate::timing::of_run(tracker, false).map(|t| t.seconds()),
+        duration_seconds: crate::verdict::timing::of_run(tracker, false).map(|t| t.seconds()),
         metrics: metrics.cloned(),
         failed_task,
         last_lines,

@@ -61,7 +61,7 @@ async fn undone(
     plan: &Plan,
     ledger: &Ledger,
     stop: Stop,
-    gangs: &[crate::podgroup::Gang],
+    gangs: &[crate::plan::podgroup::Gang],
 ) -> anyhow::Error {
     let left = apply::roll_back(cluster, ledger).await;
     let rollback = apply::rollback_report(&left, &plan.tag, &plan.namespace);

@@ -12,7 +12,7 @@ use super::config_map::CLUSTER_KEY;
 use super::mounts::{self, SCRIPT_DIR, SCRIPT_VOLUME};
 use super::request::SpawnRequest;
 use crate::bundle::{WORK_DIR, WORK_VOLUME};
-use crate::envfile::RESERVED;
+use crate::inputs::envfile::RESERVED;
 use crate::labels::{ATTEMPT_VAR, config_map_name, secret_name, set_env};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Task};
 

@@ -15,7 +15,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 use crate::errors::UsageError;
 use crate::labels::{network_policy_name, pod_group_name};
-use crate::podgroup::{Gang, PodGroup};
+use crate::plan::podgroup::{Gang, PodGroup};
 use crate::roles::{ClusterSpec, Role};
 
 mod config_map;
@@ -121,7 +121,7 @@ pub fn build(req: &SpawnRequest) -> Result<Plan, UsageError> {
 }
 
 /// The run's PodGroup: its members are the tasks of the training cluster, and
-/// `minMember` is all of them (see `podgroup.rs` for why the evaluator is not one);
+/// `minMember` is all of them (see `plan/podgroup.rs` for why the evaluator is not one);
 /// Volcano's `minResources` counts their pods as they are created.
 fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
     let members = || {
@@ -141,13 +141,13 @@ fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
                 .filter(|(role, _, _)| gang_member(*role))
                 .filter_map(|(_, n, pod)| Some((pod.spec?, n)))
                 .collect();
-            crate::podgroup::min_resources(specs.iter().map(|(spec, n)| (spec, *n)))
+            crate::plan::podgroup::min_resources(specs.iter().map(|(spec, n)| (spec, *n)))
         })
         .flatten();
-    crate::podgroup::pod_group(
+    crate::plan::podgroup::pod_group(
         gang,
         meta(req, pod_group_name(&req.tag), run_labels(&req.tag)),
-        crate::podgroup::GroupSpec {
+        crate::plan::podgroup::GroupSpec {
             min_member: i32::try_from(min_member).unwrap_or(i32::MAX),
             queue: scheduling.volcano_queue.clone().filter(|_| volcano),
             priority_class_name: scheduling.priority_class.clone().filter(|_| volcano),
@@ -159,7 +159,9 @@ fn gang_pod_group(req: &SpawnRequest, pods: &Pods, gang: Gang) -> PodGroup {
 pub mod network;
 
 pub mod helper_pod;
+pub(crate) mod podgroup;
 pub mod pods_record;
+pub(crate) mod quantity;
 
 pub mod security;
 

@@ -21,7 +21,7 @@ use crate::labels::{
     PULL_GRACE_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, config_map_name, kueue_group_name,
     pod_group_name, tf_container, tf_container_at,
 };
-use crate::podgroup::Gang;
+use crate::plan::podgroup::Gang;
 use crate::roles::{ClusterSpec, Role, Task};
 
 /// The run's pods, built when asked for, one at a time: a spawn only needs the pods in
@@ -168,7 +168,7 @@ fn pod_metadata(
 }
 
 /// Whether a task of `role` joins the gang's PodGroup: the tasks of the training
-/// cluster do; the evaluator does not (see `podgroup.rs`).
+/// cluster do; the evaluator does not (see `plan/podgroup.rs`).
 pub(super) fn gang_member(role: Role) -> bool {
     role.in_cluster()
 }

@@ -1,5 +1,5 @@
 //! What a spawn asks for: the [`SpawnRequest`] (read from disk and checked by
-//! `inputs.rs`, lowered from the flags by `settings/spawn.rs`) and its parts: the
+//! `inputs/mod.rs`, lowered from the flags by `settings/spawn.rs`) and its parts: the
 //! shared-cluster options ([`Scheduling`]), the pod [`Templates`] and a sweep's run
 //! ([`ExperimentRun`]).
 
@@ -11,8 +11,8 @@ use super::resources::Resources;
 use super::security;
 use super::sweep;
 use super::volume::OutputVolume;
-use crate::envfile::EnvVars;
-use crate::podgroup::Gang;
+use crate::inputs::envfile::EnvVars;
+use crate::plan::podgroup::Gang;
 use crate::roles::{Role, Roles};
 
 /// Everything a spawn needs, already read from disk and checked.

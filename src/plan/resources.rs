@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::quantity;
+use crate::plan::quantity;
 use crate::roles::Role;
 
 /// The GPU resource when none is named.

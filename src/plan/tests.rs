@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
-use crate::envfile::EnvVars;
+use crate::inputs::envfile::EnvVars;
+use crate::inputs::template;
 use crate::labels::{
     COSCHEDULING_GROUP_LABEL, ENV_SECRET_ANNOTATION, NO_ENV_SECRET, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::render::OutputFormat;
 use crate::render::render;
 use crate::roles::{Role, Roles, Strategy};
-use crate::template;
 
 mod pod;
 mod scheduling;

@@ -68,17 +68,19 @@ impl RunObjects {
     /// else one small page, for [`nodes::check_now`] on a small cluster).
     pub fn asks_more_than_the_default(&self) -> bool {
         let small = [
-            ("cpu", crate::quantity::ONE),
-            ("memory", 1024 * 1024 * 1024 * crate::quantity::ONE),
+            ("cpu", crate::plan::quantity::ONE),
+            ("memory", 1024 * 1024 * 1024 * crate::plan::quantity::ONE),
         ];
         self.pods.iter().any(|p| {
-            crate::quantity::pod_requests(&p.spec).iter().any(|(k, v)| {
-                let at_most = small
-                    .iter()
-                    .find(|(name, _)| name == k)
-                    .map_or(0, |(_, m)| *m);
-                *v > at_most
-            })
+            crate::plan::quantity::pod_requests(&p.spec)
+                .iter()
+                .any(|(k, v)| {
+                    let at_most = small
+                        .iter()
+                        .find(|(name, _)| name == k)
+                        .map_or(0, |(_, m)| *m);
+                    *v > at_most
+                })
         })
     }
 }

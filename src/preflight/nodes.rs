@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use super::{RolePods, RunObjects};
-use crate::quantity;
+use crate::plan::quantity;
 
 /// What each resource a node (or a pod) has (or asks for), in its quantity's units.
 type Room = BTreeMap<String, i128>;

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{PodSpec, ResourceQuota};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{RolePods, RunObjects, pods_of};
-use crate::quantity;
+use crate::plan::quantity;
 
 type Usage = BTreeMap<String, i128>;
 

@@ -209,7 +209,8 @@ mod tests {
         let words = std::iter::once("tf-spawner").chain(args.iter().copied());
         let matches = Cli::command().try_get_matches_from(words).unwrap();
         let cli = Cli::from_arg_matches(&matches).unwrap();
-        let file = crate::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS).unwrap();
+        let file =
+            crate::settings::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS).unwrap();
         let given = Given {
             matches: &matches,
             file: &file,

@@ -14,8 +14,8 @@ use super::sourced::{Source, Sourced};
 use crate::cli::flag_defs::flag_name;
 use crate::cli::parse::Parse;
 use crate::cluster::connect::ConfigNamespace;
-use crate::defaults::Defaults;
 use crate::errors::UsageError;
+use crate::settings::defaults::Defaults;
 
 /// Where the settings' values come from: the command line, the project file, the
 /// defaults file and the kubeconfig's namespace.
@@ -130,11 +130,12 @@ fn file_text(file: &Defaults, value: &Value, marks: Marks) -> Result<String, Str
     let text = scalar(value)?;
     let anchored = marks.anchored || (marks.program && !marks.command && text.contains('/'));
     match &file.path {
-        Some(path) if anchored && !text.is_empty() => {
-            Ok(crate::defaults::resolve(std::path::Path::new(&text), path)
-                .display()
-                .to_string())
-        }
+        Some(path) if anchored && !text.is_empty() => Ok(crate::settings::defaults::resolve(
+            std::path::Path::new(&text),
+            path,
+        )
+        .display()
+        .to_string()),
         _ => Ok(text),
     }
 }

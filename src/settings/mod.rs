@@ -1,9 +1,10 @@
 //! The one step from the command line to settings: flags, the defaults file
-//! (`defaults.rs`) and the kubeconfig (read once, `cluster/connect.rs`) become a
+//! (`settings/defaults.rs`) and the kubeconfig (read once, `cluster/connect.rs`) become a
 //! [`Settings`] value, each value with where it came from. Every command gets it;
 //! `tf-spawner config` prints exactly it. This module and `commands/` are the only ones
 //! below the entry that know clap's types.
 
+pub(crate) mod defaults;
 pub(crate) mod follow;
 mod given;
 pub(crate) mod project;
@@ -20,7 +21,6 @@ use crate::cli::Cli;
 use crate::cluster::Cluster;
 use crate::cluster::connect::{self, Target};
 use crate::cluster::retry::RetryPolicy;
-use crate::defaults;
 
 use given::Given;
 pub(crate) use sourced::Source;

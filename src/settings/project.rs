@@ -1,6 +1,6 @@
 //! The project file: `tf-spawner.yaml` in the current directory or the nearest parent
 //! that has one (as cargo finds `Cargo.toml` and ruff `ruff.toml`), with the keys of the
-//! user's defaults file (`defaults.rs`), read between the flags and that file: flag, then
+//! user's defaults file (`settings/defaults.rs`), read between the flags and that file: flag, then
 //! project, then user, then built-in (`given.rs`'s `Given::pick`). Its paths are relative
 //! to it.
 //!
@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::given::Untrusted;
-use crate::defaults::{self, Defaults};
 use crate::errors::UsageError;
-use crate::files::{self, Limit};
+use crate::inputs::files::{self, Limit};
+use crate::settings::defaults::{self, Defaults};
 
 /// The project file's name.
 pub(crate) const FILE_NAME: &str = "tf-spawner.yaml";

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::metrics::notice::Target;
-use crate::podgroup::Gang;
+use crate::plan::podgroup::Gang;
 use crate::verdict::retryable::RestartOn;
 
 /// Where a setting came from.

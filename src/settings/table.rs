@@ -112,7 +112,7 @@ mod tests {
         let matches = crate::cli::Cli::command()
             .try_get_matches_from(std::iter::once("tf-spawner").chain(args.iter().copied()))
             .map_err(|e| e.to_string())?;
-        let file = crate::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS)
+        let file = crate::settings::defaults::parse(text, Path::new("/etc/tfs/c.yaml"), KEYS)
             .map_err(|e| e.to_string())?;
         let given = Given {
             matches: &matches,

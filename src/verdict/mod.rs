@@ -14,6 +14,8 @@
 //! (counts per role), `start.rs` (what holds a run's start up), `peer.rs` (a failure a
 //! peer caused), `retryable.rs` (which failures a restart retries).
 
+pub(crate) mod timing;
+
 mod failure;
 mod peer;
 mod pod;

@@ -140,7 +140,7 @@ pub struct PodTimes {
     /// node's resources (what a run cost, `metrics/cost.rs`).
     pub held_from: Option<i64>,
     /// When the TF container started and ended, from its state (its current run, else
-    /// its last one): the run report (`timing.rs`).
+    /// its last one): the run report (`verdict/timing.rs`).
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     /// When the pod was taken away: its `DisruptionTarget` condition's time, else when

@@ -11,8 +11,8 @@ use crate::cluster::record::Record;
 use crate::duration;
 use crate::ops::status::{never_started, verdict_of};
 use crate::plan::helper_pod::Found;
-use crate::timing;
 use crate::trainlog::show;
+use crate::verdict::timing;
 use crate::verdict::{PodView, one_line};
 
 /// `status -o json`: the documented, stable shape.

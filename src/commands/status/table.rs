@@ -9,8 +9,8 @@ use crate::duration::{self, age};
 use crate::ops::status::{never_started, verdict_of};
 use crate::output;
 use crate::plan::helper_pod::Found;
-use crate::timing;
 use crate::trainlog::{Training, show};
+use crate::verdict::timing;
 use crate::verdict::{
     NODE_LOST, PodView, SCHEDULING_GATED, STOPPED_TEXT, State, Tracker, one_line,
 };

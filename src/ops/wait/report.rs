@@ -166,7 +166,7 @@ fn time_and_training(
     training: &Training,
     metrics: Option<&RunMetrics>,
 ) -> Result<()> {
-    if let Some(time) = crate::timing::of_run(tracker, all_workers) {
+    if let Some(time) = crate::verdict::timing::of_run(tracker, all_workers) {
         output::print(&format!("{}\n", time.line(crate::duration::now())))?;
     }
     if let Some(cost) = metrics.and_then(|m| m.cost) {

@@ -206,7 +206,7 @@ fn attempt_of(meta: &ObjectMeta) -> u32 {
 
 /// The pod belongs to a gang scheduler's PodGroup (of any of `Gang::ALL`).
 fn in_gang(meta: &ObjectMeta) -> bool {
-    crate::podgroup::Gang::ALL
+    crate::plan::podgroup::Gang::ALL
         .into_iter()
         .any(|gang| gang.about().member.group(meta).is_some())
 }

@@ -33,7 +33,7 @@
 //! in the queue of its `scheduling.volcano.sh/queue-name` annotation).
 
 use crate::labels::{COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION};
-use crate::quantity;
+use crate::plan::quantity;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -163,12 +163,12 @@ impl Gang {
 macro_rules! with_pod_group_type {
     ($gang:expr, $K:ident => $body:expr) => {
         match $gang {
-            $crate::podgroup::Gang::Volcano => {
-                type $K = $crate::podgroup::VolcanoPodGroup;
+            $crate::plan::podgroup::Gang::Volcano => {
+                type $K = $crate::plan::podgroup::VolcanoPodGroup;
                 $body
             }
-            $crate::podgroup::Gang::Coscheduling => {
-                type $K = $crate::podgroup::CoschedulingPodGroup;
+            $crate::plan::podgroup::Gang::Coscheduling => {
+                type $K = $crate::plan::podgroup::CoschedulingPodGroup;
                 $body
             }
         }

@@ -4,19 +4,23 @@
 
 #![deny(clippy::arithmetic_side_effects)]
 
+pub(crate) mod envfile;
+pub(crate) mod files;
+pub(crate) mod imports;
+pub(crate) mod template;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::envfile::{self, EnvVars};
 use crate::errors::UsageError;
-use crate::files::{self, Limit, MAX_OBJECT_BYTES};
 use crate::plan::{OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
-use crate::template;
+use envfile::EnvVars;
+use files::{Limit, MAX_OBJECT_BYTES};
 
 /// What a spawn was asked for, before any file is read.
 #[derive(Debug, Clone, Default)]
@@ -170,7 +174,7 @@ fn given_way(args: &SpawnOptions, templates: &Templates, bundle: bool) -> Vec<St
 }
 
 /// The training script, read; without `--dir`, a note when it imports a module beside
-/// it (`imports.rs`).
+/// it (`inputs/imports.rs`).
 async fn read_script(args: &SpawnOptions) -> Result<(&Path, Vec<u8>)> {
     let script_path = args.script.as_deref().ok_or_else(|| {
         UsageError::new(
@@ -179,7 +183,7 @@ async fn read_script(args: &SpawnOptions) -> Result<(&Path, Vec<u8>)> {
     })?;
     let script = files::read(script_path, "training script", IN_CONFIG_MAP).await?;
     if args.dir.is_none()
-        && let Some(line) = crate::imports::warning(script_path, &script)
+        && let Some(line) = crate::inputs::imports::warning(script_path, &script)
     {
         crate::output::note(&line);
     }
@@ -253,7 +257,7 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     // Each value was checked by its parser; what is left are the rules between them.
     let scheduling = &args.scheduling;
     if let Some(name) = &scheduling.volcano_queue
-        && scheduling.gang != Some(crate::podgroup::Gang::Volcano)
+        && scheduling.gang != Some(crate::plan::podgroup::Gang::Volcano)
     {
         return Err(UsageError::new(format!(
             "--volcano-queue {name} needs --gang volcano (a Kueue LocalQueue is --queue)"

@@ -18,7 +18,10 @@ pub fn top_level(script: &str) -> Vec<String> {
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut in_string = false;
     for line in script.lines() {
-        let quotes = line.matches("\"\"\"").count() + line.matches("'''").count();
+        let quotes = line
+            .matches("\"\"\"")
+            .count()
+            .saturating_add(line.matches("'''").count());
         let was_in_string = in_string;
         if quotes % 2 == 1 {
             in_string = !in_string;

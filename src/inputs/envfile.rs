@@ -208,7 +208,7 @@ mod tests {
     /// The reference's env-file example (docs/reference.md) says what each line gives: the parser agrees.
     #[test]
     fn the_readme_example_means_what_it_says() {
-        let readme = include_str!("../docs/reference.md");
+        let readme = include_str!("../../docs/reference.md");
         let start =
             readme.find("### The env file\n\n```\n").unwrap() + "### The env file\n\n```\n".len();
         let example = &readme[start..start + readme[start..].find("```").unwrap()];

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::errors::UsageError;
-use crate::files::{self, Limit};
+use crate::inputs::files::{self, Limit};
 
 /// The variable that names the file (it must then exist).
 pub const ENV_VAR: &str = "TF_SPAWNER_CONFIG";

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// `templates/pod.yaml`, compiled into the binary.
-pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/pod.yaml");
+pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/pod.yaml");
 
 /// Larger than any sensible pod spec; a bigger file is almost certainly the wrong file.
 pub const MAX_TEMPLATE_BYTES: usize = 1024 * 1024;
@@ -171,7 +171,7 @@ fn container_problem(field: &str, c: &Container) -> Option<String> {
         .env
         .iter()
         .flatten()
-        .find(|e| !crate::envfile::is_env_name(&e.name))?;
+        .find(|e| !crate::inputs::envfile::is_env_name(&e.name))?;
     Some(format!(
         "{field}.env: {:?} is not a valid variable name",
         e.name
@@ -256,7 +256,7 @@ mod tests {
     fn builtin_templates_parse() {
         let pod = parse("templates/pod.yaml", DEFAULT_TEMPLATE.as_bytes()).unwrap();
         assert_eq!(pod.spec.unwrap().containers[0].name, "tensorflow");
-        let gpu = include_str!("../templates/pod-gpu.yaml");
+        let gpu = include_str!("../../templates/pod-gpu.yaml");
         let pod = parse("templates/pod-gpu.yaml", gpu.as_bytes()).unwrap();
         let c = &pod.spec.unwrap().containers[0];
         assert!(c.image.as_deref().unwrap().contains("gpu"));
