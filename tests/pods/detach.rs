@@ -54,6 +54,119 @@ fn annotation(cm: &ConfigMap, key: &str) -> Option<String> {
     cm.metadata.annotations.as_ref()?.get(key).cloned()
 }
 
+/// A detached run of [`EPOCHS`] on 2 workers, `--restarts 2` after `backoff`, taken by
+/// its supervisor's pod, with its worker-1 deleted once running.
+struct Detached {
+    t: String,
+    /// Who the record names as the run's follower (the supervisor's pod).
+    follower: String,
+    records: Api<ConfigMap>,
+    pods: Api<Pod>,
+    worker: String,
+}
+
+impl Detached {
+    /// Spawns it (what the spawn printed, for the test to read), awaits the supervisor
+    /// taking it and worker-1 running, deletes worker-1.
+    async fn lose_a_worker(c: &Cluster, image: &str, prefix: &str, backoff: &str) -> Detached {
+        service_account::apply_role(&c.client, &c.namespace).await;
+        let t = tag(prefix);
+        let script = c.write("epochs.py", EPOCHS);
+        let args = [
+            "-w",
+            "2",
+            "--detach",
+            "--supervisor-image",
+            image,
+            "--restarts",
+            "2",
+            "--restart-backoff",
+            backoff,
+        ];
+        c.spawn(&t, &script, &args).await.stdout_has(&format!(
+            "run {t}: followed from the cluster by job/{t}-supervisor"
+        ));
+        // The spawning process is gone: the supervisor's pod takes the run.
+        let records = Api::<ConfigMap>::namespaced(c.client.clone(), &c.namespace);
+        let record = format!("{t}-script");
+        let follower = c
+            .eventually(
+                "the supervisor taking the run",
+                Duration::from_secs(120),
+                || async {
+                    let cm = records.get(&record).await.ok()?;
+                    annotation(&cm, "tf-spawner/follower")
+                        .filter(|w| w.contains(&format!("on {t}-supervisor-")))
+                },
+            )
+            .await;
+        let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+        let worker = format!("{t}-worker-1");
+        c.eventually("worker-1 running", Duration::from_secs(120), || async {
+            let pod = pods.get(&worker).await.ok()?;
+            (phase(&pod) == "Running").then_some(())
+        })
+        .await;
+        pods.delete(&worker, &DeleteParams::default())
+            .await
+            .expect("delete worker-1");
+        Detached {
+            t,
+            follower,
+            records,
+            pods,
+            worker,
+        }
+    }
+
+    /// The record's annotation `key`, once it has one (within `within`).
+    async fn recorded(&self, c: &Cluster, what: &str, key: &str, within: u64) -> String {
+        let record = format!("{}-script", self.t);
+        c.eventually(what, Duration::from_secs(within), || async {
+            let cm = self.records.get(&record).await.ok()?;
+            annotation(&cm, key)
+        })
+        .await
+    }
+
+    /// Every task pod of the run is of attempt 1: exactly one restart.
+    async fn restarted_once(&self, c: &Cluster) {
+        let tasks = c.pods(&self.t).await.into_iter().filter(|p| {
+            p.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| !l.contains_key("tf-spawner/helper"))
+        });
+        for pod in tasks {
+            let attempt = pod
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("tf-spawner/attempt"))
+                .cloned();
+            assert_eq!(
+                attempt.as_deref(),
+                Some("1"),
+                "exactly one restart: {pod:?}"
+            );
+        }
+    }
+
+    /// The supervisor's pods' names.
+    async fn supervisors(&self) -> Vec<String> {
+        let sup = format!("training_attempt={},tf-spawner/helper=supervisor", self.t);
+        let list = self
+            .pods
+            .list(&ListParams::default().labels(&sup))
+            .await
+            .unwrap();
+        list.items
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect()
+    }
+}
+
 #[tokio::test]
 async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     let test = "a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached";
@@ -63,66 +176,19 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     let Some(image) = supervisor_image(test).await else {
         return;
     };
-    service_account::apply_role(&c.client, &c.namespace).await;
-    let t = tag("det");
-    let script = c.write("epochs.py", EPOCHS);
-    let args = [
-        "-w",
-        "2",
-        "--detach",
-        "--supervisor-image",
-        &image,
-        "--restarts",
-        "2",
-        "--restart-backoff",
-        "1s",
-    ];
-    c.spawn(&t, &script, &args).await.stdout_has(&format!(
-        "run {t}: followed from the cluster by job/{t}-supervisor"
-    ));
-    // The spawning process is gone: the supervisor's pod takes the run.
-    let records = Api::<ConfigMap>::namespaced(c.client.clone(), &c.namespace);
-    let record = format!("{t}-script");
-    let follower = c
-        .eventually(
-            "the supervisor taking the run",
-            Duration::from_secs(120),
-            || async {
-                let cm = records.get(&record).await.ok()?;
-                annotation(&cm, "tf-spawner/follower")
-                    .filter(|w| w.contains(&format!("on {t}-supervisor-")))
-            },
-        )
+    let d = Detached::lose_a_worker(&c, &image, "det", "1s").await;
+    let (t, worker) = (&d.t, &d.worker);
+    let verdict = d
+        .recorded(&c, "the supervisor's verdict", "tf-spawner/verdict", 240)
         .await;
-    let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
-    let worker = format!("{t}-worker-1");
-    c.eventually("worker-1 running", Duration::from_secs(120), || async {
-        let pod = pods.get(&worker).await.ok()?;
-        (phase(&pod) == "Running").then_some(())
-    })
-    .await;
-    pods.delete(&worker, &DeleteParams::default())
-        .await
-        .expect("delete worker-1");
-
-    let verdict = c
-        .eventually(
-            "the supervisor's verdict",
-            Duration::from_secs(240),
-            || async {
-                let cm = records.get(&record).await.ok()?;
-                annotation(&cm, "tf-spawner/verdict")
-            },
-        )
-        .await;
-    let sup = format!("training_attempt={t},tf-spawner/helper=supervisor");
-    let log = async {
-        let list = pods.list(&ListParams::default().labels(&sup)).await.ok()?;
-        let name = list.items.first()?.metadata.name.clone()?;
-        pods.logs(&name, &LogParams::default()).await.ok()
-    }
-    .await
-    .unwrap_or_default();
+    let log = match d.supervisors().await.first() {
+        Some(name) => d
+            .pods
+            .logs(name, &LogParams::default())
+            .await
+            .unwrap_or_default(),
+        None => String::new(),
+    };
     assert_eq!(verdict, "Succeeded", "{log}");
     assert!(
         log.contains(&format!(
@@ -130,21 +196,7 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
         )),
         "{log}"
     );
-    let tasks = c.pods(&t).await.into_iter().filter(|p| {
-        p.metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| !l.contains_key("tf-spawner/helper"))
-    });
-    for pod in tasks {
-        let attempt = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("tf-spawner/attempt"))
-            .cloned();
-        assert_eq!(attempt.as_deref(), Some("1"), "{pod:?}");
-    }
+    d.restarted_once(&c).await;
     // The Job ends with the run, 0: nothing left to follow.
     let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
     c.eventually(
@@ -157,16 +209,16 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     )
     .await;
     // The morning's status: the attempt, why, and who followed it (it let go).
-    let status = c.run(&["status", &t]).await;
+    let status = c.run(&["status", t]).await;
     status
         .success()
         .stdout_has(&format!(
             "attempt: 1 (pod {worker} (worker-1) was deleted while it ran; re-created by tf-spawner on {t}-supervisor-"
         ))
         .stdout_has("verdict: Succeeded");
-    assert!(follower.starts_with("tf-spawner on "), "{follower}");
+    assert!(d.follower.starts_with("tf-spawner on "), "{}", d.follower);
     // -d removes the supervisor with the run.
-    c.run(&["-d", "-y", "-t", &t]).await.success();
+    c.run(&["-d", "-y", "-t", t]).await.success();
     assert!(
         jobs.list(&ListParams::default())
             .await
@@ -188,95 +240,31 @@ async fn a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once() 
     let Some(image) = supervisor_image(test).await else {
         return;
     };
-    service_account::apply_role(&c.client, &c.namespace).await;
-    let t = tag("dlo");
-    let script = c.write("epochs.py", EPOCHS);
-    let args = [
-        "-w",
-        "2",
-        "--detach",
-        "--supervisor-image",
-        &image,
-        "--restarts",
-        "2",
-        "--restart-backoff",
-        "15s",
-    ];
-    c.spawn(&t, &script, &args).await;
-    let records = Api::<ConfigMap>::namespaced(c.client.clone(), &c.namespace);
-    let record = format!("{t}-script");
-    let first = c
-        .eventually(
-            "the supervisor taking the run",
-            Duration::from_secs(120),
-            || async {
-                let cm = records.get(&record).await.ok()?;
-                annotation(&cm, "tf-spawner/follower")
-                    .filter(|w| w.contains(&format!("on {t}-supervisor-")))
-            },
-        )
+    let d = Detached::lose_a_worker(&c, &image, "dlo", "15s").await;
+    d.recorded(&c, "the restart recorded", "tf-spawner/restarting", 60)
         .await;
-    let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
-    let worker = format!("{t}-worker-1");
-    c.eventually("worker-1 running", Duration::from_secs(120), || async {
-        let pod = pods.get(&worker).await.ok()?;
-        (phase(&pod) == "Running").then_some(())
-    })
-    .await;
-    pods.delete(&worker, &DeleteParams::default())
-        .await
-        .expect("delete worker-1");
-    c.eventually("the restart recorded", Duration::from_secs(60), || async {
-        let cm = records.get(&record).await.ok()?;
-        annotation(&cm, "tf-spawner/restarting")
-    })
-    .await;
-    let supervisor = first
+    let supervisor = d
+        .follower
         .split_once(" on ")
         .and_then(|(_, rest)| rest.split_once(','))
         .map(|(pod, _)| pod.to_string())
         .expect("the supervisor's pod in its name");
-    pods.delete(&supervisor, &DeleteParams::default())
+    d.pods
+        .delete(&supervisor, &DeleteParams::default())
         .await
         .expect("delete the supervisor's pod");
 
-    let verdict = c
-        .eventually("the verdict", Duration::from_secs(240), || async {
-            let cm = records.get(&record).await.ok()?;
-            annotation(&cm, "tf-spawner/verdict")
-        })
+    let verdict = d
+        .recorded(&c, "the verdict", "tf-spawner/verdict", 240)
         .await;
     assert_eq!(verdict, "Succeeded");
-    let tasks = c.pods(&t).await.into_iter().filter(|p| {
-        p.metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| !l.contains_key("tf-spawner/helper"))
-    });
-    for pod in tasks {
-        let attempt = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("tf-spawner/attempt"))
-            .cloned();
-        assert_eq!(
-            attempt.as_deref(),
-            Some("1"),
-            "exactly one restart: {pod:?}"
-        );
-    }
-    let sup = format!("training_attempt={t},tf-spawner/helper=supervisor");
-    let list = pods
-        .list(&ListParams::default().labels(&sup))
+    d.restarted_once(&c).await;
+    let second = d
+        .supervisors()
         .await
-        .unwrap();
-    let second = list
-        .items
-        .iter()
-        .filter_map(|p| p.metadata.name.clone())
+        .into_iter()
         .find(|n| *n != supervisor)
         .expect("the Job's second pod");
-    let log = pods.logs(&second, &LogParams::default()).await.unwrap();
-    assert!(log.contains(&format!("run {t}: Succeeded")), "{log}");
+    let log = d.pods.logs(&second, &LogParams::default()).await.unwrap();
+    assert!(log.contains(&format!("run {}: Succeeded", d.t)), "{log}");
 }
