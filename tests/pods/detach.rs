@@ -4,13 +4,15 @@
 //! `.ci/run` sets it; skipped with a notice without it), runs under the ServiceAccount
 //! `examples/rbac.yaml` makes, reaches the API server through the `kubernetes` Service as
 //! on users' clusters, and follows the run with nobody else: a worker deleted mid-run is
-//! restarted by it, the run succeeds, the verdict is recorded, and the Job completes.
+//! restarted by it, the run succeeds, the verdict is recorded, `--notify` reaches a server
+//! on this machine, and the Job completes.
 
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, LogParams};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{BIN, Cluster, phase, tag};
 
@@ -54,8 +56,58 @@ fn annotation(cm: &ConfigMap, key: &str) -> Option<String> {
     cm.metadata.annotations.as_ref()?.get(key).cloned()
 }
 
-/// A detached run of [`EPOCHS`] on 2 workers, `--restarts 2` after `backoff`, taken by
-/// its supervisor's pod, with its worker-1 deleted once running.
+/// A one-notice HTTP server on this machine, for a pod's `--notify`: its URL at the node's
+/// InternalIP (the one-node cluster's pods reach it through their bridge, as pods reach
+/// their node), and the body of the first POST it receives (answered 204).
+async fn notice_server(c: &Cluster) -> (String, tokio::task::JoinHandle<String>) {
+    let nodes = Api::<Node>::all(c.client.clone());
+    let list = nodes.list(&ListParams::default()).await.expect("the nodes");
+    let ip = list
+        .items
+        .iter()
+        .filter_map(|n| n.status.as_ref()?.addresses.clone())
+        .flatten()
+        .find(|a| a.type_ == "InternalIP")
+        .map(|a| a.address)
+        .expect("a node's InternalIP");
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.expect("a connection");
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = sock.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return String::from_utf8_lossy(&seen).into_owned();
+            }
+            seen.extend_from_slice(&chunk[..n]);
+            if let Some(body) = whole_body(&seen) {
+                let _ = sock
+                    .write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+                    .await;
+                return body;
+            }
+        }
+    });
+    (format!("http://{ip}:{port}/hook"), body)
+}
+
+/// The body of an HTTP request read so far, once all of it (its Content-Length) is in.
+fn whole_body(seen: &[u8]) -> Option<String> {
+    let end = seen.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let body = seen.get(end + 4..end + 4 + length)?;
+    Some(String::from_utf8_lossy(body).into_owned())
+}
+
+/// A detached run of [`EPOCHS`] on 2 workers, `--restarts 2` after a backoff (and more
+/// flags), taken by its supervisor's pod, with its worker-1 deleted once running.
 struct Detached {
     t: String,
     /// Who the record names as the run's follower (the supervisor's pod).
@@ -68,7 +120,13 @@ struct Detached {
 impl Detached {
     /// Spawns it (what the spawn printed, for the test to read), awaits the supervisor
     /// taking it and worker-1 running, deletes worker-1.
-    async fn lose_a_worker(c: &Cluster, image: &str, prefix: &str, backoff: &str) -> Detached {
+    async fn lose_a_worker(
+        c: &Cluster,
+        image: &str,
+        prefix: &str,
+        backoff: &str,
+        more: &[&str],
+    ) -> Detached {
         service_account::apply_role(&c.client, &c.namespace).await;
         let t = tag(prefix);
         let script = c.write("epochs.py", EPOCHS);
@@ -83,9 +141,11 @@ impl Detached {
             "--restart-backoff",
             backoff,
         ];
-        c.spawn(&t, &script, &args).await.stdout_has(&format!(
-            "run {t}: followed from the cluster by job/{t}-supervisor"
-        ));
+        c.spawn(&t, &script, &[&args[..], more].concat())
+            .await
+            .stdout_has(&format!(
+                "run {t}: followed from the cluster by job/{t}-supervisor"
+            ));
         // The spawning process is gone: the supervisor's pod takes the run.
         let records = Api::<ConfigMap>::namespaced(c.client.clone(), &c.namespace);
         let record = format!("{t}-script");
@@ -176,7 +236,9 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     let Some(image) = supervisor_image(test).await else {
         return;
     };
-    let d = Detached::lose_a_worker(&c, &image, "det", "1s").await;
+    // Its --notify URL: a server on this machine, reached from the node's pods.
+    let (url, notice) = notice_server(&c).await;
+    let d = Detached::lose_a_worker(&c, &image, "det", "1s", &["--notify", &url]).await;
     let (t, worker) = (&d.t, &d.worker);
     let verdict = d
         .recorded(&c, "the supervisor's verdict", "tf-spawner/verdict", 240)
@@ -197,6 +259,15 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
         "{log}"
     );
     d.restarted_once(&c).await;
+    // --notify: the supervisor told the run's end once, at its verdict, restart and all.
+    let body = tokio::time::timeout(Duration::from_secs(60), notice)
+        .await
+        .expect("the supervisor's notice within 60 s of the verdict")
+        .expect("the notice server");
+    let told: serde_json::Value = serde_json::from_str(&body).expect(&body);
+    assert_eq!(told["verdict"], "Succeeded", "{body}");
+    assert_eq!(told["tag"], t.as_str(), "{body}");
+    assert_eq!(told["restarts"], 1, "{body}");
     // The Job ends with the run, 0: nothing left to follow.
     let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
     c.eventually(
@@ -240,7 +311,7 @@ async fn a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once() 
     let Some(image) = supervisor_image(test).await else {
         return;
     };
-    let d = Detached::lose_a_worker(&c, &image, "dlo", "15s").await;
+    let d = Detached::lose_a_worker(&c, &image, "dlo", "15s", &[]).await;
     d.recorded(&c, "the restart recorded", "tf-spawner/restarting", 60)
         .await;
     let supervisor = d
