@@ -273,6 +273,11 @@ pub struct Found {
     pub sessions: usize,
     /// When the kubelet ends it at the latest (`cp`'s deadline), seconds since the epoch.
     pub deadline: Option<i64>,
+    /// Its container's last failure (`exit 1: LAST LINE`) and how many times it restarted:
+    /// a supervisor that cannot do its work (a right its account lacks) fails, and the
+    /// kubelet keeps its last lines in the termination message
+    /// (`FallbackToLogsOnError`, `plan/supervisor.rs`).
+    pub failed: Option<(String, i32)>,
 }
 
 impl Found {
@@ -294,6 +299,7 @@ impl Found {
             .map(|t| t.0.as_second());
         let deadline = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
         Some(Found {
+            failed: status.and_then(last_failure),
             name: meta.name.clone().unwrap_or_default(),
             keep: annotation(KEEP_ANNOTATION).is_some_and(|v| v == "true"),
             sessions: Sessions::parse(annotation(SESSIONS_ANNOTATION).map(String::as_str))
@@ -338,6 +344,31 @@ impl Found {
             _ => by_hand,
         }
     }
+}
+
+/// A pod's first container's last failure, `exit 1: LAST LINE` (the last line of its
+/// termination message, bounded, control characters escaped), with its restarts; `None`
+/// when it never failed.
+fn last_failure(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<(String, i32)> {
+    let container = status.container_statuses.as_ref()?.first()?;
+    let ended = [&container.state, &container.last_state]
+        .into_iter()
+        .filter_map(|s| s.as_ref()?.terminated.as_ref())
+        .find(|t| t.exit_code != 0)?;
+    let line = ended
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| crate::output::escape_controls(l.trim()));
+    let mut text = format!("exit {}", ended.exit_code);
+    if let Some(line) = line {
+        let line: String = line.chars().take(300).collect();
+        text.push_str(&format!(": {line}"));
+    }
+    Some((text, container.restart_count))
 }
 
 /// Required node affinity to the node named `node` (by `metadata.name`, as a
@@ -526,6 +557,7 @@ mod tests {
             keep: false,
             sessions: 0,
             deadline,
+            failed: None,
         };
         let started = found(Some(1_700_000_000)).ends("t", 1_700_000_000);
         assert!(
@@ -537,6 +569,44 @@ mod tests {
             pending.ends_with("if that cp was killed, tf-spawner -d -t t deletes it (its deadline counts from its start)"),
             "{pending}"
         );
+    }
+
+    /// A helper whose container failed (a supervisor without a right it needs): its
+    /// last failure, the termination message's last line, from the state or the last
+    /// state; none for a container that never failed.
+    #[test]
+    fn a_failed_helpers_last_line_is_read_from_its_termination_message() {
+        let pod = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "t-supervisor-x", "labels": {HELPER_LABEL: "supervisor"}},
+                "status": {"phase": "Running", "containerStatuses": [status]}
+            }))
+            .unwrap()
+        };
+        let restarted = pod(serde_json::json!({
+            "name": "supervisor", "image": "i", "ready": true, "restartCount": 2,
+            "state": {"running": {}},
+            "lastState": {"terminated": {"exitCode": 1,
+                "message": "supervising run t\nerror: listing pods is forbidden\n\n"}}
+        }));
+        assert_eq!(
+            Found::of(&restarted, 0).unwrap().failed,
+            Some(("exit 1: error: listing pods is forbidden".to_string(), 2))
+        );
+        let failed = pod(serde_json::json!({
+            "name": "supervisor", "image": "i", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 7}}
+        }));
+        assert_eq!(
+            Found::of(&failed, 0).unwrap().failed,
+            Some(("exit 7".to_string(), 0))
+        );
+        let fine = pod(serde_json::json!({
+            "name": "supervisor", "image": "i", "ready": true, "restartCount": 0,
+            "state": {"running": {}},
+            "lastState": {"terminated": {"exitCode": 0}}
+        }));
+        assert_eq!(Found::of(&fine, 0).unwrap().failed, None);
     }
 
     #[test]

@@ -181,6 +181,9 @@ fn container(tag: &str, image: &str) -> Container {
                 .to_vec(),
         ),
         resources: Some(resources()),
+        // A failed supervisor's last lines (a right its account lacks, named in one line)
+        // kept by the kubelet in its status, where `status` reads them.
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
         volume_mounts: Some(vec![VolumeMount {
             name: API_ACCESS.to_string(),
             mount_path: TOKEN_DIR.to_string(),

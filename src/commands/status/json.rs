@@ -70,7 +70,7 @@ pub struct StatusJson {
 #[derive(Debug, Serialize)]
 pub struct HelperJson {
     pub name: String,
-    /// `cp` or `tensorboard`.
+    /// `cp`, `tensorboard` or `supervisor`.
     pub kind: String,
     /// The API's phase, or Terminating while it is being deleted.
     pub phase: String,
@@ -79,6 +79,10 @@ pub struct HelperJson {
     pub keep: bool,
     /// How it ends, in words (`deleted when the last tensorboard session using it ends (1 now)`).
     pub ends: String,
+    /// Its container's last failure (`exit 1: LAST LINE`), null when it never failed.
+    pub failed: Option<String>,
+    /// How many times its container restarted (a supervisor's, after a failure).
+    pub restarts: i32,
 }
 
 #[derive(Debug, Serialize)]
@@ -275,6 +279,8 @@ fn helper_json(h: &Found, tag: &str, now: i64) -> HelperJson {
         age_seconds: h.created.map(|c| u64::try_from(now - c).unwrap_or(0)),
         keep: h.keep,
         ends: h.ends(tag, now),
+        failed: h.failed.as_ref().map(|(last, _)| last.clone()),
+        restarts: h.failed.as_ref().map_or(0, |(_, n)| *n),
     }
 }
 

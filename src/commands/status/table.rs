@@ -324,8 +324,13 @@ fn helper_lines(helpers: &[Found], tag: &str, now: i64) -> String {
             let age = h
                 .created
                 .map_or_else(|| "-".into(), |c| age(u64::try_from(now - c).unwrap_or(0)));
+            let failed = match &h.failed {
+                Some((last, 0)) => format!("; it failed: {last}"),
+                Some((last, n)) => format!("; it failed ({n} restarts), the last time: {last}"),
+                None => String::new(),
+            };
             format!(
-                "helper pod/{} ({}): {}, {age}; {}\n",
+                "helper pod/{} ({}): {}, {age}; {}{failed}\n",
                 h.name,
                 h.kind,
                 h.phase,

@@ -52,6 +52,7 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
         keep: false,
         sessions: 0,
         deadline: None,
+        failed: None,
     };
     let helpers = vec![
         Found {
@@ -65,6 +66,13 @@ fn golden_reads() -> (Record, Vec<Found>, Events, Training) {
         Found {
             created: None,
             ..helper("t-cp-2", "cp", "Succeeded")
+        },
+        Found {
+            failed: Some((
+                "exit 1: error: listing pods is forbidden for system:serviceaccount:ns:tf-spawner-supervisor: add the Role rule for pods (list) of examples/rbac.yaml".into(),
+                3,
+            )),
+            ..helper("t-supervisor-x7k2p", "supervisor", "Running")
         },
     ];
     let event = |kind: &str, reason: &str, count, ago: Option<i64>| PodEvent {
