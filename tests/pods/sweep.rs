@@ -1,7 +1,7 @@
 //! `tf-spawner sweep` on real pods (docs/experiments.md): two runs of
 //! `examples/wiring_check.py` at once, each wiring up through its own `TF_CONFIG`, each
 //! labelled with the experiment and given its parameter as a variable; a small mnist
-//! sweep that `compare` judges; Ctrl-C and `--resume`.
+//! sweep that `compare` judges; Ctrl-C and `--resume`; ASHA stopping two losing runs.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -252,4 +252,89 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
         "Ctrl-C and --resume of a 2-run sweep: {:.0} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Prints 4 epochs with `val_loss` = lr / epoch, each epoch taking 2·lr seconds: the
+/// better a run, the sooner it reaches each rung (its lead doubling at each), so the
+/// losing runs are the ones judged there, whatever the order their pods started in.
+const RUNG_SCRIPT: &str = "\
+import os, time
+lr = float(os.environ['TF_SPAWNER_PARAM_LR'])
+for e in range(1, 5):
+    time.sleep(2 * lr)
+    print(f'Epoch {e}/4', flush=True)
+    print(f'1/1 - 0s 5ms/step - loss: {lr / e:.4f} - val_loss: {lr / e:.4f}', flush=True)
+";
+
+/// Adaptive sweeps on real pods (issue 60 item 6): ASHA (η 2, rungs at epochs 1 and 2
+/// of 4) over three runs at once stops the two losing ones at a rung, each with its line,
+/// their pods stopped by the kubelet at the lowered deadline; the best trains to its end
+/// and `compare` names it from the records.
+#[tokio::test]
+async fn asha_stops_the_two_losing_runs_and_the_best_survives() {
+    let Some(c) = Cluster::new("sweep-asha").await else {
+        return;
+    };
+    let t = tag("as");
+    let script = c.write("rungs.py", RUNG_SCRIPT);
+    let template = c.template();
+    let out = c
+        .run(&[
+            "sweep",
+            "-t",
+            &t,
+            "-w",
+            "1",
+            "--pod-file",
+            template.to_str().unwrap(),
+            "--param",
+            "lr=1,2,3",
+            "--parallel",
+            "3",
+            "--objective",
+            "val_loss",
+            "--early-stop",
+            "asha",
+            "--eta",
+            "2",
+            "--timeout",
+            RUN_TIMEOUT,
+            script.to_str().unwrap(),
+        ])
+        .await;
+    out.success()
+        .stdout_has("early stopping: asha, rungs at epochs 1, 2")
+        .stdout_has(&format!("run {t}-1: Succeeded"))
+        .stdout_has(&format!(
+            "experiment {t}: all 3 runs done: 1 succeeded, 2 stopped early"
+        ));
+    for k in [2, 3] {
+        assert!(
+            out.stdout.contains(&format!("{t}-{k} stopped at epoch ")),
+            "run {k} stopped at a rung: {out:#?}"
+        );
+    }
+    // The stopped runs' pods end at their lowered deadline; the best's succeeded.
+    for (k, want) in [(1, "Succeeded"), (2, "Failed"), (3, "Failed")] {
+        let run = format!("{t}-{k}");
+        let c = &c;
+        let run = &run;
+        let ended = c
+            .eventually(
+                &format!("{run}'s pod ended"),
+                Duration::from_secs(60),
+                || async move {
+                    let pods = c.pods(run).await;
+                    let p = phase(pods.first()?);
+                    (p == "Succeeded" || p == "Failed").then_some(p)
+                },
+            )
+            .await;
+        assert_eq!(ended, want, "{run}");
+    }
+    let compared = c.run(&["compare", &t]).await;
+    compared
+        .success()
+        .stdout_has(&format!("best: {t}-1 (*)\n"))
+        .stdout_has("StoppedEarly");
 }
