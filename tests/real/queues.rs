@@ -165,9 +165,12 @@ async fn remove_local_queue_crd(real: &Real) {
     await_kueue_versions(real, &[]).await;
 }
 
-/// How many GETs of a LocalQueue by name the server has answered in `version` (its
+/// How many reads of a LocalQueue the server has answered in `version` (its
 /// `apiserver_request_total` counter, summed over answer codes): which version
-/// tf-spawner read, as the server saw it.
+/// tf-spawner read, as the server saw it. A GET by name is counted as `verb="GET"` by
+/// v1.36, and as `verb="LIST"` (scope `namespace`) by v1.20, whose metrics count a
+/// custom resource's GET so (seen on the v1.20 plane: `kubectl get --raw
+/// …/localqueues/team-gpu` raised the LIST counter); tf-spawner only GETs LocalQueues.
 async fn local_queue_gets(real: &Real, version: &str) -> u64 {
     let out = real
         .kubectl(Cred::Admin, &["get", "--raw", "/metrics"], "")
@@ -176,13 +179,14 @@ async fn local_queue_gets(real: &Real, version: &str) -> u64 {
     let labels = [
         "group=\"kueue.x-k8s.io\"",
         "resource=\"localqueues\"",
-        "verb=\"GET\"",
         &format!("version=\"{version}\""),
     ];
+    let read = |l: &&str| l.contains("verb=\"GET\"") || l.contains("verb=\"LIST\"");
     out.stdout
         .lines()
         .filter(|l| l.starts_with("apiserver_request_total{"))
         .filter(|l| labels.iter().all(|label| l.contains(label)))
+        .filter(read)
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
 }
