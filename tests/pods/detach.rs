@@ -56,20 +56,28 @@ fn annotation(cm: &ConfigMap, key: &str) -> Option<String> {
     cm.metadata.annotations.as_ref()?.get(key).cloned()
 }
 
-/// A one-notice HTTP server on this machine, for a pod's `--notify`: its URL at the node's
-/// InternalIP (the one-node cluster's pods reach it through their bridge, as pods reach
-/// their node), and the body of the first POST it receives (answered 204).
+/// A one-notice HTTP server on this machine, for a pod's `--notify`: its URL, and the
+/// body of the first POST it receives (answered 204). The address is the one the node's
+/// pods reach this machine at: the kubelet's `clusterDNS` (its `configz`, through the API
+/// server), which the one-node cluster serves on the pods' bridge (`tools/one-node/`);
+/// the node's InternalIP is on the loopback there, which pods have no route to.
 async fn notice_server(c: &Cluster) -> (String, tokio::task::JoinHandle<String>) {
     let nodes = Api::<Node>::all(c.client.clone());
     let list = nodes.list(&ListParams::default()).await.expect("the nodes");
-    let ip = list
-        .items
-        .iter()
-        .filter_map(|n| n.status.as_ref()?.addresses.clone())
-        .flatten()
-        .find(|a| a.type_ == "InternalIP")
-        .map(|a| a.address)
-        .expect("a node's InternalIP");
+    let node = list.items[0].metadata.name.clone().expect("a node's name");
+    let request = http::Request::get(format!("/api/v1/nodes/{node}/proxy/configz"))
+        .body(Vec::new())
+        .unwrap();
+    let configz = c
+        .client
+        .request_text(request)
+        .await
+        .expect("the kubelet's configz");
+    let config: serde_json::Value = serde_json::from_str(&configz).expect(&configz);
+    let ip = config["kubeletconfig"]["clusterDNS"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("the kubelet's clusterDNS: {configz}"))
+        .to_string();
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let body = tokio::spawn(async move {
