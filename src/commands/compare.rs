@@ -79,6 +79,13 @@ fn table_and_chart(args: &CompareArgs, runs: &[Compared], shown: Shown) -> outpu
     if let Some(left) = shown.left_out.filter(|l| !l.is_empty()) {
         text.push_str(&format!("left out, stopped early: {}\n", left.join(", ")));
     }
+    // The runs a wait or a supervisor follows now (`--detach`): still acted for.
+    for run in runs {
+        if let Some(by) = &run.followed_by {
+            let by = output::escape_controls(by);
+            text.push_str(&format!("followed now: {} by {by}\n", run.tag));
+        }
+    }
     let mut text = output::Styled::plain(&text);
     let metric = args.chart.clone().or(shown.sort.map(|s| s.metric.clone()));
     if let Some(metric) = metric.filter(|_| !args.no_chart) {

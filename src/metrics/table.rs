@@ -32,6 +32,9 @@ pub struct Compared {
     /// followed yet: `status` records it).
     pub verdict: Option<String>,
     pub metrics: Option<RunMetrics>,
+    /// Who follows it now, where and when it last checked in (`mnist-supervisor-x7k2p
+    /// (checked in 5s ago)`, `cluster/follower.rs`); `None` when nobody does.
+    pub followed_by: Option<String>,
 }
 
 impl Compared {

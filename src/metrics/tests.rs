@@ -140,6 +140,7 @@ fn run(tag: &str, lr: &str, verdict: &str, f: impl Fn(u32) -> (f64, f64)) -> Com
         params,
         verdict: Some(verdict.into()),
         metrics: RunMetrics::of(&t, Some(95), 0),
+        followed_by: None,
     }
 }
 

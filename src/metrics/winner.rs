@@ -146,6 +146,7 @@ mod tests {
             params: BTreeMap::from([("lr".to_string(), tag.replace("ex-", "0."))]),
             verdict: Some(verdict.into()),
             metrics: Some(m),
+            followed_by: None,
         }
     }
 

@@ -103,6 +103,7 @@ fn compared(r: Record) -> Compared {
         params: r.params,
         verdict: r.verdict,
         metrics: r.metrics,
+        followed_by: r.follower.as_ref().map(|h| h.cell(crate::duration::now())),
     }
 }
 
@@ -170,6 +171,7 @@ pub async fn judged_runs(
                     params: run.params,
                     verdict: Some(NOT_STARTED.to_string()),
                     metrics: None,
+                    followed_by: None,
                 });
             }
         }
@@ -437,5 +439,6 @@ fn local_run(dir: &Path, tag: &str, experiment: Option<&String>) -> Compared {
         params,
         verdict: metrics.as_ref().and_then(|m| m.verdict.clone()),
         metrics,
+        followed_by: None,
     }
 }

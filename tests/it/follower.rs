@@ -208,6 +208,9 @@ fn status_names_the_live_follower() {
     env.run(&["list"])
         .success()
         .stdout_has(&format!("{at} (checked in "));
+    env.run(&["compare", "fn"])
+        .success()
+        .stdout_has(&format!("followed now: fn by {at} (checked in "));
     exited(&env, "fn-worker-0", 0);
     finish(waiting).success();
     // Let go at its end: status and list name nobody.
@@ -215,6 +218,8 @@ fn status_names_the_live_follower() {
     assert!(!out.stdout.contains("followed by"), "{out:#?}");
     let out = env.run(&["list"]);
     assert!(!out.stdout.contains("FOLLOWED BY"), "{out:#?}");
+    let out = env.run(&["compare", "fn"]);
+    assert!(!out.stdout.contains("followed now"), "{out:#?}");
     let json: Value = serde_json::from_str(&env.run(&["list", "-o", "json"]).stdout).unwrap();
     assert_eq!(json["runs"][0]["follower"], Value::Null);
 }
