@@ -49,7 +49,7 @@ pub struct Holder {
 impl Holder {
     /// It checked in within [`HOLD`] of `now`.
     pub fn is_live(&self, now: i64) -> bool {
-        now - self.checked_in < HOLD.as_secs() as i64
+        now.saturating_sub(self.checked_in) < HOLD.as_secs() as i64
     }
 
     /// What `status -o json` and `list -o json` say of it at `now`.
@@ -322,6 +322,11 @@ mod tests {
         assert_eq!(holder(&meta("", "1000"), now), None);
         // A clock a little ahead of ours is believed.
         assert!(holder(&meta("a", "1030"), now).is_some());
+        // A check-in at the far past is believed, and long silent (no overflow).
+        let old = holder(&meta("a on laptop, pid 1", &i64::MIN.to_string()), now).unwrap();
+        assert!(!old.is_live(now));
+        assert!(old.cell(now).starts_with("laptop, pid 1 (silent for "));
+        assert!(!old.json(now).checking_in);
     }
 
     #[test]

@@ -37,7 +37,11 @@ pub(super) async fn follow(cluster: &Cluster, wait: &Wait, holder: Holder) -> Re
     let before = follower::read(cluster, tag)
         .await?
         .and_then(|m| verdict(&m));
-    let ago = crate::duration::age(crate::duration::now().saturating_sub(holder.checked_in) as u64);
+    let ago = crate::duration::age(
+        crate::duration::now()
+            .saturating_sub(holder.checked_in)
+            .max(0) as u64,
+    );
     output::print(&format!(
         "run {tag} is followed by {} (checked in {ago} ago), which restarts, stops and records it: this wait shows the run and acts on nothing\n",
         holder.who
