@@ -32,6 +32,7 @@ case "$ONE_NODE_VERSION" in
     ETCD_PORTS=(12379 12380 12381)         # client, peer, metrics
     KCM_PORT=20257
     BRIDGE=tfsp0
+    BRIDGE_MAC=02:74:66:73:70:00           # fixed: see start.sh's pod network
     NET=10.244.0                           # pods: $NET.10 and up; the bridge (and the DNS): $NET.1
     NODE_IP=10.244.1.1                     # on lo: the kubelet refuses 127.0.0.1; pods have no route to it
     KUBELET_HEALTHZ_PORT=10248
@@ -46,6 +47,7 @@ case "$ONE_NODE_VERSION" in
     ETCD_PORTS=(13379 13380 13381)
     KCM_PORT=20357
     BRIDGE=tfsp1
+    BRIDGE_MAC=02:74:66:73:70:01
     NET=10.244.2
     NODE_IP=10.244.3.1
     KUBELET_HEALTHZ_PORT=10268

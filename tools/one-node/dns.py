@@ -41,10 +41,10 @@ CLASS_IN = 1
 RCODE_NOERROR, RCODE_FORMERR, RCODE_NXDOMAIN, RCODE_NOTIMP, RCODE_REFUSED = 0, 1, 3, 4, 5
 
 
-# What dns.py says, written by a thread of its own: a write to the log can block for
-# seconds while the disk is busy (dirty-page throttling while CI imports an image), and
-# an answer held up that long is a lookup timed out in a pod ("Temporary failure in name
-# resolution", seen in CI: a task waited 41 s for names that existed).
+# What dns.py says, written by a thread of its own: a write to the log can block while the
+# disk is busy, and the answering loop must never wait on it. (Pods' lookups that timed out
+# in CI were first blamed on this; the cause was the bridge's MAC changing under running pods,
+# fixed in start.sh.)
 SAID = queue.SimpleQueue()
 
 

@@ -124,6 +124,13 @@ if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
   log "bridge $BRIDGE $BRIDGE_IP/24"
   ip link add "$BRIDGE" type bridge
 fi
+# A fixed MAC address. A bridge left to choose takes the lowest MAC of its ports, so deleting the
+# pod whose veth had it changes the bridge's MAC: every running pod's ARP entry for the bridge
+# (the DNS, the API server) then names a MAC nobody answers to, and its DNS queries vanish until
+# that entry expires, 20 to 40 s (seen in CI: a worker's `Temporary failure in name resolution`
+# for its peer while the previous test's pods were deleted; kubenet pins cbr0's MAC for the same
+# reason). A MAC set by hand is kept (the kernel's br_stp_recalculate_bridge_id).
+ip link set "$BRIDGE" address "$BRIDGE_MAC"
 ip addr show dev "$BRIDGE" | grep "inet $BRIDGE_IP/" >/dev/null || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 # The API server from the pods, as kube-proxy makes it reachable on users' clusters (a detached
