@@ -331,6 +331,7 @@ mod tests {
             port: 1999,
             image: None,
             roles: crate::roles::Roles::workers(1).unwrap(),
+            framework: crate::framework::Framework::Tensorflow,
             templates: Templates {
                 worker: crate::inputs::template::parse(
                     "t",

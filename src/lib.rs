@@ -5,7 +5,7 @@
 //! entry (`main`, `lib`, `commands/verbs`, `commands/help`) →
 //! commands (`commands`, `settings`) → command line (`cli`) → operations (`ops`) →
 //! domain (`plan`, `inputs`, `preflight`, `verdict`, `cluster`, `local`, `metrics`) →
-//! base (`labels`, `duration`, `roles`, `tag`, `errors`, `output`).
+//! base (`labels`, `duration`, `roles`, `framework`, `tag`, `errors`, `output`).
 //! Every byte printed goes through `output`.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -18,6 +18,7 @@ pub(crate) mod commands;
 pub(crate) mod diagnostics;
 pub(crate) mod duration;
 pub(crate) mod errors;
+pub(crate) mod framework;
 pub(crate) mod inputs;
 pub(crate) mod labels;
 pub(crate) mod local;

@@ -13,6 +13,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::errors::UsageError;
+use crate::framework::Framework;
 
 /// `--strategy`: a preset that checks the roles (and adds a chief for parameter-server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -224,28 +225,51 @@ impl ClusterSpec {
         ClusterSpec { cluster }
     }
 
-    /// The variables of `task`, in this order: `TF_CONFIG`, `WORKER_NUMBER` (workers
-    /// only: their index), `TOT_WORKERS` (the number of workers), with `cluster` as the
-    /// cluster part of `TF_CONFIG`: the JSON itself for local processes
-    /// (`local/setup.rs`), the `$(TF_SPAWNER_CLUSTER)` reference for pods (`plan/`).
-    /// The one rule for both.
+    /// The variables of `task`, in this order: `TF_CONFIG` (where `framework` is
+    /// `tf.distribute`), `WORKER_NUMBER` (workers only: their index), `TOT_WORKERS` (the
+    /// number of workers), then the framework's process variables (workers only:
+    /// `framework.rs`), with `cluster` as the cluster part of `TF_CONFIG`: the JSON itself
+    /// for local processes (`local/setup.rs`), the `$(TF_SPAWNER_CLUSTER)` reference for
+    /// pods (`plan/`). The one rule for both.
     pub fn env_around(
         &self,
         roles: &Roles,
         task: Task,
         cluster: &str,
+        framework: Framework,
     ) -> Vec<(&'static str, String)> {
-        let mut env = vec![("TF_CONFIG", tf_config_around(cluster, task))];
+        let mut env = Vec::new();
+        if framework.about().tf_distribute {
+            env.push(("TF_CONFIG", tf_config_around(cluster, task)));
+        }
         if task.role == Role::Worker {
             env.push(("WORKER_NUMBER", task.index.to_string()));
         }
         env.push(("TOT_WORKERS", roles.workers.to_string()));
+        if task.role == Role::Worker
+            && let Some(coordinator) = self.coordinator()
+        {
+            env.extend(framework.process_env(coordinator, roles.workers, task.index));
+        }
         env
     }
 
     /// [`Self::env_around`] with the cluster written out: what every process sees.
-    pub fn env(&self, roles: &Roles, task: Task) -> Vec<(&'static str, String)> {
-        self.env_around(roles, task, &self.cluster_json())
+    pub fn env(
+        &self,
+        roles: &Roles,
+        task: Task,
+        framework: Framework,
+    ) -> Vec<(&'static str, String)> {
+        self.env_around(roles, task, &self.cluster_json(), framework)
+    }
+
+    /// Worker 0's address: the coordinator of the frameworks that have one.
+    fn coordinator(&self) -> Option<&str> {
+        self.cluster
+            .get(Role::Worker.as_str())?
+            .first()
+            .map(String::as_str)
     }
 
     /// Compact JSON, cluster keys sorted: `{"cluster":{...},"task":{"type":"worker","index":0}}`.

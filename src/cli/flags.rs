@@ -104,6 +104,13 @@ macro_rules! flag_list {
     /// gRPC port used in TF_CONFIG, on the containers and on the services (a restart of
     /// every task moves it one up)
     port: u16 = crate::cli::flags::DEFAULT_PORT, parse::port, "", show_default => [Spawn], short: 'p', value: "PORT";
+    /// What the training script distributes with: tensorflow (tf.distribute, TF_CONFIG),
+    /// keras (Keras 3's keras.distribution on JAX: KERAS_DISTRIBUTION_* variables) or jax
+    /// (jax.distributed: JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID);
+    /// keras and jax run workers only
+    framework: crate::framework::Framework = crate::framework::Framework::Tensorflow,
+        parse::value_enum::<crate::framework::Framework>, "", show_default
+        => [Spawn], value: "NAME", choices: crate::framework::Framework;
     /// Number of worker pods (and services)
     workers: u32 = crate::cli::flags::DEFAULT_WORKERS, parse::workers, "", show_default, short_help
         => [Spawn], short: 'w', value: "N", brief: "Number of worker pods",

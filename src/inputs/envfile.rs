@@ -16,8 +16,12 @@
 
 use std::collections::BTreeMap;
 
-/// Variables that tf-spawner sets itself; an env file may not override them.
-pub const RESERVED: [&str; 4] = crate::roles::TF_VARS;
+/// Whether tf-spawner sets variable `name` itself (`TF_CONFIG`…, every framework's
+/// process variables); an env file may not override it.
+pub fn is_reserved(name: &str) -> bool {
+    crate::roles::TF_VARS.contains(&name)
+        || crate::framework::Framework::process_vars().any(|v| v == name)
+}
 
 /// The env file's variables, later lines overriding earlier ones.
 pub type EnvVars = BTreeMap<String, String>;
@@ -53,7 +57,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<EnvVars, String> {
                 "{at}: the variable name {problem} (letters, digits, '_', '-' and '.', not starting with a digit, not '.' or '..'; the name is not shown)"
             ));
         }
-        if RESERVED.contains(&key) {
+        if is_reserved(key) {
             return Err(format!(
                 "{at}: {key} is set by tf-spawner for every task and cannot be overridden"
             ));

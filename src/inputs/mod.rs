@@ -16,6 +16,7 @@ use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::errors::UsageError;
+use crate::framework::Framework;
 use crate::plan::{OutputVolume, Scheduling, SpawnRequest, Templates};
 use crate::roles::{Role, Roles, Strategy};
 use crate::tag::Tag;
@@ -37,6 +38,8 @@ pub struct SpawnOptions {
     pub env_file: Option<PathBuf>,
     pub image: Option<String>,
     pub strategy: Option<Strategy>,
+    /// `--framework`: checked against the roles and the tasks' environment here.
+    pub framework: Framework,
     pub chief: bool,
     pub ps: u32,
     pub evaluator: bool,
@@ -74,6 +77,8 @@ pub async fn spawn_request(
         args.workers,
         args.evaluator,
     )?;
+    args.framework
+        .check_roles(&roles, args.strategy.is_some())?;
     tag.fits(&roles.longest_suffix())?;
     let scheduling = scheduling(args)?;
     // Checked by the same parser when the flag or the defaults file gave it.
@@ -95,6 +100,7 @@ pub async fn spawn_request(
     };
     let bundle = bundle(args, script_path).await?;
     let templates = templates(args, &roles).await?;
+    framework_env(args, &env, &templates)?;
     for line in given_way(args, &templates, bundle.is_some()) {
         crate::output::warning(&line);
     }
@@ -104,6 +110,7 @@ pub async fn spawn_request(
         port: args.port,
         image: args.image.clone(),
         roles,
+        framework: args.framework,
         templates,
         script,
         entrypoint,
@@ -267,6 +274,34 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
 }
 
 /// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
+/// A variable the framework needs a value of (`KERAS_BACKEND`) set, by the env file or
+/// a template's TF container, to one it cannot train several processes with: refused
+/// in one line naming where.
+fn framework_env(args: &SpawnOptions, env: &EnvVars, templates: &Templates) -> Result<()> {
+    if let Some(path) = &args.env_file {
+        let whence = format!("env file {}", path.display());
+        for (name, value) in env {
+            args.framework.check_env(name, value, &whence)?;
+        }
+    }
+    let named = [(None, &templates.worker)]
+        .into_iter()
+        .chain(templates.by_role.iter().map(|(r, t)| (Some(*r), t)));
+    for (role, template) in named {
+        let containers = template.spec.as_ref().map(|s| s.containers.as_slice());
+        let tf = containers.and_then(|c| c.get(crate::labels::tf_container_at(c)));
+        for var in tf.and_then(|c| c.env.as_ref()).into_iter().flatten() {
+            let Some(value) = &var.value else { continue };
+            let whence = match role {
+                Some(role) => format!("the {role} pod template"),
+                None => "the pod template".to_string(),
+            };
+            args.framework.check_env(&var.name, value, &whence)?;
+        }
+    }
+    Ok(())
+}
+
 async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
     let worker = match &args.pod_file {
         Some(path) => match &args.pod_file_from {

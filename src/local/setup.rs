@@ -76,10 +76,17 @@ pub fn task_env(
         .collect();
     env.extend(
         cluster
-            .env(&req.roles, task)
+            .env(&req.roles, task, req.framework)
             .into_iter()
             .map(|(k, v)| (k.to_string(), v)),
     );
+    // The framework's defaults (`KERAS_BACKEND=jax`), unless the env file or this
+    // machine's environment sets them (as the pod template may, for pods).
+    for (name, value) in req.framework.defaults() {
+        if !req.env.contains_key(name) && std::env::var_os(name).is_none() {
+            env.push((name.to_string(), value.to_string()));
+        }
+    }
     env.push((SCRIPT_DIR_VAR.into(), dir.display().to_string()));
     env
 }

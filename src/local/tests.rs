@@ -17,6 +17,7 @@ fn request(roles: Roles) -> SpawnRequest {
         port: 1999,
         image: None,
         roles,
+        framework: crate::framework::Framework::Tensorflow,
         templates: Templates {
             worker: Default::default(),
             by_role: BTreeMap::new(),
@@ -129,4 +130,22 @@ fn the_verdict_rule_is_the_cluster_one() {
         "was killed by signal 15 (SIGTERM)"
     );
     assert_eq!(Ended::Code(3).to_string(), "exited with code 3");
+}
+
+/// `--framework jax` with `--local`: worker 0 on this machine is the coordinator.
+#[test]
+fn jax_tasks_get_the_coordinator_on_this_machine_and_their_index() {
+    let mut req = request(Roles::workers(2).unwrap());
+    req.framework = crate::framework::Framework::Jax;
+    let tasks = tasks(&req, &[1001, 1002], Path::new("/tmp/d"));
+    let env = |t: &LocalTask, k: &str| t.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    for (i, t) in tasks.iter().enumerate() {
+        assert_eq!(
+            env(t, "JAX_COORDINATOR_ADDRESS").as_deref(),
+            Some("127.0.0.1:1001")
+        );
+        assert_eq!(env(t, "JAX_NUM_PROCESSES").as_deref(), Some("2"));
+        assert_eq!(env(t, "JAX_PROCESS_ID"), Some(i.to_string()));
+        assert_eq!(env(t, "TF_CONFIG"), None);
+    }
 }

@@ -12,7 +12,7 @@ use super::config_map::CLUSTER_KEY;
 use super::mounts::{self, SCRIPT_DIR, SCRIPT_VOLUME};
 use super::request::SpawnRequest;
 use crate::bundle::{WORK_DIR, WORK_VOLUME};
-use crate::inputs::envfile::RESERVED;
+use crate::inputs::envfile::is_reserved;
 use crate::labels::{ATTEMPT_VAR, config_map_name, secret_name, set_env};
 use crate::roles::{CLUSTER_VAR, ClusterSpec, Task};
 
@@ -72,7 +72,7 @@ pub(super) fn set_up_tf_container(
 /// and the task's, the task defaults, the `-e` Secret, the attempt.
 fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Container) {
     let env = c.env.get_or_insert_with(Vec::new);
-    env.retain(|e| !RESERVED.contains(&e.name.as_str()));
+    env.retain(|e| !is_reserved(&e.name));
     // The cluster comes from the run's ConfigMap; TF_CONFIG refers to it after it (the
     // kubelet expands `$(VAR)` from the variables defined before). The template's own
     // variables come first, so `$(…)` in them means what it always did.
@@ -91,7 +91,7 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
     let reference = format!("$({CLUSTER_VAR})");
     env.extend(
         cluster
-            .env_around(&req.roles, task, &reference)
+            .env_around(&req.roles, task, &reference, req.framework)
             .into_iter()
             .map(|(name, value)| EnvVar {
                 name: name.to_string(),
@@ -100,7 +100,10 @@ fn set_tf_env(req: &SpawnRequest, cluster: &ClusterSpec, task: Task, c: &mut Con
             }),
     );
 
-    for (name, value) in crate::roles::TASK_DEFAULTS {
+    let defaults = crate::roles::TASK_DEFAULTS
+        .into_iter()
+        .chain(req.framework.defaults());
+    for (name, value) in defaults {
         let env = c.env.get_or_insert_with(Vec::new);
         if !env.iter().any(|e| e.name == name) && !req.env.contains_key(name) {
             env.push(EnvVar {

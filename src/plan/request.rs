@@ -24,6 +24,8 @@ pub struct SpawnRequest {
     /// `-i`: overrides every template's image.
     pub image: Option<String>,
     pub roles: Roles,
+    /// `--framework`: which variables tell each task about the others.
+    pub framework: crate::framework::Framework,
     pub templates: Templates,
     pub script: Vec<u8>,
     pub entrypoint: Option<Vec<u8>>,

@@ -28,6 +28,7 @@ pub(super) fn request(roles: Roles) -> SpawnRequest {
         port: 1999,
         image: None,
         roles,
+        framework: crate::framework::Framework::Tensorflow,
         templates: Templates {
             worker: template::parse("t", template::DEFAULT_TEMPLATE.as_bytes()).unwrap(),
             by_role: BTreeMap::new(),

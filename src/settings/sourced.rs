@@ -136,6 +136,12 @@ impl Shown for Duration {
     }
 }
 
+impl Shown for crate::framework::Framework {
+    fn shown(&self) -> Option<Value> {
+        Some(self.as_str().into())
+    }
+}
+
 impl Shown for Gang {
     fn shown(&self) -> Option<Value> {
         Some(self.as_str().into())

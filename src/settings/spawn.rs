@@ -54,6 +54,7 @@ pub(crate) fn options(args: &SpawnArgs, settings: &Settings) -> SpawnOptions {
         env_file: env_file.clone(),
         image: settings.image.value.clone(),
         strategy: *strategy,
+        framework: settings.framework.value,
         chief: *chief,
         ps: *ps,
         evaluator: *evaluator,

@@ -24,6 +24,7 @@ mod firsthour;
 mod follow;
 mod follower;
 mod forged;
+mod frameworks;
 mod frozen;
 mod gang;
 mod hardened;

@@ -510,3 +510,36 @@ fn a_local_sweep_trains_mnist_once_per_learning_rate() {
         );
     }
 }
+
+/// `--framework keras` (src/framework.rs): a Keras 3 script on JAX (the venv's pinned
+/// keras and jax) trains data-parallel on two local processes; both print the same losses
+/// (the gradients are averaged at every step) and the run's progress is read from Keras
+/// 3's own lines.
+#[test]
+fn keras_3_on_jax_trains_on_two_workers_and_they_agree() {
+    let Some(tf) = Tf::new("keras_jax") else {
+        return;
+    };
+    let out = tf.local(&[
+        "-t",
+        "kj",
+        "--framework",
+        "keras",
+        "-w",
+        "2",
+        &repo_file("examples/keras_jax.py"),
+    ]);
+    out.success().stdout_has("3 of 3 epochs seen to end");
+    let losses: Vec<&str> = ["worker-0", "worker-1"]
+        .into_iter()
+        .map(|w| {
+            let lines = task_lines(&out.stdout, w);
+            let line = lines
+                .iter()
+                .find(|l| l.starts_with("keras_jax.py: "))
+                .unwrap_or_else(|| panic!("{w} printed its losses: {out:#?}"));
+            line.split_once("losses ").expect("losses").1
+        })
+        .collect();
+    assert_eq!(losses[0], losses[1], "{out:#?}");
+}

@@ -101,11 +101,27 @@ pub struct Next<'a> {
     pub port: Option<u16>,
 }
 
-/// The container's TensorFlow port (named [`PORT_NAME`]) moved to `port`.
+/// The container's TensorFlow port (named [`PORT_NAME`]) moved to `port`, and the
+/// coordinator's address a framework's variable holds (`framework.rs`: worker 0 on the
+/// run's port) with it; `TF_CONFIG` reads its addresses from the run's ConfigMap.
 fn set_port(c: &mut k8s_openapi::api::core::v1::Container, port: u16) {
     for p in c.ports.iter_mut().flatten() {
         if p.name.as_deref() == Some(PORT_NAME) {
             p.container_port = i32::from(port);
+        }
+    }
+    let coordinators: Vec<&str> = crate::framework::Framework::ALL
+        .into_iter()
+        .filter_map(|f| f.about().processes.map(|p| p.coordinator))
+        .collect();
+    for var in c.env.iter_mut().flatten() {
+        if !coordinators.contains(&var.name.as_str()) {
+            continue;
+        }
+        if let Some(value) = var.value.as_mut()
+            && let Some((host, _)) = value.rsplit_once(':')
+        {
+            *value = format!("{host}:{port}");
         }
     }
 }
@@ -118,4 +134,55 @@ pub fn attempt_of(pod: &Pod) -> u32 {
         .and_then(|l| l.get(ATTEMPT_LABEL))
         .and_then(|a| a.parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar};
+
+    use super::*;
+
+    fn var(name: &str, value: &str) -> EnvVar {
+        EnvVar {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+            value_from: None,
+        }
+    }
+
+    #[test]
+    fn a_port_move_takes_the_coordinator_address_with_it() {
+        let mut c = Container {
+            ports: Some(vec![ContainerPort {
+                name: Some(PORT_NAME.to_string()),
+                container_port: 1999,
+                ..ContainerPort::default()
+            }]),
+            env: Some(vec![
+                var("KERAS_DISTRIBUTION_JOB_ADDRESSES", "t-worker-0.ns.svc:1999"),
+                var("KERAS_DISTRIBUTION_NUM_PROCESSES", "2"),
+                var("JAX_COORDINATOR_ADDRESS", "t-worker-0.ns.svc:1999"),
+                var("MY_ADDRESS", "elsewhere:1999"),
+            ]),
+            ..Container::default()
+        };
+        set_port(&mut c, 2000);
+        let env: Vec<(String, String)> = c
+            .env
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.value.unwrap()))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "t-worker-0.ns.svc:2000"),
+                ("KERAS_DISTRIBUTION_NUM_PROCESSES", "2"),
+                ("JAX_COORDINATOR_ADDRESS", "t-worker-0.ns.svc:2000"),
+                ("MY_ADDRESS", "elsewhere:1999"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+        assert_eq!(c.ports.unwrap()[0].container_port, 2000);
+    }
 }

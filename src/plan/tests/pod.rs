@@ -242,3 +242,68 @@ fn a_parameter_in_a_variable_is_escaped_for_the_kubelet() {
     assert_eq!(var["value"], "$$(SECRET_KEY) $$$$");
     assert_eq!(c["args"][0], "$$(SECRET_KEY)");
 }
+
+/// `--framework keras`: each worker is told the coordinator (worker 0's Service on the
+/// run's port), the count and its index, with `KERAS_BACKEND=jax` unless the template
+/// sets it; no `TF_CONFIG`, which means nothing to keras.distribution.
+#[test]
+fn keras_workers_get_the_keras_variables_and_no_tf_config() {
+    let mut req = request(Roles::workers(3).unwrap());
+    req.framework = crate::framework::Framework::Keras;
+    let plan = build(&req).unwrap();
+    for (i, pod) in plan.pods.iter().enumerate() {
+        let env: Vec<(String, Option<String>)> = pod.spec.as_ref().unwrap().containers[0]
+            .env
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.value))
+            .collect();
+        let get = |name: &str| {
+            let found: Vec<_> = env.iter().filter(|(n, _)| n == name).collect();
+            assert!(found.len() <= 1, "{name} set twice: {env:?}");
+            found.first().and_then(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            get("KERAS_DISTRIBUTION_JOB_ADDRESSES").as_deref(),
+            Some("demo-worker-0.physics.svc:1999")
+        );
+        assert_eq!(
+            get("KERAS_DISTRIBUTION_NUM_PROCESSES").as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            get("KERAS_DISTRIBUTION_PROCESS_ID"),
+            Some(i.to_string()),
+            "{env:?}"
+        );
+        assert_eq!(get("KERAS_BACKEND").as_deref(), Some("jax"));
+        assert_eq!(get("WORKER_NUMBER"), Some(i.to_string()));
+        assert_eq!(get("TOT_WORKERS").as_deref(), Some("3"));
+        assert!(!env.iter().any(|(n, _)| n == "TF_CONFIG"), "{env:?}");
+    }
+
+    // A template's own KERAS_BACKEND is kept, not doubled.
+    let mut req = request(Roles::workers(1).unwrap());
+    req.framework = crate::framework::Framework::Keras;
+    req.templates.worker.spec.as_mut().unwrap().containers[0].env =
+        Some(vec![k8s_openapi::api::core::v1::EnvVar {
+            name: "KERAS_BACKEND".into(),
+            value: Some("jax".into()),
+            value_from: None,
+        }]);
+    let plan = build(&req).unwrap();
+    let env = plan
+        .pods
+        .iter()
+        .next()
+        .unwrap()
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .env
+        .clone()
+        .unwrap();
+    assert_eq!(env.iter().filter(|e| e.name == "KERAS_BACKEND").count(), 1);
+}
