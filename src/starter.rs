@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::errors::UsageError;
+use crate::framework::Framework;
 
 /// The Keras script (`Model.fit`, `BackupAndRestore`).
 pub const TRAIN: &str = include_str!("../templates/init/train.py");
@@ -15,24 +16,52 @@ pub const SETTINGS: &str = include_str!("../templates/init/tf-spawner.yaml");
 /// What `--dir` leaves home (`bundle.rs`).
 pub const IGNORE: &str = include_str!("../templates/init/tfspawnerignore");
 
+/// The Keras 3 script on JAX (`keras.distribution`, `BackupAndRestore`), with
+/// `--framework keras`.
+pub const TRAIN_KERAS: &str = include_str!("../templates/init/train_keras.py");
+
+/// What the settings file of a `--framework keras` project says instead of the
+/// TensorFlow image's paragraph: its framework, and the image it needs.
+const KERAS_SETTINGS: (&str, &str) = (
+    "# The pods' image (-i). The default, tensorflow/tensorflow:2.15.0, has Keras 2 built in;\n# for TensorFlow 2.16 or later use an image with tf-keras (docs/tensorflow.md).\n# image: registry.example.org/team/tensorflow:2.21\n",
+    "# train.py is Keras 3 on JAX (--framework): each worker is told the coordinator, the\n# number of workers and its own (docs/tensorflow.md, \"Frameworks\").\nframework: keras\n\n# The pods' image (-i): one with keras and jax (pip install keras jax; CPU or CUDA).\n# image: registry.example.org/team/keras-jax:3.15\n",
+);
+
 /// The project's files: each name and its text.
-pub fn files(custom_loop: bool) -> [(&'static str, &'static str); 3] {
-    let train = if custom_loop {
-        TRAIN_CUSTOM_LOOP
-    } else {
-        TRAIN
+pub fn files(custom_loop: bool, framework: Framework) -> [(&'static str, String); 3] {
+    let (train, settings) = match framework {
+        Framework::Keras => (
+            TRAIN_KERAS,
+            SETTINGS.replacen(KERAS_SETTINGS.0, KERAS_SETTINGS.1, 1),
+        ),
+        _ if custom_loop => (TRAIN_CUSTOM_LOOP, SETTINGS.to_string()),
+        _ => (TRAIN, SETTINGS.to_string()),
     };
     [
-        ("train.py", train),
-        ("tf-spawner.yaml", SETTINGS),
-        (crate::bundle::IGNORE_FILE, IGNORE),
+        ("train.py", train.to_string()),
+        ("tf-spawner.yaml", settings),
+        (crate::bundle::IGNORE_FILE, IGNORE.to_string()),
     ]
 }
 
 /// Writes the project's files into `dir` (made if missing). A file there already is
 /// refused, naming every such file, unless `force`; nothing is written then.
-pub fn write(dir: &Path, custom_loop: bool, force: bool) -> Result<Vec<&'static str>, UsageError> {
-    let files = files(custom_loop);
+pub fn write(
+    dir: &Path,
+    (custom_loop, framework): (bool, Framework),
+    force: bool,
+) -> Result<Vec<&'static str>, UsageError> {
+    if framework == Framework::Jax {
+        return Err(UsageError::new(
+            "--framework jax: init writes a TensorFlow or a Keras 3 project (--framework keras, on JAX); a plain JAX script gets its variables from tf-spawner --framework jax (docs/tensorflow.md)",
+        ));
+    }
+    if custom_loop && framework != Framework::Tensorflow {
+        return Err(UsageError::new(format!(
+            "--custom-loop is a tf.distribute loop; --framework {framework} writes its own script: leave one out"
+        )));
+    }
+    let files = files(custom_loop, framework);
     if dir.exists() && !dir.is_dir() {
         return Err(UsageError::new(format!(
             "{} is a file, not a directory: name a directory for the project",
@@ -124,6 +153,36 @@ mod tests {
         assert!(TRAIN.contains("BackupAndRestore") && TRAIN.contains("signal.SIGTERM"));
         assert!(TRAIN_CUSTOM_LOOP.contains("PreemptionCheckpointHandler"));
         assert!(TRAIN_CUSTOM_LOOP.contains("tf-spawner: epoch="));
+    }
+
+    #[test]
+    fn the_keras_script_initializes_first_and_its_settings_name_the_framework() {
+        let script = TRAIN_KERAS;
+        assert!(script.lines().count() <= 100, "{script}");
+        let at = |what: &str| script.find(what).unwrap_or_else(|| panic!("{what}"));
+        assert!(at("parse_args()") < at("import keras"));
+        assert!(at("KERAS_BACKEND") < at("import keras"));
+        assert!(at("keras.distribution.initialize()") < at("def dataset"));
+        assert!(at("keras.distribution.initialize()") < at("signal.signal(signal.SIGTERM"));
+        assert!(at("def dataset") < at("keras.Sequential"));
+        for needle in [
+            "auto_shard_dataset=False",
+            "BackupAndRestore",
+            "TF_SPAWNER_OUTPUT_DIR",
+        ] {
+            assert!(script.contains(needle), "{needle}");
+        }
+        let [(_, train), (_, settings), _] = files(false, Framework::Keras);
+        assert_eq!(train, TRAIN_KERAS);
+        let file = crate::settings::defaults::parse(
+            &settings,
+            Path::new("/p/tf-spawner.yaml"),
+            crate::settings::table::KEYS,
+        )
+        .expect("the keras settings parse");
+        assert!(settings.contains("\nframework: keras\n"), "{settings}");
+        assert_eq!(file.values.len(), 3, "{:?}", file.values);
+        assert!(!settings.contains("tf-keras"), "{settings}");
     }
 
     #[test]

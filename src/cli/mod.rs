@@ -185,6 +185,12 @@ pub struct InitArgs {
     #[arg(long)]
     pub custom_loop: bool,
 
+    /// What train.py distributes with: tensorflow (tf.distribute with tf-keras) or keras
+    /// (Keras 3 on JAX, and `framework: keras` in tf-spawner.yaml)
+    // Its own id: not the `framework` setting (as `project_dir` is not `dir`).
+    #[arg(id = "init_framework", long = "framework", value_name = "NAME", value_parser = crate::cli::parse::value_enum::<crate::framework::Framework>, default_value = "tensorflow")]
+    pub framework: crate::framework::Framework,
+
     /// Overwrite files that exist
     #[arg(long)]
     pub force: bool,

@@ -161,3 +161,88 @@ fn the_generated_custom_loop_checkpoints_on_sigterm_and_resumes_at_its_step() {
         "the finished run removed its checkpoint"
     );
 }
+
+/// `init --framework keras` (issue 62): the project's settings say `framework: keras`, so
+/// `tf-spawner --local -w 2 train.py` in it trains Keras 3 on JAX on two processes, which
+/// agree; SIGTERM (as a deleted pod gets) ends both at once (JAX alone would train on),
+/// and the same command again resumes from the epoch the backup kept and saves the model.
+#[test]
+fn the_generated_keras_3_script_trains_on_jax_and_resumes_after_sigterm() {
+    let Some(tf) = Tf::new("init --framework keras") else {
+        return;
+    };
+    init(&tf, &["--framework", "keras"]);
+    let long = tf.env_file("long.env", &[("EPOCHS", "40"), ("STEPS_PER_EPOCH", "20")]);
+    let args = [
+        "-t",
+        "k3",
+        "-w",
+        "2",
+        "-e",
+        long.to_str().unwrap(),
+        "train.py",
+    ];
+    let mut child = tf.start_local(&args);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    loop {
+        let Some(line) = lines.next() else {
+            panic!("the run ended before worker 0's third epoch: {stdout}");
+        };
+        let line = line.expect("a line");
+        stdout += &line;
+        stdout.push('\n');
+        if line.starts_with("worker-0 | Epoch 3/40") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    for line in lines {
+        stdout += &line.expect("a line");
+        stdout.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("worker-0 | train.py: SIGTERM: stopping"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("sending SIGKILL"), "{stdout}");
+    let backup = tf.path("tf-spawner-output/k3/backup/worker-0");
+    assert!(backup.is_dir(), "{stdout}");
+
+    // The same command with fewer epochs to go: it starts after the epochs kept.
+    let short = tf.env_file("long.env", &[("EPOCHS", "5"), ("STEPS_PER_EPOCH", "20")]);
+    assert_eq!(short, long);
+    let second = tf.local(&args);
+    second.success().stdout_has("run k3 (local): Succeeded");
+    let first_epoch = |w: &str| {
+        task_lines(&second.stdout, w)
+            .iter()
+            .find_map(|l| {
+                l.strip_prefix("Epoch ")?
+                    .split('/')
+                    .next()?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{w} began no epoch: {second:#?}"))
+    };
+    let resumed = first_epoch("worker-0");
+    assert!(resumed >= 3, "resumed at epoch {resumed}: {second:#?}");
+    assert_eq!(first_epoch("worker-1"), resumed, "{second:#?}");
+    let losses = |w: &str| -> Vec<String> {
+        task_lines(&second.stdout, w)
+            .iter()
+            .filter_map(|l| l.split_once(" - loss: ").map(|(_, v)| v.to_string()))
+            .collect()
+    };
+    assert_eq!(losses("worker-0"), losses("worker-1"), "{second:#?}");
+    let model = saved_model(&tf, "k3");
+    second.stdout_has(&format!(
+        "worker-0 | train.py: model saved to {}",
+        model.display()
+    ));
+    assert!(is_keras_file(&model), "{}", model.display());
+}
