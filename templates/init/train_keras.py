@@ -71,9 +71,15 @@ model = keras.Sequential([keras.Input(shape=(x.shape[1],)),
 model.compile(optimizer=keras.optimizers.Adam(ARGS.lr), metrics=["accuracy"],
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
-# Each worker keeps its own backup (they hold the same weights); a restarted run resumes
-# at the last epoch that ended. Keras deletes it when training completes.
-backup = keras.callbacks.BackupAndRestore(os.path.join(OUTPUT, "backup", "worker-%d" % ME))
+# Each worker keeps its own backup (they hold the same weights; Keras deletes it when
+# training completes). A restarted run restores worker 0's on every worker: a worker lost
+# mid-epoch may have kept another epoch, and workers at different epochs wait for ever.
+backups = os.path.join(OUTPUT, "backup")
+mine, first = os.path.join(backups, "worker-%d" % ME), os.path.join(backups, "worker-0")
+if ME != 0 and os.path.isdir(first):  # worker 0 writes it only once all are training
+    shutil.rmtree(mine, ignore_errors=True)
+    shutil.copytree(first, mine)
+backup = keras.callbacks.BackupAndRestore(mine, double_checkpoint=True)
 model.fit(x, y, batch_size=BATCH, epochs=ARGS.epochs, shuffle=False, callbacks=[backup],
           verbose=2)
 

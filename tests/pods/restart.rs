@@ -329,3 +329,116 @@ async fn a_run_whose_pods_vanished_before_any_wait_is_restarted_from_its_record(
     let log = c.run(&["logs", "-t", &t, "--task", "worker-0"]).await;
     assert!(log.stdout.contains("attempt 1"), "{log:#?}");
 }
+
+/// Issue 62's "done when" on pods: the project `init --framework keras` writes trains
+/// Keras 3 on JAX on two pods of the TensorFlow image (which carries the pinned keras and
+/// jax), its progress read from Keras 3's lines; a worker deleted mid-training costs one
+/// restart, and the new attempt resumes after the epochs its backup kept on the volume.
+#[tokio::test]
+async fn a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes() {
+    let Some(c) = Cluster::new("restart-keras").await else {
+        return;
+    };
+    if !node_has(&c, TF_IMAGE).await {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
+        );
+        return;
+    }
+    // Keras and JAX ask nothing of the cluster's version, and a restart on a v1.20 node is
+    // the mnist test's above: on v1.36 only, to keep CI's budget.
+    let minor = c.client.apiserver_version().await.expect("version").minor;
+    if minor.trim_end_matches('+').parse::<u32>().unwrap_or(0) < 36 {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes on 1.{minor}: run on v1.36"
+        );
+        return;
+    }
+    let _claim = Claim::new(&c).await;
+    c.run(&["init", "--framework", "keras", "proj"])
+        .await
+        .success();
+    let script = c.dir.path().join("proj/train.py");
+    let env = c.write("epochs.env", &format!("EPOCHS={EPOCHS}\n"));
+    let t = tag("keras");
+    let extra = [
+        "--framework",
+        "keras",
+        "-w",
+        "2",
+        "--volume",
+        "out",
+        "-i",
+        TF_IMAGE,
+        "-e",
+        env.to_str().unwrap(),
+    ];
+    c.spawn(&t, &script, &extra).await;
+    let child = c.start_restarting_once(&t, "600s");
+    let third = format!("Epoch 3/{EPOCHS}");
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            log_of(&c, &t, "worker-0")
+                .await
+                .contains(&third)
+                .then_some(())
+        },
+    )
+    .await;
+    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
+        .delete(&format!("{t}-worker-1"), &DeleteParams::default())
+        .await
+        .expect("delete worker 1");
+    let out = child.wait_with_output().await.expect("wait ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let logs = [
+        log_of(&c, &t, "worker-0").await,
+        log_of(&c, &t, "worker-1").await,
+    ];
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\nworker-0:\n{}",
+        logs[0]
+    );
+    let restarts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(": restart "))
+        .collect();
+    assert_eq!(restarts.len(), 1, "{stdout}");
+    assert!(stdout.contains(&format!("run {t}: Succeeded")), "{stdout}");
+    // Progress from Keras 3's own lines: the epochs the second attempt trained.
+    assert!(
+        stdout.contains(&format!(" of {EPOCHS} epochs seen to end")),
+        "{stdout}"
+    );
+    // The second attempt began after the epochs the first one's backup kept, on both
+    // workers, and both trained the same model.
+    let first_epoch = |log: &str| {
+        log.lines().find_map(|l| {
+            let text = l.split_once(" | ").map_or(l, |(_, text)| text);
+            text.strip_prefix("Epoch ")?
+                .split('/')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+    };
+    let resumed = first_epoch(&logs[0]).unwrap_or_else(|| panic!("no epoch: {}", logs[0]));
+    assert!(resumed >= 3, "resumed at epoch {resumed}:\n{}", logs[0]);
+    assert_eq!(first_epoch(&logs[1]), Some(resumed), "{}", logs[1]);
+    let losses = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter_map(|l| l.split_once(" - loss: ").map(|(_, v)| v.to_string()))
+            .collect()
+    };
+    assert_eq!(losses(&logs[0]), losses(&logs[1]));
+    assert!(logs[0].contains("train.py: model saved to "), "{}", logs[0]);
+}
