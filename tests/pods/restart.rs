@@ -31,6 +31,49 @@ fn files(dir: &std::path::Path) -> Vec<String> {
     out
 }
 
+/// Whether the node has the TensorFlow image; a visible SKIPPED line for `test` if not.
+async fn has_tf_image(c: &Cluster, test: &str) -> bool {
+    let has = node_has(c, TF_IMAGE).await;
+    if !has {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
+        );
+    }
+    has
+}
+
+/// Spawns run `t` of `script` with `extra`, follows it with `wait --restarts 1`, deletes
+/// worker 1 once worker 0 has begun epoch 3 (two epochs done and backed up), and returns
+/// what the wait printed, to its end.
+async fn delete_worker_1_in_epoch_3(
+    c: &Cluster,
+    t: &str,
+    script: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    c.spawn(t, script, extra).await;
+    let child = c.start_restarting_once(t, "600s");
+    let third = format!("Epoch 3/{EPOCHS}");
+    c.eventually(
+        "epoch 3 of the first attempt",
+        Duration::from_secs(300),
+        || async {
+            log_of(c, t, "worker-0")
+                .await
+                .contains(&third)
+                .then_some(())
+        },
+    )
+    .await;
+    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
+        .delete(&format!("{t}-worker-1"), &DeleteParams::default())
+        .await
+        .expect("delete worker 1");
+    child.wait_with_output().await.expect("wait ends")
+}
+
 async fn log_of(c: &Cluster, t: &str, task: &str) -> String {
     c.run(&["logs", "-t", t, "--task", task]).await.stdout
 }
@@ -40,12 +83,12 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
     let Some(c) = Cluster::new("restart-mnist").await else {
         return;
     };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
-        );
+    if !has_tf_image(
+        &c,
+        "a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes",
+    )
+    .await
+    {
         return;
     }
     let claim = Claim::new(&c).await;
@@ -62,25 +105,7 @@ async fn a_worker_deleted_mid_training_costs_one_restart_and_the_run_resumes() {
         "-c",
         entry.to_str().unwrap(),
     ];
-    c.spawn(&t, &script, &extra).await;
-    let child = c.start_restarting_once(&t, "600s");
-    // Two epochs done (and backed up): Keras has begun the third.
-    c.eventually(
-        "epoch 3 of the first attempt",
-        Duration::from_secs(300),
-        || async {
-            log_of(&c, &t, "worker-0")
-                .await
-                .contains("Epoch 3/40")
-                .then_some(())
-        },
-    )
-    .await;
-    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
-        .delete(&format!("{t}-worker-1"), &DeleteParams::default())
-        .await
-        .expect("delete worker 1");
-    let out = child.wait_with_output().await.expect("wait ends");
+    let out = delete_worker_1_in_epoch_3(&c, &t, &script, &extra).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let log = log_of(&c, &t, "worker-0").await;
@@ -339,12 +364,12 @@ async fn a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes() {
     let Some(c) = Cluster::new("restart-keras").await else {
         return;
     };
-    if !node_has(&c, TF_IMAGE).await {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes: the node has no {TF_IMAGE} (tools/tensorflow builds it)"
-        );
+    if !has_tf_image(
+        &c,
+        "a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes",
+    )
+    .await
+    {
         return;
     }
     // Keras and JAX ask nothing of the cluster's version, and a restart on a v1.20 node is
@@ -377,25 +402,7 @@ async fn a_keras_3_run_on_jax_restarted_after_a_deleted_worker_resumes() {
         "-e",
         env.to_str().unwrap(),
     ];
-    c.spawn(&t, &script, &extra).await;
-    let child = c.start_restarting_once(&t, "600s");
-    let third = format!("Epoch 3/{EPOCHS}");
-    c.eventually(
-        "epoch 3 of the first attempt",
-        Duration::from_secs(300),
-        || async {
-            log_of(&c, &t, "worker-0")
-                .await
-                .contains(&third)
-                .then_some(())
-        },
-    )
-    .await;
-    Api::<Pod>::namespaced(c.client.clone(), &c.namespace)
-        .delete(&format!("{t}-worker-1"), &DeleteParams::default())
-        .await
-        .expect("delete worker 1");
-    let out = child.wait_with_output().await.expect("wait ends");
+    let out = delete_worker_1_in_epoch_3(&c, &t, &script, &extra).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let logs = [

@@ -54,6 +54,44 @@ fn the_generated_keras_script_trains_on_two_workers() {
     assert!(!tf.path("tf-spawner-output/keras/backup/chief").exists());
 }
 
+/// Runs `tf-spawner --local ARGS` until a line of its output starts with `until`, then
+/// sends it SIGTERM (as a deleted pod's tasks get) and returns what it printed to its end.
+fn sigterm_after(tf: &Tf, args: &[&str], until: &str) -> Output {
+    let mut child = tf.start_local(args);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stdout = String::new();
+    loop {
+        let Some(line) = lines.next() else {
+            panic!("the run ended before {until:?}: {stdout}");
+        };
+        let line = line.expect("a line");
+        stdout += &line;
+        stdout.push('\n');
+        if line.starts_with(until) {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    for line in lines {
+        stdout += &line.expect("a line");
+        stdout.push('\n');
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
 /// The `tf-spawner:` progress lines of `task`: (epoch, step) of each.
 fn progress(stdout: &str, task: &str) -> Vec<(u32, u32)> {
     task_lines(stdout, task)
@@ -89,39 +127,7 @@ fn the_generated_custom_loop_checkpoints_on_sigterm_and_resumes_at_its_step() {
         long.to_str().unwrap(),
         "train.py",
     ];
-    let mut child = tf.start_local(&args);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut stdout = String::new();
-    loop {
-        let Some(line) = lines.next() else {
-            panic!("the run ended before worker 0's second epoch: {stdout}");
-        };
-        let line = line.expect("a line");
-        stdout += &line;
-        stdout.push('\n');
-        if line.starts_with("worker-0 | tf-spawner: epoch=2/30 step=10/20") {
-            break;
-        }
-    }
-    // SAFETY: kill(2) on our own child's pid; no memory is touched.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    for line in lines {
-        stdout += &line.expect("a line");
-        stdout.push('\n');
-    }
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
-    let first = Output {
-        code: status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-    };
+    let first = sigterm_after(&tf, &args, "worker-0 | tf-spawner: epoch=2/30 step=10/20");
     assert_ne!(first.code, 0, "{first:#?}");
     // Both ended on their own (exit 42 after the checkpoint), not by the SIGKILL that
     // follows 5 s later.
@@ -182,28 +188,9 @@ fn the_generated_keras_3_script_trains_on_jax_and_resumes_after_sigterm() {
         long.to_str().unwrap(),
         "train.py",
     ];
-    let mut child = tf.start_local(&args);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut stdout = String::new();
-    loop {
-        let Some(line) = lines.next() else {
-            panic!("the run ended before worker 0's third epoch: {stdout}");
-        };
-        let line = line.expect("a line");
-        stdout += &line;
-        stdout.push('\n');
-        if line.starts_with("worker-0 | Epoch 3/40") {
-            break;
-        }
-    }
-    // SAFETY: kill(2) on our own child's pid; no memory is touched.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    for line in lines {
-        stdout += &line.expect("a line");
-        stdout.push('\n');
-    }
-    let status = child.wait().unwrap();
-    assert_ne!(status.code(), Some(0), "{stdout}");
+    let first = sigterm_after(&tf, &args, "worker-0 | Epoch 3/40");
+    assert_ne!(first.code, 0, "{first:#?}");
+    let stdout = first.stdout;
     assert!(
         stdout.contains("worker-0 | train.py: SIGTERM: stopping"),
         "{stdout}"
