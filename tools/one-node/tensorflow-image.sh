@@ -1,8 +1,8 @@
 #!/bin/bash
 # tensorflow-image.sh - build (once) the image tf-spawner.local/tensorflow:2.21 for the one-node
 # cluster, without a registry: the Python image setup.sh made (Debian 12, python3.11) plus one
-# layer holding the pinned wheels of tools/tensorflow (tensorflow-cpu, tensorboard and what they
-# need, then tf-keras with --no-deps), installed into /usr/local/lib/python3.11/dist-packages
+# layer holding the pinned wheels of tools/tensorflow (tensorflow-cpu, tensorboard, jax and what
+# they need, then tf-keras with --no-deps), installed into /usr/local/lib/python3.11/dist-packages
 # with pip --target, and /usr/local/bin/tensorboard (what `tf-spawner tensorboard` runs). The
 # wheels are tools/tensorflow/setup.sh's (its cache's wheels/, downloaded once); only cp311
 # wheels missing there are downloaded. Before writing the archive, the image's own python

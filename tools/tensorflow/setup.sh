@@ -1,6 +1,6 @@
 #!/bin/bash
 # setup.sh - a virtualenv with the pinned TensorFlow (requirements.txt: tensorflow-cpu,
-# tensorboard and what they need; requirements-no-deps.txt: tf-keras, with --no-deps), made once and
+# tensorboard, jax for Keras 3 on JAX, and what they need; requirements-no-deps.txt: tf-keras, with --no-deps), made once and
 # cached; the wheels are kept beside it (WHEELS below) for tools/one-node/tensorflow-image.sh.
 #
 #   python=$(bash tools/tensorflow/setup.sh | tail -1)
