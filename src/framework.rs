@@ -115,6 +115,15 @@ impl Framework {
             .flat_map(|p| [p.coordinator, p.count, p.index])
     }
 
+    /// Every framework's coordinator variable (a `host:port` a restart's port move
+    /// rewrites: `cluster/recreate/attempt.rs`).
+    pub fn coordinator_vars() -> impl Iterator<Item = &'static str> {
+        Framework::ALL
+            .into_iter()
+            .filter_map(|f| f.about().processes)
+            .map(|p| p.coordinator)
+    }
+
     /// The roles a framework without `tf.distribute` refuses, in one line.
     pub fn check_roles(self, roles: &Roles, strategy: bool) -> Result<(), UsageError> {
         let about = self.about();

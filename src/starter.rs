@@ -51,16 +51,7 @@ pub fn write(
     (custom_loop, framework): (bool, Framework),
     force: bool,
 ) -> Result<Vec<&'static str>, UsageError> {
-    if framework == Framework::Jax {
-        return Err(UsageError::new(
-            "--framework jax: init writes a TensorFlow or a Keras 3 project (--framework keras, on JAX); a plain JAX script gets its variables from tf-spawner --framework jax (docs/tensorflow.md)",
-        ));
-    }
-    if custom_loop && framework != Framework::Tensorflow {
-        return Err(UsageError::new(format!(
-            "--custom-loop is a tf.distribute loop; --framework {framework} writes its own script: leave one out"
-        )));
-    }
+    refuse(custom_loop, framework)?;
     let files = files(custom_loop, framework);
     if dir.exists() && !dir.is_dir() {
         return Err(UsageError::new(format!(
@@ -112,6 +103,21 @@ pub fn write(
         )));
     }
     Ok(files.iter().map(|(name, _)| *name).collect())
+}
+
+/// What `init` cannot write: a JAX project, a custom loop that is not `tf.distribute`'s.
+fn refuse(custom_loop: bool, framework: Framework) -> Result<(), UsageError> {
+    if framework == Framework::Jax {
+        return Err(UsageError::new(
+            "--framework jax: init writes a TensorFlow or a Keras 3 project (--framework keras, on JAX); a plain JAX script gets its variables from tf-spawner --framework jax (docs/tensorflow.md)",
+        ));
+    }
+    if custom_loop && framework != Framework::Tensorflow {
+        return Err(UsageError::new(format!(
+            "--custom-loop is a tf.distribute loop; --framework {framework} writes its own script: leave one out"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes `text` as `dir/name` without following what is there: a new file (made, never
@@ -183,6 +189,32 @@ mod tests {
         assert!(settings.contains("\nframework: keras\n"), "{settings}");
         assert_eq!(file.values.len(), 3, "{:?}", file.values);
         assert!(!settings.contains("tf-keras"), "{settings}");
+    }
+
+    #[test]
+    fn init_refuses_jax_and_a_custom_loop_for_keras_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        for (asked, needle) in [
+            (
+                (false, Framework::Jax),
+                "--framework jax: init writes a TensorFlow or a Keras 3 project",
+            ),
+            (
+                (true, Framework::Keras),
+                "--custom-loop is a tf.distribute loop; --framework keras writes its own script: leave one out",
+            ),
+        ] {
+            let e = write(&project, asked, false).unwrap_err().to_string();
+            assert!(e.starts_with(needle), "{e}");
+            assert!(!project.exists(), "{asked:?}: nothing is made");
+        }
+        assert_eq!(
+            write(&project, (false, Framework::Keras), false).unwrap(),
+            ["train.py", "tf-spawner.yaml", crate::bundle::IGNORE_FILE]
+        );
+        let train = std::fs::read_to_string(project.join("train.py")).unwrap();
+        assert_eq!(train, TRAIN_KERAS);
     }
 
     #[test]

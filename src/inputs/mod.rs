@@ -273,7 +273,6 @@ fn scheduling(args: &SpawnOptions) -> Result<Scheduling, UsageError> {
     Ok(scheduling.clone())
 }
 
-/// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
 /// A variable the framework needs a value of (`KERAS_BACKEND`) set, by the env file or
 /// a template's TF container, to one it cannot train several processes with: refused
 /// in one line naming where.
@@ -302,6 +301,7 @@ fn framework_env(args: &SpawnOptions, env: &EnvVars, templates: &Templates) -> R
     Ok(())
 }
 
+/// The worker's pod template (`--pod-file`, else the built-in one) and the other roles'.
 async fn templates(args: &SpawnOptions, roles: &Roles) -> Result<Templates> {
     let worker = match &args.pod_file {
         Some(path) => match &args.pod_file_from {

@@ -110,12 +110,8 @@ fn set_port(c: &mut k8s_openapi::api::core::v1::Container, port: u16) {
             p.container_port = i32::from(port);
         }
     }
-    let coordinators: Vec<&str> = crate::framework::Framework::ALL
-        .into_iter()
-        .filter_map(|f| f.about().processes.map(|p| p.coordinator))
-        .collect();
     for var in c.env.iter_mut().flatten() {
-        if !coordinators.contains(&var.name.as_str()) {
+        if !crate::framework::Framework::coordinator_vars().any(|v| v == var.name) {
             continue;
         }
         if let Some(value) = var.value.as_mut()
