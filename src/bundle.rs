@@ -54,9 +54,10 @@ os.chdir(d)\n\
 os.environ['PYTHONPATH'] = os.pathsep.join(p for p in (d, os.environ.get('PYTHONPATH')) if p)\n\
 os.execvp(sys.argv[1], sys.argv[1:])\n";
 /// DIR packed, and where the script is inside it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Bundle {
     /// gzip'd tar of DIR's files, paths relative to DIR.
+    #[serde(with = "crate::plan::bytes")]
     pub archive: Vec<u8>,
     /// The training script's path inside DIR, `/`-separated.
     pub script: String,

@@ -24,7 +24,19 @@ use crate::errors::UsageError;
 use crate::roles::Roles;
 
 /// `--framework`. Adding one: a variant, its row in [`Framework::about`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Framework {
     /// TensorFlow's tf.distribute (TF_CONFIG): MultiWorkerMirroredStrategy with tf-keras,
     /// ParameterServerStrategy

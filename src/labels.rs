@@ -181,6 +181,12 @@ pub fn supervisor_name(tag: &str) -> String {
     format!("{tag}-supervisor")
 }
 
+/// The name of experiment `name`'s supervisor Job and of its settings' Secret (`sweep
+/// --detach`); shorter than any of its runs' `NAME-K-supervisor`, so it fits where they do.
+pub fn sweeper_name(name: &str) -> String {
+    format!("{name}-sweeper")
+}
+
 /// On a helper pod of a run (`cp`, `tensorboard`): what it is for. Helper pods carry the
 /// run's tag (so `-d` deletes them) but are no task of it.
 pub const HELPER_LABEL: &str = "tf-spawner/helper";

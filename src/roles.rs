@@ -39,7 +39,9 @@ pub const CLUSTER_VAR: &str = "TF_SPAWNER_CLUSTER";
 /// Upper bound on tasks in one run: far beyond real runs, low enough to catch a typo.
 pub const MAX_TASKS: u32 = 10_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Chief,
@@ -101,7 +103,7 @@ impl Task {
 }
 
 /// How many tasks of each role a run has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Roles {
     pub chief: bool,
     pub ps: u32,

@@ -140,8 +140,9 @@ pub enum Command {
         mut_arg("keep_running", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset))
     )]
     Sweep(Box<SweepArgs>),
-    /// Follow a run as its supervisor (the pod `spawn --detach` starts runs this): wait
-    /// to its verdict with the settings in its supervisor's Secret, acting for it
+    /// Follow a run or an experiment as its supervisor (the pod `spawn --detach` or
+    /// `sweep --detach` starts runs this): wait to its verdict, or run the sweep, with the
+    /// settings in its supervisor's Secret, acting for it
     #[command(hide = true)]
     Supervise(SuperviseArgs),
 }

@@ -73,10 +73,14 @@ pub struct WaitArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+#[group(required = true, multiple = false)]
 pub struct SuperviseArgs {
-    /// The run's tag
+    /// The run's tag (`spawn --detach`)
     #[arg(short, long, value_name = "TAG")]
-    pub tag: Tag,
+    pub tag: Option<Tag>,
+    /// The experiment's name (`sweep --detach`)
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<Tag>,
 }
 
 #[derive(Debug, Args, Clone)]

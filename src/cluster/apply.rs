@@ -222,6 +222,45 @@ pub async fn create(
     config_map_still_there(cluster, plan).await
 }
 
+/// Creates a supervisor alone (`sweep --resume NAME --detach`: the experiment's record
+/// and runs are there already): its Secret, then its Job; on error, what was made is
+/// deleted again, and the error says what could not be.
+pub async fn create_supervisor(
+    cluster: &Cluster,
+    supervisor: &crate::plan::supervisor::Supervisor,
+    invocation: &str,
+) -> Result<()> {
+    let ledger = Ledger::for_invocation(invocation);
+    let made = async {
+        run_stage(
+            cluster,
+            &ledger,
+            stream::iter([Obj::Secret(&supervisor.secret)]),
+            1,
+        )
+        .await?;
+        run_stage(
+            cluster,
+            &ledger,
+            stream::iter([Obj::Job(&supervisor.job)]),
+            1,
+        )
+        .await
+    };
+    let Err(e) = made.await else {
+        return Ok(());
+    };
+    let left = roll_back(cluster, &ledger).await;
+    if left.is_empty() {
+        return Err(e);
+    }
+    let names: Vec<String> = left.iter().map(|(o, why)| format!("{o} ({why})")).collect();
+    Err(e.context(format!(
+        "rollback could not delete {}; remove them with kubectl delete",
+        names.join(", ")
+    )))
+}
+
 /// After the pods: the run's ConfigMap is still the one this spawn made (its
 /// invocation). A `-d` of the tag at the same time deletes the ConfigMap before it lists
 /// the pods (`remove.rs`): had it come between this spawn's creates, pods it never saw

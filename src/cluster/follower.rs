@@ -25,9 +25,42 @@ use tokio::sync::watch;
 
 use super::Cluster;
 use crate::labels::{
-    FOLLOWER_ANNOTATION, FOLLOWER_CHECKED_IN_ANNOTATION, FOLLOWER_EXIT_ANNOTATION, config_map_name,
-    run_selector,
+    EXPERIMENT_LABEL, FOLLOWER_ANNOTATION, FOLLOWER_CHECKED_IN_ANNOTATION,
+    FOLLOWER_EXIT_ANNOTATION, config_map_name, experiment_record_name, run_selector,
 };
+
+/// What a follower follows, by the ConfigMap that records who does: a run (`wait`, a
+/// run's supervisor) or an experiment (a `sweep`, a detached sweep's supervisor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Followed {
+    Run(String),
+    Experiment(String),
+}
+
+impl Followed {
+    /// `run 'T'`, `experiment 'N'`.
+    pub fn what(&self) -> String {
+        match self {
+            Followed::Run(tag) => format!("run '{tag}'"),
+            Followed::Experiment(name) => format!("experiment '{name}'"),
+        }
+    }
+
+    /// The ConfigMap that records who follows: the run's, the experiment's record.
+    fn config_map(&self) -> String {
+        match self {
+            Followed::Run(tag) => config_map_name(tag),
+            Followed::Experiment(name) => experiment_record_name(name),
+        }
+    }
+
+    fn selector(&self) -> String {
+        match self {
+            Followed::Run(tag) => run_selector(tag),
+            Followed::Experiment(name) => format!("{EXPERIMENT_LABEL}={name}"),
+        }
+    }
+}
 
 /// How long a follower that stopped checking in still holds the run.
 pub const HOLD: Duration = Duration::from_secs(60);
@@ -137,10 +170,10 @@ pub enum Taken {
     NoRecord,
 }
 
-/// Takes run `tag` for `me`, unless a live follower other than `me` holds it.
-pub async fn take(cluster: &Cluster, tag: &str, me: &str) -> Result<Taken> {
+/// Takes `what` for `me`, unless a live follower other than `me` holds it.
+pub async fn take(cluster: &Cluster, what: &Followed, me: &str) -> Result<Taken> {
     for _ in 0..TRIES {
-        let Some(meta) = read(cluster, tag).await? else {
+        let Some(meta) = read(cluster, what).await? else {
             return Ok(Taken::NoRecord);
         };
         let now = crate::duration::now();
@@ -152,23 +185,24 @@ pub async fn take(cluster: &Cluster, tag: &str, me: &str) -> Result<Taken> {
             FOLLOWER_CHECKED_IN_ANNOTATION: now.to_string(),
             FOLLOWER_EXIT_ANNOTATION: null,
         });
-        match swap(cluster, tag, &meta, stamp).await? {
+        match swap(cluster, what, &meta, stamp).await? {
             Swap::Done => return Ok(Taken::Ours),
             Swap::Gone => return Ok(Taken::NoRecord),
             Swap::Lost => continue,
         }
     }
     anyhow::bail!(
-        "run '{tag}': its record changed {TRIES} times while this wait took it over; run the wait again"
+        "{}: its record changed {TRIES} times while this follower took it over; run it again",
+        what.what()
     )
 }
 
-/// Lets go of run `tag` if `me` still holds it, recording `exit` (the code of a wait
+/// Lets go of `what` if `me` still holds it, recording `exit` (the code of a wait
 /// that ended with the verdict) for a wait that shows it. Best effort: a follower that
 /// could not let go is free again [`HOLD`] later.
-pub async fn release(cluster: &Cluster, tag: &str, me: &str, exit: Option<u8>) {
+pub async fn release(cluster: &Cluster, what: &Followed, me: &str, exit: Option<u8>) {
     for _ in 0..TRIES {
-        let Ok(Some(meta)) = read(cluster, tag).await else {
+        let Ok(Some(meta)) = read(cluster, what).await else {
             return;
         };
         let now = crate::duration::now();
@@ -180,7 +214,7 @@ pub async fn release(cluster: &Cluster, tag: &str, me: &str, exit: Option<u8>) {
             FOLLOWER_CHECKED_IN_ANNOTATION: null,
             FOLLOWER_EXIT_ANNOTATION: exit.map(|c| c.to_string()),
         });
-        if !matches!(swap(cluster, tag, &meta, end).await, Ok(Swap::Lost)) {
+        if !matches!(swap(cluster, what, &meta, end).await, Ok(Swap::Lost)) {
             return;
         }
     }
@@ -193,9 +227,9 @@ enum CheckIn {
     Lost(Holder),
 }
 
-/// Checks in for `me` on run `tag` (taking the run back if nobody live holds it).
-async fn check_in(cluster: &Cluster, tag: &str, me: &str) -> Result<CheckIn> {
-    match take(cluster, tag, me).await? {
+/// Checks in for `me` on `what` (taking it back if nobody live holds it).
+async fn check_in(cluster: &Cluster, what: &Followed, me: &str) -> Result<CheckIn> {
+    match take(cluster, what, me).await? {
         Taken::Held(h) => Ok(CheckIn::Lost(h)),
         Taken::Ours | Taken::NoRecord => Ok(CheckIn::Ours),
     }
@@ -209,16 +243,16 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Starts checking in for `me` on run `tag` (taken by [`take`]).
-    pub fn hold(cluster: &Cluster, tag: &str, me: &str) -> Lease {
+    /// Starts checking in for `me` on `what` (taken by [`take`]).
+    pub fn hold(cluster: &Cluster, what: &Followed, me: &str) -> Lease {
         let (tx, lost) = watch::channel(None);
-        let (cluster, tag, me) = (cluster.clone(), tag.to_string(), me.to_string());
+        let (cluster, what, me) = (cluster.clone(), what.clone(), me.to_string());
         let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(CHECK_IN).await;
                 // An API server that does not answer now is the follow's to judge; the
                 // next check-in tries again.
-                if let Ok(CheckIn::Lost(h)) = check_in(&cluster, &tag, &me).await {
+                if let Ok(CheckIn::Lost(h)) = check_in(&cluster, &what, &me).await {
                     tx.send_replace(Some(h));
                     return;
                 }
@@ -246,13 +280,13 @@ impl Drop for Lease {
     }
 }
 
-/// The run's ConfigMap's metadata, if it is there.
-pub async fn read(cluster: &Cluster, tag: &str) -> Result<Option<ObjectMeta>> {
-    let name = config_map_name(tag);
+/// The metadata of the ConfigMap that records who follows `what`, if it is there.
+pub async fn read(cluster: &Cluster, what: &Followed) -> Result<Option<ObjectMeta>> {
+    let name = what.config_map();
     let found = cluster
-        .list_metadata::<ConfigMap>(&run_selector(tag))
+        .list_metadata::<ConfigMap>(&what.selector())
         .await
-        .map_err(|e| cluster.explain("reading who follows the run", &e))?;
+        .map_err(|e| cluster.explain("reading who follows it", &e))?;
     Ok(found
         .into_iter()
         .find(|m| m.name.as_deref() == Some(name.as_str())))
@@ -268,7 +302,7 @@ enum Swap {
 /// Writes `annotations` on the ConfigMap read as `meta`, unless it changed since.
 async fn swap(
     cluster: &Cluster,
-    tag: &str,
+    what: &Followed,
     meta: &ObjectMeta,
     annotations: serde_json::Value,
 ) -> Result<Swap> {
@@ -277,13 +311,13 @@ async fn swap(
         "annotations": annotations,
     }});
     match cluster
-        .merge_patch::<ConfigMap>(&config_map_name(tag), &patch)
+        .merge_patch::<ConfigMap>(&what.config_map(), &patch)
         .await
     {
         Ok(()) => Ok(Swap::Done),
         Err(e) if e.code() == Some(409) => Ok(Swap::Lost),
         Err(e) if e.code() == Some(404) => Ok(Swap::Gone),
-        Err(e) => Err(cluster.explain("recording who follows the run", &e)),
+        Err(e) => Err(cluster.explain("recording who follows it", &e)),
     }
 }
 

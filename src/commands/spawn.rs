@@ -59,26 +59,32 @@ fn supervised(
     plan: &mut Plan,
     started: std::time::Instant,
 ) -> Result<()> {
+    let spec = supervisor_spec(settings)?;
+    let mut wait = follow::wait(settings, Follower::Spawn(args, &plan.tag), started);
+    wait.cleanup = args.cleanup;
+    let record = wait.to_record().map_err(crate::errors::UsageError::new)?;
+    let charge = plan::supervisor::Charge::Run {
+        tag: &plan.tag,
+        follow: &record,
+    };
+    let of = (charge, plan.namespace.as_str(), plan.invocation.as_str());
+    plan.supervisor = Some(plan::supervisor::supervisor(of, &spec));
+    Ok(())
+}
+
+/// Who supervises a detached run or sweep: `--supervisor-image` (needed) and
+/// `--supervisor-account`.
+pub(crate) fn supervisor_spec(settings: &Settings) -> Result<plan::supervisor::SupervisorSpec> {
     let Some(image) = settings.supervisor_image.value.clone() else {
         return Err(crate::errors::UsageError::new(
             "--detach needs the supervisor's image: --supervisor-image IMAGE (or supervisor_image in the config file), an image with tf-spawner on its PATH that the cluster can pull (tools/supervisor-image/build.sh makes one)",
         )
         .into());
     };
-    let mut wait = follow::wait(settings, Follower::Spawn(args, &plan.tag), started);
-    wait.cleanup = args.cleanup;
-    let record = wait.to_record().map_err(crate::errors::UsageError::new)?;
-    let spec = plan::supervisor::SupervisorSpec {
+    Ok(plan::supervisor::SupervisorSpec {
         image,
         account: settings.supervisor_account.value.clone(),
-    };
-    let run = plan::supervisor::Supervised {
-        tag: &plan.tag,
-        namespace: &plan.namespace,
-        invocation: &plan.invocation,
-    };
-    plan.supervisor = Some(plan::supervisor::supervisor(run, &spec, &record));
-    Ok(())
+    })
 }
 
 /// What a detached spawn says once the run and its supervisor are made: who follows

@@ -1,5 +1,5 @@
-//! `tf-spawner supervise -t TAG` (hidden): the supervisor's pod runs it; see
-//! `ops/supervise.rs`.
+//! `tf-spawner supervise -t TAG | --experiment NAME` (hidden): the supervisor's pod runs
+//! it; see `ops/supervise.rs`.
 
 use anyhow::Result;
 
@@ -8,5 +8,12 @@ use crate::settings::Settings;
 
 pub async fn exec(settings: &Settings, args: &SuperviseArgs) -> Result<()> {
     let cluster = settings.connect()?;
-    crate::ops::supervise::run(&cluster, args.tag.as_str()).await
+    match (&args.tag, &args.experiment) {
+        (_, Some(name)) => crate::ops::supervise::experiment(&cluster, name.as_str()).await,
+        (Some(tag), None) => crate::ops::supervise::run(&cluster, tag.as_str()).await,
+        (None, None) => Err(crate::errors::UsageError::new(
+            "supervise follows a run or an experiment: give -t TAG or --experiment NAME",
+        )
+        .into()),
+    }
 }

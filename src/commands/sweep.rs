@@ -12,9 +12,11 @@ use crate::cli::{DEFAULT_TAG, SpawnArgs, SweepArgs};
 use crate::errors::UsageError;
 use crate::metrics::early::Stopping;
 use crate::ops::sweep::definition::{self, Asked, Definition};
+use crate::ops::sweep::detach::Detach;
 use crate::ops::sweep::local::LocalSweep;
 use crate::ops::sweep::resume::Taking;
 use crate::ops::sweep::{self, Sweep};
+use crate::plan::supervisor::SweepFollow;
 use crate::plan::sweep::{self as params, ExperimentRecord};
 use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::render::{self, OutputFormat};
@@ -100,9 +102,9 @@ fn name(args: &SweepArgs) -> Result<String> {
 fn refuse_flags(settings: &Settings, spawn: &SpawnArgs) -> Result<()> {
     let refused = if spawn.delete {
         Some("-d deletes a run; a sweep's runs are deleted each with tf-spawner -d -t NAME-K")
-    } else if spawn.detach {
+    } else if spawn.cleanup {
         Some(
-            "--detach follows one run from the cluster; a sweep is followed from here (run it under nohup, tmux or a CI job), or detach each run: tf-spawner --detach …",
+            "--cleanup deletes a detached run at its verdict; a sweep keeps its runs for compare: delete them with tf-spawner -d --experiment NAME",
         )
     } else if spawn.output.is_some() && !spawn.dry_run {
         Some("-o shapes --dry-run's objects in a sweep: add --dry-run, or leave -o out")
@@ -157,8 +159,13 @@ async fn start(
         };
         return sweep::local::run(&local).await;
     }
+    let detach = match spawn.detach {
+        true => Some(detached(settings, args, &base, hint.clone())?),
+        false => None,
+    };
     let cluster = settings.connect()?;
     let sweep = Sweep {
+        detach,
         args: spawn.script_args.clone(),
         parallel: parallel(settings),
         queued: settings.queue.value.is_some() || settings.gang.value.is_some(),
@@ -170,6 +177,54 @@ async fn start(
         base,
     };
     sweep::run(&cluster, &sweep).await
+}
+
+/// `--detach`: who supervises the sweep, and the settings it runs it by (the sweep's
+/// flags, its request, each run's follow), which must fit the supervisor's Secret.
+fn detached(
+    settings: &Settings,
+    args: &SweepArgs,
+    base: &SpawnRequest,
+    hint: String,
+) -> Result<Detach> {
+    let spec = super::spawn::supervisor_spec(settings)?;
+    let wait = follow::wait(
+        settings,
+        Follower::Sweep(&args.spawn),
+        std::time::Instant::now(),
+    );
+    let follow = wait.to_record().map_err(UsageError::new)?;
+    let sweep = SweepFollow {
+        base: base.clone(),
+        params: args.params.clone(),
+        samples: args.samples,
+        seed: args.seed,
+        method: args.method,
+        objective: args.objective.clone(),
+        stopping: Stopping {
+            rule: settings.early_stop.value,
+            eta: settings.eta.value,
+            min_epochs: settings.min_epochs.value,
+        },
+        args: args.spawn.script_args.clone(),
+        parallel: settings.parallel.value,
+        queued: settings.queue.value.is_some() || settings.gang.value.is_some(),
+        max_in_flight: args.spawn.max_in_flight,
+        follow,
+        hint,
+    };
+    let size = serde_json::to_vec(&sweep).map_or(0, |j| j.len());
+    if size > plan::MAX_CONFIG_MAP_BYTES {
+        return Err(UsageError::new(format!(
+            "--detach keeps the sweep's script, files and pod templates in its supervisor's Secret, which holds at most {} bytes, and they take {size}: ship less with --dir (load data from storage), or follow the sweep from here",
+            plan::MAX_CONFIG_MAP_BYTES
+        ))
+        .into());
+    }
+    Ok(Detach {
+        spec,
+        settings: sweep,
+    })
 }
 
 /// The request every run is made from: the spawn's, for the tag of the last run (the

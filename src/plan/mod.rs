@@ -18,6 +18,7 @@ use crate::labels::{network_policy_name, pod_group_name};
 use crate::plan::podgroup::{Gang, PodGroup};
 use crate::roles::{ClusterSpec, Role};
 
+pub(crate) mod bytes;
 mod config_map;
 mod container;
 mod meta;

@@ -47,7 +47,20 @@ use serde::{Deserialize, Serialize};
 /// `--gang`: which gang scheduler the run's PodGroup is for. Every gang is in
 /// [`Gang::ALL`] and described once by [`Gang::about`]; [`with_pod_group_type!`] maps
 /// it to its PodGroup type. Adding one: ARCHITECTURE.md, "A new gang scheduler".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    Serialize,
+    Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Gang {
     /// Volcano: a `scheduling.volcano.sh/v1beta1` PodGroup, pods scheduled by `volcano`
     Volcano,

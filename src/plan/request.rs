@@ -16,7 +16,7 @@ use crate::plan::podgroup::Gang;
 use crate::roles::{Role, Roles};
 
 /// Everything a spawn needs, already read from disk and checked.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SpawnRequest {
     pub tag: String,
     pub namespace: String,
@@ -27,7 +27,9 @@ pub struct SpawnRequest {
     /// `--framework`: which variables tell each task about the others.
     pub framework: crate::framework::Framework,
     pub templates: Templates,
+    #[serde(with = "crate::plan::bytes")]
     pub script: Vec<u8>,
+    #[serde(with = "crate::plan::bytes::optional")]
     pub entrypoint: Option<Vec<u8>>,
     /// The arguments after `--`: the TF container's `args`, after its command.
     pub script_args: Vec<String>,
@@ -51,7 +53,7 @@ pub struct SpawnRequest {
 }
 
 /// A run of an experiment (`tf-spawner sweep`): its name and this run's parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExperimentRun {
     pub name: String,
     pub params: sweep::Point,
@@ -71,7 +73,7 @@ impl ExperimentRun {
 
 /// The shared-cluster options: each one only adds to the pods (and, for a gang, an
 /// object); without any, the objects are those of a plain run, byte for byte.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Scheduling {
     /// `--deadline`: every pod's `activeDeadlineSeconds`.
     pub deadline_seconds: Option<i64>,
@@ -112,7 +114,7 @@ impl Scheduling {
 }
 
 /// One pod template per role; roles without their own use the worker's.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Templates {
     pub worker: Pod,
     pub by_role: BTreeMap<Role, Pod>,

@@ -32,7 +32,7 @@ pub use super::mounts::SHM_VOLUME;
 pub const SHM_PATH: &str = "/dev/shm";
 
 /// What one task's TF container asks for; `None`: the template's value stays.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TaskResources {
     /// CPUs (`4`, `500m`): requests and limits.
     pub cpu: Option<String>,
@@ -43,7 +43,7 @@ pub struct TaskResources {
 }
 
 /// The resources of a run's tasks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Resources {
     /// The chief, the workers and the evaluator.
     pub compute: TaskResources,

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 
 /// `--run-as-user` and `--network-policy`: what a hardened cluster asks of a run
 /// (docs/shared-clusters.md, "Restricted namespaces and network policies").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Hardening {
     /// `--run-as-user UID`: the tasks run as this user (and group), not as root.
     pub run_as_user: Option<i64>,

@@ -27,14 +27,20 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
+use super::SpawnRequest;
+use super::sweep::Search;
 use crate::labels::{
-    HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL, supervisor_name,
+    EXPERIMENT_LABEL, HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL,
+    supervisor_name, sweeper_name,
 };
+use crate::metrics::early::{Objective, Stopping};
 
 /// The supervisor's [`HELPER_LABEL`] value: its Job, pod and Secret are no tasks.
 pub const SUPERVISOR: &str = "supervisor";
 /// The Secret's key of the follow's settings ([`FollowRecord`], JSON).
 pub const FOLLOW_KEY: &str = "follow.json";
+/// A detached sweep's Secret's key of its settings ([`SweepFollow`], JSON).
+pub const SWEEP_KEY: &str = "sweep.json";
 /// Pod failures (a crash, an API server gone past `--give-up-after`) the Job retries.
 pub const BACKOFF_LIMIT: i32 = 20;
 /// How long the supervisor's pod tolerates a node that stopped reporting before it is
@@ -70,6 +76,37 @@ pub struct FollowRecord {
     pub notify: Option<String>,
 }
 
+/// What a detached sweep's supervisor runs (`sweep --detach`): the sweep as its command
+/// defined it, taken up from the experiment's record as `sweep --resume` would. The
+/// script, `--dir`'s files and the pod templates travel in the request, read on the
+/// machine that ran the command; nothing is read from a disk in the pod.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepFollow {
+    /// The first run's request: every run's is made from it (`ops/sweep/`).
+    pub base: SpawnRequest,
+    /// The sweep's flags as given (`--param`s, `--samples`, `--seed`, `--method`,
+    /// `--objective`, early stopping): the supervisor defines the sweep from them as the
+    /// command did, and takes the record up as `--resume` does.
+    pub params: Vec<String>,
+    pub samples: Option<u32>,
+    pub seed: Option<u64>,
+    pub method: Option<Search>,
+    pub objective: Option<Objective>,
+    pub stopping: Stopping,
+    /// The script's arguments, with their placeholders.
+    pub args: Vec<String>,
+    /// `--parallel`, if given.
+    pub parallel: Option<u32>,
+    /// `--queue` or `--gang`: every run submitted, the queue decides.
+    pub queued: bool,
+    pub max_in_flight: usize,
+    /// Each run's follow.
+    pub follow: FollowRecord,
+    /// The command that takes the experiment up on a laptop (the sweep's, with
+    /// `--resume NAME`), for the lines that say how.
+    pub hint: String,
+}
+
 /// The supervisor's objects: the Secret it reads its settings from, and its Job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Supervisor {
@@ -84,31 +121,85 @@ pub struct SupervisorSpec {
     pub account: String,
 }
 
-/// The run a supervisor follows: its tag, namespace and the spawn's invocation.
+/// What a supervisor follows, with the settings it follows it by.
 #[derive(Debug, Clone, Copy)]
-pub struct Supervised<'a> {
-    pub tag: &'a str,
-    pub namespace: &'a str,
-    pub invocation: &'a str,
+pub enum Charge<'a> {
+    /// `spawn --detach`: run `tag`, followed as `wait` would.
+    Run {
+        tag: &'a str,
+        follow: &'a FollowRecord,
+    },
+    /// `sweep --detach`: experiment `name`, run as `sweep --resume` would.
+    Sweep {
+        name: &'a str,
+        sweep: &'a SweepFollow,
+    },
 }
 
-/// The supervisor of `run`, following as `follow` says.
-pub fn supervisor(run: Supervised<'_>, spec: &SupervisorSpec, follow: &FollowRecord) -> Supervisor {
-    let name = supervisor_name(run.tag);
+impl Charge<'_> {
+    /// Its Job's and Secret's name.
+    pub fn name(&self) -> String {
+        match self {
+            Charge::Run { tag, .. } => supervisor_name(tag),
+            Charge::Sweep { name, .. } => sweeper_name(name),
+        }
+    }
+
+    /// `-t TAG`, `--experiment NAME`: what `tf-spawner supervise` is told to follow.
+    fn args(&self) -> [&str; 2] {
+        match self {
+            Charge::Run { tag, .. } => ["-t", tag],
+            Charge::Sweep { name, .. } => ["--experiment", name],
+        }
+    }
+
+    /// The run's label ([`RUN_LABEL`]: the run's `-d` deletes it) or the experiment's
+    /// ([`EXPERIMENT_LABEL`]: `-d --experiment`'s), and [`HELPER_LABEL`]: no follow counts
+    /// it as a task.
+    fn labels(&self) -> BTreeMap<String, String> {
+        let own = match self {
+            Charge::Run { tag, .. } => (RUN_LABEL, tag),
+            Charge::Sweep { name, .. } => (EXPERIMENT_LABEL, name),
+        };
+        BTreeMap::from([
+            (own.0.to_string(), own.1.to_string()),
+            (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
+            (HELPER_LABEL.to_string(), SUPERVISOR.to_string()),
+        ])
+    }
+
+    /// The Secret's key and value: the settings as JSON.
+    fn settings(&self) -> (&'static str, Vec<u8>) {
+        match self {
+            Charge::Run { follow, .. } => {
+                (FOLLOW_KEY, serde_json::to_vec(follow).unwrap_or_default())
+            }
+            Charge::Sweep { sweep, .. } => {
+                (SWEEP_KEY, serde_json::to_vec(sweep).unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// The supervisor of `charge` in `namespace`, made by the invocation `invocation`.
+pub fn supervisor(
+    (charge, namespace, invocation): (Charge<'_>, &str, &str),
+    spec: &SupervisorSpec,
+) -> Supervisor {
     let meta = ObjectMeta {
-        name: Some(name.clone()),
-        namespace: Some(run.namespace.to_string()),
-        labels: Some(labels(run.tag)),
+        name: Some(charge.name()),
+        namespace: Some(namespace.to_string()),
+        labels: Some(charge.labels()),
         annotations: Some(BTreeMap::from([(
             INVOCATION_ANNOTATION.to_string(),
-            run.invocation.to_string(),
+            invocation.to_string(),
         )])),
         ..ObjectMeta::default()
     };
-    let json = serde_json::to_vec(follow).unwrap_or_default();
+    let (key, json) = charge.settings();
     let secret = Secret {
         metadata: meta.clone(),
-        data: Some(BTreeMap::from([(FOLLOW_KEY.to_string(), ByteString(json))])),
+        data: Some(BTreeMap::from([(key.to_string(), ByteString(json))])),
         type_: Some("Opaque".to_string()),
         ..Secret::default()
     };
@@ -116,7 +207,7 @@ pub fn supervisor(run: Supervised<'_>, spec: &SupervisorSpec, follow: &FollowRec
         metadata: meta,
         spec: Some(JobSpec {
             backoff_limit: Some(BACKOFF_LIMIT),
-            template: pod_template(run.tag, spec),
+            template: pod_template(&charge, spec),
             ..JobSpec::default()
         }),
         ..Job::default()
@@ -124,17 +215,7 @@ pub fn supervisor(run: Supervised<'_>, spec: &SupervisorSpec, follow: &FollowRec
     Supervisor { secret, job }
 }
 
-/// The run's labels, and [`HELPER_LABEL`]: the run's `-d` deletes it; no follow counts
-/// it as a task.
-fn labels(tag: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (RUN_LABEL.to_string(), tag.to_string()),
-        (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
-        (HELPER_LABEL.to_string(), SUPERVISOR.to_string()),
-    ])
-}
-
-fn pod_template(tag: &str, spec: &SupervisorSpec) -> PodTemplateSpec {
+fn pod_template(charge: &Charge<'_>, spec: &SupervisorSpec) -> PodTemplateSpec {
     let lost = |key: &str| Toleration {
         key: Some(key.to_string()),
         operator: Some("Exists".to_string()),
@@ -144,7 +225,7 @@ fn pod_template(tag: &str, spec: &SupervisorSpec) -> PodTemplateSpec {
     };
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(labels(tag)),
+            labels: Some(charge.labels()),
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
@@ -164,19 +245,19 @@ fn pod_template(tag: &str, spec: &SupervisorSpec) -> PodTemplateSpec {
                 lost("node.kubernetes.io/not-ready"),
                 lost("node.kubernetes.io/unreachable"),
             ]),
-            containers: vec![container(tag, &spec.image)],
+            containers: vec![container(charge.args(), &spec.image)],
             volumes: Some(vec![api_access()]),
             ..PodSpec::default()
         }),
     }
 }
 
-fn container(tag: &str, image: &str) -> Container {
+fn container(args: [&str; 2], image: &str) -> Container {
     Container {
         name: SUPERVISOR.to_string(),
         image: Some(image.to_string()),
         command: Some(
-            ["tf-spawner", "supervise", "-t", tag]
+            ["tf-spawner", "supervise", args[0], args[1]]
                 .map(String::from)
                 .to_vec(),
         ),
@@ -275,12 +356,21 @@ pub fn resources() -> ResourceRequirements {
 
 /// The follow's settings from the Secret's data; `Err` with why, in words.
 pub fn follow_of(secret: &Secret) -> Result<FollowRecord, String> {
+    settings_of(secret, FOLLOW_KEY)
+}
+
+/// A detached sweep's settings from the Secret's data; `Err` with why, in words.
+pub fn sweep_of(secret: &Secret) -> Result<SweepFollow, String> {
+    settings_of(secret, SWEEP_KEY)
+}
+
+fn settings_of<T: serde::de::DeserializeOwned>(secret: &Secret, key: &str) -> Result<T, String> {
     let data = secret
         .data
         .as_ref()
-        .and_then(|d| d.get(FOLLOW_KEY))
-        .ok_or_else(|| format!("it has no key {FOLLOW_KEY}"))?;
-    serde_json::from_slice(&data.0).map_err(|e| format!("its {FOLLOW_KEY} cannot be read: {e}"))
+        .and_then(|d| d.get(key))
+        .ok_or_else(|| format!("it has no key {key}"))?;
+    serde_json::from_slice(&data.0).map_err(|e| format!("its {key} cannot be read: {e}"))
 }
 
 #[cfg(test)]
@@ -308,18 +398,24 @@ pub(crate) mod tests {
         }
     }
 
-    fn planned() -> crate::plan::Plan {
-        let mut plan = crate::plan::build(&request(Roles::workers(2).unwrap())).unwrap();
-        let spec = SupervisorSpec {
+    fn spec() -> SupervisorSpec {
+        SupervisorSpec {
             image: "registry.example.com/tf-spawner:0.1".to_string(),
             account: "tf-spawner-supervisor".to_string(),
-        };
-        let run = Supervised {
+        }
+    }
+
+    fn planned() -> crate::plan::Plan {
+        let mut plan = crate::plan::build(&request(Roles::workers(2).unwrap())).unwrap();
+        let spec = spec();
+        let charge = Charge::Run {
             tag: &plan.tag,
-            namespace: &plan.namespace,
-            invocation: &plan.invocation,
+            follow: &follow(),
         };
-        plan.supervisor = Some(supervisor(run, &spec, &follow()));
+        plan.supervisor = Some(supervisor(
+            (charge, &plan.namespace, &plan.invocation),
+            &spec,
+        ));
         plan
     }
 
@@ -338,6 +434,51 @@ pub(crate) mod tests {
                 .unwrap_err()
                 .contains("no key follow.json")
         );
+    }
+
+    #[test]
+    fn a_sweeps_request_reads_back_whole_from_its_secret() {
+        let mut base = request(Roles::new(None, true, 1, 2, true).unwrap());
+        base.entrypoint = Some(b"#!/bin/sh\nexec \"$@\"\n".to_vec());
+        base.bundle = Some(crate::bundle::Bundle {
+            archive: vec![0x1f, 0x8b, 0, 255],
+            script: "train.py".to_string(),
+            files: 1,
+            left_out: vec!["data/".to_string()],
+        });
+        base.env.insert("TOKEN".to_string(), "s3cr3t".to_string());
+        base.framework = crate::framework::Framework::Keras;
+        let sweep = SweepFollow {
+            base,
+            params: vec!["lr=log:1e-4..1e-1".to_string()],
+            samples: Some(12),
+            seed: None,
+            method: Some(Search::Tpe),
+            objective: None,
+            stopping: Stopping {
+                rule: crate::metrics::early::Rule::Asha,
+                eta: 3,
+                min_epochs: 1,
+            },
+            args: vec!["--lr".to_string(), "{lr}".to_string()],
+            parallel: Some(2),
+            queued: false,
+            max_in_flight: 50,
+            follow: follow(),
+            hint: "tf-spawner sweep --resume lr …".to_string(),
+        };
+        let charge = Charge::Sweep {
+            name: "lr",
+            sweep: &sweep,
+        };
+        let s = supervisor((charge, "team-a", "inv"), &spec());
+        assert_eq!(sweep_of(&s.secret), Ok(sweep));
+        assert_eq!(s.job.metadata.name.as_deref(), Some("lr-sweeper"));
+        let labels = s.job.metadata.labels.unwrap();
+        assert_eq!(labels[EXPERIMENT_LABEL], "lr");
+        assert!(!labels.contains_key(RUN_LABEL));
+        // The token and the script are in the Secret alone.
+        assert!(!format!("{:?}", s.job.spec).contains("s3cr3t"));
     }
 
     #[test]

@@ -67,7 +67,10 @@ pub enum Method {
 }
 
 /// `--method`: how a sweep chooses its points.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Search {
     /// Every combination of the values (the default without --samples)
     Grid,

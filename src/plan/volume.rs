@@ -10,7 +10,7 @@ use crate::bundle::WORK_DIR;
 /// `--volume CLAIM[:PATH]`: an existing PersistentVolumeClaim mounted into every task's
 /// TF container at `path`, which the script finds in
 /// [`OUTPUT_DIR_VAR`](crate::labels::OUTPUT_DIR_VAR).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OutputVolume {
     pub claim: String,
     pub path: String,

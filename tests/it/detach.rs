@@ -95,11 +95,6 @@ fn detach_refuses_what_a_supervisor_cannot_do_and_creates_nothing() {
         .failure(2)
         .stderr_has("--notify with --detach takes an http:// or https:// URL");
     env.spawn(&[&args[..], &["--wait"]].concat()).failure(2);
-    let script = env.script();
-    let script = script.to_str().unwrap();
-    env.run(&["sweep", "--detach", "--param", "lr=1,2", script])
-        .failure(2)
-        .stderr_has("--detach follows one run from the cluster; a sweep is followed from here");
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
 }
 

@@ -55,6 +55,7 @@ mod start;
 mod starter;
 mod stop;
 mod sweep;
+mod sweep_detach;
 mod sweep_early;
 mod sweep_plan;
 mod sweep_tpe;

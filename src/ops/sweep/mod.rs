@@ -5,6 +5,7 @@
 //! that exist and starts only the others. `local.rs`: the same on this machine.
 
 pub(crate) mod definition;
+pub(crate) mod detach;
 pub(crate) mod early;
 mod ending;
 mod judges;
@@ -57,6 +58,8 @@ pub(crate) struct Sweep {
     pub resume: bool,
     /// The command that takes the experiment up (this one, with `--resume NAME`).
     pub hint: String,
+    /// `--detach`: the experiment handed to a supervisor once its first run is made.
+    pub detach: Option<detach::Detach>,
 }
 
 /// Runs at a time when neither `--parallel`, a queue nor a quota bounds them: Katib's
@@ -154,8 +157,26 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
     {
         started.insert(first);
     }
+    if let Some(detach) = &sweep.detach {
+        return detach::hand_over(cluster, sweep, detach).await;
+    }
+    let Some((mut lease, me)) = detach::hold(cluster, name).await? else {
+        return Err(anyhow::anyhow!(
+            "experiment '{name}' was deleted (its record {} is gone); nothing was started",
+            crate::labels::experiment_record_name(name)
+        ));
+    };
     let begun = Begun { started, recorded };
-    follow_all(cluster, sweep, runs, begun, at_a_time).await
+    let result = tokio::select! {
+        result = follow_all(cluster, sweep, runs, begun, at_a_time) => result,
+        holder = lease.lost() => Err(anyhow::anyhow!(
+            "experiment '{name}' was taken over by {} while this sweep did not check in for {}s (a machine asleep, a network cut); this sweep acts on nothing more",
+            holder.who, crate::cluster::follower::HOLD.as_secs()
+        )),
+    };
+    drop(lease);
+    detach::release(cluster, name, &me, &result).await;
+    result
 }
 
 /// A new experiment: its record, then its first run alone. A first run refused (Pod
@@ -180,7 +201,14 @@ async fn begin(
     let _ = output::print(&format!("run {tag} ({}): starting\n", point_text(point)));
     let created = plan::build(&request(&sweep.base, &sweep.args, tag, point));
     let created = match created {
-        Ok(plan) => super::spawn::create(cluster, &plan, sweep.max_in_flight).await,
+        Ok(mut plan) => {
+            // `--detach`: its supervisor made with it, and taken back with it.
+            plan.supervisor = sweep
+                .detach
+                .as_ref()
+                .map(|d| d.objects(name, ns, &plan.invocation));
+            super::spawn::create(cluster, &plan, sweep.max_in_flight).await
+        }
         Err(e) => Err(e.into()),
     };
     if let Err(e) = created {

@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::fold::{Done, Outcome};
 use super::options::Wait;
 use crate::cluster::Cluster;
-use crate::cluster::follower::{self, HOLD, Holder};
+use crate::cluster::follower::{self, Followed, HOLD, Holder};
 use crate::errors::{EXIT_TIMEOUT, EXIT_TRAINING_FAILED, ExitError};
 use crate::labels::VERDICT_ANNOTATION;
 use crate::output;
@@ -34,7 +34,7 @@ pub(super) enum Attached {
 /// wait's end, or the follower's.
 pub(super) async fn follow(cluster: &Cluster, wait: &Wait, holder: Holder) -> Result<Attached> {
     let tag = wait.tag.as_str();
-    let before = follower::read(cluster, tag)
+    let before = follower::read(cluster, &Followed::Run(tag.to_string()))
         .await?
         .and_then(|m| verdict(&m));
     let ago = crate::duration::age(
@@ -183,7 +183,7 @@ async fn news(
     let (mut seen, mut seen_at) = (holder, Instant::now());
     loop {
         tokio::time::sleep(POLL).await;
-        let Some(meta) = follower::read(cluster, tag).await? else {
+        let Some(meta) = follower::read(cluster, &Followed::Run(tag.to_string())).await? else {
             return Ok(News::Gone);
         };
         let current = follower::holder(&meta, crate::duration::now());

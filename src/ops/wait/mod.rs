@@ -30,7 +30,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::cluster::Cluster;
-use crate::cluster::follower::{self, Taken};
+use crate::cluster::follower::{self, Followed, Taken};
 use crate::metrics::RunMetrics;
 use crate::metrics::notice::Notice;
 use crate::ops::notify::Seen;
@@ -61,13 +61,13 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         // Acts on nothing after the start: nobody's follow to share.
         return owned(cluster, wait).await;
     }
-    let me = follower::me();
-    while let Taken::Held(holder) = follower::take(cluster, &wait.tag, &me).await? {
+    let (me, run) = (follower::me(), Followed::Run(wait.tag.clone()));
+    while let Taken::Held(holder) = follower::take(cluster, &run, &me).await? {
         if let attached::Attached::Ended(result) = attached::follow(cluster, wait, holder).await? {
             return result;
         }
     }
-    let mut lease = follower::Lease::hold(cluster, &wait.tag, &me);
+    let mut lease = follower::Lease::hold(cluster, &run, &me);
     let result = tokio::select! {
         result = owned(cluster, wait) => result,
         holder = lease.lost() => Err(anyhow::anyhow!(
@@ -80,7 +80,7 @@ pub async fn run(cluster: &Cluster, wait: &Wait) -> Result<()> {
         Ok(()) => Some(0),
         Err(e) => Some(crate::errors::exit_code(e)),
     };
-    follower::release(cluster, &wait.tag, &me, code).await;
+    follower::release(cluster, &run, &me, code).await;
     result
 }
 

@@ -1,0 +1,199 @@
+//! `sweep --detach` (docs/experiments.md, "Overnight"): the experiment's record, its
+//! first run and its supervisor (a Job running `tf-spawner supervise --experiment NAME`,
+//! a Secret of the sweep's settings) made at once; that supervisor, run here as a
+//! process beside the test server as its pod would run it, takes the sweep up from the
+//! record and runs it to its end while a laptop's `sweep --resume` is refused; `-d
+//! --experiment` stops it first; bad input refused with nothing created.
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::follow::{exited, finish, start};
+use crate::support::Env;
+use crate::sweep::{await_pod, pods_of};
+
+const NS: &str = "default";
+const IMAGE: &str = "registry.example.com/tf-spawner:0.1";
+
+/// `sweep -t NAME -w 1 --param lr=… --parallel 1 SCRIPT -- --lr {lr}`, with `more`
+/// before the script.
+fn sweep_args(script: &str, name: &str, more: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "sweep",
+        "-t",
+        name,
+        "-w",
+        "1",
+        "--param",
+        "lr=0.1,0.01,0.001",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(["--parallel", "1"].map(String::from));
+    args.extend(more.iter().map(|s| s.to_string()));
+    args.extend([script, "--", "--lr", "{lr}"].map(String::from));
+    args
+}
+
+fn detach(env: &Env, name: &str, more: &[&str]) {
+    let script = env.script();
+    let mut all = vec!["--detach", "--supervisor-image", IMAGE];
+    all.extend_from_slice(more);
+    let args = sweep_args(script.to_str().unwrap(), name, &all);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.run(&args)
+        .success()
+        .stdout_has(&format!(
+            "experiment {name}: followed from the cluster by job/{name}-sweeper"
+        ))
+        .stdout_has(&format!("kubectl delete job {name}-sweeper -n default"));
+}
+
+/// The sweep's settings the supervisor reads, as stored.
+fn sweep_settings(env: &Env, name: &str) -> Value {
+    let secret = env
+        .server
+        .get("secrets", NS, &format!("{name}-sweeper"))
+        .expect("the supervisor's secret");
+    let b64 = secret["data"]["sweep.json"].as_str().unwrap();
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+/// Run `tag`'s one worker exits 0.
+fn succeed(env: &Env, tag: &str) {
+    exited(env, &format!("{tag}-worker-0"), 0);
+}
+
+#[test]
+fn a_detached_sweep_makes_its_record_first_run_and_supervisor_and_returns() {
+    let env = Env::new();
+    detach(
+        &env,
+        "sd",
+        &[
+            "--restarts",
+            "2",
+            "--notify",
+            "https://hooks.example.com/T0/secret",
+        ],
+    );
+    assert!(env.server.get("configmaps", NS, "sd-experiment").is_some());
+    assert_eq!(pods_of(&env, "sd-1").len(), 1);
+    assert!(
+        pods_of(&env, "sd-2").is_empty(),
+        "one at a time: the supervisor starts the rest"
+    );
+    let job = env
+        .server
+        .get(kube_testserver::JOBS, NS, "sd-sweeper")
+        .expect("the supervisor's job");
+    let labels = &job["metadata"]["labels"];
+    assert_eq!(labels["tf-spawner/experiment"], "sd");
+    assert_eq!(labels["tf-spawner/helper"], "supervisor");
+    assert!(labels.get("training_attempt").is_none(), "{labels}");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["containers"][0]["command"],
+        serde_json::json!(["tf-spawner", "supervise", "--experiment", "sd"])
+    );
+    // The URL's token is in the Secret alone; the script travels in it too.
+    assert!(!job.to_string().contains("hooks.example.com"), "{job}");
+    let settings = sweep_settings(&env, "sd");
+    assert_eq!(settings["params"], serde_json::json!(["lr=0.1,0.01,0.001"]));
+    assert_eq!(settings["follow"]["restarts"], 2);
+    assert_eq!(
+        settings["follow"]["notify"],
+        "https://hooks.example.com/T0/secret"
+    );
+    assert_eq!(settings["parallel"], 1);
+    assert!(
+        settings["base"]["script"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+}
+
+#[test]
+fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_is_refused_meanwhile() {
+    let env = Env::new();
+    detach(&env, "sv", &[]);
+    let mut supervisor = start(&env, &["supervise", "--experiment", "sv"]);
+    // It follows the first run, which the laptop made, and starts the next at its end.
+    succeed(&env, "sv-1");
+    await_pod(&env, "sv-2-worker-0", &mut supervisor);
+    let script = env.script();
+    let again = sweep_args(script.to_str().unwrap(), "sv", &["--resume", "sv"]);
+    let again: Vec<&str> = again.iter().map(String::as_str).collect();
+    env.run(&again)
+        .failure(2)
+        .stderr_has("error: experiment 'sv' is followed by ")
+        .stderr_has("watch them with tf-spawner compare sv -n default");
+    succeed(&env, "sv-2");
+    await_pod(&env, "sv-3-worker-0", &mut supervisor);
+    succeed(&env, "sv-3");
+    finish(supervisor)
+        .success()
+        .stdout_has("supervising experiment sv in namespace default: 3 runs")
+        .stdout_has("experiment sv: all 3 runs succeeded")
+        .stdout_has("supervisor of experiment sv: done");
+    let out = env.run(&["compare", "sv"]);
+    out.success().stdout_has("sv-3");
+    // It let go: the laptop may take the experiment up now (and finds it done).
+    env.run(&again)
+        .success()
+        .stdout_has("experiment sv: all 3 runs succeeded");
+}
+
+#[test]
+fn delete_of_the_experiment_stops_its_supervisor_first() {
+    let env = Env::new();
+    detach(&env, "sx", &[]);
+    env.server.clear_requests();
+    env.run(&["-d", "--experiment", "sx", "--yes"]).success();
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+    let deletes: Vec<String> = env
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path)
+        .collect();
+    let at = |what: &str| deletes.iter().position(|p| p.contains(what)).unwrap();
+    assert!(at("/jobs") < at("/configmaps"), "{deletes:#?}");
+}
+
+#[test]
+fn a_detached_sweep_refuses_what_it_cannot_do_and_creates_nothing() {
+    let env = Env::new();
+    let script = env.script();
+    let script = script.to_str().unwrap();
+    let refused = |more: &[&str], line: &str| {
+        let args = sweep_args(script, "sn", more);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        env.run(&args).failure(2).stderr_has(line);
+    };
+    refused(&["--detach"], "--detach needs the supervisor's image");
+    refused(
+        &["--detach", "--supervisor-image", IMAGE, "--local"],
+        "the argument '--detach' cannot be used with '--local'",
+    );
+    refused(
+        &["--detach", "--supervisor-image", IMAGE, "--cleanup"],
+        "a sweep keeps its runs for compare",
+    );
+    refused(
+        &[
+            "--detach",
+            "--supervisor-image",
+            IMAGE,
+            "--notify",
+            "./tell.sh",
+        ],
+        "--notify with --detach takes an http:// or https:// URL",
+    );
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+}
