@@ -21,7 +21,6 @@
 //! address per task, never the whole list, so a run's objects do not grow as N².
 
 use crate::errors::UsageError;
-use crate::roles::Roles;
 
 /// `--framework`. Adding one: a variant, its row in [`Framework::about`].
 #[derive(
@@ -136,29 +135,6 @@ impl Framework {
             .map(|p| p.coordinator)
     }
 
-    /// The roles a framework without `tf.distribute` refuses, in one line.
-    pub fn check_roles(self, roles: &Roles, strategy: bool) -> Result<(), UsageError> {
-        let about = self.about();
-        if about.tf_distribute {
-            return Ok(());
-        }
-        let refused = [
-            (strategy, "--strategy"),
-            (roles.chief, "--chief"),
-            (roles.ps > 0, "--ps"),
-            (roles.evaluator, "--evaluator"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag));
-        match refused {
-            Some(flag) => Err(UsageError::new(format!(
-                "--framework {} runs workers only ({} has no chief, parameter servers or evaluator; they are tf.distribute's roles): leave out {flag}",
-                about.name, about.title
-            ))),
-            None => Ok(()),
-        }
-    }
-
     /// A value the task's environment gives one of the framework's defaults that it
     /// cannot train on several processes with, in one line naming where it was set.
     pub fn check_env(self, name: &str, value: &str, whence: &str) -> Result<(), UsageError> {
@@ -221,35 +197,6 @@ mod tests {
             assert_eq!(Framework::from_str(f.as_str(), false), Ok(f));
         }
         assert_eq!(Framework::value_variants(), Framework::ALL);
-    }
-
-    #[test]
-    fn keras_and_jax_refuse_tf_distributes_roles_and_tensorflow_takes_them() {
-        let ps = Roles::new(None, true, 1, 2, false).unwrap();
-        assert!(Framework::Tensorflow.check_roles(&ps, true).is_ok());
-        let workers = Roles::new(None, false, 0, 3, false).unwrap();
-        for f in [Framework::Keras, Framework::Jax] {
-            assert!(f.check_roles(&workers, false).is_ok());
-            let e = f.check_roles(&ps, false).unwrap_err().to_string();
-            assert!(e.contains("leave out --chief"), "{e}");
-            assert!(
-                e.starts_with(&format!("--framework {f} runs workers only")),
-                "{e}"
-            );
-            let eval = Roles::new(None, false, 0, 2, true).unwrap();
-            assert!(
-                f.check_roles(&eval, false)
-                    .unwrap_err()
-                    .to_string()
-                    .ends_with("leave out --evaluator")
-            );
-            assert!(
-                f.check_roles(&workers, true)
-                    .unwrap_err()
-                    .to_string()
-                    .ends_with("leave out --strategy")
-            );
-        }
     }
 
     #[test]

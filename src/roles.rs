@@ -112,6 +112,29 @@ pub struct Roles {
 }
 
 impl Roles {
+    /// The roles a framework without `tf.distribute` refuses (`--framework`), in one line.
+    pub fn check_framework(&self, framework: Framework, strategy: bool) -> Result<(), UsageError> {
+        let (roles, about) = (self, framework.about());
+        if about.tf_distribute {
+            return Ok(());
+        }
+        let refused = [
+            (strategy, "--strategy"),
+            (roles.chief, "--chief"),
+            (roles.ps > 0, "--ps"),
+            (roles.evaluator, "--evaluator"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+        match refused {
+            Some(flag) => Err(UsageError::new(format!(
+                "--framework {} runs workers only ({} has no chief, parameter servers or evaluator; they are tf.distribute's roles): leave out {flag}",
+                about.name, about.title
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Checks a combination against what TensorFlow can run; a strategy preset adds
     /// the roles it implies (a chief for parameter-server).
     pub fn new(
@@ -411,6 +434,36 @@ impl RoleSizes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keras_and_jax_refuse_tf_distributes_roles_and_tensorflow_takes_them() {
+        let ps = Roles::new(None, true, 1, 2, false).unwrap();
+        assert!(ps.check_framework(Framework::Tensorflow, true).is_ok());
+        let workers = Roles::new(None, false, 0, 3, false).unwrap();
+        for f in [Framework::Keras, Framework::Jax] {
+            assert!(workers.check_framework(f, false).is_ok());
+            let e = ps.check_framework(f, false).unwrap_err().to_string();
+            assert!(e.contains("leave out --chief"), "{e}");
+            assert!(
+                e.starts_with(&format!("--framework {f} runs workers only")),
+                "{e}"
+            );
+            let eval = Roles::new(None, false, 0, 2, true).unwrap();
+            assert!(
+                eval.check_framework(f, false)
+                    .unwrap_err()
+                    .to_string()
+                    .ends_with("leave out --evaluator")
+            );
+            assert!(
+                workers
+                    .check_framework(f, true)
+                    .unwrap_err()
+                    .to_string()
+                    .ends_with("leave out --strategy")
+            );
+        }
+    }
 
     #[test]
     fn workers_only_matches_the_original_shape() {

@@ -37,7 +37,7 @@ LAYERS = [
         "trainlog/", "metrics/", "progress.rs", "progress/", "signals.rs", "diagnostics.rs", "bundle.rs", "bundle/",
         "yaml.rs", "starter.rs",
     ]),
-    ("base", ["labels.rs", "duration.rs", "roles.rs", "tag.rs", "errors.rs", "output.rs"]),
+    ("base", ["labels.rs", "duration.rs", "roles.rs", "framework.rs", "tag.rs", "errors.rs", "output.rs"]),
 ]
 
 

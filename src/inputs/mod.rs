@@ -77,8 +77,7 @@ pub async fn spawn_request(
         args.workers,
         args.evaluator,
     )?;
-    args.framework
-        .check_roles(&roles, args.strategy.is_some())?;
+    roles.check_framework(args.framework, args.strategy.is_some())?;
     tag.fits(&roles.longest_suffix())?;
     let scheduling = scheduling(args)?;
     // Checked by the same parser when the flag or the defaults file gave it.

@@ -27,7 +27,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use super::SpawnRequest;
+use super::request::SpawnRequest;
 use super::sweep::Search;
 use crate::labels::{
     EXPERIMENT_LABEL, HELPER_LABEL, INVOCATION_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, RUN_LABEL,

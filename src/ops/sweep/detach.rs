@@ -7,7 +7,6 @@
 
 use anyhow::Result;
 
-use super::Sweep;
 use crate::cluster::follower::{self, Followed, Holder, Lease, Taken};
 use crate::cluster::{Cluster, apply};
 use crate::errors::UsageError;
@@ -35,11 +34,15 @@ impl Detach {
 /// The sweep handed over, then how to follow and stop it. A new sweep's supervisor was
 /// made with its first run (`begin`: a refusal takes both back); on `--resume` it is
 /// made now, unless a live sweeper has the experiment.
-pub(super) async fn hand_over(cluster: &Cluster, sweep: &Sweep, detach: &Detach) -> Result<()> {
-    let (name, ns) = (&sweep.record.name, cluster.namespace());
-    if sweep.resume {
+pub(super) async fn hand_over(
+    cluster: &Cluster,
+    (name, resumed): (&str, bool),
+    detach: &Detach,
+) -> Result<()> {
+    let ns = cluster.namespace();
+    if resumed {
         let now = crate::duration::now();
-        let meta = follower::read(cluster, &Followed::Experiment(name.clone())).await?;
+        let meta = follower::read(cluster, &Followed::Experiment(name.to_string())).await?;
         if let Some(h) = meta
             .and_then(|m| follower::holder(&m, now))
             .filter(|h| h.is_live(now))

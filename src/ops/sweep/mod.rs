@@ -158,15 +158,28 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         started.insert(first);
     }
     if let Some(detach) = &sweep.detach {
-        return detach::hand_over(cluster, sweep, detach).await;
+        return detach::hand_over(cluster, (name, sweep.resume), detach).await;
     }
+    let begun = Begun { started, recorded };
+    held(cluster, sweep, runs, begun, at_a_time).await
+}
+
+/// [`follow_all`] while this sweep has the experiment (`detach.rs`: one sweeper at a
+/// time), letting go at its end.
+async fn held(
+    cluster: &Cluster,
+    sweep: &Sweep,
+    runs: Vec<(String, Point)>,
+    begun: Begun,
+    at_a_time: usize,
+) -> Result<()> {
+    let name = &sweep.record.name;
     let Some((mut lease, me)) = detach::hold(cluster, name).await? else {
         return Err(anyhow::anyhow!(
             "experiment '{name}' was deleted (its record {} is gone); nothing was started",
             crate::labels::experiment_record_name(name)
         ));
     };
-    let begun = Begun { started, recorded };
     let result = tokio::select! {
         result = follow_all(cluster, sweep, runs, begun, at_a_time) => result,
         holder = lease.lost() => Err(anyhow::anyhow!(
