@@ -85,6 +85,26 @@ impl Holder {
         now.saturating_sub(self.checked_in) < HOLD.as_secs() as i64
     }
 
+    /// It ran on this machine as a process that is gone: a wait or a sweep killed
+    /// outright (SIGKILL, a crash) never lets go, and its own machine need not wait out
+    /// [`HOLD`] to take over. A pid taken again by another process reads as alive: the
+    /// hold is then waited out, as for a follower elsewhere.
+    pub fn gone_here(&self) -> bool {
+        let Some((host, pid)) = self
+            .who
+            .split_once(" on ")
+            .and_then(|(_, at)| at.rsplit_once(", pid "))
+        else {
+            return false;
+        };
+        let uname = rustix::system::uname();
+        let pid = pid.parse().ok().and_then(rustix::process::Pid::from_raw);
+        host == uname.nodename().to_string_lossy()
+            && pid.is_some_and(|p| {
+                rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH)
+            })
+    }
+
     /// What `status -o json` and `list -o json` say of it at `now`.
     pub fn json(&self, now: i64) -> FollowerJson {
         FollowerJson {
@@ -177,7 +197,8 @@ pub async fn take(cluster: &Cluster, what: &Followed, me: &str) -> Result<Taken>
             return Ok(Taken::NoRecord);
         };
         let now = crate::duration::now();
-        if let Some(h) = holder(&meta, now).filter(|h| h.who != me && h.is_live(now)) {
+        let live = |h: &Holder| h.who != me && h.is_live(now) && !h.gone_here();
+        if let Some(h) = holder(&meta, now).filter(live) {
             return Ok(Taken::Held(h));
         }
         let stamp = serde_json::json!({
@@ -361,6 +382,24 @@ mod tests {
         assert!(!old.is_live(now));
         assert!(old.cell(now).starts_with("laptop, pid 1 (silent for "));
         assert!(!old.json(now).checking_in);
+    }
+
+    #[test]
+    fn a_follower_gone_from_this_machine_is_gone_and_one_elsewhere_is_not_known() {
+        let here = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        // Above any pid_max (2^22 at most): no such process, ever.
+        let pid = i32::MAX;
+        let gone = |who: String| Holder { who, checked_in: 0 }.gone_here();
+        assert!(gone(format!("tf-spawner on {here}, pid {pid}")));
+        assert!(!gone(format!(
+            "tf-spawner on {here}, pid {}",
+            std::process::id()
+        )));
+        assert!(!gone(format!("tf-spawner on not-{here}, pid {pid}")));
+        assert!(!gone("someone".to_string()));
     }
 
     #[test]

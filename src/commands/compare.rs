@@ -19,7 +19,7 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
         }
         None => None,
     };
-    let (mut runs, objective) = read(settings, args, sort.is_none()).await?;
+    let (mut runs, objective, sweeper) = read(settings, args, sort.is_none()).await?;
     let left_out = args.no_stopped.then(|| table::leave_out_stopped(&mut runs));
     if let Some(left) = left_out
         .as_ref()
@@ -54,6 +54,7 @@ pub async fn exec(settings: &Settings, args: &CompareArgs) -> Result<()> {
                 sort: sort.as_ref(),
                 best: best.as_deref(),
                 left_out: left_out.as_deref(),
+                sweeper: experiment.zip(sweeper.as_deref()),
             };
             table_and_chart(args, &runs, shown)
         }
@@ -67,6 +68,8 @@ struct Shown<'a> {
     sort: Option<&'a SortBy>,
     best: Option<&'a str>,
     left_out: Option<&'a [String]>,
+    /// The experiment compared, and who runs its sweep now.
+    sweeper: Option<(&'a str, &'a str)>,
 }
 
 /// The table, the best run's line, the runs `--no-stopped` left out, then the chart
@@ -79,7 +82,12 @@ fn table_and_chart(args: &CompareArgs, runs: &[Compared], shown: Shown) -> outpu
     if let Some(left) = shown.left_out.filter(|l| !l.is_empty()) {
         text.push_str(&format!("left out, stopped early: {}\n", left.join(", ")));
     }
-    // The runs a wait or a supervisor follows now (`--detach`): still acted for.
+    // The sweep and the runs a wait or a supervisor follows now (`--detach`): still
+    // acted for.
+    if let Some((name, by)) = shown.sweeper {
+        let by = output::escape_controls(by);
+        text.push_str(&format!("followed now: experiment {name} by {by}\n"));
+    }
     for run in runs {
         if let Some(by) = &run.followed_by {
             let by = output::escape_controls(by);
@@ -101,13 +109,13 @@ fn table_and_chart(args: &CompareArgs, runs: &[Compared], shown: Shown) -> outpu
     text
 }
 
-/// The runs compared and, when `objective` is asked (no `--sort`), the experiment's
-/// recorded objective as the sort.
+/// The runs compared, when `objective` is asked (no `--sort`) the experiment's recorded
+/// objective as the sort, and who runs the sweep of the one experiment named now.
 async fn read(
     settings: &Settings,
     args: &CompareArgs,
     objective: bool,
-) -> Result<(Vec<Compared>, Option<SortBy>)> {
+) -> Result<(Vec<Compared>, Option<SortBy>, Option<String>)> {
     let by = |o: Objective| SortBy {
         metric: o.metric,
         lower_first: o.lower,
@@ -118,12 +126,16 @@ async fn read(
         let objective = objective
             .then(|| crate::ops::compare::local_objective(&here, &args.names))
             .flatten();
-        return Ok((runs, objective.map(by)));
+        return Ok((runs, objective.map(by), None));
     }
     let cluster = settings.connect()?;
     let (runs, recorded) = crate::ops::compare::judged_runs(&cluster, &args.names).await?;
     let objective = recorded.filter(|_| objective);
-    Ok((runs, objective.map(by)))
+    let sweeper = match args.names.as_slice() {
+        [name] => crate::ops::compare::experiment_follower(&cluster, name).await,
+        _ => None,
+    };
+    Ok((runs, objective.map(by), sweeper))
 }
 
 /// The chart of `metric` for every run: its legend names the run and its parameters

@@ -118,6 +118,18 @@ pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> 
     Ok(judged_runs(cluster, names).await?.0)
 }
 
+/// Who follows experiment `name` (a sweep, or its supervisor after `sweep --detach`),
+/// in `compare`'s words: `lr-sweeper-x7k2p (checked in 12s ago)`, or `… (silent for
+/// 3m0s)` when it stopped checking in; `None` when nobody does.
+pub async fn experiment_follower(cluster: &Cluster, name: &str) -> Option<String> {
+    use crate::cluster::follower::{self, Followed};
+    let meta = follower::read(cluster, &Followed::Experiment(name.to_string()))
+        .await
+        .ok()??;
+    let now = crate::duration::now();
+    Some(follower::holder(&meta, now)?.cell(now))
+}
+
 /// [`runs`], with the objective the one experiment named was swept for (`sweep
 /// --objective`), from the record read for its runs: what `compare` sorts by when not
 /// told.

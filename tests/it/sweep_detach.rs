@@ -132,6 +132,10 @@ fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_is_refused_meanw
         .failure(2)
         .stderr_has("error: experiment 'sv' is followed by ")
         .stderr_has("watch them with tf-spawner compare sv -n default");
+    env.run(&["compare", "sv"])
+        .success()
+        .stdout_has("followed now: experiment sv by ")
+        .stdout_has("(checked in ");
     succeed(&env, "sv-2");
     await_pod(&env, "sv-3-worker-0", &mut supervisor);
     succeed(&env, "sv-3");
@@ -140,8 +144,11 @@ fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_is_refused_meanw
         .stdout_has("supervising experiment sv in namespace default: 3 runs")
         .stdout_has("experiment sv: all 3 runs succeeded")
         .stdout_has("supervisor of experiment sv: done");
-    let out = env.run(&["compare", "sv"]);
-    out.success().stdout_has("sv-3");
+    // It let go at its end: nobody follows the experiment now.
+    env.run(&["compare", "sv"])
+        .success()
+        .stdout_has("sv-3")
+        .stdout_lacks("followed now: experiment");
     // It let go: the laptop may take the experiment up now (and finds it done).
     env.run(&again)
         .success()
