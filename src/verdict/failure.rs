@@ -36,7 +36,7 @@ pub struct Failure {
     pub pod: String,
     pub task: Option<Task>,
     pub kind: FailureKind,
-    /// An exit TensorFlow blames on a peer (its last log lines say so, see
+    /// An exit TensorFlow or JAX blames on a peer (its last log lines say so, see
     /// [`Tracker::note_log`](super::Tracker::note_log)): the task is a victim, the peer
     /// is the cause.
     pub after_peer: Option<PeerAbort>,

@@ -248,7 +248,7 @@ impl Tracker {
         ))
     }
 
-    /// Whether a peer of failure `f`, a task TensorFlow says failed because of a peer,
+    /// Whether a peer of failure `f`, a task TensorFlow or JAX says failed because of a peer,
     /// has not ended yet: the one its error names, or (when it names none of the run's
     /// tasks) any other. Until it has, the victim's exit says little about the run: the
     /// peer may turn out lost (then a restart is due), or fail on its own.

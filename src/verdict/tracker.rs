@@ -109,7 +109,7 @@ impl Tracker {
     }
 
     /// The last log lines (or termination message) of pod `name`, a failed task: when
-    /// TensorFlow says there that it failed because of a peer (`verdict/peer.rs`), its
+    /// TensorFlow or JAX says there that it failed because of a peer (`verdict/peer.rs`), its
     /// failure is that peer's doing, and the verdict names the peer's first.
     pub fn note_log(&mut self, name: &str, text: &str) {
         let own = self.pods.get(name).and_then(|e| e.view().task);

@@ -246,6 +246,58 @@ fn a_survivors_collective_abort_beside_a_lost_peer_restarts_the_run() {
         .stdout_has("run sv: Succeeded");
 }
 
+/// What a Keras 3 worker on JAX printed last when its peer was killed: its shutdown
+/// barrier saw task 1's heartbeat time out, and it aborted (exit 134; a real run).
+const JAX_SURVIVOR_LOG: &str =
+    include_str!("../../src/verdict/tests/logs/jax-survivor-heartbeat.log");
+
+/// The same on JAX (`--framework keras`): the survivor's abort, exit 134 (not retryable
+/// by itself), waits on its peer, and the peer's loss restarts the run.
+#[test]
+fn a_jax_survivors_abort_beside_a_lost_peer_restarts_the_run() {
+    let env = Env::new();
+    let args = [
+        "-w",
+        "2",
+        "--framework",
+        "keras",
+        "--node-lost-after",
+        "10s",
+    ];
+    spawn_run(&env, "js", &args);
+    running(&env, "js-worker-0");
+    running(&env, "js-worker-1");
+    let mut child = start(
+        &env,
+        &[
+            "wait",
+            "-t",
+            "js",
+            "--restarts",
+            "1",
+            "--restart-backoff",
+            "0s",
+        ],
+    );
+    await_watches(&env, 1);
+    ended(&env, "js-worker-0", 134, 40, JAX_SURVIVOR_LOG);
+    await_watches(&env, 2);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "wait decided on the survivor's abort"
+    );
+    lost(&env, "js-worker-1", false);
+    await_attempt(&env, "js", &["js-worker-1"], "1", &mut child);
+    running(&env, "js-worker-0");
+    running(&env, "js-worker-1");
+    exited(&env, "js-worker-0", 0);
+    let out = finish(child);
+    out.success()
+        .stdout_has("run js: worker-0 failed because of a peer (JAX says so); waiting up to 70s for worker-1 to end or be named lost")
+        .stdout_has("run js: restart 1/1 in 0s: pod js-worker-1 (worker-1) was lost with its node")
+        .stdout_has("run js: Succeeded");
+}
+
 /// The same abort, but no peer turns out lost within the bound (`--node-lost-after`
 /// and `--node-grace`): the survivor's failure stands, pointing at the peer it names,
 /// and nothing is restarted.

@@ -9,6 +9,7 @@
 //! lines) and the files the chief wrote, not only on exit codes.
 
 mod local;
+mod lost;
 mod starter;
 mod support;
 mod tensorboard;

@@ -61,7 +61,7 @@ pub fn render(report: &Report) -> String {
     sections.concat()
 }
 
-/// One line per task that failed because of a peer, as TensorFlow said in its last
+/// One line per task that failed because of a peer, as TensorFlow or JAX said in its last
 /// lines (`verdict/peer.rs`): what it died of, pointing at the peer.
 fn victim_lines(tracker: &Tracker) -> String {
     tracker

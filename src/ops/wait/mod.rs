@@ -178,7 +178,7 @@ const DEFAULT_LOST_AFTER: i64 = 300;
 /// names to end (its own exit reaches the API server seconds after the victim's).
 const PEER_REPORT: Duration = Duration::from_secs(15);
 
-/// A failure TensorFlow blames on a peer (its last log lines say so, read here) does
+/// A failure TensorFlow or JAX blames on a peer (its last log lines say so, read here) does
 /// not decide while that peer has not ended: the run is followed on until the peer
 /// ends (its own failure decides), its node is named lost (the loss decides: a
 /// removal, which `--restarts` retries, at once) or the bound passes (the victim's
@@ -210,14 +210,14 @@ async fn settle(
         PEER_REPORT
     };
     let who = failure.task.map_or_else(|| failure.pod.clone(), |t| t.id());
-    let peer = failure
-        .after_peer
-        .as_ref()
+    let abort = failure.after_peer.as_ref();
+    let peer = abort
         .and_then(|a| a.peer)
         .map_or_else(|| "its peers".to_string(), |t| t.id());
     output::print(&format!(
-        "run {}: {who} failed because of a peer (TensorFlow says so); waiting up to {} for {peer} to end or be named lost\n",
+        "run {}: {who} failed because of a peer ({} says so); waiting up to {} for {peer} to end or be named lost\n",
         wait.tag,
+        abort.map_or("TensorFlow", |a| a.said_by),
         humantime_secs(bound)
     ))?;
     if let Some(stopped) = hold(cluster, wait, tracker, bound).await? {

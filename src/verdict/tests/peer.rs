@@ -18,6 +18,16 @@ fn log(name: &str) -> &'static str {
         // 0's all-reduce aborted 1 s later naming task 1 (then it was stopped).
         "real-victim" => include_str!("logs/real-local-victim.log"),
         "real-raised" => include_str!("logs/real-local-raised.log"),
+        // Real runs of examples/keras_jax.py (Keras 3.15.1, jax 0.10.2, CPU), two
+        // processes, one SIGKILLed mid-training; the survivor's last 20 lines (the
+        // repeated `Error dispatching computation: ` shortened). Worker 1 killed: worker
+        // 0 (the coordinator) raised at once, then aborted (exit 134) 94 s later when its
+        // shutdown barrier saw task 1's heartbeat time out.
+        "jax-heartbeat" => include_str!("logs/jax-survivor-heartbeat.log"),
+        // Worker 0 killed: worker 1 aborted (exit 134) 0.2 s later; its fatal line
+        // (`jax-leader`) came before its traceback, so its last lines hold Gloo's error.
+        "jax-gloo" => include_str!("logs/jax-survivor-gloo.log"),
+        "jax-leader" => include_str!("logs/jax-leader-gone.log"),
         _ => unreachable!(),
     }
 }
@@ -67,10 +77,15 @@ fn tensorflows_peer_failures_are_recognised_with_the_peer_they_name() {
 
 /// Worker `index` of run `t`, failed with exit 1 at `finished` (seconds after 14:31:00).
 fn exited_at(index: u32, finished: u32) -> Value {
+    exited_with(index, 1, finished)
+}
+
+/// Worker `index` of run `t`, failed with exit `code` at `finished` (as [`exited_at`]).
+fn exited_with(index: u32, code: i32, finished: u32) -> Value {
     let mut p = pod(&format!("worker-{index}"), "Failed");
     p["status"]["containerStatuses"] = json!([{
         "name": "tensorflow", "ready": false, "restartCount": 0, "image": "tf", "imageID": "",
-        "state": {"terminated": {"exitCode": 1, "reason": "Error",
+        "state": {"terminated": {"exitCode": code, "reason": "Error",
             "startedAt": "2026-11-26T14:30:00Z",
             "finishedAt": format!("2026-11-26T14:31:{finished:02}Z")}}
     }]);
@@ -197,4 +212,116 @@ fn a_real_two_worker_failure_blames_the_raiser_in_both_orders() {
     t.update(view(exited_at(1, 42)));
     t.note_log("t-worker-1", log("real-raised"));
     assert_eq!(decided(&t).to_string(), raised);
+}
+
+/// JAX's lost peer (a real survivor's last lines): the heartbeat's task number and the
+/// leader name the peer, Gloo's error names none; each said by JAX, the line cut to one.
+#[test]
+fn jaxs_peer_failures_are_recognised_with_the_peer_they_name() {
+    let cases = [
+        (
+            "jax-heartbeat",
+            0,
+            Some(1),
+            "Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died;",
+        ),
+        (
+            "jax-gloo",
+            1,
+            None,
+            "Gloo all-reduce failed: [external/gloo/gloo/transport/tcp/pair.cc:538] Read error [127.0.0.1]:43154: Connection reset by peer",
+        ),
+        (
+            "jax-leader",
+            1,
+            Some(0),
+            "Terminating process because the JAX distributed service detected fatal errors.",
+        ),
+    ];
+    for (name, own, peer, line) in cases {
+        let abort = recognise(log(name), Some(worker(own))).expect(name);
+        assert_eq!(
+            (abort.said_by, abort.peer),
+            ("JAX", peer.map(worker)),
+            "{name}"
+        );
+        assert!(abort.line.starts_with(line), "{name}: {}", abort.line);
+        assert!(abort.line.chars().count() <= 161, "{name}: {}", abort.line);
+    }
+    assert_eq!(
+        recognise(log("victim"), None).unwrap().said_by,
+        "TensorFlow"
+    );
+    // The task itself is never its own peer; a plain SIGABRT's text is no peer's doing.
+    assert_eq!(
+        recognise(log("jax-heartbeat"), Some(worker(1)))
+            .unwrap()
+            .peer,
+        None
+    );
+    let own_abort = "F1206 03:24:46.071161   19073 some.cc:80] Check failed: x > 0\n*** Check failure stack trace: ***\n";
+    assert_eq!(recognise(own_abort, Some(worker(0))), None);
+}
+
+/// A Keras 3 run on JAX whose worker 1 was deleted: worker 0's exit 134 (its heartbeat
+/// abort) is worker 1's doing. In one list (`status`, a late `wait`) the deletion decides
+/// and is retried by default; in a follow that saw the abort first (worker 1's node
+/// stopped reporting), the verdict waits on worker 1, and its loss decides.
+#[test]
+fn a_jax_survivors_abort_is_blamed_on_the_deleted_or_lost_peer() {
+    let mut deleted = pod("worker-1", "Running");
+    deleted["metadata"]["deletionTimestamp"] = json!("2026-11-26T14:31:10Z");
+    let mut t = tracker(vec![exited_with(0, 134, 40), deleted], false);
+    let alone = decided(&t);
+    assert_eq!(alone.pod, "t-worker-0", "without its log, the 134 decides");
+    assert!(!retryable::RestartOn::default().retries(&alone.kind));
+    t.note_log("t-worker-0", log("jax-heartbeat"));
+    let f = decided(&t);
+    assert_eq!(
+        f.to_string(),
+        "pod t-worker-1 (worker-1) was deleted while it ran"
+    );
+    assert!(retryable::RestartOn::default().retries(&f.kind), "{f}");
+    let victim = t
+        .failures()
+        .into_iter()
+        .find(|f| f.pod == "t-worker-0")
+        .unwrap();
+    assert_eq!(
+        victim.to_string(),
+        "pod t-worker-0 (worker-0) failed: exit code 134, reason Error; aborted because of its peer worker-1 (Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for mo…)"
+    );
+
+    let mut t = tracker(
+        vec![exited_with(0, 134, 40), pod("worker-1", "Running")],
+        false,
+    );
+    t.note_log("t-worker-0", log("jax-heartbeat"));
+    let f = decided(&t);
+    assert!(t.peers_unended(&f), "{f}");
+    t.update(view(on_a_lost_node("worker-1", false)));
+    let f = decided(&t);
+    assert_eq!(f.pod, "t-worker-1", "{f}");
+    assert!(retryable::RestartOn::default().retries(&f.kind), "{f}");
+}
+
+/// Worker 0, JAX's coordinator, killed (exit 137): worker 1 aborts 0.2 s later (134) with
+/// Gloo's error, which names no task; in every order of the two exits the killed worker
+/// is blamed, and retried (137 is in the default --restart-on).
+#[test]
+fn a_killed_jax_coordinator_is_blamed_not_its_aborted_peer() {
+    for (killed_end, victim_end) in [(40, 40), (40, 41), (41, 40)] {
+        let mut t = tracker(
+            vec![
+                exited_with(0, 137, killed_end),
+                exited_with(1, 134, victim_end),
+            ],
+            false,
+        );
+        t.note_log("t-worker-1", log("jax-gloo"));
+        t.note_log("t-worker-0", "Epoch 5/100000\n");
+        let f = decided(&t);
+        assert_eq!(f.pod, "t-worker-0", "{killed_end} {victim_end}: {f}");
+        assert!(retryable::RestartOn::default().retries(&f.kind), "{f}");
+    }
 }
