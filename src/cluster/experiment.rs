@@ -226,6 +226,9 @@ pub struct Planned {
     pub ended: BTreeMap<String, String>,
     /// `--objective`, if the sweep had one: what `compare` sorts by.
     pub objective: Option<Objective>,
+    /// The sweep that runs the experiment now, as the record names it (`sweep
+    /// --detach`'s supervisor, or a sweep on a laptop): `cluster/follower.rs`.
+    pub follower: Option<super::follower::Holder>,
 }
 
 /// The part of [`ExperimentRecord`] read back for display.
@@ -277,6 +280,7 @@ impl Planned {
             runs,
             ended,
             objective,
+            follower: super::follower::holder(meta, crate::duration::now()),
         })
     }
 }

@@ -129,13 +129,9 @@ async fn read(
         return Ok((runs, objective.map(by), None));
     }
     let cluster = settings.connect()?;
-    let (runs, recorded) = crate::ops::compare::judged_runs(&cluster, &args.names).await?;
-    let objective = recorded.filter(|_| objective);
-    let sweeper = match args.names.as_slice() {
-        [name] => crate::ops::compare::experiment_follower(&cluster, name).await,
-        _ => None,
-    };
-    Ok((runs, objective.map(by), sweeper))
+    let judged = crate::ops::compare::judged_runs(&cluster, &args.names).await?;
+    let objective = judged.objective.filter(|_| objective);
+    Ok((judged.runs, objective.map(by), judged.sweeper))
 }
 
 /// The chart of `metric` for every run: its legend names the run and its parameters

@@ -115,28 +115,23 @@ pub const NOT_STARTED: &str = "NotStarted";
 /// the runs with no recorded verdict, one list of their pods ([`in_flight`]); with one
 /// experiment's name, its record, whose planned runs never started are listed as such.
 pub async fn runs(cluster: &Cluster, names: &[String]) -> Result<Vec<Compared>> {
-    Ok(judged_runs(cluster, names).await?.0)
+    Ok(judged_runs(cluster, names).await?.runs)
 }
 
-/// Who follows experiment `name` (a sweep, or its supervisor after `sweep --detach`),
-/// in `compare`'s words: `lr-sweeper-x7k2p (checked in 12s ago)`, or `… (silent for
-/// 3m0s)` when it stopped checking in; `None` when nobody does.
-pub async fn experiment_follower(cluster: &Cluster, name: &str) -> Option<String> {
-    use crate::cluster::follower::{self, Followed};
-    let meta = follower::read(cluster, &Followed::Experiment(name.to_string()))
-        .await
-        .ok()??;
-    let now = crate::duration::now();
-    Some(follower::holder(&meta, now)?.cell(now))
+/// The runs compared, and what the one experiment named says of them.
+pub struct Judged {
+    pub runs: Vec<Compared>,
+    /// The objective it was swept for.
+    pub objective: Option<Objective>,
+    /// Who runs its sweep now, in `compare`'s words: `lr-sweeper-x7k2p (checked in 12s
+    /// ago)`, or `… (silent for 3m0s)` when it stopped checking in.
+    pub sweeper: Option<String>,
 }
 
 /// [`runs`], with the objective the one experiment named was swept for (`sweep
-/// --objective`), from the record read for its runs: what `compare` sorts by when not
-/// told.
-pub async fn judged_runs(
-    cluster: &Cluster,
-    names: &[String],
-) -> Result<(Vec<Compared>, Option<Objective>)> {
+/// --objective`, what `compare` sorts by when not told) and who runs its sweep, from the
+/// record read for its runs.
+pub async fn judged_runs(cluster: &Cluster, names: &[String]) -> Result<Judged> {
     let mut records = record::all(cluster, false)
         .await
         .map_err(|e| cluster.explain("listing the runs' ConfigMaps", &e))?;
@@ -170,9 +165,13 @@ pub async fn judged_runs(
         .collect();
     let mut runs = in_flight(cluster, chosen, names).await;
     decided_stops(&mut runs, &experiments, &open);
-    let objective = match (names, experiments.as_slice()) {
-        ([_], [planned]) => planned.objective.clone(),
-        _ => None,
+    let (objective, sweeper) = match (names, experiments.as_slice()) {
+        ([_], [planned]) => {
+            let now = crate::duration::now();
+            let sweeper = planned.follower.as_ref().map(|h| h.cell(now));
+            (planned.objective.clone(), sweeper)
+        }
+        _ => (None, None),
     };
     for planned in experiments {
         for run in planned.runs {
@@ -188,7 +187,11 @@ pub async fn judged_runs(
             }
         }
     }
-    Ok((runs, objective))
+    Ok(Judged {
+        runs,
+        objective,
+        sweeper,
+    })
 }
 
 /// The runs whose own record has no verdict (`open`) while their experiment's record

@@ -223,6 +223,7 @@ mod tests {
                 })
                 .collect(),
             ended: BTreeMap::new(),
+            follower: None,
             objective: None,
         };
         let found = summarise(&runs, &[planned], 1_000 + 120);

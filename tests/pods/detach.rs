@@ -347,3 +347,74 @@ async fn a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once() 
     let log = d.pods.logs(&second, &LogParams::default()).await.unwrap();
     assert!(log.contains(&format!("run {}: Succeeded", d.t)), "{log}");
 }
+
+/// `sweep --detach` (issue 59): three runs of the rung script (`val_loss` = lr / epoch),
+/// two at a time; the command makes the record, the first run and the sweep's
+/// supervisor, then ends; the supervisor's pod starts the other two as runs end, with
+/// nobody attached, and completes; `compare` names the best from the records; `-d
+/// --experiment` removes it all.
+#[tokio::test]
+async fn a_detached_sweep_runs_to_its_end_with_nobody_attached() {
+    let test = "a_detached_sweep_runs_to_its_end_with_nobody_attached";
+    let Some(c) = Cluster::new("detach-sweep").await else {
+        return;
+    };
+    let Some(image) = supervisor_image(test).await else {
+        return;
+    };
+    service_account::apply_role(&c.client, &c.namespace).await;
+    let t = tag("dsw");
+    let script = c.write("rungs.py", crate::sweep::RUNG_SCRIPT);
+    let template = c.template();
+    let line = format!(
+        "sweep -t {t} -w 1 --param lr=1,2,3 --parallel 2 --objective val_loss --detach --supervisor-image {image}"
+    );
+    let mut args: Vec<&str> = line.split(' ').collect();
+    args.extend(["--pod-file", template.to_str().unwrap()]);
+    args.push(script.to_str().unwrap());
+    c.run(&args).await.success().stdout_has(&format!(
+        "experiment {t}: followed from the cluster by job/{t}-sweeper"
+    ));
+    let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
+    c.eventually(
+        "the sweep's supervisor Job complete",
+        Duration::from_secs(300),
+        || async {
+            let job = jobs.get(&format!("{t}-sweeper")).await.ok()?;
+            (job.status?.succeeded? == 1).then_some(())
+        },
+    )
+    .await;
+    let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
+    let selector = format!("tf-spawner/experiment={t},tf-spawner/helper=supervisor");
+    let sweepers = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .unwrap();
+    let name = sweepers.items[0].metadata.name.clone().unwrap();
+    let log = pods.logs(&name, &LogParams::default()).await.unwrap();
+    for want in [
+        format!(
+            "supervising experiment {t} in namespace {}: 3 runs",
+            c.namespace
+        ),
+        format!("run {t}-3 (lr=3): starting"),
+        format!("experiment {t}: all 3 runs succeeded"),
+        format!("supervisor of experiment {t}: done"),
+    ] {
+        assert!(log.contains(&want), "{want:?} in {log}");
+    }
+    c.run(&["compare", &t])
+        .await
+        .success()
+        .stdout_has(&format!("best: {t}-1 (*)\n"))
+        .stdout_lacks("followed now: experiment");
+    c.run(&["-d", "-y", "--experiment", &t]).await.success();
+    assert!(
+        jobs.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}

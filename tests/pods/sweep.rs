@@ -257,7 +257,7 @@ async fn ctrl_c_then_resume_starts_nothing_twice_and_finishes() {
 /// Prints 4 epochs with `val_loss` = lr / epoch, each epoch taking 2·lr seconds: the
 /// better a run, the sooner it reaches each rung (its lead doubling at each), so the
 /// losing runs are the ones judged there, whatever the order their pods started in.
-const RUNG_SCRIPT: &str = "\
+pub(crate) const RUNG_SCRIPT: &str = "\
 import os, time
 lr = float(os.environ['TF_SPAWNER_PARAM_LR'])
 for e in range(1, 5):
