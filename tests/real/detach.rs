@@ -100,3 +100,125 @@ async fn a_detached_runs_supervisor_is_made_admitted_under_restricted_and_delete
     );
     assert!(real.secrets(&ns, "det").await.is_empty());
 }
+
+/// `sweep --detach` under the shipped Role (its ServiceAccount's token) in a namespace
+/// enforcing `restricted` (v1.23+): the record, the first run and the sweep's supervisor
+/// (Job `NAME-sweeper`, its pod admitted, running `supervise --experiment NAME`). No node
+/// runs that pod here, so the test runs `supervise --experiment` itself beside the server
+/// (as the pod would, with the same token), drives the runs' pods to their end and sees
+/// the lease under two followers: a laptop's `sweep --resume` while the supervisor has the
+/// experiment is refused in one line. `-d --experiment` removes it all.
+#[tokio::test]
+async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_deleted() {
+    let test = "a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_deleted";
+    let Some(real) = Real::new(test).await else {
+        return;
+    };
+    let restricted = real.server_minor().await >= 23;
+    let ns = if restricted {
+        crate::hardened::enforcing(&real, "dsweep", "restricted").await
+    } else {
+        real.namespace("dsweep").await
+    };
+    service_account::apply_role(&real.client, &ns).await;
+    let kubeconfig: OsString =
+        service_account::kubeconfig(&real.client, &real.admin_kubeconfig, &ns, real.dir.path())
+            .await
+            .into();
+    let script = real.script();
+    let with = |words: &[&str]| {
+        let mut args: Vec<OsString> = vec!["--kubeconfig".into(), kubeconfig.clone()];
+        args.extend(["-n", &ns].map(OsString::from));
+        args.extend(words.iter().map(OsString::from));
+        args
+    };
+    let sweep = |more: &[&str]| {
+        let mut words = vec![
+            "sweep", "-t", "rsw", "-w", "1", "--run-as-user", "1000", "--param", "lr=1,2",
+            "--parallel", "1",
+        ];
+        words.extend_from_slice(more);
+        words.push(script.to_str().unwrap());
+        with(&words)
+    };
+    let image = "registry.example.com/tf-spawner:0.1";
+    let out = real
+        .run_raw(&sweep(&["--detach", "--supervisor-image", image]), &[])
+        .await;
+    out.success()
+        .stdout_has("experiment rsw: followed from the cluster by job/rsw-sweeper");
+    assert!(!out.stderr.contains("orbidden"), "{out:#?}");
+    let own = "tf-spawner/experiment=rsw,tf-spawner/helper=supervisor";
+    let began = Instant::now();
+    let pod = loop {
+        let pods: Vec<Pod> = real.list(&ns, own).await;
+        if let Some(pod) = pods.into_iter().next() {
+            break pod;
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no sweeper pod after 60 s");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(
+        pod.spec.unwrap().containers[0].command.as_deref().unwrap(),
+        ["tf-spawner", "supervise", "--experiment", "rsw"]
+    );
+
+    // The supervisor, as its pod runs it.
+    let mut supervisor = tokio::process::Command::new(BIN)
+        .args(with(&["supervise", "--experiment", "rsw"]))
+        .env_clear()
+        .env("HOME", real.dir.path())
+        .current_dir(real.dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start supervise");
+    let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = real.api(&ns);
+    let began = Instant::now();
+    while records
+        .get("rsw-experiment")
+        .await
+        .ok()
+        .and_then(|cm| cm.metadata.annotations?.get("tf-spawner/follower").cloned())
+        .is_none()
+    {
+        assert!(began.elapsed() < Duration::from_secs(60), "not taken after 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let refused = real.run_raw(&sweep(&["--resume", "rsw"]), &[]).await;
+    refused
+        .failure(2)
+        .stderr_has("error: experiment 'rsw' is followed by tf-spawner on ");
+    for run in ["rsw-1", "rsw-2"] {
+        let worker = format!("{run}-worker-0");
+        let began = Instant::now();
+        while real.pods(&ns, run).await.is_empty() {
+            assert!(began.elapsed() < Duration::from_secs(60), "no {worker} after 60 s");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        real.bind(&ns, &worker, "node-a").await;
+        real.set_terminated(&ns, &worker, "tensorflow", 0).await;
+    }
+    let out = tokio::time::timeout(Duration::from_secs(120), supervisor.wait())
+        .await
+        .expect("the supervisor ends within 120 s of the last run's end")
+        .expect("supervise ran");
+    let mut log = String::new();
+    if let Some(mut stdout) = supervisor.stdout.take() {
+        use tokio::io::AsyncReadExt;
+        stdout.read_to_string(&mut log).await.unwrap();
+    }
+    assert!(out.success(), "{log}");
+    assert!(log.contains("experiment rsw: all 2 runs succeeded"), "{log}");
+
+    let out = real
+        .run_raw(&with(&["-d", "-y", "--experiment", "rsw"]), &[])
+        .await;
+    out.success();
+    assert!(!out.stderr.contains("orbidden"), "{out:#?}");
+    let jobs: Vec<Job> = real.list(&ns, "tf-spawner/experiment=rsw").await;
+    assert!(jobs.is_empty(), "{jobs:?}");
+    assert!(records.get_opt("rsw-experiment").await.unwrap().is_none());
+}
