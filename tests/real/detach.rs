@@ -134,8 +134,17 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
     };
     let sweep = |more: &[&str]| {
         let mut words = vec![
-            "sweep", "-t", "rsw", "-w", "1", "--run-as-user", "1000", "--param", "lr=1,2",
-            "--parallel", "1",
+            "sweep",
+            "-t",
+            "rsw",
+            "-w",
+            "1",
+            "--run-as-user",
+            "1000",
+            "--param",
+            "lr=1,2",
+            "--parallel",
+            "1",
         ];
         words.extend_from_slice(more);
         words.push(script.to_str().unwrap());
@@ -155,7 +164,10 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
         if let Some(pod) = pods.into_iter().next() {
             break pod;
         }
-        assert!(began.elapsed() < Duration::from_secs(60), "no sweeper pod after 60 s");
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "no sweeper pod after 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     assert_eq!(
@@ -184,18 +196,25 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
         .and_then(|cm| cm.metadata.annotations?.get("tf-spawner/follower").cloned())
         .is_none()
     {
-        assert!(began.elapsed() < Duration::from_secs(60), "not taken after 60 s");
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "not taken after 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let refused = real.run_raw(&sweep(&["--resume", "rsw"]), &[]).await;
     refused
         .failure(2)
-        .stderr_has("error: experiment 'rsw' is followed by tf-spawner on ");
+        .stderr_has("error: experiment 'rsw' is followed by ")
+        .stderr_has(", which starts and follows its runs: watch them with tf-spawner compare rsw");
     for run in ["rsw-1", "rsw-2"] {
         let worker = format!("{run}-worker-0");
         let began = Instant::now();
         while real.pods(&ns, run).await.is_empty() {
-            assert!(began.elapsed() < Duration::from_secs(60), "no {worker} after 60 s");
+            assert!(
+                began.elapsed() < Duration::from_secs(60),
+                "no {worker} after 60 s"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         real.bind(&ns, &worker, "node-a").await;
@@ -211,7 +230,10 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
         stdout.read_to_string(&mut log).await.unwrap();
     }
     assert!(out.success(), "{log}");
-    assert!(log.contains("experiment rsw: all 2 runs succeeded"), "{log}");
+    assert!(
+        log.contains("experiment rsw: all 2 runs succeeded"),
+        "{log}"
+    );
 
     let out = real
         .run_raw(&with(&["-d", "-y", "--experiment", "rsw"]), &[])
