@@ -348,10 +348,12 @@ async fn a_supervisor_lost_mid_restart_is_replaced_and_the_run_restarted_once() 
     assert!(log.contains(&format!("run {}: Succeeded", d.t)), "{log}");
 }
 
-/// `sweep --detach` (issue 59): three runs of the rung script (`val_loss` = lr / epoch),
-/// two at a time; the command makes the record, the first run and the sweep's
-/// supervisor, then ends; the supervisor's pod starts the other two as runs end, with
-/// nobody attached, and completes; `compare` names the best from the records; `-d
+/// `sweep --detach` (issue 59): three runs of the rung script (`val_loss` = lr / epoch,
+/// 2·lr s an epoch), two at a time; the command makes the record, the first run and the
+/// sweep's supervisor, then ends; the supervisor's pod starts the other two as runs end,
+/// with nobody attached. Once the third run exists its pod is deleted: the Job's next
+/// pod takes the sweep over from the record, follows the two runs under way and starts
+/// none again, and completes; `compare` names the best from the records; `-d
 /// --experiment` removes it all.
 #[tokio::test]
 async fn a_detached_sweep_runs_to_its_end_with_nobody_attached() {
