@@ -165,14 +165,7 @@ pub async fn judged_runs(cluster: &Cluster, names: &[String]) -> Result<Judged> 
         .collect();
     let mut runs = in_flight(cluster, chosen, names).await;
     decided_stops(&mut runs, &experiments, &open);
-    let (objective, sweeper) = match (names, experiments.as_slice()) {
-        ([_], [planned]) => {
-            let now = crate::duration::now();
-            let sweeper = planned.follower.as_ref().map(|h| h.cell(now));
-            (planned.objective.clone(), sweeper)
-        }
-        _ => (None, None),
-    };
+    let (objective, sweeper) = of_the_one(names, &experiments);
     for planned in experiments {
         for run in planned.runs {
             if !runs.iter().any(|r| r.tag == run.tag) {
@@ -192,6 +185,20 @@ pub async fn judged_runs(cluster: &Cluster, names: &[String]) -> Result<Judged> 
         objective,
         sweeper,
     })
+}
+
+/// The objective of the one experiment named, and who runs its sweep, in `compare`'s
+/// words.
+fn of_the_one(
+    names: &[String],
+    experiments: &[experiment::Planned],
+) -> (Option<Objective>, Option<String>) {
+    let ([_], [planned]) = (names, experiments) else {
+        return (None, None);
+    };
+    let now = crate::duration::now();
+    let sweeper = planned.follower.as_ref().map(|h| h.cell(now));
+    (planned.objective.clone(), sweeper)
 }
 
 /// The runs whose own record has no verdict (`open`) while their experiment's record

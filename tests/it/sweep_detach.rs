@@ -9,7 +9,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::follow::{exited, finish, start};
-use crate::support::Env;
+use crate::support::{Env, eventually};
 use crate::sweep::{await_pod, pods_of};
 
 const NS: &str = "default";
@@ -118,24 +118,22 @@ fn a_detached_sweep_makes_its_record_first_run_and_supervisor_and_returns() {
 }
 
 #[test]
-fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_is_refused_meanwhile() {
+fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_shows_it_acting_on_nothing() {
     let env = Env::new();
     detach(&env, "sv", &[]);
     let mut supervisor = start(&env, &["supervise", "--experiment", "sv"]);
     // It follows the first run, which the laptop made, and starts the next at its end.
     succeed(&env, "sv-1");
     await_pod(&env, "sv-2-worker-0", &mut supervisor);
-    let script = env.script();
-    let again = sweep_args(script.to_str().unwrap(), "sv", &["--resume", "sv"]);
-    let again: Vec<&str> = again.iter().map(String::as_str).collect();
-    env.run(&again)
-        .failure(2)
-        .stderr_has("error: experiment 'sv' is followed by ")
-        .stderr_has("watch them with tf-spawner compare sv -n default");
     env.run(&["compare", "sv"])
         .success()
         .stdout_has("followed now: experiment sv by ")
         .stdout_has("(checked in ");
+    // The laptop's `sweep --resume` meanwhile shows the experiment and acts on nothing.
+    let script = env.script();
+    let again = sweep_args(script.to_str().unwrap(), "sv", &["--resume", "sv"]);
+    let again: Vec<&str> = again.iter().map(String::as_str).collect();
+    let laptop = start(&env, &again);
     succeed(&env, "sv-2");
     await_pod(&env, "sv-3-worker-0", &mut supervisor);
     succeed(&env, "sv-3");
@@ -144,15 +142,70 @@ fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_is_refused_meanw
         .stdout_has("supervising experiment sv in namespace default: 3 runs")
         .stdout_has("experiment sv: all 3 runs succeeded")
         .stdout_has("supervisor of experiment sv: done");
+    finish(laptop)
+        .success()
+        .stdout_has("experiment sv is followed by ")
+        .stdout_has("this sweep shows it and acts on nothing (to run it from here instead, stop that sweeper: Ctrl-C where it runs)")
+        .stdout_has("run sv-3: Succeeded\n")
+        .stdout_has("experiment sv: all 3 runs succeeded")
+        .stdout_lacks("starting");
+    // Every run made once, by the laptop's first spawn or the supervisor: no second create.
+    let creates = env
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods") && r.status == 409)
+        .count();
+    assert_eq!(creates, 0);
     // It let go at its end: nobody follows the experiment now.
     env.run(&["compare", "sv"])
         .success()
         .stdout_has("sv-3")
         .stdout_lacks("followed now: experiment");
-    // It let go: the laptop may take the experiment up now (and finds it done).
-    env.run(&again)
+}
+
+#[test]
+fn a_laptop_sweep_has_the_experiment_and_a_resume_with_detach_is_refused_meanwhile() {
+    let env = Env::new();
+    let script = env.script();
+    let args = sweep_args(script.to_str().unwrap(), "sl", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut laptop = start(&env, &args);
+    await_pod(&env, "sl-1-worker-0", &mut laptop);
+    let detached = sweep_args(
+        script.to_str().unwrap(),
+        "sl",
+        &["--resume", "sl", "--detach", "--supervisor-image", IMAGE],
+    );
+    let detached: Vec<&str> = detached.iter().map(String::as_str).collect();
+    eventually("the laptop sweep has the experiment", || {
+        let cm = env.server.get("configmaps", NS, "sl-experiment");
+        match cm.and_then(|c| {
+            c["metadata"]["annotations"]["tf-spawner/follower"]
+                .as_str()
+                .map(String::from)
+        }) {
+            Some(_) => Ok(()),
+            None => Err("not yet".to_string()),
+        }
+    });
+    env.run(&detached)
+        .failure(2)
+        .stderr_has("error: experiment 'sl' is followed by ")
+        .stderr_has("to hand it to a supervisor, stop that sweeper first (Ctrl-C where it runs)");
+    assert!(
+        env.server
+            .get(kube_testserver::JOBS, NS, "sl-sweeper")
+            .is_none()
+    );
+    for k in 1..=3 {
+        let pod = format!("sl-{k}-worker-0");
+        await_pod(&env, &pod, &mut laptop);
+        succeed(&env, &format!("sl-{k}"));
+    }
+    finish(laptop)
         .success()
-        .stdout_has("experiment sv: all 3 runs succeeded");
+        .stdout_has("experiment sl: all 3 runs succeeded");
 }
 
 #[test]

@@ -41,12 +41,7 @@ pub(super) async fn hand_over(
 ) -> Result<()> {
     let ns = cluster.namespace();
     if resumed {
-        let now = crate::duration::now();
-        let meta = follower::read(cluster, &Followed::Experiment(name.to_string())).await?;
-        if let Some(h) = meta
-            .and_then(|m| follower::holder(&m, now))
-            .filter(|h| h.is_live(now))
-        {
+        if let Some(h) = live_holder(cluster, name).await? {
             return Err(held(name, ns, &h));
         }
         let invocation = crate::inputs::invocation_id();
@@ -66,16 +61,34 @@ pub(super) async fn hand_over(
     Ok(())
 }
 
-/// The experiment taken for this process, checked in while the sweep runs, with this
-/// process's name as a follower; `None` when its record is gone (the sweep then starts
-/// nothing). Refused in one line while another live sweeper has it.
-pub(super) async fn hold(cluster: &Cluster, name: &str) -> Result<Option<(Lease, String)>> {
+/// Who has experiment `name` now, if a live sweeper other than this process does.
+pub(super) async fn live_holder(cluster: &Cluster, name: &str) -> Result<Option<Holder>> {
+    let now = crate::duration::now();
+    let meta = follower::read(cluster, &Followed::Experiment(name.to_string())).await?;
+    let me = follower::me();
+    Ok(meta
+        .and_then(|m| follower::holder(&m, now))
+        .filter(|h| h.who != me && h.is_live(now) && !h.gone_here()))
+}
+
+/// What taking the experiment found.
+pub(super) enum Hold {
+    /// This process's, checked in while the sweep runs, with its name as a follower.
+    Ours(Lease, String),
+    /// Its record is gone: the sweep starts nothing.
+    Gone,
+    /// Another live sweeper has it (`attached.rs`).
+    Held(Holder),
+}
+
+/// Takes the experiment for this process.
+pub(super) async fn hold(cluster: &Cluster, name: &str) -> Result<Hold> {
     let (what, me) = (Followed::Experiment(name.to_string()), follower::me());
-    match follower::take(cluster, &what, &me).await? {
-        Taken::Ours => Ok(Some((Lease::hold(cluster, &what, &me), me))),
-        Taken::NoRecord => Ok(None),
-        Taken::Held(h) => Err(held(name, cluster.namespace(), &h)),
-    }
+    Ok(match follower::take(cluster, &what, &me).await? {
+        Taken::Ours => Hold::Ours(Lease::hold(cluster, &what, &me), me),
+        Taken::NoRecord => Hold::Gone,
+        Taken::Held(h) => Hold::Held(h),
+    })
 }
 
 /// Lets go of the experiment, recording the sweep's exit code.
@@ -88,19 +101,12 @@ pub(super) async fn release(cluster: &Cluster, name: &str, me: &str, result: &Re
     follower::release(cluster, &what, me, Some(code)).await;
 }
 
-/// The refusal while `holder` has experiment `name`: who, how to watch it, how to stop it.
-pub(crate) fn held(name: &str, ns: &str, holder: &Holder) -> anyhow::Error {
-    let job = sweeper_name(name);
-    let stop = if holder.who.contains(&format!(" on {job}-")) {
-        format!(
-            "stop its supervisor with kubectl delete job {job} -n {ns} (the runs go on) to take it up here"
-        )
-    } else {
-        "stop that sweep first (Ctrl-C where it runs), or let it end".to_string()
-    };
+/// The refusal of a second supervisor while `holder` has experiment `name`.
+fn held(name: &str, ns: &str, holder: &Holder) -> anyhow::Error {
     UsageError::new(format!(
-        "experiment '{name}' is followed by {}, which starts and follows its runs: watch them with tf-spawner compare {name} -n {ns}; {stop}",
-        holder.cell(crate::duration::now())
+        "experiment '{name}' is followed by {}, which starts and follows its runs: watch them with tf-spawner compare {name} -n {ns}; to hand it to a supervisor, stop that sweeper first ({})",
+        holder.cell(crate::duration::now()),
+        super::attached::stop_hint(name, ns, holder)
     ))
     .into()
 }

@@ -4,10 +4,12 @@
 
 use anyhow::Result;
 
+use crate::cluster::Cluster;
 use crate::errors::{self, EXIT_TRAINING_FAILED, ExitError};
 use crate::metrics::early::STOPPED_EARLY;
+use crate::metrics::winner::Results;
 use crate::output;
-use crate::plan::sweep::Point;
+use crate::plan::sweep::{ExperimentRecord, Point};
 
 /// How a run ended, for the sweep's verdict.
 pub(super) enum Ended {
@@ -198,4 +200,13 @@ pub(super) fn verdict(
         ),
     )
     .into())
+}
+
+/// The best run and what the runs held, from their records (one list); nothing when
+/// they cannot be read.
+pub(super) async fn results(cluster: &Cluster, record: &ExperimentRecord) -> Results {
+    match crate::ops::compare::runs(cluster, std::slice::from_ref(&record.name)).await {
+        Ok(runs) => Results::judged(runs, record.objective.as_ref()),
+        Err(_) => Results::default(),
+    }
 }

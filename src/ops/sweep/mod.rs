@@ -4,6 +4,7 @@
 //! (`cluster/experiment.rs`) is made before the first run; `--resume` follows the runs
 //! that exist and starts only the others. `local.rs`: the same on this machine.
 
+mod attached;
 pub(crate) mod definition;
 pub(crate) mod detach;
 pub(crate) mod early;
@@ -32,7 +33,7 @@ use crate::plan::{self, ExperimentRun, SpawnRequest};
 use crate::signals;
 
 use early::Early;
-use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, verdict};
+use ending::{Ended, Halt, RecordGone, end_state, end_text, ended_by, results, verdict};
 use judges::{Judges, record_end};
 use propose::Search;
 
@@ -117,8 +118,15 @@ pub(crate) async fn run(cluster: &Cluster, sweep: &Sweep) -> Result<()> {
         Some(search) => search.runs(points(&sweep.record)),
         None => points(&sweep.record),
     };
-    let existing: BTreeSet<String> = experiment::run_tags(cluster).await?.into_iter().collect();
     let (name, ns) = (&sweep.record.name, cluster.namespace());
+    // Taken up while another sweeper has it: shown, nothing done (`attached.rs`).
+    if sweep.resume
+        && sweep.detach.is_none()
+        && let Some(holder) = detach::live_holder(cluster, name).await?
+    {
+        return attached::follow(cluster, (name, &sweep.hint), &runs, holder).await;
+    }
+    let existing: BTreeSet<String> = experiment::run_tags(cluster).await?.into_iter().collect();
     if !sweep.resume
         && let Some((tag, _)) = runs.iter().find(|(tag, _)| existing.contains(tag))
     {
@@ -174,11 +182,18 @@ async fn held(
     at_a_time: usize,
 ) -> Result<()> {
     let name = &sweep.record.name;
-    let Some((mut lease, me)) = detach::hold(cluster, name).await? else {
-        return Err(anyhow::anyhow!(
-            "experiment '{name}' was deleted (its record {} is gone); nothing was started",
-            crate::labels::experiment_record_name(name)
-        ));
+    let (mut lease, me) = match detach::hold(cluster, name).await? {
+        detach::Hold::Ours(lease, me) => (lease, me),
+        detach::Hold::Gone => {
+            return Err(anyhow::anyhow!(
+                "experiment '{name}' was deleted (its record {} is gone); nothing was started",
+                crate::labels::experiment_record_name(name)
+            ));
+        }
+        detach::Hold::Held(holder) => {
+            let at = (name.as_str(), sweep.hint.as_str());
+            return attached::follow(cluster, at, &runs, holder).await;
+        }
     };
     let result = tokio::select! {
         result = follow_all(cluster, sweep, runs, begun, at_a_time) => result,
@@ -439,15 +454,6 @@ async fn conclude(
     }
     notify_end(sweep, runs, ended, &result, results).await;
     result
-}
-
-/// The best run and what the runs held, from their records (one list); nothing when
-/// they cannot be read.
-async fn results(cluster: &Cluster, record: &ExperimentRecord) -> Results {
-    match super::compare::runs(cluster, std::slice::from_ref(&record.name)).await {
-        Ok(runs) => Results::judged(runs, record.objective.as_ref()),
-        Err(_) => Results::default(),
-    }
 }
 
 /// `--notify`'s notice at the experiment's end: each run's verdict in a word, the
