@@ -131,9 +131,7 @@ pub async fn experiment(cluster: &Cluster, name: &str) -> Result<()> {
         ))?;
         return Ok(());
     }
-    let sweep = sweep_of_settings(cluster, name, settings)
-        .await
-        .map_err(|e| anyhow!("secret/{secret}: {}", one_line(&e)))?;
+    let sweep = sweep_of_settings(cluster, name, settings).await?;
     wait_for_turn(cluster, name).await?;
     output::print(&format!(
         "supervising experiment {name} in namespace {}: {} runs\n",
@@ -164,7 +162,8 @@ async fn sweep_of_settings(cluster: &Cluster, name: &str, s: SweepFollow) -> Res
         yes: true,
         objective: s.objective.clone(),
         stopping: s.stopping,
-    })?;
+    })
+    .map_err(|e| anyhow!("secret/{}: {}", sweeper_name(name), one_line(&e)))?;
     let digests = definition::digests(&s.base)?;
     let taking = Taking {
         definition: &definition,
@@ -175,7 +174,7 @@ async fn sweep_of_settings(cluster: &Cluster, name: &str, s: SweepFollow) -> Res
     };
     let record = crate::ops::sweep::resume::read(cluster, &taking).await?;
     let wait = Wait::from_record(name, &s.follow, std::time::Instant::now())
-        .map_err(|why| anyhow!("{why}"))?;
+        .map_err(|why| anyhow!("secret/{}: {why}", sweeper_name(name)))?;
     Ok(Sweep {
         record,
         base: s.base,

@@ -257,3 +257,28 @@ fn a_detached_sweep_refuses_what_it_cannot_do_and_creates_nothing() {
     );
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
 }
+
+#[test]
+fn a_forged_record_or_settings_stop_the_supervisor_in_one_line_and_it_starts_nothing() {
+    let env = Env::new();
+    detach(&env, "sf", &[]);
+    // A record that is not the sweep's: its parameters changed by someone else.
+    let mut record = env.server.get("configmaps", NS, "sf-experiment").unwrap();
+    let text = record["data"]["experiment.json"].as_str().unwrap();
+    assert!(text.contains("0.01"), "{text}");
+    record["data"]["experiment.json"] = text.replace("0.01", "0.5").into();
+    env.server.insert("configmaps", NS, record);
+    env.run(&["supervise", "--experiment", "sf"])
+        .failure(2)
+        .stderr_has("error: experiment 'sf' was started with ");
+    // Settings that are no sweep's.
+    let mut secret = env.server.get("secrets", NS, "sf-sweeper").unwrap();
+    secret["data"]["sweep.json"] = base64::engine::general_purpose::STANDARD
+        .encode(b"{\"base\": 1}")
+        .into();
+    env.server.insert("secrets", NS, secret);
+    env.run(&["supervise", "--experiment", "sf"])
+        .failure(1)
+        .stderr_has("error: secret/sf-sweeper: its sweep.json cannot be read: ");
+    assert!(pods_of(&env, "sf-2").is_empty());
+}
