@@ -2,7 +2,7 @@
 //! (`tf-spawner --local ... examples/mnist.py`, `... examples/parameter_server.py`) with a
 //! small synthetic data set, a few epochs, and the model saved in the test's temp dir.
 
-use crate::support::{Output, Tf, epochs, is_keras_file, repo_file, series, task_lines};
+use crate::support::{BIN, Output, Tf, epochs, is_keras_file, repo_file, series, task_lines};
 
 /// What `worker` printed, and its epochs' loss and accuracy; panics with the whole output
 /// unless it trained `epochs` epochs.
@@ -542,4 +542,54 @@ fn keras_3_on_jax_trains_on_two_workers_and_they_agree() {
         })
         .collect();
     assert_eq!(losses[0], losses[1], "{out:#?}");
+}
+
+/// A Keras 3 sweep (issue 62 item 2): `sweep --local --framework keras` runs the Keras 3
+/// script once per batch size, each on two processes, reads Keras 3's progress lines for
+/// its metrics, and `compare --local` reads them back: both runs' final losses, the best
+/// named.
+#[test]
+fn a_keras_3_sweep_runs_once_per_batch_size_and_compare_reads_its_losses() {
+    let Some(tf) = Tf::new("keras_sweep") else {
+        return;
+    };
+    let out = tf.sweep(&[
+        "-t",
+        "ks",
+        "--framework",
+        "keras",
+        "-w",
+        "2",
+        "--param",
+        "batch=16,32",
+        &repo_file("examples/keras_jax.py"),
+        "--",
+        "--batch-size",
+        "{batch}",
+    ]);
+    out.success()
+        .stdout_has("run ks-2 (local): Succeeded")
+        .stdout_has("local experiment ks: all 2 runs succeeded; best ks-");
+    let compared = std::process::Command::new(BIN)
+        .args(["compare", "ks", "--local", "--no-chart"])
+        .env_clear()
+        .env("HOME", tf.path(""))
+        .current_dir(tf.path(""))
+        .output()
+        .expect("run compare");
+    let table = String::from_utf8_lossy(&compared.stdout);
+    assert!(compared.status.success(), "{table}");
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("Succeeded")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for row in rows {
+        // TAG, batch, VERDICT, TIME, RESTARTS, EPOCHS, loss, BEST loss.
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(
+            cells.contains(&"Succeeded") && cells.contains(&"3/3"),
+            "{table}"
+        );
+        let loss: f64 = cells[cells.len() - 2].parse().expect(row);
+        assert!(loss.is_finite() && loss > 0.0, "{table}");
+    }
+    assert!(table.contains("best: ks-"), "{table}");
 }
