@@ -93,19 +93,30 @@ fn decided(e: &anyhow::Error) -> bool {
 
 /// The follow's settings, from the run's supervisor Secret; `None` without one.
 async fn settings(cluster: &Cluster, tag: &str) -> Result<Option<FollowRecord>> {
-    let name = supervisor_name(tag);
     let selector = format!("{},{HELPER_LABEL}={SUPERVISOR}", whole_run_selector(tag));
+    settings_in(cluster, &selector, &supervisor_name(tag), follow_of).await
+}
+
+/// A supervisor's settings from its Secret `name` (listed by `selector`: a forged
+/// Secret of that name without its labels is not read), read by `read`; `None` without
+/// one.
+async fn settings_in<T>(
+    cluster: &Cluster,
+    selector: &str,
+    name: &str,
+    read: fn(&Secret) -> Result<T, String>,
+) -> Result<Option<T>> {
     let found = cluster
-        .list::<Secret>(&selector)
+        .list::<Secret>(selector)
         .await
         .map_err(|e| cluster.explain("reading the supervisor's settings", &e))?;
     let Some(secret) = found
         .iter()
-        .find(|s| s.metadata.name.as_deref() == Some(&name))
+        .find(|s| s.metadata.name.as_deref() == Some(name))
     else {
         return Ok(None);
     };
-    follow_of(secret)
+    read(secret)
         .map(Some)
         .map_err(|why| anyhow!("secret/{name}: {why}"))
 }
@@ -218,19 +229,6 @@ async fn gone(cluster: &Cluster, name: &str) -> bool {
 
 /// A detached sweep's settings, from its supervisor's Secret; `None` without one.
 async fn sweep_settings(cluster: &Cluster, name: &str) -> Result<Option<SweepFollow>> {
-    let secret_name = sweeper_name(name);
     let selector = format!("{EXPERIMENT_LABEL}={name},{HELPER_LABEL}={SUPERVISOR}");
-    let found = cluster
-        .list::<Secret>(&selector)
-        .await
-        .map_err(|e| cluster.explain("reading the supervisor's settings", &e))?;
-    let Some(secret) = found
-        .iter()
-        .find(|s| s.metadata.name.as_deref() == Some(&secret_name))
-    else {
-        return Ok(None);
-    };
-    sweep_of(secret)
-        .map(Some)
-        .map_err(|why| anyhow!("secret/{secret_name}: {why}"))
+    settings_in(cluster, &selector, &sweeper_name(name), sweep_of).await
 }

@@ -13,6 +13,16 @@ use crate::support::{Env, await_attempt, eventually, run_pods};
 const NS: &str = "default";
 const IMAGE: &str = "registry.example.com/tf-spawner:0.1";
 
+/// The paths the test server was asked to DELETE, in order.
+pub(crate) fn deletes(env: &Env) -> Vec<String> {
+    env.server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.path)
+        .collect()
+}
+
 fn job(env: &Env, tag: &str) -> Option<Value> {
     env.server
         .get(kube_testserver::JOBS, NS, &format!("{tag}-supervisor"))
@@ -174,13 +184,7 @@ fn a_failed_run_ends_the_supervisor_with_0_and_its_cleanup_deletes_itself_last()
         if left.is_empty() { Ok(()) } else { Err(left) }
     });
     // Its own objects last: its Job's DELETE after every other one.
-    let deletes: Vec<String> = env
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "DELETE")
-        .map(|r| r.path)
-        .collect();
+    let deletes = deletes(&env);
     assert!(
         deletes
             .last()
@@ -204,13 +208,7 @@ fn delete_stops_the_supervisor_before_the_run() {
     env.server.clear_requests();
     env.run(&["-d", "-t", "dx", "--yes"]).success();
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
-    let deletes: Vec<String> = env
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "DELETE")
-        .map(|r| r.path)
-        .collect();
+    let deletes = deletes(&env);
     let at = |what: &str| deletes.iter().position(|p| p.contains(what)).unwrap();
     assert!(at("/jobs") < at("/configmaps"), "{deletes:#?}");
     assert!(

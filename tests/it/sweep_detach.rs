@@ -215,13 +215,7 @@ fn delete_of_the_experiment_stops_its_supervisor_first() {
     env.server.clear_requests();
     env.run(&["-d", "--experiment", "sx", "--yes"]).success();
     assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
-    let deletes: Vec<String> = env
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "DELETE")
-        .map(|r| r.path)
-        .collect();
+    let deletes = crate::detach::deletes(&env);
     let at = |what: &str| deletes.iter().position(|p| p.contains(what)).unwrap();
     assert!(at("/jobs") < at("/configmaps"), "{deletes:#?}");
 }

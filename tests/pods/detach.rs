@@ -52,6 +52,21 @@ async fn supervisor_image(test: &str) -> Option<String> {
     Some(stdout.lines().last().expect("the image's name").to_string())
 }
 
+/// Waits (at most `within` seconds) until Job `name` has succeeded; the Jobs' API.
+async fn completed(c: &Cluster, name: &str, within: u64) -> Api<Job> {
+    let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
+    c.eventually(
+        &format!("job {name} complete"),
+        Duration::from_secs(within),
+        || async {
+            let job = jobs.get(name).await.ok()?;
+            (job.status?.succeeded? == 1).then_some(())
+        },
+    )
+    .await;
+    jobs
+}
+
 fn annotation(cm: &ConfigMap, key: &str) -> Option<String> {
     cm.metadata.annotations.as_ref()?.get(key).cloned()
 }
@@ -277,16 +292,7 @@ async fn a_detached_run_is_restarted_by_its_supervisor_with_nobody_attached() {
     assert_eq!(told["tag"], t.as_str(), "{body}");
     assert_eq!(told["restarts"], 1, "{body}");
     // The Job ends with the run, 0: nothing left to follow.
-    let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
-    c.eventually(
-        "the supervisor's Job complete",
-        Duration::from_secs(60),
-        || async {
-            let job = jobs.get(&format!("{t}-supervisor")).await.ok()?;
-            (job.status?.succeeded? == 1).then_some(())
-        },
-    )
-    .await;
+    let jobs = completed(&c, &format!("{t}-supervisor"), 60).await;
     // The morning's status: the attempt, why, and who followed it (it let go).
     let status = c.run(&["status", t]).await;
     status
@@ -377,16 +383,7 @@ async fn a_detached_sweep_runs_to_its_end_with_nobody_attached() {
     c.run(&args).await.success().stdout_has(&format!(
         "experiment {t}: followed from the cluster by job/{t}-sweeper"
     ));
-    let jobs = Api::<Job>::namespaced(c.client.clone(), &c.namespace);
-    c.eventually(
-        "the sweep's supervisor Job complete",
-        Duration::from_secs(300),
-        || async {
-            let job = jobs.get(&format!("{t}-sweeper")).await.ok()?;
-            (job.status?.succeeded? == 1).then_some(())
-        },
-    )
-    .await;
+    let jobs = completed(&c, &format!("{t}-sweeper"), 300).await;
     let pods = Api::<Pod>::namespaced(c.client.clone(), &c.namespace);
     let selector = format!("tf-spawner/experiment={t},tf-spawner/helper=supervisor");
     let sweepers = pods

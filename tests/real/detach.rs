@@ -16,23 +16,29 @@ use crate::support::*;
 
 use crate::rbac::service_account;
 
+/// A fresh namespace enforcing Pod Security `restricted` (v1.23+; v1.20 has none), with
+/// `examples/rbac.yaml` applied, and a kubeconfig of its ServiceAccount's token.
+async fn restricted_with_the_role(real: &Real, name: &str) -> (String, OsString) {
+    let ns = if real.server_minor().await >= 23 {
+        crate::hardened::enforcing(real, name, "restricted").await
+    } else {
+        real.namespace(name).await
+    };
+    service_account::apply_role(&real.client, &ns).await;
+    let kubeconfig =
+        service_account::kubeconfig(&real.client, &real.admin_kubeconfig, &ns, real.dir.path())
+            .await
+            .into();
+    (ns, kubeconfig)
+}
+
 #[tokio::test]
 async fn a_detached_runs_supervisor_is_made_admitted_under_restricted_and_deleted_with_it() {
     let test = "a_detached_runs_supervisor_is_made_admitted_under_restricted_and_deleted_with_it";
     let Some(real) = Real::new(test).await else {
         return;
     };
-    let restricted = real.server_minor().await >= 23;
-    let ns = if restricted {
-        crate::hardened::enforcing(&real, "detach", "restricted").await
-    } else {
-        real.namespace("detach").await
-    };
-    service_account::apply_role(&real.client, &ns).await;
-    let kubeconfig: OsString =
-        service_account::kubeconfig(&real.client, &real.admin_kubeconfig, &ns, real.dir.path())
-            .await
-            .into();
+    let (ns, kubeconfig) = restricted_with_the_role(&real, "detach").await;
     let script = real.script();
     let mut args: Vec<OsString> = ["--kubeconfig"].map(OsString::from).to_vec();
     args.push(kubeconfig.clone());
@@ -115,17 +121,7 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
     let Some(real) = Real::new(test).await else {
         return;
     };
-    let restricted = real.server_minor().await >= 23;
-    let ns = if restricted {
-        crate::hardened::enforcing(&real, "dsweep", "restricted").await
-    } else {
-        real.namespace("dsweep").await
-    };
-    service_account::apply_role(&real.client, &ns).await;
-    let kubeconfig: OsString =
-        service_account::kubeconfig(&real.client, &real.admin_kubeconfig, &ns, real.dir.path())
-            .await
-            .into();
+    let (ns, kubeconfig) = restricted_with_the_role(&real, "dsweep").await;
     let script = real.script();
     let with = |words: &[&str]| {
         let mut args: Vec<OsString> = vec!["--kubeconfig".into(), kubeconfig.clone()];
