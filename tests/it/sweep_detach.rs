@@ -276,3 +276,21 @@ fn a_forged_record_or_settings_stop_the_supervisor_in_one_line_and_it_starts_not
         .stderr_has("error: secret/sf-sweeper: its sweep.json cannot be read: ");
     assert!(pods_of(&env, "sf-2").is_empty());
 }
+
+#[test]
+fn resume_with_detach_beside_a_supervisor_that_ended_says_how_to_remove_it_and_makes_nothing() {
+    let env = Env::new();
+    detach(&env, "sr", &[]);
+    let script = env.script();
+    let args = sweep_args(
+        script.to_str().unwrap(),
+        "sr",
+        &["--resume", "sr", "--detach", "--supervisor-image", IMAGE],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let before = env.names(NS);
+    env.run(&args)
+        .failure(2)
+        .stderr_has("error: experiment 'sr' has a supervisor already (job/sr-sweeper, which ended or was stopped): remove it with kubectl delete job,secret sr-sweeper -n default");
+    assert_eq!(env.names(NS), before);
+}

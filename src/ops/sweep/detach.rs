@@ -46,7 +46,17 @@ pub(super) async fn hand_over(
         }
         let invocation = crate::inputs::invocation_id();
         let objects = detach.objects(name, ns, &invocation);
-        apply::create_supervisor(cluster, &objects, &invocation).await?;
+        let made = apply::create_supervisor(cluster, &objects, &invocation).await;
+        if let Err(e) = made {
+            if e.downcast_ref::<apply::AlreadyThere>().is_none() {
+                return Err(e);
+            }
+            let job = sweeper_name(name);
+            return Err(UsageError::new(format!(
+                "experiment '{name}' has a supervisor already (job/{job}, which ended or was stopped): remove it with kubectl delete job,secret {job} -n {ns}, then run this again; nothing was made"
+            ))
+            .into());
+        }
     }
     let (job, me) = (sweeper_name(name), output::name());
     output::print(&format!(
