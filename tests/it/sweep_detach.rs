@@ -2,7 +2,7 @@
 //! first run and its supervisor (a Job running `tf-spawner supervise --experiment NAME`,
 //! a Secret of the sweep's settings) made at once; that supervisor, run here as a
 //! process beside the test server as its pod would run it, takes the sweep up from the
-//! record and runs it to its end while a laptop's `sweep --resume` is refused; `-d
+//! record and runs it to its end while a laptop's `sweep --resume` shows it; `-d
 //! --experiment` stops it first; bad input refused with nothing created.
 
 use base64::Engine;
@@ -133,7 +133,10 @@ fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_shows_it_acting_
     let script = env.script();
     let again = sweep_args(script.to_str().unwrap(), "sv", &["--resume", "sv"]);
     let again: Vec<&str> = again.iter().map(String::as_str).collect();
-    let laptop = start(&env, &again);
+    let mut laptop = crate::watched::Watched::start(&env, &again);
+    // Attached before the runs end (else, the supervisor gone, it would take the
+    // experiment over, as it should).
+    laptop.await_stdout("this sweep shows it and acts on nothing");
     succeed(&env, "sv-2");
     await_pod(&env, "sv-3-worker-0", &mut supervisor);
     succeed(&env, "sv-3");
@@ -142,7 +145,8 @@ fn the_supervisor_runs_the_sweep_to_its_end_and_a_laptop_resume_shows_it_acting_
         .stdout_has("supervising experiment sv in namespace default: 3 runs")
         .stdout_has("experiment sv: all 3 runs succeeded")
         .stdout_has("supervisor of experiment sv: done");
-    finish(laptop)
+    laptop
+        .finish()
         .success()
         .stdout_has("experiment sv is followed by ")
         .stdout_has("this sweep shows it and acts on nothing (to run it from here instead, stop that sweeper: Ctrl-C where it runs)")

@@ -9,6 +9,8 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
+use tokio::io::AsyncBufReadExt;
+
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -202,7 +204,27 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let laptop = start(sweep(&["--resume", "rsw"]));
+    let mut laptop = start(sweep(&["--resume", "rsw"]));
+    // Attached before the runs end (else, the supervisor gone, it would take the
+    // experiment over, as it should): its lines read as they come.
+    let mut lines = tokio::io::BufReader::new(laptop.stdout.take().unwrap()).lines();
+    let mut shown = String::new();
+    while !shown.contains("this sweep shows it and acts on nothing") {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the laptop's sweep attaches within 60 s")
+            .expect("its stdout")
+            .unwrap_or_else(|| panic!("the laptop's sweep ended: {shown}"));
+        shown.push_str(&line);
+        shown.push('\n');
+    }
+    let rest = tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            shown.push_str(&line);
+            shown.push('\n');
+        }
+        shown
+    });
     for run in ["rsw-1", "rsw-2"] {
         let worker = format!("{run}-worker-0");
         let began = Instant::now();
@@ -216,28 +238,26 @@ async fn a_detached_sweep_is_made_admitted_run_by_its_supervisor_alone_and_delet
         real.bind(&ns, &worker, "node-a").await;
         real.set_terminated(&ns, &worker, "tensorflow", 0).await;
     }
-    for (who, child) in [
-        ("the supervisor", supervisor),
-        ("the laptop's sweep", laptop),
-    ] {
+    let ended = |who: &'static str, child: tokio::process::Child| async move {
         let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
             .await
             .unwrap_or_else(|_| panic!("{who} ends within 120 s of the last run's end"))
             .expect("tf-spawner ran");
-        let log = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{who}: {log}");
-        assert!(
-            log.contains("experiment rsw: all 2 runs succeeded"),
-            "{who}: {log}"
-        );
-        if who.contains("laptop") {
-            assert!(
-                log.contains("this sweep shows it and acts on nothing"),
-                "{log}"
-            );
-            assert!(!log.contains("starting"), "{log}");
-        }
-    }
+        assert!(out.status.success(), "{who}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let log = ended("the supervisor", supervisor).await;
+    assert!(
+        log.contains("experiment rsw: all 2 runs succeeded"),
+        "{log}"
+    );
+    ended("the laptop's sweep", laptop).await;
+    let log = rest.await.expect("the laptop's output");
+    assert!(
+        log.contains("experiment rsw: all 2 runs succeeded"),
+        "{log}"
+    );
+    assert!(!log.contains("starting"), "{log}");
 
     let out = real
         .run_raw(&with(&["-d", "-y", "--experiment", "rsw"]), &[])
