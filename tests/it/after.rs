@@ -542,6 +542,18 @@ impl Session {
     }
 }
 
+/// Polls until pod `name` is stored reading the whole claim (`/output`).
+fn whole_volume_pod(env: &Env, name: &str) {
+    for _ in 0..500 {
+        let pod = env.server.get("pods", NS, name);
+        if pod.is_some_and(|p| p["spec"]["containers"][0]["command"][2] == "/output") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("pod/{name} reading the whole claim was never created")
+}
+
 /// Polls until pod `name` is stored and returns it.
 fn stored(env: &Env, name: &str) -> Value {
     for _ in 0..500 {
@@ -793,6 +805,10 @@ fn tensorboard_of_an_experiment_serves_each_run_under_its_tag() {
     assert_eq!(pod["spec"]["containers"][0]["command"][2], "/output/solo");
     solo.interrupt();
     let whole = Session::start(&env, &["tensorboard", "-t", "solo", "--whole-volume"]);
+    // Its pod made (so it listens for Ctrl-C): a SIGINT before that is ignored where the
+    // suite runs with SIGINT ignored (a background job of a non-interactive shell, as a
+    // CI runner may start it), and the session then waits out its 5 min --timeout.
+    whole_volume_pod(&env, "solo-tensorboard");
     whole.interrupt();
     env.run(&["tensorboard", "nope"])
         .failure(1)
