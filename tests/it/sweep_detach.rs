@@ -298,3 +298,28 @@ fn resume_with_detach_beside_a_supervisor_that_ended_says_how_to_remove_it_and_m
         .stderr_has("error: experiment 'sr' has a supervisor already (job/sr-sweeper, which ended or was stopped): remove it with kubectl delete job,secret sr-sweeper -n default");
     assert_eq!(env.names(NS), before);
 }
+
+#[test]
+fn ctrl_c_ends_an_attached_sweep_and_leaves_the_experiment_to_its_sweeper() {
+    let env = Env::new();
+    detach(&env, "sc", &[]);
+    let supervisor = start(&env, &["supervise", "--experiment", "sc"]);
+    crate::follow::await_run_watches(&env, "sc-1", 1);
+    let script = env.script();
+    let again = sweep_args(script.to_str().unwrap(), "sc", &["--resume", "sc"]);
+    let again: Vec<&str> = again.iter().map(String::as_str).collect();
+    let mut laptop = crate::watched::Watched::start(&env, &again);
+    laptop.await_stdout("this sweep shows it and acts on nothing");
+    crate::follow::send(laptop.child(), "-INT");
+    let out = laptop.finish();
+    assert_eq!(out.code, 130, "{out:#?}");
+    out.stderr_has(
+        "error: interrupted; experiment 'sc' goes on with its sweeper, which acts for it",
+    );
+    // The sweeper still has it, and goes on.
+    env.run(&["compare", "sc"])
+        .success()
+        .stdout_has("followed now: experiment sc by ");
+    crate::follow::send(&supervisor, "-INT");
+    let _ = finish(supervisor);
+}

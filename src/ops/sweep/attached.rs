@@ -14,10 +14,10 @@ use anyhow::Result;
 use super::ending::{Ended, results, verdict};
 use crate::cluster::follower::{self, Followed, HOLD, Holder};
 use crate::cluster::{Cluster, experiment};
-use crate::errors::EXIT_TRAINING_FAILED;
+use crate::errors::{EXIT_TRAINING_FAILED, ExitError};
 use crate::labels::sweeper_name;
-use crate::output;
 use crate::plan::sweep::{ExperimentRecord, Point};
+use crate::{output, signals};
 
 /// How often the record is read.
 const POLL: Duration = Duration::from_secs(5);
@@ -36,6 +36,7 @@ pub(super) async fn follow(
         stop_hint(name, ns, &holder)
     ))?;
     let what = Followed::Experiment(name.to_string());
+    let mut stop = signals::Stop::listen();
     let mut told = BTreeSet::new();
     let mut last_seen = (holder.checked_in, std::time::Instant::now());
     loop {
@@ -53,7 +54,7 @@ pub(super) async fn follow(
                 if h.checked_in != last_seen.0 {
                     last_seen = (h.checked_in, std::time::Instant::now());
                 }
-                // Silent for the hold by this machine's clock: taken over.
+                // Silent for the hold by this machine's clock: that sweeper is gone.
                 if last_seen.1.elapsed() >= HOLD {
                     return Err(anyhow::anyhow!(
                         "experiment '{name}': {} stopped checking in {}s ago; take it up here with: {hint}",
@@ -67,7 +68,15 @@ pub(super) async fn follow(
                 return ended(cluster, (name, hint), runs, &record, code).await;
             }
         }
-        tokio::time::sleep(POLL).await;
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            code = stop.requested() => {
+                return Err(ExitError::new(code, format!(
+                    "interrupted; experiment '{name}' goes on with its sweeper, which acts for it"
+                ))
+                .into());
+            }
+        }
     }
 }
 
