@@ -85,6 +85,12 @@ impl Holder {
         now.saturating_sub(self.checked_in) < HOLD.as_secs() as i64
     }
 
+    /// It acts for what it follows, for `me` at `now`: another follower, checking in,
+    /// not gone from this machine.
+    pub fn acts_against(&self, me: &str, now: i64) -> bool {
+        self.who != me && self.is_live(now) && !self.gone_here()
+    }
+
     /// It ran on this machine as a process that is gone: a wait or a sweep killed
     /// outright (SIGKILL, a crash) never lets go, and its own machine need not wait out
     /// [`HOLD`] to take over. A pid taken again by another process reads as alive: the
@@ -197,8 +203,7 @@ pub async fn take(cluster: &Cluster, what: &Followed, me: &str) -> Result<Taken>
             return Ok(Taken::NoRecord);
         };
         let now = crate::duration::now();
-        let live = |h: &Holder| h.who != me && h.is_live(now) && !h.gone_here();
-        if let Some(h) = holder(&meta, now).filter(live) {
+        if let Some(h) = holder(&meta, now).filter(|h| h.acts_against(me, now)) {
             return Ok(Taken::Held(h));
         }
         let stamp = serde_json::json!({

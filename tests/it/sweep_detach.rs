@@ -323,3 +323,39 @@ fn ctrl_c_ends_an_attached_sweep_and_leaves_the_experiment_to_its_sweeper() {
     crate::follow::send(&supervisor, "-INT");
     let _ = finish(supervisor);
 }
+
+#[test]
+fn a_sweep_too_big_for_its_supervisors_secret_is_refused_before_anything_is_made() {
+    let env = Env::new();
+    // 800 KB that gzip cannot shrink: within a ConfigMap's 1 MiB, over the Secret's once
+    // written as base64 in the settings.
+    let dir = tempfile::tempdir().unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..800_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.path().join("data.bin"), bytes).unwrap();
+    let script = dir.path().join("train.py");
+    std::fs::write(&script, "print('hi')\n").unwrap();
+    let args = sweep_args(
+        script.to_str().unwrap(),
+        "sb",
+        &[
+            "--detach",
+            "--supervisor-image",
+            IMAGE,
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.run(&args)
+        .failure(2)
+        .stderr_has("error: --detach keeps the sweep's script, files and pod templates in its supervisor's Secret, which holds at most 1048576 bytes");
+    assert!(env.names(NS).is_empty(), "{:?}", env.names(NS));
+}

@@ -30,13 +30,14 @@ pub(super) async fn follow(
     holder: Holder,
 ) -> Result<()> {
     let ns = cluster.namespace();
+    // Listening before the line that says how to stop it.
+    let mut stop = signals::Stop::listen();
     output::print(&format!(
         "experiment {name} is followed by {}, which starts and follows its runs: this sweep shows it and acts on nothing (to run it from here instead, stop that sweeper: {})\n",
         holder.cell(crate::duration::now()),
         stop_hint(name, ns, &holder)
     ))?;
     let what = Followed::Experiment(name.to_string());
-    let mut stop = signals::Stop::listen();
     let mut told = BTreeSet::new();
     let mut last_seen = (holder.checked_in, std::time::Instant::now());
     loop {

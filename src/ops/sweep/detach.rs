@@ -78,7 +78,7 @@ pub(super) async fn live_holder(cluster: &Cluster, name: &str) -> Result<Option<
     let me = follower::me();
     Ok(meta
         .and_then(|m| follower::holder(&m, now))
-        .filter(|h| h.who != me && h.is_live(now) && !h.gone_here()))
+        .filter(|h| h.acts_against(&me, now)))
 }
 
 /// What taking the experiment found.
